@@ -1,0 +1,512 @@
+//! The synchronous database: opening (and migrating), transactions and event delivery. The
+//! operations themselves live in `ops.rs` on [`Tx`]; the convenience methods here wrap one
+//! operation in its own transaction.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::catalog::{Catalog, StoreInfo};
+use crate::error::{Error, Result};
+use crate::events::{Event, EventFilter, EventKind, Listener, Listeners, SubscriptionId};
+use crate::key::Key;
+use crate::mechanism::{Mechanism, MemoryMechanism, SqliteMechanism, TableId};
+use crate::ops::{self, ScanOptions};
+use crate::range::KeyRange;
+use crate::schema::{Schema, StoreSchema};
+
+pub type TxId = u64;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    ReadOnly,
+    ReadWrite,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MechanismKind {
+    /// A durable SQLite file at the database's name (a path). The default.
+    #[default]
+    Sqlite,
+    /// Ordered maps in memory, gone when the database closes.
+    Memory,
+}
+
+impl MechanismKind {
+    pub fn from_name(name: &str) -> Result<MechanismKind> {
+        match name {
+            "sqlite" => Ok(MechanismKind::Sqlite),
+            "memory" => Ok(MechanismKind::Memory),
+            other => Err(Error::InvalidArgument(format!(
+                "unknown mechanism {other:?} (known: sqlite, memory)"
+            ))),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct OpenOptions {
+    pub mechanism: MechanismKind,
+}
+
+struct ActiveTx {
+    id: TxId,
+    scope: Vec<String>,
+    mode: Mode,
+    /// Whether the mechanism was asked to begin. A lone read runs without, in SQLite's
+    /// autocommit mode, which is atomic for one statement and saves two round trips.
+    storage: bool,
+    events: Vec<Event>,
+    /// The catalog before this transaction created a store, to restore on abort.
+    catalog_before: Option<Catalog>,
+}
+
+/// How many finished transactions are remembered, to say why an old id is inactive.
+const FINISHED_MEMORY: usize = 256;
+
+pub struct Database {
+    name: String,
+    pub(crate) mech: Box<dyn Mechanism>,
+    catalog: Catalog,
+    stores: HashMap<String, Arc<StoreInfo>>,
+    /// Opened without a schema: a first write to an unknown store creates it.
+    schemaless: bool,
+    listeners: Listeners,
+    active: Option<ActiveTx>,
+    next_tx: TxId,
+    finished: VecDeque<(TxId, String)>,
+    /// Cached next autoIncrement key per data table; dropped on rollback.
+    pub(crate) key_generators: HashMap<TableId, f64>,
+}
+
+impl Database {
+    /// Opens (creating if needed) a database. With a schema, a stored schema that differs is
+    /// migrated when the version is higher, and is an error otherwise. Without one, the stored
+    /// schema is used and stores are created on first write.
+    pub fn open(name: &str, schema: Option<Schema>, options: &OpenOptions) -> Result<Database> {
+        if name.is_empty() {
+            return Err(Error::InvalidArgument("database name is empty".into()));
+        }
+        let schema = schema.map(Schema::normalized).transpose()?;
+        let mech: Box<dyn Mechanism> = match options.mechanism {
+            MechanismKind::Sqlite => Box::new(SqliteMechanism::open(Path::new(name))?),
+            MechanismKind::Memory => Box::new(MemoryMechanism::new()),
+        };
+        let mut db = Database {
+            name: name.to_string(),
+            mech,
+            catalog: Catalog::empty(),
+            stores: HashMap::new(),
+            schemaless: schema.is_none(),
+            listeners: Listeners::default(),
+            active: None,
+            next_tx: 1,
+            finished: VecDeque::new(),
+            key_generators: HashMap::new(),
+        };
+        db.mech.begin(true)?;
+        match db.load_or_migrate(schema) {
+            Ok(()) => db.mech.commit()?,
+            Err(e) => {
+                let _ = db.mech.rollback();
+                return Err(e);
+            }
+        }
+        db.stores = db.catalog.store_infos();
+        Ok(db)
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The schema as stored, with default index names filled in.
+    pub fn schema(&self) -> &Schema {
+        &self.catalog.schema
+    }
+
+    fn load_or_migrate(&mut self, given: Option<Schema>) -> Result<()> {
+        let mech = &mut *self.mech;
+        match (Catalog::load(mech)?, given) {
+            (None, given) => {
+                self.catalog = Catalog::empty();
+                if let Some(schema) = given {
+                    self.catalog.schema.version = schema.version;
+                    for store in &schema.stores {
+                        self.catalog.create_store(mech, store)?;
+                    }
+                }
+                self.catalog.save(mech)
+            }
+            (Some(stored), None) => {
+                self.catalog = stored;
+                Ok(())
+            }
+            (Some(stored), Some(schema)) => {
+                self.catalog = stored;
+                let (stored_version, given_version) = (self.catalog.schema.version, schema.version);
+                if given_version < stored_version {
+                    return Err(Error::VersionTooLow {
+                        database: self.name.clone(),
+                        stored: stored_version,
+                        given: given_version,
+                    });
+                }
+                match self.catalog.schema.difference(&schema) {
+                    Some(change) if given_version == stored_version => Err(Error::SchemaChanged {
+                        database: self.name.clone(),
+                        stored: stored_version,
+                        given: given_version,
+                        change,
+                    }),
+                    None if given_version == stored_version => Ok(()),
+                    _ => self.migrate(schema),
+                }
+            }
+        }
+    }
+
+    /// Brings the stored schema to `new` inside the open transaction: drops what went, creates
+    /// what came, rebuilds changed indexes from the records.
+    fn migrate(&mut self, new: Schema) -> Result<()> {
+        let old = self.catalog.schema.clone();
+        let mech = &mut *self.mech;
+        for store in &old.stores {
+            if new.store(&store.name).is_none() {
+                self.catalog.drop_store(mech, &store.name)?;
+            }
+        }
+        let mut rebuild = Vec::new();
+        for store in &new.stores {
+            let Some(prev) = old.store(&store.name) else {
+                self.catalog.create_store(mech, store)?;
+                continue;
+            };
+            if prev.key_path != store.key_path || prev.auto_increment != store.auto_increment {
+                return Err(Error::InvalidSchema(format!(
+                    "store {:?}: keyPath and autoIncrement cannot change in place; remove the store in one version and add it back in the next",
+                    store.name
+                )));
+            }
+            for index in &prev.indexes {
+                let name = index.name.as_deref().unwrap_or_default();
+                if store.index(name) != Some(index) {
+                    self.catalog.drop_index(mech, &store.name, name)?;
+                }
+            }
+            for index in &store.indexes {
+                let name = index.name.as_deref().unwrap_or_default();
+                if prev.index(name) != Some(index) {
+                    self.catalog.create_index_table(mech, &store.name, name)?;
+                    rebuild.push((store.name.clone(), name.to_string()));
+                }
+            }
+        }
+        self.catalog.schema = Schema {
+            version: new.version,
+            stores: new.stores.clone(),
+        };
+        self.catalog.save(mech)?;
+        self.stores = self.catalog.store_infos();
+        for (store, index) in rebuild {
+            let info = self.stores[&store].clone();
+            ops::rebuild_index(self, &info, info.index(&index)?)?;
+        }
+        Ok(())
+    }
+
+    // ----- transactions -------------------------------------------------------------------
+
+    /// Runs `work` in a transaction over `stores`: committed when it returns Ok, rolled back
+    /// (with nothing written and no change events) when it returns an error.
+    pub fn run<T>(
+        &mut self,
+        stores: &[&str],
+        mode: Mode,
+        work: impl FnOnce(&mut Tx<'_>) -> Result<T>,
+    ) -> Result<T> {
+        self.run_with(stores, mode, true, work)
+    }
+
+    fn run_with<T>(
+        &mut self,
+        stores: &[&str],
+        mode: Mode,
+        storage: bool,
+        work: impl FnOnce(&mut Tx<'_>) -> Result<T>,
+    ) -> Result<T> {
+        let outcome = self.begin_with(stores, mode, storage).and_then(|id| {
+            let outcome =
+                work(&mut Tx { db: self, id }).and_then(|value| self.commit(id).map(|()| value));
+            if outcome.is_err() && self.active_transaction() == Some(id) {
+                self.finish_aborted(id, "its work failed");
+            }
+            outcome
+        });
+        if let Err(error) = &outcome {
+            let store = stores.first().map(|s| s.to_string());
+            self.emit(Event {
+                kind: EventKind::Error,
+                store,
+                key: None,
+                value: None,
+                message: Some(error.to_string()),
+            });
+        }
+        outcome
+    }
+
+    /// Starts an explicit transaction; operations go through [`Database::transaction`] until
+    /// [`Database::commit`] or [`Database::abort`]. Only one is active at a time.
+    pub fn begin(&mut self, stores: &[&str], mode: Mode) -> Result<TxId> {
+        self.begin_with(stores, mode, true)
+    }
+
+    fn begin_with(&mut self, stores: &[&str], mode: Mode, storage: bool) -> Result<TxId> {
+        if let Some(active) = &self.active {
+            return Err(Error::InvalidArgument(format!(
+                "transaction {} is still active; commit or abort it before starting another",
+                active.id
+            )));
+        }
+        if stores.is_empty() {
+            return Err(Error::InvalidArgument(
+                "a transaction needs at least one store".into(),
+            ));
+        }
+        for store in stores {
+            let creatable = self.schemaless && mode == Mode::ReadWrite;
+            if !creatable && !self.stores.contains_key(*store) {
+                return Err(self.unknown_store(store));
+            }
+        }
+        if storage {
+            self.mech.begin(mode == Mode::ReadWrite)?;
+        }
+        let id = self.next_tx;
+        self.next_tx += 1;
+        self.active = Some(ActiveTx {
+            id,
+            scope: stores.iter().map(|s| s.to_string()).collect(),
+            mode,
+            storage,
+            events: Vec::new(),
+            catalog_before: None,
+        });
+        Ok(id)
+    }
+
+    /// The operations of the active explicit transaction `id`.
+    pub fn transaction(&mut self, id: TxId) -> Result<Tx<'_>> {
+        self.check_active(id)?;
+        Ok(Tx { db: self, id })
+    }
+
+    pub fn active_transaction(&self) -> Option<TxId> {
+        self.active.as_ref().map(|a| a.id)
+    }
+
+    /// Commits, then delivers the transaction's change events. On a storage failure the
+    /// transaction is rolled back and the error returned.
+    pub fn commit(&mut self, id: TxId) -> Result<()> {
+        self.check_active(id)?;
+        let storage = self.active.as_ref().is_some_and(|a| a.storage);
+        if storage {
+            if let Err(e) = self.mech.commit() {
+                self.finish_aborted(id, "its commit failed");
+                return Err(e);
+            }
+        }
+        let active = self.active.take().expect("checked above");
+        self.remember(id, "committed");
+        for event in &active.events {
+            self.listeners.dispatch(event);
+        }
+        Ok(())
+    }
+
+    /// Rolls back everything the transaction did.
+    pub fn abort(&mut self, id: TxId) -> Result<()> {
+        self.check_active(id)?;
+        self.finish_aborted(id, "aborted");
+        Ok(())
+    }
+
+    /// Aborts the active transaction, if any, saying why (an idle timeout, a panic).
+    pub fn abort_active(&mut self, reason: &str) {
+        if let Some(id) = self.active_transaction() {
+            self.finish_aborted(id, reason);
+        }
+    }
+
+    fn finish_aborted(&mut self, id: TxId, reason: &str) {
+        let Some(active) = self.active.take() else {
+            return;
+        };
+        if active.storage {
+            let _ = self.mech.rollback();
+        }
+        if let Some(catalog) = active.catalog_before {
+            self.catalog = catalog;
+            self.stores = self.catalog.store_infos();
+        }
+        self.key_generators.clear();
+        self.remember(id, reason);
+    }
+
+    fn remember(&mut self, id: TxId, how: &str) {
+        if self.finished.len() == FINISHED_MEMORY {
+            self.finished.pop_front();
+        }
+        self.finished.push_back((id, how.to_string()));
+    }
+
+    fn check_active(&self, id: TxId) -> Result<()> {
+        if self.active.as_ref().is_some_and(|a| a.id == id) {
+            return Ok(());
+        }
+        let reason = match self.finished.iter().find(|(f, _)| *f == id) {
+            Some((_, how)) => format!("it was {how}"),
+            None if id >= self.next_tx => "no such transaction was started".into(),
+            None => "it finished long ago".into(),
+        };
+        Err(Error::TransactionInactive { id, reason })
+    }
+
+    // ----- events -------------------------------------------------------------------------
+
+    /// Adds a listener. It runs on the thread that runs the database (the worker thread under
+    /// the executor) after each commit. Subscribing to `ready` on an open database fires it at
+    /// once, so that a listener never misses it.
+    pub fn subscribe(&mut self, filter: EventFilter, listener: Listener) -> SubscriptionId {
+        let wants_ready = filter.wants(EventKind::Ready, None);
+        let id = self.listeners.add(filter, listener);
+        if wants_ready {
+            self.listeners
+                .dispatch_to(id, &Event::lifecycle(EventKind::Ready, None));
+        }
+        id
+    }
+
+    pub fn unsubscribe(&mut self, id: SubscriptionId) -> bool {
+        self.listeners.remove(id)
+    }
+
+    /// Sends an event now (outside a transaction) or queues it until commit (inside one).
+    pub(crate) fn emit(&mut self, event: Event) {
+        if !self.listeners.wants(event.kind, event.store.as_deref()) {
+            return;
+        }
+        match &mut self.active {
+            Some(active) if event.kind != EventKind::Error => active.events.push(event),
+            _ => self.listeners.dispatch(&event),
+        }
+    }
+
+    pub(crate) fn wants_event(&self, kind: EventKind, store: &StoreInfo) -> bool {
+        store.schema.dispatches_events() && self.listeners.wants(kind, Some(&store.schema.name))
+    }
+
+    // ----- store lookup (for ops) ---------------------------------------------------------
+
+    /// The store, checked against the active transaction's scope and mode. A write to an
+    /// unknown store of a schemaless database creates it.
+    pub(crate) fn store_for(&mut self, store: &str, write: bool) -> Result<Arc<StoreInfo>> {
+        let active = self.active.as_ref().expect("ops run inside a transaction");
+        if !active.scope.iter().any(|s| s == store) {
+            return Err(Error::NotInScope {
+                store: store.to_string(),
+                scope: active.scope.clone(),
+            });
+        }
+        if write && active.mode == Mode::ReadOnly {
+            return Err(Error::ReadOnly {
+                store: store.to_string(),
+            });
+        }
+        if let Some(info) = self.stores.get(store) {
+            return Ok(info.clone());
+        }
+        if !(write && self.schemaless) {
+            return Err(self.unknown_store(store));
+        }
+        let before = self.catalog.clone();
+        self.catalog
+            .create_store(&mut *self.mech, &StoreSchema::implicit(store))?;
+        self.catalog.save(&mut *self.mech)?;
+        let active = self.active.as_mut().expect("checked above");
+        active.catalog_before.get_or_insert(before);
+        self.stores = self.catalog.store_infos();
+        Ok(self.stores[store].clone())
+    }
+
+    fn unknown_store(&self, store: &str) -> Error {
+        let mut known: Vec<String> = self.stores.keys().cloned().collect();
+        known.sort();
+        Error::UnknownStore {
+            store: store.to_string(),
+            known,
+        }
+    }
+
+    // ----- one operation, one transaction -------------------------------------------------
+
+    /// Writes a record, replacing any under the same key; returns its key.
+    pub fn put(&mut self, store: &str, value: Value, key: Option<Key>) -> Result<Key> {
+        self.run(&[store], Mode::ReadWrite, |tx| tx.put(store, value, key))
+    }
+
+    /// Writes a new record; an existing key or a unique-index clash is a constraint error.
+    pub fn add(&mut self, store: &str, value: Value, key: Option<Key>) -> Result<Key> {
+        self.run(&[store], Mode::ReadWrite, |tx| tx.add(store, value, key))
+    }
+
+    pub fn get(&mut self, store: &str, key: &Key) -> Result<Option<Value>> {
+        self.run_with(&[store], Mode::ReadOnly, false, |tx| tx.get(store, key))
+    }
+
+    /// Removes the records in `range` (use [`KeyRange::Only`] for one key); returns how many.
+    pub fn remove(&mut self, store: &str, range: &KeyRange) -> Result<u64> {
+        self.run(&[store], Mode::ReadWrite, |tx| tx.remove(store, range))
+    }
+
+    pub fn clear(&mut self, store: &str) -> Result<()> {
+        self.run(&[store], Mode::ReadWrite, |tx| tx.clear(store))
+    }
+
+    pub fn count(&mut self, store: &str, scan: &ScanOptions) -> Result<u64> {
+        self.run(&[store], Mode::ReadOnly, |tx| tx.count(store, scan))
+    }
+
+    pub fn keys(&mut self, store: &str, scan: &ScanOptions) -> Result<Vec<Key>> {
+        self.run(&[store], Mode::ReadOnly, |tx| tx.keys(store, scan))
+    }
+
+    pub fn values(&mut self, store: &str, scan: &ScanOptions) -> Result<Vec<Value>> {
+        self.run(&[store], Mode::ReadOnly, |tx| tx.values(store, scan))
+    }
+
+    pub fn values_of(&mut self, store: &str, keys: &[Key]) -> Result<Vec<Option<Value>>> {
+        self.run(&[store], Mode::ReadOnly, |tx| tx.values_of(store, keys))
+    }
+}
+
+impl Drop for Database {
+    fn drop(&mut self) {
+        self.abort_active("the database closed");
+    }
+}
+
+/// The operations of one transaction; see `ops.rs`.
+pub struct Tx<'db> {
+    pub(crate) db: &'db mut Database,
+    pub(crate) id: TxId,
+}
+
+impl Tx<'_> {
+    pub fn id(&self) -> TxId {
+        self.id
+    }
+}

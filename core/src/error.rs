@@ -1,0 +1,176 @@
+//! The one error type of the engine. Every variant names what was wrong (store, index, key, key
+//! path, transaction) so that a message read in a C, Python or Node log points at the cause.
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A stable classification of [`Error`], for mapping onto C status codes and binding exceptions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorCode {
+    NotFound,
+    InvalidKey,
+    InvalidArgument,
+    Constraint,
+    ReadOnly,
+    TransactionInactive,
+    Schema,
+    Closed,
+    Cancelled,
+    Storage,
+    Internal,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("unknown store {store:?}{}", known_list(.known))]
+    UnknownStore { store: String, known: Vec<String> },
+
+    #[error("unknown index {index:?} on store {store:?}{}", known_list(.known))]
+    UnknownIndex {
+        store: String,
+        index: String,
+        known: Vec<String>,
+    },
+
+    #[error("invalid key{}: {reason}", key_context(.store, .key_path))]
+    InvalidKey {
+        store: Option<String>,
+        key_path: Option<String>,
+        reason: String,
+    },
+
+    #[error("record for store {store:?} has no usable key at key path {key_path:?} and the store does not generate keys (add the field, or give the store autoIncrement)")]
+    MissingKeyPath { store: String, key_path: String },
+
+    #[error("store {store:?} has {what}: {reason}")]
+    KeyConflict {
+        store: String,
+        what: &'static str,
+        reason: String,
+    },
+
+    #[error("bad JSON in {what}: {reason}")]
+    BadJson { what: String, reason: String },
+
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+
+    #[error("constraint error in store {store:?}: {detail}")]
+    Constraint { store: String, detail: String },
+
+    #[error("cannot write to store {store:?} in a readonly transaction")]
+    ReadOnly { store: String },
+
+    #[error("store {store:?} is not in the scope of this transaction (scope: {scope:?})")]
+    NotInScope { store: String, scope: Vec<String> },
+
+    #[error("transaction {id} is not active: {reason}")]
+    TransactionInactive { id: u64, reason: String },
+
+    #[error("invalid schema: {0}")]
+    InvalidSchema(String),
+
+    #[error("schema of database {database:?} changed without a higher version (stored version {stored}, given {given}): {change}; raise the version to migrate")]
+    SchemaChanged {
+        database: String,
+        stored: u64,
+        given: u64,
+        change: String,
+    },
+
+    #[error(
+        "database {database:?} is at version {stored}, newer than the schema's version {given}"
+    )]
+    VersionTooLow {
+        database: String,
+        stored: u64,
+        given: u64,
+    },
+
+    #[error("database {database:?} did not open: {reason}")]
+    NotOpen {
+        database: String,
+        code: ErrorCode,
+        reason: String,
+    },
+
+    #[error("database {0:?} is closed")]
+    Closed(String),
+
+    #[error("request cancelled: database {0:?} closed before it ran")]
+    Cancelled(String),
+
+    #[error("storage error in {context}: {source}")]
+    Storage {
+        context: String,
+        source: rusqlite::Error,
+    },
+
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl Error {
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Error::UnknownStore { .. } | Error::UnknownIndex { .. } => ErrorCode::NotFound,
+            Error::InvalidKey { .. } | Error::MissingKeyPath { .. } | Error::KeyConflict { .. } => {
+                ErrorCode::InvalidKey
+            }
+            Error::BadJson { .. } | Error::InvalidArgument(_) | Error::NotInScope { .. } => {
+                ErrorCode::InvalidArgument
+            }
+            Error::Constraint { .. } => ErrorCode::Constraint,
+            Error::ReadOnly { .. } => ErrorCode::ReadOnly,
+            Error::TransactionInactive { .. } => ErrorCode::TransactionInactive,
+            Error::InvalidSchema(_) | Error::SchemaChanged { .. } | Error::VersionTooLow { .. } => {
+                ErrorCode::Schema
+            }
+            Error::NotOpen { code, .. } => *code,
+            Error::Closed(_) => ErrorCode::Closed,
+            Error::Cancelled(_) => ErrorCode::Cancelled,
+            Error::Storage { .. } => ErrorCode::Storage,
+            Error::Internal(_) => ErrorCode::Internal,
+        }
+    }
+
+    pub(crate) fn invalid_key(reason: impl Into<String>) -> Self {
+        Error::InvalidKey {
+            store: None,
+            key_path: None,
+            reason: reason.into(),
+        }
+    }
+
+    /// Adds the store (and key path) to an invalid-key error raised where they were not known.
+    pub(crate) fn in_store(self, store_name: &str, path: Option<&str>) -> Self {
+        match self {
+            Error::InvalidKey {
+                store: None,
+                key_path,
+                reason,
+            } => Error::InvalidKey {
+                store: Some(store_name.to_string()),
+                key_path: key_path.or_else(|| path.map(str::to_string)),
+                reason,
+            },
+            other => other,
+        }
+    }
+}
+
+fn known_list(known: &[String]) -> String {
+    if known.is_empty() {
+        String::new()
+    } else {
+        format!(" (known: {})", known.join(", "))
+    }
+}
+
+fn key_context(store: &Option<String>, key_path: &Option<String>) -> String {
+    match (store, key_path) {
+        (Some(s), Some(p)) => format!(" in store {s:?} at key path {p:?}"),
+        (Some(s), None) => format!(" in store {s:?}"),
+        (None, Some(p)) => format!(" at key path {p:?}"),
+        (None, None) => String::new(),
+    }
+}

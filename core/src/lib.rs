@@ -1,0 +1,30 @@
+//! objstore-db core: an embeddable database of stores with key paths, secondary and compound
+//! indexes, key ranges, transactions and change events, on SQLite or in memory.
+//!
+//! [`Database`] is the synchronous engine; [`AsyncDatabase`] runs one on a worker thread and
+//! completes every request through a callback. Nothing here knows about C, Python or Node.
+
+mod catalog;
+mod database;
+mod error;
+mod events;
+mod executor;
+mod key;
+mod keypath;
+mod mechanism;
+mod ops;
+mod range;
+mod schema;
+
+pub use database::{Database, MechanismKind, Mode, OpenOptions, Tx, TxId};
+pub use error::{Error, ErrorCode, Result};
+pub use events::{Event, EventFilter, EventKind, Listener, SubscriptionId};
+pub use executor::{AsyncDatabase, ExecutorOptions, DEFAULT_IDLE_TRANSACTION_TIMEOUT};
+pub use key::Key;
+pub use keypath::{lookup, KeyPath};
+pub use ops::ScanOptions;
+pub use range::{ByteRange, KeyRange};
+pub use schema::{IndexSchema, Schema, StoreSchema};
+
+/// The library version, as in Cargo.toml.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

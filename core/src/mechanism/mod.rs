@@ -1,0 +1,72 @@
+//! The storage mechanisms behind the engine: `sqlite` (a durable file) and `memory` (ordered
+//! maps). A mechanism knows only numbered tables of two kinds, never stores, keys or JSON:
+//! - data tables map an encoded primary key to a record's bytes;
+//! - index tables hold (encoded index key, encoded primary key) pairs, ordered by both.
+//!
+//! Ranges are byte ranges over the first column: `low` inclusive, `high` exclusive.
+
+mod memory;
+mod sqlite;
+
+pub use memory::MemoryMechanism;
+pub use sqlite::SqliteMechanism;
+
+use crate::error::Result;
+use crate::range::ByteRange;
+
+pub type TableId = u32;
+
+/// The data table that holds the catalog and key generators.
+pub const META_TABLE: TableId = 0;
+
+/// What a scan's visitor says after each row.
+pub type Visit<'a> = &'a mut dyn FnMut(&[u8], &[u8]) -> Result<bool>;
+
+pub trait Mechanism: Send {
+    /// Starts a transaction; `write` takes the write lock at once.
+    fn begin(&mut self, write: bool) -> Result<()>;
+    fn commit(&mut self) -> Result<()>;
+    fn rollback(&mut self) -> Result<()>;
+
+    fn create_data_table(&mut self, table: TableId) -> Result<()>;
+    fn create_index_table(&mut self, table: TableId) -> Result<()>;
+    fn drop_table(&mut self, table: TableId) -> Result<()>;
+    fn clear_table(&mut self, table: TableId) -> Result<()>;
+
+    fn get(&mut self, table: TableId, key: &[u8]) -> Result<Option<Vec<u8>>>;
+    fn put(&mut self, table: TableId, key: &[u8], value: &[u8]) -> Result<()>;
+    fn delete(&mut self, table: TableId, key: &[u8]) -> Result<()>;
+    fn count(&mut self, table: TableId, range: &ByteRange) -> Result<u64>;
+    /// Visits (key, value) in key order until the visitor returns false. With `values` false
+    /// the value passed is empty.
+    fn scan(
+        &mut self,
+        table: TableId,
+        range: &ByteRange,
+        reverse: bool,
+        values: bool,
+        visit: Visit,
+    ) -> Result<()>;
+
+    fn index_insert(&mut self, table: TableId, index_key: &[u8], primary_key: &[u8]) -> Result<()>;
+    fn index_delete(&mut self, table: TableId, index_key: &[u8], primary_key: &[u8]) -> Result<()>;
+    fn index_count(&mut self, table: TableId, range: &ByteRange) -> Result<u64>;
+    /// Visits (index key, primary key) in order until the visitor returns false.
+    fn index_scan(
+        &mut self,
+        table: TableId,
+        range: &ByteRange,
+        reverse: bool,
+        visit: Visit,
+    ) -> Result<()>;
+    /// Visits (primary key, record) of the index entries in range, in index order, joining the
+    /// data table in one pass.
+    fn index_scan_values(
+        &mut self,
+        index: TableId,
+        data: TableId,
+        range: &ByteRange,
+        reverse: bool,
+        visit: Visit,
+    ) -> Result<()>;
+}

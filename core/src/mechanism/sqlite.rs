@@ -1,0 +1,309 @@
+//! The `sqlite` mechanism: one SQLite file in WAL mode, one WITHOUT ROWID table per store and
+//! per index, so that a key lookup is one B-tree probe and a range is one B-tree walk.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use rusqlite::{params, CachedStatement, Connection, OpenFlags};
+
+use super::{Mechanism, TableId, Visit, META_TABLE};
+use crate::error::{Error, Result};
+use crate::range::ByteRange;
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Statement {
+    Get,
+    Put,
+    Delete,
+    Count,
+    Scan { reverse: bool, values: bool },
+    IndexInsert,
+    IndexDelete,
+    IndexCount,
+    IndexScan { reverse: bool },
+    IndexScanValues { data: TableId, reverse: bool },
+}
+
+pub struct SqliteMechanism {
+    conn: Connection,
+    path: String,
+    /// SQL text per (table, statement), so the hot path formats nothing.
+    sql: HashMap<(TableId, Statement), String>,
+}
+
+impl SqliteMechanism {
+    pub fn open(path: &Path) -> Result<SqliteMechanism> {
+        let path_text = path.display().to_string();
+        let failed = |what: &str| {
+            let context = format!("{what} {path_text:?}");
+            move |source| Error::Storage { context, source }
+        };
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn =
+            Connection::open_with_flags(path, flags).map_err(failed("opening database file"))?;
+        // WAL with synchronous=NORMAL: durable across application crashes, one fsync per
+        // checkpoint rather than per commit.
+        conn.execute_batch(
+            "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=5000;",
+        )
+        .map_err(failed("configuring database file"))?;
+        conn.set_prepared_statement_cache_capacity(512);
+        let mut mechanism = SqliteMechanism {
+            conn,
+            path: path_text,
+            sql: HashMap::new(),
+        };
+        mechanism.create_data_table(META_TABLE)?;
+        Ok(mechanism)
+    }
+
+    /// Runs one cached statement with `args`, turning a failure into an error naming the table.
+    fn execute(
+        &mut self,
+        t: TableId,
+        statement: Statement,
+        what: &'static str,
+        args: &[&dyn rusqlite::ToSql],
+    ) -> Result<()> {
+        let Self { conn, path, sql } = self;
+        let mut stmt = prepared(conn, sql, t, statement).map_err(failed(path, what, t))?;
+        stmt.execute(args).map_err(failed(path, what, t))?;
+        Ok(())
+    }
+
+    fn count_with(&mut self, t: TableId, statement: Statement, range: &ByteRange) -> Result<u64> {
+        if range.is_empty() {
+            return Ok(0);
+        }
+        let Self { conn, path, sql } = self;
+        let mut stmt = prepared(conn, sql, t, statement).map_err(failed(path, "count", t))?;
+        let n: i64 = stmt
+            .query_row(params![range.low, range.high], |r| r.get(0))
+            .map_err(failed(path, "count", t))?;
+        Ok(n as u64)
+    }
+
+    fn scan_with(
+        &mut self,
+        t: TableId,
+        statement: Statement,
+        range: &ByteRange,
+        visit: Visit,
+    ) -> Result<()> {
+        if range.is_empty() {
+            return Ok(());
+        }
+        let Self { conn, path, sql } = self;
+        let mut stmt = prepared(conn, sql, t, statement).map_err(failed(path, "scan", t))?;
+        let columns = stmt.column_count();
+        let mut rows = stmt
+            .query(params![range.low, range.high])
+            .map_err(failed(path, "scan", t))?;
+        while let Some(row) = rows.next().map_err(failed(path, "scan", t))? {
+            let blob = |i: usize| {
+                row.get_ref(i)
+                    .and_then(|v| Ok(v.as_blob()?))
+                    .map_err(failed(path, "scan", t))
+            };
+            let first = blob(0)?;
+            let second = if columns > 1 { blob(1)? } else { &[][..] };
+            if !visit(first, second)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn run_plain(&mut self, sql: &str, what: &'static str) -> Result<()> {
+        let Self { conn, path, .. } = self;
+        conn.prepare_cached(sql)
+            .and_then(|mut s| s.execute([]))
+            .map_err(failed(path, what, META_TABLE))?;
+        Ok(())
+    }
+
+    fn run_ddl(&mut self, sql: &str, what: &'static str, t: TableId) -> Result<()> {
+        let Self { conn, path, .. } = self;
+        conn.execute_batch(sql).map_err(failed(path, what, t))
+    }
+}
+
+fn prepared<'c>(
+    conn: &'c Connection,
+    sql: &mut HashMap<(TableId, Statement), String>,
+    t: TableId,
+    statement: Statement,
+) -> rusqlite::Result<CachedStatement<'c>> {
+    conn.prepare_cached(
+        sql.entry((t, statement))
+            .or_insert_with(|| statement_text(t, statement)),
+    )
+}
+
+fn failed<'p>(
+    path: &'p str,
+    what: &'static str,
+    t: TableId,
+) -> impl FnOnce(rusqlite::Error) -> Error + 'p {
+    move |source| Error::Storage {
+        context: format!("{what} on table t{t} of {path:?}"),
+        source,
+    }
+}
+
+fn statement_text(t: TableId, statement: Statement) -> String {
+    let order = |reverse: bool| if reverse { "DESC" } else { "ASC" };
+    match statement {
+        Statement::Get => format!("SELECT v FROM t{t} WHERE k = ?1"),
+        Statement::Put => format!("INSERT OR REPLACE INTO t{t} (k, v) VALUES (?1, ?2)"),
+        Statement::Delete => format!("DELETE FROM t{t} WHERE k = ?1"),
+        Statement::Count => format!("SELECT count(*) FROM t{t} WHERE k >= ?1 AND k < ?2"),
+        Statement::Scan { reverse, values } => format!(
+            "SELECT k{} FROM t{t} WHERE k >= ?1 AND k < ?2 ORDER BY k {}",
+            if values { ", v" } else { "" },
+            order(reverse)
+        ),
+        Statement::IndexInsert => format!("INSERT OR IGNORE INTO t{t} (ik, pk) VALUES (?1, ?2)"),
+        Statement::IndexDelete => format!("DELETE FROM t{t} WHERE ik = ?1 AND pk = ?2"),
+        Statement::IndexCount => format!("SELECT count(*) FROM t{t} WHERE ik >= ?1 AND ik < ?2"),
+        Statement::IndexScan { reverse } => {
+            let o = order(reverse);
+            format!("SELECT ik, pk FROM t{t} WHERE ik >= ?1 AND ik < ?2 ORDER BY ik {o}, pk {o}")
+        }
+        Statement::IndexScanValues { data, reverse } => {
+            let o = order(reverse);
+            format!(
+                "SELECT i.pk, d.v FROM t{t} AS i JOIN t{data} AS d ON d.k = i.pk \
+                 WHERE i.ik >= ?1 AND i.ik < ?2 ORDER BY i.ik {o}, i.pk {o}"
+            )
+        }
+    }
+}
+
+impl Mechanism for SqliteMechanism {
+    fn begin(&mut self, write: bool) -> Result<()> {
+        self.run_plain(
+            if write {
+                "BEGIN IMMEDIATE"
+            } else {
+                "BEGIN DEFERRED"
+            },
+            "begin",
+        )
+    }
+
+    fn commit(&mut self) -> Result<()> {
+        self.run_plain("COMMIT", "commit")
+    }
+
+    fn rollback(&mut self) -> Result<()> {
+        if self.conn.is_autocommit() {
+            return Ok(()); // SQLite already rolled back (for example after a full disk)
+        }
+        self.run_plain("ROLLBACK", "rollback")
+    }
+
+    fn create_data_table(&mut self, t: TableId) -> Result<()> {
+        let sql = format!("CREATE TABLE IF NOT EXISTS t{t} (k BLOB NOT NULL PRIMARY KEY, v BLOB NOT NULL) WITHOUT ROWID");
+        self.run_ddl(&sql, "create table", t)
+    }
+
+    fn create_index_table(&mut self, t: TableId) -> Result<()> {
+        let sql = format!(
+            "CREATE TABLE IF NOT EXISTS t{t} (ik BLOB NOT NULL, pk BLOB NOT NULL, PRIMARY KEY (ik, pk)) WITHOUT ROWID"
+        );
+        self.run_ddl(&sql, "create index table", t)
+    }
+
+    fn drop_table(&mut self, t: TableId) -> Result<()> {
+        self.sql.retain(|(table, _), _| *table != t);
+        self.run_ddl(&format!("DROP TABLE IF EXISTS t{t}"), "drop table", t)
+    }
+
+    fn clear_table(&mut self, t: TableId) -> Result<()> {
+        self.run_ddl(&format!("DELETE FROM t{t}"), "clear table", t)
+    }
+
+    fn get(&mut self, t: TableId, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let Self { conn, path, sql } = self;
+        let mut stmt = prepared(conn, sql, t, Statement::Get).map_err(failed(path, "get", t))?;
+        let mut rows = stmt.query([key]).map_err(failed(path, "get", t))?;
+        match rows.next().map_err(failed(path, "get", t))? {
+            Some(row) => Ok(Some(row.get(0).map_err(failed(path, "get", t))?)),
+            None => Ok(None),
+        }
+    }
+
+    fn put(&mut self, t: TableId, key: &[u8], value: &[u8]) -> Result<()> {
+        self.execute(t, Statement::Put, "put", &[&key, &value])
+    }
+
+    fn delete(&mut self, t: TableId, key: &[u8]) -> Result<()> {
+        self.execute(t, Statement::Delete, "delete", &[&key])
+    }
+
+    fn count(&mut self, t: TableId, range: &ByteRange) -> Result<u64> {
+        self.count_with(t, Statement::Count, range)
+    }
+
+    fn scan(
+        &mut self,
+        t: TableId,
+        range: &ByteRange,
+        reverse: bool,
+        values: bool,
+        visit: Visit,
+    ) -> Result<()> {
+        self.scan_with(t, Statement::Scan { reverse, values }, range, visit)
+    }
+
+    fn index_insert(&mut self, t: TableId, index_key: &[u8], primary_key: &[u8]) -> Result<()> {
+        self.execute(
+            t,
+            Statement::IndexInsert,
+            "index insert",
+            &[&index_key, &primary_key],
+        )
+    }
+
+    fn index_delete(&mut self, t: TableId, index_key: &[u8], primary_key: &[u8]) -> Result<()> {
+        self.execute(
+            t,
+            Statement::IndexDelete,
+            "index delete",
+            &[&index_key, &primary_key],
+        )
+    }
+
+    fn index_count(&mut self, t: TableId, range: &ByteRange) -> Result<u64> {
+        self.count_with(t, Statement::IndexCount, range)
+    }
+
+    fn index_scan(
+        &mut self,
+        t: TableId,
+        range: &ByteRange,
+        reverse: bool,
+        visit: Visit,
+    ) -> Result<()> {
+        self.scan_with(t, Statement::IndexScan { reverse }, range, visit)
+    }
+
+    fn index_scan_values(
+        &mut self,
+        index: TableId,
+        data: TableId,
+        range: &ByteRange,
+        reverse: bool,
+        visit: Visit,
+    ) -> Result<()> {
+        self.scan_with(
+            index,
+            Statement::IndexScanValues { data, reverse },
+            range,
+            visit,
+        )
+    }
+}

@@ -1,0 +1,539 @@
+//! The operations of a transaction: writes keep every index in step with the record, and all
+//! checks (key, constraints) run before the first byte is written, so a failed operation
+//! leaves nothing behind.
+
+use serde_json::Value;
+
+use crate::catalog::{key_generator_slot, IndexInfo, StoreInfo};
+use crate::database::{Database, Tx};
+use crate::error::{Error, Result};
+use crate::events::{Event, EventKind};
+use crate::key::Key;
+use crate::mechanism::{Mechanism, META_TABLE};
+use crate::range::{just_above, ByteRange, KeyRange};
+
+/// Rows read per batch where a scan's rows are then written (remove, index rebuild).
+const BATCH: usize = 512;
+/// The largest key a generator hands out, as in IndexedDB (2^53).
+const MAX_GENERATED_KEY: f64 = 9_007_199_254_740_992.0;
+
+/// What `keys`, `values` and `count` read: a store or one of its indexes, a key range, and
+/// a window. `unique` keeps one record per distinct index key (the one with the lowest primary
+/// key, in either direction). `count` ignores the window.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ScanOptions {
+    pub index: Option<String>,
+    pub range: Option<KeyRange>,
+    pub limit: Option<usize>,
+    pub offset: usize,
+    pub reverse: bool,
+    pub unique: bool,
+}
+
+impl ScanOptions {
+    pub fn new() -> ScanOptions {
+        ScanOptions::default()
+    }
+
+    pub fn index(mut self, name: &str) -> ScanOptions {
+        self.index = Some(name.to_string());
+        self
+    }
+
+    pub fn range(mut self, range: KeyRange) -> ScanOptions {
+        self.range = Some(range);
+        self
+    }
+
+    pub fn limit(mut self, limit: usize) -> ScanOptions {
+        self.limit = Some(limit);
+        self
+    }
+
+    pub fn offset(mut self, offset: usize) -> ScanOptions {
+        self.offset = offset;
+        self
+    }
+
+    pub fn reverse(mut self) -> ScanOptions {
+        self.reverse = true;
+        self
+    }
+
+    pub fn unique(mut self) -> ScanOptions {
+        self.unique = true;
+        self
+    }
+
+    fn byte_range(&self, store: &str) -> Result<ByteRange> {
+        match &self.range {
+            None => Ok(ByteRange::all()),
+            Some(range) => range.to_bytes().map_err(|e| e.in_store(store, None)),
+        }
+    }
+}
+
+impl Tx<'_> {
+    /// Writes a record, replacing any under the same key; returns its key.
+    pub fn put(&mut self, store: &str, value: Value, key: Option<Key>) -> Result<Key> {
+        write(self.db, store, value, key, false)
+    }
+
+    /// Writes a new record; an existing key or a unique-index clash is a constraint error.
+    pub fn add(&mut self, store: &str, value: Value, key: Option<Key>) -> Result<Key> {
+        write(self.db, store, value, key, true)
+    }
+
+    pub fn get(&mut self, store: &str, key: &Key) -> Result<Option<Value>> {
+        let info = self.db.store_for(store, false)?;
+        let pk = key.encode().map_err(|e| e.in_store(store, None))?;
+        match self.db.mech.get(info.data, &pk)? {
+            Some(bytes) => decode_record(store, &bytes).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Removes the records in `range`; returns how many went.
+    pub fn remove(&mut self, store: &str, range: &KeyRange) -> Result<u64> {
+        let db = &mut *self.db;
+        let info = db.store_for(store, true)?;
+        let range = range.to_bytes().map_err(|e| e.in_store(store, None))?;
+        let announce = db.wants_event(EventKind::Deleted, &info);
+        let need_values = announce || !info.indexes.is_empty();
+        let mut removed = 0;
+        loop {
+            let batch = read_batch(&mut *db.mech, &info, &range, need_values)?;
+            if batch.is_empty() {
+                return Ok(removed);
+            }
+            for (pk, bytes) in batch {
+                let old = if need_values {
+                    Some(decode_record(store, &bytes)?)
+                } else {
+                    None
+                };
+                if let Some(old) = &old {
+                    for index in &info.indexes {
+                        for ik in index_entries(index, old) {
+                            db.mech.index_delete(index.table, &ik, &pk)?;
+                        }
+                    }
+                }
+                db.mech.delete(info.data, &pk)?;
+                removed += 1;
+                if announce {
+                    db.emit(Event::change(
+                        EventKind::Deleted,
+                        store,
+                        Some(Key::decode(&pk)?),
+                        old,
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Removes every record; announced as one `deleted` event without a key.
+    pub fn clear(&mut self, store: &str) -> Result<()> {
+        let db = &mut *self.db;
+        let info = db.store_for(store, true)?;
+        db.mech.clear_table(info.data)?;
+        for index in &info.indexes {
+            db.mech.clear_table(index.table)?;
+        }
+        if db.wants_event(EventKind::Deleted, &info) {
+            db.emit(Event::change(EventKind::Deleted, store, None, None));
+        }
+        Ok(())
+    }
+
+    /// How many records (or, with `unique`, distinct index keys) are in range.
+    pub fn count(&mut self, store: &str, scan: &ScanOptions) -> Result<u64> {
+        let db = &mut *self.db;
+        let info = db.store_for(store, false)?;
+        let range = scan.byte_range(store)?;
+        let Some(name) = &scan.index else {
+            return db.mech.count(info.data, &range);
+        };
+        let index = info.index(name)?;
+        if !scan.unique {
+            return db.mech.index_count(index.table, &range);
+        }
+        let mut distinct = 0;
+        let mut last: Option<Vec<u8>> = None;
+        db.mech
+            .index_scan(index.table, &range, false, &mut |ik, _| {
+                if last.as_deref() != Some(ik) {
+                    distinct += 1;
+                    last = Some(ik.to_vec());
+                }
+                Ok(true)
+            })?;
+        Ok(distinct)
+    }
+
+    /// Primary keys of the selected records, in store or index order.
+    pub fn keys(&mut self, store: &str, scan: &ScanOptions) -> Result<Vec<Key>> {
+        let info = self.db.store_for(store, false)?;
+        select(self.db, &info, scan, false)?
+            .iter()
+            .map(|(pk, _)| Key::decode(pk))
+            .collect()
+    }
+
+    /// The selected records, in store or index order.
+    pub fn values(&mut self, store: &str, scan: &ScanOptions) -> Result<Vec<Value>> {
+        let info = self.db.store_for(store, false)?;
+        select(self.db, &info, scan, true)?
+            .iter()
+            .map(|(_, v)| decode_record(store, v))
+            .collect()
+    }
+
+    /// The records under `keys`, in that order; `None` where there is none.
+    pub fn values_of(&mut self, store: &str, keys: &[Key]) -> Result<Vec<Option<Value>>> {
+        keys.iter().map(|key| self.get(store, key)).collect()
+    }
+}
+
+fn write(
+    db: &mut Database,
+    store: &str,
+    mut value: Value,
+    key: Option<Key>,
+    no_overwrite: bool,
+) -> Result<Key> {
+    let info = db.store_for(store, true)?;
+    let schema = &info.schema;
+    let key = match (&schema.key_path, key) {
+        (Some(path), Some(given)) => {
+            return Err(Error::KeyConflict {
+                store: store.into(),
+                what: "an inline key path",
+                reason: format!("the key comes from the record's {path:?} field, so key {given} must not be passed as well"),
+            })
+        }
+        (Some(path), None) => {
+            let found = path.extract(&value).map_err(|e| e.in_store(store, None))?;
+            match found {
+                Some(key) => key,
+                None if schema.auto_increment => {
+                    let key = next_generated_key(db, &info)?;
+                    path.inject(&mut value, &key).map_err(|e| e.in_store(store, None))?;
+                    key
+                }
+                None => return Err(Error::MissingKeyPath { store: store.into(), key_path: path.to_string() }),
+            }
+        }
+        (None, Some(key)) => key,
+        (None, None) if schema.auto_increment => next_generated_key(db, &info)?,
+        (None, None) => {
+            return Err(Error::KeyConflict {
+                store: store.into(),
+                what: "no key path",
+                reason: "pass a key with the record, or give the store a keyPath or autoIncrement".into(),
+            })
+        }
+    };
+    let pk = key.encode().map_err(|e| e.in_store(store, None))?;
+    let bytes = serde_json::to_vec(&value).map_err(|e| Error::BadJson {
+        what: format!("record for store {store:?}"),
+        reason: e.to_string(),
+    })?;
+
+    let old = db.mech.get(info.data, &pk)?;
+    if no_overwrite && old.is_some() {
+        return Err(Error::Constraint {
+            store: store.into(),
+            detail: format!("a record with key {key} already exists"),
+        });
+    }
+    let new_entries: Vec<Vec<Vec<u8>>> = info
+        .indexes
+        .iter()
+        .map(|index| index_entries(index, &value))
+        .collect();
+    for (index, entries) in info.indexes.iter().zip(&new_entries) {
+        if index.unique {
+            for ik in entries {
+                check_unique(&mut *db.mech, &info, index, ik, &pk)?;
+            }
+        }
+    }
+
+    let old_record = match &old {
+        Some(bytes) if !info.indexes.is_empty() => Some(decode_record(store, bytes)?),
+        _ => None,
+    };
+    for (index, entries) in info.indexes.iter().zip(&new_entries) {
+        let old_entries = old_record
+            .as_ref()
+            .map(|r| index_entries(index, r))
+            .unwrap_or_default();
+        for ik in old_entries.iter().filter(|ik| !entries.contains(ik)) {
+            db.mech.index_delete(index.table, ik, &pk)?;
+        }
+        for ik in entries.iter().filter(|ik| !old_entries.contains(ik)) {
+            db.mech.index_insert(index.table, ik, &pk)?;
+        }
+    }
+    db.mech.put(info.data, &pk, &bytes)?;
+    if schema.auto_increment {
+        advance_generator(db, &info, &key)?;
+    }
+
+    let kind = if old.is_some() {
+        EventKind::Updated
+    } else {
+        EventKind::Created
+    };
+    if db.wants_event(kind, &info) {
+        db.emit(Event::change(kind, store, Some(key.clone()), Some(value)));
+    }
+    Ok(key)
+}
+
+/// Encoded index keys of a record for one index (none when the record is not in the index).
+fn index_entries(index: &IndexInfo, record: &Value) -> Vec<Vec<u8>> {
+    index
+        .key_path
+        .index_keys(record, index.multi_entry)
+        .iter()
+        .filter_map(|k| k.encode().ok())
+        .collect()
+}
+
+fn check_unique(
+    mech: &mut dyn Mechanism,
+    info: &StoreInfo,
+    index: &IndexInfo,
+    ik: &[u8],
+    pk: &[u8],
+) -> Result<()> {
+    let range = ByteRange {
+        low: ik.to_vec(),
+        high: just_above(ik),
+    };
+    let mut clash = None;
+    mech.index_scan(index.table, &range, false, &mut |_, other| {
+        if other == pk {
+            return Ok(true);
+        }
+        clash = Some(other.to_vec());
+        Ok(false)
+    })?;
+    match clash {
+        None => Ok(()),
+        Some(other) => Err(Error::Constraint {
+            store: info.schema.name.clone(),
+            detail: format!(
+                "unique index {:?} already holds {} for the record with key {}",
+                index.name,
+                Key::decode(ik)?,
+                Key::decode(&other)?
+            ),
+        }),
+    }
+}
+
+/// The rows (primary key, record bytes) that a scan selects, after `unique`, offset and limit.
+fn select(
+    db: &mut Database,
+    info: &StoreInfo,
+    scan: &ScanOptions,
+    want_values: bool,
+) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    let range = scan.byte_range(&info.schema.name)?;
+    let mut window = Window {
+        skip: scan.offset,
+        left: scan.limit.unwrap_or(usize::MAX),
+    };
+    let mut out = Vec::new();
+    let mut keep = |pk: &[u8], v: &[u8]| window.offer(|| out.push((pk.to_vec(), v.to_vec())));
+    let Some(name) = &scan.index else {
+        db.mech.scan(
+            info.data,
+            &range,
+            scan.reverse,
+            want_values,
+            &mut |pk, v| Ok(keep(pk, v)),
+        )?;
+        return Ok(out);
+    };
+    let index = info.index(name)?;
+    if !scan.unique {
+        if want_values {
+            db.mech.index_scan_values(
+                index.table,
+                info.data,
+                &range,
+                scan.reverse,
+                &mut |pk, v| Ok(keep(pk, v)),
+            )?;
+        } else {
+            db.mech
+                .index_scan(index.table, &range, scan.reverse, &mut |_, pk| {
+                    Ok(keep(pk, &[]))
+                })?;
+        }
+        return Ok(out);
+    }
+    let mut groups = UniqueGroups {
+        reverse: scan.reverse,
+        current: None,
+        pending: None,
+    };
+    db.mech.index_scan(
+        index.table,
+        &range,
+        scan.reverse,
+        &mut |ik, pk| match groups.push(ik, pk) {
+            Some(first) => Ok(keep(&first, &[])),
+            None => Ok(true),
+        },
+    )?;
+    if let Some(first) = groups.pending.take().filter(|_| scan.reverse) {
+        keep(&first, &[]);
+    }
+    if want_values {
+        for (pk, v) in &mut out {
+            *v = db.mech.get(info.data, pk)?.ok_or_else(|| {
+                Error::Internal(format!(
+                    "index {:?} of store {:?} points at a missing record",
+                    index.name, info.schema.name
+                ))
+            })?;
+        }
+    }
+    Ok(out)
+}
+
+/// Offset and limit over a stream of rows.
+struct Window {
+    skip: usize,
+    left: usize,
+}
+
+impl Window {
+    /// Takes or skips one row; says whether to go on.
+    fn offer(&mut self, take: impl FnOnce()) -> bool {
+        if self.left == 0 {
+            return false;
+        }
+        if self.skip > 0 {
+            self.skip -= 1;
+            return true;
+        }
+        take();
+        self.left -= 1;
+        self.left > 0
+    }
+}
+
+/// Picks the lowest primary key of each run of equal index keys. Forwards it is the first of
+/// the run; backwards the last, so a run is only known complete when the next one starts.
+struct UniqueGroups {
+    reverse: bool,
+    current: Option<Vec<u8>>,
+    pending: Option<Vec<u8>>,
+}
+
+impl UniqueGroups {
+    fn push(&mut self, ik: &[u8], pk: &[u8]) -> Option<Vec<u8>> {
+        let same = self.current.as_deref() == Some(ik);
+        if !same {
+            self.current = Some(ik.to_vec());
+        }
+        match (self.reverse, same) {
+            (false, true) => None,
+            (false, false) => Some(pk.to_vec()),
+            (true, true) => {
+                self.pending = Some(pk.to_vec());
+                None
+            }
+            (true, false) => self.pending.replace(pk.to_vec()),
+        }
+    }
+}
+
+fn read_batch(
+    mech: &mut dyn Mechanism,
+    info: &StoreInfo,
+    range: &ByteRange,
+    values: bool,
+) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    let mut batch = Vec::new();
+    mech.scan(info.data, range, false, values, &mut |k, v| {
+        batch.push((k.to_vec(), v.to_vec()));
+        Ok(batch.len() < BATCH)
+    })?;
+    Ok(batch)
+}
+
+/// Fills a new or changed index from the store's records (during a migration).
+pub(crate) fn rebuild_index(db: &mut Database, info: &StoreInfo, index: &IndexInfo) -> Result<()> {
+    let mut range = ByteRange::all();
+    loop {
+        let batch = read_batch(&mut *db.mech, info, &range, true)?;
+        let Some((last, _)) = batch.last() else {
+            return Ok(());
+        };
+        range.low = just_above(last);
+        for (pk, bytes) in &batch {
+            let record = decode_record(&info.schema.name, bytes)?;
+            for ik in index_entries(index, &record) {
+                if index.unique {
+                    check_unique(&mut *db.mech, info, index, &ik, pk)?;
+                }
+                db.mech.index_insert(index.table, &ik, pk)?;
+            }
+        }
+    }
+}
+
+fn decode_record(store: &str, bytes: &[u8]) -> Result<Value> {
+    serde_json::from_slice(bytes).map_err(|e| {
+        Error::Internal(format!(
+            "a stored record of store {store:?} is unreadable: {e}"
+        ))
+    })
+}
+
+fn generator_value(db: &mut Database, info: &StoreInfo) -> Result<f64> {
+    if let Some(next) = db.key_generators.get(&info.data) {
+        return Ok(*next);
+    }
+    let next = match db.mech.get(META_TABLE, &key_generator_slot(info.data))? {
+        Some(bytes) => serde_json::from_slice(&bytes)
+            .map_err(|e| Error::Internal(format!("key generator unreadable: {e}")))?,
+        None => 1.0,
+    };
+    db.key_generators.insert(info.data, next);
+    Ok(next)
+}
+
+fn next_generated_key(db: &mut Database, info: &StoreInfo) -> Result<Key> {
+    let next = generator_value(db, info)?;
+    if next > MAX_GENERATED_KEY {
+        return Err(Error::Constraint {
+            store: info.schema.name.clone(),
+            detail: "the key generator is exhausted (2^53)".into(),
+        });
+    }
+    Ok(Key::Number(next))
+}
+
+/// A numeric key at or above the generator moves it past that key, as in IndexedDB.
+fn advance_generator(db: &mut Database, info: &StoreInfo, key: &Key) -> Result<()> {
+    let Key::Number(n) = key else { return Ok(()) };
+    if *n < generator_value(db, info)? {
+        return Ok(());
+    }
+    let next = (n.floor() + 1.0).min(MAX_GENERATED_KEY + 1.0);
+    db.key_generators.insert(info.data, next);
+    db.mech.put(
+        META_TABLE,
+        &key_generator_slot(info.data),
+        next.to_string().as_bytes(),
+    )
+}
