@@ -1,0 +1,408 @@
+//! The crud suite: put, add, get, remove, clear, count, keys and values over stores and
+//! indexes, key ranges, key generation, schemas and migrations, on both mechanisms.
+
+#[macro_use]
+mod common;
+
+use common::*;
+use objstore_db_core::{Error, ErrorCode, Key, KeyRange, ScanOptions};
+use serde_json::json;
+
+fn names(values: &[serde_json::Value]) -> Vec<String> {
+    values.iter().map(|v| v["name"].as_str().unwrap().to_string()).collect()
+}
+
+fn numbers(keys: &[Key]) -> Vec<i64> {
+    keys.iter()
+        .map(|k| match k {
+            Key::Number(n) => *n as i64,
+            other => panic!("not a number key: {other}"),
+        })
+        .collect()
+}
+
+/// Five people: ids 1..=5, cities and ages chosen so that indexes have ties.
+fn seed(db: &mut TestDb) {
+    for p in [
+        person(1, "ada", "ada@x", "paris", 36),
+        person(2, "bob", "bob@x", "oslo", 25),
+        person(3, "cy", "cy@x", "paris", 25),
+        person(4, "dee", "dee@x", "oslo", 41),
+        person(5, "bob", "bob2@x", "paris", 36),
+    ] {
+        db.put("people", p, None).unwrap();
+    }
+}
+
+for_each_mechanism! {
+    fn put_then_get_returns_the_record(kind) {
+        let mut db = people(kind);
+        let key = db.put("people", person(7, "ada", "a@x", "paris", 36), None).unwrap();
+        assert_eq!(key, Key::from(7));
+        assert_eq!(db.get("people", &Key::from(7)).unwrap(), Some(person(7, "ada", "a@x", "paris", 36)));
+    }
+
+    fn get_of_a_missing_key_is_none(kind) {
+        let mut db = people(kind);
+        assert_eq!(db.get("people", &Key::from(99)).unwrap(), None);
+    }
+
+    fn put_replaces_the_record_and_moves_its_index_entries(kind) {
+        let mut db = people(kind);
+        db.put("people", person(1, "ada", "ada@x", "paris", 36), None).unwrap();
+        db.put("people", person(1, "ann", "ann@x", "rome", 37), None).unwrap();
+        let by_name = |db: &mut TestDb, name: &str| db.keys("people", &ScanOptions::new().index("name").range(KeyRange::only(name))).unwrap();
+        assert!(by_name(&mut db, "ada").is_empty());
+        assert_eq!(numbers(&by_name(&mut db, "ann")), vec![1]);
+        assert_eq!(db.count("people", &ScanOptions::new()).unwrap(), 1);
+        // The old unique value is free again.
+        db.put("people", person(2, "x", "ada@x", "oslo", 1), None).unwrap();
+    }
+
+    fn add_of_an_existing_key_is_a_constraint_error_and_writes_nothing(kind) {
+        let mut db = people(kind);
+        db.add("people", person(1, "ada", "ada@x", "paris", 36), None).unwrap();
+        let err = db.add("people", person(1, "bob", "bob@x", "oslo", 25), None).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::Constraint);
+        assert!(err.to_string().contains("key 1 already exists"), "{err}");
+        assert_eq!(db.get("people", &Key::from(1)).unwrap().unwrap()["name"], "ada");
+        assert!(db.keys("people", &ScanOptions::new().index("name").range(KeyRange::only("bob"))).unwrap().is_empty());
+    }
+
+    fn unique_index_clash_is_a_constraint_error_and_writes_nothing(kind) {
+        let mut db = people(kind);
+        db.put("people", person(1, "ada", "same@x", "paris", 36), None).unwrap();
+        for write in [true, false] {
+            let record = person(2, "bob", "same@x", "oslo", 25);
+            let err = if write { db.put("people", record, None) } else { db.add("people", record, None) }.unwrap_err();
+            assert_eq!(err.code(), ErrorCode::Constraint);
+            assert!(err.to_string().contains("unique index \"email\""), "{err}");
+            assert_eq!(db.get("people", &Key::from(2)).unwrap(), None);
+            assert_eq!(db.count("people", &ScanOptions::new().index("name")).unwrap(), 1, "no stray index entry");
+        }
+    }
+
+    fn remove_by_key_and_by_range_deletes_records_and_index_entries(kind) {
+        let mut db = people(kind);
+        seed(&mut db);
+        assert_eq!(db.remove("people", &KeyRange::only(3)).unwrap(), 1);
+        assert_eq!(db.remove("people", &KeyRange::only(3)).unwrap(), 0);
+        assert_eq!(db.remove("people", &KeyRange::bound(4, 10, false, false)).unwrap(), 2);
+        assert_eq!(numbers(&db.keys("people", &ScanOptions::new()).unwrap()), vec![1, 2]);
+        assert_eq!(db.count("people", &ScanOptions::new().index("city, age")).unwrap(), 2);
+        assert_eq!(db.count("people", &ScanOptions::new().index("email")).unwrap(), 2);
+    }
+
+    fn clear_empties_the_store_and_its_indexes(kind) {
+        let mut db = people(kind);
+        seed(&mut db);
+        db.clear("people").unwrap();
+        assert_eq!(db.count("people", &ScanOptions::new()).unwrap(), 0);
+        assert_eq!(db.count("people", &ScanOptions::new().index("name")).unwrap(), 0);
+        db.put("people", person(1, "ada", "ada@x", "paris", 36), None).unwrap();
+        assert_eq!(db.count("people", &ScanOptions::new().index("email")).unwrap(), 1);
+    }
+
+    fn count_covers_store_index_range_and_unique(kind) {
+        let mut db = people(kind);
+        seed(&mut db);
+        assert_eq!(db.count("people", &ScanOptions::new()).unwrap(), 5);
+        assert_eq!(db.count("people", &ScanOptions::new().range(KeyRange::lower(3, true))).unwrap(), 2);
+        assert_eq!(db.count("people", &ScanOptions::new().index("name")).unwrap(), 5);
+        assert_eq!(db.count("people", &ScanOptions::new().index("name").unique()).unwrap(), 4);
+        assert_eq!(db.count("people", &ScanOptions::new().index("name").range(KeyRange::only("bob"))).unwrap(), 2);
+    }
+
+    fn keys_and_values_follow_index_order_with_limit_offset_and_reverse(kind) {
+        let mut db = people(kind);
+        seed(&mut db);
+        let by_name = ScanOptions::new().index("name");
+        assert_eq!(names(&db.values("people", &by_name).unwrap()), ["ada", "bob", "bob", "cy", "dee"]);
+        // Ties in the index are ordered by primary key.
+        assert_eq!(numbers(&db.keys("people", &by_name).unwrap()), vec![1, 2, 5, 3, 4]);
+        assert_eq!(numbers(&db.keys("people", &by_name.clone().offset(1).limit(2)).unwrap()), vec![2, 5]);
+        assert_eq!(numbers(&db.keys("people", &by_name.clone().reverse()).unwrap()), vec![4, 3, 5, 2, 1]);
+        assert_eq!(numbers(&db.keys("people", &by_name.clone().reverse().limit(2)).unwrap()), vec![4, 3]);
+        assert_eq!(numbers(&db.keys("people", &ScanOptions::new().reverse().offset(1).limit(3)).unwrap()), vec![4, 3, 2]);
+        assert!(db.keys("people", &by_name.clone().limit(0)).unwrap().is_empty());
+        assert_eq!(db.values("people", &ScanOptions::new().limit(1)).unwrap()[0]["id"], 1);
+    }
+
+    fn unique_gives_one_lowest_primary_key_per_distinct_index_value(kind) {
+        let mut db = people(kind);
+        seed(&mut db);
+        let unique = ScanOptions::new().index("name").unique();
+        assert_eq!(numbers(&db.keys("people", &unique).unwrap()), vec![1, 2, 3, 4]);
+        assert_eq!(numbers(&db.keys("people", &unique.clone().reverse()).unwrap()), vec![4, 3, 2, 1]);
+        assert_eq!(numbers(&db.keys("people", &unique.clone().reverse().limit(3)).unwrap()), vec![4, 3, 2]);
+        assert_eq!(names(&db.values("people", &unique.clone().offset(1).limit(2)).unwrap()), ["bob", "cy"]);
+    }
+
+    fn compound_index_orders_by_each_field_and_answers_a_leading_prefix(kind) {
+        let mut db = people(kind);
+        seed(&mut db);
+        let by_city_age = ScanOptions::new().index("city, age");
+        assert_eq!(numbers(&db.keys("people", &by_city_age).unwrap()), vec![2, 4, 3, 1, 5]);
+        let paris = by_city_age.clone().range(KeyRange::starts(Key::from(vec!["paris"])));
+        assert_eq!(numbers(&db.keys("people", &paris).unwrap()), vec![3, 1, 5]);
+        let exact = by_city_age.clone().range(KeyRange::only(Key::Array(vec!["paris".into(), 36.into()])));
+        assert_eq!(numbers(&db.keys("people", &exact).unwrap()), vec![1, 5]);
+        let paris_pairs = by_city_age.range(KeyRange::starts(Key::from(vec!["paris"]))).unique();
+        assert_eq!(numbers(&db.keys("people", &paris_pairs).unwrap()), vec![3, 1]);
+    }
+
+    fn multi_entry_index_holds_one_entry_per_distinct_element(kind) {
+        let mut db = people(kind);
+        let mut p = person(1, "ada", "ada@x", "paris", 36);
+        p["tags"] = json!(["red", "blue", "red", null, {"not": "a key"}]);
+        db.put("people", p, None).unwrap();
+        let tagged = |db: &mut TestDb, tag: &str| db.keys("people", &ScanOptions::new().index("tags").range(KeyRange::only(tag))).unwrap();
+        assert_eq!(numbers(&tagged(&mut db, "red")), vec![1]);
+        assert_eq!(numbers(&tagged(&mut db, "blue")), vec![1]);
+        assert_eq!(db.count("people", &ScanOptions::new().index("tags")).unwrap(), 2);
+    }
+
+    fn dotted_key_paths_read_nested_fields(kind) {
+        let mut db = people(kind);
+        seed(&mut db);
+        let zip = ScanOptions::new().index("address.zip").range(KeyRange::bound("00002", "00003", false, false));
+        assert_eq!(numbers(&db.keys("people", &zip).unwrap()), vec![2, 3]);
+        let key = db.put("generated", json!({"meta": {"kind": "x"}}), None).unwrap();
+        assert_eq!(db.get("generated", &key).unwrap().unwrap()["meta"], json!({"kind": "x", "id": 1}));
+    }
+
+    fn records_without_an_index_field_are_left_out_of_that_index(kind) {
+        let mut db = people(kind);
+        db.put("people", json!({"id": 1, "name": "ada"}), None).unwrap();
+        db.put("people", json!({"id": 2, "name": true, "email": "e@x"}), None).unwrap();
+        assert_eq!(db.count("people", &ScanOptions::new().index("name")).unwrap(), 1);
+        assert_eq!(db.count("people", &ScanOptions::new().index("city, age")).unwrap(), 0);
+        assert_eq!(db.count("people", &ScanOptions::new()).unwrap(), 2);
+    }
+
+    fn values_of_keeps_the_order_given_and_reports_missing_keys(kind) {
+        let mut db = people(kind);
+        seed(&mut db);
+        let got = db.values_of("people", &[Key::from(4), Key::from(42), Key::from(1)]).unwrap();
+        assert_eq!(got.len(), 3);
+        assert_eq!(got[0].as_ref().unwrap()["name"], "dee");
+        assert!(got[1].is_none());
+        assert_eq!(got[2].as_ref().unwrap()["name"], "ada");
+    }
+
+    fn auto_increment_generates_keys_and_skips_past_explicit_ones(kind) {
+        let mut db = people(kind);
+        assert_eq!(db.put("notes", json!("first"), None).unwrap(), Key::from(1));
+        assert_eq!(db.put("notes", json!("second"), None).unwrap(), Key::from(2));
+        assert_eq!(db.put("notes", json!("explicit"), Some(Key::from(10.5))).unwrap(), Key::from(10.5));
+        assert_eq!(db.put("notes", json!("after"), None).unwrap(), Key::from(11));
+        assert_eq!(db.put("notes", json!("string key"), Some(Key::from("k"))).unwrap(), Key::from("k"));
+        assert_eq!(db.put("notes", json!("next"), None).unwrap(), Key::from(12));
+        assert_eq!(db.get("notes", &Key::from(2)).unwrap(), Some(json!("second")));
+    }
+
+    fn out_of_line_keys_must_be_given_and_inline_keys_must_not(kind) {
+        let mut db = people(kind);
+        let err = db.put("counters", json!({"n": 1}), None).unwrap_err();
+        assert!(err.to_string().contains("pass a key"), "{err}");
+        db.put("counters", json!({"n": 1}), Some(Key::from("a"))).unwrap();
+        let err = db.put("people", person(1, "a", "a", "a", 1), Some(Key::from(1))).unwrap_err();
+        assert!(err.to_string().contains("must not be passed"), "{err}");
+    }
+
+    fn invalid_keys_are_rejected_with_the_reason(kind) {
+        let mut db = people(kind);
+        for (bad, reason) in [
+            (json!(null), "null is not a valid key"),
+            (json!(true), "boolean true is not a valid key"),
+            (json!({"a": 1}), "an object is not a valid key"),
+            (json!([1, [false]]), "boolean false is not a valid key"),
+        ] {
+            let err = db.put("people", json!({"id": bad, "name": "x"}), None).unwrap_err();
+            assert_eq!(err.code(), ErrorCode::InvalidKey);
+            let text = err.to_string();
+            assert!(text.contains(reason) && text.contains("store \"people\"") && text.contains("\"id\""), "{text}");
+        }
+        let err = db.get("people", &Key::Number(f64::NAN)).unwrap_err();
+        assert!(err.to_string().contains("NaN is not a valid key"), "{err}");
+        assert_eq!(db.count("people", &ScanOptions::new()).unwrap(), 0);
+    }
+
+    fn a_record_missing_its_key_path_is_an_error_naming_the_path(kind) {
+        let mut db = people(kind);
+        let err = db.put("people", json!({"name": "no id"}), None).unwrap_err();
+        assert!(matches!(&err, Error::MissingKeyPath { store, key_path } if store == "people" && key_path == "id"), "{err}");
+    }
+
+    fn key_ranges_select_only_lower_upper_bound_and_starts(kind) {
+        let mut db = people(kind);
+        for k in ["a", "ab", "abc", "b", "ba"] {
+            db.put("counters", json!(k), Some(Key::from(k))).unwrap();
+        }
+        let keys = |db: &mut TestDb, r: KeyRange| -> Vec<String> {
+            db.keys("counters", &ScanOptions::new().range(r)).unwrap().iter().map(|k| k.to_string().trim_matches('"').to_string()).collect()
+        };
+        assert_eq!(keys(&mut db, KeyRange::only("ab")), ["ab"]);
+        assert_eq!(keys(&mut db, KeyRange::lower("ab", false)), ["ab", "abc", "b", "ba"]);
+        assert_eq!(keys(&mut db, KeyRange::lower("ab", true)), ["abc", "b", "ba"]);
+        assert_eq!(keys(&mut db, KeyRange::upper("b", false)), ["a", "ab", "abc", "b"]);
+        assert_eq!(keys(&mut db, KeyRange::upper("b", true)), ["a", "ab", "abc"]);
+        assert_eq!(keys(&mut db, KeyRange::bound("ab", "b", true, true)), ["abc"]);
+        assert_eq!(keys(&mut db, KeyRange::bound("ab", "ab", false, true)), Vec::<String>::new());
+        assert_eq!(keys(&mut db, KeyRange::starts("ab")), ["ab", "abc"]);
+        assert_eq!(keys(&mut db, KeyRange::starts("")), ["a", "ab", "abc", "b", "ba"]);
+        let err = db.keys("counters", &ScanOptions::new().range(KeyRange::bound("b", "a", false, false))).unwrap_err();
+        assert!(err.to_string().contains("lower bound \"b\" is above its upper bound \"a\""), "{err}");
+    }
+
+    fn keys_of_every_type_sort_number_date_string_binary_array(kind) {
+        let mut db = people(kind);
+        let keys = [
+            Key::Array(vec![]),
+            Key::Binary(vec![0, 1]),
+            Key::from("a"),
+            Key::Date(0.0),
+            Key::from(-1e9),
+            Key::from(2),
+            Key::Array(vec![Key::from(1), Key::from("z")]),
+        ];
+        for k in &keys {
+            db.put("counters", json!(k.to_string()), Some(k.clone())).unwrap();
+        }
+        let mut expected = keys.to_vec();
+        expected.sort();
+        assert_eq!(db.keys("counters", &ScanOptions::new()).unwrap(), expected);
+        assert_eq!(expected[0], Key::from(-1e9));
+        assert!(matches!(expected[6], Key::Array(ref items) if items.len() == 2));
+    }
+
+    fn unknown_store_and_index_errors_name_them_and_list_the_known_ones(kind) {
+        let mut db = people(kind);
+        let err = db.get("peeple", &Key::from(1)).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::NotFound);
+        assert!(err.to_string().contains("unknown store \"peeple\"") && err.to_string().contains("people"), "{err}");
+        let err = db.keys("people", &ScanOptions::new().index("nmae")).unwrap_err();
+        assert!(err.to_string().contains("unknown index \"nmae\" on store \"people\"") && err.to_string().contains("city, age"), "{err}");
+    }
+
+    fn without_a_schema_stores_are_created_on_first_write(kind) {
+        let mut db = open(kind, None);
+        assert!(db.get("later", &Key::from(1)).is_err());
+        db.put("later", json!({"x": 1}), Some(Key::from("a"))).unwrap();
+        assert_eq!(db.put("later", json!({"x": 2}), None).unwrap(), Key::from(1));
+        assert_eq!(db.schema().store("later").unwrap().auto_increment, true);
+        assert_eq!(db.count("later", &ScanOptions::new()).unwrap(), 2);
+    }
+
+    fn the_stored_schema_reads_back_with_default_index_names(kind) {
+        let db = people(kind);
+        let store = db.schema().store("people").unwrap();
+        let index_names: Vec<_> = store.indexes.iter().map(|i| i.name.clone().unwrap()).collect();
+        assert_eq!(index_names, ["name", "email", "city, age", "tags", "address.zip"]);
+        let db = db.reopen(None).unwrap();
+        if db.kind == objstore_db_core::MechanismKind::Sqlite {
+            assert_eq!(db.schema().store("people").unwrap().indexes.len(), 5);
+        }
+    }
+
+    fn reopening_keeps_data_on_sqlite_and_starts_empty_in_memory(kind) {
+        let mut db = people(kind);
+        seed(&mut db);
+        let mut db = db.reopen(Some(PEOPLE)).unwrap();
+        let expected = if kind == objstore_db_core::MechanismKind::Sqlite { 5 } else { 0 };
+        assert_eq!(db.count("people", &ScanOptions::new()).unwrap(), expected);
+        assert_eq!(db.count("people", &ScanOptions::new().index("name")).unwrap(), expected);
+    }
+
+    fn bad_schemas_are_rejected_with_the_reason(kind) {
+        for (schema, reason) in [
+            (r#"{"stores": [{"name": "a", "autoincrement": true}]}"#, "unknown field `autoincrement`"),
+            (r#"{"stores": [{"name": "a"}, {"name": "a"}]}"#, "store \"a\" is defined twice"),
+            (r#"{"stores": [{"name": "a", "indexes": [{"keyPath": ["x", "y"], "multiEntry": true}]}]}"#, "multiEntry cannot be used with a compound key path"),
+            (r#"{"stores": [{"name": "a", "keyPath": ["x", "y"], "autoIncrement": true}]}"#, "autoIncrement needs a single non-empty key path"),
+            (r#"{"stores": [{"name": "a", "indexes": [{"keyPath": "x..y"}]}]}"#, "empty segment"),
+            (r#"{"stores": [{"name": "a", "indexes": [{"keyPath": "x"}, {"keyPath": "x"}]}]}"#, "index \"x\": defined twice"),
+            (r#"{"stores": "#, "bad JSON in schema"),
+        ] {
+            let err = try_open(kind, Some(schema)).err().expect(schema);
+            assert_eq!(err.code(), if reason == "bad JSON in schema" || reason.starts_with("unknown field") { ErrorCode::InvalidArgument } else { ErrorCode::Schema });
+            assert!(err.to_string().contains(reason), "{schema}: {err}");
+        }
+    }
+}
+
+/// Migrations need a database that outlives one open, so they run on sqlite; the memory
+/// mechanism's migration logic is the same code and is covered by the open-time checks above.
+mod migration {
+    use super::*;
+
+    const V2: &str = r#"{
+      "version": 2,
+      "stores": [
+        {"name": "people", "keyPath": "id", "indexes": [
+          {"keyPath": "name"},
+          {"keyPath": "email", "unique": true},
+          {"keyPath": ["city", "age"]},
+          {"keyPath": "tags", "multiEntry": true},
+          {"keyPath": "age"}
+        ]},
+        {"name": "notes", "autoIncrement": true},
+        {"name": "fresh", "keyPath": "k"}
+      ]
+    }"#;
+
+    fn seeded() -> TestDb {
+        let mut db = people(objstore_db_core::MechanismKind::Sqlite);
+        seed(&mut db);
+        db.put("counters", json!(1), Some(Key::from("c"))).unwrap();
+        db
+    }
+
+    #[test]
+    fn a_higher_version_adds_and_drops_stores_and_indexes_and_rebuilds_contents() {
+        let mut db = seeded().reopen(Some(V2)).unwrap();
+        assert_eq!(db.schema().version, 2);
+        assert!(db.schema().store("counters").is_none());
+        assert!(db.get("counters", &Key::from("c")).is_err());
+        assert!(db.keys("people", &ScanOptions::new().index("address.zip")).is_err());
+        let by_age = db.keys("people", &ScanOptions::new().index("age").range(KeyRange::only(36))).unwrap();
+        assert_eq!(numbers(&by_age), vec![1, 5]);
+        db.put("fresh", json!({"k": "x"}), None).unwrap();
+        assert_eq!(db.count("people", &ScanOptions::new()).unwrap(), 5);
+    }
+
+    #[test]
+    fn a_changed_schema_without_a_higher_version_is_an_error_and_changes_nothing() {
+        let changed = V2.replace("\"version\": 2", "\"version\": 1");
+        let err = seeded().reopen(Some(&changed)).err().unwrap();
+        assert!(matches!(err, Error::SchemaChanged { stored: 1, given: 1, .. }), "{err}");
+        assert!(err.to_string().contains("index \"address.zip\" removed from store \"people\""), "{err}");
+    }
+
+    #[test]
+    fn a_lower_version_than_stored_is_an_error() {
+        let db = seeded().reopen(Some(V2)).unwrap();
+        let err = db.reopen(Some(PEOPLE)).err().unwrap();
+        assert!(matches!(err, Error::VersionTooLow { stored: 2, given: 1, .. }), "{err}");
+    }
+
+    #[test]
+    fn a_migration_that_breaks_a_unique_index_rolls_back_whole() {
+        let v2 = PEOPLE.replace("\"version\": 1", "\"version\": 2").replace("{\"keyPath\": \"name\"}", "{\"keyPath\": \"name\", \"unique\": true}");
+        let mut db = seeded();
+        let err = db.try_reopen(Some(&v2)).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::Constraint, "{err}");
+        assert!(err.to_string().contains("unique index \"name\" already holds \"bob\""), "{err}");
+        db.try_reopen(None).unwrap();
+        assert_eq!(db.schema().version, 1);
+        assert_eq!(db.get("counters", &Key::from("c")).unwrap(), Some(json!(1)));
+        assert_eq!(db.count("people", &ScanOptions::new().index("name")).unwrap(), 5);
+    }
+
+    #[test]
+    fn changing_a_store_key_path_is_refused_with_advice() {
+        let v2 = PEOPLE.replace("\"version\": 1", "\"version\": 2").replace("\"keyPath\": \"id\"", "\"keyPath\": \"email\"");
+        let err = seeded().reopen(Some(&v2)).err().unwrap();
+        assert!(err.to_string().contains("remove the store in one version and add it back"), "{err}");
+    }
+}

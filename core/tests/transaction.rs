@@ -1,0 +1,163 @@
+//! The transaction suite: atomic work across stores, rollback on any error, readonly and scope
+//! checks, and the explicit begin/commit/abort form with waiting work and an idle timeout.
+
+#[macro_use]
+mod common;
+
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::*;
+use objstore_db_core::{
+    AsyncDatabase, Error, ErrorCode, ExecutorOptions, Key, KeyRange, Mode, OpenOptions, ScanOptions,
+};
+use serde_json::json;
+
+for_each_mechanism! {
+    fn run_commits_writes_to_several_stores_together(kind) {
+        let mut db = people(kind);
+        let note = db.run(&["people", "notes"], Mode::ReadWrite, |tx| {
+            tx.put("people", person(1, "ada", "a@x", "paris", 36), None)?;
+            tx.put("notes", json!("about ada"), None)
+        }).unwrap();
+        assert_eq!(db.get("notes", &note).unwrap(), Some(json!("about ada")));
+        assert!(db.get("people", &Key::from(1)).unwrap().is_some());
+    }
+
+    fn an_error_inside_run_rolls_back_every_store(kind) {
+        let mut db = people(kind);
+        db.put("people", person(1, "ada", "a@x", "paris", 36), None).unwrap();
+        let err = db.run(&["people", "notes"], Mode::ReadWrite, |tx| {
+            tx.put("notes", json!("kept?"), None)?;
+            tx.put("people", person(1, "changed", "a@x", "paris", 36), None)?;
+            tx.remove("people", &KeyRange::lower(0, false))?;
+            tx.add("people", person(2, "clash", "a@x", "oslo", 1), None)?;
+            tx.add("people", person(3, "dup", "d@x", "oslo", 1), None)?;
+            tx.add("people", person(3, "dup", "e@x", "oslo", 1), None)
+        }).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::Constraint);
+        assert_eq!(db.count("notes", &ScanOptions::new()).unwrap(), 0);
+        assert_eq!(db.get("people", &Key::from(1)).unwrap().unwrap()["name"], "ada");
+        assert_eq!(db.count("people", &ScanOptions::new().index("email")).unwrap(), 1);
+        // The key generator rolled back too.
+        assert_eq!(db.put("notes", json!("first for real"), None).unwrap(), Key::from(1));
+    }
+
+    fn a_write_in_a_readonly_transaction_is_an_error_naming_the_store(kind) {
+        let mut db = people(kind);
+        let err = db.run(&["people"], Mode::ReadOnly, |tx| tx.put("people", person(1, "a", "a", "a", 1), None)).unwrap_err();
+        assert!(matches!(&err, Error::ReadOnly { store } if store == "people"), "{err}");
+        assert_eq!(err.code(), ErrorCode::ReadOnly);
+        assert_eq!(db.count("people", &ScanOptions::new()).unwrap(), 0);
+    }
+
+    fn a_store_outside_the_scope_is_an_error(kind) {
+        let mut db = people(kind);
+        let err = db.run(&["people"], Mode::ReadWrite, |tx| tx.get("notes", &Key::from(1))).unwrap_err();
+        assert!(err.to_string().contains("store \"notes\" is not in the scope of this transaction"), "{err}");
+        let err = db.run(&[], Mode::ReadOnly, |_| Ok(())).unwrap_err();
+        assert!(err.to_string().contains("at least one store"), "{err}");
+        let err = db.run(&["nope"], Mode::ReadOnly, |_| Ok(())).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::NotFound);
+    }
+
+    fn explicit_commit_keeps_and_explicit_abort_discards(kind) {
+        let mut db = people(kind);
+        let t1 = db.begin(&["people"], Mode::ReadWrite).unwrap();
+        db.transaction(t1).unwrap().put("people", person(1, "ada", "a@x", "paris", 36), None).unwrap();
+        assert!(db.transaction(t1).unwrap().get("people", &Key::from(1)).unwrap().is_some(), "a transaction reads its own writes");
+        db.commit(t1).unwrap();
+        let t2 = db.begin(&["people"], Mode::ReadWrite).unwrap();
+        db.transaction(t2).unwrap().put("people", person(2, "bob", "b@x", "oslo", 25), None).unwrap();
+        db.transaction(t2).unwrap().clear("people").unwrap();
+        db.abort(t2).unwrap();
+        assert_eq!(db.keys("people", &ScanOptions::new()).unwrap(), vec![Key::from(1)]);
+    }
+
+    fn a_finished_transaction_says_why_it_is_inactive(kind) {
+        let mut db = people(kind);
+        let t = db.begin(&["people"], Mode::ReadOnly).unwrap();
+        db.commit(t).unwrap();
+        let err = db.transaction(t).err().unwrap();
+        assert!(err.to_string().contains(&format!("transaction {t} is not active: it was committed")), "{err}");
+        assert!(db.commit(999).unwrap_err().to_string().contains("no such transaction was started"));
+    }
+
+    fn only_one_explicit_transaction_is_active_at_a_time(kind) {
+        let mut db = people(kind);
+        let t = db.begin(&["people"], Mode::ReadWrite).unwrap();
+        let err = db.begin(&["notes"], Mode::ReadWrite).unwrap_err();
+        assert!(err.to_string().contains(&format!("transaction {t} is still active")), "{err}");
+        let err = db.put("notes", json!(1), None).unwrap_err();
+        assert!(err.to_string().contains("still active"), "{err}");
+        db.abort(t).unwrap();
+    }
+
+    fn a_failed_operation_writes_nothing_and_the_transaction_goes_on(kind) {
+        let mut db = people(kind);
+        db.put("people", person(1, "ada", "a@x", "paris", 36), None).unwrap();
+        let t = db.begin(&["people"], Mode::ReadWrite).unwrap();
+        let mut tx = db.transaction(t).unwrap();
+        tx.put("people", person(2, "bob", "b@x", "oslo", 25), None).unwrap();
+        assert!(tx.put("people", person(3, "cy", "a@x", "oslo", 25), None).is_err());
+        tx.put("people", person(4, "dee", "d@x", "oslo", 41), None).unwrap();
+        db.commit(t).unwrap();
+        assert_eq!(db.keys("people", &ScanOptions::new()).unwrap(), vec![Key::from(1), Key::from(2), Key::from(4)]);
+        assert_eq!(db.count("people", &ScanOptions::new().index("email")).unwrap(), 3);
+    }
+
+    fn a_store_created_in_an_aborted_transaction_disappears(kind) {
+        let mut db = open(kind, None);
+        let t = db.begin(&["scratch"], Mode::ReadWrite).unwrap();
+        db.transaction(t).unwrap().put("scratch", json!(1), None).unwrap();
+        db.abort(t).unwrap();
+        assert!(db.schema().store("scratch").is_none());
+        assert_eq!(db.get("scratch", &Key::from(1)).unwrap_err().code(), ErrorCode::NotFound);
+        db.put("scratch", json!(1), None).unwrap();
+        assert!(db.schema().store("scratch").is_some());
+    }
+
+    fn other_work_waits_while_an_explicit_transaction_is_open(kind) {
+        let (_dir, path) = temp_path();
+        let options = ExecutorOptions { open: OpenOptions { mechanism: kind }, ..Default::default() };
+        let db = AsyncDatabase::open(&path, Some(parse(PEOPLE).unwrap()), options, |r| r.unwrap()).unwrap();
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let (begun_tx, begun_rx) = mpsc::channel();
+        db.begin(vec!["people".into()], Mode::ReadWrite, move |r| begun_tx.send(r.unwrap()).unwrap());
+        let t = begun_rx.recv().unwrap();
+        // Submitted while the transaction is open: must run after it commits and see its write.
+        let (seen_tx, seen_rx) = mpsc::channel();
+        let log = order.clone();
+        db.submit(move |db| { log.lock().unwrap().push("outside read"); db.get("people", &Key::from(1)) }, move |r| seen_tx.send(r).unwrap());
+        let (done_tx, done_rx) = mpsc::channel();
+        let log = order.clone();
+        let done = done_tx.clone();
+        db.submit_in(t, move |tx| { log.lock().unwrap().push("tx put"); tx.put("people", person(1, "ada", "a@x", "paris", 36), None) }, move |r| done.send(r.map(|_| ())).unwrap());
+        let log = order.clone();
+        db.commit(t, move |r| { log.lock().unwrap().push("commit"); done_tx.send(r).unwrap() });
+        done_rx.recv().unwrap().unwrap();
+        done_rx.recv().unwrap().unwrap();
+        let seen = seen_rx.recv_timeout(Duration::from_secs(10)).unwrap().unwrap();
+        assert_eq!(seen.unwrap()["name"], "ada");
+        assert_eq!(*order.lock().unwrap(), ["tx put", "commit", "outside read"]);
+    }
+
+    fn an_idle_explicit_transaction_is_aborted_and_waiting_work_then_runs(kind) {
+        let (_dir, path) = temp_path();
+        let options = ExecutorOptions { open: OpenOptions { mechanism: kind }, idle_transaction_timeout: Duration::from_millis(200) };
+        let db = AsyncDatabase::open(&path, Some(parse(PEOPLE).unwrap()), options, |r| r.unwrap()).unwrap();
+        let (begun_tx, begun_rx) = mpsc::channel();
+        db.begin(vec!["people".into()], Mode::ReadWrite, move |r| begun_tx.send(r.unwrap()).unwrap());
+        let t = begun_rx.recv().unwrap();
+        let (put_tx, put_rx) = mpsc::channel();
+        db.submit_in(t, |tx| tx.put("people", person(1, "ada", "a@x", "paris", 36), None), move |r| put_tx.send(r).unwrap());
+        put_rx.recv().unwrap().unwrap();
+        let waiting = call(&db, |db| db.count("people", &ScanOptions::new()));
+        assert_eq!(waiting.unwrap(), 0, "the idle transaction's write was rolled back");
+        let (late_tx, late_rx) = mpsc::channel();
+        db.submit_in(t, |tx| tx.get("people", &Key::from(1)), move |r| late_tx.send(r).unwrap());
+        let err = late_rx.recv().unwrap().unwrap_err();
+        assert!(err.to_string().contains("aborted after 200 ms without a request"), "{err}");
+    }
+}
