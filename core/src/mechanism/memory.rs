@@ -71,8 +71,8 @@ impl MemoryMechanism {
     }
 
     fn create(&mut self, t: TableId, table: Table) {
-        if !self.tables.contains_key(&t) {
-            self.tables.insert(t, table);
+        if let std::collections::hash_map::Entry::Vacant(slot) = self.tables.entry(t) {
+            slot.insert(table);
             self.log(Undo::Created(t));
         }
     }
