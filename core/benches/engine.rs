@@ -24,7 +24,8 @@ use objstore_db_core::{
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 use serde_json::{json, Value};
 
-const SCHEMA: &str = r#"{"stores": [{"name": "bench", "keyPath": "id", "indexes": [{"keyPath": "city"}, {"keyPath": "age"}]}]}"#;
+const SCHEMA: &str =
+    r#"{"stores": [{"name": "bench", "keyPath": "id", "indexes": [{"keyPath": "city"}, {"keyPath": "age"}]}]}"#;
 const CITIES: usize = 50;
 const AGES: i64 = 100;
 
@@ -67,9 +68,7 @@ struct Raw {
 impl Raw {
     fn open(path: &Path) -> Raw {
         // The same open flags and pragmas as the engine's SQLite mechanism.
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
-            | OpenFlags::SQLITE_OPEN_CREATE
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(path, flags).unwrap();
         conn.execute_batch(
             "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=5000;
@@ -85,38 +84,22 @@ impl Raw {
     fn bulk_put(&mut self, n: usize) {
         let tx = self.conn.transaction().unwrap();
         {
-            let mut old = tx
-                .prepare_cached("SELECT v FROM data WHERE k = ?1")
-                .unwrap();
-            let mut put = tx
-                .prepare_cached("INSERT OR REPLACE INTO data (k, v) VALUES (?1, ?2)")
-                .unwrap();
-            let mut del_city = tx
-                .prepare_cached("DELETE FROM idx_city WHERE ik = ?1 AND pk = ?2")
-                .unwrap();
-            let mut del_age = tx
-                .prepare_cached("DELETE FROM idx_age WHERE ik = ?1 AND pk = ?2")
-                .unwrap();
-            let mut ins_city = tx
-                .prepare_cached("INSERT OR IGNORE INTO idx_city (ik, pk) VALUES (?1, ?2)")
-                .unwrap();
-            let mut ins_age = tx
-                .prepare_cached("INSERT OR IGNORE INTO idx_age (ik, pk) VALUES (?1, ?2)")
-                .unwrap();
+            let mut old = tx.prepare_cached("SELECT v FROM data WHERE k = ?1").unwrap();
+            let mut put = tx.prepare_cached("INSERT OR REPLACE INTO data (k, v) VALUES (?1, ?2)").unwrap();
+            let mut del_city = tx.prepare_cached("DELETE FROM idx_city WHERE ik = ?1 AND pk = ?2").unwrap();
+            let mut del_age = tx.prepare_cached("DELETE FROM idx_age WHERE ik = ?1 AND pk = ?2").unwrap();
+            let mut ins_city = tx.prepare_cached("INSERT OR IGNORE INTO idx_city (ik, pk) VALUES (?1, ?2)").unwrap();
+            let mut ins_age = tx.prepare_cached("INSERT OR IGNORE INTO idx_age (ik, pk) VALUES (?1, ?2)").unwrap();
             for i in 0..n {
                 let rec = record(i);
                 let id = rec["id"].as_str().unwrap();
-                let previous: Option<Vec<u8>> =
-                    old.query_row([id], |r| r.get(0)).optional().unwrap();
+                let previous: Option<Vec<u8>> = old.query_row([id], |r| r.get(0)).optional().unwrap();
                 if let Some(bytes) = previous {
                     let prev: Value = serde_json::from_slice(&bytes).unwrap();
-                    del_city
-                        .execute(params![prev["city"].as_str(), id])
-                        .unwrap();
+                    del_city.execute(params![prev["city"].as_str(), id]).unwrap();
                     del_age.execute(params![prev["age"].as_i64(), id]).unwrap();
                 }
-                put.execute(params![id, serde_json::to_vec(&rec).unwrap()])
-                    .unwrap();
+                put.execute(params![id, serde_json::to_vec(&rec).unwrap()]).unwrap();
                 ins_city.execute(params![rec["city"].as_str(), id]).unwrap();
                 ins_age.execute(params![rec["age"].as_i64(), id]).unwrap();
             }
@@ -125,10 +108,7 @@ impl Raw {
     }
 
     fn get(&self, id: &str) -> Option<Value> {
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT v FROM data WHERE k = ?1")
-            .unwrap();
+        let mut stmt = self.conn.prepare_cached("SELECT v FROM data WHERE k = ?1").unwrap();
         let bytes: Option<Vec<u8>> = stmt.query_row([id], |r| r.get(0)).optional().unwrap();
         bytes.map(|b| serde_json::from_slice(&b).unwrap())
     }
@@ -139,20 +119,14 @@ impl Raw {
             .prepare_cached("SELECT d.v FROM idx_age AS i JOIN data AS d ON d.k = i.pk WHERE i.ik = ?1 ORDER BY i.pk")
             .unwrap();
         let rows = stmt.query_map([age], |r| r.get::<_, Vec<u8>>(0)).unwrap();
-        rows.map(|b| serde_json::from_slice(&b.unwrap()).unwrap())
-            .collect()
+        rows.map(|b| serde_json::from_slice(&b.unwrap()).unwrap()).collect()
     }
 }
 
 // ----- objstore-db --------------------------------------------------------------------------
 
 fn open_engine(path: &Path) -> Database {
-    Database::open(
-        path.to_str().unwrap(),
-        Some(Schema::from_json(SCHEMA).unwrap()),
-        &OpenOptions::default(),
-    )
-    .unwrap()
+    Database::open(path.to_str().unwrap(), Some(Schema::from_json(SCHEMA).unwrap()), &OpenOptions::default()).unwrap()
 }
 
 fn engine_bulk_put(db: &mut Database, n: usize) {
@@ -166,20 +140,12 @@ fn engine_bulk_put(db: &mut Database, n: usize) {
 }
 
 fn engine_by_age(db: &mut Database, age: i64) -> Vec<Value> {
-    db.values(
-        "bench",
-        &ScanOptions::new().index("age").range(KeyRange::only(age)),
-    )
-    .unwrap()
+    db.values("bench", &ScanOptions::new().index("age").range(KeyRange::only(age))).unwrap()
 }
 
 /// Submits every get at once and waits for the last completion.
 fn async_gets(db: &AsyncDatabase, ids: &[String]) {
-    let left = Arc::new((
-        AtomicUsize::new(ids.len()),
-        Mutex::new(false),
-        Condvar::new(),
-    ));
+    let left = Arc::new((AtomicUsize::new(ids.len()), Mutex::new(false), Condvar::new()));
     for id in ids {
         let key = Key::from(id.as_str());
         let left = left.clone();
@@ -226,10 +192,7 @@ struct Figure {
 /// afresh at exec, unlike getrusage's ru_maxrss, which Linux carries over from the parent.
 fn peak_rss_mb() -> f64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let line = status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .expect("VmHWM in /proc/self/status");
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).expect("VmHWM in /proc/self/status");
     let kb: f64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
     kb / 1024.0
 }
@@ -241,23 +204,12 @@ fn bulk_put_rss_in_child(which: &str, records: usize) -> f64 {
         .env("OBJSTORE_BENCH_RECORDS", records.to_string())
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "child failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap()
+    assert!(out.status.success(), "child failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap().trim().parse().unwrap()
 }
 
 fn child(which: &str) {
-    let records: usize = std::env::var("OBJSTORE_BENCH_RECORDS")
-        .unwrap()
-        .parse()
-        .unwrap();
+    let records: usize = std::env::var("OBJSTORE_BENCH_RECORDS").unwrap().parse().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("child.sqlite3");
     match which {
@@ -279,19 +231,9 @@ fn main() {
     }
     let full = std::env::args().any(|a| a == "--bench");
     let sizes = if full {
-        Sizes {
-            records: 100_000,
-            gets: 100_000,
-            ranges: 100,
-            rounds: 5,
-        }
+        Sizes { records: 100_000, gets: 100_000, ranges: 100, rounds: 5 }
     } else {
-        Sizes {
-            records: 2_000,
-            gets: 1_000,
-            ranges: 5,
-            rounds: 1,
-        }
+        Sizes { records: 2_000, gets: 1_000, ranges: 5, rounds: 1 }
     };
     let dir = tempfile::tempdir().unwrap();
     let mut figures = Vec::new();
@@ -304,13 +246,9 @@ fn main() {
         let engine_path = dir.path().join(format!("bulk-engine-{round}.sqlite3"));
         let raw_path = dir.path().join(format!("bulk-raw-{round}.sqlite3"));
         let mut db = open_engine(&engine_path);
-        ours.push(ops_per_s(1, sizes.records, || {
-            engine_bulk_put(&mut db, sizes.records)
-        }));
+        ours.push(ops_per_s(1, sizes.records, || engine_bulk_put(&mut db, sizes.records)));
         let mut baseline = Raw::open(&raw_path);
-        raw.push(ops_per_s(1, sizes.records, || {
-            baseline.bulk_put(sizes.records)
-        }));
+        raw.push(ops_per_s(1, sizes.records, || baseline.bulk_put(sizes.records)));
     }
     let median = |v: &mut Vec<f64>| {
         v.sort_by(|a, b| a.partial_cmp(b).unwrap());
@@ -337,11 +275,7 @@ fn main() {
             "both sides hold the same record"
         );
     }
-    assert_eq!(
-        engine_by_age(&mut db, 42),
-        baseline.by_age(42),
-        "both sides read the same range"
-    );
+    assert_eq!(engine_by_age(&mut db, 42), baseline.by_age(42), "both sides read the same range");
     let range_size = baseline.by_age(42).len();
 
     let (mut ours, mut raw) = (Vec::new(), Vec::new());
@@ -358,12 +292,7 @@ fn main() {
         }));
     }
     let sync_get = median(&mut ours);
-    figures.push(Figure {
-        name: "get",
-        ours: sync_get,
-        baseline: median(&mut raw),
-        baseline_name: "raw rusqlite",
-    });
+    figures.push(Figure { name: "get", ours: sync_get, baseline: median(&mut raw), baseline_name: "raw rusqlite" });
 
     let (mut ours, mut raw) = (Vec::new(), Vec::new());
     for _ in 0..sizes.rounds {
@@ -390,24 +319,15 @@ fn main() {
     drop(db);
     let (mut ours, mut base) = (Vec::new(), Vec::new());
     for _ in 0..sizes.rounds {
-        let adb = AsyncDatabase::open(
-            engine_path.to_str().unwrap(),
-            None,
-            ExecutorOptions::default(),
-            |r| r.unwrap(),
-        )
-        .unwrap();
+        let adb = AsyncDatabase::open(engine_path.to_str().unwrap(), None, ExecutorOptions::default(), |r| r.unwrap())
+            .unwrap();
         async_gets(&adb, &walk[..walk.len().min(1000)]); // warm-up, as the sync side had
         ours.push(ops_per_s(1, walk.len(), || async_gets(&adb, &walk)));
         drop(adb);
-        let mut sync_db =
-            Database::open(engine_path.to_str().unwrap(), None, &OpenOptions::default()).unwrap();
+        let mut sync_db = Database::open(engine_path.to_str().unwrap(), None, &OpenOptions::default()).unwrap();
         let mut sync_gets = |ids: &[String]| {
             for id in ids {
-                assert!(sync_db
-                    .get("bench", &Key::from(id.as_str()))
-                    .unwrap()
-                    .is_some());
+                assert!(sync_db.get("bench", &Key::from(id.as_str())).unwrap().is_some());
             }
         };
         sync_gets(&walk[..walk.len().min(1000)]);
@@ -437,20 +357,13 @@ fn main() {
         json.insert(f.name.into(), json!({"ops_per_s": f.ours.round(), "ratio": (ratio * 1000.0).round() / 1000.0, "baseline_ops_per_s": f.baseline.round(), "baseline": f.baseline_name}));
     }
     println!("  bulk put peak RSS: objstore-db {engine_rss:.1} MB, raw rusqlite {raw_rss:.1} MB");
-    json.insert(
-        "bulk_put_peak_rss_mb".into(),
-        json!({"objstore_db": engine_rss, "raw_rusqlite": raw_rss}),
-    );
+    json.insert("bulk_put_peak_rss_mb".into(), json!({"objstore_db": engine_rss, "raw_rusqlite": raw_rss}));
 
     if full {
         let out = target_dir().join("bench");
         std::fs::create_dir_all(&out).unwrap();
         let file = out.join("engine.json");
-        std::fs::write(
-            &file,
-            serde_json::to_string_pretty(&Value::Object(json)).unwrap(),
-        )
-        .unwrap();
+        std::fs::write(&file, serde_json::to_string_pretty(&Value::Object(json)).unwrap()).unwrap();
         println!("wrote {}", file.display());
     }
 }

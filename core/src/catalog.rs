@@ -45,24 +45,18 @@ pub(crate) struct IndexInfo {
 
 impl StoreInfo {
     pub fn index(&self, name: &str) -> Result<&IndexInfo> {
-        self.indexes
-            .iter()
-            .find(|i| i.name == name)
-            .ok_or_else(|| Error::UnknownIndex {
-                store: self.schema.name.clone(),
-                index: name.to_string(),
-                known: self.indexes.iter().map(|i| i.name.clone()).collect(),
-            })
+        self.indexes.iter().find(|i| i.name == name).ok_or_else(|| Error::UnknownIndex {
+            store: self.schema.name.clone(),
+            index: name.to_string(),
+            known: self.indexes.iter().map(|i| i.name.clone()).collect(),
+        })
     }
 }
 
 impl Catalog {
     pub fn empty() -> Catalog {
         Catalog {
-            schema: Schema {
-                version: 1,
-                stores: Vec::new(),
-            },
+            schema: Schema { version: 1, stores: Vec::new() },
             tables: BTreeMap::new(),
             next_table: META_TABLE + 1,
         }
@@ -78,11 +72,7 @@ impl Catalog {
     }
 
     pub fn save(&self, mech: &mut dyn Mechanism) -> Result<()> {
-        mech.put(
-            META_TABLE,
-            CATALOG_KEY,
-            &serde_json::to_vec(self).expect("catalog serialises"),
-        )
+        mech.put(META_TABLE, CATALOG_KEY, &serde_json::to_vec(self).expect("catalog serialises"))
     }
 
     fn allocate(&mut self) -> TableId {
@@ -95,13 +85,7 @@ impl Catalog {
     pub fn create_store(&mut self, mech: &mut dyn Mechanism, store: &StoreSchema) -> Result<()> {
         let data = self.allocate();
         mech.create_data_table(data)?;
-        self.tables.insert(
-            store.name.clone(),
-            StoreTables {
-                data,
-                indexes: BTreeMap::new(),
-            },
-        );
+        self.tables.insert(store.name.clone(), StoreTables { data, indexes: BTreeMap::new() });
         for index in &store.indexes {
             self.create_index_table(mech, &store.name, index.name.as_deref().unwrap_or_default())?;
         }
@@ -110,19 +94,10 @@ impl Catalog {
         Ok(())
     }
 
-    pub fn create_index_table(
-        &mut self,
-        mech: &mut dyn Mechanism,
-        store: &str,
-        index: &str,
-    ) -> Result<TableId> {
+    pub fn create_index_table(&mut self, mech: &mut dyn Mechanism, store: &str, index: &str) -> Result<TableId> {
         let t = self.allocate();
         mech.create_index_table(t)?;
-        self.tables
-            .get_mut(store)
-            .expect("store exists")
-            .indexes
-            .insert(index.to_string(), t);
+        self.tables.get_mut(store).expect("store exists").indexes.insert(index.to_string(), t);
         Ok(t)
     }
 
@@ -139,11 +114,7 @@ impl Catalog {
     }
 
     pub fn drop_index(&mut self, mech: &mut dyn Mechanism, store: &str, index: &str) -> Result<()> {
-        if let Some(t) = self
-            .tables
-            .get_mut(store)
-            .and_then(|s| s.indexes.remove(index))
-        {
+        if let Some(t) = self.tables.get_mut(store).and_then(|s| s.indexes.remove(index)) {
             mech.drop_table(t)?;
         }
         Ok(())
@@ -170,14 +141,7 @@ impl Catalog {
                         }
                     })
                     .collect();
-                (
-                    store.name.clone(),
-                    Arc::new(StoreInfo {
-                        schema: store.clone(),
-                        data: tables.data,
-                        indexes,
-                    }),
-                )
+                (store.name.clone(), Arc::new(StoreInfo { schema: store.clone(), data: tables.data, indexes }))
             })
             .collect()
     }

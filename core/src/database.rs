@@ -39,9 +39,7 @@ impl MechanismKind {
         match name {
             "sqlite" => Ok(MechanismKind::Sqlite),
             "memory" => Ok(MechanismKind::Memory),
-            other => Err(Error::InvalidArgument(format!(
-                "unknown mechanism {other:?} (known: sqlite, memory)"
-            ))),
+            other => Err(Error::InvalidArgument(format!("unknown mechanism {other:?} (known: sqlite, memory)"))),
         }
     }
 }
@@ -204,10 +202,7 @@ impl Database {
                 }
             }
         }
-        self.catalog.schema = Schema {
-            version: new.version,
-            stores: new.stores.clone(),
-        };
+        self.catalog.schema = Schema { version: new.version, stores: new.stores.clone() };
         self.catalog.save(mech)?;
         self.stores = self.catalog.store_infos();
         for (store, index) in rebuild {
@@ -221,12 +216,7 @@ impl Database {
 
     /// Runs `work` in a transaction over `stores`: committed when it returns Ok, rolled back
     /// (with nothing written and no change events) when it returns an error.
-    pub fn run<T>(
-        &mut self,
-        stores: &[&str],
-        mode: Mode,
-        work: impl FnOnce(&mut Tx<'_>) -> Result<T>,
-    ) -> Result<T> {
+    pub fn run<T>(&mut self, stores: &[&str], mode: Mode, work: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
         self.run_with(stores, mode, true, work)
     }
 
@@ -238,8 +228,7 @@ impl Database {
         work: impl FnOnce(&mut Tx<'_>) -> Result<T>,
     ) -> Result<T> {
         let outcome = self.begin_with(stores, mode, storage).and_then(|id| {
-            let outcome =
-                work(&mut Tx { db: self, id }).and_then(|value| self.commit(id).map(|()| value));
+            let outcome = work(&mut Tx { db: self, id }).and_then(|value| self.commit(id).map(|()| value));
             if outcome.is_err() && self.active_transaction() == Some(id) {
                 self.finish_aborted(id, "its work failed");
             }
@@ -272,9 +261,7 @@ impl Database {
             )));
         }
         if stores.is_empty() {
-            return Err(Error::InvalidArgument(
-                "a transaction needs at least one store".into(),
-            ));
+            return Err(Error::InvalidArgument("a transaction needs at least one store".into()));
         }
         for store in stores {
             let creatable = self.schemaless && mode == Mode::ReadWrite;
@@ -384,8 +371,7 @@ impl Database {
         let wants_ready = filter.wants(EventKind::Ready, None);
         let id = self.listeners.add(filter, listener);
         if wants_ready {
-            self.listeners
-                .dispatch_to(id, &Event::lifecycle(EventKind::Ready, None));
+            self.listeners.dispatch_to(id, &Event::lifecycle(EventKind::Ready, None));
         }
         id
     }
@@ -416,15 +402,10 @@ impl Database {
     pub(crate) fn store_for(&mut self, store: &str, write: bool) -> Result<Arc<StoreInfo>> {
         let active = self.active.as_ref().expect("ops run inside a transaction");
         if !active.scope.iter().any(|s| s == store) {
-            return Err(Error::NotInScope {
-                store: store.to_string(),
-                scope: active.scope.clone(),
-            });
+            return Err(Error::NotInScope { store: store.to_string(), scope: active.scope.clone() });
         }
         if write && active.mode == Mode::ReadOnly {
-            return Err(Error::ReadOnly {
-                store: store.to_string(),
-            });
+            return Err(Error::ReadOnly { store: store.to_string() });
         }
         if let Some(info) = self.stores.get(store) {
             return Ok(info.clone());
@@ -433,8 +414,7 @@ impl Database {
             return Err(self.unknown_store(store));
         }
         let before = self.catalog.clone();
-        self.catalog
-            .create_store(&mut *self.mech, &StoreSchema::implicit(store))?;
+        self.catalog.create_store(&mut *self.mech, &StoreSchema::implicit(store))?;
         self.catalog.save(&mut *self.mech)?;
         let active = self.active.as_mut().expect("checked above");
         active.catalog_before.get_or_insert(before);
@@ -445,10 +425,7 @@ impl Database {
     fn unknown_store(&self, store: &str) -> Error {
         let mut known: Vec<String> = self.stores.keys().cloned().collect();
         known.sort();
-        Error::UnknownStore {
-            store: store.to_string(),
-            known,
-        }
+        Error::UnknownStore { store: store.to_string(), known }
     }
 
     // ----- one operation, one transaction -------------------------------------------------

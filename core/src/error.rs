@@ -25,28 +25,16 @@ pub enum Error {
     UnknownStore { store: String, known: Vec<String> },
 
     #[error("unknown index {index:?} on store {store:?}{}", known_list(.known))]
-    UnknownIndex {
-        store: String,
-        index: String,
-        known: Vec<String>,
-    },
+    UnknownIndex { store: String, index: String, known: Vec<String> },
 
     #[error("invalid key{}: {reason}", key_context(.store, .key_path))]
-    InvalidKey {
-        store: Option<String>,
-        key_path: Option<String>,
-        reason: String,
-    },
+    InvalidKey { store: Option<String>, key_path: Option<String>, reason: String },
 
     #[error("record for store {store:?} has no usable key at key path {key_path:?} and the store does not generate keys (add the field, or give the store autoIncrement)")]
     MissingKeyPath { store: String, key_path: String },
 
     #[error("store {store:?} has {what}: {reason}")]
-    KeyConflict {
-        store: String,
-        what: &'static str,
-        reason: String,
-    },
+    KeyConflict { store: String, what: &'static str, reason: String },
 
     #[error("bad JSON in {what}: {reason}")]
     BadJson { what: String, reason: String },
@@ -70,28 +58,13 @@ pub enum Error {
     InvalidSchema(String),
 
     #[error("schema of database {database:?} changed without a higher version (stored version {stored}, given {given}): {change}; raise the version to migrate")]
-    SchemaChanged {
-        database: String,
-        stored: u64,
-        given: u64,
-        change: String,
-    },
+    SchemaChanged { database: String, stored: u64, given: u64, change: String },
 
-    #[error(
-        "database {database:?} is at version {stored}, newer than the schema's version {given}"
-    )]
-    VersionTooLow {
-        database: String,
-        stored: u64,
-        given: u64,
-    },
+    #[error("database {database:?} is at version {stored}, newer than the schema's version {given}")]
+    VersionTooLow { database: String, stored: u64, given: u64 },
 
     #[error("database {database:?} did not open: {reason}")]
-    NotOpen {
-        database: String,
-        code: ErrorCode,
-        reason: String,
-    },
+    NotOpen { database: String, code: ErrorCode, reason: String },
 
     #[error("database {0:?} is closed")]
     Closed(String),
@@ -100,10 +73,7 @@ pub enum Error {
     Cancelled(String),
 
     #[error("storage error in {context}: {source}")]
-    Storage {
-        context: String,
-        source: rusqlite::Error,
-    },
+    Storage { context: String, source: rusqlite::Error },
 
     #[error("internal error: {0}")]
     Internal(String),
@@ -116,15 +86,11 @@ impl Error {
             Error::InvalidKey { .. } | Error::MissingKeyPath { .. } | Error::KeyConflict { .. } => {
                 ErrorCode::InvalidKey
             }
-            Error::BadJson { .. } | Error::InvalidArgument(_) | Error::NotInScope { .. } => {
-                ErrorCode::InvalidArgument
-            }
+            Error::BadJson { .. } | Error::InvalidArgument(_) | Error::NotInScope { .. } => ErrorCode::InvalidArgument,
             Error::Constraint { .. } => ErrorCode::Constraint,
             Error::ReadOnly { .. } => ErrorCode::ReadOnly,
             Error::TransactionInactive { .. } => ErrorCode::TransactionInactive,
-            Error::InvalidSchema(_) | Error::SchemaChanged { .. } | Error::VersionTooLow { .. } => {
-                ErrorCode::Schema
-            }
+            Error::InvalidSchema(_) | Error::SchemaChanged { .. } | Error::VersionTooLow { .. } => ErrorCode::Schema,
             Error::NotOpen { code, .. } => *code,
             Error::Closed(_) => ErrorCode::Closed,
             Error::Cancelled(_) => ErrorCode::Cancelled,
@@ -134,21 +100,13 @@ impl Error {
     }
 
     pub(crate) fn invalid_key(reason: impl Into<String>) -> Self {
-        Error::InvalidKey {
-            store: None,
-            key_path: None,
-            reason: reason.into(),
-        }
+        Error::InvalidKey { store: None, key_path: None, reason: reason.into() }
     }
 
     /// Adds the store (and key path) to an invalid-key error raised where they were not known.
     pub(crate) fn in_store(self, store_name: &str, path: Option<&str>) -> Self {
         match self {
-            Error::InvalidKey {
-                store: None,
-                key_path,
-                reason,
-            } => Error::InvalidKey {
+            Error::InvalidKey { store: None, key_path, reason } => Error::InvalidKey {
                 store: Some(store_name.to_string()),
                 key_path: key_path.or_else(|| path.map(str::to_string)),
                 reason,

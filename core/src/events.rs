@@ -32,15 +32,9 @@ impl EventKind {
     }
 
     pub fn from_name(name: &str) -> Option<EventKind> {
-        [
-            EventKind::Created,
-            EventKind::Updated,
-            EventKind::Deleted,
-            EventKind::Ready,
-            EventKind::Error,
-        ]
-        .into_iter()
-        .find(|k| k.name() == name)
+        [EventKind::Created, EventKind::Updated, EventKind::Deleted, EventKind::Ready, EventKind::Error]
+            .into_iter()
+            .find(|k| k.name() == name)
     }
 }
 
@@ -54,29 +48,12 @@ pub struct Event {
 }
 
 impl Event {
-    pub(crate) fn change(
-        kind: EventKind,
-        store: &str,
-        key: Option<Key>,
-        value: Option<Value>,
-    ) -> Event {
-        Event {
-            kind,
-            store: Some(store.to_string()),
-            key,
-            value,
-            message: None,
-        }
+    pub(crate) fn change(kind: EventKind, store: &str, key: Option<Key>, value: Option<Value>) -> Event {
+        Event { kind, store: Some(store.to_string()), key, value, message: None }
     }
 
     pub(crate) fn lifecycle(kind: EventKind, message: Option<String>) -> Event {
-        Event {
-            kind,
-            store: None,
-            key: None,
-            value: None,
-            message,
-        }
+        Event { kind, store: None, key: None, value: None, message }
     }
 }
 
@@ -93,10 +70,7 @@ impl EventFilter {
     }
 
     pub fn kinds(kinds: &[EventKind]) -> EventFilter {
-        EventFilter {
-            kinds: kinds.to_vec(),
-            store: None,
-        }
+        EventFilter { kinds: kinds.to_vec(), store: None }
     }
 
     pub fn store(mut self, store: &str) -> EventFilter {
@@ -108,10 +82,7 @@ impl EventFilter {
         (self.kinds.is_empty() || self.kinds.contains(&kind))
             && match (&self.store, store) {
                 (Some(wanted), Some(s)) => wanted == s,
-                (Some(_), None) => !matches!(
-                    kind,
-                    EventKind::Created | EventKind::Updated | EventKind::Deleted
-                ),
+                (Some(_), None) => !matches!(kind, EventKind::Created | EventKind::Updated | EventKind::Deleted),
                 (None, _) => true,
             }
     }

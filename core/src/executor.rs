@@ -77,10 +77,7 @@ where
         let work = self.work.take().expect("a request runs once");
         let result = catch_unwind(AssertUnwindSafe(|| work(db))).unwrap_or_else(|panic| {
             db.abort_active("a request in it panicked");
-            Err(Error::Internal(format!(
-                "request panicked: {}",
-                panic_message(&panic)
-            )))
+            Err(Error::Internal(format!("request panicked: {}", panic_message(&panic))))
         });
         self.complete(result);
     }
@@ -103,10 +100,7 @@ pub struct ExecutorOptions {
 
 impl Default for ExecutorOptions {
     fn default() -> Self {
-        ExecutorOptions {
-            open: OpenOptions::default(),
-            idle_transaction_timeout: DEFAULT_IDLE_TRANSACTION_TIMEOUT,
-        }
+        ExecutorOptions { open: OpenOptions::default(), idle_transaction_timeout: DEFAULT_IDLE_TRANSACTION_TIMEOUT }
     }
 }
 
@@ -132,25 +126,14 @@ impl AsyncDatabase {
         let name: Arc<str> = Arc::from(name);
         let closed = Arc::new(AtomicBool::new(false));
         let (sender, receiver) = mpsc::channel();
-        let worker = Worker {
-            name: name.clone(),
-            closed: closed.clone(),
-            receiver,
-            options,
-            deferred: VecDeque::new(),
-        };
+        let worker =
+            Worker { name: name.clone(), closed: closed.clone(), receiver, options, deferred: VecDeque::new() };
         let handle = thread::Builder::new()
             .name(format!("objstore-db {}", crate::key::truncate(&name, 40)))
             .spawn(move || worker.run(schema, done))
             .map_err(|e| Error::Internal(format!("cannot start the worker thread: {e}")))?;
         let worker_id = handle.thread().id();
-        Ok(AsyncDatabase {
-            name,
-            closed,
-            sender,
-            worker: Mutex::new(Some(handle)),
-            worker_id,
-        })
+        Ok(AsyncDatabase { name, closed, sender, worker: Mutex::new(Some(handle)), worker_id })
     }
 
     pub fn name(&self) -> &str {
@@ -174,24 +157,12 @@ impl AsyncDatabase {
         W: FnOnce(&mut Tx<'_>) -> Result<T> + Send + 'static,
         C: FnOnce(Result<T>) + Send + 'static,
     {
-        self.send(
-            Some(tx),
-            move |db: &mut Database| work(&mut db.transaction(tx)?),
-            done,
-        );
+        self.send(Some(tx), move |db: &mut Database| work(&mut db.transaction(tx)?), done);
     }
 
     /// Starts an explicit transaction. Until it ends, other requests wait.
-    pub fn begin(
-        &self,
-        stores: Vec<String>,
-        mode: Mode,
-        done: impl FnOnce(Result<TxId>) + Send + 'static,
-    ) {
-        self.submit(
-            move |db| db.begin(&stores.iter().map(String::as_str).collect::<Vec<_>>(), mode),
-            done,
-        );
+    pub fn begin(&self, stores: Vec<String>, mode: Mode, done: impl FnOnce(Result<TxId>) + Send + 'static) {
+        self.submit(move |db| db.begin(&stores.iter().map(String::as_str).collect::<Vec<_>>(), mode), done);
     }
 
     pub fn commit(&self, tx: TxId, done: impl FnOnce(Result<()>) + Send + 'static) {
@@ -212,11 +183,7 @@ impl AsyncDatabase {
         self.submit(move |db| Ok(db.subscribe(filter, listener)), done);
     }
 
-    pub fn unsubscribe(
-        &self,
-        id: SubscriptionId,
-        done: impl FnOnce(Result<bool>) + Send + 'static,
-    ) {
+    pub fn unsubscribe(&self, id: SubscriptionId, done: impl FnOnce(Result<bool>) + Send + 'static) {
         self.submit(move |db| Ok(db.unsubscribe(id)), done);
     }
 
@@ -228,9 +195,7 @@ impl AsyncDatabase {
             deliver_later(move || done(Err(Error::Closed(name))));
             return;
         }
-        if let Err(mpsc::SendError(Message::Close(done))) =
-            self.sender.send(Message::Close(Box::new(done)))
-        {
+        if let Err(mpsc::SendError(Message::Close(done))) = self.sender.send(Message::Close(Box::new(done))) {
             deliver_later(move || done(Ok(())));
         }
     }
@@ -255,9 +220,7 @@ impl AsyncDatabase {
         let closed = Error::Closed(self.name.to_string());
         if self.is_closed() {
             deliver_later(move || task.cancel(closed));
-        } else if let Err(mpsc::SendError(Message::Request(task))) =
-            self.sender.send(Message::Request(task))
-        {
+        } else if let Err(mpsc::SendError(Message::Request(task))) = self.sender.send(Message::Request(task)) {
             deliver_later(move || task.cancel(closed));
         }
     }
@@ -280,11 +243,7 @@ impl Drop for AsyncDatabase {
 /// Completes a request that never reached the worker, on a thread of its own, so that no
 /// completion ever runs inside the call that submitted it.
 fn deliver_later(f: impl FnOnce() + Send + 'static) {
-    if thread::Builder::new()
-        .name("objstore-db late completion".into())
-        .spawn(f)
-        .is_err()
-    {
+    if thread::Builder::new().name("objstore-db late completion".into()).spawn(f).is_err() {
         // No thread to be had: dropping a request's closure still completes it via Task's guard.
     }
 }
@@ -300,15 +259,8 @@ struct Worker {
 
 impl Worker {
     fn run(mut self, schema: Option<Schema>, done: impl FnOnce(Result<()>)) {
-        let opened = catch_unwind(AssertUnwindSafe(|| {
-            Database::open(&self.name, schema, &self.options.open)
-        }))
-        .unwrap_or_else(|panic| {
-            Err(Error::Internal(format!(
-                "open panicked: {}",
-                panic_message(&panic)
-            )))
-        });
+        let opened = catch_unwind(AssertUnwindSafe(|| Database::open(&self.name, schema, &self.options.open)))
+            .unwrap_or_else(|panic| Err(Error::Internal(format!("open panicked: {}", panic_message(&panic)))));
         match opened {
             Ok(mut db) => {
                 let _ = catch_unwind(AssertUnwindSafe(|| done(Ok(()))));
@@ -322,11 +274,7 @@ impl Worker {
                 let (code, reason) = (error.code(), error.to_string());
                 let _ = catch_unwind(AssertUnwindSafe(|| done(Err(error))));
                 let database = self.name.to_string();
-                self.refuse(|| Error::NotOpen {
-                    database: database.clone(),
-                    code,
-                    reason: reason.clone(),
-                });
+                self.refuse(|| Error::NotOpen { database: database.clone(), code, reason: reason.clone() });
             }
         }
     }
@@ -339,25 +287,18 @@ impl Worker {
             let active = db.active_transaction();
             let next = match (active, self.deferred.pop_front()) {
                 (None, Some(request)) => Ok(Message::Request(request)),
-                (None, None) => self
-                    .receiver
-                    .recv()
-                    .map_err(|_| RecvTimeoutError::Disconnected),
+                (None, None) => self.receiver.recv().map_err(|_| RecvTimeoutError::Disconnected),
                 (Some(_), held) => {
                     if let Some(request) = held {
                         self.deferred.push_front(request);
                     }
-                    self.receiver
-                        .recv_timeout(idle_limit.saturating_sub(last_in_transaction.elapsed()))
+                    self.receiver.recv_timeout(idle_limit.saturating_sub(last_in_transaction.elapsed()))
                 }
             };
             let message = match next {
                 Ok(message) => message,
                 Err(RecvTimeoutError::Timeout) => {
-                    db.abort_active(&format!(
-                        "aborted after {} ms without a request",
-                        idle_limit.as_millis()
-                    ));
+                    db.abort_active(&format!("aborted after {} ms without a request", idle_limit.as_millis()));
                     continue;
                 }
                 Err(RecvTimeoutError::Disconnected) => {
@@ -373,9 +314,7 @@ impl Worker {
                 Message::Request(request) if self.closed.load(Ordering::Acquire) => {
                     request.cancel(Error::Cancelled(self.name.to_string()));
                 }
-                Message::Request(request)
-                    if active.is_some() && request.transaction().is_none() =>
-                {
+                Message::Request(request) if active.is_some() && request.transaction().is_none() => {
                     self.deferred.push_back(request);
                 }
                 Message::Request(request) => {
@@ -397,8 +336,7 @@ impl Worker {
             match message {
                 Message::Request(request) => request.cancel(Error::Cancelled(name.clone())),
                 Message::Close(done) => {
-                    let _ =
-                        catch_unwind(AssertUnwindSafe(|| done(Err(Error::Closed(name.clone())))));
+                    let _ = catch_unwind(AssertUnwindSafe(|| done(Err(Error::Closed(name.clone())))));
                 }
             }
         }

@@ -40,36 +40,24 @@ impl Key {
         match value {
             Value::Number(n) => match n.as_f64() {
                 Some(f) => Ok(Key::Number(f)),
-                None => Err(Error::invalid_key(format!(
-                    "number {n} is not representable"
-                ))),
+                None => Err(Error::invalid_key(format!("number {n} is not representable"))),
             },
             Value::String(s) => Ok(Key::String(s.clone())),
-            Value::Array(items) => items
-                .iter()
-                .map(Key::from_json)
-                .collect::<Result<_>>()
-                .map(Key::Array),
+            Value::Array(items) => items.iter().map(Key::from_json).collect::<Result<_>>().map(Key::Array),
             Value::Null => Err(Error::invalid_key("null is not a valid key")),
-            Value::Bool(b) => Err(Error::invalid_key(format!(
-                "boolean {b} is not a valid key"
-            ))),
+            Value::Bool(b) => Err(Error::invalid_key(format!("boolean {b} is not a valid key"))),
             Value::Object(map) => {
                 if map.len() == 1 {
                     if let Some(ms) = map.get("$date") {
                         return match ms.as_f64() {
                             Some(ms) => Ok(Key::Date(ms)),
-                            None => {
-                                Err(Error::invalid_key("$date must be a number of milliseconds"))
-                            }
+                            None => Err(Error::invalid_key("$date must be a number of milliseconds")),
                         };
                     }
                     if let Some(hex) = map.get("$binary") {
                         return match hex.as_str().and_then(decode_hex) {
                             Some(bytes) => Ok(Key::Binary(bytes)),
-                            None => Err(Error::invalid_key(
-                                "$binary must be a string of hex digit pairs",
-                            )),
+                            None => Err(Error::invalid_key("$binary must be a string of hex digit pairs")),
                         };
                     }
                 }
@@ -123,11 +111,7 @@ impl Key {
             TAG_NUMBER | TAG_DATE => {
                 let raw: [u8; 8] = rest.get(..8).ok_or_else(corrupt)?.try_into().unwrap();
                 let f = decode_float(raw);
-                let key = if tag == TAG_NUMBER {
-                    Key::Number(f)
-                } else {
-                    Key::Date(f)
-                };
+                let key = if tag == TAG_NUMBER { Key::Number(f) } else { Key::Date(f) };
                 Ok((key, &rest[8..]))
             }
             TAG_STRING | TAG_BINARY => {
@@ -160,10 +144,7 @@ impl Key {
     pub fn decode(bytes: &[u8]) -> Result<Key> {
         match Key::decode_prefix(bytes)? {
             (key, []) => Ok(key),
-            _ => Err(Error::Internal(format!(
-                "trailing bytes after key {}",
-                encode_hex(bytes)
-            ))),
+            _ => Err(Error::Internal(format!("trailing bytes after key {}", encode_hex(bytes)))),
         }
     }
 
@@ -254,9 +235,7 @@ fn number_json(f: f64) -> Value {
     if f.fract() == 0.0 && f.abs() < 9.0e15 {
         Value::from(f as i64)
     } else {
-        serde_json::Number::from_f64(f)
-            .map(Value::Number)
-            .unwrap_or(Value::Null)
+        serde_json::Number::from_f64(f).map(Value::Number).unwrap_or(Value::Null)
     }
 }
 
@@ -266,11 +245,7 @@ fn encode_float(tag: u8, f: f64, out: &mut Vec<u8>) -> Result<()> {
     }
     let f = if f == 0.0 { 0.0 } else { f }; // -0 and +0 are the same key
     let bits = f.to_bits();
-    let sortable = if bits >> 63 == 1 {
-        !bits
-    } else {
-        bits ^ (1 << 63)
-    };
+    let sortable = if bits >> 63 == 1 { !bits } else { bits ^ (1 << 63) };
     out.push(tag);
     out.extend_from_slice(&sortable.to_be_bytes());
     Ok(())
@@ -278,11 +253,7 @@ fn encode_float(tag: u8, f: f64, out: &mut Vec<u8>) -> Result<()> {
 
 fn decode_float(raw: [u8; 8]) -> f64 {
     let sortable = u64::from_be_bytes(raw);
-    let bits = if sortable >> 63 == 1 {
-        sortable ^ (1 << 63)
-    } else {
-        !sortable
-    };
+    let bits = if sortable >> 63 == 1 { sortable ^ (1 << 63) } else { !sortable };
     f64::from_bits(bits)
 }
 
@@ -342,14 +313,7 @@ pub(crate) fn encode_prefix(prefix: &Key) -> Result<Vec<u8>> {
             )))
         }
     }
-    out.truncate(
-        out.len()
-            - if matches!(prefix, Key::Array(_)) {
-                1
-            } else {
-                2
-            },
-    );
+    out.truncate(out.len() - if matches!(prefix, Key::Array(_)) { 1 } else { 2 });
     Ok(out)
 }
 
@@ -373,10 +337,7 @@ fn decode_hex(s: &str) -> Option<Vec<u8>> {
     if !s.len().is_multiple_of(2) {
         return None;
     }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
-        .collect()
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok()).collect()
 }
 
 pub(crate) fn truncate(s: &str, max: usize) -> String {
@@ -392,13 +353,8 @@ mod tests {
 
     #[test]
     fn type_order_is_number_date_string_binary_array() {
-        let keys = [
-            Key::Number(1e300),
-            Key::Date(-5.0),
-            Key::String(String::new()),
-            Key::Binary(vec![]),
-            Key::Array(vec![]),
-        ];
+        let keys =
+            [Key::Number(1e300), Key::Date(-5.0), Key::String(String::new()), Key::Binary(vec![]), Key::Array(vec![])];
         for pair in keys.windows(2) {
             assert!(pair[0] < pair[1]);
             assert!(pair[0].encode().unwrap() < pair[1].encode().unwrap());
@@ -407,10 +363,7 @@ mod tests {
 
     #[test]
     fn negative_zero_equals_zero() {
-        assert_eq!(
-            Key::Number(-0.0).encode().unwrap(),
-            Key::Number(0.0).encode().unwrap()
-        );
+        assert_eq!(Key::Number(-0.0).encode().unwrap(), Key::Number(0.0).encode().unwrap());
     }
 
     #[test]

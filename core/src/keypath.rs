@@ -33,9 +33,7 @@ impl KeyPath {
         let bad = |why: String| Err(Error::InvalidSchema(format!("{owner}: {why}")));
         match self {
             KeyPath::Single(p) => validate_path(p).or_else(bad),
-            KeyPath::Compound(ps) if ps.is_empty() => {
-                bad("a compound key path needs at least one field".into())
-            }
+            KeyPath::Compound(ps) if ps.is_empty() => bad("a compound key path needs at least one field".into()),
             KeyPath::Compound(ps) => {
                 for p in ps {
                     if p.is_empty() {
@@ -75,10 +73,7 @@ impl KeyPath {
     pub fn index_keys(&self, record: &Value, multi_entry: bool) -> Vec<Key> {
         if let (true, KeyPath::Single(p)) = (multi_entry, self) {
             if let Some(Value::Array(items)) = lookup(record, p) {
-                let mut keys: Vec<Key> = items
-                    .iter()
-                    .filter_map(|v| Key::from_json(v).ok())
-                    .collect();
+                let mut keys: Vec<Key> = items.iter().filter_map(|v| Key::from_json(v).ok()).collect();
                 keys.sort();
                 keys.dedup();
                 return keys;
@@ -90,15 +85,9 @@ impl KeyPath {
     /// Writes a generated key into the record at this (single) path, creating objects on the way.
     pub(crate) fn inject(&self, record: &mut Value, key: &Key) -> Result<()> {
         let KeyPath::Single(path) = self else {
-            return Err(Error::InvalidSchema(
-                "autoIncrement cannot fill a compound key path".into(),
-            ));
+            return Err(Error::InvalidSchema("autoIncrement cannot fill a compound key path".into()));
         };
-        let fail = |why: &str| {
-            Err(Error::invalid_key(format!(
-                "cannot store the generated key at {path:?}: {why}"
-            )))
-        };
+        let fail = |why: &str| Err(Error::invalid_key(format!("cannot store the generated key at {path:?}: {why}")));
         if path.is_empty() {
             return fail("the record is the key");
         }
@@ -112,9 +101,7 @@ impl KeyPath {
                 map.insert(segment.to_string(), key.to_json());
                 return Ok(());
             }
-            node = map
-                .entry(segment.to_string())
-                .or_insert_with(|| Value::Object(Map::new()));
+            node = map.entry(segment.to_string()).or_insert_with(|| Value::Object(Map::new()));
         }
         Ok(())
     }
@@ -144,21 +131,14 @@ pub fn lookup<'v>(record: &'v Value, path: &str) -> Option<&'v Value> {
     if path.is_empty() {
         return Some(record);
     }
-    path.split('.')
-        .try_fold(record, |node, segment| node.as_object()?.get(segment))
+    path.split('.').try_fold(record, |node, segment| node.as_object()?.get(segment))
 }
 
 fn at_path(error: Error, path: &str) -> Error {
     match error {
-        Error::InvalidKey {
-            store,
-            key_path: None,
-            reason,
-        } => Error::InvalidKey {
-            store,
-            key_path: Some(path.to_string()),
-            reason,
-        },
+        Error::InvalidKey { store, key_path: None, reason } => {
+            Error::InvalidKey { store, key_path: Some(path.to_string()), reason }
+        }
         other => other,
     }
 }

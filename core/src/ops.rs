@@ -107,11 +107,7 @@ impl Tx<'_> {
                 return Ok(removed);
             }
             for (pk, bytes) in batch {
-                let old = if need_values {
-                    Some(decode_record(store, &bytes)?)
-                } else {
-                    None
-                };
+                let old = if need_values { Some(decode_record(store, &bytes)?) } else { None };
                 if let Some(old) = &old {
                     for index in &info.indexes {
                         for ik in index_entries(index, old) {
@@ -122,12 +118,7 @@ impl Tx<'_> {
                 db.mech.delete(info.data, &pk)?;
                 removed += 1;
                 if announce {
-                    db.emit(Event::change(
-                        EventKind::Deleted,
-                        store,
-                        Some(Key::decode(&pk)?),
-                        old,
-                    ));
+                    db.emit(Event::change(EventKind::Deleted, store, Some(Key::decode(&pk)?), old));
                 }
             }
         }
@@ -161,33 +152,26 @@ impl Tx<'_> {
         }
         let mut distinct = 0;
         let mut last: Option<Vec<u8>> = None;
-        db.mech
-            .index_scan(index.table, &range, false, &mut |ik, _| {
-                if last.as_deref() != Some(ik) {
-                    distinct += 1;
-                    last = Some(ik.to_vec());
-                }
-                Ok(true)
-            })?;
+        db.mech.index_scan(index.table, &range, None, false, &mut |ik, _| {
+            if last.as_deref() != Some(ik) {
+                distinct += 1;
+                last = Some(ik.to_vec());
+            }
+            Ok(true)
+        })?;
         Ok(distinct)
     }
 
     /// Primary keys of the selected records, in store or index order.
     pub fn keys(&mut self, store: &str, scan: &ScanOptions) -> Result<Vec<Key>> {
         let info = self.db.store_for(store, false)?;
-        select(self.db, &info, scan, false)?
-            .iter()
-            .map(|(pk, _)| Key::decode(pk))
-            .collect()
+        select(self.db, &info, scan, false)?.iter().map(|(pk, _)| Key::decode(pk)).collect()
     }
 
     /// The selected records, in store or index order.
     pub fn values(&mut self, store: &str, scan: &ScanOptions) -> Result<Vec<Value>> {
         let info = self.db.store_for(store, false)?;
-        select(self.db, &info, scan, true)?
-            .iter()
-            .map(|(_, v)| decode_record(store, v))
-            .collect()
+        select(self.db, &info, scan, true)?.iter().map(|(_, v)| decode_record(store, v)).collect()
     }
 
     /// The records under `keys`, in that order; `None` where there is none.
@@ -196,13 +180,7 @@ impl Tx<'_> {
     }
 }
 
-fn write(
-    db: &mut Database,
-    store: &str,
-    mut value: Value,
-    key: Option<Key>,
-    no_overwrite: bool,
-) -> Result<Key> {
+fn write(db: &mut Database, store: &str, mut value: Value, key: Option<Key>, no_overwrite: bool) -> Result<Key> {
     let info = db.store_for(store, true)?;
     let schema = &info.schema;
     let key = match (&schema.key_path, key) {
@@ -210,7 +188,9 @@ fn write(
             return Err(Error::KeyConflict {
                 store: store.into(),
                 what: "an inline key path",
-                reason: format!("the key comes from the record's {path:?} field, so key {given} must not be passed as well"),
+                reason: format!(
+                    "the key comes from the record's {path:?} field, so key {given} must not be passed as well"
+                ),
             })
         }
         (Some(path), None) => {
@@ -236,10 +216,8 @@ fn write(
         }
     };
     let pk = key.encode().map_err(|e| e.in_store(store, None))?;
-    let bytes = serde_json::to_vec(&value).map_err(|e| Error::BadJson {
-        what: format!("record for store {store:?}"),
-        reason: e.to_string(),
-    })?;
+    let bytes = serde_json::to_vec(&value)
+        .map_err(|e| Error::BadJson { what: format!("record for store {store:?}"), reason: e.to_string() })?;
 
     let old = db.mech.get(info.data, &pk)?;
     if no_overwrite && old.is_some() {
@@ -248,11 +226,7 @@ fn write(
             detail: format!("a record with key {key} already exists"),
         });
     }
-    let new_entries: Vec<Vec<Vec<u8>>> = info
-        .indexes
-        .iter()
-        .map(|index| index_entries(index, &value))
-        .collect();
+    let new_entries: Vec<Vec<Vec<u8>>> = info.indexes.iter().map(|index| index_entries(index, &value)).collect();
     for (index, entries) in info.indexes.iter().zip(&new_entries) {
         if index.unique {
             for ik in entries {
@@ -266,10 +240,7 @@ fn write(
         _ => None,
     };
     for (index, entries) in info.indexes.iter().zip(&new_entries) {
-        let old_entries = old_record
-            .as_ref()
-            .map(|r| index_entries(index, r))
-            .unwrap_or_default();
+        let old_entries = old_record.as_ref().map(|r| index_entries(index, r)).unwrap_or_default();
         for ik in old_entries.iter().filter(|ik| !entries.contains(ik)) {
             db.mech.index_delete(index.table, ik, &pk)?;
         }
@@ -282,11 +253,7 @@ fn write(
         advance_generator(db, &info, &key)?;
     }
 
-    let kind = if old.is_some() {
-        EventKind::Updated
-    } else {
-        EventKind::Created
-    };
+    let kind = if old.is_some() { EventKind::Updated } else { EventKind::Created };
     if db.wants_event(kind, &info) {
         db.emit(Event::change(kind, store, Some(key.clone()), Some(value)));
     }
@@ -295,27 +262,13 @@ fn write(
 
 /// Encoded index keys of a record for one index (none when the record is not in the index).
 fn index_entries(index: &IndexInfo, record: &Value) -> Vec<Vec<u8>> {
-    index
-        .key_path
-        .index_keys(record, index.multi_entry)
-        .iter()
-        .filter_map(|k| k.encode().ok())
-        .collect()
+    index.key_path.index_keys(record, index.multi_entry).iter().filter_map(|k| k.encode().ok()).collect()
 }
 
-fn check_unique(
-    mech: &mut dyn Mechanism,
-    info: &StoreInfo,
-    index: &IndexInfo,
-    ik: &[u8],
-    pk: &[u8],
-) -> Result<()> {
-    let range = ByteRange {
-        low: ik.to_vec(),
-        high: just_above(ik),
-    };
+fn check_unique(mech: &mut dyn Mechanism, info: &StoreInfo, index: &IndexInfo, ik: &[u8], pk: &[u8]) -> Result<()> {
+    let range = ByteRange { low: ik.to_vec(), high: just_above(ik) };
     let mut clash = None;
-    mech.index_scan(index.table, &range, false, &mut |_, other| {
+    mech.index_scan(index.table, &range, None, false, &mut |_, other| {
         if other == pk {
             return Ok(true);
         }
@@ -344,54 +297,29 @@ fn select(
     want_values: bool,
 ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
     let range = scan.byte_range(&info.schema.name)?;
-    let mut window = Window {
-        skip: scan.offset,
-        left: scan.limit.unwrap_or(usize::MAX),
-    };
+    let mut window = Window { skip: scan.offset, left: scan.limit.unwrap_or(usize::MAX) };
     let mut out = Vec::new();
     let mut keep = |pk: &[u8], v: &[u8]| window.offer(|| out.push((pk.to_vec(), v.to_vec())));
     let Some(name) = &scan.index else {
-        db.mech.scan(
-            info.data,
-            &range,
-            scan.reverse,
-            want_values,
-            &mut |pk, v| Ok(keep(pk, v)),
-        )?;
+        db.mech.scan(info.data, &range, scan.reverse, want_values, &mut |pk, v| Ok(keep(pk, v)))?;
         return Ok(out);
     };
     let index = info.index(name)?;
     if !scan.unique {
         if want_values {
-            db.mech.index_scan_values(
-                index.table,
-                info.data,
-                &range,
-                scan.reverse,
-                &mut |pk, v| Ok(keep(pk, v)),
-            )?;
+            db.mech.index_scan_values(index.table, info.data, &range, None, scan.reverse, &mut |_, pk, v| {
+                Ok(keep(pk, v))
+            })?;
         } else {
-            db.mech
-                .index_scan(index.table, &range, scan.reverse, &mut |_, pk| {
-                    Ok(keep(pk, &[]))
-                })?;
+            db.mech.index_scan(index.table, &range, None, scan.reverse, &mut |_, pk| Ok(keep(pk, &[])))?;
         }
         return Ok(out);
     }
-    let mut groups = UniqueGroups {
-        reverse: scan.reverse,
-        current: None,
-        pending: None,
-    };
-    db.mech.index_scan(
-        index.table,
-        &range,
-        scan.reverse,
-        &mut |ik, pk| match groups.push(ik, pk) {
-            Some(first) => Ok(keep(&first, &[])),
-            None => Ok(true),
-        },
-    )?;
+    let mut groups = UniqueGroups { reverse: scan.reverse, current: None, pending: None };
+    db.mech.index_scan(index.table, &range, None, scan.reverse, &mut |ik, pk| match groups.push(ik, pk) {
+        Some(first) => Ok(keep(&first, &[])),
+        None => Ok(true),
+    })?;
     if let Some(first) = groups.pending.take().filter(|_| scan.reverse) {
         keep(&first, &[]);
     }
@@ -492,11 +420,8 @@ pub(crate) fn rebuild_index(db: &mut Database, info: &StoreInfo, index: &IndexIn
 }
 
 fn decode_record(store: &str, bytes: &[u8]) -> Result<Value> {
-    serde_json::from_slice(bytes).map_err(|e| {
-        Error::Internal(format!(
-            "a stored record of store {store:?} is unreadable: {e}"
-        ))
-    })
+    serde_json::from_slice(bytes)
+        .map_err(|e| Error::Internal(format!("a stored record of store {store:?} is unreadable: {e}")))
 }
 
 fn generator_value(db: &mut Database, info: &StoreInfo) -> Result<f64> {
@@ -504,8 +429,9 @@ fn generator_value(db: &mut Database, info: &StoreInfo) -> Result<f64> {
         return Ok(*next);
     }
     let next = match db.mech.get(META_TABLE, &key_generator_slot(info.data))? {
-        Some(bytes) => serde_json::from_slice(&bytes)
-            .map_err(|e| Error::Internal(format!("key generator unreadable: {e}")))?,
+        Some(bytes) => {
+            serde_json::from_slice(&bytes).map_err(|e| Error::Internal(format!("key generator unreadable: {e}")))?
+        }
         None => 1.0,
     };
     db.key_generators.insert(info.data, next);
@@ -531,9 +457,5 @@ fn advance_generator(db: &mut Database, info: &StoreInfo, key: &Key) -> Result<(
     }
     let next = (n.floor() + 1.0).min(MAX_GENERATED_KEY + 1.0);
     db.key_generators.insert(info.data, next);
-    db.mech.put(
-        META_TABLE,
-        &key_generator_slot(info.data),
-        next.to_string().as_bytes(),
-    )
+    db.mech.put(META_TABLE, &key_generator_slot(info.data), next.to_string().as_bytes())
 }

@@ -14,12 +14,7 @@ pub enum KeyRange {
     /// Keys below `key` (`open`: excluding it).
     Upper { key: Key, open: bool },
     /// Keys between two bounds.
-    Bound {
-        lower: Key,
-        upper: Key,
-        lower_open: bool,
-        upper_open: bool,
-    },
+    Bound { lower: Key, upper: Key, lower_open: bool, upper_open: bool },
     /// Strings (or binaries) starting with a prefix; for an array, arrays starting with these
     /// elements (a compound index queried by its leading fields).
     Starts(Key),
@@ -34,10 +29,7 @@ pub struct ByteRange {
 
 impl ByteRange {
     pub fn all() -> ByteRange {
-        ByteRange {
-            low: Vec::new(),
-            high: ABOVE_ALL_KEYS.to_vec(),
-        }
+        ByteRange { low: Vec::new(), high: ABOVE_ALL_KEYS.to_vec() }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -51,31 +43,15 @@ impl KeyRange {
     }
 
     pub fn lower(key: impl Into<Key>, open: bool) -> KeyRange {
-        KeyRange::Lower {
-            key: key.into(),
-            open,
-        }
+        KeyRange::Lower { key: key.into(), open }
     }
 
     pub fn upper(key: impl Into<Key>, open: bool) -> KeyRange {
-        KeyRange::Upper {
-            key: key.into(),
-            open,
-        }
+        KeyRange::Upper { key: key.into(), open }
     }
 
-    pub fn bound(
-        lower: impl Into<Key>,
-        upper: impl Into<Key>,
-        lower_open: bool,
-        upper_open: bool,
-    ) -> KeyRange {
-        KeyRange::Bound {
-            lower: lower.into(),
-            upper: upper.into(),
-            lower_open,
-            upper_open,
-        }
+    pub fn bound(lower: impl Into<Key>, upper: impl Into<Key>, lower_open: bool, upper_open: bool) -> KeyRange {
+        KeyRange::Bound { lower: lower.into(), upper: upper.into(), lower_open, upper_open }
     }
 
     pub fn starts(prefix: impl Into<Key>) -> KeyRange {
@@ -88,41 +64,21 @@ impl KeyRange {
         let range = match self {
             KeyRange::Only(key) => {
                 let low = key.encode()?;
-                ByteRange {
-                    high: just_above(&low),
-                    low,
-                }
+                ByteRange { high: just_above(&low), low }
             }
-            KeyRange::Lower { key, open } => ByteRange {
-                low: lower_bound(key, *open)?,
-                high: ABOVE_ALL_KEYS.to_vec(),
-            },
-            KeyRange::Upper { key, open } => ByteRange {
-                low: Vec::new(),
-                high: upper_bound(key, *open)?,
-            },
-            KeyRange::Bound {
-                lower,
-                upper,
-                lower_open,
-                upper_open,
-            } => {
+            KeyRange::Lower { key, open } => ByteRange { low: lower_bound(key, *open)?, high: ABOVE_ALL_KEYS.to_vec() },
+            KeyRange::Upper { key, open } => ByteRange { low: Vec::new(), high: upper_bound(key, *open)? },
+            KeyRange::Bound { lower, upper, lower_open, upper_open } => {
                 if lower > upper {
                     return Err(Error::InvalidArgument(format!(
                         "key range lower bound {lower} is above its upper bound {upper}"
                     )));
                 }
-                ByteRange {
-                    low: lower_bound(lower, *lower_open)?,
-                    high: upper_bound(upper, *upper_open)?,
-                }
+                ByteRange { low: lower_bound(lower, *lower_open)?, high: upper_bound(upper, *upper_open)? }
             }
             KeyRange::Starts(prefix) => {
                 let low = encode_prefix(prefix)?;
-                ByteRange {
-                    high: prefix_successor(&low),
-                    low,
-                }
+                ByteRange { high: prefix_successor(&low), low }
             }
         };
         Ok(range)
@@ -132,16 +88,11 @@ impl KeyRange {
     /// bound may be left out) or `{"starts": prefix}`.
     pub fn from_json(value: &Value) -> Result<KeyRange> {
         let bad = |why: &str| {
-            Error::InvalidArgument(format!(
-                "key range {}: {why}",
-                crate::key::truncate(&value.to_string(), 80)
-            ))
+            Error::InvalidArgument(format!("key range {}: {why}", crate::key::truncate(&value.to_string(), 80)))
         };
         let map = value.as_object().ok_or_else(|| bad("must be an object"))?;
         for field in map.keys() {
-            if !["only", "lower", "upper", "lowerOpen", "upperOpen", "starts"]
-                .contains(&field.as_str())
-            {
+            if !["only", "lower", "upper", "lowerOpen", "upperOpen", "starts"].contains(&field.as_str()) {
                 return Err(bad(&format!("unknown field {field:?}")));
             }
         }
@@ -158,20 +109,11 @@ impl KeyRange {
             return Ok(KeyRange::Starts(p));
         }
         match (key("lower")?, key("upper")?) {
-            (Some(lower), Some(upper)) => Ok(KeyRange::Bound {
-                lower,
-                upper,
-                lower_open: flag("lowerOpen")?,
-                upper_open: flag("upperOpen")?,
-            }),
-            (Some(key), None) => Ok(KeyRange::Lower {
-                key,
-                open: flag("lowerOpen")?,
-            }),
-            (None, Some(key)) => Ok(KeyRange::Upper {
-                key,
-                open: flag("upperOpen")?,
-            }),
+            (Some(lower), Some(upper)) => {
+                Ok(KeyRange::Bound { lower, upper, lower_open: flag("lowerOpen")?, upper_open: flag("upperOpen")? })
+            }
+            (Some(key), None) => Ok(KeyRange::Lower { key, open: flag("lowerOpen")? }),
+            (None, Some(key)) => Ok(KeyRange::Upper { key, open: flag("upperOpen")? }),
             (None, None) => Err(bad("needs only, lower, upper or starts")),
         }
     }

@@ -55,10 +55,8 @@ fn default_version() -> u64 {
 
 impl Schema {
     pub fn from_json(text: &str) -> Result<Schema> {
-        let schema: Schema = serde_json::from_str(text).map_err(|e| Error::BadJson {
-            what: "schema".into(),
-            reason: e.to_string(),
-        })?;
+        let schema: Schema =
+            serde_json::from_str(text).map_err(|e| Error::BadJson { what: "schema".into(), reason: e.to_string() })?;
         schema.normalized()
     }
 
@@ -78,10 +76,7 @@ impl Schema {
                 return Err(Error::InvalidSchema("a store has an empty name".into()));
             }
             if !seen.insert(store.name.clone()) {
-                return Err(Error::InvalidSchema(format!(
-                    "store {:?} is defined twice",
-                    store.name
-                )));
+                return Err(Error::InvalidSchema(format!("store {:?} is defined twice", store.name)));
             }
             store.normalize()?;
         }
@@ -98,11 +93,7 @@ impl Schema {
                 return Some(change);
             }
         }
-        newer
-            .stores
-            .iter()
-            .find(|s| self.store(&s.name).is_none())
-            .map(|s| format!("store {:?} added", s.name))
+        newer.stores.iter().find(|s| self.store(&s.name).is_none()).map(|s| format!("store {:?} added", s.name))
     }
 }
 
@@ -121,9 +112,7 @@ impl StoreSchema {
     }
 
     pub fn index(&self, name: &str) -> Option<&IndexSchema> {
-        self.indexes
-            .iter()
-            .find(|i| i.name.as_deref() == Some(name))
+        self.indexes.iter().find(|i| i.name.as_deref() == Some(name))
     }
 
     pub fn dispatches_events(&self) -> bool {
@@ -134,9 +123,7 @@ impl StoreSchema {
         let owner = format!("store {:?}", self.name);
         if let Some(path) = &self.key_path {
             path.validate(&owner)?;
-            if self.auto_increment
-                && (path.is_compound() || *path == KeyPath::Single(String::new()))
-            {
+            if self.auto_increment && (path.is_compound() || *path == KeyPath::Single(String::new())) {
                 return Err(Error::InvalidSchema(format!(
                     "{owner}: autoIncrement needs a single non-empty key path, not {path}"
                 )));
@@ -144,18 +131,13 @@ impl StoreSchema {
         }
         let mut names = std::collections::HashSet::new();
         for index in &mut self.indexes {
-            let name = index
-                .name
-                .get_or_insert_with(|| index.key_path.display_name())
-                .clone();
+            let name = index.name.get_or_insert_with(|| index.key_path.display_name()).clone();
             let index_owner = format!("{owner}, index {name:?}");
             if name.is_empty() {
                 return Err(Error::InvalidSchema(format!("{index_owner}: empty name")));
             }
             if !names.insert(name.clone()) {
-                return Err(Error::InvalidSchema(format!(
-                    "{index_owner}: defined twice"
-                )));
+                return Err(Error::InvalidSchema(format!("{index_owner}: defined twice")));
             }
             index.key_path.validate(&index_owner)?;
             if index.multi_entry && index.key_path.is_compound() {
@@ -179,21 +161,12 @@ impl StoreSchema {
             let index = old.name.as_deref().unwrap_or_default();
             match new.index(index) {
                 None => return Some(format!("index {index:?} removed from store {name:?}")),
-                Some(changed) if changed != old => {
-                    return Some(format!("index {index:?} of store {name:?} changed"))
-                }
+                Some(changed) if changed != old => return Some(format!("index {index:?} of store {name:?} changed")),
                 Some(_) => {}
             }
         }
-        if let Some(added) = new
-            .indexes
-            .iter()
-            .find(|i| self.index(i.name.as_deref().unwrap_or_default()).is_none())
-        {
-            return Some(format!(
-                "index {:?} added to store {name:?}",
-                added.name.as_deref().unwrap_or_default()
-            ));
+        if let Some(added) = new.indexes.iter().find(|i| self.index(i.name.as_deref().unwrap_or_default()).is_none()) {
+            return Some(format!("index {:?} added to store {name:?}", added.name.as_deref().unwrap_or_default()));
         }
         if self.dispatch_events != new.dispatch_events || self.sync != new.sync {
             return Some(format!("options of store {name:?} changed"));

@@ -13,21 +13,13 @@ use std::thread;
 use std::time::Duration;
 
 use common::*;
-use objstore_db_core::{
-    AsyncDatabase, Error, ErrorCode, ExecutorOptions, Key, MechanismKind, OpenOptions, Schema,
-};
+use objstore_db_core::{AsyncDatabase, Error, ErrorCode, ExecutorOptions, Key, MechanismKind, OpenOptions, Schema};
 use serde_json::json;
 
 fn start(kind: MechanismKind, path: &str) -> Arc<AsyncDatabase> {
-    let options = ExecutorOptions {
-        open: OpenOptions { mechanism: kind },
-        ..Default::default()
-    };
+    let options = ExecutorOptions { open: OpenOptions { mechanism: kind }, ..Default::default() };
     let (tx, rx) = mpsc::channel();
-    let db = AsyncDatabase::open(path, Some(parse(PEOPLE).unwrap()), options, move |r| {
-        tx.send(r).unwrap()
-    })
-    .unwrap();
+    let db = AsyncDatabase::open(path, Some(parse(PEOPLE).unwrap()), options, move |r| tx.send(r).unwrap()).unwrap();
     rx.recv().unwrap().unwrap();
     Arc::new(db)
 }
@@ -183,24 +175,16 @@ fn a_failed_open_reports_its_error_to_the_open_and_to_every_request() {
     Database_open_v2(&path);
     let bad = Schema::from_json(PEOPLE).unwrap(); // version 1 < stored 2
     let (tx, rx) = mpsc::channel();
-    let db = AsyncDatabase::open(&path, Some(bad), ExecutorOptions::default(), move |r| {
-        tx.send(r).unwrap()
-    })
-    .unwrap();
+    let db = AsyncDatabase::open(&path, Some(bad), ExecutorOptions::default(), move |r| tx.send(r).unwrap()).unwrap();
     let (rtx, rrx) = mpsc::channel();
-    db.submit(
-        |db| db.get("people", &Key::from(1)),
-        move |r| rtx.send(r).unwrap(),
-    );
+    db.submit(|db| db.get("people", &Key::from(1)), move |r| rtx.send(r).unwrap());
     let open_error = rx.recv().unwrap().unwrap_err();
     assert_eq!(open_error.code(), ErrorCode::Schema);
     let request_error = rrx.recv().unwrap().unwrap_err();
     assert_eq!(request_error.code(), ErrorCode::Schema);
     assert!(
         request_error.to_string().contains("did not open")
-            && request_error
-                .to_string()
-                .contains("newer than the schema's version 1"),
+            && request_error.to_string().contains("newer than the schema's version 1"),
         "{request_error}"
     );
 }

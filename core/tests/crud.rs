@@ -9,10 +9,7 @@ use objstore_db_core::{Error, ErrorCode, Key, KeyRange, ScanOptions};
 use serde_json::json;
 
 fn names(values: &[serde_json::Value]) -> Vec<String> {
-    values
-        .iter()
-        .map(|v| v["name"].as_str().unwrap().to_string())
-        .collect()
+    values.iter().map(|v| v["name"].as_str().unwrap().to_string()).collect()
 }
 
 fn numbers(keys: &[Key]) -> Vec<i64> {
@@ -367,15 +364,8 @@ mod migration {
         assert_eq!(db.schema().version, 2);
         assert!(db.schema().store("counters").is_none());
         assert!(db.get("counters", &Key::from("c")).is_err());
-        assert!(db
-            .keys("people", &ScanOptions::new().index("address.zip"))
-            .is_err());
-        let by_age = db
-            .keys(
-                "people",
-                &ScanOptions::new().index("age").range(KeyRange::only(36)),
-            )
-            .unwrap();
+        assert!(db.keys("people", &ScanOptions::new().index("address.zip")).is_err());
+        let by_age = db.keys("people", &ScanOptions::new().index("age").range(KeyRange::only(36))).unwrap();
         assert_eq!(numbers(&by_age), vec![1, 5]);
         db.put("fresh", json!({"k": "x"}), None).unwrap();
         assert_eq!(db.count("people", &ScanOptions::new()).unwrap(), 5);
@@ -385,75 +375,37 @@ mod migration {
     fn a_changed_schema_without_a_higher_version_is_an_error_and_changes_nothing() {
         let changed = V2.replace("\"version\": 2", "\"version\": 1");
         let err = seeded().reopen(Some(&changed)).err().unwrap();
-        assert!(
-            matches!(
-                err,
-                Error::SchemaChanged {
-                    stored: 1,
-                    given: 1,
-                    ..
-                }
-            ),
-            "{err}"
-        );
-        assert!(
-            err.to_string()
-                .contains("index \"address.zip\" removed from store \"people\""),
-            "{err}"
-        );
+        assert!(matches!(err, Error::SchemaChanged { stored: 1, given: 1, .. }), "{err}");
+        assert!(err.to_string().contains("index \"address.zip\" removed from store \"people\""), "{err}");
     }
 
     #[test]
     fn a_lower_version_than_stored_is_an_error() {
         let db = seeded().reopen(Some(V2)).unwrap();
         let err = db.reopen(Some(PEOPLE)).err().unwrap();
-        assert!(
-            matches!(
-                err,
-                Error::VersionTooLow {
-                    stored: 2,
-                    given: 1,
-                    ..
-                }
-            ),
-            "{err}"
-        );
+        assert!(matches!(err, Error::VersionTooLow { stored: 2, given: 1, .. }), "{err}");
     }
 
     #[test]
     fn a_migration_that_breaks_a_unique_index_rolls_back_whole() {
-        let v2 = PEOPLE.replace("\"version\": 1", "\"version\": 2").replace(
-            "{\"keyPath\": \"name\"}",
-            "{\"keyPath\": \"name\", \"unique\": true}",
-        );
+        let v2 = PEOPLE
+            .replace("\"version\": 1", "\"version\": 2")
+            .replace("{\"keyPath\": \"name\"}", "{\"keyPath\": \"name\", \"unique\": true}");
         let mut db = seeded();
         let err = db.try_reopen(Some(&v2)).unwrap_err();
         assert_eq!(err.code(), ErrorCode::Constraint, "{err}");
-        assert!(
-            err.to_string()
-                .contains("unique index \"name\" already holds \"bob\""),
-            "{err}"
-        );
+        assert!(err.to_string().contains("unique index \"name\" already holds \"bob\""), "{err}");
         db.try_reopen(None).unwrap();
         assert_eq!(db.schema().version, 1);
         assert_eq!(db.get("counters", &Key::from("c")).unwrap(), Some(json!(1)));
-        assert_eq!(
-            db.count("people", &ScanOptions::new().index("name"))
-                .unwrap(),
-            5
-        );
+        assert_eq!(db.count("people", &ScanOptions::new().index("name")).unwrap(), 5);
     }
 
     #[test]
     fn changing_a_store_key_path_is_refused_with_advice() {
-        let v2 = PEOPLE
-            .replace("\"version\": 1", "\"version\": 2")
-            .replace("\"keyPath\": \"id\"", "\"keyPath\": \"email\"");
+        let v2 =
+            PEOPLE.replace("\"version\": 1", "\"version\": 2").replace("\"keyPath\": \"id\"", "\"keyPath\": \"email\"");
         let err = seeded().reopen(Some(&v2)).err().unwrap();
-        assert!(
-            err.to_string()
-                .contains("remove the store in one version and add it back"),
-            "{err}"
-        );
+        assert!(err.to_string().contains("remove the store in one version and add it back"), "{err}");
     }
 }

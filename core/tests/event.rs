@@ -10,8 +10,7 @@ use std::time::Duration;
 
 use common::*;
 use objstore_db_core::{
-    AsyncDatabase, Event, EventFilter, EventKind, ExecutorOptions, Key, KeyRange, MechanismKind,
-    Mode, OpenOptions,
+    AsyncDatabase, Event, EventFilter, EventKind, ExecutorOptions, Key, KeyRange, MechanismKind, Mode, OpenOptions,
 };
 use serde_json::json;
 
@@ -20,10 +19,7 @@ type Log = Arc<Mutex<Vec<Event>>>;
 fn record(db: &mut TestDb, filter: EventFilter) -> Log {
     let log: Log = Arc::default();
     let sink = log.clone();
-    db.subscribe(
-        filter,
-        Box::new(move |e| sink.lock().unwrap().push(e.clone())),
-    );
+    db.subscribe(filter, Box::new(move |e| sink.lock().unwrap().push(e.clone())));
     log
 }
 
@@ -169,9 +165,5 @@ fn error_events_name_the_failure() {
     let events = log.lock().unwrap().clone();
     assert_eq!(events.len(), 1);
     assert_eq!(events[0].store.as_deref(), Some("people"));
-    assert!(events[0]
-        .message
-        .as_ref()
-        .unwrap()
-        .contains("no usable key at key path \"id\""));
+    assert!(events[0].message.as_ref().unwrap().contains("no usable key at key path \"id\""));
 }

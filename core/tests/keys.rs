@@ -24,15 +24,10 @@ fn any_key() -> impl Strategy<Value = Key> {
         // Small alphabets make shared prefixes and embedded NULs common.
         "[a-c\u{0}\u{7f}\u{e9}\u{1F600}]{0,6}".prop_map(Key::String),
         any::<String>().prop_map(Key::String),
-        proptest::collection::vec(
-            prop_oneof![Just(0u8), Just(1u8), Just(255u8), any::<u8>()],
-            0..6
-        )
-        .prop_map(Key::Binary),
+        proptest::collection::vec(prop_oneof![Just(0u8), Just(1u8), Just(255u8), any::<u8>()], 0..6)
+            .prop_map(Key::Binary),
     ];
-    leaf.prop_recursive(3, 24, 4, |inner| {
-        proptest::collection::vec(inner, 0..4).prop_map(Key::Array)
-    })
+    leaf.prop_recursive(3, 24, 4, |inner| proptest::collection::vec(inner, 0..4).prop_map(Key::Array))
 }
 
 /// IndexedDB's order as the spec states it, written independently of the library's `Ord`.
@@ -47,9 +42,7 @@ fn reference_order(a: &Key, b: &Key) -> Ordering {
         }
     }
     match (a, b) {
-        (Key::Number(x), Key::Number(y)) | (Key::Date(x), Key::Date(y)) => {
-            x.partial_cmp(y).unwrap()
-        }
+        (Key::Number(x), Key::Number(y)) | (Key::Date(x), Key::Date(y)) => x.partial_cmp(y).unwrap(),
         (Key::String(x), Key::String(y)) => x.as_bytes().cmp(y.as_bytes()),
         (Key::Binary(x), Key::Binary(y)) => x.cmp(y),
         (Key::Array(x), Key::Array(y)) => {
@@ -72,9 +65,7 @@ fn identical(a: &Key, b: &Key) -> bool {
         (Key::Number(x), Key::Number(y)) | (Key::Date(x), Key::Date(y)) => bits(*x) == bits(*y),
         (Key::String(x), Key::String(y)) => x == y,
         (Key::Binary(x), Key::Binary(y)) => x == y,
-        (Key::Array(x), Key::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| identical(p, q))
-        }
+        (Key::Array(x), Key::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| identical(p, q)),
         _ => false,
     }
 }
@@ -126,30 +117,17 @@ proptest! {
 #[test]
 fn nan_null_booleans_and_objects_are_not_keys() {
     use serde_json::json;
-    assert!(Key::Number(f64::NAN)
-        .encode()
-        .unwrap_err()
-        .to_string()
-        .contains("NaN is not a valid key"));
+    assert!(Key::Number(f64::NAN).encode().unwrap_err().to_string().contains("NaN is not a valid key"));
     for (value, reason) in [
         (json!(null), "null"),
         (json!(false), "boolean"),
         (json!({"x": 1}), "an object is not a valid key"),
         (json!({"$date": "soon"}), "$date must be a number"),
-        (
-            json!({"$binary": "xyz"}),
-            "$binary must be a string of hex digit pairs",
-        ),
+        (json!({"$binary": "xyz"}), "$binary must be a string of hex digit pairs"),
     ] {
         let err = Key::from_json(&value).unwrap_err();
         assert!(err.to_string().contains(reason), "{value}: {err}");
     }
-    assert_eq!(
-        Key::from_json(&json!({"$date": 5})).unwrap(),
-        Key::Date(5.0)
-    );
-    assert_eq!(
-        Key::from_json(&json!({"$binary": "00ff"})).unwrap(),
-        Key::Binary(vec![0, 255])
-    );
+    assert_eq!(Key::from_json(&json!({"$date": 5})).unwrap(), Key::Date(5.0));
+    assert_eq!(Key::from_json(&json!({"$binary": "00ff"})).unwrap(), Key::Binary(vec![0, 255]));
 }

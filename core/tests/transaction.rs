@@ -171,13 +171,9 @@ fn a_second_connection_on_the_same_file_sees_every_commit() {
     let mut a = objstore_db_core::Database::open(&path, schema(), &OpenOptions::default()).unwrap();
     let mut b = objstore_db_core::Database::open(&path, schema(), &OpenOptions::default()).unwrap();
     for i in 0..20 {
-        a.put("people", person(i, "n", &format!("{i}@x"), "c", i), None)
-            .unwrap();
+        a.put("people", person(i, "n", &format!("{i}@x"), "c", i), None).unwrap();
         assert_eq!(b.get("people", &Key::from(i)).unwrap().unwrap()["id"], i);
-        assert_eq!(
-            b.count("people", &ScanOptions::new()).unwrap(),
-            i as u64 + 1
-        );
+        assert_eq!(b.count("people", &ScanOptions::new()).unwrap(), i as u64 + 1);
         b.put("notes", json!(i), None).unwrap();
         assert_eq!(a.count("notes", &ScanOptions::new()).unwrap(), i as u64 + 1);
     }
@@ -189,36 +185,13 @@ fn a_second_connection_on_the_same_file_sees_every_commit() {
 fn a_reading_connection_never_keeps_a_stale_snapshot() {
     let (_dir, path) = temp_path();
     let schema = || Some(parse(PEOPLE).unwrap());
-    let mut writer =
-        objstore_db_core::Database::open(&path, schema(), &OpenOptions::default()).unwrap();
-    let mut reader =
-        objstore_db_core::Database::open(&path, schema(), &OpenOptions::default()).unwrap();
+    let mut writer = objstore_db_core::Database::open(&path, schema(), &OpenOptions::default()).unwrap();
+    let mut reader = objstore_db_core::Database::open(&path, schema(), &OpenOptions::default()).unwrap();
     for i in 0..20 {
-        writer
-            .put("people", person(i, "n", &format!("{i}@x"), "c", i), None)
-            .unwrap();
-        assert_eq!(
-            reader.get("people", &Key::from(i)).unwrap().unwrap()["id"],
-            i
-        );
-        assert_eq!(
-            reader
-                .keys("people", &ScanOptions::new().index("name").limit(1))
-                .unwrap()
-                .len(),
-            1
-        );
-        assert_eq!(
-            reader
-                .count("people", &ScanOptions::new().index("email"))
-                .unwrap(),
-            i as u64 + 1
-        );
-        assert_eq!(
-            reader
-                .values("people", &ScanOptions::new().reverse().limit(1))
-                .unwrap()[0]["id"],
-            i
-        );
+        writer.put("people", person(i, "n", &format!("{i}@x"), "c", i), None).unwrap();
+        assert_eq!(reader.get("people", &Key::from(i)).unwrap().unwrap()["id"], i);
+        assert_eq!(reader.keys("people", &ScanOptions::new().index("name").limit(1)).unwrap().len(), 1);
+        assert_eq!(reader.count("people", &ScanOptions::new().index("email")).unwrap(), i as u64 + 1);
+        assert_eq!(reader.values("people", &ScanOptions::new().reverse().limit(1)).unwrap()[0]["id"], i);
     }
 }

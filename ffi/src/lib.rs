@@ -24,14 +24,9 @@ mod tests {
 
     #[test]
     fn version_string_matches_the_core_and_the_number() {
-        let text = unsafe { std::ffi::CStr::from_ptr(objstore_db_version()) }
-            .to_str()
-            .unwrap();
+        let text = unsafe { std::ffi::CStr::from_ptr(objstore_db_version()) }.to_str().unwrap();
         assert_eq!(text, objstore_db_core::VERSION);
         let parts: Vec<u32> = text.split('.').map(|p| p.parse().unwrap()).collect();
-        assert_eq!(
-            objstore_db_version_number(),
-            parts[0] * 1_000_000 + parts[1] * 1_000 + parts[2]
-        );
+        assert_eq!(objstore_db_version_number(), parts[0] * 1_000_000 + parts[1] * 1_000 + parts[2]);
     }
 }

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Bound::{Excluded, Included};
 
-use super::{Mechanism, TableId, Visit, META_TABLE};
+use super::{After, Mechanism, TableId, Visit, VisitJoined, META_TABLE};
 use crate::error::{Error, Result};
 use crate::range::ByteRange;
 
@@ -15,19 +15,9 @@ enum Table {
 }
 
 enum Undo {
-    Put {
-        t: TableId,
-        key: Vec<u8>,
-        old: Option<Vec<u8>>,
-    },
-    IndexInsert {
-        t: TableId,
-        entry: (Vec<u8>, Vec<u8>),
-    },
-    IndexDelete {
-        t: TableId,
-        entry: (Vec<u8>, Vec<u8>),
-    },
+    Put { t: TableId, key: Vec<u8>, old: Option<Vec<u8>> },
+    IndexInsert { t: TableId, entry: (Vec<u8>, Vec<u8>) },
+    IndexDelete { t: TableId, entry: (Vec<u8>, Vec<u8>) },
     Created(TableId),
     Replaced(TableId, Option<Table>),
 }
@@ -55,18 +45,14 @@ impl MemoryMechanism {
     fn data(&mut self, t: TableId) -> Result<&mut BTreeMap<Vec<u8>, Vec<u8>>> {
         match self.tables.get_mut(&t) {
             Some(Table::Data(map)) => Ok(map),
-            _ => Err(Error::Internal(format!(
-                "memory table t{t} is not a data table"
-            ))),
+            _ => Err(Error::Internal(format!("memory table t{t} is not a data table"))),
         }
     }
 
     fn index(&mut self, t: TableId) -> Result<&mut BTreeSet<(Vec<u8>, Vec<u8>)>> {
         match self.tables.get_mut(&t) {
             Some(Table::Index(set)) => Ok(set),
-            _ => Err(Error::Internal(format!(
-                "memory table t{t} is not an index table"
-            ))),
+            _ => Err(Error::Internal(format!("memory table t{t} is not an index table"))),
         }
     }
 
@@ -77,13 +63,33 @@ impl MemoryMechanism {
         }
     }
 
+    /// Entries in `range`, and strictly after `after` in the scan's direction.
     fn index_entries<'a>(
         set: &'a BTreeSet<(Vec<u8>, Vec<u8>)>,
         range: &ByteRange,
+        after: After,
+        reverse: bool,
     ) -> impl DoubleEndedIterator<Item = &'a (Vec<u8>, Vec<u8>)> {
-        let low = (range.low.clone(), Vec::new());
-        let high = (range.high.clone(), Vec::new());
-        set.range((Included(low), Excluded(high)))
+        let mut low = (range.low.clone(), Vec::new());
+        let mut high = (range.high.clone(), Vec::new());
+        let (mut low_open, mut high_open) = (false, true);
+        if let Some((ik, pk)) = after {
+            let at = (ik.to_vec(), pk.to_vec());
+            if reverse && at < high {
+                high = at;
+            } else if !reverse && at >= low {
+                low = at;
+                low_open = true;
+            }
+            high_open = true;
+        }
+        if low > high || (low == high && (low_open || high_open)) {
+            // An empty range, in the one form BTreeSet::range accepts for it.
+            return set.range((Included(low.clone()), Excluded(low)));
+        }
+        let low = if low_open { Excluded(low) } else { Included(low) };
+        let high = if high_open { Excluded(high) } else { Included(high) };
+        set.range((low, high))
     }
 }
 
@@ -96,11 +102,7 @@ fn visit_in_order<'a, I>(
 where
     I: DoubleEndedIterator<Item = (&'a [u8], &'a [u8])>,
 {
-    let items: Box<dyn Iterator<Item = _>> = if reverse {
-        Box::new(items.rev())
-    } else {
-        Box::new(items)
-    };
+    let items: Box<dyn Iterator<Item = _>> = if reverse { Box::new(items.rev()) } else { Box::new(items) };
     for (a, b) in items {
         if !visit(a, b)? {
             break;
@@ -188,21 +190,13 @@ impl Mechanism for MemoryMechanism {
 
     fn put(&mut self, t: TableId, key: &[u8], value: &[u8]) -> Result<()> {
         let old = self.data(t)?.insert(key.to_vec(), value.to_vec());
-        self.log(Undo::Put {
-            t,
-            key: key.to_vec(),
-            old,
-        });
+        self.log(Undo::Put { t, key: key.to_vec(), old });
         Ok(())
     }
 
     fn delete(&mut self, t: TableId, key: &[u8]) -> Result<()> {
         if let Some(old) = self.data(t)?.remove(key) {
-            self.log(Undo::Put {
-                t,
-                key: key.to_vec(),
-                old: Some(old),
-            });
+            self.log(Undo::Put { t, key: key.to_vec(), old: Some(old) });
         }
         Ok(())
     }
@@ -212,19 +206,10 @@ impl Mechanism for MemoryMechanism {
             return Ok(0);
         }
         let map = self.data(t)?;
-        Ok(map
-            .range::<[u8], _>((Included(&range.low[..]), Excluded(&range.high[..])))
-            .count() as u64)
+        Ok(map.range::<[u8], _>((Included(&range.low[..]), Excluded(&range.high[..]))).count() as u64)
     }
 
-    fn scan(
-        &mut self,
-        t: TableId,
-        range: &ByteRange,
-        reverse: bool,
-        values: bool,
-        visit: Visit,
-    ) -> Result<()> {
+    fn scan(&mut self, t: TableId, range: &ByteRange, reverse: bool, values: bool, visit: Visit) -> Result<()> {
         if range.is_empty() {
             return Ok(());
         }
@@ -255,20 +240,14 @@ impl Mechanism for MemoryMechanism {
         if range.is_empty() {
             return Ok(0);
         }
-        Ok(Self::index_entries(self.index(t)?, range).count() as u64)
+        Ok(Self::index_entries(self.index(t)?, range, None, false).count() as u64)
     }
 
-    fn index_scan(
-        &mut self,
-        t: TableId,
-        range: &ByteRange,
-        reverse: bool,
-        visit: Visit,
-    ) -> Result<()> {
+    fn index_scan(&mut self, t: TableId, range: &ByteRange, after: After, reverse: bool, visit: Visit) -> Result<()> {
         if range.is_empty() {
             return Ok(());
         }
-        let items = Self::index_entries(self.index(t)?, range).map(|(ik, pk)| (&ik[..], &pk[..]));
+        let items = Self::index_entries(self.index(t)?, range, after, reverse).map(|(ik, pk)| (&ik[..], &pk[..]));
         visit_in_order(items, reverse, visit)
     }
 
@@ -277,21 +256,26 @@ impl Mechanism for MemoryMechanism {
         index: TableId,
         data: TableId,
         range: &ByteRange,
+        after: After,
         reverse: bool,
-        visit: Visit,
+        visit: VisitJoined,
     ) -> Result<()> {
         if range.is_empty() {
             return Ok(());
         }
-        let (Some(Table::Index(set)), Some(Table::Data(map))) =
-            (self.tables.get(&index), self.tables.get(&data))
+        let (Some(Table::Index(set)), Some(Table::Data(map))) = (self.tables.get(&index), self.tables.get(&data))
         else {
-            return Err(Error::Internal(format!(
-                "memory tables t{index}/t{data} are not an index and its data"
-            )));
+            return Err(Error::Internal(format!("memory tables t{index}/t{data} are not an index and its data")));
         };
-        let items = Self::index_entries(set, range)
-            .filter_map(|(_, pk)| map.get_key_value(&pk[..]).map(|(k, v)| (&k[..], &v[..])));
-        visit_in_order(items, reverse, visit)
+        let entries = Self::index_entries(set, range, after, reverse);
+        let entries: Box<dyn Iterator<Item = _>> = if reverse { Box::new(entries.rev()) } else { Box::new(entries) };
+        for (ik, pk) in entries {
+            if let Some(v) = map.get(&pk[..]) {
+                if !visit(ik, pk, v)? {
+                    break;
+                }
+            }
+        }
+        Ok(())
     }
 }

@@ -19,8 +19,14 @@ pub type TableId = u32;
 /// The data table that holds the catalog and key generators.
 pub const META_TABLE: TableId = 0;
 
-/// What a scan's visitor says after each row.
+/// What a scan's visitor says after each row: true to go on.
 pub type Visit<'a> = &'a mut dyn FnMut(&[u8], &[u8]) -> Result<bool>;
+/// A visitor of (index key, primary key, record) rows.
+pub type VisitJoined<'a> = &'a mut dyn FnMut(&[u8], &[u8], &[u8]) -> Result<bool>;
+
+/// Where an index scan resumes: strictly after this (index key, primary key) pair in the scan's
+/// direction. This is what keyset paging stands on.
+pub type After<'a> = Option<(&'a [u8], &'a [u8])>;
 
 pub trait Mechanism: Send {
     /// Starts a transaction; `write` takes the write lock at once.
@@ -39,14 +45,7 @@ pub trait Mechanism: Send {
     fn count(&mut self, table: TableId, range: &ByteRange) -> Result<u64>;
     /// Visits (key, value) in key order until the visitor returns false. With `values` false
     /// the value passed is empty.
-    fn scan(
-        &mut self,
-        table: TableId,
-        range: &ByteRange,
-        reverse: bool,
-        values: bool,
-        visit: Visit,
-    ) -> Result<()>;
+    fn scan(&mut self, table: TableId, range: &ByteRange, reverse: bool, values: bool, visit: Visit) -> Result<()>;
 
     fn index_insert(&mut self, table: TableId, index_key: &[u8], primary_key: &[u8]) -> Result<()>;
     fn index_delete(&mut self, table: TableId, index_key: &[u8], primary_key: &[u8]) -> Result<()>;
@@ -56,17 +55,19 @@ pub trait Mechanism: Send {
         &mut self,
         table: TableId,
         range: &ByteRange,
+        after: After,
         reverse: bool,
         visit: Visit,
     ) -> Result<()>;
-    /// Visits (primary key, record) of the index entries in range, in index order, joining the
-    /// data table in one pass.
+    /// Visits (index key, primary key, record) of the index entries in range, in index order,
+    /// joining the data table in one pass.
     fn index_scan_values(
         &mut self,
         index: TableId,
         data: TableId,
         range: &ByteRange,
+        after: After,
         reverse: bool,
-        visit: Visit,
+        visit: VisitJoined,
     ) -> Result<()>;
 }

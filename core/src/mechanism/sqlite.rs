@@ -6,7 +6,7 @@ use std::path::Path;
 
 use rusqlite::{params, CachedStatement, Connection, OpenFlags};
 
-use super::{Mechanism, TableId, Visit, META_TABLE};
+use super::{After, Mechanism, TableId, Visit, VisitJoined, META_TABLE};
 use crate::error::{Error, Result};
 use crate::range::ByteRange;
 
@@ -20,8 +20,8 @@ enum Statement {
     IndexInsert,
     IndexDelete,
     IndexCount,
-    IndexScan { reverse: bool },
-    IndexScanValues { data: TableId, reverse: bool },
+    IndexScan { reverse: bool, after: bool },
+    IndexScanValues { data: TableId, reverse: bool, after: bool },
 }
 
 pub struct SqliteMechanism {
@@ -38,23 +38,14 @@ impl SqliteMechanism {
             let context = format!("{what} {path_text:?}");
             move |source| Error::Storage { context, source }
         };
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
-            | OpenFlags::SQLITE_OPEN_CREATE
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn =
-            Connection::open_with_flags(path, flags).map_err(failed("opening database file"))?;
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags).map_err(failed("opening database file"))?;
         // WAL with synchronous=NORMAL: durable across application crashes, one fsync per
         // checkpoint rather than per commit.
-        conn.execute_batch(
-            "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=5000;",
-        )
-        .map_err(failed("configuring database file"))?;
+        conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=5000;")
+            .map_err(failed("configuring database file"))?;
         conn.set_prepared_statement_cache_capacity(512);
-        let mut mechanism = SqliteMechanism {
-            conn,
-            path: path_text,
-            sql: HashMap::new(),
-        };
+        let mut mechanism = SqliteMechanism { conn, path: path_text, sql: HashMap::new() };
         mechanism.create_data_table(META_TABLE)?;
         Ok(mechanism)
     }
@@ -79,9 +70,7 @@ impl SqliteMechanism {
         }
         let Self { conn, path, sql } = self;
         let mut stmt = prepared(conn, sql, t, statement).map_err(failed(path, "count", t))?;
-        let n: i64 = stmt
-            .query_row(params![range.low, range.high], |r| r.get(0))
-            .map_err(failed(path, "count", t))?;
+        let n: i64 = stmt.query_row(params![range.low, range.high], |r| r.get(0)).map_err(failed(path, "count", t))?;
         Ok(n as u64)
     }
 
@@ -90,7 +79,8 @@ impl SqliteMechanism {
         t: TableId,
         statement: Statement,
         range: &ByteRange,
-        visit: Visit,
+        after: After,
+        visit: VisitJoined,
     ) -> Result<()> {
         if range.is_empty() {
             return Ok(());
@@ -98,18 +88,19 @@ impl SqliteMechanism {
         let Self { conn, path, sql } = self;
         let mut stmt = prepared(conn, sql, t, statement).map_err(failed(path, "scan", t))?;
         let columns = stmt.column_count();
-        let mut rows = stmt
-            .query(params![range.low, range.high])
-            .map_err(failed(path, "scan", t))?;
+        let mut rows = match after {
+            None => stmt.query(params![range.low, range.high]),
+            Some((ik, pk)) => stmt.query(params![range.low, range.high, ik, pk]),
+        }
+        .map_err(failed(path, "scan", t))?;
         while let Some(row) = rows.next().map_err(failed(path, "scan", t))? {
             let blob = |i: usize| {
-                row.get_ref(i)
-                    .and_then(|v| Ok(v.as_blob()?))
-                    .map_err(failed(path, "scan", t))
+                if i >= columns {
+                    return Ok(&[][..]);
+                }
+                row.get_ref(i).and_then(|v| Ok(v.as_blob()?)).map_err(failed(path, "scan", t))
             };
-            let first = blob(0)?;
-            let second = if columns > 1 { blob(1)? } else { &[][..] };
-            if !visit(first, second)? {
+            if !visit(blob(0)?, blob(1)?, blob(2)?)? {
                 break;
             }
         }
@@ -118,9 +109,7 @@ impl SqliteMechanism {
 
     fn run_plain(&mut self, sql: &str, what: &'static str) -> Result<()> {
         let Self { conn, path, .. } = self;
-        conn.prepare_cached(sql)
-            .and_then(|mut s| s.execute([]))
-            .map_err(failed(path, what, META_TABLE))?;
+        conn.prepare_cached(sql).and_then(|mut s| s.execute([])).map_err(failed(path, what, META_TABLE))?;
         Ok(())
     }
 
@@ -136,20 +125,20 @@ fn prepared<'c>(
     t: TableId,
     statement: Statement,
 ) -> rusqlite::Result<CachedStatement<'c>> {
-    conn.prepare_cached(
-        sql.entry((t, statement))
-            .or_insert_with(|| statement_text(t, statement)),
-    )
+    conn.prepare_cached(sql.entry((t, statement)).or_insert_with(|| statement_text(t, statement)))
 }
 
-fn failed<'p>(
-    path: &'p str,
-    what: &'static str,
-    t: TableId,
-) -> impl FnOnce(rusqlite::Error) -> Error + 'p {
-    move |source| Error::Storage {
-        context: format!("{what} on table t{t} of {path:?}"),
-        source,
+fn failed<'p>(path: &'p str, what: &'static str, t: TableId) -> impl FnOnce(rusqlite::Error) -> Error + 'p {
+    move |source| Error::Storage { context: format!("{what} on table t{t} of {path:?}"), source }
+}
+
+/// The row-value condition that resumes a scan after (?3, ?4); SQLite uses it as a range on
+/// the (ik, pk) primary key, so a late page costs what an early one does.
+fn resume_clause(reverse: bool, after: bool, alias: &str) -> String {
+    match (after, reverse) {
+        (false, _) => String::new(),
+        (true, false) => format!(" AND ({alias}ik, {alias}pk) > (?3, ?4)"),
+        (true, true) => format!(" AND ({alias}ik, {alias}pk) < (?3, ?4)"),
     }
 }
 
@@ -168,15 +157,17 @@ fn statement_text(t: TableId, statement: Statement) -> String {
         Statement::IndexInsert => format!("INSERT OR IGNORE INTO t{t} (ik, pk) VALUES (?1, ?2)"),
         Statement::IndexDelete => format!("DELETE FROM t{t} WHERE ik = ?1 AND pk = ?2"),
         Statement::IndexCount => format!("SELECT count(*) FROM t{t} WHERE ik >= ?1 AND ik < ?2"),
-        Statement::IndexScan { reverse } => {
+        Statement::IndexScan { reverse, after } => {
             let o = order(reverse);
-            format!("SELECT ik, pk FROM t{t} WHERE ik >= ?1 AND ik < ?2 ORDER BY ik {o}, pk {o}")
+            let after = resume_clause(reverse, after, "");
+            format!("SELECT ik, pk FROM t{t} WHERE ik >= ?1 AND ik < ?2{after} ORDER BY ik {o}, pk {o}")
         }
-        Statement::IndexScanValues { data, reverse } => {
+        Statement::IndexScanValues { data, reverse, after } => {
             let o = order(reverse);
+            let after = resume_clause(reverse, after, "i.");
             format!(
-                "SELECT i.pk, d.v FROM t{t} AS i JOIN t{data} AS d ON d.k = i.pk \
-                 WHERE i.ik >= ?1 AND i.ik < ?2 ORDER BY i.ik {o}, i.pk {o}"
+                "SELECT i.ik, i.pk, d.v FROM t{t} AS i JOIN t{data} AS d ON d.k = i.pk \
+                 WHERE i.ik >= ?1 AND i.ik < ?2{after} ORDER BY i.ik {o}, i.pk {o}"
             )
         }
     }
@@ -184,14 +175,7 @@ fn statement_text(t: TableId, statement: Statement) -> String {
 
 impl Mechanism for SqliteMechanism {
     fn begin(&mut self, write: bool) -> Result<()> {
-        self.run_plain(
-            if write {
-                "BEGIN IMMEDIATE"
-            } else {
-                "BEGIN DEFERRED"
-            },
-            "begin",
-        )
+        self.run_plain(if write { "BEGIN IMMEDIATE" } else { "BEGIN DEFERRED" }, "begin")
     }
 
     fn commit(&mut self) -> Result<()> {
@@ -206,7 +190,8 @@ impl Mechanism for SqliteMechanism {
     }
 
     fn create_data_table(&mut self, t: TableId) -> Result<()> {
-        let sql = format!("CREATE TABLE IF NOT EXISTS t{t} (k BLOB NOT NULL PRIMARY KEY, v BLOB NOT NULL) WITHOUT ROWID");
+        let sql =
+            format!("CREATE TABLE IF NOT EXISTS t{t} (k BLOB NOT NULL PRIMARY KEY, v BLOB NOT NULL) WITHOUT ROWID");
         self.run_ddl(&sql, "create table", t)
     }
 
@@ -248,47 +233,25 @@ impl Mechanism for SqliteMechanism {
         self.count_with(t, Statement::Count, range)
     }
 
-    fn scan(
-        &mut self,
-        t: TableId,
-        range: &ByteRange,
-        reverse: bool,
-        values: bool,
-        visit: Visit,
-    ) -> Result<()> {
-        self.scan_with(t, Statement::Scan { reverse, values }, range, visit)
+    fn scan(&mut self, t: TableId, range: &ByteRange, reverse: bool, values: bool, visit: Visit) -> Result<()> {
+        self.scan_with(t, Statement::Scan { reverse, values }, range, None, &mut |k, v, _| visit(k, v))
     }
 
     fn index_insert(&mut self, t: TableId, index_key: &[u8], primary_key: &[u8]) -> Result<()> {
-        self.execute(
-            t,
-            Statement::IndexInsert,
-            "index insert",
-            &[&index_key, &primary_key],
-        )
+        self.execute(t, Statement::IndexInsert, "index insert", &[&index_key, &primary_key])
     }
 
     fn index_delete(&mut self, t: TableId, index_key: &[u8], primary_key: &[u8]) -> Result<()> {
-        self.execute(
-            t,
-            Statement::IndexDelete,
-            "index delete",
-            &[&index_key, &primary_key],
-        )
+        self.execute(t, Statement::IndexDelete, "index delete", &[&index_key, &primary_key])
     }
 
     fn index_count(&mut self, t: TableId, range: &ByteRange) -> Result<u64> {
         self.count_with(t, Statement::IndexCount, range)
     }
 
-    fn index_scan(
-        &mut self,
-        t: TableId,
-        range: &ByteRange,
-        reverse: bool,
-        visit: Visit,
-    ) -> Result<()> {
-        self.scan_with(t, Statement::IndexScan { reverse }, range, visit)
+    fn index_scan(&mut self, t: TableId, range: &ByteRange, after: After, reverse: bool, visit: Visit) -> Result<()> {
+        let statement = Statement::IndexScan { reverse, after: after.is_some() };
+        self.scan_with(t, statement, range, after, &mut |ik, pk, _| visit(ik, pk))
     }
 
     fn index_scan_values(
@@ -296,14 +259,11 @@ impl Mechanism for SqliteMechanism {
         index: TableId,
         data: TableId,
         range: &ByteRange,
+        after: After,
         reverse: bool,
-        visit: Visit,
+        visit: VisitJoined,
     ) -> Result<()> {
-        self.scan_with(
-            index,
-            Statement::IndexScanValues { data, reverse },
-            range,
-            visit,
-        )
+        let statement = Statement::IndexScanValues { data, reverse, after: after.is_some() };
+        self.scan_with(index, statement, range, after, visit)
     }
 }

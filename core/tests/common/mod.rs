@@ -58,11 +58,7 @@ impl TestDb {
     pub fn try_reopen(&mut self, schema: Option<&str>) -> Result<()> {
         let placeholder = Database::open("closed", None, &options(MechanismKind::Memory))?;
         drop(std::mem::replace(&mut self.db, placeholder));
-        self.db = Database::open(
-            self.path.to_str().unwrap(),
-            schema.map(parse).transpose()?,
-            &options(self.kind),
-        )?;
+        self.db = Database::open(self.path.to_str().unwrap(), schema.map(parse).transpose()?, &options(self.kind))?;
         Ok(())
     }
 }
@@ -78,17 +74,8 @@ pub fn parse(schema: &str) -> Result<Schema> {
 pub fn try_open(kind: MechanismKind, schema: Option<&str>) -> Result<TestDb> {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("test.sqlite3");
-    let db = Database::open(
-        path.to_str().unwrap(),
-        schema.map(parse).transpose()?,
-        &options(kind),
-    )?;
-    Ok(TestDb {
-        db,
-        kind,
-        path,
-        dir,
-    })
+    let db = Database::open(path.to_str().unwrap(), schema.map(parse).transpose()?, &options(kind))?;
+    Ok(TestDb { db, kind, path, dir })
 }
 
 pub fn open(kind: MechanismKind, schema: Option<&str>) -> TestDb {
@@ -102,12 +89,7 @@ pub fn people(kind: MechanismKind) -> TestDb {
 /// A temporary path for a database file, kept alive by the returned directory.
 pub fn temp_path() -> (TempDir, String) {
     let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir
-        .path()
-        .join("async.sqlite3")
-        .to_str()
-        .unwrap()
-        .to_string();
+    let path = dir.path().join("async.sqlite3").to_str().unwrap().to_string();
     (dir, path)
 }
 
@@ -123,8 +105,7 @@ where
 {
     let (tx, rx) = mpsc::channel();
     db.submit(work, move |r| tx.send(r).unwrap());
-    rx.recv_timeout(Duration::from_secs(30))
-        .expect("completion arrives")
+    rx.recv_timeout(Duration::from_secs(30)).expect("completion arrives")
 }
 
 /// Defines one test module per name with a test for each mechanism, so that a failure reads
