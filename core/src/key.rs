@@ -148,7 +148,7 @@ impl Key {
         }
     }
 
-    fn type_rank(&self) -> u8 {
+    pub(crate) fn type_rank(&self) -> u8 {
         match self {
             Key::Number(_) => 0,
             Key::Date(_) => 1,

@@ -13,6 +13,7 @@ mod key;
 mod keypath;
 mod mechanism;
 mod ops;
+mod query;
 mod range;
 mod schema;
 
@@ -23,6 +24,7 @@ pub use executor::{AsyncDatabase, ExecutorOptions, DEFAULT_IDLE_TRANSACTION_TIME
 pub use key::Key;
 pub use keypath::{lookup, KeyPath};
 pub use ops::ScanOptions;
+pub use query::{Condition, CursorItem, Op, Plan, Query, Step};
 pub use range::{ByteRange, KeyRange};
 pub use schema::{IndexSchema, Schema, StoreSchema};
 

@@ -180,7 +180,13 @@ impl Tx<'_> {
     }
 }
 
-fn write(db: &mut Database, store: &str, mut value: Value, key: Option<Key>, no_overwrite: bool) -> Result<Key> {
+pub(crate) fn write(
+    db: &mut Database,
+    store: &str,
+    mut value: Value,
+    key: Option<Key>,
+    no_overwrite: bool,
+) -> Result<Key> {
     let info = db.store_for(store, true)?;
     let schema = &info.schema;
     let key = match (&schema.key_path, key) {
@@ -419,7 +425,7 @@ pub(crate) fn rebuild_index(db: &mut Database, info: &StoreInfo, index: &IndexIn
     }
 }
 
-fn decode_record(store: &str, bytes: &[u8]) -> Result<Value> {
+pub(crate) fn decode_record(store: &str, bytes: &[u8]) -> Result<Value> {
     serde_json::from_slice(bytes)
         .map_err(|e| Error::Internal(format!("a stored record of store {store:?} is unreadable: {e}")))
 }

@@ -1,0 +1,375 @@
+//! Running a plan. Everything reads through `stream`, which hands over matching records in
+//! plan order, strictly after a position, each with the position to resume after it. Writes
+//! (cursor updates, patch, delete) never happen while a scan is open: rows are read in
+//! batches, then written.
+
+use serde_json::{Map, Value};
+
+use crate::catalog::StoreInfo;
+use crate::database::{Database, Tx};
+use crate::error::{Error, Result};
+use crate::key::Key;
+use crate::keypath::lookup;
+use crate::ops::{decode_record, write};
+use crate::range::{just_above, KeyRange};
+
+use super::plan::{plan, Plan, Source};
+use super::{Position, Query};
+
+/// Rows a cursor reads ahead before handing them out one by one.
+const CURSOR_BATCH: usize = 256;
+
+/// What a cursor callback says after each record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    Continue,
+    Stop,
+}
+
+/// One record under a cursor. `key` is the key it was reached by (index key, order key or
+/// primary key). Call `update` or `delete` to change it; the change is made before the next
+/// record is read.
+#[derive(Debug)]
+pub struct CursorItem {
+    pub key: Key,
+    pub primary_key: Key,
+    pub value: Value,
+    action: Option<Action>,
+}
+
+#[derive(Debug)]
+enum Action {
+    Update(Value),
+    Delete,
+}
+
+impl CursorItem {
+    /// Replaces the record (its key must stay the same).
+    pub fn update(&mut self, value: Value) {
+        self.action = Some(Action::Update(value));
+    }
+
+    pub fn delete(&mut self) {
+        self.action = Some(Action::Delete);
+    }
+}
+
+struct Row {
+    sort: Vec<u8>,
+    pk: Vec<u8>,
+    value: Value,
+    group: Option<Vec<u8>>,
+}
+
+impl Row {
+    fn position(&self) -> Position {
+        Position { sort: self.sort.clone(), pk: self.pk.clone(), group: self.group.clone() }
+    }
+}
+
+type Visit<'a> = &'a mut dyn FnMut(Row, Position) -> Result<bool>;
+
+/// The encoded order key of a record: one field's key, or an array of several. `None` when a
+/// field is missing or not a valid key.
+fn order_key(query: &Query, record: &Value) -> Option<Vec<u8>> {
+    let mut keys = Vec::with_capacity(query.order.len());
+    for field in &query.order {
+        keys.push(Key::from_json(lookup(record, field)?).ok()?);
+    }
+    let key = if keys.len() == 1 { keys.pop().expect("one key") } else { Key::Array(keys) };
+    key.encode().ok()
+}
+
+/// Reads the plan's source in its order, after `after`, passing (sort key, primary key, record)
+/// of every record that matches the conditions.
+fn read_source(
+    db: &mut Database,
+    info: &StoreInfo,
+    query: &Query,
+    plan: &Plan,
+    after: Option<&Position>,
+    visit: &mut dyn FnMut(&[u8], &[u8], Value) -> Result<bool>,
+) -> Result<()> {
+    let store = &info.schema.name;
+    let mut matched = |sort: &[u8], pk: &[u8], bytes: &[u8]| {
+        let value = decode_record(store, bytes)?;
+        if query.matches(&value) {
+            visit(sort, pk, value)
+        } else {
+            Ok(true)
+        }
+    };
+    match &plan.source {
+        Source::Store => {
+            let mut range = plan.range.clone();
+            if let Some(p) = after {
+                if query.reverse {
+                    range.high = range.high.min(p.pk.clone());
+                } else {
+                    range.low = range.low.max(just_above(&p.pk));
+                }
+            }
+            db.mech.scan(plan.table, &range, query.reverse, true, &mut |pk, v| matched(pk, pk, v))
+        }
+        Source::Index(_) => {
+            let after = after.map(|p| (p.sort.as_slice(), p.pk.as_slice()));
+            db.mech.index_scan_values(plan.table, info.data, &plan.range, after, query.reverse, &mut matched)
+        }
+    }
+}
+
+/// Hands matching records to `visit` in the query's order, strictly after `after`, with
+/// `unique` applied, until `visit` returns false.
+fn stream(
+    db: &mut Database,
+    info: &StoreInfo,
+    query: &Query,
+    plan: &Plan,
+    after: Option<&Position>,
+    visit: Visit,
+) -> Result<()> {
+    let mut unique =
+        Unique { on: query.unique, skip_group: after.and_then(|p| p.group.clone()), pending: None, stopped: false };
+    if plan.sort.is_none() {
+        read_source(db, info, query, plan, after, &mut |sort, pk, value| {
+            let group = if query.unique { Some(order_key(query, &value).unwrap_or_default()) } else { None };
+            unique.offer(Row { sort: sort.to_vec(), pk: pk.to_vec(), value, group }, visit)
+        })?;
+        return unique.finish(visit);
+    }
+
+    // No candidate gives the order: sort the matches in memory by (order key, primary key).
+    let mut rows = Vec::new();
+    read_source(db, info, query, plan, None, &mut |_, pk, value| {
+        if let Some(sort) = order_key(query, &value) {
+            let group = query.unique.then(|| sort.clone());
+            rows.push(Row { sort, pk: pk.to_vec(), value, group });
+        }
+        Ok(true)
+    })?;
+    rows.sort_by(|a, b| (&a.sort, &a.pk).cmp(&(&b.sort, &b.pk)));
+    if query.reverse {
+        rows.reverse();
+    }
+    let beyond = |row: &Row| match after {
+        None => true,
+        Some(p) if query.reverse => (&row.sort, &row.pk) < (&p.sort, &p.pk),
+        Some(p) => (&row.sort, &row.pk) > (&p.sort, &p.pk),
+    };
+    for row in rows.into_iter().filter(beyond) {
+        if !unique.offer(row, visit)? {
+            return Ok(());
+        }
+    }
+    unique.finish(visit)
+}
+
+/// `unique`: of each run of records with the same order key, keep the one with the lowest
+/// primary key. A run is known complete only when the next begins, so the kept record resumes
+/// after the run's last row.
+struct Unique {
+    on: bool,
+    /// The group the previous page ended in: its rows were all seen.
+    skip_group: Option<Vec<u8>>,
+    /// The best row of the current run, and the run's last position.
+    pending: Option<(Row, Position)>,
+    stopped: bool,
+}
+
+impl Unique {
+    fn offer(&mut self, row: Row, visit: Visit) -> Result<bool> {
+        if !self.on {
+            let position = row.position();
+            return visit(row, position);
+        }
+        if row.group.is_some() && row.group == self.skip_group {
+            return Ok(true);
+        }
+        let position = row.position();
+        match &mut self.pending {
+            Some((best, last)) if best.group == row.group => {
+                *last = position;
+                if row.pk < best.pk {
+                    *best = row;
+                }
+                Ok(true)
+            }
+            pending => match pending.replace((row, position)) {
+                None => Ok(true),
+                Some((done, last)) => {
+                    let go_on = visit(done, last)?;
+                    self.stopped = !go_on;
+                    Ok(go_on)
+                }
+            },
+        }
+    }
+
+    fn finish(&mut self, visit: Visit) -> Result<()> {
+        if let (false, Some((best, last))) = (self.stopped, self.pending.take()) {
+            visit(best, last)?;
+        }
+        Ok(())
+    }
+}
+
+pub(super) fn list(tx: &mut Tx<'_>, query: &mut Query, n: usize) -> Result<Vec<Value>> {
+    if n == 0 || query.exhausted {
+        return Ok(Vec::new());
+    }
+    let db = &mut *tx.db;
+    let info = db.store_for(&query.store, false)?;
+    let plan = plan(&info, query)?;
+    let (mut out, mut skip, mut last) = (Vec::new(), query.skip, None);
+    stream(db, &info, query, &plan, query.position.as_ref(), &mut |row, position| {
+        last = Some(position);
+        if skip > 0 {
+            skip -= 1;
+            return Ok(true);
+        }
+        out.push(query.project(row.value));
+        Ok(out.len() < n)
+    })?;
+    query.skip = skip;
+    if let Some(position) = last {
+        query.position = Some(position);
+    }
+    query.exhausted = out.len() < n;
+    Ok(out)
+}
+
+pub(super) fn count(tx: &mut Tx<'_>, query: &Query) -> Result<u64> {
+    let db = &mut *tx.db;
+    let info = db.store_for(&query.store, false)?;
+    let plan = plan(&info, query)?;
+    if plan.exact && !query.unique {
+        return match plan.source {
+            Source::Store => db.mech.count(plan.table, &plan.range),
+            Source::Index(_) => db.mech.index_count(plan.table, &plan.range),
+        };
+    }
+    let mut n = 0;
+    stream(db, &info, query, &plan, None, &mut |_, _| {
+        n += 1;
+        Ok(true)
+    })?;
+    Ok(n)
+}
+
+/// Every matching (primary key, record), in order; for writes that must not run mid-scan.
+fn collect_all(db: &mut Database, info: &StoreInfo, query: &Query) -> Result<Vec<(Vec<u8>, Value)>> {
+    let plan = plan(info, query)?;
+    let mut rows = Vec::new();
+    stream(db, info, query, &plan, None, &mut |row, _| {
+        rows.push((row.pk, row.value));
+        Ok(true)
+    })?;
+    Ok(rows)
+}
+
+pub(super) fn open(
+    tx: &mut Tx<'_>,
+    query: &Query,
+    mut visit: impl FnMut(&mut CursorItem) -> Result<Step>,
+) -> Result<u64> {
+    let info = tx.db.store_for(&query.store, false)?;
+    let plan = plan(&info, query)?;
+    // An in-memory sort reads everything anyway: one batch. Otherwise read ahead a little.
+    let batch_size = if plan.sort.is_some() { usize::MAX } else { CURSOR_BATCH };
+    let (mut position, mut visited) = (None, 0);
+    loop {
+        let mut batch = Vec::new();
+        stream(tx.db, &info, query, &plan, position.as_ref(), &mut |row, at| {
+            batch.push((row, at));
+            Ok(batch.len() < batch_size)
+        })?;
+        let complete = batch.len() < batch_size;
+        for (row, at) in batch {
+            position = Some(at);
+            let mut item = CursorItem {
+                key: Key::decode(&row.sort)?,
+                primary_key: Key::decode(&row.pk)?,
+                value: row.value,
+                action: None,
+            };
+            let step = visit(&mut item)?;
+            visited += 1;
+            match item.action {
+                Some(Action::Update(value)) => replace(tx, &info, &item.primary_key, value)?,
+                Some(Action::Delete) => {
+                    tx.remove(&query.store, &KeyRange::Only(item.primary_key.clone()))?;
+                }
+                None => {}
+            }
+            if step == Step::Stop {
+                return Ok(visited);
+            }
+        }
+        if complete {
+            return Ok(visited);
+        }
+    }
+}
+
+pub(super) fn patch(tx: &mut Tx<'_>, query: &Query, patch: &Value) -> Result<u64> {
+    let info = tx.db.store_for(&query.store, true)?;
+    let mut changed = 0;
+    for (pk, record) in collect_all(tx.db, &info, query)? {
+        let mut merged = record.clone();
+        merge_patch(&mut merged, patch);
+        if merged != record {
+            replace(tx, &info, &Key::decode(&pk)?, merged)?;
+            changed += 1;
+        }
+    }
+    Ok(changed)
+}
+
+pub(super) fn delete(tx: &mut Tx<'_>, query: &Query) -> Result<u64> {
+    let info = tx.db.store_for(&query.store, true)?;
+    let rows = collect_all(tx.db, &info, query)?;
+    for (pk, _) in &rows {
+        tx.remove(&query.store, &KeyRange::Only(Key::decode(pk)?))?;
+    }
+    Ok(rows.len() as u64)
+}
+
+/// Writes a new version of the record under `key`, refusing one that would move it.
+fn replace(tx: &mut Tx<'_>, info: &StoreInfo, key: &Key, value: Value) -> Result<()> {
+    let store = &info.schema.name;
+    match &info.schema.key_path {
+        Some(path) => {
+            let new_key = path.extract(&value).map_err(|e| e.in_store(store, None))?;
+            if new_key.as_ref() != Some(key) {
+                return Err(Error::InvalidArgument(format!(
+                    "an update of record {key} in store {store:?} would change its key to {}; remove it and add a new one instead",
+                    new_key.map_or("nothing".to_string(), |k| k.to_string())
+                )));
+            }
+            write(tx.db, store, value, None, false)?;
+        }
+        None => {
+            write(tx.db, store, value, Some(key.clone()), false)?;
+        }
+    }
+    Ok(())
+}
+
+/// RFC 7396 JSON merge patch: objects merge field by field, null removes, anything else replaces.
+pub(crate) fn merge_patch(target: &mut Value, patch: &Value) {
+    let Value::Object(fields) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = Value::Object(Map::new());
+    }
+    let map = target.as_object_mut().expect("made an object above");
+    for (name, value) in fields {
+        if value.is_null() {
+            map.remove(name);
+        } else {
+            merge_patch(map.entry(name.clone()).or_insert(Value::Null), value);
+        }
+    }
+}

@@ -1,0 +1,312 @@
+//! Queries: `Query::from(store).filter(field, op, value).order(field).list(db, n)`.
+//!
+//! Any filter works with or without an index: the planner (`plan.rs`) picks the index that
+//! serves the most of the filter and the order, and anything it cannot serve runs as a residual
+//! filter (and, if need be, an in-memory sort) instead of failing. `explain` shows the choice.
+//!
+//! Semantics: a condition compares keys in key order, but never across types (`age > 30`
+//! matches numbers only); a record whose field is missing or not a valid key matches no
+//! condition. `order(fields)` returns only records that have every order field, as an index
+//! would. `list(n)` pages by keyset: each call resumes after the last record it returned.
+
+mod exec;
+mod plan;
+
+use serde_json::{Map, Value};
+
+use crate::database::{Database, Mode, Tx};
+use crate::error::{Error, Result};
+use crate::key::Key;
+use crate::keypath::lookup;
+
+pub use exec::{CursorItem, Step};
+pub use plan::Plan;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    Eq,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    /// A string (or binary) prefix.
+    Starts,
+}
+
+impl Op {
+    pub fn parse(text: &str) -> Result<Op> {
+        Ok(match text {
+            "=" | "==" => Op::Eq,
+            "<" => Op::Lt,
+            "<=" => Op::Le,
+            ">" => Op::Gt,
+            ">=" => Op::Ge,
+            "starts" => Op::Starts,
+            other => {
+                return Err(Error::InvalidArgument(format!(
+                    "unknown comparison {other:?} (known: =, <, <=, >, >=, starts)"
+                )))
+            }
+        })
+    }
+
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Op::Eq => "=",
+            Op::Lt => "<",
+            Op::Le => "<=",
+            Op::Gt => ">",
+            Op::Ge => ">=",
+            Op::Starts => "starts",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Condition {
+    pub field: String,
+    pub op: Op,
+    pub value: Key,
+}
+
+impl Condition {
+    /// Whether a record satisfies this condition.
+    pub(crate) fn matches(&self, record: &Value) -> bool {
+        let Some(found) = lookup(record, &self.field).and_then(|v| Key::from_json(v).ok()) else {
+            return false;
+        };
+        match self.op {
+            Op::Eq => found == self.value,
+            Op::Starts => match (&found, &self.value) {
+                (Key::String(s), Key::String(p)) => s.as_bytes().starts_with(p.as_bytes()),
+                (Key::Binary(b), Key::Binary(p)) => b.starts_with(p),
+                _ => false,
+            },
+            op => {
+                if found.type_rank() != self.value.type_rank() {
+                    return false;
+                }
+                let ordering = found.cmp(&self.value);
+                match op {
+                    Op::Lt => ordering.is_lt(),
+                    Op::Le => ordering.is_le(),
+                    Op::Gt => ordering.is_gt(),
+                    _ => ordering.is_ge(),
+                }
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for Condition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {} {}", self.field, self.op.symbol(), self.value)
+    }
+}
+
+/// Where the last `list` stopped: the row's key in plan order, its primary key, and (for
+/// `unique`) its order key, so that the next call resumes strictly after it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Position {
+    pub sort: Vec<u8>,
+    pub pk: Vec<u8>,
+    pub group: Option<Vec<u8>>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Query {
+    pub(crate) store: String,
+    pub(crate) conditions: Vec<Condition>,
+    pub(crate) order: Vec<String>,
+    pub(crate) reverse: bool,
+    pub(crate) unique: bool,
+    pub(crate) select: Option<Vec<String>>,
+    /// Records to pass over before the first one returned (SQL's OFFSET); used up once.
+    pub(crate) skip: usize,
+    pub(crate) position: Option<Position>,
+    pub(crate) exhausted: bool,
+}
+
+impl Query {
+    pub fn from(store: &str) -> Query {
+        Query {
+            store: store.to_string(),
+            conditions: Vec::new(),
+            order: Vec::new(),
+            reverse: false,
+            unique: false,
+            select: None,
+            skip: 0,
+            position: None,
+            exhausted: false,
+        }
+    }
+
+    pub fn store(&self) -> &str {
+        &self.store
+    }
+
+    /// Adds a condition (`where` in the other languages). Conditions combine with AND.
+    pub fn filter(mut self, field: &str, op: Op, value: impl Into<Key>) -> Query {
+        self.conditions.push(Condition { field: field.to_string(), op, value: value.into() });
+        self.reset();
+        self
+    }
+
+    /// Adds a condition given as text and JSON, as the bindings and SQL do.
+    pub fn filter_json(self, field: &str, op: &str, value: &Value) -> Result<Query> {
+        let op = Op::parse(op)?;
+        let key = Key::from_json(value).map_err(|e| match e {
+            Error::InvalidKey { reason, .. } => {
+                Error::InvalidArgument(format!("cannot compare field {field:?} with {value}: {reason}"))
+            }
+            other => other,
+        })?;
+        Ok(self.filter(field, op, key))
+    }
+
+    /// Another condition; the same as `filter`.
+    pub fn and(self, field: &str, op: Op, value: impl Into<Key>) -> Query {
+        self.filter(field, op, value)
+    }
+
+    /// Orders by a field (call again to order by further fields).
+    pub fn order(mut self, field: &str) -> Query {
+        self.order.push(field.to_string());
+        self.reset();
+        self
+    }
+
+    pub fn reverse(mut self) -> Query {
+        self.reverse = !self.reverse;
+        self.reset();
+        self
+    }
+
+    /// One record per distinct value of the order fields: the one with the lowest primary key.
+    pub fn unique(mut self) -> Query {
+        self.unique = true;
+        self.reset();
+        self
+    }
+
+    /// Returns only these (possibly dotted) fields of each record.
+    pub fn select(mut self, fields: &[&str]) -> Query {
+        self.select = Some(fields.iter().map(|f| f.to_string()).collect());
+        self
+    }
+
+    /// Passes over the first `n` records (SQL's OFFSET). Paging should use `list` instead.
+    pub fn skip(mut self, n: usize) -> Query {
+        self.skip = n;
+        self
+    }
+
+    /// Starts paging again from the first record.
+    pub fn reset(&mut self) {
+        self.position = None;
+        self.exhausted = false;
+    }
+
+    /// Whether the query names an order (otherwise records come in the order of whatever the
+    /// plan reads: an index or the primary key).
+    pub fn is_ordered(&self) -> bool {
+        !self.order.is_empty()
+    }
+
+    pub fn conditions(&self) -> &[Condition] {
+        &self.conditions
+    }
+
+    pub(crate) fn matches(&self, record: &Value) -> bool {
+        self.conditions.iter().all(|c| c.matches(record))
+    }
+
+    /// The record cut down to the selected fields.
+    pub(crate) fn project(&self, record: Value) -> Value {
+        let Some(fields) = &self.select else { return record };
+        let mut out = Value::Object(Map::new());
+        for field in fields {
+            if let Some(found) = lookup(&record, field) {
+                let mut node = &mut out;
+                let mut segments = field.split('.').peekable();
+                while let Some(segment) = segments.next() {
+                    let map = node.as_object_mut().expect("built as objects");
+                    if segments.peek().is_none() {
+                        map.insert(segment.to_string(), found.clone());
+                        break;
+                    }
+                    node = map.entry(segment.to_string()).or_insert_with(|| Value::Object(Map::new()));
+                }
+            }
+        }
+        out
+    }
+
+    // ----- running, each in a transaction of its own or inside one ---------------------------
+
+    /// The next `n` records: the first call starts at the beginning, each further call resumes
+    /// after the last record returned (keyset paging). An empty page means the end.
+    pub fn list(&mut self, db: &mut Database, n: usize) -> Result<Vec<Value>> {
+        let store = self.store.clone();
+        db.run(&[&store], Mode::ReadOnly, |tx| self.list_in(tx, n))
+    }
+
+    pub fn list_in(&mut self, tx: &mut Tx<'_>, n: usize) -> Result<Vec<Value>> {
+        exec::list(tx, self, n)
+    }
+
+    /// How many records match (ignores paging).
+    pub fn count(&self, db: &mut Database) -> Result<u64> {
+        db.run(&[&self.store], Mode::ReadOnly, |tx| self.count_in(tx))
+    }
+
+    pub fn count_in(&self, tx: &mut Tx<'_>) -> Result<u64> {
+        exec::count(tx, self)
+    }
+
+    /// The plan the query runs with.
+    pub fn explain(&self, db: &mut Database) -> Result<Plan> {
+        db.run(&[&self.store], Mode::ReadOnly, |tx| self.explain_in(tx))
+    }
+
+    pub fn explain_in(&self, tx: &mut Tx<'_>) -> Result<Plan> {
+        let info = tx.db.store_for(&self.store, false)?;
+        plan::plan(&info, self)
+    }
+
+    /// Streams matching records one at a time to `visit`, which may update or delete each one
+    /// (in a readwrite transaction) and may stop early. Returns how many were visited. Memory
+    /// stays flat when the order comes from an index or the primary key.
+    pub fn open(
+        &self,
+        db: &mut Database,
+        mode: Mode,
+        visit: impl FnMut(&mut CursorItem) -> Result<Step>,
+    ) -> Result<u64> {
+        db.run(&[&self.store], mode, |tx| self.open_in(tx, visit))
+    }
+
+    pub fn open_in(&self, tx: &mut Tx<'_>, visit: impl FnMut(&mut CursorItem) -> Result<Step>) -> Result<u64> {
+        exec::open(tx, self, visit)
+    }
+
+    /// Merges `patch` (RFC 7396: null removes a field) into every matching record; returns
+    /// how many changed. A patch may not change a record's key.
+    pub fn patch(&self, db: &mut Database, patch: &Value) -> Result<u64> {
+        db.run(&[&self.store], Mode::ReadWrite, |tx| self.patch_in(tx, patch))
+    }
+
+    pub fn patch_in(&self, tx: &mut Tx<'_>, patch: &Value) -> Result<u64> {
+        exec::patch(tx, self, patch)
+    }
+
+    /// Removes every matching record; returns how many went.
+    pub fn delete(&self, db: &mut Database) -> Result<u64> {
+        db.run(&[&self.store], Mode::ReadWrite, |tx| self.delete_in(tx))
+    }
+
+    pub fn delete_in(&self, tx: &mut Tx<'_>) -> Result<u64> {
+        exec::delete(tx, self)
+    }
+}

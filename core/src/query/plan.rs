@@ -1,0 +1,230 @@
+//! Choosing how a query runs: from the store's primary key or from one index, over a byte
+//! range that serves as many conditions as it can, with the rest as a residual filter and an
+//! in-memory sort only when no candidate gives the order.
+//!
+//! A candidate is usable when every field of its key path is constrained by a condition or
+//! named in the order (a record missing such a field is absent from the index, and could not
+//! match anyway). Among usable candidates the planner prefers one that gives the order (so
+//! paging is keyset and memory flat), then the one that serves the most conditions.
+
+use std::fmt;
+
+use crate::catalog::StoreInfo;
+use crate::error::{Error, Result};
+use crate::key::{encode_prefix, prefix_successor, Key};
+use crate::keypath::KeyPath;
+use crate::mechanism::TableId;
+use crate::range::ByteRange;
+
+use super::{Op, Query};
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Source {
+    /// The store in primary-key order.
+    Store,
+    /// One index, in index-key order.
+    Index(String),
+}
+
+/// How a query runs; `Display` gives the line `explain` shows.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub source: Source,
+    /// Conditions answered by the range itself.
+    pub served: Vec<String>,
+    /// Conditions checked against each record read.
+    pub residual: Vec<String>,
+    /// The fields sorted by in memory, when no candidate gives the order.
+    pub sort: Option<Vec<String>>,
+    pub(crate) table: TableId,
+    pub(crate) range: ByteRange,
+    /// The range holds exactly the matching records: a count needs no record read.
+    pub(crate) exact: bool,
+}
+
+impl fmt::Display for Plan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.source {
+            Source::Store => write!(f, "scan store")?,
+            Source::Index(name) => write!(f, "scan index {name:?}")?,
+        }
+        if self.served.is_empty() {
+            write!(f, ", whole range")?;
+        } else {
+            write!(f, ", range: {}", self.served.join(" and "))?;
+        }
+        if !self.residual.is_empty() {
+            write!(f, ", residual filter: {}", self.residual.join(" and "))?;
+        }
+        match &self.sort {
+            Some(fields) => write!(f, ", sort in memory by {}", fields.join(", ")),
+            None => write!(f, ", no sort"),
+        }
+    }
+}
+
+struct Candidate<'a> {
+    source: Source,
+    table: TableId,
+    fields: Vec<&'a str>,
+    compound: bool,
+}
+
+/// What one candidate would do for the query.
+struct Fit {
+    served: Vec<usize>,
+    range: ByteRange,
+    gives_order: bool,
+    score: usize,
+}
+
+pub(crate) fn plan(info: &StoreInfo, query: &Query) -> Result<Plan> {
+    validate(query)?;
+    let constrained: Vec<&str> =
+        query.conditions.iter().map(|c| c.field.as_str()).chain(query.order.iter().map(String::as_str)).collect();
+
+    let mut best: Option<(Candidate, Fit)> = None;
+    for candidate in candidates(info) {
+        let usable = candidate.source == Source::Store || candidate.fields.iter().all(|f| constrained.contains(f));
+        if !usable {
+            continue;
+        }
+        let fit = fit(&candidate, query)?;
+        if best.as_ref().is_none_or(|(_, b)| fit.score > b.score) {
+            best = Some((candidate, fit));
+        }
+    }
+    let (candidate, fit) = best.expect("the store is always a candidate");
+
+    let residual: Vec<String> = query
+        .conditions
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !fit.served.contains(i))
+        .map(|(_, c)| c.to_string())
+        .collect();
+    let order_implied = query.order.iter().all(|f| candidate.fields.contains(&f.as_str()));
+    Ok(Plan {
+        exact: residual.is_empty() && order_implied,
+        served: fit.served.iter().map(|&i| query.conditions[i].to_string()).collect(),
+        residual,
+        sort: (!fit.gives_order).then(|| query.order.clone()),
+        source: candidate.source,
+        table: candidate.table,
+        range: fit.range,
+    })
+}
+
+fn validate(query: &Query) -> Result<()> {
+    for c in &query.conditions {
+        if c.op == Op::Starts && !matches!(c.value, Key::String(_) | Key::Binary(_)) {
+            return Err(Error::InvalidArgument(format!(
+                "starts on field {:?} needs a string prefix, not {}",
+                c.field, c.value
+            )));
+        }
+        c.value.encode().map_err(|e| e.in_store(&query.store, Some(&c.field)))?;
+    }
+    if query.unique && query.order.is_empty() {
+        return Err(Error::InvalidArgument("unique() needs order(field): it keeps one record per order value".into()));
+    }
+    Ok(())
+}
+
+fn candidates(info: &StoreInfo) -> Vec<Candidate<'_>> {
+    let store_fields = info.schema.key_path.as_ref().map(path_fields).unwrap_or_default();
+    let mut out = vec![Candidate {
+        source: Source::Store,
+        table: info.data,
+        compound: info.schema.key_path.as_ref().is_some_and(KeyPath::is_compound),
+        fields: store_fields,
+    }];
+    for index in info.indexes.iter().filter(|i| !i.multi_entry) {
+        out.push(Candidate {
+            source: Source::Index(index.name.clone()),
+            table: index.table,
+            fields: path_fields(&index.key_path),
+            compound: index.key_path.is_compound(),
+        });
+    }
+    out
+}
+
+fn path_fields(path: &KeyPath) -> Vec<&str> {
+    match path {
+        KeyPath::Single(p) if p.is_empty() => Vec::new(),
+        KeyPath::Single(p) => vec![p.as_str()],
+        KeyPath::Compound(ps) => ps.iter().map(String::as_str).collect(),
+    }
+}
+
+fn fit(candidate: &Candidate, query: &Query) -> Result<Fit> {
+    let conditions = &query.conditions;
+    let condition_on =
+        |field: &str, ops: &[Op]| conditions.iter().position(|c| c.field == field && ops.contains(&c.op));
+
+    // Equality on a leading run of the key path, then at most a lower and an upper bound (or a
+    // prefix) on the next field.
+    let mut served = Vec::new();
+    let mut prefix: Vec<Key> = Vec::new();
+    for field in &candidate.fields {
+        match condition_on(field, &[Op::Eq]) {
+            Some(i) => {
+                served.push(i);
+                prefix.push(conditions[i].value.clone());
+            }
+            None => break,
+        }
+    }
+    let mut base = match (candidate.compound, prefix.as_slice()) {
+        (true, _) => encode_prefix(&Key::Array(prefix.clone()))?,
+        (false, [only]) => only.encode()?,
+        (false, _) => Vec::new(),
+    };
+    let mut range =
+        if base.is_empty() { ByteRange::all() } else { ByteRange { high: prefix_successor(&base), low: base.clone() } };
+
+    if let Some(next) = candidate.fields.get(prefix.len()) {
+        let starts = condition_on(next, &[Op::Starts]);
+        let lower = condition_on(next, &[Op::Gt, Op::Ge]);
+        let mut upper = condition_on(next, &[Op::Lt, Op::Le]);
+        if let (Some(l), Some(u)) = (lower, upper) {
+            if conditions[l].value.type_rank() != conditions[u].value.type_rank() {
+                upper = None; // bounds of two types match nothing; the residual filter says so
+            }
+        }
+        if let Some(i) = starts {
+            served.push(i);
+            base.extend(encode_prefix(&conditions[i].value)?);
+            range = ByteRange { high: prefix_successor(&base), low: base };
+        } else if lower.is_some() || upper.is_some() {
+            // Comparisons stay within the bound's type: the range is clamped to its type tag.
+            let bound = &conditions[lower.or(upper).expect("one is set")].value;
+            let tag = bound.encode()?[0];
+            let with = |suffix: &[u8]| [base.as_slice(), suffix].concat();
+            range.low = with(&[tag]);
+            range.high = with(&[tag + 1]);
+            if let Some(i) = lower {
+                let edge = with(&conditions[i].value.encode()?);
+                range.low = if conditions[i].op == Op::Ge { edge } else { prefix_successor(&edge) };
+                served.push(i);
+            }
+            if let Some(i) = upper {
+                let edge = with(&conditions[i].value.encode()?);
+                range.high = if conditions[i].op == Op::Lt { edge } else { prefix_successor(&edge) };
+                served.push(i);
+            }
+        }
+    }
+
+    let gives_order = gives_order(&candidate.fields, prefix.len(), &query.order);
+    let score = usize::from(gives_order) * 1000 + served.len() * 10 + usize::from(candidate.source == Source::Store);
+    Ok(Fit { served, range, gives_order, score })
+}
+
+/// Whether reading the candidate in key order reads the records in the query's order: order
+/// fields fixed by equality drop out, and the rest must lead the remaining key path.
+fn gives_order(fields: &[&str], fixed: usize, order: &[String]) -> bool {
+    let free: Vec<&str> = order.iter().map(String::as_str).filter(|f| !fields[..fixed].contains(f)).collect();
+    fields[fixed..].starts_with(&free)
+}
