@@ -8,7 +8,7 @@ use rusqlite::{params, CachedStatement, Connection, OpenFlags};
 
 use super::{After, Mechanism, TableId, Visit, VisitJoined, META_TABLE};
 use crate::error::{Error, Result};
-use crate::range::ByteRange;
+use crate::range::{just_above, ByteRange};
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 enum Statement {
@@ -90,7 +90,17 @@ impl SqliteMechanism {
         let columns = stmt.column_count();
         let mut rows = match after {
             None => stmt.query(params![range.low, range.high]),
-            Some((ik, pk)) => stmt.query(params![range.low, range.high, ik, pk]),
+            Some((ik, pk)) => {
+                // SQLite seeks on the plain bound, not on the row value (which only filters),
+                // so move the bound up to the resume point: a late page then costs what an
+                // early one does.
+                let (low, high) = if reverse_scan(statement) {
+                    (range.low.clone(), range.high.clone().min(just_above(ik)))
+                } else {
+                    (range.low.clone().max(ik.to_vec()), range.high.clone())
+                };
+                stmt.query(params![low, high, ik, pk])
+            }
         }
         .map_err(failed(path, "scan", t))?;
         while let Some(row) = rows.next().map_err(failed(path, "scan", t))? {
@@ -132,8 +142,17 @@ fn failed<'p>(path: &'p str, what: &'static str, t: TableId) -> impl FnOnce(rusq
     move |source| Error::Storage { context: format!("{what} on table t{t} of {path:?}"), source }
 }
 
-/// The row-value condition that resumes a scan after (?3, ?4); SQLite uses it as a range on
-/// the (ik, pk) primary key, so a late page costs what an early one does.
+fn reverse_scan(statement: Statement) -> bool {
+    matches!(
+        statement,
+        Statement::Scan { reverse: true, .. }
+            | Statement::IndexScan { reverse: true, .. }
+            | Statement::IndexScanValues { reverse: true, .. }
+    )
+}
+
+/// The row-value condition that resumes a scan strictly after (?3, ?4). It only filters the
+/// few rows that share the resume point's index key; `scan_with` moves the seek bound.
 fn resume_clause(reverse: bool, after: bool, alias: &str) -> String {
     match (after, reverse) {
         (false, _) => String::new(),
