@@ -16,6 +16,7 @@ mod ops;
 mod query;
 mod range;
 mod schema;
+pub mod sql;
 
 pub use database::{Database, MechanismKind, Mode, OpenOptions, Tx, TxId};
 pub use error::{Error, ErrorCode, Result};

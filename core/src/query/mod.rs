@@ -19,6 +19,7 @@ use crate::error::{Error, Result};
 use crate::key::Key;
 use crate::keypath::lookup;
 
+pub(crate) use exec::merge_patch as exec_merge_patch;
 pub use exec::{CursorItem, Step};
 pub use plan::Plan;
 
