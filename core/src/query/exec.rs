@@ -68,6 +68,8 @@ impl Row {
 }
 
 type Visit<'a> = &'a mut dyn FnMut(Row, Position) -> Result<bool>;
+/// A visitor of matching (sort key, primary key, record) straight from the source.
+type VisitMatch<'a> = &'a mut dyn FnMut(&[u8], &[u8], Value) -> Result<bool>;
 
 /// The encoded order key of a record: one field's key, or an array of several. `None` when a
 /// field is missing or not a valid key.
@@ -88,7 +90,7 @@ fn read_source(
     query: &Query,
     plan: &Plan,
     after: Option<&Position>,
-    visit: &mut dyn FnMut(&[u8], &[u8], Value) -> Result<bool>,
+    visit: VisitMatch,
 ) -> Result<()> {
     let store = &info.schema.name;
     let mut matched = |sort: &[u8], pk: &[u8], bytes: &[u8]| {
