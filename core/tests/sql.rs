@@ -70,7 +70,7 @@ for_each_mechanism! {
     fn parameters_are_bound_as_values_never_spliced(kind) {
         let mut db = seeded(kind);
         let hostile = json!("linux' OR '1'='1");
-        assert!(rows(execute(&mut db, "SELECT * FROM runs WHERE platform = ?", &[hostile.clone()]).unwrap()).is_empty());
+        assert!(rows(execute(&mut db, "SELECT * FROM runs WHERE platform = ?", std::slice::from_ref(&hostile)).unwrap()).is_empty());
         execute(&mut db, "INSERT INTO runs (id, platform) VALUES (?, ?)", &[json!(9), hostile.clone()]).unwrap();
         assert_eq!(db.get("runs", &Key::from(9)).unwrap().unwrap()["platform"], hostile);
         let out = execute(&mut db, "SELECT * FROM runs WHERE platform = ?2 AND age < ?1", &[json!(28), json!("linux")]).unwrap();
