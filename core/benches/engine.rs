@@ -13,10 +13,13 @@
 //!
 //! Peak RSS of the bulk put is measured in a child process of its own.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::Instant;
+
+use common::{measuring, median, ops_per_s, report, Figure};
 
 use objstore_db_core::{
     AsyncDatabase, Database, ExecutorOptions, Key, KeyRange, Mode, OpenOptions, ScanOptions, Schema,
@@ -168,26 +171,6 @@ fn async_gets(db: &AsyncDatabase, ids: &[String]) {
 
 // ----- measuring ------------------------------------------------------------------------------
 
-/// Operations per second of `work` (which does `ops` operations): the median of `rounds`.
-fn ops_per_s(rounds: usize, ops: usize, mut work: impl FnMut()) -> f64 {
-    let mut rates: Vec<f64> = (0..rounds)
-        .map(|_| {
-            let start = Instant::now();
-            work();
-            ops as f64 / start.elapsed().as_secs_f64()
-        })
-        .collect();
-    rates.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    rates[rates.len() / 2]
-}
-
-struct Figure {
-    name: &'static str,
-    ours: f64,
-    baseline: f64,
-    baseline_name: &'static str,
-}
-
 /// Peak resident memory of this process in MB. VmHWM belongs to the address space and starts
 /// afresh at exec, unlike getrusage's ru_maxrss, which Linux carries over from the parent.
 fn peak_rss_mb() -> f64 {
@@ -219,51 +202,39 @@ fn child(which: &str) {
     println!("{:.1}", peak_rss_mb());
 }
 
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"))
-}
-
 fn main() {
     if let Ok(which) = std::env::var("OBJSTORE_BENCH_CHILD") {
         return child(&which);
     }
-    let full = std::env::args().any(|a| a == "--bench");
-    let sizes = if full {
+    let sizes = if measuring() {
         Sizes { records: 100_000, gets: 100_000, ranges: 100, rounds: 5 }
     } else {
         Sizes { records: 2_000, gets: 1_000, ranges: 5, rounds: 1 }
     };
     let dir = tempfile::tempdir().unwrap();
     let mut figures = Vec::new();
+    let against_raw = || "raw rusqlite doing the same work".to_string();
 
     // bulk put, alternating sides on fresh files each round
-    let mut round = 0;
     let (mut ours, mut raw) = (Vec::new(), Vec::new());
-    for _ in 0..sizes.rounds.min(3) {
-        round += 1;
-        let engine_path = dir.path().join(format!("bulk-engine-{round}.sqlite3"));
-        let raw_path = dir.path().join(format!("bulk-raw-{round}.sqlite3"));
-        let mut db = open_engine(&engine_path);
-        ours.push(ops_per_s(1, sizes.records, || engine_bulk_put(&mut db, sizes.records)));
-        let mut baseline = Raw::open(&raw_path);
-        raw.push(ops_per_s(1, sizes.records, || baseline.bulk_put(sizes.records)));
+    let rounds = sizes.rounds.min(3);
+    for round in 1..=rounds {
+        let mut db = open_engine(&dir.path().join(format!("bulk-engine-{round}.sqlite3")));
+        ours.push(ops_per_s(sizes.records, || engine_bulk_put(&mut db, sizes.records)));
+        let mut baseline = Raw::open(&dir.path().join(format!("bulk-raw-{round}.sqlite3")));
+        raw.push(ops_per_s(sizes.records, || baseline.bulk_put(sizes.records)));
     }
-    let median = |v: &mut Vec<f64>| {
-        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-        v[v.len() / 2]
-    };
+    let ours_put = median(&mut ours);
     figures.push(Figure {
         name: "bulk_put",
-        ours: median(&mut ours),
-        baseline: median(&mut raw),
-        baseline_name: "raw rusqlite",
+        ops_per_s: ours_put,
+        ratio: ours_put / median(&mut raw),
+        against: against_raw(),
     });
 
     // reads go against the files of the last round, both fully written
-    let engine_path = dir.path().join(format!("bulk-engine-{round}.sqlite3"));
-    let raw_path = dir.path().join(format!("bulk-raw-{round}.sqlite3"));
+    let engine_path = dir.path().join(format!("bulk-engine-{rounds}.sqlite3"));
+    let raw_path = dir.path().join(format!("bulk-raw-{rounds}.sqlite3"));
     let mut db = open_engine(&engine_path);
     let baseline = Raw::open(&raw_path);
     let walk = ids(sizes.gets, sizes.records);
@@ -280,38 +251,44 @@ fn main() {
 
     let (mut ours, mut raw) = (Vec::new(), Vec::new());
     for _ in 0..sizes.rounds {
-        ours.push(ops_per_s(1, walk.len(), || {
+        ours.push(ops_per_s(walk.len(), || {
             for id in &walk {
                 assert!(db.get("bench", &Key::from(id.as_str())).unwrap().is_some());
             }
         }));
-        raw.push(ops_per_s(1, walk.len(), || {
+        raw.push(ops_per_s(walk.len(), || {
             for id in &walk {
                 assert!(baseline.get(id).is_some());
             }
         }));
     }
-    let sync_get = median(&mut ours);
-    figures.push(Figure { name: "get", ours: sync_get, baseline: median(&mut raw), baseline_name: "raw rusqlite" });
+    let ours_get = median(&mut ours);
+    figures.push(Figure {
+        name: "get",
+        ops_per_s: ours_get,
+        ratio: ours_get / median(&mut raw),
+        against: against_raw(),
+    });
 
     let (mut ours, mut raw) = (Vec::new(), Vec::new());
     for _ in 0..sizes.rounds {
-        ours.push(ops_per_s(1, sizes.ranges, || {
+        ours.push(ops_per_s(sizes.ranges, || {
             for age in 0..sizes.ranges as i64 {
                 assert_eq!(engine_by_age(&mut db, age % AGES).len(), range_size);
             }
         }));
-        raw.push(ops_per_s(1, sizes.ranges, || {
+        raw.push(ops_per_s(sizes.ranges, || {
             for age in 0..sizes.ranges as i64 {
                 assert_eq!(baseline.by_age(age % AGES).len(), range_size);
             }
         }));
     }
+    let ours_range = median(&mut ours);
     figures.push(Figure {
         name: "index_range",
-        ours: median(&mut ours),
-        baseline: median(&mut raw),
-        baseline_name: "raw rusqlite",
+        ops_per_s: ours_range,
+        ratio: ours_range / median(&mut raw),
+        against: against_raw(),
     });
 
     // pipelined gets through the executor, against the synchronous core on the same file; each
@@ -321,8 +298,8 @@ fn main() {
     for _ in 0..sizes.rounds {
         let adb = AsyncDatabase::open(engine_path.to_str().unwrap(), None, ExecutorOptions::default(), |r| r.unwrap())
             .unwrap();
-        async_gets(&adb, &walk[..walk.len().min(1000)]); // warm-up, as the sync side had
-        ours.push(ops_per_s(1, walk.len(), || async_gets(&adb, &walk)));
+        async_gets(&adb, &walk[..walk.len().min(1000)]); // warm-up, as the sync side has
+        ours.push(ops_per_s(walk.len(), || async_gets(&adb, &walk)));
         drop(adb);
         let mut sync_db = Database::open(engine_path.to_str().unwrap(), None, &OpenOptions::default()).unwrap();
         let mut sync_gets = |ids: &[String]| {
@@ -331,39 +308,23 @@ fn main() {
             }
         };
         sync_gets(&walk[..walk.len().min(1000)]);
-        base.push(ops_per_s(1, walk.len(), || sync_gets(&walk)));
+        base.push(ops_per_s(walk.len(), || sync_gets(&walk)));
     }
+    let ours_async = median(&mut ours);
     figures.push(Figure {
         name: "async_get",
-        ours: median(&mut ours),
-        baseline: median(&mut base),
-        baseline_name: "synchronous core",
+        ops_per_s: ours_async,
+        ratio: ours_async / median(&mut base),
+        against: "the synchronous core".into(),
     });
 
     let engine_rss = bulk_put_rss_in_child("engine", sizes.records);
     let raw_rss = bulk_put_rss_in_child("raw", sizes.records);
-
-    println!(
-        "engine benchmark ({} records, range of {range_size} records, median of {} rounds)",
+    let mut extra = serde_json::Map::new();
+    extra.insert("bulk_put_peak_rss_mb".into(), json!({"objstore_db": engine_rss, "raw_rusqlite": raw_rss}));
+    let title = format!(
+        "engine benchmark ({} records, ranges of {range_size} records, median of {} rounds)",
         sizes.records, sizes.rounds
     );
-    let mut json = serde_json::Map::new();
-    for f in &figures {
-        let ratio = f.ours / f.baseline;
-        println!(
-            "  {:<12} {:>12.0} ops/s   {:<16} {:>12.0} ops/s   ratio {ratio:.2}",
-            f.name, f.ours, f.baseline_name, f.baseline
-        );
-        json.insert(f.name.into(), json!({"ops_per_s": f.ours.round(), "ratio": (ratio * 1000.0).round() / 1000.0, "baseline_ops_per_s": f.baseline.round(), "baseline": f.baseline_name}));
-    }
-    println!("  bulk put peak RSS: objstore-db {engine_rss:.1} MB, raw rusqlite {raw_rss:.1} MB");
-    json.insert("bulk_put_peak_rss_mb".into(), json!({"objstore_db": engine_rss, "raw_rusqlite": raw_rss}));
-
-    if full {
-        let out = target_dir().join("bench");
-        std::fs::create_dir_all(&out).unwrap();
-        let file = out.join("engine.json");
-        std::fs::write(&file, serde_json::to_string_pretty(&Value::Object(json)).unwrap()).unwrap();
-        println!("wrote {}", file.display());
-    }
+    report(&title, "engine", &figures, extra);
 }

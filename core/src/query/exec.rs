@@ -93,9 +93,11 @@ fn read_source(
     visit: VisitMatch,
 ) -> Result<()> {
     let store = &info.schema.name;
+    // The range answers the served conditions exactly; only the rest need checking.
+    let check = !plan.residual.is_empty();
     let mut matched = |sort: &[u8], pk: &[u8], bytes: &[u8]| {
         let value = decode_record(store, bytes)?;
-        if query.matches(&value) {
+        if !check || query.matches(&value) {
             visit(sort, pk, value)
         } else {
             Ok(true)

@@ -250,7 +250,7 @@ impl Query {
     /// after the last record returned (keyset paging). An empty page means the end.
     pub fn list(&mut self, db: &mut Database, n: usize) -> Result<Vec<Value>> {
         let store = self.store.clone();
-        db.run(&[&store], Mode::ReadOnly, |tx| self.list_in(tx, n))
+        db.run_single_read(&store, |tx| self.list_in(tx, n)) // a page is one scan
     }
 
     pub fn list_in(&mut self, tx: &mut Tx<'_>, n: usize) -> Result<Vec<Value>> {
@@ -259,7 +259,7 @@ impl Query {
 
     /// How many records match (ignores paging).
     pub fn count(&self, db: &mut Database) -> Result<u64> {
-        db.run(&[&self.store], Mode::ReadOnly, |tx| self.count_in(tx))
+        db.run_single_read(&self.store, |tx| self.count_in(tx)) // one count or one scan
     }
 
     pub fn count_in(&self, tx: &mut Tx<'_>) -> Result<u64> {
