@@ -19,7 +19,9 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
-use common::{measuring, median, ops_per_s, report, Figure};
+use common::{
+    child_dir, child_task, in_child, measuring, median, ops_per_s, paired_medians, peak_rss_mb, report, Figure,
+};
 
 use objstore_db_core::{
     AsyncDatabase, Database, ExecutorOptions, Key, KeyRange, Mode, OpenOptions, ScanOptions, Schema,
@@ -171,58 +173,99 @@ fn async_gets(db: &AsyncDatabase, ids: &[String]) {
 
 // ----- measuring ------------------------------------------------------------------------------
 
-/// Peak resident memory of this process in MB. VmHWM belongs to the address space and starts
-/// afresh at exec, unlike getrusage's ru_maxrss, which Linux carries over from the parent.
-fn peak_rss_mb() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmHWM:")).expect("VmHWM in /proc/self/status");
-    let kb: f64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
-    kb / 1024.0
-}
-
-/// Runs one bulk put in a fresh child process and returns its peak RSS in MB.
-fn bulk_put_rss_in_child(which: &str, records: usize) -> f64 {
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .env("OBJSTORE_BENCH_CHILD", which)
-        .env("OBJSTORE_BENCH_RECORDS", records.to_string())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "child failed: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap().trim().parse().unwrap()
-}
-
-fn child(which: &str) {
-    let records: usize = std::env::var("OBJSTORE_BENCH_RECORDS").unwrap().parse().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("child.sqlite3");
-    match which {
-        "engine" => engine_bulk_put(&mut open_engine(&path), records),
-        _ => Raw::open(&path).bulk_put(records),
+/// Removes a database file and its WAL companions, so a bulk put starts from nothing.
+fn remove_database(path: &Path) {
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
     }
-    println!("{:.1}", peak_rss_mb());
+}
+
+/// One measurement, in a process of its own; prints its numbers.
+fn child(task: &str, sizes: &Sizes) {
+    let dir = child_dir();
+    let (engine_path, raw_path) = (dir.join("engine.sqlite3"), dir.join("raw.sqlite3"));
+    let walk = ids(sizes.gets, sizes.records);
+    let warm = &walk[..walk.len().min(1000)];
+    let numbers = match task {
+        "bulk_put:ours" => {
+            remove_database(&engine_path);
+            let mut db = open_engine(&engine_path);
+            vec![ops_per_s(sizes.records, || engine_bulk_put(&mut db, sizes.records)), peak_rss_mb()]
+        }
+        "bulk_put:raw" => {
+            remove_database(&raw_path);
+            let mut raw = Raw::open(&raw_path);
+            vec![ops_per_s(sizes.records, || raw.bulk_put(sizes.records)), peak_rss_mb()]
+        }
+        "get:ours" | "async_get:sync" => {
+            let mut db = Database::open(engine_path.to_str().unwrap(), None, &OpenOptions::default()).unwrap();
+            let mut gets = |ids: &[String]| {
+                for id in ids {
+                    assert!(db.get("bench", &Key::from(id.as_str())).unwrap().is_some());
+                }
+            };
+            gets(warm);
+            vec![ops_per_s(walk.len(), || gets(&walk))]
+        }
+        "get:raw" => {
+            let raw = Raw::open(&raw_path);
+            let gets = |ids: &[String]| ids.iter().for_each(|id| assert!(raw.get(id).is_some()));
+            gets(warm);
+            vec![ops_per_s(walk.len(), || gets(&walk))]
+        }
+        "index_range:ours" => {
+            let mut db = open_engine(&engine_path);
+            engine_by_age(&mut db, 0);
+            vec![ops_per_s(sizes.ranges, || {
+                for age in 0..sizes.ranges as i64 {
+                    assert!(!engine_by_age(&mut db, age % AGES).is_empty());
+                }
+            })]
+        }
+        "index_range:raw" => {
+            let raw = Raw::open(&raw_path);
+            raw.by_age(0);
+            vec![ops_per_s(sizes.ranges, || {
+                for age in 0..sizes.ranges as i64 {
+                    assert!(!raw.by_age(age % AGES).is_empty());
+                }
+            })]
+        }
+        "async_get:ours" => {
+            let db =
+                AsyncDatabase::open(engine_path.to_str().unwrap(), None, ExecutorOptions::default(), |r| r.unwrap())
+                    .unwrap();
+            async_gets(&db, warm);
+            vec![ops_per_s(walk.len(), || async_gets(&db, &walk))]
+        }
+        other => panic!("unknown benchmark task {other}"),
+    };
+    println!("{}", numbers.iter().map(f64::to_string).collect::<Vec<_>>().join(" "));
 }
 
 fn main() {
-    if let Ok(which) = std::env::var("OBJSTORE_BENCH_CHILD") {
-        return child(&which);
-    }
     let sizes = if measuring() {
         Sizes { records: 100_000, gets: 100_000, ranges: 100, rounds: 5 }
     } else {
         Sizes { records: 2_000, gets: 1_000, ranges: 5, rounds: 1 }
     };
+    if let Some(task) = child_task() {
+        return child(&task, &sizes);
+    }
     let dir = tempfile::tempdir().unwrap();
-    let mut figures = Vec::new();
+    let dir = dir.path();
     let against_raw = || "raw rusqlite doing the same work".to_string();
+    let mut figures = Vec::new();
 
-    // bulk put, alternating sides on fresh files each round
-    let (mut ours, mut raw) = (Vec::new(), Vec::new());
-    let rounds = sizes.rounds.min(3);
-    for round in 1..=rounds {
-        let mut db = open_engine(&dir.path().join(format!("bulk-engine-{round}.sqlite3")));
-        ours.push(ops_per_s(sizes.records, || engine_bulk_put(&mut db, sizes.records)));
-        let mut baseline = Raw::open(&dir.path().join(format!("bulk-raw-{round}.sqlite3")));
-        raw.push(ops_per_s(sizes.records, || baseline.bulk_put(sizes.records)));
+    // Bulk put: every round writes both files afresh; the reads below use the last round's.
+    let (mut ours, mut raw, mut ours_rss, mut raw_rss) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..sizes.rounds.min(3) {
+        let o = in_child("bulk_put:ours", dir);
+        let r = in_child("bulk_put:raw", dir);
+        ours.push(o[0]);
+        ours_rss.push(o[1]);
+        raw.push(r[0]);
+        raw_rss.push(r[1]);
     }
     let ours_put = median(&mut ours);
     figures.push(Figure {
@@ -232,98 +275,37 @@ fn main() {
         against: against_raw(),
     });
 
-    // reads go against the files of the last round, both fully written
-    let engine_path = dir.path().join(format!("bulk-engine-{rounds}.sqlite3"));
-    let raw_path = dir.path().join(format!("bulk-raw-{rounds}.sqlite3"));
-    let mut db = open_engine(&engine_path);
-    let baseline = Raw::open(&raw_path);
-    let walk = ids(sizes.gets, sizes.records);
+    // Both sides hold the same records and answer ranges alike.
+    let range_size = {
+        let mut db = open_engine(&dir.join("engine.sqlite3"));
+        let raw = Raw::open(&dir.join("raw.sqlite3"));
+        for id in ids(50, sizes.records) {
+            assert_eq!(
+                db.get("bench", &Key::from(id.as_str())).unwrap(),
+                raw.get(&id),
+                "both sides hold the same record"
+            );
+        }
+        assert_eq!(engine_by_age(&mut db, 42), raw.by_age(42), "both sides read the same range");
+        raw.by_age(42).len()
+    };
 
-    for id in walk.iter().take(50) {
-        assert_eq!(
-            db.get("bench", &Key::from(id.as_str())).unwrap(),
-            baseline.get(id),
-            "both sides hold the same record"
-        );
+    for (name, ours, baseline, against) in [
+        ("get", "get:ours", "get:raw", against_raw()),
+        ("index_range", "index_range:ours", "index_range:raw", against_raw()),
+        ("async_get", "async_get:ours", "async_get:sync", "the synchronous core".to_string()),
+    ] {
+        let (o, b) = paired_medians(sizes.rounds, dir, ours, baseline);
+        figures.push(Figure { name, ops_per_s: o, ratio: o / b, against });
     }
-    assert_eq!(engine_by_age(&mut db, 42), baseline.by_age(42), "both sides read the same range");
-    let range_size = baseline.by_age(42).len();
 
-    let (mut ours, mut raw) = (Vec::new(), Vec::new());
-    for _ in 0..sizes.rounds {
-        ours.push(ops_per_s(walk.len(), || {
-            for id in &walk {
-                assert!(db.get("bench", &Key::from(id.as_str())).unwrap().is_some());
-            }
-        }));
-        raw.push(ops_per_s(walk.len(), || {
-            for id in &walk {
-                assert!(baseline.get(id).is_some());
-            }
-        }));
-    }
-    let ours_get = median(&mut ours);
-    figures.push(Figure {
-        name: "get",
-        ops_per_s: ours_get,
-        ratio: ours_get / median(&mut raw),
-        against: against_raw(),
-    });
-
-    let (mut ours, mut raw) = (Vec::new(), Vec::new());
-    for _ in 0..sizes.rounds {
-        ours.push(ops_per_s(sizes.ranges, || {
-            for age in 0..sizes.ranges as i64 {
-                assert_eq!(engine_by_age(&mut db, age % AGES).len(), range_size);
-            }
-        }));
-        raw.push(ops_per_s(sizes.ranges, || {
-            for age in 0..sizes.ranges as i64 {
-                assert_eq!(baseline.by_age(age % AGES).len(), range_size);
-            }
-        }));
-    }
-    let ours_range = median(&mut ours);
-    figures.push(Figure {
-        name: "index_range",
-        ops_per_s: ours_range,
-        ratio: ours_range / median(&mut raw),
-        against: against_raw(),
-    });
-
-    // pipelined gets through the executor, against the synchronous core on the same file; each
-    // side gets a freshly opened connection of its own, alone on the file, in every round
-    drop(db);
-    let (mut ours, mut base) = (Vec::new(), Vec::new());
-    for _ in 0..sizes.rounds {
-        let adb = AsyncDatabase::open(engine_path.to_str().unwrap(), None, ExecutorOptions::default(), |r| r.unwrap())
-            .unwrap();
-        async_gets(&adb, &walk[..walk.len().min(1000)]); // warm-up, as the sync side has
-        ours.push(ops_per_s(walk.len(), || async_gets(&adb, &walk)));
-        drop(adb);
-        let mut sync_db = Database::open(engine_path.to_str().unwrap(), None, &OpenOptions::default()).unwrap();
-        let mut sync_gets = |ids: &[String]| {
-            for id in ids {
-                assert!(sync_db.get("bench", &Key::from(id.as_str())).unwrap().is_some());
-            }
-        };
-        sync_gets(&walk[..walk.len().min(1000)]);
-        base.push(ops_per_s(walk.len(), || sync_gets(&walk)));
-    }
-    let ours_async = median(&mut ours);
-    figures.push(Figure {
-        name: "async_get",
-        ops_per_s: ours_async,
-        ratio: ours_async / median(&mut base),
-        against: "the synchronous core".into(),
-    });
-
-    let engine_rss = bulk_put_rss_in_child("engine", sizes.records);
-    let raw_rss = bulk_put_rss_in_child("raw", sizes.records);
     let mut extra = serde_json::Map::new();
-    extra.insert("bulk_put_peak_rss_mb".into(), json!({"objstore_db": engine_rss, "raw_rusqlite": raw_rss}));
+    extra.insert(
+        "bulk_put_peak_rss_mb".into(),
+        json!({"objstore_db": median(&mut ours_rss), "raw_rusqlite": median(&mut raw_rss)}),
+    );
     let title = format!(
-        "engine benchmark ({} records, ranges of {range_size} records, median of {} rounds)",
+        "engine benchmark ({} records, ranges of {range_size} records, median of {} rounds, each side in its own process)",
         sizes.records, sizes.rounds
     );
     report(&title, "engine", &figures, extra);

@@ -14,7 +14,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{measuring, median, ops_per_s, report, seconds, Figure};
+use common::{child_dir, child_task, in_child, measuring, median, ops_per_s, paired_medians, report, seconds, Figure};
 use objstore_db_core::{Database, Mode, Op, OpenOptions, Query, Schema};
 use rusqlite::{params, Connection, OpenFlags};
 use serde_json::{json, Value};
@@ -23,6 +23,7 @@ const SCHEMA: &str = r#"{"stores": [{"name": "runs", "keyPath": "id", "indexes":
   {"keyPath": ["platform", "age"]}, {"keyPath": "age"}
 ]}]}"#;
 const PLATFORMS: usize = 50;
+const PAGE: usize = 100;
 
 fn record(i: usize) -> Value {
     json!({
@@ -50,11 +51,9 @@ fn open_engine(path: &Path, records: usize) -> Database {
 /// The hand-written equivalent: a table with the filtered and ordered columns, a composite
 /// index, the record as JSON.
 fn open_raw(path: &Path, records: usize) -> Connection {
-    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let mut conn = Connection::open_with_flags(path, flags).unwrap();
+    let mut conn = raw_connection(path);
     conn.execute_batch(
-        "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=5000;
-         CREATE TABLE runs (id TEXT PRIMARY KEY, platform TEXT NOT NULL, age INTEGER NOT NULL, v BLOB NOT NULL) WITHOUT ROWID;
+        "CREATE TABLE runs (id TEXT PRIMARY KEY, platform TEXT NOT NULL, age INTEGER NOT NULL, v BLOB NOT NULL) WITHOUT ROWID;
          CREATE INDEX runs_platform_age ON runs (platform, age, id);",
     )
     .unwrap();
@@ -74,6 +73,14 @@ fn open_raw(path: &Path, records: usize) -> Connection {
         }
     }
     tx.commit().unwrap();
+    conn
+}
+
+/// A connection with the engine's open flags and pragmas.
+fn raw_connection(path: &Path) -> Connection {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags).unwrap();
+    conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=5000;").unwrap();
     conn
 }
 
@@ -100,47 +107,76 @@ fn page_times(db: &mut Database, page: usize) -> Vec<f64> {
     }
 }
 
+/// One measurement, in a process of its own; prints its numbers.
+fn child(task: &str, lookups: usize) {
+    let dir = child_dir();
+    let platforms: Vec<String> = (0..lookups).map(|i| format!("platform-{:02}", (i * 13) % PLATFORMS)).collect();
+    let numbers = match task {
+        "order_list20:ours" => {
+            let mut db =
+                Database::open(dir.join("query.sqlite3").to_str().unwrap(), None, &OpenOptions::default()).unwrap();
+            ours_first_20(&mut db, &platforms[0]);
+            vec![ops_per_s(platforms.len(), || {
+                platforms.iter().for_each(|p| assert_eq!(ours_first_20(&mut db, p).len(), 20))
+            })]
+        }
+        "order_list20:raw" => {
+            let raw = raw_connection(&dir.join("raw.sqlite3"));
+            raw_first_20(&raw, &platforms[0]);
+            vec![ops_per_s(platforms.len(), || {
+                platforms.iter().for_each(|p| assert_eq!(raw_first_20(&raw, p).len(), 20))
+            })]
+        }
+        "paging:ours" => {
+            // The first and last tenth of the pages: their median times, and pages per second.
+            let mut db =
+                Database::open(dir.join("query.sqlite3").to_str().unwrap(), None, &OpenOptions::default()).unwrap();
+            let mut times = page_times(&mut db, PAGE);
+            times.pop(); // the empty page that says the end
+            let tenth = (times.len() / 10).max(1);
+            let first = median(&mut times[..tenth].to_vec());
+            let last = median(&mut times[times.len() - tenth..].to_vec());
+            vec![first, last, times.len() as f64 / times.iter().sum::<f64>()]
+        }
+        other => panic!("unknown benchmark task {other}"),
+    };
+    println!("{}", numbers.iter().map(f64::to_string).collect::<Vec<_>>().join(" "));
+}
+
 fn main() {
     let (records, lookups, rounds) = if measuring() { (100_000, 2_000, 5) } else { (2_000, 50, 1) };
+    if let Some(task) = child_task() {
+        return child(&task, lookups);
+    }
     let dir = tempfile::tempdir().unwrap();
-    let mut db = open_engine(&dir.path().join("query.sqlite3"), records);
-    let raw = open_raw(&dir.path().join("raw.sqlite3"), records);
-    let platforms: Vec<String> = (0..lookups).map(|i| format!("platform-{:02}", (i * 13) % PLATFORMS)).collect();
-
-    let plan = Query::from("runs").filter("platform", Op::Eq, "platform-07").order("age").explain(&mut db).unwrap();
-    assert!(plan.to_string().contains("scan index \"platform, age\"") && plan.sort.is_none(), "{plan}");
-    for p in platforms.iter().take(10) {
-        assert_eq!(ours_first_20(&mut db, p), raw_first_20(&raw, p), "both sides return the same 20 records");
+    let dir = dir.path();
+    {
+        let mut db = open_engine(&dir.join("query.sqlite3"), records);
+        let raw = open_raw(&dir.join("raw.sqlite3"), records);
+        let plan = Query::from("runs").filter("platform", Op::Eq, "platform-07").order("age").explain(&mut db).unwrap();
+        assert!(plan.to_string().contains("scan index \"platform, age\"") && plan.sort.is_none(), "{plan}");
+        for i in 0..10 {
+            let p = format!("platform-{:02}", (i * 13) % PLATFORMS);
+            assert_eq!(ours_first_20(&mut db, &p), raw_first_20(&raw, &p), "both sides return the same 20 records");
+        }
+        let pages = page_times(&mut db, PAGE).len();
+        assert_eq!(pages, records / PAGE + 1, "paging reaches every record, then an empty page");
     }
 
-    let (mut ours, mut base) = (Vec::new(), Vec::new());
-    for _ in 0..rounds {
-        ours.push(ops_per_s(platforms.len(), || {
-            platforms.iter().for_each(|p| assert_eq!(ours_first_20(&mut db, p).len(), 20))
-        }));
-        base.push(ops_per_s(platforms.len(), || {
-            platforms.iter().for_each(|p| assert_eq!(raw_first_20(&raw, p).len(), 20))
-        }));
-    }
-    let ours_list = median(&mut ours);
+    let (ours, raw) = paired_medians(rounds, dir, "order_list20:ours", "order_list20:raw");
     let order_list20 = Figure {
         name: "order_list20",
-        ops_per_s: ours_list,
-        ratio: ours_list / median(&mut base),
+        ops_per_s: ours,
+        ratio: ours / raw,
         against: "raw rusqlite, equivalent table and index".into(),
     };
 
-    // Paging: the first and last tenth of the pages, each a median over several passes.
-    let page = 100;
     let (mut first, mut last, mut pages_per_s) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..rounds {
-        let mut times = page_times(&mut db, page);
-        assert_eq!(times.len(), records / page + 1, "every record, then an empty page");
-        times.pop(); // the empty page that says the end
-        let tenth = (times.len() / 10).max(1);
-        first.push(median(&mut times[..tenth].to_vec()));
-        last.push(median(&mut times[times.len() - tenth..].to_vec()));
-        pages_per_s.push(times.len() as f64 / times.iter().sum::<f64>());
+        let n = in_child("paging:ours", dir);
+        first.push(n[0]);
+        last.push(n[1]);
+        pages_per_s.push(n[2]);
     }
     let (first, last) = (median(&mut first), median(&mut last));
     let paging = Figure {
@@ -148,13 +184,13 @@ fn main() {
         ops_per_s: median(&mut pages_per_s),
         ratio: first / last,
         against: format!(
-            "first-page time / last-page time; {:.0} µs vs {:.0} µs per page of {page}",
+            "first-page time / last-page time: {:.0} µs vs {:.0} µs per page of {PAGE}",
             first * 1e6,
             last * 1e6
         ),
     };
     report(
-        &format!("query benchmark ({records} records, median of {rounds} rounds)"),
+        &format!("query benchmark ({records} records, median of {rounds} rounds, each in its own process)"),
         "query",
         &[order_list20, paging],
         serde_json::Map::new(),
