@@ -65,6 +65,42 @@ impl ScanOptions {
         self
     }
 
+    /// Reads `{"index"?, "range"?, "limit"?, "offset"?, "reverse"?, "unique"?}` (see
+    /// [`KeyRange::from_json`] for the range); unknown fields are errors.
+    pub fn from_json(value: &Value) -> Result<ScanOptions> {
+        let bad = |why: String| Error::InvalidArgument(format!("scan options: {why}"));
+        let Some(map) = value.as_object() else {
+            return if value.is_null() {
+                Ok(ScanOptions::new())
+            } else {
+                Err(bad(format!("expected an object, got {value}")))
+            };
+        };
+        let mut scan = ScanOptions::new();
+        for (field, v) in map {
+            match field.as_str() {
+                "index" => {
+                    scan.index = Some(v.as_str().ok_or_else(|| bad("index must be a string".into()))?.to_string())
+                }
+                "range" => scan.range = Some(KeyRange::from_json(v)?),
+                "limit" => {
+                    scan.limit = Some(v.as_u64().ok_or_else(|| bad("limit must be a whole number".into()))? as usize)
+                }
+                "offset" => {
+                    scan.offset = v.as_u64().ok_or_else(|| bad("offset must be a whole number".into()))? as usize
+                }
+                "reverse" => scan.reverse = v.as_bool().ok_or_else(|| bad("reverse must be true or false".into()))?,
+                "unique" => scan.unique = v.as_bool().ok_or_else(|| bad("unique must be true or false".into()))?,
+                other => {
+                    return Err(bad(format!(
+                        "unknown field {other:?} (known: index, range, limit, offset, reverse, unique)"
+                    )))
+                }
+            }
+        }
+        Ok(scan)
+    }
+
     fn byte_range(&self, store: &str) -> Result<ByteRange> {
         match &self.range {
             None => Ok(ByteRange::all()),

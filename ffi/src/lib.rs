@@ -1,26 +1,12 @@
-//! libobjstore_db: the C ABI of objstore-db. For now it carries the version; the handles,
-//! operations and completion callbacks arrive with the C ABI issue, over the core's executor.
+//! libobjstore_db: the C ABI of objstore-db (`capi`, declared in include/objstore_db.h) over the
+//! safe Rust API (`rsapi`) that the Python and Node wrappers call too.
 
-use std::ffi::c_char;
-
-/// The library version as a NUL-terminated string, e.g. "0.1.0". Static: do not free it.
-#[no_mangle]
-pub extern "C" fn objstore_db_version() -> *const c_char {
-    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
-}
-
-/// The library version as a number: major * 1_000_000 + minor * 1_000 + patch.
-#[no_mangle]
-pub extern "C" fn objstore_db_version_number() -> u32 {
-    let part = |s: &str| s.parse::<u32>().unwrap_or(0);
-    part(env!("CARGO_PKG_VERSION_MAJOR")) * 1_000_000
-        + part(env!("CARGO_PKG_VERSION_MINOR")) * 1_000
-        + part(env!("CARGO_PKG_VERSION_PATCH"))
-}
+pub mod capi;
+pub mod rsapi;
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::capi::*;
 
     #[test]
     fn version_string_matches_the_core_and_the_number() {

@@ -143,6 +143,53 @@ impl Query {
         }
     }
 
+    /// Reads a query written as JSON, as the C, Python and Node APIs pass it:
+    /// `{"from": store, "where"?: [[field, op, value], ...], "order"?: field | [fields],
+    /// "reverse"?: bool, "unique"?: bool, "select"?: [fields]}`.
+    pub fn from_json(spec: &Value) -> Result<Query> {
+        let bad = |why: String| Error::InvalidArgument(format!("query: {why}"));
+        let map = spec.as_object().ok_or_else(|| bad(format!("expected an object, got {spec}")))?;
+        let store = map.get("from").and_then(Value::as_str).ok_or_else(|| bad("\"from\" must name a store".into()))?;
+        let strings = |v: &Value, what: &str| -> Result<Vec<String>> {
+            match v {
+                Value::String(s) => Ok(vec![s.clone()]),
+                Value::Array(items) => items
+                    .iter()
+                    .map(|i| i.as_str().map(str::to_string).ok_or_else(|| bad(format!("{what} must hold field names"))))
+                    .collect(),
+                _ => Err(bad(format!("{what} must be a field name or an array of them"))),
+            }
+        };
+        let mut query = Query::from(store);
+        for (field, v) in map {
+            match field.as_str() {
+                "from" => {}
+                "where" => {
+                    let conditions =
+                        v.as_array().ok_or_else(|| bad("where must be an array of [field, op, value]".into()))?;
+                    for c in conditions {
+                        match c.as_array().map(Vec::as_slice) {
+                            Some([Value::String(f), Value::String(op), value]) => {
+                                query = query.filter_json(f, op, value)?
+                            }
+                            _ => return Err(bad(format!("a condition must be [field, op, value], not {c}"))),
+                        }
+                    }
+                }
+                "order" => query.order = strings(v, "order")?,
+                "select" => query.select = Some(strings(v, "select")?),
+                "reverse" => query.reverse = v.as_bool().ok_or_else(|| bad("reverse must be true or false".into()))?,
+                "unique" => query.unique = v.as_bool().ok_or_else(|| bad("unique must be true or false".into()))?,
+                other => {
+                    return Err(bad(format!(
+                        "unknown field {other:?} (known: from, where, order, reverse, unique, select)"
+                    )))
+                }
+            }
+        }
+        Ok(query)
+    }
+
     pub fn store(&self) -> &str {
         &self.store
     }

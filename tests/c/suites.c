@@ -1,0 +1,523 @@
+/* The conformance suites through the C API: crud, cursor, event, transaction, query and sql,
+ * plus misuse (NULLs, bad UTF-8 and JSON, use after close, slow callbacks). Every completion
+ * is waited for, and each test checks that no callback fired more than once.
+ *
+ * Usage: suites <scratch directory> */
+#define _POSIX_C_SOURCE 200809L
+#include <time.h>
+
+#include "harness.h"
+
+#define J(text) text, strlen(text)
+
+static void sleep_ms(long ms) {
+    struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&t, NULL);
+}
+#define OK OBJSTORE_STATUS_OK
+
+static const char *scratch;
+static int db_counter;
+
+static const char *SCHEMA =
+    "{\"stores\": ["
+    " {\"name\": \"people\", \"keyPath\": \"id\", \"indexes\": ["
+    "   {\"keyPath\": \"city\"}, {\"keyPath\": \"email\", \"unique\": true}, {\"keyPath\": [\"city\", \"age\"]}]},"
+    " {\"name\": \"notes\", \"autoIncrement\": true}]}";
+
+static const char *PEOPLE[] = {
+    "{\"id\": 1, \"name\": \"ada\", \"city\": \"paris\", \"age\": 36, \"email\": \"ada@x\"}",
+    "{\"id\": 2, \"name\": \"bob\", \"city\": \"oslo\", \"age\": 25, \"email\": \"bob@x\"}",
+    "{\"id\": 3, \"name\": \"cy\", \"city\": \"paris\", \"age\": 25, \"email\": \"cy@x\"}",
+    "{\"id\": 4, \"name\": \"dee\", \"city\": \"oslo\", \"age\": 41, \"email\": \"dee@x\"}",
+};
+
+/* Opens a fresh database file with the schema, waits for the open. */
+static objstore_db *open_db(waiter *w) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/c-%d.sqlite3", scratch, ++db_counter);
+    const char *suffixes[] = {"", "-wal", "-shm"};
+    for (int i = 0; i < 3; i++) { /* a fresh file even in a reused scratch directory */
+        char stale[600];
+        snprintf(stale, sizeof stale, "%s%s", path, suffixes[i]);
+        remove(stale);
+    }
+    objstore_db *db = NULL;
+    char *error = NULL;
+    objstore_status status = objstore_db_open(path, SCHEMA, NULL, on_done, w, &db, &error);
+    CHECK(status == OK && db != NULL && error == NULL);
+    CHECK(wait_for(w) == OK);
+    return db;
+}
+
+static objstore_db *open_seeded(waiter *w) {
+    objstore_db *db = open_db(w);
+    for (size_t i = 0; i < sizeof PEOPLE / sizeof *PEOPLE; i++) {
+        CHECK(objstore_db_put(db, 0, "people", J(PEOPLE[i]), NULL, 0, on_done, w, NULL) == OK);
+        CHECK(wait_for(w) == OK);
+    }
+    return db;
+}
+
+/* Closes and frees, checking that every completion was waited for (none fired twice). */
+static void close_db(objstore_db *db, waiter *w) {
+    CHECK(objstore_db_close(db, on_done, w, NULL) == OK);
+    CHECK(wait_for(w) == OK);
+    objstore_db_free(db);
+    sleep_ms(20);
+    CHECK(w->pending == 0);
+}
+
+/* ----- crud ------------------------------------------------------------------------------ */
+
+static void put_then_get_returns_the_record(void) {
+    waiter w;
+    waiter_init(&w);
+    objstore_db *db = open_db(&w);
+    CHECK(objstore_db_put(db, 0, "people", J(PEOPLE[0]), NULL, 0, on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_STR(w.result, "1");
+    CHECK(objstore_db_get(db, 0, "people", J("1"), on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_CONTAINS(w.result, "\"name\":\"ada\"");
+    CHECK(objstore_db_get(db, 0, "people", J("99"), on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_STR(w.result, "null");
+    CHECK(objstore_db_put(db, 0, "notes", J("{\"text\": \"hi\"}"), NULL, 0, on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_STR(w.result, "1");
+    close_db(db, &w);
+    waiter_done(&w);
+}
+
+static void add_of_an_existing_key_is_a_constraint_error(void) {
+    waiter w;
+    waiter_init(&w);
+    objstore_db *db = open_seeded(&w);
+    CHECK(objstore_db_add(db, 0, "people", J(PEOPLE[0]), NULL, 0, on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OBJSTORE_STATUS_CONSTRAINT);
+    CHECK_CONTAINS(w.result, "already exists");
+    close_db(db, &w);
+    waiter_done(&w);
+}
+
+static void remove_count_keys_and_values_of(void) {
+    waiter w;
+    waiter_init(&w);
+    objstore_db *db = open_seeded(&w);
+    CHECK(objstore_db_remove(db, 0, "people", J("{\"lower\": 2, \"upper\": 3}"), on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_STR(w.result, "2");
+    CHECK(objstore_db_read(db, 0, "people", OBJSTORE_READ_COUNT, NULL, 0, on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_STR(w.result, "2");
+    CHECK(objstore_db_read(db, 0, "people", OBJSTORE_READ_KEYS, J("{\"index\": \"city\", \"reverse\": true}"), on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_STR(w.result, "[1,4]");
+    CHECK(objstore_db_values_of(db, 0, "people", J("[4, 99]"), on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_CONTAINS(w.result, "\"name\":\"dee\"");
+    CHECK_CONTAINS(w.result, ",null]");
+    CHECK(objstore_db_clear(db, 0, "people", on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    close_db(db, &w);
+    waiter_done(&w);
+}
+
+static void unique_index_keys_give_one_record_per_value(void) {
+    waiter w;
+    waiter_init(&w);
+    objstore_db *db = open_seeded(&w);
+    CHECK(objstore_db_read(db, 0, "people", OBJSTORE_READ_KEYS, J("{\"index\": \"city\", \"unique\": true, \"limit\": 50}"), on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_STR(w.result, "[2,1]");
+    close_db(db, &w);
+    waiter_done(&w);
+}
+
+/* ----- cursor ------------------------------------------------------------------------------ */
+
+typedef struct {
+    int seen;
+    char update[256];
+} cursor_state;
+
+static objstore_cursor_step raise_ages(void *data, const char *item, size_t len, const char **update, size_t *update_len) {
+    cursor_state *state = data;
+    state->seen++;
+    (void)len;
+    if (strstr(item, "\"primaryKey\":3")) {
+        snprintf(state->update, sizeof state->update, "%s", "{\"id\": 3, \"name\": \"cy\", \"city\": \"paris\", \"age\": 26, \"email\": \"cy@x\"}");
+        *update = state->update;
+        *update_len = strlen(state->update);
+        return OBJSTORE_CURSOR_STEP_UPDATE;
+    }
+    if (strstr(item, "\"primaryKey\":4")) return OBJSTORE_CURSOR_STEP_DELETE;
+    return OBJSTORE_CURSOR_STEP_CONTINUE;
+}
+
+static objstore_cursor_step stop_at_second(void *data, const char *item, size_t len, const char **update, size_t *update_len) {
+    cursor_state *state = data;
+    (void)item, (void)len, (void)update, (void)update_len;
+    return ++state->seen == 2 ? OBJSTORE_CURSOR_STEP_STOP : OBJSTORE_CURSOR_STEP_CONTINUE;
+}
+
+static void a_cursor_streams_updates_deletes_and_stops(void) {
+    waiter w;
+    waiter_init(&w);
+    objstore_db *db = open_seeded(&w);
+    objstore_query *q = NULL;
+    CHECK(objstore_query_new(db, J("{\"from\": \"people\", \"order\": \"age\"}"), &q, NULL) == OK);
+    cursor_state state = {0, {0}};
+    CHECK(objstore_query_open(q, 0, OBJSTORE_MODE_READWRITE, raise_ages, &state, on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_STR(w.result, "4");
+    CHECK(state.seen == 4);
+    CHECK(objstore_db_get(db, 0, "people", J("3"), on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_CONTAINS(w.result, "\"age\":26");
+    CHECK(objstore_db_get(db, 0, "people", J("4"), on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_STR(w.result, "null");
+    cursor_state stop = {0, {0}};
+    CHECK(objstore_query_open(q, 0, OBJSTORE_MODE_READONLY, stop_at_second, &stop, on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_STR(w.result, "2");
+    cursor_state readonly = {0, {0}};
+    CHECK(objstore_query_open(q, 0, OBJSTORE_MODE_READONLY, raise_ages, &readonly, on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OBJSTORE_STATUS_READ_ONLY);
+    objstore_query_free(q);
+    close_db(db, &w);
+    waiter_done(&w);
+}
+
+/* ----- event ------------------------------------------------------------------------------- */
+
+typedef struct {
+    pthread_mutex_t lock;
+    char log[2048];
+} event_log;
+
+static void record_event(void *data, const char *event, size_t len) {
+    event_log *log = data;
+    pthread_mutex_lock(&log->lock);
+    if (strlen(log->log) + len + 2 < sizeof log->log) {
+        strcat(log->log, event);
+        strcat(log->log, "\n");
+    }
+    pthread_mutex_unlock(&log->lock);
+}
+
+static void events_arrive_after_commit_and_stop_after_unsubscribe(void) {
+    waiter w;
+    waiter_init(&w);
+    objstore_db *db = open_db(&w);
+    event_log log;
+    memset(&log, 0, sizeof log);
+    pthread_mutex_init(&log.lock, NULL);
+    CHECK(objstore_db_subscribe(db, J("{\"kinds\": [\"created\", \"updated\"], \"store\": \"people\"}"), record_event, &log, on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    char id[32];
+    snprintf(id, sizeof id, "%s", w.result);
+    CHECK(objstore_db_put(db, 0, "people", J(PEOPLE[0]), NULL, 0, on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK(objstore_db_put(db, 0, "people", J(PEOPLE[0]), NULL, 0, on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK(objstore_db_unsubscribe(db, strtoull(id, NULL, 10), on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_STR(w.result, "true");
+    CHECK(objstore_db_put(db, 0, "people", J(PEOPLE[1]), NULL, 0, on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    pthread_mutex_lock(&log.lock);
+    CHECK_CONTAINS(log.log, "\"kind\":\"created\"");
+    CHECK_CONTAINS(log.log, "\"kind\":\"updated\"");
+    CHECK(strstr(log.log, "\"id\":2") == NULL);
+    pthread_mutex_unlock(&log.lock);
+    close_db(db, &w);
+    pthread_mutex_destroy(&log.lock);
+    waiter_done(&w);
+}
+
+/* ----- transaction ------------------------------------------------------------------------- */
+
+static objstore_status put_two(void *data, objstore_tx *tx) {
+    int *fail_after = data;
+    char *key = NULL;
+    size_t key_len = 0;
+    if (objstore_tx_put(tx, "people", J(PEOPLE[0]), NULL, 0, &key, &key_len, NULL) != OK) return OBJSTORE_STATUS_INTERNAL;
+    int ok = key != NULL && strcmp(key, "1") == 0 && key_len == 1;
+    objstore_string_free(key);
+    if (!ok) return OBJSTORE_STATUS_INTERNAL;
+    if (*fail_after) return OBJSTORE_STATUS_CONSTRAINT;
+    char *error = NULL;
+    objstore_status clash = objstore_tx_put(tx, "people", J("{\"id\": 9, \"email\": \"ada@x\"}"), NULL, 0, NULL, NULL, &error);
+    ok = clash == OBJSTORE_STATUS_CONSTRAINT && error != NULL && strstr(error, "unique index") != NULL;
+    objstore_string_free(error);
+    if (!ok) return OBJSTORE_STATUS_INTERNAL;
+    return objstore_tx_put(tx, "people", J(PEOPLE[1]), NULL, 0, NULL, NULL, NULL);
+}
+
+static void a_transaction_body_commits_or_rolls_back_whole(void) {
+    waiter w;
+    waiter_init(&w);
+    objstore_db *db = open_db(&w);
+    int fail_after = 1;
+    CHECK(objstore_db_transaction(db, J("[\"people\"]"), OBJSTORE_MODE_READWRITE, put_two, &fail_after, on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OBJSTORE_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(w.result, "OBJSTORE_STATUS_CONSTRAINT");
+    CHECK(objstore_db_read(db, 0, "people", OBJSTORE_READ_COUNT, NULL, 0, on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_STR(w.result, "0");
+    fail_after = 0;
+    CHECK(objstore_db_transaction(db, J("[\"people\"]"), OBJSTORE_MODE_READWRITE, put_two, &fail_after, on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK(objstore_db_read(db, 0, "people", OBJSTORE_READ_COUNT, NULL, 0, on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_STR(w.result, "2");
+    close_db(db, &w);
+    waiter_done(&w);
+}
+
+static void explicit_begin_commit_and_abort(void) {
+    waiter w;
+    waiter_init(&w);
+    objstore_db *db = open_db(&w);
+    CHECK(objstore_db_begin(db, J("[\"people\", \"notes\"]"), OBJSTORE_MODE_READWRITE, on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    uint64_t tx = strtoull(w.result, NULL, 10);
+    CHECK(objstore_db_put(db, tx, "people", J(PEOPLE[0]), NULL, 0, on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK(objstore_db_abort(db, tx, on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK(objstore_db_get(db, 0, "people", J("1"), on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_STR(w.result, "null");
+    CHECK(objstore_db_put(db, tx, "people", J(PEOPLE[0]), NULL, 0, on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OBJSTORE_STATUS_TRANSACTION_INACTIVE);
+    CHECK_CONTAINS(w.result, "it was aborted");
+
+    CHECK(objstore_db_begin(db, J("[\"people\"]"), OBJSTORE_MODE_READWRITE, on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    tx = strtoull(w.result, NULL, 10);
+    CHECK(objstore_db_put(db, tx, "people", J(PEOPLE[1]), NULL, 0, on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK(objstore_db_commit(db, tx, on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK(objstore_db_get(db, 0, "people", J("2"), on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_CONTAINS(w.result, "bob");
+
+    CHECK(objstore_db_begin(db, J("[\"people\"]"), OBJSTORE_MODE_READONLY, on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    tx = strtoull(w.result, NULL, 10);
+    CHECK(objstore_db_put(db, tx, "people", J(PEOPLE[2]), NULL, 0, on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OBJSTORE_STATUS_READ_ONLY);
+    CHECK(objstore_db_commit(db, tx, on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    close_db(db, &w);
+    waiter_done(&w);
+}
+
+/* ----- query ------------------------------------------------------------------------------- */
+
+static void list_pages_continue_and_explain_shows_the_plan(void) {
+    waiter w;
+    waiter_init(&w);
+    objstore_db *db = open_seeded(&w);
+    objstore_query *q = NULL;
+    CHECK(objstore_query_new(db, J("{\"from\": \"people\", \"where\": [[\"city\", \"=\", \"paris\"], [\"age\", \">=\", 20]], \"order\": \"age\", \"select\": [\"id\"]}"), &q, NULL) == OK);
+    CHECK(objstore_query_list(q, 0, 1, on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_STR(w.result, "[{\"id\":3}]");
+    CHECK(objstore_query_list(q, 0, 1, on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_STR(w.result, "[{\"id\":1}]");
+    CHECK(objstore_query_list(q, 0, 1, on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_STR(w.result, "[]");
+    CHECK(objstore_query_run(q, 0, OBJSTORE_QUERY_ACTION_EXPLAIN, on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_CONTAINS(w.result, "scan index \\\"city, age\\\"");
+    CHECK(objstore_query_run(q, 0, OBJSTORE_QUERY_ACTION_COUNT, on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_STR(w.result, "2");
+    CHECK(objstore_query_patch(q, 0, J("{\"city\": \"lyon\"}"), on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_STR(w.result, "2");
+    objstore_query_free(q);
+    CHECK(objstore_query_new(db, J("{\"from\": \"people\", \"where\": [[\"city\", \"=\", \"lyon\"]]}"), &q, NULL) == OK);
+    CHECK(objstore_query_run(q, 0, OBJSTORE_QUERY_ACTION_DELETE, on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_STR(w.result, "2");
+    objstore_query_free(q);
+    char *error = NULL;
+    CHECK(objstore_query_new(db, J("{\"from\": \"people\", \"where\": [[\"age\", \"!=\", 1]]}"), &q, &error) == OBJSTORE_STATUS_INVALID_ARGUMENT);
+    CHECK(q == NULL);
+    CHECK_CONTAINS(error, "unknown comparison \"!=\"");
+    objstore_string_free(error);
+    close_db(db, &w);
+    waiter_done(&w);
+}
+
+/* ----- sql --------------------------------------------------------------------------------- */
+
+static void sql_runs_with_bound_parameters(void) {
+    waiter w;
+    waiter_init(&w);
+    objstore_db *db = open_seeded(&w);
+    CHECK(objstore_db_sql(db, 0, "people", "SELECT name, age FROM people WHERE city = ? ORDER BY age DESC", J("[\"oslo\"]"), on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_STR(w.result, "{\"rows\":[{\"name\":\"dee\",\"age\":41},{\"name\":\"bob\",\"age\":25}]}");
+    CHECK(objstore_db_sql(db, 0, "people", "UPDATE people SET city = ? WHERE age < 30", J("[\"x' OR '1'='1\"]"), on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_STR(w.result, "{\"changed\":2}");
+    CHECK(objstore_db_sql(db, 0, "people", "SELECT COUNT(*) AS n FROM people WHERE city = 'x'' OR ''1''=''1'", NULL, 0, on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_STR(w.result, "{\"rows\":[{\"n\":2}]}");
+    CHECK(objstore_db_sql(db, 0, "people", "SELECT * FROM people WHERE id = 1 OR id = 2", NULL, 0, on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OBJSTORE_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(w.result, "the operator OR");
+    close_db(db, &w);
+    waiter_done(&w);
+}
+
+/* ----- misuse ------------------------------------------------------------------------------ */
+
+static void nulls_are_refused_with_a_message_and_no_callback(void) {
+    waiter w;
+    waiter_init(&w);
+    char *error = NULL;
+    CHECK(objstore_db_put(NULL, 0, "people", J("{}"), NULL, 0, on_done, &w, &error) == OBJSTORE_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(error, "database handle is NULL");
+    objstore_string_free(error);
+    objstore_db *db = open_db(&w);
+    CHECK(objstore_db_get(db, 0, NULL, J("1"), on_done, &w, &error) == OBJSTORE_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(error, "store is NULL");
+    objstore_string_free(error);
+    CHECK(objstore_db_get(db, 0, "people", J("1"), NULL, &w, &error) == OBJSTORE_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(error, "callback is NULL");
+    objstore_string_free(error);
+    CHECK(objstore_db_put(db, 0, "people", NULL, 4, NULL, 0, on_done, &w, NULL) == OBJSTORE_STATUS_INVALID_ARGUMENT);
+    CHECK(objstore_db_open("x", NULL, NULL, on_done, &w, NULL, NULL) == OBJSTORE_STATUS_INVALID_ARGUMENT);
+    objstore_db_free(NULL);
+    objstore_query_free(NULL);
+    objstore_string_free(NULL);
+    sleep_ms(20);
+    CHECK(w.pending == 0);
+    close_db(db, &w);
+    waiter_done(&w);
+}
+
+static void bad_utf8_and_bad_json_are_named(void) {
+    waiter w;
+    waiter_init(&w);
+    objstore_db *db = open_db(&w);
+    char *error = NULL;
+    const char bad_utf8[] = {'{', '"', 'a', '"', ':', '"', (char)0xff, '"', '}'};
+    CHECK(objstore_db_put(db, 0, "people", bad_utf8, sizeof bad_utf8, NULL, 0, on_done, &w, &error) == OBJSTORE_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(error, "value_json is not valid UTF-8");
+    objstore_string_free(error);
+    CHECK(objstore_db_put(db, 0, "people", J("{\"id\": 1,"), NULL, 0, on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OBJSTORE_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(w.result, "bad JSON in record");
+    CHECK(objstore_db_put(db, 0, "people", J("{\"id\": null}"), NULL, 0, on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OBJSTORE_STATUS_INVALID_KEY);
+    CHECK_CONTAINS(w.result, "null is not a valid key");
+    objstore_db *bad = NULL;
+    CHECK(objstore_db_open("unused", "{\"stores\": 5}", NULL, on_done, &w, &bad, &error) == OBJSTORE_STATUS_INVALID_ARGUMENT);
+    CHECK(bad == NULL);
+    CHECK_CONTAINS(error, "bad JSON in schema");
+    objstore_string_free(error);
+    CHECK(objstore_db_open("unused", NULL, "{\"mechanism\": \"tape\"}", on_done, &w, &bad, &error) == OBJSTORE_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(error, "unknown mechanism \"tape\"");
+    objstore_string_free(error);
+    close_db(db, &w);
+    waiter_done(&w);
+}
+
+static void use_after_close_and_double_close_report_closed(void) {
+    waiter w;
+    waiter_init(&w);
+    objstore_db *db = open_db(&w);
+    CHECK(objstore_db_close(db, on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK(objstore_db_get(db, 0, "people", J("1"), on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OBJSTORE_STATUS_CLOSED);
+    CHECK_CONTAINS(w.result, "is closed");
+    CHECK(objstore_db_close(db, on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OBJSTORE_STATUS_CLOSED);
+    objstore_db_free(db);
+    sleep_ms(20);
+    CHECK(w.pending == 0);
+    waiter_done(&w);
+}
+
+static void slow_on_done(void *user_data, objstore_status status, const char *result, size_t len) {
+    sleep_ms(100);
+    on_done(user_data, status, result, len);
+}
+
+static void a_slow_callback_delays_but_loses_nothing(void) {
+    waiter w, slow;
+    waiter_init(&w);
+    waiter_init(&slow);
+    objstore_db *db = open_db(&w);
+    for (int i = 0; i < 3; i++) CHECK(objstore_db_get(db, 0, "people", J("1"), slow_on_done, &slow, NULL) == OK);
+    CHECK(objstore_db_put(db, 0, "notes", J("\"after the slow ones\""), NULL, 0, on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK(slow.calls == 3);
+    for (int i = 0; i < 3; i++) CHECK(wait_for(&slow) == OK);
+    close_db(db, &w);
+    waiter_done(&slow);
+    waiter_done(&w);
+}
+
+static void queued_requests_are_cancelled_by_close(void) {
+    waiter w, queued;
+    waiter_init(&w);
+    waiter_init(&queued);
+    objstore_db *db = open_db(&w);
+    for (int i = 0; i < 3; i++) CHECK(objstore_db_get(db, 0, "people", J("1"), slow_on_done, &queued, NULL) == OK);
+    for (int i = 0; i < 20; i++) CHECK(objstore_db_put(db, 0, "notes", J("1"), NULL, 0, on_done, &queued, NULL) == OK);
+    CHECK(objstore_db_close(db, on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    int cancelled = 0;
+    for (int i = 0; i < 23; i++) cancelled += wait_for(&queued) == OBJSTORE_STATUS_CANCELLED;
+    CHECK(cancelled >= 20);
+    CHECK(queued.calls == 23);
+    objstore_db_free(db);
+    waiter_done(&queued);
+    waiter_done(&w);
+}
+
+static void versions_agree(void) {
+    CHECK_STR(objstore_db_version(), OBJSTORE_DB_VERSION);
+    CHECK(objstore_db_version_number() == OBJSTORE_DB_VERSION_NUMBER);
+    CHECK_STR(objstore_status_name(OBJSTORE_STATUS_CONSTRAINT), "OBJSTORE_STATUS_CONSTRAINT");
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s <scratch directory>\n", argv[0]);
+        return 2;
+    }
+    scratch = argv[1];
+    RUN("crud", put_then_get_returns_the_record);
+    RUN("crud", add_of_an_existing_key_is_a_constraint_error);
+    RUN("crud", remove_count_keys_and_values_of);
+    RUN("crud", unique_index_keys_give_one_record_per_value);
+    RUN("cursor", a_cursor_streams_updates_deletes_and_stops);
+    RUN("event", events_arrive_after_commit_and_stop_after_unsubscribe);
+    RUN("transaction", a_transaction_body_commits_or_rolls_back_whole);
+    RUN("transaction", explicit_begin_commit_and_abort);
+    RUN("query", list_pages_continue_and_explain_shows_the_plan);
+    RUN("sql", sql_runs_with_bound_parameters);
+    RUN("misuse", nulls_are_refused_with_a_message_and_no_callback);
+    RUN("misuse", bad_utf8_and_bad_json_are_named);
+    RUN("misuse", use_after_close_and_double_close_report_closed);
+    RUN("misuse", a_slow_callback_delays_but_loses_nothing);
+    RUN("misuse", queued_requests_are_cancelled_by_close);
+    RUN("misuse", versions_agree);
+    printf("%d passed, %d failed\n", tests_passed, tests_failed);
+    return tests_failed != 0;
+}
