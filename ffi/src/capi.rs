@@ -347,7 +347,8 @@ pub unsafe extern "C" fn objstore_db_free(db: *mut ObjstoreDb) {
 // ----- operations ---------------------------------------------------------------------------------
 
 /// Submits a JSON operation on one store, in transaction `tx` (0: a transaction of its own).
-unsafe fn submit_op(
+/// `prepare` reads the call's own arguments (inside the guard) and returns the operation.
+unsafe fn submit_op<Op>(
     db: *const ObjstoreDb,
     tx: u64,
     store: *const c_char,
@@ -355,11 +356,15 @@ unsafe fn submit_op(
     done: ObjstoreCallback,
     user_data: *mut c_void,
     error_out: *mut *mut c_char,
-    op: impl FnOnce(&mut JsonTx, &str) -> Result<String> + Send + 'static,
-) -> ObjstoreStatus {
+    prepare: impl FnOnce() -> Result<Op>,
+) -> ObjstoreStatus
+where
+    Op: FnOnce(&mut JsonTx, &str) -> Result<String> + Send + 'static,
+{
     guard(error_out, || {
         let db = db_ref(db)?;
         let store = text(store, "store")?.to_string();
+        let op = prepare()?;
         let done = completion(done, user_data)?;
         let mode = if write { Mode::ReadWrite } else { Mode::ReadOnly };
         let name = store.clone();
@@ -423,22 +428,18 @@ unsafe fn put_or_add(
     error_out: *mut *mut c_char,
     add: bool,
 ) -> ObjstoreStatus {
-    let args = (|| {
-        Ok((
-            json(value_json, value_len, "value_json")?.to_string(),
-            optional_json(key_json, key_len, "key_json")?.map(str::to_string),
-        ))
-    })();
-    let (value, key) = match args {
-        Ok(args) => args,
-        Err(e) => return guard(error_out, || Err(e)),
-    };
-    submit_op(db, tx, store, true, done, user_data, error_out, move |t, s| {
-        if add {
-            t.add(s, &value, key.as_deref())
-        } else {
-            t.put(s, &value, key.as_deref())
-        }
+    submit_op(db, tx, store, true, done, user_data, error_out, || {
+        let value = json(value_json, value_len, "value_json")?.to_string();
+        let key = optional_json(key_json, key_len, "key_json")?.map(str::to_string);
+        Ok(
+            move |t: &mut JsonTx, s: &str| {
+                if add {
+                    t.add(s, &value, key.as_deref())
+                } else {
+                    t.put(s, &value, key.as_deref())
+                }
+            },
+        )
     })
 }
 
@@ -483,11 +484,10 @@ pub unsafe extern "C" fn objstore_db_remove(
     user_data: *mut c_void,
     error_out: *mut *mut c_char,
 ) -> ObjstoreStatus {
-    let target = match json(key_or_range_json, len, "key_or_range_json") {
-        Ok(t) => t.to_string(),
-        Err(e) => return guard(error_out, || Err(e)),
-    };
-    submit_op(db, tx, store, true, done, user_data, error_out, move |t, s| t.remove(s, &target))
+    submit_op(db, tx, store, true, done, user_data, error_out, || {
+        let target = json(key_or_range_json, len, "key_or_range_json")?.to_string();
+        Ok(move |t: &mut JsonTx, s: &str| t.remove(s, &target))
+    })
 }
 
 /// Removes every record of the store; the result is `null`.
@@ -503,7 +503,7 @@ pub unsafe extern "C" fn objstore_db_clear(
     user_data: *mut c_void,
     error_out: *mut *mut c_char,
 ) -> ObjstoreStatus {
-    submit_op(db, tx, store, true, done, user_data, error_out, |t, s| t.clear(s))
+    submit_op(db, tx, store, true, done, user_data, error_out, || Ok(|t: &mut JsonTx, s: &str| t.clear(s)))
 }
 
 /// The kinds of read that take scan options.
@@ -535,15 +535,18 @@ pub unsafe extern "C" fn objstore_db_read(
     user_data: *mut c_void,
     error_out: *mut *mut c_char,
 ) -> ObjstoreStatus {
-    let scan = match optional_json(scan_json, scan_len, "scan_json") {
-        Ok(s) => s.map(str::to_string),
-        Err(e) => return guard(error_out, || Err(e)),
-    };
-    submit_op(db, tx, store, false, done, user_data, error_out, move |t, s| match read {
-        ObjstoreRead::Count => t.count(s, scan.as_deref()),
-        ObjstoreRead::Keys => t.keys(s, scan.as_deref()),
-        ObjstoreRead::Values => t.values(s, scan.as_deref()),
+    submit_op(db, tx, store, false, done, user_data, error_out, || {
+        let scan = optional_json(scan_json, scan_len, "scan_json")?.map(str::to_string);
+        Ok(move |t: &mut JsonTx, s: &str| read_with(t, s, read, scan.as_deref()))
     })
+}
+
+fn read_with(t: &mut JsonTx, store: &str, read: ObjstoreRead, scan: Option<&str>) -> Result<String> {
+    match read {
+        ObjstoreRead::Count => t.count(store, scan),
+        ObjstoreRead::Keys => t.keys(store, scan),
+        ObjstoreRead::Values => t.values(store, scan),
+    }
 }
 
 /// The records under a JSON array of keys, in that order, `null` where missing.
@@ -561,11 +564,10 @@ pub unsafe extern "C" fn objstore_db_values_of(
     user_data: *mut c_void,
     error_out: *mut *mut c_char,
 ) -> ObjstoreStatus {
-    let keys = match json(keys_json, keys_len, "keys_json") {
-        Ok(k) => k.to_string(),
-        Err(e) => return guard(error_out, || Err(e)),
-    };
-    submit_op(db, tx, store, false, done, user_data, error_out, move |t, s| t.values_of(s, &keys))
+    submit_op(db, tx, store, false, done, user_data, error_out, || {
+        let keys = json(keys_json, keys_len, "keys_json")?.to_string();
+        Ok(move |t: &mut JsonTx, s: &str| t.values_of(s, &keys))
+    })
 }
 
 /// Runs one SQL statement with a JSON array of parameters (NULL: none). The result is
@@ -586,14 +588,11 @@ pub unsafe extern "C" fn objstore_db_sql(
     user_data: *mut c_void,
     error_out: *mut *mut c_char,
 ) -> ObjstoreStatus {
-    let args = (|| {
-        Ok((text(sql, "sql")?.to_string(), optional_json(params_json, params_len, "params_json")?.map(str::to_string)))
-    })();
-    let (sql, params) = match args {
-        Ok(a) => a,
-        Err(e) => return guard(error_out, || Err(e)),
-    };
-    submit_op(db, tx, store, true, done, user_data, error_out, move |t, _| t.sql(&sql, params.as_deref()))
+    submit_op(db, tx, store, true, done, user_data, error_out, || {
+        let sql = text(sql, "sql")?.to_string();
+        let params = optional_json(params_json, params_len, "params_json")?.map(str::to_string);
+        Ok(move |t: &mut JsonTx, _: &str| t.sql(&sql, params.as_deref()))
+    })
 }
 
 // ----- transactions ---------------------------------------------------------------------------------
@@ -814,13 +813,7 @@ pub unsafe extern "C" fn objstore_tx_read(
     error_out: *mut *mut c_char,
 ) -> ObjstoreStatus {
     tx_op(tx, result_out, result_len, error_out, |t| {
-        let store = text(store, "store")?;
-        let scan = optional_json(scan_json, scan_len, "scan_json")?;
-        match read {
-            ObjstoreRead::Count => t.count(store, scan),
-            ObjstoreRead::Keys => t.keys(store, scan),
-            ObjstoreRead::Values => t.values(store, scan),
-        }
+        read_with(t, text(store, "store")?, read, optional_json(scan_json, scan_len, "scan_json")?)
     })
 }
 
