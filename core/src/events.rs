@@ -117,18 +117,17 @@ impl Listeners {
     /// Calls every interested listener. A listener that panics is dropped, so one bad listener
     /// cannot stop the others or the database.
     pub fn dispatch(&mut self, event: &Event) {
-        self.entries.retain_mut(|(_, filter, listener)| {
-            if !filter.wants(event.kind, event.store.as_deref()) {
-                return true;
-            }
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| listener(event))).is_ok()
-        });
+        self.dispatch_among(None, event);
     }
 
     /// Calls one listener (by id) with an event, as `dispatch` would.
     pub fn dispatch_to(&mut self, id: SubscriptionId, event: &Event) {
-        self.entries.retain_mut(|(i, filter, listener)| {
-            if *i != id || !filter.wants(event.kind, event.store.as_deref()) {
+        self.dispatch_among(Some(id), event);
+    }
+
+    fn dispatch_among(&mut self, only: Option<SubscriptionId>, event: &Event) {
+        self.entries.retain_mut(|(id, filter, listener)| {
+            if only.is_some_and(|o| o != *id) || !filter.wants(event.kind, event.store.as_deref()) {
                 return true;
             }
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| listener(event))).is_ok()

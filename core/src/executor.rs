@@ -243,9 +243,9 @@ impl Drop for AsyncDatabase {
 /// Completes a request that never reached the worker, on a thread of its own, so that no
 /// completion ever runs inside the call that submitted it.
 fn deliver_later(f: impl FnOnce() + Send + 'static) {
-    if thread::Builder::new().name("objstore-db late completion".into()).spawn(f).is_err() {
-        // No thread to be had: dropping a request's closure still completes it via Task's guard.
-    }
+    // Should no thread be had, the closure is dropped: a request inside it still completes
+    // (as cancelled) through Task's drop guard.
+    let _ = thread::Builder::new().name("objstore-db late completion".into()).spawn(f);
 }
 
 struct Worker {

@@ -4,18 +4,19 @@
 //! figure `c_async_get` (ratio = C / Rust, target >= 0.5) goes to target/bench/ffi.json.
 //! Under `cargo test` it runs in a small smoke form and writes nothing.
 
+// The measuring helpers the core benchmarks use.
+#[path = "../../core/benches/common/mod.rs"]
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
+use common::{measuring, median};
 use objstore_db::rsapi::Db;
 use objstore_db_core::{Database, Mode, OpenOptions, Schema};
 use serde_json::json;
-
-fn measuring() -> bool {
-    std::env::args().any(|a| a == "--bench")
-}
 
 fn key(x: &mut u64, records: usize) -> String {
     *x ^= *x << 13;
@@ -88,11 +89,6 @@ fn build_c_program(out: &Path) -> PathBuf {
         .unwrap();
     assert!(status.success(), "cc failed to build the C benchmark");
     program
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
 }
 
 fn main() {

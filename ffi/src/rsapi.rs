@@ -297,7 +297,7 @@ pub struct QueryHandle {
 
 impl QueryHandle {
     fn store(&self) -> Vec<String> {
-        vec![self.query.lock().unwrap_or_else(|p| p.into_inner()).store().to_string()]
+        vec![lock(&self.query).store().to_string()]
     }
 
     /// The next `n` records as a JSON array (empty at the end).
@@ -308,7 +308,7 @@ impl QueryHandle {
             self.store(),
             Mode::ReadOnly,
             move |t| {
-                let mut q = query.lock().unwrap_or_else(|p| p.into_inner());
+                let mut q = lock(&query);
                 Ok(Value::Array(q.list_in(t.tx, n)?).to_string())
             },
             done,
