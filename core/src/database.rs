@@ -16,6 +16,7 @@ use crate::mechanism::{Mechanism, MemoryMechanism, SqliteMechanism, TableId};
 use crate::ops::{self, ScanOptions};
 use crate::range::KeyRange;
 use crate::schema::{Schema, StoreSchema};
+use crate::sync::{self, FlushReport, Stats, SyncSet};
 
 pub type TxId = u64;
 
@@ -59,6 +60,8 @@ struct ActiveTx {
     events: Vec<Event>,
     /// The catalog before this transaction created a store, to restore on abort.
     catalog_before: Option<Catalog>,
+    /// The first outbox entry this transaction queued: after commit the outbox is sent.
+    first_outbox: Option<u64>,
 }
 
 /// How many finished transactions are remembered, to say why an old id is inactive.
@@ -77,6 +80,8 @@ pub struct Database {
     finished: VecDeque<(TxId, String)>,
     /// Cached next autoIncrement key per data table; dropped on rollback.
     pub(crate) key_generators: HashMap<TableId, f64>,
+    /// The stores mirrored in buckets.
+    pub(crate) sync: SyncSet,
 }
 
 impl Database {
@@ -103,6 +108,7 @@ impl Database {
             next_tx: 1,
             finished: VecDeque::new(),
             key_generators: HashMap::new(),
+            sync: SyncSet::default(),
         };
         db.mech.begin(true)?;
         match db.load_or_migrate(schema) {
@@ -113,6 +119,8 @@ impl Database {
             }
         }
         db.stores = db.catalog.store_infos();
+        db.sync = SyncSet::build(&db.catalog.schema, db.sync.accounting.clone())?;
+        db.sync.next_sequence = sync::state_next_sequence(&mut *db.mech)?;
         Ok(db)
     }
 
@@ -172,6 +180,9 @@ impl Database {
         let old = self.catalog.schema.clone();
         let mech = &mut *self.mech;
         for store in &old.stores {
+            if new.store(&store.name).is_none() || new.store(&store.name).is_some_and(|n| n.sync != store.sync) {
+                sync::forget_store(mech, &store.name)?;
+            }
             if new.store(&store.name).is_none() {
                 self.catalog.drop_store(mech, &store.name)?;
             }
@@ -276,6 +287,9 @@ impl Database {
                 return Err(self.unknown_store(store));
             }
         }
+        if mode == Mode::ReadOnly {
+            sync::before_read(self, stores)?;
+        }
         if storage {
             self.mech.begin(mode == Mode::ReadWrite)?;
         }
@@ -288,6 +302,7 @@ impl Database {
             storage,
             events: Vec::new(),
             catalog_before: None,
+            first_outbox: None,
         });
         Ok(id)
     }
@@ -318,7 +333,17 @@ impl Database {
         for event in &active.events {
             self.listeners.dispatch(event);
         }
-        Ok(())
+        match active.first_outbox {
+            Some(first) => sync::flush_after_commit(self, first),
+            None => Ok(()),
+        }
+    }
+
+    /// Notes that the active transaction queued outbox entry `sequence`.
+    pub(crate) fn note_outbox(&mut self, sequence: u64) {
+        if let Some(active) = &mut self.active {
+            active.first_outbox.get_or_insert(sequence);
+        }
     }
 
     /// Rolls back everything the transaction did.
@@ -447,7 +472,12 @@ impl Database {
         self.run(&[store], Mode::ReadWrite, |tx| tx.add(store, value, key))
     }
 
+    /// The record under `key`. For a synced store, the bucket is asked unless the cached copy
+    /// is known to be current (see the sync layer).
     pub fn get(&mut self, store: &str, key: &Key) -> Result<Option<Value>> {
+        if sync::is_synced(self, store) {
+            return sync::get(self, store, key);
+        }
         self.run_single_read(store, |tx| tx.get(store, key))
     }
 
@@ -472,8 +502,58 @@ impl Database {
         self.run(&[store], Mode::ReadOnly, |tx| tx.values(store, scan))
     }
 
+    /// The records under `keys`; for a synced store, what the cache cannot serve is fetched
+    /// in parallel.
     pub fn values_of(&mut self, store: &str, keys: &[Key]) -> Result<Vec<Option<Value>>> {
+        if sync::is_synced(self, store) {
+            return sync::values_of(self, store, keys);
+        }
         self.run(&[store], Mode::ReadOnly, |tx| tx.values_of(store, keys))
+    }
+
+    // ----- sync -----------------------------------------------------------------------------
+
+    /// Sends the writes waiting in the outbox, in order. An unreachable bucket is an error
+    /// (the writes keep waiting); refused writes are in the report.
+    pub fn flush(&mut self) -> Result<FlushReport> {
+        self.no_active_transaction("flush")?;
+        let report = sync::flush(self)?;
+        match report.offline {
+            Some(error) => Err(error),
+            None => Ok(report),
+        }
+    }
+
+    /// Lists a synced store's objects now and brings the local copy in line, whatever the
+    /// refractory period (a store without `prefetch` is described, not fetched).
+    pub fn prefetch(&mut self, store: &str) -> Result<()> {
+        self.no_active_transaction("prefetch")?;
+        sync::prefetch(self, store, true)
+    }
+
+    /// Writes waiting for the bucket.
+    pub fn outbox_len(&mut self) -> Result<u64> {
+        sync::state_outbox_len(&mut *self.mech)
+    }
+
+    /// Requests made to buckets so far, with bytes and priced cost.
+    pub fn sync_stats(&self) -> Stats {
+        self.sync.accounting.snapshot()
+    }
+
+    /// The same, starting the count again from zero.
+    pub fn take_sync_stats(&mut self) -> Stats {
+        self.sync.accounting.take()
+    }
+
+    fn no_active_transaction(&self, what: &str) -> Result<()> {
+        match &self.active {
+            Some(active) => Err(Error::InvalidArgument(format!(
+                "cannot {what} while transaction {} is active; commit or abort it first",
+                active.id
+            ))),
+            None => Ok(()),
+        }
     }
 }
 

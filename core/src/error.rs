@@ -16,6 +16,14 @@ pub enum ErrorCode {
     Closed,
     Cancelled,
     Storage,
+    /// The bucket holds a different version than the write assumed (HTTP 412).
+    Conflict,
+    /// The bucket could not be reached: connection refused or reset, timeouts, 5xx after retries.
+    Network,
+    /// The bucket refused a request (4xx other than 412).
+    Remote,
+    /// The bucket answered with something unusable: malformed XML, non-JSON, oversized.
+    RemoteData,
     Internal,
 }
 
@@ -75,6 +83,18 @@ pub enum Error {
     #[error("storage error in {context}: {source}")]
     Storage { context: String, source: rusqlite::Error },
 
+    #[error("conflict in store {store:?} on {key:?}: {detail}; nothing was overwritten")]
+    Conflict { store: String, key: String, detail: String },
+
+    #[error("cannot reach the bucket for {what}: {reason}")]
+    Unreachable { what: String, reason: String },
+
+    #[error("the bucket refused {what}: HTTP {status}{}", detail_suffix(.detail))]
+    Remote { what: String, status: u16, detail: String },
+
+    #[error("bad data from the bucket for {what}: {reason}")]
+    RemoteData { what: String, reason: String },
+
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -95,7 +115,22 @@ impl Error {
             Error::Closed(_) => ErrorCode::Closed,
             Error::Cancelled(_) => ErrorCode::Cancelled,
             Error::Storage { .. } => ErrorCode::Storage,
+            Error::Conflict { .. } => ErrorCode::Conflict,
+            Error::Unreachable { .. } => ErrorCode::Network,
+            Error::Remote { status: 412, .. } => ErrorCode::Conflict,
+            Error::Remote { .. } => ErrorCode::Remote,
+            Error::RemoteData { .. } => ErrorCode::RemoteData,
             Error::Internal(_) => ErrorCode::Internal,
+        }
+    }
+
+    /// Whether the bucket could not be reached (as opposed to answering no): writes that fail
+    /// this way wait in the outbox.
+    pub fn is_offline(&self) -> bool {
+        match self {
+            Error::Unreachable { .. } => true,
+            Error::Remote { status, .. } => *status == 429 || *status >= 500,
+            _ => false,
         }
     }
 
@@ -113,6 +148,14 @@ impl Error {
             },
             other => other,
         }
+    }
+}
+
+fn detail_suffix(detail: &str) -> String {
+    if detail.is_empty() {
+        String::new()
+    } else {
+        format!(" ({detail})")
     }
 }
 

@@ -18,6 +18,15 @@ pub enum EventKind {
     Ready,
     /// A request failed; the message says why. Its work was rolled back.
     Error,
+    /// Objects came from the bucket into a synced store; the message says how many.
+    Fetched,
+    /// A write met a different version in the bucket (HTTP 412): the value is what was not
+    /// written, and the local copy was dropped so that the next read fetches the bucket's.
+    Conflict,
+    /// The bucket could not be reached; writes wait in the outbox.
+    Offline,
+    /// Writes waiting in the outbox reached the bucket; the message says how many.
+    Flushed,
 }
 
 impl EventKind {
@@ -28,12 +37,26 @@ impl EventKind {
             EventKind::Deleted => "deleted",
             EventKind::Ready => "ready",
             EventKind::Error => "error",
+            EventKind::Fetched => "fetched",
+            EventKind::Conflict => "conflict",
+            EventKind::Offline => "offline",
+            EventKind::Flushed => "flushed",
         }
     }
 
     pub fn from_name(name: &str) -> Option<EventKind> {
-        [EventKind::Created, EventKind::Updated, EventKind::Deleted, EventKind::Ready, EventKind::Error]
-            .into_iter()
+        [
+            EventKind::Created,
+            EventKind::Updated,
+            EventKind::Deleted,
+            EventKind::Ready,
+            EventKind::Error,
+            EventKind::Fetched,
+            EventKind::Conflict,
+            EventKind::Offline,
+            EventKind::Flushed,
+        ]
+        .into_iter()
             .find(|k| k.name() == name)
     }
 }
@@ -50,6 +73,10 @@ pub struct Event {
 impl Event {
     pub(crate) fn change(kind: EventKind, store: &str, key: Option<Key>, value: Option<Value>) -> Event {
         Event { kind, store: Some(store.to_string()), key, value, message: None }
+    }
+
+    pub(crate) fn sync(kind: EventKind, store: &str, key: Option<Key>, value: Option<Value>, message: String) -> Event {
+        Event { kind, store: Some(store.to_string()), key, value, message: Some(message) }
     }
 
     pub(crate) fn lifecycle(kind: EventKind, message: Option<String>) -> Event {

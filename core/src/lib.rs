@@ -17,6 +17,7 @@ mod query;
 mod range;
 mod schema;
 pub mod sql;
+pub mod sync;
 
 pub use database::{Database, MechanismKind, Mode, OpenOptions, Tx, TxId};
 pub use error::{Error, ErrorCode, Result};

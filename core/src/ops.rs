@@ -11,6 +11,7 @@ use crate::events::{Event, EventKind};
 use crate::key::Key;
 use crate::mechanism::{Mechanism, META_TABLE};
 use crate::range::{just_above, ByteRange, KeyRange};
+use crate::sync::{self, WriteOp};
 
 /// Rows read per batch where a scan's rows are then written (remove, index rebuild).
 const BATCH: usize = 512;
@@ -131,14 +132,18 @@ impl Tx<'_> {
 
     /// Removes the records in `range`; returns how many went.
     pub fn remove(&mut self, store: &str, range: &KeyRange) -> Result<u64> {
+        let range = range.to_bytes().map_err(|e| e.in_store(store, None))?;
+        self.remove_bytes(store, &range)
+    }
+
+    fn remove_bytes(&mut self, store: &str, range: &ByteRange) -> Result<u64> {
         let db = &mut *self.db;
         let info = db.store_for(store, true)?;
-        let range = range.to_bytes().map_err(|e| e.in_store(store, None))?;
         let announce = db.wants_event(EventKind::Deleted, &info);
         let need_values = announce || !info.indexes.is_empty();
         let mut removed = 0;
         loop {
-            let batch = read_batch(&mut *db.mech, &info, &range, need_values)?;
+            let batch = read_batch(&mut *db.mech, &info, range, need_values)?;
             if batch.is_empty() {
                 return Ok(removed);
             }
@@ -151,6 +156,7 @@ impl Tx<'_> {
                         }
                     }
                 }
+                sync::enqueue(db, store, &Key::decode(&pk)?, WriteOp::Delete, None, true)?;
                 db.mech.delete(info.data, &pk)?;
                 removed += 1;
                 if announce {
@@ -160,8 +166,12 @@ impl Tx<'_> {
         }
     }
 
-    /// Removes every record; announced as one `deleted` event without a key.
+    /// Removes every record; announced as one `deleted` event without a key. In a synced store
+    /// each record is removed (and its object deleted) as by `remove`.
     pub fn clear(&mut self, store: &str) -> Result<()> {
+        if sync::is_synced(self.db, store) && !self.db.sync.applying {
+            return self.remove_bytes(store, &ByteRange::all()).map(|_| ());
+        }
         let db = &mut *self.db;
         let info = db.store_for(store, true)?;
         db.mech.clear_table(info.data)?;
@@ -268,6 +278,8 @@ pub(crate) fn write(
             detail: format!("a record with key {key} already exists"),
         });
     }
+    let op = if no_overwrite { WriteOp::Create } else { WriteOp::Put };
+    sync::enqueue(db, store, &key, op, Some(&value), old.is_some())?;
     let new_entries: Vec<Vec<Vec<u8>>> = info.indexes.iter().map(|index| index_entries(index, &value)).collect();
     for (index, entries) in info.indexes.iter().zip(&new_entries) {
         if index.unique {

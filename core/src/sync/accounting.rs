@@ -1,0 +1,105 @@
+//! Every request to a bucket is counted — by kind and status, with the body bytes each way — so
+//! that the cost of a view can be measured and priced.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use serde_json::{json, Value};
+
+/// S3 Standard request prices in US dollars per request (PUT, COPY, POST, LIST: $0.005 per
+/// 1,000; GET, HEAD and the rest: $0.0004 per 1,000; DELETE is free).
+fn price(kind: &str) -> f64 {
+    match kind {
+        "PUT" | "POST" | "COPY" | "LIST" => 0.005 / 1000.0,
+        "DELETE" => 0.0,
+        _ => 0.0004 / 1000.0,
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Stats {
+    /// Requests by kind (GET, HEAD, PUT, POST, DELETE, LIST) and status; 0 stands for no answer
+    /// (refused, reset, timed out).
+    pub requests: BTreeMap<String, BTreeMap<u16, u64>>,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+}
+
+impl Stats {
+    pub fn count(&self, kind: &str) -> u64 {
+        self.requests.get(kind).map(|by_status| by_status.values().sum()).unwrap_or(0)
+    }
+
+    pub fn total(&self) -> u64 {
+        self.requests.values().flat_map(|s| s.values()).sum()
+    }
+
+    pub fn cost_usd(&self) -> f64 {
+        self.requests.iter().map(|(kind, by_status)| price(kind) * by_status.values().sum::<u64>() as f64).sum()
+    }
+
+    /// `{"requests": {"GET": {"200": n}}, "total": n, "bytesSent": n, "bytesReceived": n,
+    /// "costUsd": x}`.
+    pub fn to_json(&self) -> Value {
+        let requests: serde_json::Map<String, Value> = self
+            .requests
+            .iter()
+            .map(|(kind, by_status)| {
+                let statuses = by_status.iter().map(|(status, n)| (status.to_string(), json!(n))).collect();
+                (kind.clone(), Value::Object(statuses))
+            })
+            .collect();
+        json!({
+            "requests": requests,
+            "total": self.total(),
+            "bytesSent": self.bytes_sent,
+            "bytesReceived": self.bytes_received,
+            "costUsd": self.cost_usd(),
+        })
+    }
+}
+
+/// The counters one database shares between its buckets and their worker threads.
+#[derive(Debug, Default)]
+pub struct Accounting {
+    stats: Mutex<Stats>,
+}
+
+impl Accounting {
+    pub fn record(&self, kind: &str, status: u16, sent: u64, received: u64) {
+        let mut stats = self.stats.lock().unwrap_or_else(|p| p.into_inner());
+        *stats.requests.entry(kind.to_string()).or_default().entry(status).or_default() += 1;
+        stats.bytes_sent += sent;
+        stats.bytes_received += received;
+    }
+
+    pub fn snapshot(&self) -> Stats {
+        self.stats.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Returns the counts so far and starts again from zero.
+    pub fn take(&self) -> Stats {
+        std::mem::take(&mut *self.stats.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prices_requests_at_s3_standard_rates() {
+        let accounting = Accounting::default();
+        for _ in 0..1000 {
+            accounting.record("LIST", 200, 0, 10);
+            accounting.record("GET", 200, 0, 1);
+        }
+        accounting.record("DELETE", 204, 0, 0);
+        let stats = accounting.take();
+        assert!((stats.cost_usd() - 0.0054).abs() < 1e-12, "{}", stats.cost_usd());
+        assert_eq!(stats.total(), 2001);
+        assert_eq!(stats.bytes_received, 11_000);
+        assert_eq!(accounting.snapshot().total(), 0);
+        assert_eq!(stats.to_json()["requests"]["GET"]["200"], 1000);
+    }
+}

@@ -1,0 +1,138 @@
+//! What the sync layer needs of a bucket, whatever holds it: an S3-compatible server over HTTP
+//! (`http.rs`) or a local directory (`local.rs`). Object keys here are full keys, prefix
+//! included.
+
+use std::collections::{BTreeMap, HashSet};
+
+use crate::error::{Error, Result};
+
+/// Custom metadata of an object, by lower-case name without the header prefix.
+pub type Metadata = BTreeMap<String, String>;
+
+/// An object as a listing (or a HEAD) describes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ObjectInfo {
+    pub key: String,
+    pub etag: String,
+    /// ISO 8601, as in S3 listings.
+    pub last_modified: String,
+    pub size: u64,
+    /// Only where the server offers metadata in listings (MinIO's `metadata=true`).
+    pub metadata: Option<Metadata>,
+}
+
+/// An object's body and what came with it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Object {
+    pub body: Vec<u8>,
+    pub etag: Option<String>,
+    pub last_modified: Option<String>,
+    pub metadata: Metadata,
+}
+
+/// The answer to a (conditional) GET.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Fetched {
+    Found(Object),
+    /// 304: the cached copy is current.
+    NotModified,
+    /// 404: there is no such object.
+    Missing,
+}
+
+/// What the caller already holds, for a conditional GET.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Validators {
+    pub etag: Option<String>,
+    /// An HTTP date, used when there is no etag.
+    pub last_modified: Option<String>,
+}
+
+/// The condition a write is sent with. A failed condition is `Error::Remote` with status 412.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Precondition {
+    None,
+    /// Update only this version (`If-Match`).
+    Matches(String),
+    /// Create only (`If-None-Match: *`).
+    Absent,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ListVersion {
+    /// `marker` / `NextMarker`.
+    V1,
+    /// `start-after` / continuation tokens.
+    #[default]
+    V2,
+}
+
+/// One page's worth of a listing request.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ListRequest {
+    pub prefix: String,
+    pub delimiter: Option<String>,
+    /// At most this many keys and common prefixes (the server caps it at 1000).
+    pub max_keys: Option<u32>,
+    /// Keys after this one (V2 `start-after`; V1 `marker` on the first page).
+    pub start_after: Option<String>,
+    pub version: ListVersion,
+    /// Where the previous page left off: a V2 continuation token or a V1 marker.
+    pub continuation: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ListPage {
+    pub objects: Vec<ObjectInfo>,
+    pub common_prefixes: Vec<String>,
+    /// Set when the listing goes on: pass it as the next request's `continuation`.
+    pub next: Option<String>,
+}
+
+pub trait Bucket: Send + Sync {
+    /// Where the bucket is, for messages.
+    fn describe(&self) -> String;
+    fn get(&self, key: &str, validators: &Validators) -> Result<Fetched>;
+    /// The object's description and metadata, or `None` when there is none.
+    fn head(&self, key: &str) -> Result<Option<(ObjectInfo, Metadata)>>;
+    /// Writes an object; returns its new etag when the server tells it. `create` marks a write
+    /// that must make a new object (sent as POST where the format says so).
+    fn put(
+        &self,
+        key: &str,
+        body: &[u8],
+        metadata: &Metadata,
+        condition: &Precondition,
+        create: bool,
+    ) -> Result<Option<String>>;
+    /// Removes an object; removing one that is not there is not an error.
+    fn delete(&self, key: &str) -> Result<()>;
+    fn list_page(&self, request: &ListRequest) -> Result<ListPage>;
+}
+
+/// Every page of a listing, common prefixes deduplicated (some servers repeat one across
+/// pages), objects in the server's order.
+pub fn list_all(bucket: &dyn Bucket, request: &ListRequest) -> Result<ListPage> {
+    let mut all = ListPage::default();
+    let mut seen_prefixes = HashSet::new();
+    let mut request = request.clone();
+    loop {
+        let page = bucket.list_page(&request)?;
+        all.objects.extend(page.objects);
+        for prefix in page.common_prefixes {
+            if seen_prefixes.insert(prefix.clone()) {
+                all.common_prefixes.push(prefix);
+            }
+        }
+        match page.next {
+            None => return Ok(all),
+            Some(next) if request.continuation.as_ref() == Some(&next) => {
+                return Err(Error::RemoteData {
+                    what: format!("listing {} under {:?}", bucket.describe(), request.prefix),
+                    reason: format!("the listing did not move past {next:?}"),
+                })
+            }
+            Some(next) => request.continuation = Some(next),
+        }
+    }
+}

@@ -1,0 +1,325 @@
+//! A store's `Sync` block: the seed's fields as-is (`format`, `immutable`, `prefetch`,
+//! `prefetchRefractoryPeriod`, `Options.bucket`, `Options.prefix`) and our extensions inside
+//! `Options`. Unknown fields are errors, so a misspelt option fails at open.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum Format {
+    /// A plain HTTP resource per record: GET/PUT/DELETE, POST to create; no listing.
+    #[serde(rename = "rest")]
+    Rest,
+    /// One object per record, the record's JSON as the body.
+    #[serde(rename = "objstore")]
+    Objstore,
+    /// One record per object describing it: `{name, etag, updated, size, metadata}`; read-only.
+    #[serde(rename = "objstore-meta")]
+    ObjstoreMeta,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Prefetch {
+    /// List the bucket: learn keys, etags and metadata.
+    Meta,
+    /// List, and fetch the bodies of objects not yet cached (or changed).
+    Full,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Addressing {
+    /// `{endpoint}/{bucket}/{key}`.
+    Path,
+    /// `{scheme}://{bucket}.{host}/{key}`.
+    Virtual,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SyncBlock {
+    format: Format,
+    #[serde(default)]
+    immutable: bool,
+    #[serde(default)]
+    prefetch: Option<Prefetch>,
+    #[serde(default, rename = "prefetchRefractoryPeriod")]
+    prefetch_refractory_period: Option<u64>,
+    #[serde(default, rename = "Options")]
+    options: OptionsBlock,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct OptionsBlock {
+    bucket: Option<String>,
+    #[serde(default)]
+    prefix: String,
+    endpoint: Option<String>,
+    addressing: Option<Addressing>,
+    region: Option<String>,
+    metadata_prefix: Option<String>,
+    access_key_id: Option<String>,
+    secret_access_key: Option<String>,
+    session_token: Option<String>,
+    #[serde(default)]
+    anonymous: bool,
+    timeout_ms: Option<u64>,
+    retries: Option<u32>,
+    retry_base_ms: Option<u64>,
+    concurrency: Option<usize>,
+    list_version: Option<u8>,
+    #[serde(default)]
+    list_metadata: bool,
+    key_layout: Option<String>,
+    #[serde(default)]
+    metadata: Vec<String>,
+    max_object_bytes: Option<u64>,
+    #[serde(default)]
+    insecure_tls: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Credentials {
+    pub access_key_id: String,
+    pub secret_access_key: String,
+    pub session_token: Option<String>,
+}
+
+/// Where a store's objects live.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Location {
+    /// `http(s)://host[:port]` or `file://<directory>`.
+    pub endpoint: String,
+    pub bucket: Option<String>,
+    pub prefix: String,
+}
+
+/// A store's sync settings, checked and with defaults filled in.
+#[derive(Debug, Clone)]
+pub struct SyncConfig {
+    pub format: Format,
+    pub immutable: bool,
+    pub prefetch: Option<Prefetch>,
+    pub refractory: Duration,
+    pub location: Location,
+    pub addressing: Addressing,
+    pub region: String,
+    pub metadata_prefix: String,
+    pub credentials: Option<Credentials>,
+    pub timeout: Duration,
+    pub retries: u32,
+    pub retry_base: Duration,
+    pub concurrency: usize,
+    pub list_version: super::ListVersion,
+    pub list_metadata: bool,
+    /// `{field}` segments of object names, split on `/`, that become metadata fields.
+    pub key_layout: Option<Vec<LayoutSegment>>,
+    /// Key paths of a record sent as metadata headers when it is written.
+    pub metadata_fields: Vec<String>,
+    pub max_object_bytes: u64,
+    pub insecure_tls: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum LayoutSegment {
+    Field(String),
+    Literal(String),
+}
+
+const DEFAULT_REFRACTORY_MS: u64 = 5000;
+const DEFAULT_MAX_OBJECT_BYTES: u64 = 16 * 1024 * 1024;
+
+impl SyncConfig {
+    /// Reads a store's `Sync` block; `env` looks up environment variables (the standard `AWS_*`
+    /// ones) so that tests can pass their own.
+    pub fn from_json(store: &str, block: &Value, env: &dyn Fn(&str) -> Option<String>) -> Result<SyncConfig> {
+        let bad = |why: String| Error::InvalidSchema(format!("store {store:?}, Sync: {why}"));
+        let block: SyncBlock = serde_json::from_value(block.clone()).map_err(|e| bad(e.to_string()))?;
+        let o = block.options;
+        let endpoint = match o.endpoint.or_else(|| env("AWS_ENDPOINT_URL")) {
+            Some(e) => e.trim_end_matches('/').to_string(),
+            None => format!("https://s3.{}.amazonaws.com", region_from(&o.region, env)),
+        };
+        if !["http://", "https://", "file://"].iter().any(|s| endpoint.starts_with(s)) {
+            return Err(bad(format!("endpoint {endpoint:?} must start with http://, https:// or file://")));
+        }
+        if block.format != Format::Rest && o.bucket.as_deref().is_none_or(str::is_empty) {
+            return Err(bad("Options.bucket is required for the objstore formats".into()));
+        }
+        if block.format == Format::Rest && block.prefetch.is_some() {
+            return Err(bad("the rest format has no listing, so prefetch cannot be used with it".into()));
+        }
+        if block.format == Format::ObjstoreMeta && !o.metadata.is_empty() {
+            return Err(bad("Options.metadata names fields to send on writes; objstore-meta stores are read-only".into()));
+        }
+        let list_version = match o.list_version {
+            None | Some(2) => super::ListVersion::V2,
+            Some(1) => super::ListVersion::V1,
+            Some(other) => return Err(bad(format!("Options.listVersion is {other}; use 1 or 2"))),
+        };
+        let credentials = if o.anonymous {
+            None
+        } else {
+            match (o.access_key_id, o.secret_access_key) {
+                (Some(id), Some(secret)) => {
+                    Some(Credentials { access_key_id: id, secret_access_key: secret, session_token: o.session_token })
+                }
+                (Some(_), None) | (None, Some(_)) => {
+                    return Err(bad("give both Options.accessKeyId and Options.secretAccessKey, or neither".into()))
+                }
+                (None, None) => match (env("AWS_ACCESS_KEY_ID"), env("AWS_SECRET_ACCESS_KEY")) {
+                    (Some(id), Some(secret)) => Some(Credentials {
+                        access_key_id: id,
+                        secret_access_key: secret,
+                        session_token: env("AWS_SESSION_TOKEN"),
+                    }),
+                    _ => None,
+                },
+            }
+        };
+        let concurrency = o.concurrency.unwrap_or(8);
+        if concurrency == 0 || concurrency > 256 {
+            return Err(bad(format!("Options.concurrency is {concurrency}; use 1 to 256")));
+        }
+        let key_layout = o.key_layout.as_deref().map(parse_layout).transpose().map_err(bad)?;
+        let custom_endpoint = !endpoint.ends_with(".amazonaws.com");
+        Ok(SyncConfig {
+            format: block.format,
+            immutable: block.immutable,
+            prefetch: block.prefetch,
+            refractory: Duration::from_millis(block.prefetch_refractory_period.unwrap_or(DEFAULT_REFRACTORY_MS)),
+            location: Location { endpoint, bucket: o.bucket, prefix: o.prefix },
+            addressing: o.addressing.unwrap_or(if custom_endpoint { Addressing::Path } else { Addressing::Virtual }),
+            region: region_from(&o.region, env),
+            metadata_prefix: o.metadata_prefix.unwrap_or_else(|| "x-amz-meta-".into()).to_ascii_lowercase(),
+            credentials,
+            timeout: Duration::from_millis(o.timeout_ms.unwrap_or(10_000)),
+            retries: o.retries.unwrap_or(3),
+            retry_base: Duration::from_millis(o.retry_base_ms.unwrap_or(100)),
+            concurrency,
+            list_version,
+            list_metadata: o.list_metadata,
+            key_layout,
+            metadata_fields: o.metadata,
+            max_object_bytes: o.max_object_bytes.unwrap_or(DEFAULT_MAX_OBJECT_BYTES),
+            insecure_tls: o.insecure_tls,
+        })
+    }
+
+    /// The fields an object's name carries under the key layout; empty when it does not fit.
+    pub fn layout_fields(&self, id: &str) -> Vec<(String, String)> {
+        let Some(layout) = &self.key_layout else {
+            return Vec::new();
+        };
+        let parts: Vec<&str> = id.split('/').collect();
+        if parts.len() != layout.len() {
+            return Vec::new();
+        }
+        let mut fields = Vec::new();
+        for (segment, part) in layout.iter().zip(parts) {
+            match segment {
+                LayoutSegment::Field(name) => fields.push((name.clone(), part.to_string())),
+                LayoutSegment::Literal(text) if text == part => {}
+                LayoutSegment::Literal(_) => return Vec::new(),
+            }
+        }
+        fields
+    }
+}
+
+fn region_from(given: &Option<String>, env: &dyn Fn(&str) -> Option<String>) -> String {
+    given.clone().or_else(|| env("AWS_REGION")).or_else(|| env("AWS_DEFAULT_REGION")).unwrap_or_else(|| "us-east-1".into())
+}
+
+/// `"{platform}/{browser}/{reverse_timestamp}"` → field, field, field.
+fn parse_layout(layout: &str) -> std::result::Result<Vec<LayoutSegment>, String> {
+    layout
+        .split('/')
+        .map(|segment| match segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
+            Some("") => Err(format!("Options.keyLayout {layout:?} has an empty {{}} field")),
+            Some(name) => Ok(LayoutSegment::Field(name.to_string())),
+            None if segment.contains(['{', '}']) => {
+                Err(format!("Options.keyLayout {layout:?}: a field must fill a whole segment, not {segment:?}"))
+            }
+            None => Ok(LayoutSegment::Literal(segment.to_string())),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    #[test]
+    fn accepts_the_seed_block_and_fills_defaults() {
+        let block = json!({"format": "objstore", "immutable": true, "prefetch": "meta",
+            "prefetchRefractoryPeriod": 250, "Options": {"bucket": "results", "prefix": "runs/"}});
+        let c = SyncConfig::from_json("results", &block, &no_env).unwrap();
+        assert_eq!(c.format, Format::Objstore);
+        assert!(c.immutable);
+        assert_eq!(c.refractory, Duration::from_millis(250));
+        assert_eq!(c.location.endpoint, "https://s3.us-east-1.amazonaws.com");
+        assert_eq!(c.addressing, Addressing::Virtual);
+        assert_eq!(c.metadata_prefix, "x-amz-meta-");
+        assert!(c.credentials.is_none());
+    }
+
+    #[test]
+    fn takes_credentials_and_endpoint_from_the_environment() {
+        let env = |name: &str| match name {
+            "AWS_ACCESS_KEY_ID" => Some("id".to_string()),
+            "AWS_SECRET_ACCESS_KEY" => Some("secret".to_string()),
+            "AWS_ENDPOINT_URL" => Some("http://127.0.0.1:9000/".to_string()),
+            "AWS_REGION" => Some("garage".to_string()),
+            _ => None,
+        };
+        let c = SyncConfig::from_json("s", &json!({"format": "objstore", "Options": {"bucket": "b"}}), &env).unwrap();
+        assert_eq!(c.credentials.as_ref().unwrap().access_key_id, "id");
+        assert_eq!(c.location.endpoint, "http://127.0.0.1:9000");
+        assert_eq!(c.addressing, Addressing::Path);
+        assert_eq!(c.region, "garage");
+        let anonymous = json!({"format": "objstore", "Options": {"bucket": "b", "anonymous": true}});
+        assert!(SyncConfig::from_json("s", &anonymous, &env).unwrap().credentials.is_none());
+    }
+
+    #[test]
+    fn rejects_bad_blocks_naming_the_store_and_field() {
+        for (block, expect) in [
+            (json!({"format": "objstore", "Options": {"bucket": "b", "bukket": 1}}), "bukket"),
+            (json!({"format": "s3", "Options": {"bucket": "b"}}), "s3"),
+            (json!({"format": "objstore"}), "bucket"),
+            (json!({"format": "rest", "prefetch": "meta"}), "no listing"),
+            (json!({"format": "objstore", "Options": {"bucket": "b", "endpoint": "ftp://x"}}), "ftp"),
+            (json!({"format": "objstore", "Options": {"bucket": "b", "listVersion": 3}}), "listVersion"),
+            (json!({"format": "objstore", "Options": {"bucket": "b", "accessKeyId": "x"}}), "both"),
+            (json!({"format": "objstore", "Options": {"bucket": "b", "keyLayout": "{a}x/{b}"}}), "whole segment"),
+            (json!({"format": "objstore", "prefetch": "some", "Options": {"bucket": "b"}}), "some"),
+        ] {
+            let err = SyncConfig::from_json("s", &block, &no_env).unwrap_err().to_string();
+            assert!(err.contains("store \"s\"") && err.contains(expect), "{block}: {err}");
+        }
+    }
+
+    #[test]
+    fn reads_fields_from_names_by_the_key_layout() {
+        let block = json!({"format": "objstore-meta",
+            "Options": {"bucket": "b", "keyLayout": "{platform}/{browser}/runs/{ts}"}});
+        let c = SyncConfig::from_json("m", &block, &no_env).unwrap();
+        let fields = c.layout_fields("linux-x64/node-20/runs/0042");
+        assert_eq!(fields[0], ("platform".to_string(), "linux-x64".to_string()));
+        assert_eq!(fields[2], ("ts".to_string(), "0042".to_string()));
+        assert!(c.layout_fields("linux-x64/node-20/other/0042").is_empty());
+        assert!(c.layout_fields("too/short").is_empty());
+    }
+}

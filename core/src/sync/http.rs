@@ -1,0 +1,343 @@
+//! A bucket on an S3-compatible server (or, for the `rest` format, any HTTP server) over `ureq`:
+//! keep-alive connections shared by the threads that fetch in parallel, SigV4 when there are
+//! credentials, retries with backoff on what may pass (no answer, 429, 5xx), a size cap on every
+//! body, and every attempt counted.
+
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use ureq::http::{Request, Response};
+use ureq::Body;
+
+use super::accounting::Accounting;
+use super::bucket::{Bucket, Fetched, ListPage, ListRequest, ListVersion, Metadata, Object, ObjectInfo, Precondition, Validators};
+use super::config::{Addressing, Format, SyncConfig};
+use super::{listing, sign};
+use crate::error::{Error, Result};
+
+pub struct HttpBucket {
+    agent: ureq::Agent,
+    config: SyncConfig,
+    accounting: Arc<Accounting>,
+}
+
+/// One answer: status, headers and the (capped) body.
+struct Answer {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Answer {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+}
+
+impl HttpBucket {
+    pub fn new(config: SyncConfig, accounting: Arc<Accounting>) -> HttpBucket {
+        let tls = ureq::tls::TlsConfig::builder().disable_verification(config.insecure_tls).build();
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .max_redirects(0)
+            .timeout_global(Some(config.timeout))
+            .max_idle_connections(config.concurrency * 2)
+            .max_idle_connections_per_host(config.concurrency * 2)
+            .tls_config(tls)
+            .build()
+            .into();
+        HttpBucket { agent, config, accounting }
+    }
+
+    /// The URL of an object (`Some(key)`) or of the bucket itself, with its query.
+    fn url(&self, key: Option<&str>, query: &[(&str, String)]) -> String {
+        let location = &self.config.location;
+        let path = key.map(|k| format!("/{}", encode(k, false))).unwrap_or_default();
+        let mut url = match (&location.bucket, self.config.addressing) {
+            (Some(bucket), Addressing::Virtual) if self.config.format != Format::Rest => {
+                let (scheme, host) = location.endpoint.split_once("://").unwrap_or(("https", &location.endpoint));
+                let path = if path.is_empty() { "/".to_string() } else { path };
+                format!("{scheme}://{bucket}.{host}{path}")
+            }
+            (Some(bucket), _) => format!("{}/{}{path}", location.endpoint, encode(bucket, false)),
+            (None, _) => format!("{}{path}", location.endpoint),
+        };
+        let mut pairs: Vec<String> = query.iter().map(|(k, v)| format!("{k}={}", encode(v, true))).collect();
+        pairs.sort();
+        if !pairs.is_empty() {
+            url.push('?');
+            url.push_str(&pairs.join("&"));
+        }
+        url
+    }
+
+    /// Sends a request, retrying what may pass, and reads the answer. `kind` is what the
+    /// request is counted as (LIST for a listing GET).
+    fn send(&self, kind: &str, method: &str, url: &str, mut headers: Vec<(String, String)>, body: &[u8]) -> Result<Answer> {
+        if let Some(credentials) = &self.config.credentials {
+            let signature = sign::signature_headers(credentials, &self.config.region, method, url, &headers, body)?;
+            headers.extend(signature);
+        }
+        let what = format!("{method} {url}");
+        // A POST that may have arrived must not be sent twice; the others are idempotent.
+        let idempotent = method != "POST";
+        let mut attempt = 0;
+        loop {
+            let outcome = self.attempt(kind, method, url, &headers, body, &what);
+            let retry = match &outcome {
+                Ok(answer) => matches!(answer.status, 429 | 500 | 502 | 503 | 504),
+                Err((_, sent)) => idempotent || !sent,
+            };
+            if !retry || attempt >= self.config.retries {
+                return match outcome {
+                    Ok(answer) if answer.status >= 500 || answer.status == 429 => Err(remote_error(&what, &answer)),
+                    Ok(answer) => Ok(answer),
+                    Err((error, _)) => Err(error),
+                };
+            }
+            thread::sleep(backoff(self.config.retry_base, attempt));
+            attempt += 1;
+        }
+    }
+
+    /// One try. An error comes with whether the request may have reached the server.
+    fn attempt(
+        &self,
+        kind: &str,
+        method: &str,
+        url: &str,
+        headers: &[(String, String)],
+        body: &[u8],
+        what: &str,
+    ) -> std::result::Result<Answer, (Error, bool)> {
+        let mut builder = Request::builder().method(method).uri(url);
+        for (k, v) in headers {
+            builder = builder.header(k.as_str(), v.as_str());
+        }
+        let unreachable = |reason: String, sent: bool| (Error::Unreachable { what: what.to_string(), reason }, sent);
+        let request = builder.body(body).map_err(|e| unreachable(format!("bad request: {e}"), false))?;
+        let response = match self.agent.run(request) {
+            Ok(response) => response,
+            Err(e) => {
+                self.accounting.record(kind, 0, body.len() as u64, 0);
+                let sent = !matches!(e, ureq::Error::ConnectionFailed | ureq::Error::HostNotFound);
+                return Err(unreachable(e.to_string(), sent));
+            }
+        };
+        let status = response.status().as_u16();
+        match read_answer(response, self.config.max_object_bytes, method == "HEAD") {
+            Ok(answer) => {
+                self.accounting.record(kind, status, body.len() as u64, answer.body.len() as u64);
+                Ok(answer)
+            }
+            Err(e) => {
+                self.accounting.record(kind, status, body.len() as u64, 0);
+                let error = match e {
+                    ureq::Error::BodyExceedsLimit(limit) => Error::RemoteData {
+                        what: what.to_string(),
+                        reason: format!("the body is larger than the {limit}-byte limit (Options.maxObjectBytes)"),
+                    },
+                    other => Error::Unreachable { what: what.to_string(), reason: format!("reading the body: {other}") },
+                };
+                Err((error, true))
+            }
+        }
+    }
+
+    fn object_headers(&self, answer: &Answer) -> Metadata {
+        let prefix = &self.config.metadata_prefix;
+        answer
+            .headers
+            .iter()
+            .filter_map(|(k, v)| {
+                let k = k.to_ascii_lowercase();
+                k.strip_prefix(prefix.as_str()).map(|name| (name.to_string(), v.clone()))
+            })
+            .collect()
+    }
+
+    fn check(&self, what: &str, answer: Answer) -> Result<Answer> {
+        if (200..300).contains(&answer.status) {
+            Ok(answer)
+        } else {
+            Err(remote_error(what, &answer))
+        }
+    }
+}
+
+impl Bucket for HttpBucket {
+    fn describe(&self) -> String {
+        self.url(None, &[])
+    }
+
+    fn get(&self, key: &str, validators: &Validators) -> Result<Fetched> {
+        let url = self.url(Some(key), &[]);
+        let mut headers = Vec::new();
+        if let Some(etag) = &validators.etag {
+            headers.push(("if-none-match".to_string(), etag.clone()));
+        } else if let Some(date) = &validators.last_modified {
+            headers.push(("if-modified-since".to_string(), date.clone()));
+        }
+        let answer = self.send("GET", "GET", &url, headers, &[])?;
+        match answer.status {
+            304 => Ok(Fetched::NotModified),
+            404 => Ok(Fetched::Missing),
+            _ => {
+                let answer = self.check(&format!("GET {url}"), answer)?;
+                Ok(Fetched::Found(Object {
+                    etag: answer.header("etag").map(str::to_string),
+                    last_modified: answer.header("last-modified").map(str::to_string),
+                    metadata: self.object_headers(&answer),
+                    body: answer.body,
+                }))
+            }
+        }
+    }
+
+    fn head(&self, key: &str) -> Result<Option<(ObjectInfo, Metadata)>> {
+        let url = self.url(Some(key), &[]);
+        let answer = self.send("HEAD", "HEAD", &url, Vec::new(), &[])?;
+        if answer.status == 404 {
+            return Ok(None);
+        }
+        let answer = self.check(&format!("HEAD {url}"), answer)?;
+        let info = ObjectInfo {
+            key: key.to_string(),
+            etag: answer.header("etag").unwrap_or_default().to_string(),
+            last_modified: answer.header("last-modified").map(super::time::http_date_to_iso).unwrap_or_default(),
+            size: answer.header("content-length").and_then(|l| l.parse().ok()).unwrap_or(0),
+            metadata: None,
+        };
+        Ok(Some((info, self.object_headers(&answer))))
+    }
+
+    fn put(&self, key: &str, body: &[u8], metadata: &Metadata, condition: &Precondition, create: bool) -> Result<Option<String>> {
+        let url = self.url(Some(key), &[]);
+        let mut headers = vec![("content-type".to_string(), "application/json".to_string())];
+        for (name, value) in metadata {
+            headers.push((format!("{}{name}", self.config.metadata_prefix), value.clone()));
+        }
+        match condition {
+            Precondition::None => {}
+            Precondition::Matches(etag) => headers.push(("if-match".into(), etag.clone())),
+            Precondition::Absent => headers.push(("if-none-match".into(), "*".into())),
+        }
+        let method = if create && self.config.format == Format::Rest { "POST" } else { "PUT" };
+        let answer = self.send(method, method, &url, headers, body)?;
+        let answer = self.check(&format!("{method} {url}"), answer)?;
+        Ok(answer.header("etag").map(str::to_string))
+    }
+
+    fn delete(&self, key: &str) -> Result<()> {
+        let url = self.url(Some(key), &[]);
+        let answer = self.send("DELETE", "DELETE", &url, Vec::new(), &[])?;
+        if answer.status == 404 {
+            return Ok(());
+        }
+        self.check(&format!("DELETE {url}"), answer).map(|_| ())
+    }
+
+    fn list_page(&self, request: &ListRequest) -> Result<ListPage> {
+        let mut query: Vec<(&str, String)> = vec![("prefix", request.prefix.clone())];
+        if let Some(d) = &request.delimiter {
+            query.push(("delimiter", d.clone()));
+        }
+        if let Some(n) = request.max_keys {
+            query.push(("max-keys", n.to_string()));
+        }
+        if self.config.list_metadata {
+            query.push(("metadata", "true".into()));
+        }
+        match request.version {
+            ListVersion::V2 => {
+                query.push(("list-type", "2".into()));
+                if let Some(token) = &request.continuation {
+                    query.push(("continuation-token", token.clone()));
+                } else if let Some(after) = &request.start_after {
+                    query.push(("start-after", after.clone()));
+                }
+            }
+            ListVersion::V1 => {
+                if let Some(marker) = request.continuation.as_ref().or(request.start_after.as_ref()) {
+                    query.push(("marker", marker.clone()));
+                }
+            }
+        }
+        let url = self.url(None, &query);
+        let what = format!("GET {url}");
+        let answer = self.check(&what, self.send("LIST", "GET", &url, Vec::new(), &[])?)?;
+        listing::parse_list(&answer.body, request.version).map_err(|reason| Error::RemoteData { what, reason })
+    }
+}
+
+fn read_answer(mut response: Response<Body>, limit: u64, head: bool) -> std::result::Result<Answer, ureq::Error> {
+    let status = response.status().as_u16();
+    let headers = response
+        .headers()
+        .iter()
+        .map(|(k, v)| (k.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+        .collect();
+    let body = if head { Vec::new() } else { response.body_mut().with_config().limit(limit).read_to_vec()? };
+    Ok(Answer { status, headers, body })
+}
+
+fn remote_error(what: &str, answer: &Answer) -> Error {
+    let detail = match listing::parse_error(&answer.body) {
+        Some((code, message)) if message.is_empty() => code,
+        Some((code, message)) => format!("{code}: {message}"),
+        None => String::from_utf8_lossy(&answer.body[..answer.body.len().min(200)]).trim().to_string(),
+    };
+    Error::Remote { what: what.to_string(), status: answer.status, detail }
+}
+
+/// Exponential backoff with a little jitter, so that clients retrying together spread out.
+fn backoff(base: Duration, attempt: u32) -> Duration {
+    let exp = base.saturating_mul(1 << attempt.min(10));
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+    exp + exp.mul_f64(f64::from(nanos % 1000) / 4000.0)
+}
+
+/// Percent-encodes all but RFC 3986's unreserved characters; `/` too when `slash` is set (query
+/// values must be encoded exactly as they are signed).
+fn encode(text: &str, slash: bool) -> String {
+    let mut out = String::with_capacity(text.len());
+    for &b in text.as_bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => out.push(b as char),
+            b'/' if !slash => out.push('/'),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn bucket(options: serde_json::Value) -> HttpBucket {
+        let block = json!({"format": "objstore", "Options": options});
+        let config = SyncConfig::from_json("s", &block, &|_| None).unwrap();
+        HttpBucket::new(config, Arc::default())
+    }
+
+    #[test]
+    fn builds_path_and_virtual_host_urls() {
+        let path = bucket(json!({"bucket": "b", "endpoint": "http://127.0.0.1:9000"}));
+        assert_eq!(path.url(Some("a b/c+d"), &[]), "http://127.0.0.1:9000/b/a%20b/c%2Bd");
+        let query = [("prefix", "p/".to_string()), ("delimiter", "/".to_string())];
+        assert_eq!(path.url(None, &query), "http://127.0.0.1:9000/b?delimiter=%2F&prefix=p%2F");
+        let virt = bucket(json!({"bucket": "b", "endpoint": "https://s3.example.com", "addressing": "virtual"}));
+        assert_eq!(virt.url(Some("k"), &[]), "https://b.s3.example.com/k");
+        assert_eq!(virt.url(None, &[]), "https://b.s3.example.com/");
+    }
+
+    #[test]
+    fn backoff_grows() {
+        let base = Duration::from_millis(10);
+        assert!(backoff(base, 0) >= base && backoff(base, 0) < base * 2);
+        assert!(backoff(base, 3) >= base * 8);
+    }
+}
