@@ -1,0 +1,244 @@
+//! The sync layer on a `file://` bucket (no server needed): validators, immutable caching,
+//! conflicts, prefetch, objstore-meta records, request accounting and the local bucket's own
+//! rules. Two databases on one bucket stand for two clients.
+
+mod sync_support;
+
+use std::path::Path;
+
+use objstore_db_core::sync::{list_all, open_bucket, ListRequest, ListVersion, SyncConfig};
+use objstore_db_core::{Error, ErrorCode, EventKind, Key, KeyRange, ScanOptions};
+use serde_json::{json, Value};
+use sync_support::*;
+use tempfile::TempDir;
+
+fn file_sync(bucket_dir: &Path, extra: Value) -> Value {
+    let mut block = json!({"format": "objstore", "Options": {"bucket": "b", "endpoint": format!("file://{}", bucket_dir.display())}});
+    for (k, v) in extra.as_object().unwrap() {
+        if k == "Options" {
+            for (ok, ov) in v.as_object().unwrap() {
+                block["Options"][ok] = ov.clone();
+            }
+        } else {
+            block[k] = v.clone();
+        }
+    }
+    block
+}
+
+fn key(s: &str) -> Key {
+    Key::String(s.to_string())
+}
+
+struct Clients {
+    dir: TempDir,
+}
+
+impl Clients {
+    fn new() -> Clients {
+        Clients { dir: TempDir::new().unwrap() }
+    }
+    fn bucket_dir(&self) -> std::path::PathBuf {
+        self.dir.path().join("bucket")
+    }
+    /// Client `n` with the given stores (their Sync blocks made to point at the shared bucket).
+    fn client(&self, n: u32, stores: &[(&str, Value)]) -> objstore_db_core::Database {
+        let stores: Vec<(&str, Value)> = stores.iter().map(|(name, extra)| (*name, file_sync(&self.bucket_dir(), extra.clone()))).collect();
+        open(&self.dir.path().join(format!("client{n}.sqlite3")), schema_with(&stores))
+    }
+}
+
+#[test]
+fn a_put_becomes_an_object_with_an_md5_etag() {
+    let c = Clients::new();
+    let mut db = c.client(1, &[("docs", json!({}))]);
+    db.put("docs", json!({"title": "hello"}), Some(key("a/1"))).unwrap();
+    let body = std::fs::read(c.bucket_dir().join("b/a/1")).unwrap();
+    assert_eq!(serde_json::from_slice::<Value>(&body).unwrap(), json!({"title": "hello"}));
+    let stats = db.take_sync_stats();
+    assert_eq!(stats.count("PUT"), 1);
+    assert_eq!(stats.total(), 1);
+    assert_eq!(db.outbox_len().unwrap(), 0);
+}
+
+#[test]
+fn an_immutable_store_serves_its_cache_with_no_request() {
+    let c = Clients::new();
+    let immutable = json!({"immutable": true});
+    let mut writer = c.client(1, &[("results", immutable.clone())]);
+    writer.put("results", json!({"ok": true}), Some(key("r1"))).unwrap();
+    let mut reader = c.client(2, &[("results", immutable)]);
+    assert_eq!(reader.get("results", &key("r1")).unwrap(), Some(json!({"ok": true})));
+    assert_eq!(reader.take_sync_stats().count("GET"), 1);
+    for _ in 0..3 {
+        assert_eq!(reader.get("results", &key("r1")).unwrap(), Some(json!({"ok": true})));
+    }
+    assert_eq!(reader.take_sync_stats().total(), 0, "a cached immutable record costs nothing");
+}
+
+#[test]
+fn a_mutable_store_validates_with_if_none_match_and_follows_changes_and_removals() {
+    let c = Clients::new();
+    let mut a = c.client(1, &[("docs", json!({}))]);
+    let mut b = c.client(2, &[("docs", json!({}))]);
+    a.put("docs", json!({"v": 1}), Some(key("d"))).unwrap();
+    assert_eq!(b.get("docs", &key("d")).unwrap(), Some(json!({"v": 1})));
+    b.take_sync_stats();
+    assert_eq!(b.get("docs", &key("d")).unwrap(), Some(json!({"v": 1})));
+    let stats = b.take_sync_stats();
+    assert_eq!(stats.requests["GET"].get(&304), Some(&1), "{stats:?}");
+    assert_eq!(stats.bytes_received, 0);
+
+    a.put("docs", json!({"v": 2}), Some(key("d"))).unwrap();
+    assert_eq!(b.get("docs", &key("d")).unwrap(), Some(json!({"v": 2})));
+    a.remove("docs", &KeyRange::only("d")).unwrap();
+    assert!(c.bucket_dir().join("b/d").exists() == false);
+    assert_eq!(b.get("docs", &key("d")).unwrap(), None, "a 404 removes the local copy");
+    assert_eq!(b.count("docs", &ScanOptions::new()).unwrap(), 0);
+}
+
+#[test]
+fn creating_into_an_immutable_store_never_overwrites() {
+    let c = Clients::new();
+    let immutable = json!({"immutable": true});
+    let mut a = c.client(1, &[("results", immutable.clone())]);
+    let mut b = c.client(2, &[("results", immutable)]);
+    a.add("results", json!({"by": "a"}), Some(key("same"))).unwrap();
+    let conflicts = record_events(&mut b, &[EventKind::Conflict]);
+    let err = b.add("results", json!({"by": "b"}), Some(key("same"))).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Conflict, "{err}");
+    assert!(err.to_string().contains("\"same\""), "{err}");
+    assert_eq!(conflicts.lock().unwrap().len(), 1);
+    assert_eq!(conflicts.lock().unwrap()[0].value, Some(json!({"by": "b"})));
+    assert_eq!(b.outbox_len().unwrap(), 0);
+    // The bucket kept a's object, and b now reads it.
+    assert_eq!(b.get("results", &key("same")).unwrap(), Some(json!({"by": "a"})));
+    // Replacing a known object of an immutable store is refused before anything is sent.
+    let err = b.put("results", json!({"by": "b"}), Some(key("same"))).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Constraint, "{err}");
+}
+
+#[test]
+fn an_update_carries_if_match_and_a_stale_one_is_a_conflict() {
+    let c = Clients::new();
+    let mut a = c.client(1, &[("docs", json!({}))]);
+    let mut b = c.client(2, &[("docs", json!({}))]);
+    a.put("docs", json!({"v": 1}), Some(key("d"))).unwrap();
+    b.get("docs", &key("d")).unwrap();
+    b.put("docs", json!({"v": "b"}), Some(key("d"))).unwrap();
+    let err = a.put("docs", json!({"v": "a"}), Some(key("d"))).unwrap_err();
+    assert!(matches!(err, Error::Conflict { .. }), "{err}");
+    assert_eq!(a.get("docs", &key("d")).unwrap(), Some(json!({"v": "b"})), "the bucket's version wins");
+}
+
+#[test]
+fn values_of_fetches_only_what_is_not_cached() {
+    let c = Clients::new();
+    let immutable = json!({"immutable": true, "Options": {"concurrency": 4}});
+    let mut writer = c.client(1, &[("results", immutable.clone())]);
+    for i in 0..20 {
+        writer.put("results", json!({"i": i}), Some(key(&format!("r{i:02}")))).unwrap();
+    }
+    let mut reader = c.client(2, &[("results", immutable)]);
+    let first: Vec<Key> = (0..10).map(|i| key(&format!("r{i:02}"))).collect();
+    let values = reader.values_of("results", &first).unwrap();
+    assert_eq!(values[3], Some(json!({"i": 3})));
+    assert_eq!(reader.take_sync_stats().count("GET"), 10);
+    let all: Vec<Key> = (0..20).map(|i| key(&format!("r{i:02}"))).chain([key("missing")]).collect();
+    let values = reader.values_of("results", &all).unwrap();
+    assert_eq!(values[19], Some(json!({"i": 19})));
+    assert_eq!(values[20], None);
+    assert_eq!(reader.take_sync_stats().count("GET"), 11, "10 new and the missing one");
+}
+
+#[test]
+fn objstore_meta_records_come_from_the_listing_and_the_key_layout() {
+    let c = Clients::new();
+    let layout = json!({"Options": {"keyLayout": "{platform}/{browser}/{run}"}});
+    let results = json!({"immutable": true, "Options": {"metadata": ["version"]}});
+    let mut writer = c.client(1, &[("results", results.clone())]);
+    for (platform, browser, run) in [("linux", "node-20", "0002"), ("linux", "node-20", "0001"), ("linux", "c", "0001"), ("mac", "python", "0001")] {
+        writer.put("results", json!({"version": "1.0"}), Some(key(&format!("{platform}/{browser}/{run}")))).unwrap();
+    }
+    let mut meta = json!({"format": "objstore-meta", "prefetch": "meta", "prefetchRefractoryPeriod": 60000});
+    meta["Options"] = layout["Options"].clone();
+    let mut reader = c.client(2, &[("results", results), ("results-meta", meta)]);
+    let newest = reader.keys("results-meta", &ScanOptions::new().index("platform, browser").unique().limit(50)).unwrap();
+    assert_eq!(newest, vec![key("linux/c/0001"), key("linux/node-20/0001"), key("mac/python/0001")]);
+    let stats = reader.take_sync_stats();
+    assert_eq!((stats.count("LIST"), stats.total()), (1, 1), "{stats:?}");
+    let record = reader.get("results-meta", &key("linux/node-20/0002")).unwrap().unwrap();
+    assert_eq!(record["metadata"], json!({"platform": "linux", "browser": "node-20", "run": "0002", "version": "1.0"}));
+    assert_eq!(record["name"], "linux/node-20/0002");
+    assert!(record["etag"].as_str().unwrap().starts_with('"'));
+    assert_eq!(reader.take_sync_stats().total(), 0, "inside the refractory period nothing is asked");
+    let err = reader.put("results-meta", json!({"name": "x"}), Some(key("x"))).unwrap_err();
+    assert!(err.to_string().contains("read-only"), "{err}");
+}
+
+#[test]
+fn prefetch_full_fetches_only_what_is_new_and_removes_what_vanished() {
+    let c = Clients::new();
+    let docs = json!({"prefetch": "full", "prefetchRefractoryPeriod": 0});
+    let mut a = c.client(1, &[("docs", json!({}))]);
+    for i in 0..5 {
+        a.put("docs", json!({"i": i}), Some(key(&format!("d{i}")))).unwrap();
+    }
+    let mut b = c.client(2, &[("docs", docs)]);
+    assert_eq!(b.count("docs", &ScanOptions::new()).unwrap(), 5);
+    let stats = b.take_sync_stats();
+    assert_eq!((stats.count("LIST"), stats.count("GET")), (1, 5));
+    a.put("docs", json!({"i": 5}), Some(key("d5"))).unwrap();
+    a.put("docs", json!({"i": "changed"}), Some(key("d0"))).unwrap();
+    a.remove("docs", &KeyRange::only("d1")).unwrap();
+    let values = b.values("docs", &ScanOptions::new()).unwrap();
+    let stats = b.take_sync_stats();
+    assert_eq!((stats.count("LIST"), stats.count("GET")), (1, 2), "{stats:?}");
+    assert_eq!(values.len(), 5);
+    assert_eq!(values[0], json!({"i": "changed"}));
+    assert_eq!(b.get("docs", &key("d1")).unwrap(), None);
+}
+
+#[test]
+fn synced_stores_take_string_keys_and_the_local_bucket_refuses_escaping_ones() {
+    let c = Clients::new();
+    let mut db = c.client(1, &[("docs", json!({}))]);
+    let err = db.put("docs", json!({}), Some(Key::Number(1.0))).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidKey, "{err}");
+    for bad in ["../escape", "/etc/passwd", "a\0b", "a//b", "a/./b", ".objstore/meta/x"] {
+        let err = db.put("docs", json!({"v": 1}), Some(key(bad))).unwrap_err();
+        assert!(err.to_string().contains("cannot be used in the local bucket"), "{bad:?}: {err}");
+        assert_eq!(db.count("docs", &ScanOptions::new()).unwrap(), 0, "{bad:?} left a local record");
+    }
+    assert_eq!(db.outbox_len().unwrap(), 0);
+    assert!(!c.dir.path().join("escape").exists());
+}
+
+#[test]
+fn the_local_bucket_lists_like_s3() {
+    let dir = TempDir::new().unwrap();
+    let block = json!({"format": "objstore", "Options": {"bucket": "b", "endpoint": format!("file://{}", dir.path().display())}});
+    let config = SyncConfig::from_json("s", &block, &|_| None).unwrap();
+    let bucket = open_bucket(&config, Default::default()).unwrap();
+    let keys = ["a/1", "a/2", "a/b/3", "b/1", "b/2/x", "c", "é", "z/"];
+    for k in keys.iter().filter(|k| !k.ends_with('/')) {
+        bucket.put(k, b"{}", &Default::default(), &objstore_db_core::sync::Precondition::None, false).unwrap();
+    }
+    let page_of = |prefix: &str, delimiter: Option<&str>, max: Option<u32>, version| {
+        let request = ListRequest { prefix: prefix.into(), delimiter: delimiter.map(Into::into), max_keys: max, version, ..Default::default() };
+        list_all(&*bucket, &request).unwrap()
+    };
+    for version in [ListVersion::V1, ListVersion::V2] {
+        let all = page_of("", None, Some(2), version);
+        let names: Vec<&str> = all.objects.iter().map(|o| o.key.as_str()).collect();
+        assert_eq!(names, ["a/1", "a/2", "a/b/3", "b/1", "b/2/x", "c", "é"]);
+        let top = page_of("", Some("/"), Some(1), version);
+        assert_eq!(top.common_prefixes, ["a/", "b/"]);
+        assert_eq!(top.objects.iter().map(|o| o.key.as_str()).collect::<Vec<_>>(), ["c", "é"]);
+        let under_a = page_of("a/", Some("/"), None, version);
+        assert_eq!(under_a.common_prefixes, ["a/b/"]);
+        assert_eq!(under_a.objects.len(), 2);
+    }
+    let after = ListRequest { start_after: Some("b/1".into()), ..Default::default() };
+    assert_eq!(list_all(&*bucket, &after).unwrap().objects[0].key, "b/2/x");
+}

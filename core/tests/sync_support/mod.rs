@@ -1,0 +1,299 @@
+//! Shared set-up for the sync suites: databases with synced stores, the real servers (started
+//! by the project's own scripts), a relay that can take a server off the network and bring it
+//! back, and a misbehaving peer for the fault tests.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread;
+use std::time::Duration;
+
+use objstore_db_core::{Database, Event, EventFilter, EventKind, OpenOptions, Schema};
+use serde_json::{json, Value};
+
+/// A prefix no other test (or earlier run against the same server) uses.
+pub fn unique_prefix(test: &str) -> String {
+    static COUNTER: AtomicUsize = AtomicUsize::new(0);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    format!("{test}-{}-{nanos}-{}/", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed))
+}
+
+/// A schema with one synced store `name` (out-of-line keys) and the given Sync block.
+pub fn schema_with(stores: &[(&str, Value)]) -> Schema {
+    let stores: Vec<Value> = stores
+        .iter()
+        .map(|(name, sync)| {
+            let mut store = json!({"name": name});
+            if sync.get("format").and_then(Value::as_str) == Some("objstore-meta") {
+                store["indexes"] = json!([
+                    {"name": "platform", "keyPath": "metadata.platform"},
+                    {"name": "platform, browser", "keyPath": ["metadata.platform", "metadata.browser"]}
+                ]);
+            }
+            if !sync.is_null() {
+                store["Sync"] = sync.clone();
+            }
+            store
+        })
+        .collect();
+    Schema::from_json(&json!({"version": 1, "stores": stores}).to_string()).unwrap()
+}
+
+pub fn open(path: &Path, schema: Schema) -> Database {
+    Database::open(path.to_str().unwrap(), Some(schema), &OpenOptions::default()).unwrap()
+}
+
+/// Collects the events of some kinds.
+pub fn record_events(db: &mut Database, kinds: &[EventKind]) -> Arc<Mutex<Vec<Event>>> {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    db.subscribe(EventFilter::kinds(kinds), Box::new(move |e: &Event| sink.lock().unwrap().push(e.clone())));
+    seen
+}
+
+// ----- real servers -------------------------------------------------------------------------
+
+/// Starts (or reuses) a server with `tests/servers/<name>` and returns its settings.
+pub fn server(name: &str) -> HashMap<String, String> {
+    static STARTED: OnceLock<Mutex<HashMap<String, HashMap<String, String>>>> = OnceLock::new();
+    let mut started = STARTED.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(env) = started.get(name) {
+        return env.clone();
+    }
+    let root = repo_root();
+    let status = std::process::Command::new(root.join("tests/servers").join(name))
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run tests/servers/{name}: {e}"));
+    assert!(status.success(), "tests/servers/{name} failed to start the server");
+    let text = std::fs::read_to_string(root.join(format!("target/servers/{name}.env"))).unwrap();
+    let env: HashMap<String, String> = text
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("export ").unwrap_or(l.trim()).split_once('='))
+        .map(|(k, v)| (k.to_string(), v.trim_matches(['"', '\'']).to_string()))
+        .collect();
+    started.insert(name.to_string(), env.clone());
+    env
+}
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// Sync options for a signed store on moto or Garage.
+pub fn signed_options(env: &HashMap<String, String>, server: &str, bucket: &str, prefix: &str) -> Value {
+    let up = server.to_ascii_uppercase();
+    json!({
+        "bucket": env[bucket],
+        "prefix": prefix,
+        "endpoint": env[&format!("{up}_ENDPOINT")],
+        "region": env[&format!("{up}_REGION")],
+        "accessKeyId": env[&format!("{up}_ACCESS_KEY_ID")],
+        "secretAccessKey": env[&format!("{up}_SECRET_ACCESS_KEY")],
+    })
+}
+
+// ----- a relay that can take a server off the network ----------------------------------------
+
+/// Forwards a loopback port to a real server while up; while down, the port refuses
+/// connections (nothing listens), exactly as a server that went away.
+pub struct Relay {
+    pub port: u16,
+    target: String,
+    up: Arc<AtomicBool>,
+    listener: Mutex<Option<thread::JoinHandle<()>>>,
+}
+
+impl Relay {
+    pub fn new(target: &str) -> Relay {
+        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let target = target.trim_start_matches("http://").to_string();
+        Relay { port, target, up: Arc::new(AtomicBool::new(false)), listener: Mutex::new(None) }
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    pub fn up(&self) {
+        let listener = TcpListener::bind(("127.0.0.1", self.port)).unwrap();
+        listener.set_nonblocking(true).unwrap();
+        self.up.store(true, Ordering::SeqCst);
+        let (up, target) = (self.up.clone(), self.target.clone());
+        let handle = thread::spawn(move || {
+            while up.load(Ordering::SeqCst) {
+                match listener.accept() {
+                    Ok((client, _)) => {
+                        client.set_nonblocking(false).unwrap();
+                        let Ok(server) = TcpStream::connect(&target) else { continue };
+                        pipe(client.try_clone().unwrap(), server.try_clone().unwrap(), up.clone());
+                        pipe(server, client, up.clone());
+                    }
+                    Err(_) => thread::sleep(Duration::from_millis(5)),
+                }
+            }
+        });
+        *self.listener.lock().unwrap() = Some(handle);
+    }
+
+    pub fn down(&self) {
+        self.up.store(false, Ordering::SeqCst);
+        if let Some(handle) = self.listener.lock().unwrap().take() {
+            handle.join().unwrap();
+        }
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        self.down();
+    }
+}
+
+fn pipe(mut from: TcpStream, mut to: TcpStream, up: Arc<AtomicBool>) {
+    thread::spawn(move || {
+        from.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+        let mut buf = [0u8; 16384];
+        loop {
+            match from.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    if to.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+                Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                    if !up.load(Ordering::SeqCst) {
+                        break;
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+        let _ = to.shutdown(Shutdown::Write);
+    });
+}
+
+// ----- a misbehaving peer ---------------------------------------------------------------------
+
+/// What the peer does with each request, in turn (the last one repeats).
+#[derive(Clone)]
+pub enum Misbehaviour {
+    /// Answers with this status and body.
+    Answer(u16, Vec<u8>),
+    /// Reads the request, then resets the connection.
+    Reset,
+    /// Waits this long before answering 200 with the body.
+    Slow(Duration, Vec<u8>),
+    /// Says the body is this long, sends part of it, and closes.
+    ShortBody(usize, Vec<u8>),
+}
+
+/// A loopback HTTP peer that answers every request as told and counts them.
+pub struct Peer {
+    pub port: u16,
+    pub requests: Arc<AtomicUsize>,
+    pub seen: Arc<Mutex<Vec<String>>>,
+}
+
+impl Peer {
+    pub fn start(script: Vec<Misbehaviour>) -> Peer {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let requests = Arc::new(AtomicUsize::new(0));
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let (count, log) = (requests.clone(), seen.clone());
+        thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                let (count, log, script) = (count.clone(), log.clone(), script.clone());
+                thread::spawn(move || loop {
+                    let Some(head) = read_request(&mut stream) else { return };
+                    let n = count.fetch_add(1, Ordering::SeqCst);
+                    log.lock().unwrap().push(head);
+                    let step = script[n.min(script.len() - 1)].clone();
+                    if !answer(&mut stream, step) {
+                        return;
+                    }
+                });
+            }
+        });
+        Peer { port, requests, seen }
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    pub fn count(&self) -> usize {
+        self.requests.load(Ordering::SeqCst)
+    }
+}
+
+/// Reads one request (head and body); `None` when the client went away.
+fn read_request(stream: &mut TcpStream) -> Option<String> {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        if stream.read(&mut byte).ok()? == 0 {
+            return None;
+        }
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&head).into_owned();
+    let length = head
+        .lines()
+        .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse::<usize>().unwrap_or(0)))
+        .unwrap_or(0);
+    let mut body = vec![0u8; length];
+    stream.read_exact(&mut body).ok()?;
+    Some(head)
+}
+
+/// Answers one request; false when the connection is finished.
+fn answer(stream: &mut TcpStream, step: Misbehaviour) -> bool {
+    let respond = |stream: &mut TcpStream, status: u16, body: &[u8], length: usize| {
+        let head = format!("HTTP/1.1 {status} X\r\ncontent-length: {length}\r\netag: \"peer\"\r\n\r\n");
+        stream.write_all(head.as_bytes()).and_then(|_| stream.write_all(body)).is_ok()
+    };
+    match step {
+        Misbehaviour::Answer(status, body) => respond(stream, status, &body, body.len()),
+        Misbehaviour::Slow(delay, body) => {
+            thread::sleep(delay);
+            respond(stream, 200, &body, body.len())
+        }
+        Misbehaviour::ShortBody(length, body) => {
+            respond(stream, 200, &body, length);
+            false
+        }
+        Misbehaviour::Reset => {
+            let _ = socket_linger_zero(stream);
+            false
+        }
+    }
+}
+
+/// Closing with SO_LINGER 0 sends a TCP reset instead of a clean close.
+fn socket_linger_zero(stream: &TcpStream) -> std::io::Result<()> {
+    use std::os::unix::io::AsRawFd;
+    let linger = libc::linger { l_onoff: 1, l_linger: 0 };
+    // SAFETY: setsockopt on a socket we own, with a correctly sized option value.
+    let rc = unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            &linger as *const libc::linger as *const libc::c_void,
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
