@@ -531,6 +531,12 @@ impl Database {
         sync::prefetch(self, store, true)
     }
 
+    /// Offline, the database makes no requests: reads of synced stores serve the cache as it
+    /// is and writes wait in the outbox. Online again, the next contact sends them.
+    pub fn set_offline(&mut self, offline: bool) {
+        self.sync.offline = offline;
+    }
+
     /// Writes waiting for the bucket.
     pub fn outbox_len(&mut self) -> Result<u64> {
         sync::state_outbox_len(&mut *self.mech)

@@ -72,7 +72,7 @@ fn applying<T>(db: &mut Database, work: impl FnOnce(&mut Database) -> Result<T>)
 
 /// Before a transaction reads `stores`: prefetch those that ask for it.
 pub(crate) fn before_read(db: &mut Database, stores: &[&str]) -> Result<()> {
-    if db.sync.applying {
+    if db.sync.applying || db.sync.offline {
         return Ok(());
     }
     for store in stores {
@@ -150,7 +150,8 @@ pub(crate) fn values_of(db: &mut Database, store: &str, keys: &[Key]) -> Result<
     let pending = pending_ids(db, store)?;
     let s = synced(db, store);
     let mut asks: Vec<(String, Validators)> = Vec::new();
-    for local in locals.iter().filter(|l| !is_current(s, l, &pending)) {
+    let offline = db.sync.offline;
+    for local in locals.iter().filter(|l| !offline && !is_current(s, l, &pending)) {
         if asks.iter().any(|(id, _)| *id == local.id) {
             continue;
         }
@@ -327,6 +328,9 @@ fn upsert_meta(
 /// immutable, changed ones) are described (`meta`) or fetched (`full`), vanished ones removed.
 /// Without `force`, does nothing within the refractory period of the last one.
 pub(crate) fn prefetch(db: &mut Database, store: &str, force: bool) -> Result<()> {
+    if db.sync.offline {
+        return Err(Error::Unreachable { what: format!("prefetching store {store:?}"), reason: "the database is set offline".into() });
+    }
     let Some(s) = db.sync.stores.get(store) else {
         return Err(Error::InvalidArgument(format!("store {store:?} is not synced (it has no Sync block)")));
     };
@@ -449,6 +453,11 @@ pub(crate) fn flush_after_commit(db: &mut Database, first: u64) -> Result<()> {
 /// Sends the outbox in order until it is empty or the bucket cannot be reached.
 pub(crate) fn flush(db: &mut Database) -> Result<FlushReport> {
     let mut report = FlushReport::default();
+    if db.sync.offline {
+        report.pending = state::outbox_len(&mut *db.mech)?;
+        report.offline = Some(Error::Unreachable { what: "the outbox".into(), reason: "the database is set offline".into() });
+        return Ok(report);
+    }
     for (sequence, entry) in state::outbox(&mut *db.mech)? {
         if !is_synced(db, &entry.store) {
             // The store was dropped or stopped syncing.

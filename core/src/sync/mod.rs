@@ -78,6 +78,8 @@ pub(crate) struct SyncSet {
     /// Set while the sync layer writes what came from the bucket: no outbox entries, no
     /// prefetch before its own reads.
     pub applying: bool,
+    /// Set by the application: no requests at all; reads serve the cache, writes wait.
+    pub offline: bool,
 }
 
 impl SyncSet {
@@ -117,7 +119,7 @@ impl SyncSet {
                 .collect();
             synced.meta_siblings.sort();
         }
-        Ok(SyncSet { stores, accounting, next_sequence: 1, applying: false })
+        Ok(SyncSet { stores, accounting, next_sequence: 1, applying: false, offline: false })
     }
 }
 

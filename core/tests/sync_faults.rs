@@ -1,0 +1,180 @@
+//! Faults on the wire, from a misbehaving peer on loopback: a server that is down, 5xx (retried
+//! with backoff, then a clear error), a reset connection, a slow server, truncated or malformed
+//! XML, a body that is not JSON, an oversized or cut-short body. Every one ends in an error that
+//! says what was wrong, with the local copy as it was.
+
+mod sync_support;
+
+use std::net::TcpListener;
+use std::time::Duration;
+
+use objstore_db_core::{Database, ErrorCode, Key, ScanOptions};
+use serde_json::{json, Value};
+use sync_support::*;
+use tempfile::TempDir;
+
+use Misbehaviour::*;
+
+fn key(s: &str) -> Key {
+    Key::String(s.to_string())
+}
+
+const CACHED: &[u8] = br#"{"v": "cached"}"#;
+
+/// A client of `endpoint` with a mutable store `docs` and an objstore-meta store `meta`.
+fn client(endpoint: &str, options: Value) -> (TempDir, Database) {
+    let dir = TempDir::new().unwrap();
+    let mut base = json!({"bucket": "b", "endpoint": endpoint, "retries": 2, "retryBaseMs": 1, "timeoutMs": 2000});
+    for (k, v) in options.as_object().unwrap() {
+        base[k] = v.clone();
+    }
+    let mut meta = base.clone();
+    meta.as_object_mut().unwrap().remove("metadata");
+    let schema = schema_with(&[
+        ("docs", json!({"format": "objstore", "Options": base})),
+        ("meta", json!({"format": "objstore-meta", "prefetch": "meta", "prefetchRefractoryPeriod": 0, "Options": meta})),
+    ]);
+    let db = open(&dir.path().join("c.sqlite3"), schema);
+    (dir, db)
+}
+
+/// A client whose `docs` holds a cached copy of `d` (the peer's first answer), then meets
+/// `fault` on the next read of it.
+fn cached_then(fault: Vec<Misbehaviour>, options: Value) -> (Peer, TempDir, Database) {
+    let mut script = vec![Answer(200, CACHED.to_vec())];
+    script.extend(fault);
+    let peer = Peer::start(script);
+    let (dir, mut db) = client(&peer.endpoint(), options);
+    assert_eq!(db.get("docs", &key("d")).unwrap(), Some(json!({"v": "cached"})));
+    (peer, dir, db)
+}
+
+fn assert_cache_unchanged(db: &mut Database) {
+    let local = db.run(&["docs"], objstore_db_core::Mode::ReadOnly, |tx| tx.get("docs", &key("d"))).unwrap();
+    assert_eq!(local, Some(json!({"v": "cached"})));
+    assert_eq!(db.count("docs", &ScanOptions::new()).unwrap(), 1);
+}
+
+#[test]
+fn a_server_that_is_down() {
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let (_dir, mut db) = client(&format!("http://127.0.0.1:{port}"), json!({}));
+    let err = db.get("docs", &key("d")).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Network, "{err}");
+    assert!(err.to_string().contains(&format!("127.0.0.1:{port}/b/d")), "{err}");
+    let stats = db.sync_stats();
+    assert_eq!(stats.requests["GET"][&0], 3, "tried once and retried twice: {stats:?}");
+}
+
+#[test]
+fn server_errors_are_retried_with_backoff_then_reported() {
+    let (peer, _dir, mut db) = cached_then(vec![Answer(500, b"oops".to_vec()), Answer(503, b"<Error><Code>SlowDown</Code><Message>busy</Message></Error>".to_vec())], json!({}));
+    let err = db.get("docs", &key("d")).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Remote, "{err}");
+    assert!(err.to_string().contains("HTTP 503") && err.to_string().contains("SlowDown: busy"), "{err}");
+    assert_eq!(peer.count(), 1 + 3);
+    assert_cache_unchanged(&mut db);
+}
+
+#[test]
+fn a_server_error_that_passes_is_absorbed_by_a_retry() {
+    let fresh = br#"{"v": "fresh"}"#.to_vec();
+    let (peer, _dir, mut db) = cached_then(vec![Answer(503, vec![]), Answer(200, fresh)], json!({}));
+    assert_eq!(db.get("docs", &key("d")).unwrap(), Some(json!({"v": "fresh"})));
+    assert_eq!(peer.count(), 3);
+}
+
+#[test]
+fn a_connection_reset() {
+    let (_peer, _dir, mut db) = cached_then(vec![Reset], json!({}));
+    let err = db.get("docs", &key("d")).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Network, "{err}");
+    assert_cache_unchanged(&mut db);
+}
+
+#[test]
+fn a_slow_server_times_out() {
+    let slow = Slow(Duration::from_secs(3), br#"{"v": "late"}"#.to_vec());
+    let (_peer, _dir, mut db) = cached_then(vec![slow], json!({"timeoutMs": 300, "retries": 0}));
+    let started = std::time::Instant::now();
+    let err = db.get("docs", &key("d")).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Network, "{err}");
+    assert!(err.to_string().to_lowercase().contains("timeout") || err.to_string().contains("timed out"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(3), "the timeout did not cut the wait");
+    assert_cache_unchanged(&mut db);
+}
+
+#[test]
+fn a_body_that_is_not_json() {
+    let (_peer, _dir, mut db) = cached_then(vec![Answer(200, b"<html>gateway</html>".to_vec())], json!({}));
+    let err = db.get("docs", &key("d")).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::RemoteData, "{err}");
+    assert!(err.to_string().contains("not JSON") && err.to_string().contains("\"d\""), "{err}");
+    assert_cache_unchanged(&mut db);
+}
+
+#[test]
+fn an_oversized_body() {
+    let big = format!("{{\"v\": \"{}\"}}", "x".repeat(5000)).into_bytes();
+    let (_peer, _dir, mut db) = cached_then(vec![Answer(200, big)], json!({"maxObjectBytes": 1000}));
+    let err = db.get("docs", &key("d")).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::RemoteData, "{err}");
+    assert!(err.to_string().contains("1000-byte limit"), "{err}");
+    assert_cache_unchanged(&mut db);
+}
+
+#[test]
+fn a_body_cut_short() {
+    let (_peer, _dir, mut db) = cached_then(vec![ShortBody(100, br#"{"v": "#.to_vec())], json!({"retries": 0}));
+    let err = db.get("docs", &key("d")).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Network, "{err}");
+    assert_cache_unchanged(&mut db);
+}
+
+const LISTING: &str = r#"<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>one</Key><ETag>"e1"</ETag><Size>2</Size><LastModified>2026-11-22T00:00:00.000Z</LastModified></Contents></ListBucketResult>"#;
+
+fn listed_then(fault: &[u8]) -> (TempDir, Database) {
+    let peer = Peer::start(vec![Answer(200, LISTING.as_bytes().to_vec()), Answer(200, fault.to_vec())]);
+    let (dir, mut db) = client(&peer.endpoint(), json!({}));
+    assert_eq!(db.count("meta", &ScanOptions::new()).unwrap(), 1);
+    let err = db.count("meta", &ScanOptions::new()).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::RemoteData, "{err}");
+    (dir, db)
+}
+
+#[test]
+fn truncated_or_malformed_listings() {
+    for bad in [&LISTING.as_bytes()[..LISTING.len() - 30], b"<ListBucketResult><Contents><Key>a</Key></Wrong></ListBucketResult>", b"{\"json\": true}"] {
+        let (_dir, mut db) = listed_then(bad);
+        db.set_offline(true);
+        let kept = db.run(&["meta"], objstore_db_core::Mode::ReadOnly, |tx| tx.count("meta", &ScanOptions::new())).unwrap();
+        assert_eq!(kept, 1, "the meta store kept its record");
+    }
+}
+
+#[test]
+fn values_of_applies_nothing_when_one_fetch_fails() {
+    let peer = Peer::start(vec![Answer(200, br#"{"v": 1}"#.to_vec()), Answer(200, b"not json".to_vec())]);
+    let (_dir, mut db) = client(&peer.endpoint(), json!({"concurrency": 1, "retries": 0}));
+    let err = db.values_of("docs", &[key("a"), key("b")]).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::RemoteData, "{err}");
+    assert_eq!(db.run(&["docs"], objstore_db_core::Mode::ReadOnly, |tx| tx.count("docs", &ScanOptions::new())).unwrap(), 0);
+}
+
+#[test]
+fn a_vendor_metadata_prefix_goes_out_and_comes_back() {
+    let peer = Peer::start(vec![
+        Answer(200, vec![]),
+        WithHeaders(vec!["x-vendor-meta-platform: linux".into(), "x-amz-meta-ignored: yes".into()], br#"{"v": 2}"#.to_vec()),
+    ]);
+    let (_dir, mut db) = client(&peer.endpoint(), json!({"metadataPrefix": "x-vendor-meta-", "metadata": ["platform"]}));
+    db.put("docs", json!({"platform": "linux"}), Some(key("r"))).unwrap();
+    let head = peer.seen.lock().unwrap()[0].to_ascii_lowercase();
+    assert!(head.starts_with("put /b/r "), "{head}");
+    assert!(head.contains("x-vendor-meta-platform: linux") && !head.contains("x-amz-meta"), "{head}");
+    // The meta store (same bucket and prefix) learns metadata from a fetched object's headers.
+    assert_eq!(db.get("docs", &key("r")).unwrap(), Some(json!({"v": 2})));
+    db.set_offline(true);
+    let record = db.run(&["meta"], objstore_db_core::Mode::ReadOnly, |tx| tx.get("meta", &key("r"))).unwrap().unwrap();
+    assert_eq!(record["metadata"], json!({"platform": "linux"}), "{record}");
+}

@@ -1,0 +1,214 @@
+//! The sync layer against real S3 servers, started by `tests/servers/*` on 127.0.0.1: moto
+//! (signed, and anonymous on a bucket with a public policy) and Garage (strict SigV4). Each test
+//! works under a prefix of its own.
+
+mod sync_support;
+
+use objstore_db_core::sync::{list_all, open_bucket, ListRequest, ListVersion, Precondition, SyncConfig};
+use objstore_db_core::{ErrorCode, EventKind, Key, KeyRange, ScanOptions};
+use serde_json::{json, Value};
+use sync_support::*;
+use tempfile::TempDir;
+
+fn key(s: &str) -> Key {
+    Key::String(s.to_string())
+}
+
+fn moto_signed(prefix: &str) -> Value {
+    signed_options(&server("moto"), "moto", "MOTO_SIGNED_BUCKET", prefix)
+}
+
+fn garage(prefix: &str) -> Value {
+    signed_options(&server("garage"), "garage", "GARAGE_BUCKET", prefix)
+}
+
+fn block(format: &str, options: Value, extra: Value) -> Value {
+    let mut block = json!({"format": format, "Options": options});
+    for (k, v) in extra.as_object().unwrap() {
+        block[k] = v.clone();
+    }
+    block
+}
+
+/// Two clients' databases on the same bucket and prefix.
+fn two_clients(options: &Value, extra: Value) -> (TempDir, objstore_db_core::Database, objstore_db_core::Database) {
+    let dir = TempDir::new().unwrap();
+    let schema = || schema_with(&[("docs", block("objstore", options.clone(), extra.clone()))]);
+    let a = open(&dir.path().join("a.sqlite3"), schema());
+    let b = open(&dir.path().join("b.sqlite3"), schema());
+    (dir, a, b)
+}
+
+/// The round trip every server must get right: write, read on another client, 304 on a
+/// repeat, a change followed, a removal followed.
+fn round_trip(options: Value) {
+    let (_dir, mut a, mut b) = two_clients(&options, json!({}));
+    a.put("docs", json!({"v": 1, "text": "ünïcode & <xml>"}), Some(key("x/1 a+b"))).unwrap();
+    assert_eq!(b.get("docs", &key("x/1 a+b")).unwrap(), Some(json!({"v": 1, "text": "ünïcode & <xml>"})));
+    b.take_sync_stats();
+    b.get("docs", &key("x/1 a+b")).unwrap();
+    let stats = b.take_sync_stats();
+    assert_eq!(stats.requests["GET"].get(&304), Some(&1), "{stats:?}");
+    a.put("docs", json!({"v": 2}), Some(key("x/1 a+b"))).unwrap();
+    assert_eq!(b.get("docs", &key("x/1 a+b")).unwrap(), Some(json!({"v": 2})));
+    a.remove("docs", &KeyRange::only("x/1 a+b")).unwrap();
+    assert_eq!(b.get("docs", &key("x/1 a+b")).unwrap(), None);
+    assert_eq!(b.count("docs", &ScanOptions::new()).unwrap(), 0);
+    assert_eq!(a.outbox_len().unwrap(), 0);
+}
+
+#[test]
+fn moto_signed_round_trip() {
+    round_trip(moto_signed(&unique_prefix("rt")));
+}
+
+#[test]
+fn garage_sigv4_round_trip() {
+    round_trip(garage(&unique_prefix("rt")));
+}
+
+#[test]
+fn moto_anonymous_on_a_public_bucket() {
+    let env = server("moto");
+    let options = json!({"bucket": env["MOTO_PUBLIC_BUCKET"], "prefix": unique_prefix("anon"),
+        "endpoint": env["MOTO_ENDPOINT"], "anonymous": true});
+    round_trip(options);
+}
+
+#[test]
+fn garage_refuses_a_wrong_secret_with_a_clear_error() {
+    let mut options = garage(&unique_prefix("badkey"));
+    options["secretAccessKey"] = json!("not-the-secret");
+    let (_dir, mut a, _b) = two_clients(&options, json!({}));
+    let err = a.get("docs", &key("anything")).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Remote, "{err}");
+    assert!(err.to_string().contains("403"), "{err}");
+    assert_eq!(a.count("docs", &ScanOptions::new()).unwrap(), 0);
+}
+
+#[test]
+fn moto_refuses_a_create_over_an_existing_object() {
+    let options = moto_signed(&unique_prefix("create"));
+    let (_dir, mut a, mut b) = two_clients(&options, json!({"immutable": true}));
+    a.add("docs", json!({"by": "a"}), Some(key("r"))).unwrap();
+    let conflicts = record_events(&mut b, &[EventKind::Conflict]);
+    let err = b.add("docs", json!({"by": "b"}), Some(key("r"))).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Conflict, "{err}");
+    assert_eq!(conflicts.lock().unwrap().len(), 1);
+    assert_eq!(b.get("docs", &key("r")).unwrap(), Some(json!({"by": "a"})), "nothing was overwritten");
+}
+
+#[test]
+fn metadata_headers_round_trip_with_a_vendor_prefix() {
+    for options in [moto_signed(&unique_prefix("meta")), garage(&unique_prefix("meta"))] {
+        let mut options = options;
+        options["metadataPrefix"] = json!("x-amz-meta-");
+        options["metadata"] = json!(["platform", "browser"]);
+        let dir = TempDir::new().unwrap();
+        let mut meta_options = options.clone();
+        meta_options.as_object_mut().unwrap().remove("metadata");
+        meta_options["keyLayout"] = json!("{platform}/{browser}/{run}");
+        let schema = schema_with(&[
+            ("results", block("objstore", options.clone(), json!({"immutable": true}))),
+            ("results-meta", block("objstore-meta", meta_options, json!({"prefetch": "meta"}))),
+        ]);
+        let mut writer = open(&dir.path().join("w.sqlite3"), schema.clone());
+        writer.put("results", json!({"platform": "linux", "browser": "rust", "ok": 1}), Some(key("linux/rust/0001"))).unwrap();
+        let mut reader = open(&dir.path().join("r.sqlite3"), schema);
+        let keys = reader.keys("results-meta", &ScanOptions::new().index("platform, browser").unique()).unwrap();
+        assert_eq!(keys, vec![key("linux/rust/0001")]);
+        reader.values_of("results", &keys).unwrap();
+        let record = reader.get("results-meta", &key("linux/rust/0001")).unwrap().unwrap();
+        assert_eq!(record["metadata"]["platform"], "linux", "{record}");
+        assert_eq!(record["metadata"]["run"], "0001", "{record}");
+    }
+}
+
+/// The same objects listed by both servers (and the local bucket) give the same answers for
+/// prefix, delimiter, max-keys and start-after, over V1 and V2 and across pages.
+#[test]
+fn listings_agree_between_servers_and_the_local_bucket() {
+    let dir = TempDir::new().unwrap();
+    let prefix = unique_prefix("list");
+    let local = json!({"bucket": "b", "prefix": prefix, "endpoint": format!("file://{}", dir.path().display())});
+    let keys = ["a/1", "a/2", "a/b/3", "b/1", "b/2/x", "c", "d/1", "é/1"];
+    let mut answers = Vec::new();
+    for (name, options) in [("local", local), ("moto", moto_signed(&prefix)), ("garage", garage(&prefix))] {
+        let config = SyncConfig::from_json("s", &block("objstore", options, json!({})), &|_| None).unwrap();
+        let bucket = open_bucket(&config, Default::default()).unwrap();
+        for k in keys {
+            bucket.put(&format!("{prefix}{k}"), b"{}", &Default::default(), &Precondition::None, false).unwrap();
+        }
+        let mut seen = Vec::new();
+        for version in [ListVersion::V2, ListVersion::V1] {
+            for (delimiter, max) in [(None, Some(3)), (Some("/"), Some(2)), (Some("/"), None)] {
+                // moto's V1 listing pages wrongly with a delimiter (DESIGN §4).
+                if name == "moto" && version == ListVersion::V1 && delimiter.is_some() && max.is_some() {
+                    continue;
+                }
+                let request = ListRequest { prefix: prefix.clone(), delimiter: delimiter.map(Into::into), max_keys: max, version, ..Default::default() };
+                let page = list_all(&*bucket, &request).unwrap();
+                let objects: Vec<String> = page.objects.iter().map(|o| o.key[prefix.len()..].to_string()).collect();
+                let prefixes: Vec<String> = page.common_prefixes.iter().map(|p| p[prefix.len()..].to_string()).collect();
+                seen.push((format!("{version:?} {delimiter:?} {max:?}"), objects, prefixes));
+            }
+        }
+        let after = ListRequest { prefix: prefix.clone(), start_after: Some(format!("{prefix}b/1")), ..Default::default() };
+        let page = list_all(&*bucket, &after).unwrap();
+        seen.push(("start-after".into(), page.objects.iter().map(|o| o.key[prefix.len()..].to_string()).collect(), vec![]));
+        answers.push((name, seen));
+    }
+    let (_, reference) = &answers[0];
+    assert_eq!(reference[1].2, vec!["a/", "b/", "d/", "é/"]);
+    for (name, seen) in &answers[1..] {
+        for (case, objects, prefixes) in seen {
+            let (_, want_objects, want_prefixes) = reference.iter().find(|(c, _, _)| c == case).unwrap();
+            assert_eq!((objects, prefixes), (want_objects, want_prefixes), "{name}, {case}");
+        }
+    }
+}
+
+/// Writes made while the server is away wait in the outbox, survive a restart, and are sent
+/// once, in order, when it is back.
+#[test]
+fn the_outbox_keeps_writes_while_the_server_is_away() {
+    let env = server("moto");
+    let relay = Relay::new(&env["MOTO_ENDPOINT"]);
+    let prefix = unique_prefix("outbox");
+    let mut options = moto_signed(&prefix);
+    options["endpoint"] = json!(relay.endpoint());
+    options["retries"] = json!(0);
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("client.sqlite3");
+    let schema = schema_with(&[("docs", block("objstore", options.clone(), json!({})))]);
+    let mut db = open(&path, schema.clone());
+    let offline = record_events(&mut db, &[EventKind::Offline]);
+    db.put("docs", json!({"n": 1}), Some(key("k"))).unwrap();
+    db.put("docs", json!({"n": 2}), Some(key("k"))).unwrap();
+    db.put("docs", json!({"n": 1}), Some(key("other"))).unwrap();
+    assert_eq!(db.outbox_len().unwrap(), 3);
+    assert!(!offline.lock().unwrap().is_empty());
+    assert_eq!(db.flush().unwrap_err().code(), ErrorCode::Network);
+    assert_eq!(db.get("docs", &key("k")).unwrap(), Some(json!({"n": 2})), "a pending write is read locally");
+    drop(db);
+
+    let mut db = open(&path, schema);
+    assert_eq!(db.outbox_len().unwrap(), 3, "the outbox survived the restart");
+    relay.up();
+    let report = db.flush().unwrap();
+    assert_eq!((report.sent, report.pending), (3, 0));
+    assert_eq!(db.flush().unwrap().sent, 0, "nothing is sent twice");
+    let direct = moto_signed(&prefix);
+    let (_d, mut reader, _) = two_clients(&direct, json!({}));
+    assert_eq!(reader.get("docs", &key("k")).unwrap(), Some(json!({"n": 2})), "sent in order");
+    assert_eq!(reader.get("docs", &key("other")).unwrap(), Some(json!({"n": 1})));
+
+    // The next successful contact sends what waits, too.
+    relay.down();
+    db.put("docs", json!({"n": 3}), Some(key("k"))).unwrap();
+    assert_eq!(db.outbox_len().unwrap(), 1);
+    relay.up();
+    db.get("docs", &key("other")).unwrap();
+    assert_eq!(db.outbox_len().unwrap(), 0);
+    assert_eq!(reader.get("docs", &key("k")).unwrap(), Some(json!({"n": 3})));
+}
