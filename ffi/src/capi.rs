@@ -45,6 +45,15 @@ pub enum ObjstoreStatus {
     Storage = 10,
     /// A bug in objstore-db (a caught panic).
     Internal = 11,
+    /// The bucket holds another version than a write assumed (HTTP 412); nothing was
+    /// overwritten.
+    Conflict = 12,
+    /// The bucket could not be reached (refused, reset, timed out, 5xx after retries).
+    Network = 13,
+    /// The bucket refused the request (4xx other than 412).
+    Remote = 14,
+    /// The bucket answered with something unusable (malformed XML, not JSON, oversized).
+    RemoteData = 15,
 }
 
 /// Transaction mode for `objstore_db_begin` and `objstore_db_transaction`.
@@ -122,6 +131,10 @@ pub(crate) fn status_of(error: &Error) -> ObjstoreStatus {
         ErrorCode::Cancelled => ObjstoreStatus::Cancelled,
         ErrorCode::Storage => ObjstoreStatus::Storage,
         ErrorCode::Internal => ObjstoreStatus::Internal,
+        ErrorCode::Conflict => ObjstoreStatus::Conflict,
+        ErrorCode::Network => ObjstoreStatus::Network,
+        ErrorCode::Remote => ObjstoreStatus::Remote,
+        ErrorCode::RemoteData => ObjstoreStatus::RemoteData,
     }
 }
 
@@ -272,6 +285,10 @@ pub extern "C" fn objstore_status_name(status: ObjstoreStatus) -> *const c_char 
         ObjstoreStatus::Cancelled => "OBJSTORE_STATUS_CANCELLED\0",
         ObjstoreStatus::Storage => "OBJSTORE_STATUS_STORAGE\0",
         ObjstoreStatus::Internal => "OBJSTORE_STATUS_INTERNAL\0",
+        ObjstoreStatus::Conflict => "OBJSTORE_STATUS_CONFLICT\0",
+        ObjstoreStatus::Network => "OBJSTORE_STATUS_NETWORK\0",
+        ObjstoreStatus::Remote => "OBJSTORE_STATUS_REMOTE\0",
+        ObjstoreStatus::RemoteData => "OBJSTORE_STATUS_REMOTE_DATA\0",
     };
     name.as_ptr().cast()
 }
@@ -549,7 +566,8 @@ fn read_with(t: &mut JsonTx, store: &str, read: ObjstoreRead, scan: Option<&str>
     }
 }
 
-/// The records under a JSON array of keys, in that order, `null` where missing.
+/// The records under a JSON array of keys, in that order, `null` where missing. Outside a
+/// transaction, a synced store fetches what its cache cannot serve, in parallel.
 ///
 /// # Safety
 /// As `objstore_db_put`.
@@ -564,9 +582,100 @@ pub unsafe extern "C" fn objstore_db_values_of(
     user_data: *mut c_void,
     error_out: *mut *mut c_char,
 ) -> ObjstoreStatus {
-    submit_op(db, tx, store, false, done, user_data, error_out, || {
+    guard(error_out, || {
+        let handle = db_ref(db)?;
+        let store = text(store, "store")?.to_string();
         let keys = json(keys_json, keys_len, "keys_json")?.to_string();
-        Ok(move |t: &mut JsonTx, s: &str| t.values_of(s, &keys))
+        let done = completion(done, user_data)?;
+        handle.values_of(within(tx), store, keys, move |r| done.deliver(r));
+        Ok(())
+    })
+}
+
+// ----- sync -------------------------------------------------------------------------------------
+
+/// Sends the writes waiting in the outbox, in order. The result is `{"sent": n, "pending": n,
+/// "rejected": [{"sequence", "status", "message"}]}`; an unreachable bucket completes with
+/// `OBJSTORE_STATUS_NETWORK` and the writes keep waiting.
+///
+/// # Safety
+/// `db` is a handle from `objstore_db_open` (or NULL); `error_out` is NULL or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn objstore_db_flush(
+    db: *const ObjstoreDb,
+    done: ObjstoreCallback,
+    user_data: *mut c_void,
+    error_out: *mut *mut c_char,
+) -> ObjstoreStatus {
+    guard(error_out, || {
+        let handle = db_ref(db)?;
+        let done = completion(done, user_data)?;
+        handle.flush(move |r| done.deliver(r));
+        Ok(())
+    })
+}
+
+/// Requests made to buckets so far: `{"requests": {"GET": {"200": n, ...}, ...}, "total": n,
+/// "bytesSent": n, "bytesReceived": n, "costUsd": x}` (status 0: no answer). With `reset`, the
+/// counts start again from zero.
+///
+/// # Safety
+/// As `objstore_db_flush`.
+#[no_mangle]
+pub unsafe extern "C" fn objstore_db_sync_stats(
+    db: *const ObjstoreDb,
+    reset: bool,
+    done: ObjstoreCallback,
+    user_data: *mut c_void,
+    error_out: *mut *mut c_char,
+) -> ObjstoreStatus {
+    guard(error_out, || {
+        let handle = db_ref(db)?;
+        let done = completion(done, user_data)?;
+        handle.sync_stats(reset, move |r| done.deliver(r));
+        Ok(())
+    })
+}
+
+/// Lists a synced store's objects now and brings its local copy in line; the result is `null`.
+///
+/// # Safety
+/// As `objstore_db_flush`; `store` is a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn objstore_db_prefetch(
+    db: *const ObjstoreDb,
+    store: *const c_char,
+    done: ObjstoreCallback,
+    user_data: *mut c_void,
+    error_out: *mut *mut c_char,
+) -> ObjstoreStatus {
+    guard(error_out, || {
+        let handle = db_ref(db)?;
+        let store = text(store, "store")?.to_string();
+        let done = completion(done, user_data)?;
+        handle.prefetch(store, move |r| done.deliver_unit(r));
+        Ok(())
+    })
+}
+
+/// Offline, the database makes no requests: reads of synced stores serve the cache and writes
+/// wait in the outbox. The result is `null`.
+///
+/// # Safety
+/// As `objstore_db_flush`.
+#[no_mangle]
+pub unsafe extern "C" fn objstore_db_set_offline(
+    db: *const ObjstoreDb,
+    offline: bool,
+    done: ObjstoreCallback,
+    user_data: *mut c_void,
+    error_out: *mut *mut c_char,
+) -> ObjstoreStatus {
+    guard(error_out, || {
+        let handle = db_ref(db)?;
+        let done = completion(done, user_data)?;
+        handle.set_offline(offline, move |r| done.deliver_unit(r));
+        Ok(())
     })
 }
 

@@ -42,6 +42,13 @@ fn scan_from(text: Option<&str>) -> Result<ScanOptions> {
 }
 
 /// Store names given as a JSON array of strings, or one string.
+fn keys_from(text: &str) -> Result<Vec<Key>> {
+    match parse("key list", text)? {
+        Value::Array(items) => items.iter().map(Key::from_json).collect(),
+        other => Err(Error::InvalidArgument(format!("key list: expected an array, got {other}"))),
+    }
+}
+
 pub fn stores_from(text: &str) -> Result<Vec<String>> {
     match parse("store list", text)? {
         Value::String(s) => Ok(vec![s]),
@@ -103,11 +110,7 @@ impl JsonTx<'_, '_> {
 
     /// Records for a JSON array of keys, `null` where missing.
     pub fn values_of(&mut self, store: &str, keys: &str) -> Result<String> {
-        let keys = match parse("key list", keys)? {
-            Value::Array(items) => items.iter().map(Key::from_json).collect::<Result<Vec<_>>>()?,
-            other => return Err(Error::InvalidArgument(format!("key list: expected an array, got {other}"))),
-        };
-        let values = self.tx.values_of(store, &keys)?;
+        let values = self.tx.values_of(store, &keys_from(keys)?)?;
         Ok(Value::Array(values.into_iter().map(|v| v.unwrap_or(Value::Null)).collect()).to_string())
     }
 
@@ -209,6 +212,59 @@ impl Db {
         }
         self.inner.submit(
             move |db: &mut Database| Ok(db.get(&store, &key_from(&key)?)?.unwrap_or(Value::Null).to_string()),
+            done,
+        );
+    }
+
+    /// Records for a JSON array of keys; outside a transaction a synced store fetches what its
+    /// cache lacks.
+    pub fn values_of(&self, within: Within, store: String, keys: String, done: impl FnOnce(Result<String>) + Send + 'static) {
+        if within.is_some() {
+            return self.run(within, vec![store.clone()], Mode::ReadOnly, move |t| t.values_of(&store, &keys), done);
+        }
+        self.inner.submit(
+            move |db: &mut Database| {
+                let values = db.values_of(&store, &keys_from(&keys)?)?;
+                Ok(Value::Array(values.into_iter().map(|v| v.unwrap_or(Value::Null)).collect()).to_string())
+            },
+            done,
+        );
+    }
+
+    /// Sends the outbox: `{"sent", "pending", "rejected": [{"sequence", "status", "message"}]}`.
+    pub fn flush(&self, done: impl FnOnce(Result<String>) + Send + 'static) {
+        self.inner.submit(
+            |db: &mut Database| {
+                let report = db.flush()?;
+                let rejected: Vec<Value> = report
+                    .rejected
+                    .iter()
+                    .map(|(sequence, e)| json!({"sequence": sequence, "status": format!("{:?}", e.code()), "message": e.to_string()}))
+                    .collect();
+                Ok(json!({"sent": report.sent, "pending": report.pending, "rejected": rejected}).to_string())
+            },
+            done,
+        );
+    }
+
+    /// Request counts, bytes and cost so far (see `Stats::to_json`); `reset` starts again.
+    pub fn sync_stats(&self, reset: bool, done: impl FnOnce(Result<String>) + Send + 'static) {
+        self.inner.submit(
+            move |db: &mut Database| Ok(if reset { db.take_sync_stats() } else { db.sync_stats() }.to_json().to_string()),
+            done,
+        );
+    }
+
+    pub fn prefetch(&self, store: String, done: impl FnOnce(Result<()>) + Send + 'static) {
+        self.inner.submit(move |db: &mut Database| db.prefetch(&store), done);
+    }
+
+    pub fn set_offline(&self, offline: bool, done: impl FnOnce(Result<()>) + Send + 'static) {
+        self.inner.submit(
+            move |db: &mut Database| {
+                db.set_offline(offline);
+                Ok(())
+            },
             done,
         );
     }

@@ -1,10 +1,12 @@
 /* The conformance suites through the C API: crud, cursor, event, transaction, query and sql,
- * plus misuse (NULLs, bad UTF-8 and JSON, use after close, slow callbacks). Every completion
+ * plus misuse (NULLs, bad UTF-8 and JSON, use after close, slow callbacks) and sync (against
+ * moto: the MOTO_* variables of target/servers/moto.env). Every completion
  * is waited for, and each test checks that no callback fired more than once.
  *
  * Usage: suites <scratch directory> */
 #define _POSIX_C_SOURCE 200809L
 #include <time.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -32,8 +34,8 @@ static const char *PEOPLE[] = {
     "{\"id\": 4, \"name\": \"dee\", \"city\": \"oslo\", \"age\": 41, \"email\": \"dee@x\"}",
 };
 
-/* Opens a fresh database file with the schema, waits for the open. */
-static objstore_db *open_db(waiter *w) {
+/* Opens a fresh database file with `schema`, waits for the open. */
+static objstore_db *open_with(waiter *w, const char *schema) {
     char path[512];
     snprintf(path, sizeof path, "%s/c-%d.sqlite3", scratch, ++db_counter);
     const char *suffixes[] = {"", "-wal", "-shm"};
@@ -44,11 +46,13 @@ static objstore_db *open_db(waiter *w) {
     }
     objstore_db *db = NULL;
     char *error = NULL;
-    objstore_status status = objstore_db_open(path, SCHEMA, NULL, on_done, w, &db, &error);
+    objstore_status status = objstore_db_open(path, schema, NULL, on_done, w, &db, &error);
     CHECK(status == OK && db != NULL && error == NULL);
     CHECK(wait_for(w) == OK);
     return db;
 }
+
+static objstore_db *open_db(waiter *w) { return open_with(w, SCHEMA); }
 
 static objstore_db *open_seeded(waiter *w) {
     objstore_db *db = open_db(w);
@@ -490,6 +494,76 @@ static void queued_requests_are_cancelled_by_close(void) {
     waiter_done(&w);
 }
 
+/* ----- sync (against moto, started by tests/servers/moto; settings in MOTO_* variables) ---- */
+
+static char sync_schema[2048];
+
+/* A schema with an immutable synced store `results` under a prefix of its own on `endpoint`. */
+static const char *results_schema(const char *endpoint, int retries) {
+    static int run;
+    const char *bucket = getenv("MOTO_SIGNED_BUCKET"), *id = getenv("MOTO_ACCESS_KEY_ID");
+    const char *secret = getenv("MOTO_SECRET_ACCESS_KEY");
+    CHECK(bucket && id && secret);
+    snprintf(sync_schema, sizeof sync_schema,
+             "{\"stores\": [{\"name\": \"results\", \"Sync\": {\"format\": \"objstore\", \"immutable\": true,"
+             " \"Options\": {\"bucket\": \"%s\", \"prefix\": \"c-%ld-%ld-%d/\", \"endpoint\": \"%s\", \"region\": \"us-east-1\","
+             " \"accessKeyId\": \"%s\", \"secretAccessKey\": \"%s\", \"retries\": %d, \"timeoutMs\": 5000}}}]}",
+             bucket ? bucket : "", (long)time(NULL), (long)getpid(), run++ / 2, endpoint, id ? id : "", secret ? secret : "", retries);
+    return sync_schema;
+}
+
+static void a_put_reaches_moto_and_another_client_reads_it(void) {
+    waiter w;
+    waiter_init(&w);
+    const char *endpoint = getenv("MOTO_ENDPOINT");
+    CHECK(endpoint != NULL);
+    if (!endpoint) endpoint = "http://127.0.0.1:1";
+    objstore_db *writer = open_with(&w, results_schema(endpoint, 2));
+    objstore_db *reader = open_with(&w, results_schema(endpoint, 2));
+    CHECK(objstore_db_put(writer, 0, "results", J("{\"ok\": true}"), J("\"linux/c/1\""), on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK(objstore_db_values_of(reader, 0, "results", J("[\"linux/c/1\", \"linux/c/none\"]"), on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_STR(w.result, "[{\"ok\":true},null]");
+    CHECK(objstore_db_sync_stats(reader, true, on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_CONTAINS(w.result, "\"GET\":{\"200\":1,\"404\":1}");
+    /* Cached and immutable: read again with no request. */
+    CHECK(objstore_db_get(reader, 0, "results", J("\"linux/c/1\""), on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK(objstore_db_sync_stats(reader, false, on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_CONTAINS(w.result, "\"total\":0");
+    /* Creating over the writer's object is a conflict. */
+    CHECK(objstore_db_add(reader, 0, "results", J("{\"ok\": false}"), J("\"linux/c/1\""), on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OBJSTORE_STATUS_CONFLICT);
+    CHECK_CONTAINS(w.result, "nothing was overwritten");
+    close_db(writer, &w);
+    close_db(reader, &w);
+    waiter_done(&w);
+}
+
+static void an_unreachable_bucket_reports_network_and_keeps_writes(void) {
+    waiter w;
+    waiter_init(&w);
+    objstore_db *db = open_with(&w, results_schema("http://127.0.0.1:1", 0));
+    CHECK(objstore_db_get(db, 0, "results", J("\"x\""), on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OBJSTORE_STATUS_NETWORK);
+    CHECK_CONTAINS(w.result, "cannot reach the bucket");
+    CHECK(objstore_db_put(db, 0, "results", J("{\"n\": 1}"), J("\"x\""), on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK(objstore_db_flush(db, on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OBJSTORE_STATUS_NETWORK);
+    CHECK(objstore_db_set_offline(db, true, on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK(objstore_db_get(db, 0, "results", J("\"x\""), on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_STR(w.result, "{\"n\":1}");
+    CHECK_STR(objstore_status_name(OBJSTORE_STATUS_REMOTE_DATA), "OBJSTORE_STATUS_REMOTE_DATA");
+    close_db(db, &w);
+    waiter_done(&w);
+}
+
 static void versions_agree(void) {
     CHECK_STR(objstore_db_version(), OBJSTORE_DB_VERSION);
     CHECK(objstore_db_version_number() == OBJSTORE_DB_VERSION_NUMBER);
@@ -518,6 +592,8 @@ int main(int argc, char **argv) {
     RUN("misuse", a_slow_callback_delays_but_loses_nothing);
     RUN("misuse", queued_requests_are_cancelled_by_close);
     RUN("misuse", versions_agree);
+    RUN("sync", a_put_reaches_moto_and_another_client_reads_it);
+    RUN("sync", an_unreachable_bucket_reports_network_and_keeps_writes);
     printf("%d passed, %d failed\n", tests_passed, tests_failed);
     return tests_failed != 0;
 }
