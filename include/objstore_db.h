@@ -11,6 +11,7 @@
 #ifndef OBJSTORE_DB_H
 #define OBJSTORE_DB_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -66,6 +67,23 @@ typedef enum objstore_status {
    A bug in objstore-db (a caught panic).
    */
   OBJSTORE_STATUS_INTERNAL = 11,
+  /*
+   The bucket holds another version than a write assumed (HTTP 412); nothing was
+   overwritten.
+   */
+  OBJSTORE_STATUS_CONFLICT = 12,
+  /*
+   The bucket could not be reached (refused, reset, timed out, 5xx after retries).
+   */
+  OBJSTORE_STATUS_NETWORK = 13,
+  /*
+   The bucket refused the request (4xx other than 412).
+   */
+  OBJSTORE_STATUS_REMOTE = 14,
+  /*
+   The bucket answered with something unusable (malformed XML, not JSON, oversized).
+   */
+  OBJSTORE_STATUS_REMOTE_DATA = 15,
 } objstore_status;
 
 /*
@@ -340,7 +358,8 @@ enum objstore_status objstore_db_read(const struct objstore_db *db,
                                       char **error_out);
 
 /*
- The records under a JSON array of keys, in that order, `null` where missing.
+ The records under a JSON array of keys, in that order, `null` where missing. Outside a
+ transaction, a synced store fetches what its cache cannot serve, in parallel.
 
  # Safety
  As `objstore_db_put`.
@@ -353,6 +372,58 @@ enum objstore_status objstore_db_values_of(const struct objstore_db *db,
                                            objstore_callback done,
                                            void *user_data,
                                            char **error_out);
+
+/*
+ Sends the writes waiting in the outbox, in order. The result is `{"sent": n, "pending": n,
+ "rejected": [{"sequence", "status", "message"}]}`; an unreachable bucket completes with
+ `OBJSTORE_STATUS_NETWORK` and the writes keep waiting.
+
+ # Safety
+ `db` is a handle from `objstore_db_open` (or NULL); `error_out` is NULL or valid for a write.
+ */
+enum objstore_status objstore_db_flush(const struct objstore_db *db,
+                                       objstore_callback done,
+                                       void *user_data,
+                                       char **error_out);
+
+/*
+ Requests made to buckets so far: `{"requests": {"GET": {"200": n, ...}, ...}, "total": n,
+ "bytesSent": n, "bytesReceived": n, "costUsd": x}` (status 0: no answer). With `reset`, the
+ counts start again from zero.
+
+ # Safety
+ As `objstore_db_flush`.
+ */
+enum objstore_status objstore_db_sync_stats(const struct objstore_db *db,
+                                            bool reset,
+                                            objstore_callback done,
+                                            void *user_data,
+                                            char **error_out);
+
+/*
+ Lists a synced store's objects now and brings its local copy in line; the result is `null`.
+
+ # Safety
+ As `objstore_db_flush`; `store` is a NUL-terminated string.
+ */
+enum objstore_status objstore_db_prefetch(const struct objstore_db *db,
+                                          const char *store,
+                                          objstore_callback done,
+                                          void *user_data,
+                                          char **error_out);
+
+/*
+ Offline, the database makes no requests: reads of synced stores serve the cache and writes
+ wait in the outbox. The result is `null`.
+
+ # Safety
+ As `objstore_db_flush`.
+ */
+enum objstore_status objstore_db_set_offline(const struct objstore_db *db,
+                                             bool offline,
+                                             objstore_callback done,
+                                             void *user_data,
+                                             char **error_out);
 
 /*
  Runs one SQL statement with a JSON array of parameters (NULL: none). The result is

@@ -534,8 +534,10 @@ static void a_put_reaches_moto_and_another_client_reads_it(void) {
     CHECK(objstore_db_sync_stats(reader, false, on_done, &w, NULL) == OK);
     CHECK(wait_for(&w) == OK);
     CHECK_CONTAINS(w.result, "\"total\":0");
-    /* Creating over the writer's object is a conflict. */
-    CHECK(objstore_db_add(reader, 0, "results", J("{\"ok\": false}"), J("\"linux/c/1\""), on_done, &w, NULL) == OK);
+    /* Creating over an object the writer made (and the reader never read) is a conflict. */
+    CHECK(objstore_db_put(writer, 0, "results", J("{\"ok\": true}"), J("\"linux/c/2\""), on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK(objstore_db_add(reader, 0, "results", J("{\"ok\": false}"), J("\"linux/c/2\""), on_done, &w, NULL) == OK);
     CHECK(wait_for(&w) == OBJSTORE_STATUS_CONFLICT);
     CHECK_CONTAINS(w.result, "nothing was overwritten");
     close_db(writer, &w);
