@@ -13,12 +13,24 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use objstore_db_core::sync::{list_all, open_bucket, Accounting, Bucket, ListRequest, Metadata, Precondition, Stats, SyncConfig, Validators};
+use objstore_db_core::sync::{
+    list_all, open_bucket, Accounting, Bucket, ListRequest, Metadata, Precondition, Stats, SyncConfig, Validators,
+};
 use objstore_db_core::{Database, Key, OpenOptions, ScanOptions, Schema};
 use serde_json::{json, Map, Value};
 
-const PLATFORMS: [&str; 10] =
-    ["linux-x64", "linux-arm64", "macos-arm64", "macos-x64", "windows-x64", "freebsd-x64", "android-arm64", "ios-arm64", "linux-riscv64", "windows-arm64"];
+const PLATFORMS: [&str; 10] = [
+    "linux-x64",
+    "linux-arm64",
+    "macos-arm64",
+    "macos-x64",
+    "windows-x64",
+    "freebsd-x64",
+    "android-arm64",
+    "ios-arm64",
+    "linux-riscv64",
+    "windows-arm64",
+];
 const RUNTIMES: [&str; 5] = ["rust", "c", "python-3.11", "node-20", "cpp"];
 /// A far-future epoch in milliseconds: `FAR - now` sorts newest first.
 const FAR: u64 = 9_999_999_999_999;
@@ -33,10 +45,14 @@ fn main() {
         "region": env["GARAGE_REGION"], "accessKeyId": env["GARAGE_ACCESS_KEY_ID"],
         "secretAccessKey": env["GARAGE_SECRET_ACCESS_KEY"], "concurrency": 16});
     let direct = bucket(&options);
-    let pair_list: Vec<(&str, &str)> = PLATFORMS.iter().flat_map(|p| RUNTIMES.iter().map(move |r| (*p, *r))).take(pairs).collect();
+    let pair_list: Vec<(&str, &str)> =
+        PLATFORMS.iter().flat_map(|p| RUNTIMES.iter().map(move |r| (*p, *r))).take(pairs).collect();
     let started = Instant::now();
     populate(&*direct, &prefix, &pair_list, n);
-    eprintln!("sync_cost: {n} results over {pairs} pairs written to Garage in {:.1} s", started.elapsed().as_secs_f64());
+    eprintln!(
+        "sync_cost: {n} results over {pairs} pairs written to Garage in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
 
     let dir = tempfile::tempdir().unwrap();
     let mut db = open_view_db(&dir.path().join("view.sqlite3"), &options);
@@ -75,7 +91,10 @@ fn main() {
     out.insert("N".into(), json!(n));
     out.insert("P".into(), json!(pairs));
     out.extend(figures);
-    out.insert("targets_met".into(), json!(targets.iter().map(|(name, met)| (name.to_string(), json!(met))).collect::<Map<_, _>>()));
+    out.insert(
+        "targets_met".into(),
+        json!(targets.iter().map(|(name, met)| (name.to_string(), json!(met))).collect::<Map<_, _>>()),
+    );
     out.insert(
         "seconds".into(),
         json!({"cold": cold_s, "naive_cold": naive_s, "enumeration_cold": enum_s, "cold_vs_naive": cold_s / naive_s}),
@@ -124,8 +143,17 @@ fn naive_view(bucket: &dyn Bucket, prefix: &str) -> Vec<String> {
 /// newest key per pair (max-keys 1), then one GET per pair.
 fn enumeration_view(bucket: &dyn Bucket, prefix: &str) -> Vec<String> {
     let list = |prefix: &str, delimiter: bool, max: Option<u32>| {
-        let request = ListRequest { prefix: prefix.into(), delimiter: delimiter.then(|| "/".into()), max_keys: max, ..Default::default() };
-        if max.is_some() { bucket.list_page(&request).unwrap() } else { list_all(bucket, &request).unwrap() }
+        let request = ListRequest {
+            prefix: prefix.into(),
+            delimiter: delimiter.then(|| "/".into()),
+            max_keys: max,
+            ..Default::default()
+        };
+        if max.is_some() {
+            bucket.list_page(&request).unwrap()
+        } else {
+            list_all(bucket, &request).unwrap()
+        }
     };
     let mut newest = Vec::new();
     for platform in list(prefix, true, None).common_prefixes {
@@ -168,7 +196,10 @@ fn figure(stats: &Stats) -> Value {
 
 fn print_table(out: &Map<String, Value>, n: usize, pairs: usize) {
     eprintln!("\nsync_cost: the home view over N = {n} results, P = {pairs} pairs (Garage on loopback)");
-    eprintln!("{:<24} {:>8} {:>6} {:>6} {:>10} {:>12}", "scenario", "requests", "lists", "gets", "bytes in", "cost (USD)");
+    eprintln!(
+        "{:<24} {:>8} {:>6} {:>6} {:>10} {:>12}",
+        "scenario", "requests", "lists", "gets", "bytes in", "cost (USD)"
+    );
     for name in ["cold", "warm_within_refractory", "warm_nothing_new", "warm_5_new", "naive_cold", "enumeration_cold"] {
         let f = &out[name];
         eprintln!(
@@ -196,7 +227,12 @@ fn open_view_db(path: &Path, options: &Value) -> Database {
             {"keyPath": ["metadata.platform", "metadata.browser", "metadata.version"], "name": "platform, browser, version"}],
          "Sync": {"format": "objstore-meta", "prefetch": "meta", "prefetchRefractoryPeriod": REFRACTORY_MS, "Options": meta_options}}
     ]});
-    Database::open(path.to_str().unwrap(), Some(Schema::from_json(&schema.to_string()).unwrap()), &OpenOptions::default()).unwrap()
+    Database::open(
+        path.to_str().unwrap(),
+        Some(Schema::from_json(&schema.to_string()).unwrap()),
+        &OpenOptions::default(),
+    )
+    .unwrap()
 }
 
 fn populate(bucket: &dyn Bucket, prefix: &str, pairs: &[(&str, &str)], n: usize) {
@@ -207,7 +243,9 @@ fn populate(bucket: &dyn Bucket, prefix: &str, pairs: &[(&str, &str)], n: usize)
             result_object(prefix, platform, browser, FAR - (start - (i as u64) * 1000))
         })
         .collect();
-    in_parallel(&jobs, 32, |(name, body, metadata)| bucket.put(name, body, metadata, &Precondition::None, false).unwrap());
+    in_parallel(&jobs, 32, |(name, body, metadata)| {
+        bucket.put(name, body, metadata, &Precondition::None, false).unwrap()
+    });
 }
 
 /// `count` new results, each for a different pair, newer than everything before.
@@ -227,10 +265,13 @@ fn result_object(prefix: &str, platform: &str, browser: &str, reverse: u64) -> (
     let name = format!("{prefix}{platform}/{browser}/{reverse:013}");
     let suites: HashMap<&str, Value> = ["crud", "cursor", "event", "transaction", "query", "sql"]
         .iter()
-        .map(|s| (*s, json!({"passed": 12, "failed": (reverse % 7 == 0) as u8})))
+        .map(|s| (*s, json!({"passed": 12, "failed": u8::from(reverse.is_multiple_of(7))})))
         .collect();
     let body = json!({"platform": platform, "browser": browser, "version": "0.1.0", "suites": suites});
-    let metadata = [("platform", platform), ("browser", browser), ("version", "0.1.0")].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let metadata = [("platform", platform), ("browser", browser), ("version", "0.1.0")]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     (name, serde_json::to_vec(&body).unwrap(), metadata)
 }
 
@@ -267,7 +308,10 @@ fn now_ms() -> u64 {
 /// Starts (or reuses) Garage with the project's script and reads its settings.
 fn garage() -> HashMap<String, String> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    let status = std::process::Command::new(root.join("tests/servers/garage")).stdout(std::process::Stdio::null()).status().unwrap();
+    let status = std::process::Command::new(root.join("tests/servers/garage"))
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
     assert!(status.success(), "tests/servers/garage failed");
     std::fs::read_to_string(root.join("target/servers/garage.env"))
         .unwrap()

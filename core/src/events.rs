@@ -57,7 +57,7 @@ impl EventKind {
             EventKind::Flushed,
         ]
         .into_iter()
-            .find(|k| k.name() == name)
+        .find(|k| k.name() == name)
     }
 }
 

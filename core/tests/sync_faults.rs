@@ -1,7 +1,8 @@
 //! Faults on the wire, from a misbehaving peer on loopback: a server that is down, 5xx (retried
 //! with backoff, then a clear error), a reset connection, a slow server, truncated or malformed
 //! XML, a body that is not JSON, an oversized or cut-short body. Every one ends in an error that
-//! says what was wrong, with the local copy as it was.
+//! says what was wrong, with the local copy as it was. The same peer shows what goes on the
+//! wire where no S3 server can: vendor metadata headers and the rest format's POST.
 
 mod sync_support;
 
@@ -32,7 +33,10 @@ fn client(endpoint: &str, options: Value) -> (TempDir, Database) {
     meta.as_object_mut().unwrap().remove("metadata");
     let schema = schema_with(&[
         ("docs", json!({"format": "objstore", "Options": base})),
-        ("meta", json!({"format": "objstore-meta", "prefetch": "meta", "prefetchRefractoryPeriod": 0, "Options": meta})),
+        (
+            "meta",
+            json!({"format": "objstore-meta", "prefetch": "meta", "prefetchRefractoryPeriod": 0, "Options": meta}),
+        ),
     ]);
     let db = open(&dir.path().join("c.sqlite3"), schema);
     (dir, db)
@@ -68,7 +72,13 @@ fn a_server_that_is_down() {
 
 #[test]
 fn server_errors_are_retried_with_backoff_then_reported() {
-    let (peer, _dir, mut db) = cached_then(vec![Answer(500, b"oops".to_vec()), Answer(503, b"<Error><Code>SlowDown</Code><Message>busy</Message></Error>".to_vec())], json!({}));
+    let (peer, _dir, mut db) = cached_then(
+        vec![
+            Answer(500, b"oops".to_vec()),
+            Answer(503, b"<Error><Code>SlowDown</Code><Message>busy</Message></Error>".to_vec()),
+        ],
+        json!({}),
+    );
     let err = db.get("docs", &key("d")).unwrap_err();
     assert_eq!(err.code(), ErrorCode::Remote, "{err}");
     assert!(err.to_string().contains("HTTP 503") && err.to_string().contains("SlowDown: busy"), "{err}");
@@ -144,10 +154,15 @@ fn listed_then(fault: &[u8]) -> (TempDir, Database) {
 
 #[test]
 fn truncated_or_malformed_listings() {
-    for bad in [&LISTING.as_bytes()[..LISTING.len() - 30], b"<ListBucketResult><Contents><Key>a</Key></Wrong></ListBucketResult>", b"{\"json\": true}"] {
+    for bad in [
+        &LISTING.as_bytes()[..LISTING.len() - 30],
+        b"<ListBucketResult><Contents><Key>a</Key></Wrong></ListBucketResult>",
+        b"{\"json\": true}",
+    ] {
         let (_dir, mut db) = listed_then(bad);
         db.set_offline(true);
-        let kept = db.run(&["meta"], objstore_db_core::Mode::ReadOnly, |tx| tx.count("meta", &ScanOptions::new())).unwrap();
+        let kept =
+            db.run(&["meta"], objstore_db_core::Mode::ReadOnly, |tx| tx.count("meta", &ScanOptions::new())).unwrap();
         assert_eq!(kept, 1, "the meta store kept its record");
     }
 }
@@ -158,16 +173,23 @@ fn values_of_applies_nothing_when_one_fetch_fails() {
     let (_dir, mut db) = client(&peer.endpoint(), json!({"concurrency": 1, "retries": 0}));
     let err = db.values_of("docs", &[key("a"), key("b")]).unwrap_err();
     assert_eq!(err.code(), ErrorCode::RemoteData, "{err}");
-    assert_eq!(db.run(&["docs"], objstore_db_core::Mode::ReadOnly, |tx| tx.count("docs", &ScanOptions::new())).unwrap(), 0);
+    assert_eq!(
+        db.run(&["docs"], objstore_db_core::Mode::ReadOnly, |tx| tx.count("docs", &ScanOptions::new())).unwrap(),
+        0
+    );
 }
 
 #[test]
 fn a_vendor_metadata_prefix_goes_out_and_comes_back() {
     let peer = Peer::start(vec![
         Answer(200, vec![]),
-        WithHeaders(vec!["x-vendor-meta-platform: linux".into(), "x-amz-meta-ignored: yes".into()], br#"{"v": 2}"#.to_vec()),
+        WithHeaders(
+            vec!["x-vendor-meta-platform: linux".into(), "x-amz-meta-ignored: yes".into()],
+            br#"{"v": 2}"#.to_vec(),
+        ),
     ]);
-    let (_dir, mut db) = client(&peer.endpoint(), json!({"metadataPrefix": "x-vendor-meta-", "metadata": ["platform"]}));
+    let (_dir, mut db) =
+        client(&peer.endpoint(), json!({"metadataPrefix": "x-vendor-meta-", "metadata": ["platform"]}));
     db.put("docs", json!({"platform": "linux"}), Some(key("r"))).unwrap();
     let head = peer.seen.lock().unwrap()[0].to_ascii_lowercase();
     assert!(head.starts_with("put /b/r "), "{head}");
@@ -177,4 +199,18 @@ fn a_vendor_metadata_prefix_goes_out_and_comes_back() {
     db.set_offline(true);
     let record = db.run(&["meta"], objstore_db_core::Mode::ReadOnly, |tx| tx.get("meta", &key("r"))).unwrap().unwrap();
     assert_eq!(record["metadata"], json!({"platform": "linux"}), "{record}");
+}
+
+#[test]
+fn the_rest_format_creates_with_post_and_replaces_with_put() {
+    let peer = Peer::start(vec![Answer(201, vec![]), Answer(200, vec![])]);
+    let dir = TempDir::new().unwrap();
+    let schema = schema_with(&[("runs", json!({"format": "rest", "Options": {"endpoint": peer.endpoint(), "prefix": "api/runs/"}}))]);
+    let mut db = open(&dir.path().join("c.sqlite3"), schema);
+    db.add("runs", json!({"ok": true}), Some(key("r1"))).unwrap();
+    db.put("runs", json!({"ok": false}), Some(key("r1"))).unwrap();
+    let seen = peer.seen.lock().unwrap().clone();
+    assert!(seen[0].starts_with("POST /api/runs/r1 ") && seen[0].contains("if-none-match: *"), "{}", seen[0]);
+    assert!(seen[1].starts_with("PUT /api/runs/r1 ") && seen[1].contains("if-match: \"peer\""), "{}", seen[1]);
+    assert_eq!(db.prefetch("runs").unwrap_err().code(), ErrorCode::InvalidArgument);
 }

@@ -43,7 +43,8 @@ impl Clients {
     }
     /// Client `n` with the given stores (their Sync blocks made to point at the shared bucket).
     fn client(&self, n: u32, stores: &[(&str, Value)]) -> objstore_db_core::Database {
-        let stores: Vec<(&str, Value)> = stores.iter().map(|(name, extra)| (*name, file_sync(&self.bucket_dir(), extra.clone()))).collect();
+        let stores: Vec<(&str, Value)> =
+            stores.iter().map(|(name, extra)| (*name, file_sync(&self.bucket_dir(), extra.clone()))).collect();
         open(&self.dir.path().join(format!("client{n}.sqlite3")), schema_with(&stores))
     }
 }
@@ -92,7 +93,7 @@ fn a_mutable_store_validates_with_if_none_match_and_follows_changes_and_removals
     a.put("docs", json!({"v": 2}), Some(key("d"))).unwrap();
     assert_eq!(b.get("docs", &key("d")).unwrap(), Some(json!({"v": 2})));
     a.remove("docs", &KeyRange::only("d")).unwrap();
-    assert!(c.bucket_dir().join("b/d").exists() == false);
+    assert!(!c.bucket_dir().join("b/d").exists());
     assert_eq!(b.get("docs", &key("d")).unwrap(), None, "a 404 removes the local copy");
     assert_eq!(b.count("docs", &ScanOptions::new()).unwrap(), 0);
 }
@@ -157,13 +158,16 @@ fn objstore_meta_records_come_from_the_listing_and_the_key_layout() {
     let layout = json!({"Options": {"keyLayout": "{platform}/{browser}/{run}"}});
     let results = json!({"immutable": true, "Options": {"metadata": ["version"]}});
     let mut writer = c.client(1, &[("results", results.clone())]);
-    for (platform, browser, run) in [("linux", "node-20", "0002"), ("linux", "node-20", "0001"), ("linux", "c", "0001"), ("mac", "python", "0001")] {
+    for (platform, browser, run) in
+        [("linux", "node-20", "0002"), ("linux", "node-20", "0001"), ("linux", "c", "0001"), ("mac", "python", "0001")]
+    {
         writer.put("results", json!({"version": "1.0"}), Some(key(&format!("{platform}/{browser}/{run}")))).unwrap();
     }
     let mut meta = json!({"format": "objstore-meta", "prefetch": "meta", "prefetchRefractoryPeriod": 60000});
     meta["Options"] = layout["Options"].clone();
     let mut reader = c.client(2, &[("results", results), ("results-meta", meta)]);
-    let newest = reader.keys("results-meta", &ScanOptions::new().index("platform, browser").unique().limit(50)).unwrap();
+    let newest =
+        reader.keys("results-meta", &ScanOptions::new().index("platform, browser").unique().limit(50)).unwrap();
     assert_eq!(newest, vec![key("linux/c/0001"), key("linux/node-20/0001"), key("mac/python/0001")]);
     let stats = reader.take_sync_stats();
     assert_eq!((stats.count("LIST"), stats.total()), (1, 1), "{stats:?}");
@@ -225,7 +229,13 @@ fn the_local_bucket_lists_like_s3() {
         bucket.put(k, b"{}", &Default::default(), &objstore_db_core::sync::Precondition::None, false).unwrap();
     }
     let page_of = |prefix: &str, delimiter: Option<&str>, max: Option<u32>, version| {
-        let request = ListRequest { prefix: prefix.into(), delimiter: delimiter.map(Into::into), max_keys: max, version, ..Default::default() };
+        let request = ListRequest {
+            prefix: prefix.into(),
+            delimiter: delimiter.map(Into::into),
+            max_keys: max,
+            version,
+            ..Default::default()
+        };
         list_all(&*bucket, &request).unwrap()
     };
     for version in [ListVersion::V1, ListVersion::V2] {
@@ -241,4 +251,26 @@ fn the_local_bucket_lists_like_s3() {
     }
     let after = ListRequest { start_after: Some("b/1".into()), ..Default::default() };
     assert_eq!(list_all(&*bucket, &after).unwrap().objects[0].key, "b/2/x");
+}
+
+#[test]
+fn offline_reads_serve_the_cache_and_writes_wait_until_back_online() {
+    let c = Clients::new();
+    let mut a = c.client(1, &[("docs", json!({}))]);
+    a.put("docs", json!({"v": 1}), Some(key("d"))).unwrap();
+    a.take_sync_stats();
+    a.set_offline(true);
+    assert_eq!(a.get("docs", &key("d")).unwrap(), Some(json!({"v": 1})));
+    a.put("docs", json!({"v": 2}), Some(key("d"))).unwrap();
+    assert_eq!(a.outbox_len().unwrap(), 1);
+    assert_eq!(a.flush().unwrap_err().code(), ErrorCode::Network);
+    assert_eq!(a.take_sync_stats().total(), 0, "offline means no request at all");
+    a.set_offline(false);
+    let flushed = record_events(&mut a, &[EventKind::Flushed]);
+    assert_eq!(a.flush().unwrap().sent, 1);
+    assert_eq!(flushed.lock().unwrap()[0].key, Some(key("d")));
+    let mut b = c.client(2, &[("docs", json!({}))]);
+    let fetched = record_events(&mut b, &[EventKind::Fetched]);
+    assert_eq!(b.get("docs", &key("d")).unwrap(), Some(json!({"v": 2})));
+    assert_eq!(fetched.lock().unwrap().len(), 1);
 }

@@ -99,10 +99,9 @@ fn moto_refuses_a_create_over_an_existing_object() {
 }
 
 #[test]
-fn metadata_headers_round_trip_with_a_vendor_prefix() {
+fn metadata_headers_reach_the_meta_store_on_both_servers() {
     for options in [moto_signed(&unique_prefix("meta")), garage(&unique_prefix("meta"))] {
         let mut options = options;
-        options["metadataPrefix"] = json!("x-amz-meta-");
         options["metadata"] = json!(["platform", "browser"]);
         let dir = TempDir::new().unwrap();
         let mut meta_options = options.clone();
@@ -113,7 +112,9 @@ fn metadata_headers_round_trip_with_a_vendor_prefix() {
             ("results-meta", block("objstore-meta", meta_options, json!({"prefetch": "meta"}))),
         ]);
         let mut writer = open(&dir.path().join("w.sqlite3"), schema.clone());
-        writer.put("results", json!({"platform": "linux", "browser": "rust", "ok": 1}), Some(key("linux/rust/0001"))).unwrap();
+        writer
+            .put("results", json!({"platform": "linux", "browser": "rust", "ok": 1}), Some(key("linux/rust/0001")))
+            .unwrap();
         let mut reader = open(&dir.path().join("r.sqlite3"), schema);
         let keys = reader.keys("results-meta", &ScanOptions::new().index("platform, browser").unique()).unwrap();
         assert_eq!(keys, vec![key("linux/rust/0001")]);
@@ -146,16 +147,28 @@ fn listings_agree_between_servers_and_the_local_bucket() {
                 if name == "moto" && version == ListVersion::V1 && delimiter.is_some() && max.is_some() {
                     continue;
                 }
-                let request = ListRequest { prefix: prefix.clone(), delimiter: delimiter.map(Into::into), max_keys: max, version, ..Default::default() };
+                let request = ListRequest {
+                    prefix: prefix.clone(),
+                    delimiter: delimiter.map(Into::into),
+                    max_keys: max,
+                    version,
+                    ..Default::default()
+                };
                 let page = list_all(&*bucket, &request).unwrap();
                 let objects: Vec<String> = page.objects.iter().map(|o| o.key[prefix.len()..].to_string()).collect();
-                let prefixes: Vec<String> = page.common_prefixes.iter().map(|p| p[prefix.len()..].to_string()).collect();
+                let prefixes: Vec<String> =
+                    page.common_prefixes.iter().map(|p| p[prefix.len()..].to_string()).collect();
                 seen.push((format!("{version:?} {delimiter:?} {max:?}"), objects, prefixes));
             }
         }
-        let after = ListRequest { prefix: prefix.clone(), start_after: Some(format!("{prefix}b/1")), ..Default::default() };
+        let after =
+            ListRequest { prefix: prefix.clone(), start_after: Some(format!("{prefix}b/1")), ..Default::default() };
         let page = list_all(&*bucket, &after).unwrap();
-        seen.push(("start-after".into(), page.objects.iter().map(|o| o.key[prefix.len()..].to_string()).collect(), vec![]));
+        seen.push((
+            "start-after".into(),
+            page.objects.iter().map(|o| o.key[prefix.len()..].to_string()).collect(),
+            vec![],
+        ));
         answers.push((name, seen));
     }
     let (_, reference) = &answers[0];
@@ -211,4 +224,22 @@ fn the_outbox_keeps_writes_while_the_server_is_away() {
     db.get("docs", &key("other")).unwrap();
     assert_eq!(db.outbox_len().unwrap(), 0);
     assert_eq!(reader.get("docs", &key("k")).unwrap(), Some(json!({"n": 3})));
+}
+
+/// HTTPS with certificate checks, against moto behind a certificate from a CA of our own.
+#[test]
+fn https_with_a_private_certificate_authority() {
+    let env = server("moto");
+    let mut options = moto_signed(&unique_prefix("tls"));
+    options["endpoint"] = json!(env["MOTO_TLS_ENDPOINT"]);
+    options["caFile"] = json!(env["MOTO_TLS_CA"]);
+    round_trip(options.clone());
+
+    // Without the CA the certificate is not trusted, and the error says so.
+    options.as_object_mut().unwrap().remove("caFile");
+    options["retries"] = json!(0);
+    let (_dir, mut a, _b) = two_clients(&options, json!({}));
+    let err = a.get("docs", &key("x")).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Network, "{err}");
+    assert!(err.to_string().to_lowercase().contains("certificate"), "{err}");
 }

@@ -218,7 +218,13 @@ impl Db {
 
     /// Records for a JSON array of keys; outside a transaction a synced store fetches what its
     /// cache lacks.
-    pub fn values_of(&self, within: Within, store: String, keys: String, done: impl FnOnce(Result<String>) + Send + 'static) {
+    pub fn values_of(
+        &self,
+        within: Within,
+        store: String,
+        keys: String,
+        done: impl FnOnce(Result<String>) + Send + 'static,
+    ) {
         if within.is_some() {
             return self.run(within, vec![store.clone()], Mode::ReadOnly, move |t| t.values_of(&store, &keys), done);
         }
@@ -250,7 +256,9 @@ impl Db {
     /// Request counts, bytes and cost so far (see `Stats::to_json`); `reset` starts again.
     pub fn sync_stats(&self, reset: bool, done: impl FnOnce(Result<String>) + Send + 'static) {
         self.inner.submit(
-            move |db: &mut Database| Ok(if reset { db.take_sync_stats() } else { db.sync_stats() }.to_json().to_string()),
+            move |db: &mut Database| {
+                Ok(if reset { db.take_sync_stats() } else { db.sync_stats() }.to_json().to_string())
+            },
             done,
         );
     }

@@ -35,7 +35,10 @@ impl Stats {
     }
 
     pub fn cost_usd(&self) -> f64 {
-        self.requests.iter().map(|(kind, by_status)| price(kind) * by_status.values().sum::<u64>() as f64).fold(0.0, |a, b| a + b)
+        self.requests
+            .iter()
+            .map(|(kind, by_status)| price(kind) * by_status.values().sum::<u64>() as f64)
+            .fold(0.0, |a, b| a + b)
     }
 
     /// `{"requests": {"GET": {"200": n}}, "total": n, "bytesSent": n, "bytesReceived": n,

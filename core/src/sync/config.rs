@@ -82,6 +82,7 @@ struct OptionsBlock {
     max_object_bytes: Option<u64>,
     #[serde(default)]
     insecure_tls: bool,
+    ca_file: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -123,7 +124,10 @@ pub struct SyncConfig {
     /// Key paths of a record sent as metadata headers when it is written.
     pub metadata_fields: Vec<String>,
     pub max_object_bytes: u64,
+    /// Accept any certificate (a test server's, say). Off unless asked for.
     pub insecure_tls: bool,
+    /// Trust the certificate authorities in this PEM file instead of the built-in roots.
+    pub ca_file: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -156,7 +160,9 @@ impl SyncConfig {
             return Err(bad("the rest format has no listing, so prefetch cannot be used with it".into()));
         }
         if block.format == Format::ObjstoreMeta && !o.metadata.is_empty() {
-            return Err(bad("Options.metadata names fields to send on writes; objstore-meta stores are read-only".into()));
+            return Err(bad(
+                "Options.metadata names fields to send on writes; objstore-meta stores are read-only".into()
+            ));
         }
         let list_version = match o.list_version {
             None | Some(2) => super::ListVersion::V2,
@@ -209,6 +215,7 @@ impl SyncConfig {
             metadata_fields: o.metadata,
             max_object_bytes: o.max_object_bytes.unwrap_or(DEFAULT_MAX_OBJECT_BYTES),
             insecure_tls: o.insecure_tls,
+            ca_file: o.ca_file,
         })
     }
 
@@ -234,7 +241,11 @@ impl SyncConfig {
 }
 
 fn region_from(given: &Option<String>, env: &dyn Fn(&str) -> Option<String>) -> String {
-    given.clone().or_else(|| env("AWS_REGION")).or_else(|| env("AWS_DEFAULT_REGION")).unwrap_or_else(|| "us-east-1".into())
+    given
+        .clone()
+        .or_else(|| env("AWS_REGION"))
+        .or_else(|| env("AWS_DEFAULT_REGION"))
+        .unwrap_or_else(|| "us-east-1".into())
 }
 
 /// `"{platform}/{browser}/{reverse_timestamp}"` → field, field, field.

@@ -134,7 +134,11 @@ fn is_current(s: &SyncedStore, local: &Local, pending: &HashSet<String>) -> bool
         return false;
     }
     let listed = s.prefetch_is_fresh()
-        && local.state.as_ref().and_then(|st| st.etag.as_ref()).is_some_and(|etag| s.listed.get(&local.id) == Some(etag));
+        && local
+            .state
+            .as_ref()
+            .and_then(|st| st.etag.as_ref())
+            .is_some_and(|etag| s.listed.get(&local.id) == Some(etag));
     s.config.immutable || listed
 }
 
@@ -191,7 +195,11 @@ enum Change {
 
 /// Checks every answer, then applies them in one local transaction (with the store's meta
 /// siblings). Returns the new local value by id for what changed.
-fn apply_fetched(db: &mut Database, store: &str, answers: Vec<(String, Fetched)>) -> Result<HashMap<String, Option<Value>>> {
+fn apply_fetched(
+    db: &mut Database,
+    store: &str,
+    answers: Vec<(String, Fetched)>,
+) -> Result<HashMap<String, Option<Value>>> {
     let s = synced(db, store);
     let mut changes = Vec::new();
     for (id, answer) in answers {
@@ -214,7 +222,8 @@ fn apply_fetched(db: &mut Database, store: &str, answers: Vec<(String, Fetched)>
     }
     let siblings = meta_targets(db, &s.meta_siblings.clone());
     let by_path = s.key_path.is_some();
-    let scope: Vec<String> = std::iter::once(store.to_string()).chain(siblings.iter().map(|m| m.store.clone())).collect();
+    let scope: Vec<String> =
+        std::iter::once(store.to_string()).chain(siblings.iter().map(|m| m.store.clone())).collect();
     let mut applied = HashMap::new();
     let fetched = changes.iter().filter(|(_, c)| matches!(c, Change::Store { .. })).count();
     applying(db, |db| {
@@ -329,7 +338,10 @@ fn upsert_meta(
 /// Without `force`, does nothing within the refractory period of the last one.
 pub(crate) fn prefetch(db: &mut Database, store: &str, force: bool) -> Result<()> {
     if db.sync.offline {
-        return Err(Error::Unreachable { what: format!("prefetching store {store:?}"), reason: "the database is set offline".into() });
+        return Err(Error::Unreachable {
+            what: format!("prefetching store {store:?}"),
+            reason: "the database is set offline".into(),
+        });
     }
     let Some(s) = db.sync.stores.get(store) else {
         return Err(Error::InvalidArgument(format!("store {store:?} is not synced (it has no Sync block)")));
@@ -344,7 +356,8 @@ pub(crate) fn prefetch(db: &mut Database, store: &str, force: bool) -> Result<()
         return Ok(());
     }
     let (bucket, config) = (s.bucket.clone(), s.config.clone());
-    let request = ListRequest { prefix: config.location.prefix.clone(), version: config.list_version, ..Default::default() };
+    let request =
+        ListRequest { prefix: config.location.prefix.clone(), version: config.list_version, ..Default::default() };
     let listing = list_all(&*bucket, &request).inspect_err(|e| offline_event(db, store, e))?;
     let listed: Vec<(String, super::ObjectInfo)> = listing
         .objects
@@ -392,8 +405,10 @@ pub(crate) fn prefetch(db: &mut Database, store: &str, force: bool) -> Result<()
         }
         (_, Prefetch::Meta) => {
             // Changed objects lose their cached copy; the next read fetches them.
-            let stale = changed.iter().filter(|(id, _)| known.contains_key(id)).map(|(id, _)| (id.clone(), Fetched::Missing));
-            let drops: Vec<(String, Fetched)> = stale.chain(vanished.drain(..).map(|id| (id, Fetched::Missing))).collect();
+            let stale =
+                changed.iter().filter(|(id, _)| known.contains_key(id)).map(|(id, _)| (id.clone(), Fetched::Missing));
+            let drops: Vec<(String, Fetched)> =
+                stale.chain(vanished.drain(..).map(|id| (id, Fetched::Missing))).collect();
             if !drops.is_empty() {
                 apply_fetched(db, store, drops)?;
             }
@@ -410,7 +425,14 @@ pub(crate) fn prefetch(db: &mut Database, store: &str, force: bool) -> Result<()
 
 /// Called by every write inside its transaction: checks that the store takes the write and
 /// queues it for the bucket. Writes the sync layer applies itself are not queued.
-pub(crate) fn enqueue(db: &mut Database, store: &str, key: &Key, op: WriteOp, value: Option<&Value>, replaced: bool) -> Result<()> {
+pub(crate) fn enqueue(
+    db: &mut Database,
+    store: &str,
+    key: &Key,
+    op: WriteOp,
+    value: Option<&Value>,
+    replaced: bool,
+) -> Result<()> {
     if db.sync.applying {
         return Ok(());
     }
@@ -455,7 +477,8 @@ pub(crate) fn flush(db: &mut Database) -> Result<FlushReport> {
     let mut report = FlushReport::default();
     if db.sync.offline {
         report.pending = state::outbox_len(&mut *db.mech)?;
-        report.offline = Some(Error::Unreachable { what: "the outbox".into(), reason: "the database is set offline".into() });
+        report.offline =
+            Some(Error::Unreachable { what: "the outbox".into(), reason: "the database is set offline".into() });
         return Ok(report);
     }
     for (sequence, entry) in state::outbox(&mut *db.mech)? {
@@ -535,7 +558,8 @@ fn sent(db: &mut Database, sequence: u64, entry: &OutboxEntry, etag: Option<Stri
     let size = entry.value.as_ref().map_or(0, |v| serde_json::to_vec(v).map_or(0, |b| b.len() as u64));
     let siblings = meta_targets(db, &s.meta_siblings.clone());
     let now = SystemTime::now();
-    let scope: Vec<String> = std::iter::once(entry.store.clone()).chain(siblings.iter().map(|m| m.store.clone())).collect();
+    let scope: Vec<String> =
+        std::iter::once(entry.store.clone()).chain(siblings.iter().map(|m| m.store.clone())).collect();
     applying(db, |db| {
         let scope: Vec<&str> = scope.iter().map(String::as_str).collect();
         db.run(&scope, Mode::ReadWrite, |tx| {

@@ -11,7 +11,9 @@ use ureq::http::{Request, Response};
 use ureq::Body;
 
 use super::accounting::Accounting;
-use super::bucket::{Bucket, Fetched, ListPage, ListRequest, ListVersion, Metadata, Object, ObjectInfo, Precondition, Validators};
+use super::bucket::{
+    Bucket, Fetched, ListPage, ListRequest, ListVersion, Metadata, Object, ObjectInfo, Precondition, Validators,
+};
 use super::config::{Addressing, Format, SyncConfig};
 use super::{listing, sign};
 use crate::error::{Error, Result};
@@ -36,8 +38,12 @@ impl Answer {
 }
 
 impl HttpBucket {
-    pub fn new(config: SyncConfig, accounting: Arc<Accounting>) -> HttpBucket {
-        let tls = ureq::tls::TlsConfig::builder().disable_verification(config.insecure_tls).build();
+    pub fn new(config: SyncConfig, accounting: Arc<Accounting>) -> Result<HttpBucket> {
+        let mut tls = ureq::tls::TlsConfig::builder().disable_verification(config.insecure_tls);
+        if let Some(path) = &config.ca_file {
+            tls = tls.root_certs(ureq::tls::RootCerts::Specific(Arc::new(certificates_in(path)?)));
+        }
+        let tls = tls.build();
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .max_redirects(0)
@@ -47,7 +53,7 @@ impl HttpBucket {
             .tls_config(tls)
             .build()
             .into();
-        HttpBucket { agent, config, accounting }
+        Ok(HttpBucket { agent, config, accounting })
     }
 
     /// The URL of an object (`Some(key)`) or of the bucket itself, with its query.
@@ -74,7 +80,14 @@ impl HttpBucket {
 
     /// Sends a request, retrying what may pass, and reads the answer. `kind` is what the
     /// request is counted as (LIST for a listing GET).
-    fn send(&self, kind: &str, method: &str, url: &str, mut headers: Vec<(String, String)>, body: &[u8]) -> Result<Answer> {
+    fn send(
+        &self,
+        kind: &str,
+        method: &str,
+        url: &str,
+        mut headers: Vec<(String, String)>,
+        body: &[u8],
+    ) -> Result<Answer> {
         if let Some(credentials) = &self.config.credentials {
             let signature = sign::signature_headers(credentials, &self.config.region, method, url, &headers, body)?;
             headers.extend(signature);
@@ -138,7 +151,9 @@ impl HttpBucket {
                         what: what.to_string(),
                         reason: format!("the body is larger than the {limit}-byte limit (Options.maxObjectBytes)"),
                     },
-                    other => Error::Unreachable { what: what.to_string(), reason: format!("reading the body: {other}") },
+                    other => {
+                        Error::Unreachable { what: what.to_string(), reason: format!("reading the body: {other}") }
+                    }
                 };
                 Err((error, true))
             }
@@ -212,7 +227,14 @@ impl Bucket for HttpBucket {
         Ok(Some((info, self.object_headers(&answer))))
     }
 
-    fn put(&self, key: &str, body: &[u8], metadata: &Metadata, condition: &Precondition, create: bool) -> Result<Option<String>> {
+    fn put(
+        &self,
+        key: &str,
+        body: &[u8],
+        metadata: &Metadata,
+        condition: &Precondition,
+        create: bool,
+    ) -> Result<Option<String>> {
         let url = self.url(Some(key), &[]);
         let mut headers = vec![("content-type".to_string(), "application/json".to_string())];
         for (name, value) in metadata {
@@ -271,6 +293,22 @@ impl Bucket for HttpBucket {
     }
 }
 
+/// The certificates of a PEM file (Options.caFile).
+fn certificates_in(path: &str) -> Result<Vec<ureq::tls::Certificate<'static>>> {
+    let bad = |reason: String| Error::InvalidArgument(format!("Options.caFile {path:?}: {reason}"));
+    let pem = std::fs::read(path).map_err(|e| bad(e.to_string()))?;
+    let certificates: Vec<_> = ureq::tls::parse_pem(&pem)
+        .filter_map(|item| match item {
+            Ok(ureq::tls::PemItem::Certificate(c)) => Some(c.to_owned()),
+            _ => None,
+        })
+        .collect();
+    if certificates.is_empty() {
+        return Err(bad("no certificate in the file".into()));
+    }
+    Ok(certificates)
+}
+
 fn read_answer(mut response: Response<Body>, limit: u64, head: bool) -> std::result::Result<Answer, ureq::Error> {
     let status = response.status().as_u16();
     let headers = response
@@ -320,7 +358,7 @@ mod tests {
     fn bucket(options: serde_json::Value) -> HttpBucket {
         let block = json!({"format": "objstore", "Options": options});
         let config = SyncConfig::from_json("s", &block, &|_| None).unwrap();
-        HttpBucket::new(config, Arc::default())
+        HttpBucket::new(config, Arc::default()).unwrap()
     }
 
     #[test]

@@ -162,7 +162,11 @@ impl Document {
                         done.path = vec![stack[0].clone(), name];
                         elements.push(done);
                     } else if let (Some(c), true) = (contents.as_mut(), depth >= 2) {
-                        c.children.push(Element { path: stack[2..].iter().cloned().chain([name]).collect(), text, children: vec![] });
+                        c.children.push(Element {
+                            path: stack[2..].iter().cloned().chain([name]).collect(),
+                            text,
+                            children: vec![],
+                        });
                     } else if depth >= 1 {
                         let path = stack.iter().cloned().chain([name]).collect();
                         elements.push(Element { path, text, children: vec![] });

@@ -44,13 +44,19 @@ struct Sidecar {
 
 impl LocalBucket {
     /// Opens (creating) `<directory>/<bucket>`.
-    pub fn open(directory: &Path, bucket: &str, max_object_bytes: u64, accounting: Arc<Accounting>) -> Result<LocalBucket> {
+    pub fn open(
+        directory: &Path,
+        bucket: &str,
+        max_object_bytes: u64,
+        accounting: Arc<Accounting>,
+    ) -> Result<LocalBucket> {
         if bucket.is_empty() || bucket.contains(['/', '\0']) || bucket == "." || bucket == ".." {
             return Err(Error::InvalidArgument(format!("{bucket:?} is not a usable local bucket name")));
         }
         let root = directory.join(bucket);
         for dir in [root.join(RESERVED).join("meta"), root.join(RESERVED).join("tmp")] {
-            fs::create_dir_all(&dir).map_err(|e| io_error(&format!("creating the local bucket {}", root.display()), e))?;
+            fs::create_dir_all(&dir)
+                .map_err(|e| io_error(&format!("creating the local bucket {}", root.display()), e))?;
         }
         Ok(LocalBucket { root, max_object_bytes, accounting, writers: Mutex::new(()) })
     }
@@ -59,7 +65,10 @@ impl LocalBucket {
     /// own files.
     fn path_of(&self, key: &str) -> Result<PathBuf> {
         let refuse = |why: &str| {
-            Err(Error::InvalidArgument(format!("object key {key:?} cannot be used in the local bucket {}: {why}", self.root.display())))
+            Err(Error::InvalidArgument(format!(
+                "object key {key:?} cannot be used in the local bucket {}: {why}",
+                self.root.display()
+            )))
         };
         if key.is_empty() || key.len() > 1024 {
             return refuse("keys are 1 to 1024 bytes");
@@ -108,7 +117,11 @@ impl LocalBucket {
 
     /// Writes `bytes` to `path` by way of a temporary file, so that a reader never sees half.
     fn write_atomically(&self, path: &Path, bytes: &[u8]) -> Result<()> {
-        let tmp = self.root.join(RESERVED).join("tmp").join(format!("{}-{:?}", std::process::id(), std::thread::current().id()));
+        let tmp = self.root.join(RESERVED).join("tmp").join(format!(
+            "{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
         let context = format!("writing {}", path.display());
         if let Some(parent) = path.parent() {
             fs::create_dir_all(parent).map_err(|e| io_error(&context, e))?;
@@ -143,7 +156,8 @@ impl LocalBucket {
 
     fn lock(&self) -> Result<(std::sync::MutexGuard<'_, ()>, File)> {
         let guard = self.writers.lock().unwrap_or_else(|p| p.into_inner());
-        let file = File::create(self.root.join(RESERVED).join("lock")).map_err(|e| io_error("locking the local bucket", e))?;
+        let file =
+            File::create(self.root.join(RESERVED).join("lock")).map_err(|e| io_error("locking the local bucket", e))?;
         // SAFETY: flock on a descriptor we own; released when `file` closes.
         if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
             return Err(io_error("locking the local bucket", std::io::Error::last_os_error()));
@@ -166,7 +180,9 @@ impl Bucket for LocalBucket {
         let unchanged = match (&validators.etag, &validators.last_modified) {
             (Some(etag), _) => *etag == sidecar.etag,
             // HTTP dates have whole seconds.
-            (None, Some(since)) => httpdate::parse_http_date(since).is_ok_and(|since| millis(since) / 1000 >= sidecar.modified_ms / 1000),
+            (None, Some(since)) => {
+                httpdate::parse_http_date(since).is_ok_and(|since| millis(since) / 1000 >= sidecar.modified_ms / 1000)
+            }
             (None, None) => false,
         };
         if unchanged {
@@ -187,11 +203,19 @@ impl Bucket for LocalBucket {
         if body.len() as u64 > self.max_object_bytes {
             return Err(Error::RemoteData {
                 what: format!("GET {}/{key}", self.describe()),
-                reason: format!("the body is larger than the {}-byte limit (Options.maxObjectBytes)", self.max_object_bytes),
+                reason: format!(
+                    "the body is larger than the {}-byte limit (Options.maxObjectBytes)",
+                    self.max_object_bytes
+                ),
             });
         }
         let last_modified = time::http_date(sidecar.modified());
-        Ok(Fetched::Found(Object { body, etag: Some(sidecar.etag), last_modified: Some(last_modified), metadata: sidecar.metadata }))
+        Ok(Fetched::Found(Object {
+            body,
+            etag: Some(sidecar.etag),
+            last_modified: Some(last_modified),
+            metadata: sidecar.metadata,
+        }))
     }
 
     fn head(&self, key: &str) -> Result<Option<(ObjectInfo, Metadata)>> {
@@ -206,7 +230,14 @@ impl Bucket for LocalBucket {
         }))
     }
 
-    fn put(&self, key: &str, body: &[u8], metadata: &Metadata, condition: &Precondition, _create: bool) -> Result<Option<String>> {
+    fn put(
+        &self,
+        key: &str,
+        body: &[u8],
+        metadata: &Metadata,
+        condition: &Precondition,
+        _create: bool,
+    ) -> Result<Option<String>> {
         let path = self.path_of(key)?;
         let _lock = self.lock()?;
         if path.is_dir() {
@@ -218,7 +249,9 @@ impl Bucket for LocalBucket {
         let current = self.sidecar(key, &path)?;
         let refused = match (condition, &current) {
             (Precondition::Absent, Some(_)) => Some("the object exists (If-None-Match: *)".to_string()),
-            (Precondition::Matches(etag), Some(now)) if *etag != now.etag => Some(format!("its etag is {}, not {etag}", now.etag)),
+            (Precondition::Matches(etag), Some(now)) if *etag != now.etag => {
+                Some(format!("its etag is {}, not {etag}", now.etag))
+            }
             (Precondition::Matches(etag), None) => Some(format!("there is no object to match {etag}")),
             _ => None,
         };
@@ -226,7 +259,8 @@ impl Bucket for LocalBucket {
             self.accounting.record("PUT", 412, body.len() as u64, 0);
             return Err(Error::Remote { what: format!("PUT {}/{key}", self.describe()), status: 412, detail });
         }
-        let sidecar = Sidecar { etag: etag_of(body), modified_ms: millis(SystemTime::now()), metadata: metadata.clone() };
+        let sidecar =
+            Sidecar { etag: etag_of(body), modified_ms: millis(SystemTime::now()), metadata: metadata.clone() };
         self.write_atomically(&path, body)?;
         self.write_atomically(&self.sidecar_path(key), &serde_json::to_vec(&sidecar).expect("a sidecar serialises"))?;
         self.accounting.record("PUT", 200, body.len() as u64, 0);
@@ -256,7 +290,9 @@ impl Bucket for LocalBucket {
         let mut taken = 0;
         let mut last = None;
         for key in self.all_keys()? {
-            if !key.starts_with(&request.prefix) || after.is_some_and(|a| key <= *a || skipped_group(&key, a, delimiter)) {
+            if !key.starts_with(&request.prefix)
+                || after.is_some_and(|a| key <= *a || skipped_group(&key, a, delimiter))
+            {
                 continue;
             }
             let group = delimiter.and_then(|d| {

@@ -20,12 +20,14 @@ use std::sync::Arc;
 use std::time::Instant;
 
 pub use accounting::{Accounting, Stats};
-pub use bucket::{list_all, Bucket, Fetched, ListPage, ListRequest, ListVersion, Metadata, ObjectInfo, Precondition, Validators};
+pub use bucket::{
+    list_all, Bucket, Fetched, ListPage, ListRequest, ListVersion, Metadata, ObjectInfo, Precondition, Validators,
+};
 pub use config::{Format, Prefetch, SyncConfig};
 pub use engine::FlushReport;
-pub(crate) use state::WriteOp;
 pub(crate) use engine::{before_read, enqueue, flush_after_commit, get, is_synced, values_of};
 pub(crate) use engine::{flush, prefetch};
+pub(crate) use state::WriteOp;
 pub(crate) use state::{forget_store, next_sequence as state_next_sequence, outbox_len as state_outbox_len};
 
 use crate::error::{Error, Result};
@@ -41,7 +43,7 @@ pub fn open_bucket(config: &SyncConfig, accounting: Arc<Accounting>) -> Result<A
             config.max_object_bytes,
             accounting,
         )?)),
-        None => Ok(Arc::new(http::HttpBucket::new(config.clone(), accounting))),
+        None => Ok(Arc::new(http::HttpBucket::new(config.clone(), accounting)?)),
     }
 }
 
@@ -90,7 +92,9 @@ impl SyncSet {
         for store in &schema.stores {
             let Some(block) = &store.sync else { continue };
             let config = SyncConfig::from_json(&store.name, block, &env)?;
-            if config.format == Format::ObjstoreMeta && store.key_path.as_ref().is_some_and(|p| *p != KeyPath::Single("name".into())) {
+            if config.format == Format::ObjstoreMeta
+                && store.key_path.as_ref().is_some_and(|p| *p != KeyPath::Single("name".into()))
+            {
                 return Err(Error::InvalidSchema(format!(
                     "store {:?}: an objstore-meta store is keyed by object name: give it keyPath \"name\" or none",
                     store.name

@@ -96,7 +96,8 @@ pub fn all(mech: &mut dyn Mechanism, store: &str) -> Result<HashMap<String, Obje
     found
         .into_iter()
         .map(|(id, bytes)| {
-            let id = String::from_utf8(id).map_err(|_| Error::Internal("stored sync state has a non-UTF-8 id".into()))?;
+            let id =
+                String::from_utf8(id).map_err(|_| Error::Internal("stored sync state has a non-UTF-8 id".into()))?;
             Ok((id, serde_json::from_slice(&bytes).map_err(|e| unreadable("sync state", e))?))
         })
         .collect()

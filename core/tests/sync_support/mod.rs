@@ -249,7 +249,9 @@ fn read_request(stream: &mut TcpStream) -> Option<String> {
     let head = String::from_utf8_lossy(&head).into_owned();
     let length = head
         .lines()
-        .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse::<usize>().unwrap_or(0)))
+        .find_map(|l| {
+            l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse::<usize>().unwrap_or(0))
+        })
         .unwrap_or(0);
     let mut body = vec![0u8; length];
     stream.read_exact(&mut body).ok()?;
@@ -263,7 +265,9 @@ fn answer(stream: &mut TcpStream, step: Misbehaviour) -> bool {
         let head = format!("HTTP/1.1 {status} X\r\ncontent-length: {length}\r\netag: \"peer\"\r\n{extra}\r\n");
         stream.write_all(head.as_bytes()).and_then(|_| stream.write_all(body)).is_ok()
     };
-    let respond = |stream: &mut TcpStream, status: u16, body: &[u8], length: usize| respond_with(stream, status, &[], body, length);
+    let respond = |stream: &mut TcpStream, status: u16, body: &[u8], length: usize| {
+        respond_with(stream, status, &[], body, length)
+    };
     match step {
         Misbehaviour::Answer(status, body) => respond(stream, status, &body, body.len()),
         Misbehaviour::WithHeaders(headers, body) => respond_with(stream, 200, &headers, &body, body.len()),
