@@ -205,7 +205,10 @@ fn a_vendor_metadata_prefix_goes_out_and_comes_back() {
 fn the_rest_format_creates_with_post_and_replaces_with_put() {
     let peer = Peer::start(vec![Answer(201, vec![]), Answer(200, vec![])]);
     let dir = TempDir::new().unwrap();
-    let schema = schema_with(&[("runs", json!({"format": "rest", "Options": {"endpoint": peer.endpoint(), "prefix": "api/runs/"}}))]);
+    let schema = schema_with(&[(
+        "runs",
+        json!({"format": "rest", "Options": {"endpoint": peer.endpoint(), "prefix": "api/runs/"}}),
+    )]);
     let mut db = open(&dir.path().join("c.sqlite3"), schema);
     db.add("runs", json!({"ok": true}), Some(key("r1"))).unwrap();
     db.put("runs", json!({"ok": false}), Some(key("r1"))).unwrap();
