@@ -87,6 +87,16 @@ fn garage_refuses_a_wrong_secret_with_a_clear_error() {
 }
 
 #[test]
+fn garage_refuses_anonymous_requests_with_a_clear_error() {
+    let mut options = garage(&unique_prefix("anon"));
+    options["anonymous"] = json!(true);
+    let (_dir, mut a, _b) = two_clients(&options, json!({}));
+    let err = a.get("docs", &key("anything")).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Remote, "{err}");
+    assert!(err.to_string().contains("403"), "{err}");
+}
+
+#[test]
 fn moto_refuses_a_create_over_an_existing_object() {
     let options = moto_signed(&unique_prefix("create"));
     let (_dir, mut a, mut b) = two_clients(&options, json!({"immutable": true}));

@@ -1,71 +1,120 @@
-//! Quickstart: open a database file, define stores with indexes, write test results, query
-//! them the way the results page does, and print a small feature matrix.
+//! Quickstart: the results app's flow on the embedded default. A test reporter writes results
+//! as objects into a bucket — here a local directory that behaves as one (`file://`) — and a
+//! viewer with a database of its own reads them back through its cache: the newest run per
+//! platform/runtime pair from the object metadata, then those results, shown as a feature
+//! matrix with the requests it took.
 //!
-//!     cargo run --example quickstart [path/to/file.sqlite3]
+//!     cargo run --release --example quickstart [path/to/reporter.sqlite3]
 
+use std::path::Path;
 use std::sync::mpsc;
+use std::time::{SystemTime, UNIX_EPOCH};
 
-use objstore_db_core::{
-    AsyncDatabase, Database, ExecutorOptions, Key, KeyRange, Mode, OpenOptions, ScanOptions, Schema,
-};
-use serde_json::json;
-
-const SCHEMA: &str = r#"{
-  "version": 1,
-  "stores": [
-    {"name": "results", "keyPath": "id", "indexes": [
-      {"keyPath": "platform"},
-      {"keyPath": "browser"},
-      {"keyPath": ["platform", "browser"]}
-    ]}
-  ]
-}"#;
+use objstore_db_core::{AsyncDatabase, Database, ExecutorOptions, KeyRange, Mode, OpenOptions, ScanOptions, Schema};
+use serde_json::{json, Value};
 
 const SUITES: [&str; 6] = ["crud", "cursor", "event", "transaction", "query", "sql"];
+/// A far-future epoch (ms): `FAR - now` puts the newest run first within a pair.
+const FAR: u128 = 9_999_999_999_999;
+
+/// The reporter's and the viewer's schema: results as immutable objects, and a read-only store
+/// of object metadata (from the listing and the key layout) with the indexes the view needs.
+fn schema(bucket_dir: &Path) -> Result<Schema, objstore_db_core::Error> {
+    let options = json!({"bucket": "results", "endpoint": format!("file://{}", bucket_dir.display())});
+    let mut meta_options = options.clone();
+    meta_options["keyLayout"] = json!("{platform}/{browser}/{run}");
+    let mut result_options = options;
+    result_options["metadata"] = json!(["platform", "browser", "version"]);
+    Schema::from_json(
+        &json!({"version": 1, "stores": [
+            {"name": "results", "Sync": {"format": "objstore", "immutable": true, "Options": result_options}},
+            {"name": "results-meta", "keyPath": "name", "indexes": [
+                {"name": "platform", "keyPath": "metadata.platform"},
+                {"name": "platform, browser", "keyPath": ["metadata.platform", "metadata.browser"]}],
+             "Sync": {"format": "objstore-meta", "prefetch": "meta", "Options": meta_options}}
+        ]})
+        .to_string(),
+    )
+}
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = std::env::args().nth(1).unwrap_or_else(|| "quickstart.sqlite3".into());
-    let mut db = Database::open(&path, Some(Schema::from_json(SCHEMA)?), &OpenOptions::default())?;
+    let bucket_dir = Path::new(&path).with_extension("bucket");
+    let viewer_path = Path::new(&path).with_extension("viewer.sqlite3");
 
-    // Two runs per platform/runtime pair; the key sorts the newest run first within a pair.
+    // The reporter: one object per run at <platform>/<browser>/<reverse timestamp>.
+    let mut reporter = Database::open(&path, Some(schema(&bucket_dir)?), &OpenOptions::default())?;
     let runs = [
-        ("linux-x86_64", "rust", 2, [true, true, true, true, true, true]),
-        ("linux-x86_64", "rust", 1, [true, true, false, true, true, false]),
-        ("linux-x86_64", "python-3.11", 1, [true, true, true, true, false, true]),
-        ("linux-x86_64", "node-20", 1, [true, false, true, true, true, true]),
-        ("macos-arm64", "c", 1, [true, true, true, false, true, true]),
+        ("linux-x86_64", "rust", [true, true, false, true, true, false]),
+        ("linux-x86_64", "rust", [true, true, true, true, true, true]),
+        ("linux-x86_64", "python-3.11", [true, true, true, true, false, true]),
+        ("linux-x86_64", "node-20", [true, false, true, true, true, true]),
+        ("macos-arm64", "c", [true, true, true, false, true, true]),
     ];
-    db.run(&["results"], Mode::ReadWrite, |tx| {
-        for (platform, browser, run, passed) in &runs {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_millis();
+    reporter.run(&["results"], Mode::ReadWrite, |tx| {
+        for (i, (platform, browser, passed)) in runs.iter().enumerate() {
             let suites: serde_json::Map<_, _> =
                 SUITES.iter().zip(passed).map(|(s, p)| (s.to_string(), json!(p))).collect();
-            let id = format!("{platform}/{browser}/{:04}", 9999 - run);
-            tx.put("results", json!({"id": id, "platform": platform, "browser": browser, "suites": suites}), None)?;
+            let name = format!("{platform}/{browser}/{:013}", FAR - now - i as u128);
+            let record = json!({"platform": platform, "browser": browser, "version": "0.1.0", "suites": suites});
+            tx.add("results", record, Some(name.as_str().into()))?;
         }
         Ok(())
     })?;
+    println!("reporter: {} results written to file://{}", runs.len(), bucket_dir.join("results").display());
 
-    // The home view: one newest run per platform/runtime pair, via the compound index.
-    let newest = db.keys("results", &ScanOptions::new().index("platform, browser").unique().limit(50))?;
-    let rows = db.values_of("results", &newest)?;
-    println!("{:<28} {}", "platform / runtime", SUITES.map(|s| format!("{s:<12}")).join(""));
-    for row in rows.into_iter().flatten() {
-        let cells: String =
-            SUITES.iter().map(|s| format!("{:<12}", if row["suites"][s] == true { "pass" } else { "FAIL" })).collect();
+    // The viewer, with a cache of its own: the seed's home view.
+    let mut viewer =
+        Database::open(viewer_path.to_str().unwrap(), Some(schema(&bucket_dir)?), &OpenOptions::default())?;
+    for view in ["cold", "again"] {
+        let rows = home_view(&mut viewer)?;
+        let stats = viewer.take_sync_stats();
+        if view == "cold" {
+            print_matrix(&rows);
+        }
         println!(
-            "{:<28} {cells}",
-            format!("{} / {}", row["platform"].as_str().unwrap(), row["browser"].as_str().unwrap())
+            "{view} view: {} requests ({} LIST, {} GET), {} bytes in",
+            stats.total(),
+            stats.count("LIST"),
+            stats.count("GET"),
+            stats.bytes_received
         );
     }
-    let linux = db.count("results", &ScanOptions::new().index("platform").range(KeyRange::only("linux-x86_64")))?;
-    println!("\n{linux} runs on linux-x86_64; database file {path}");
-    drop(db);
+    let linux =
+        viewer.count("results-meta", &ScanOptions::new().index("platform").range(KeyRange::only("linux-x86_64")))?;
+    println!("{linux} runs on linux-x86_64 in the bucket");
+    drop(viewer);
 
     // The same database through the executor: every request completes through a callback.
     let (done, wait) = mpsc::channel();
-    let adb = AsyncDatabase::open(&path, None, ExecutorOptions::default(), |opened| opened.expect("database opens"))?;
-    adb.submit(|db| db.get("results", &Key::from("macos-arm64/c/9998")), move |result| done.send(result).unwrap());
-    let record = wait.recv()??.expect("the macOS run is there");
-    println!("asynchronous get: macos-arm64/c passed sql = {}", record["suites"]["sql"]);
+    let adb = AsyncDatabase::open(viewer_path.to_str().unwrap(), None, ExecutorOptions::default(), |opened| {
+        opened.expect("database opens")
+    })?;
+    adb.submit(
+        |db| {
+            db.keys("results-meta", &ScanOptions::new().index("platform").range(KeyRange::only("macos-arm64")).limit(1))
+        },
+        move |result| done.send(result).unwrap(),
+    );
+    let newest_mac = wait.recv()??;
+    println!("asynchronous read: newest macos-arm64 run is {}", newest_mac[0]);
     Ok(())
+}
+
+/// The newest run per platform/runtime pair (the compound index, unique), then those results.
+fn home_view(db: &mut Database) -> Result<Vec<Value>, objstore_db_core::Error> {
+    let newest = db.keys("results-meta", &ScanOptions::new().index("platform, browser").unique().limit(50))?;
+    Ok(db.values_of("results", &newest)?.into_iter().flatten().collect())
+}
+
+fn print_matrix(rows: &[Value]) {
+    println!("\n{:<28} {}", "platform / runtime", SUITES.map(|s| format!("{s:<12}")).join(""));
+    for row in rows {
+        let cells: String =
+            SUITES.iter().map(|s| format!("{:<12}", if row["suites"][s] == true { "pass" } else { "FAIL" })).collect();
+        let pair = format!("{} / {}", row["platform"].as_str().unwrap_or("?"), row["browser"].as_str().unwrap_or("?"));
+        println!("{pair:<28} {cells}");
+    }
+    println!();
 }
