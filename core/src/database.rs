@@ -111,16 +111,20 @@ impl Database {
             sync: SyncSet::default(),
         };
         db.mech.begin(true)?;
-        match db.load_or_migrate(schema) {
-            Ok(()) => db.mech.commit()?,
+        // The Sync blocks are checked before the schema is stored, so that a bad one can be
+        // mended at the same version.
+        let loaded = db.load_or_migrate(schema).and_then(|()| SyncSet::build(&db.catalog.schema, Default::default()));
+        match loaded {
+            Ok(sync) => {
+                db.mech.commit()?;
+                db.sync = sync;
+            }
             Err(e) => {
                 let _ = db.mech.rollback();
                 return Err(e);
             }
         }
         db.stores = db.catalog.store_infos();
-        db.sync = SyncSet::build(&db.catalog.schema, db.sync.accounting.clone())?;
-        db.sync.next_sequence = sync::state_next_sequence(&mut *db.mech)?;
         Ok(db)
     }
 
@@ -517,8 +521,8 @@ impl Database {
     /// (the writes keep waiting); refused writes are in the report.
     pub fn flush(&mut self) -> Result<FlushReport> {
         self.no_active_transaction("flush")?;
-        let report = sync::flush(self)?;
-        match report.offline {
+        let mut report = sync::flush(self)?;
+        match report.offline.take().or(report.blocked.take()) {
             Some(error) => Err(error),
             None => Ok(report),
         }

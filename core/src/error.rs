@@ -118,20 +118,27 @@ impl Error {
             Error::Conflict { .. } => ErrorCode::Conflict,
             Error::Unreachable { .. } => ErrorCode::Network,
             Error::Remote { status: 412, .. } => ErrorCode::Conflict,
+            Error::Remote { status, .. } if *status == 429 || *status >= 500 => ErrorCode::Network,
             Error::Remote { .. } => ErrorCode::Remote,
             Error::RemoteData { .. } => ErrorCode::RemoteData,
             Error::Internal(_) => ErrorCode::Internal,
         }
     }
 
-    /// Whether the bucket could not be reached (as opposed to answering no): writes that fail
-    /// this way wait in the outbox.
+    /// Whether the bucket could not be reached or was unavailable (as opposed to answering
+    /// no): writes that fail this way wait in the outbox.
     pub fn is_offline(&self) -> bool {
         match self {
             Error::Unreachable { .. } => true,
-            Error::Remote { status, .. } => *status == 429 || *status >= 500,
+            Error::Remote { status, .. } => *status == 429 || (*status >= 500 && *status != 501),
             _ => false,
         }
+    }
+
+    /// Whether the bucket refused this one write for what it is (a failed condition, a bad
+    /// body), rather than refusing every request (credentials, a missing bucket, a redirect).
+    pub fn refuses_the_write(&self) -> bool {
+        matches!(self, Error::Remote { status: 400 | 411 | 412 | 413 | 414 | 415, .. })
     }
 
     pub(crate) fn invalid_key(reason: impl Into<String>) -> Self {

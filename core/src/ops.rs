@@ -278,8 +278,6 @@ pub(crate) fn write(
             detail: format!("a record with key {key} already exists"),
         });
     }
-    let op = if no_overwrite { WriteOp::Create } else { WriteOp::Put };
-    sync::enqueue(db, store, &key, op, Some(&value), old.is_some())?;
     let new_entries: Vec<Vec<Vec<u8>>> = info.indexes.iter().map(|index| index_entries(index, &value)).collect();
     for (index, entries) in info.indexes.iter().zip(&new_entries) {
         if index.unique {
@@ -288,6 +286,10 @@ pub(crate) fn write(
             }
         }
     }
+
+    // Last of the checks: a write refused above must not reach the bucket.
+    let op = if no_overwrite { WriteOp::Create } else { WriteOp::Put };
+    sync::enqueue(db, store, &key, op, Some(&value), old.is_some())?;
 
     let old_record = match &old {
         Some(bytes) if !info.indexes.is_empty() => Some(decode_record(store, bytes)?),

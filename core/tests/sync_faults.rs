@@ -80,7 +80,7 @@ fn server_errors_are_retried_with_backoff_then_reported() {
         json!({}),
     );
     let err = db.get("docs", &key("d")).unwrap_err();
-    assert_eq!(err.code(), ErrorCode::Remote, "{err}");
+    assert_eq!(err.code(), ErrorCode::Network, "{err}");
     assert!(err.to_string().contains("HTTP 503") && err.to_string().contains("SlowDown: busy"), "{err}");
     assert_eq!(peer.count(), 1 + 3);
     assert_cache_unchanged(&mut db);
@@ -216,4 +216,26 @@ fn the_rest_format_creates_with_post_and_replaces_with_put() {
     assert!(seen[0].starts_with("POST /api/runs/r1 ") && seen[0].contains("if-none-match: *"), "{}", seen[0]);
     assert!(seen[1].starts_with("PUT /api/runs/r1 ") && seen[1].contains("if-match: \"peer\""), "{}", seen[1]);
     assert_eq!(db.prefetch("runs").unwrap_err().code(), ErrorCode::InvalidArgument);
+}
+
+#[test]
+fn a_missing_bucket_is_an_error_not_a_missing_object() {
+    let no_bucket = b"<Error><Code>NoSuchBucket</Code><Message>The specified bucket does not exist</Message></Error>";
+    let (_peer, _dir, mut db) = cached_then(vec![Answer(404, no_bucket.to_vec())], json!({}));
+    let err = db.get("docs", &key("d")).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Remote, "{err}");
+    assert!(err.to_string().contains("NoSuchBucket"), "{err}");
+    assert_cache_unchanged(&mut db);
+}
+
+#[test]
+fn a_post_that_may_have_arrived_is_not_sent_again() {
+    let peer = Peer::start(vec![Answer(502, vec![]), Answer(201, vec![])]);
+    let dir = TempDir::new().unwrap();
+    let options = json!({"endpoint": peer.endpoint(), "retries": 3, "retryBaseMs": 1});
+    let mut db =
+        open(&dir.path().join("c.sqlite3"), schema_with(&[("runs", json!({"format": "rest", "Options": options}))]));
+    db.add("runs", json!({"ok": true}), Some(key("r1"))).unwrap();
+    assert_eq!(peer.count(), 1, "a 502 after a POST is not retried at once");
+    assert_eq!(db.outbox_len().unwrap(), 1, "the write waits for a flush");
 }

@@ -274,3 +274,87 @@ fn offline_reads_serve_the_cache_and_writes_wait_until_back_online() {
     assert_eq!(b.get("docs", &key("d")).unwrap(), Some(json!({"v": 2})));
     assert_eq!(fetched.lock().unwrap().len(), 1);
 }
+
+#[test]
+fn writes_made_on_top_of_a_refused_one_are_not_sent_blind() {
+    let c = Clients::new();
+    let mut a = c.client(1, &[("docs", json!({}))]);
+    let mut b = c.client(2, &[("docs", json!({}))]);
+    a.put("docs", json!({"v": 0}), Some(key("d"))).unwrap();
+    b.get("docs", &key("d")).unwrap();
+    b.put("docs", json!({"v": "b"}), Some(key("d"))).unwrap();
+    a.set_offline(true);
+    a.put("docs", json!({"v": "a1"}), Some(key("d"))).unwrap();
+    a.put("docs", json!({"v": "a2"}), Some(key("d"))).unwrap();
+    a.set_offline(false);
+    let report = a.flush().unwrap();
+    assert_eq!((report.sent, report.rejected.len()), (0, 2), "{report:?}");
+    assert!(report.rejected.iter().all(|(_, e)| e.code() == ErrorCode::Conflict));
+    assert_eq!(b.get("docs", &key("d")).unwrap(), Some(json!({"v": "b"})), "b's version stands");
+    assert_eq!(a.get("docs", &key("d")).unwrap(), Some(json!({"v": "b"})));
+}
+
+#[test]
+fn a_put_and_remove_in_one_transaction_leave_no_stale_version() {
+    let c = Clients::new();
+    let mut a = c.client(1, &[("docs", json!({}))]);
+    a.run(&["docs"], objstore_db_core::Mode::ReadWrite, |tx| {
+        tx.put("docs", json!({"v": 1}), Some(key("k")))?;
+        tx.remove("docs", &KeyRange::only("k")).map(|_| ())
+    })
+    .unwrap();
+    a.put("docs", json!({"v": 2}), Some(key("k"))).unwrap();
+    assert_eq!(a.outbox_len().unwrap(), 0);
+}
+
+#[test]
+fn a_write_refused_inside_a_transaction_never_reaches_the_bucket() {
+    let c = Clients::new();
+    let sync = file_sync(&c.bucket_dir(), json!({}));
+    let schema = objstore_db_core::Schema::from_json(
+        &json!({"stores": [{"name": "people", "keyPath": "id", "indexes": [{"keyPath": "email", "unique": true}], "Sync": sync}]})
+            .to_string(),
+    )
+    .unwrap();
+    let mut db = open(&c.dir.path().join("u.sqlite3"), schema);
+    let tx = db.begin(&["people"], objstore_db_core::Mode::ReadWrite).unwrap();
+    db.transaction(tx).unwrap().put("people", json!({"id": "a", "email": "x@y"}), None).unwrap();
+    let clash = db.transaction(tx).unwrap().put("people", json!({"id": "b", "email": "x@y"}), None);
+    assert_eq!(clash.unwrap_err().code(), ErrorCode::Constraint);
+    db.commit(tx).unwrap();
+    assert!(c.bucket_dir().join("b/a").exists());
+    assert!(!c.bucket_dir().join("b/b").exists(), "the refused write was not sent");
+}
+
+#[test]
+fn a_bad_sync_block_is_refused_before_the_schema_is_stored() {
+    let c = Clients::new();
+    let path = c.dir.path().join("typo.sqlite3");
+    let typo = json!({"stores": [{"name": "docs", "Sync": {"format": "objstore", "Options": {"bukket": "b"}}}]});
+    let err = objstore_db_core::Database::open(
+        path.to_str().unwrap(),
+        Some(objstore_db_core::Schema::from_json(&typo.to_string()).unwrap()),
+        &Default::default(),
+    )
+    .map(|_| ())
+    .unwrap_err();
+    assert!(err.to_string().contains("bukket"), "{err}");
+    open(&path, schema_with(&[("docs", file_sync(&c.bucket_dir(), json!({})))]));
+}
+
+#[test]
+fn the_local_bucket_refuses_keys_it_cannot_hold_without_blocking_the_outbox() {
+    let c = Clients::new();
+    let mut db = c.client(1, &[("docs", json!({}))]);
+    db.put("docs", json!({"v": 1}), Some(key("a"))).unwrap();
+    let err = db.put("docs", json!({"v": 2}), Some(key("a/b"))).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidArgument, "{err}");
+    assert_eq!(db.outbox_len().unwrap(), 0, "the refused write does not block the ones after it");
+    db.put("docs", json!({"v": 3}), Some(key("c"))).unwrap();
+    db.put("docs", json!({"v": 4}), Some(key("d/e"))).unwrap();
+    let mut other = c.client(2, &[("docs", json!({}))]);
+    assert_eq!(other.get("docs", &key("d")).unwrap(), None, "a folder is not an object");
+    std::fs::remove_file(c.bucket_dir().join("b/c")).unwrap();
+    assert_eq!(other.get("docs", &key("c")).unwrap(), None, "a removed file is a missing object");
+    other.add("docs", json!({"v": 5}), Some(key("c"))).unwrap();
+}

@@ -87,6 +87,20 @@ fn garage_refuses_a_wrong_secret_with_a_clear_error() {
 }
 
 #[test]
+fn writes_wait_while_the_bucket_refuses_every_request() {
+    let mut options = garage(&unique_prefix("blocked"));
+    options["secretAccessKey"] = json!("not-the-secret");
+    let (_dir, mut a, _b) = two_clients(&options, json!({}));
+    let errors = record_events(&mut a, &[EventKind::Error]);
+    a.put("docs", json!({"v": 1}), Some(key("k"))).unwrap();
+    assert_eq!(a.outbox_len().unwrap(), 1, "a credentials problem loses no write");
+    assert!(errors.lock().unwrap()[0].message.as_deref().unwrap_or_default().contains("403"));
+    let err = a.flush().unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Remote, "{err}");
+    assert_eq!(a.outbox_len().unwrap(), 1);
+}
+
+#[test]
 fn garage_refuses_anonymous_requests_with_a_clear_error() {
     let mut options = garage(&unique_prefix("anon"));
     options["anonymous"] = json!(true);

@@ -39,6 +39,9 @@ pub struct FlushReport {
     pub rejected: Vec<(u64, Error)>,
     /// Why sending stopped, when the bucket could not be reached.
     pub offline: Option<Error>,
+    /// Why sending stopped, when the bucket refused every request (credentials, a missing
+    /// bucket, a redirect): the writes keep waiting for the cause to be mended.
+    pub blocked: Option<Error>,
 }
 
 pub(crate) fn is_synced(db: &Database, store: &str) -> bool {
@@ -171,9 +174,13 @@ pub(crate) fn values_of(db: &mut Database, store: &str, keys: &[Key]) -> Result<
     let bucket = s.bucket.clone();
     let names: Vec<(String, Validators)> = asks.iter().map(|(id, v)| (s.object_key(id), v.clone())).collect();
     let answers = parallel(&names, s.config.concurrency, |(name, validators)| bucket.get(name, validators));
+    let never_synced: HashSet<&str> =
+        locals.iter().filter(|l| l.value.is_some() && l.state.is_none()).map(|l| l.id.as_str()).collect();
     let mut fetched = Vec::new();
     for ((id, _), answer) in asks.into_iter().zip(answers) {
         match answer {
+            // A record written before the store was synced is not the bucket's to remove.
+            Ok(Fetched::Missing) if never_synced.contains(id.as_str()) => {}
             Ok(answer) => fetched.push((id, answer)),
             Err(e) => {
                 offline_event(db, store, &e);
@@ -245,7 +252,9 @@ fn apply_fetched(
                         state::save(&mut *tx.db.mech, store, &id, &state)?;
                         let etag = state.etag.clone().unwrap_or_default();
                         for meta in &siblings {
-                            upsert_meta(tx, meta, &id, &etag, &updated, size, &metadata)?;
+                            // Metadata is a convenience: a sibling that refuses it (a unique
+                            // index, say) must not keep the object out.
+                            let _ = upsert_meta(tx, meta, &id, &etag, &updated, size, &metadata);
                         }
                         applied.insert(id, Some(value));
                     }
@@ -363,7 +372,8 @@ pub(crate) fn prefetch(db: &mut Database, store: &str, force: bool) -> Result<()
         .objects
         .into_iter()
         .filter_map(|o| Some((o.key.strip_prefix(&config.location.prefix)?.to_string(), o)))
-        .filter(|(id, _)| !id.is_empty())
+        // Empty names and "folder" markers (`prefix/`, made by consoles) are not records.
+        .filter(|(id, _)| !id.is_empty() && !id.ends_with('/'))
         .collect();
     let known = state::all(&mut *db.mech, store)?;
     let pending = pending_ids(db, store)?;
@@ -396,9 +406,28 @@ pub(crate) fn prefetch(db: &mut Database, store: &str, force: bool) -> Result<()
         (_, Prefetch::Full) => {
             let names: Vec<String> = changed.iter().map(|(id, _)| format!("{}{id}", config.location.prefix)).collect();
             let answers = parallel(&names, config.concurrency, |name| bucket.get(name, &Validators::default()));
+            let answers: Vec<Fetched> = match answers.into_iter().collect::<Result<_>>() {
+                Ok(answers) => answers,
+                Err(e) => {
+                    offline_event(db, store, &e);
+                    return Err(e);
+                }
+            };
             let mut fetched: Vec<(String, Fetched)> = Vec::new();
+            let s = synced(db, store);
+            let mut unusable = Vec::new();
             for ((id, _), answer) in changed.iter().zip(answers) {
-                fetched.push((id.clone(), answer.inspect_err(|e| offline_event(db, store, e))?));
+                // One unusable object must not keep every read of the store failing: it is
+                // left out and reported; a direct read of it still fails.
+                match &answer {
+                    Fetched::Found(object) if decode(s, store, id, object).is_err() => {
+                        unusable.push(decode(s, store, id, object).unwrap_err());
+                    }
+                    _ => fetched.push((id.clone(), answer)),
+                }
+            }
+            for error in unusable {
+                db.emit(Event::sync(EventKind::Error, store, None, None, error.to_string()));
             }
             fetched.extend(vanished.drain(..).map(|id| (id, Fetched::Missing)));
             apply_fetched(db, store, fetched)?;
@@ -451,8 +480,11 @@ pub(crate) fn enqueue(
             detail: format!("the store is immutable: object {id:?} exists and cannot be replaced"),
         });
     }
-    let sequence = db.sync.next_sequence;
-    db.sync.next_sequence += 1;
+    if let Some(value) = value {
+        check_metadata(&s.config, store, &id, value)?;
+    }
+    // Read in the writing transaction, so that two processes on one file cannot collide.
+    let sequence = state::next_sequence(&mut *db.mech)?;
     if op == WriteOp::Delete {
         state::forget(&mut *db.mech, store, &id)?;
     }
@@ -462,8 +494,8 @@ pub(crate) fn enqueue(
 }
 
 /// After a transaction that queued writes commits: send the outbox. A write of that
-/// transaction that the bucket refused is its error; an unreachable bucket is not (the writes
-/// wait, and an `offline` event says so).
+/// transaction that the bucket refused is its error; an unreachable or blocking bucket is not
+/// (the writes wait, and an `offline` or `error` event says why).
 pub(crate) fn flush_after_commit(db: &mut Database, first: u64) -> Result<()> {
     let report = flush(db)?;
     match report.rejected.into_iter().find(|(sequence, _)| *sequence >= first) {
@@ -481,13 +513,26 @@ pub(crate) fn flush(db: &mut Database) -> Result<FlushReport> {
             Some(Error::Unreachable { what: "the outbox".into(), reason: "the database is set offline".into() });
         return Ok(report);
     }
+    // Objects whose earlier write was refused: later writes to them were made on top of a
+    // version the bucket does not hold, so they are refused too rather than sent blind.
+    let mut refused_objects: HashSet<(String, String)> = HashSet::new();
     for (sequence, entry) in state::outbox(&mut *db.mech)? {
         if !is_synced(db, &entry.store) {
             // The store was dropped or stopped syncing.
             meta_write(db, |mech| state::pop(mech, sequence))?;
             continue;
         }
-        match send(db, &entry) {
+        let object = (entry.store.clone(), entry.id.clone());
+        let outcome = if refused_objects.contains(&object) {
+            Err(Error::Conflict {
+                store: entry.store.clone(),
+                key: entry.id.clone(),
+                detail: "an earlier write to this object was refused, and this one was made on top of it".into(),
+            })
+        } else {
+            send(db, &entry)
+        };
+        match outcome {
             Ok(etag) => {
                 sent(db, sequence, &entry, etag)?;
                 report.sent += 1;
@@ -497,7 +542,15 @@ pub(crate) fn flush(db: &mut Database) -> Result<FlushReport> {
                 report.offline = Some(e);
                 break;
             }
-            Err(e) => report.rejected.push((sequence, refused(db, sequence, &entry, e)?)),
+            Err(e) if e.refuses_the_write() || matches!(e, Error::Conflict { .. } | Error::InvalidArgument(_)) => {
+                refused_objects.insert(object);
+                report.rejected.push((sequence, refused(db, sequence, &entry, e)?));
+            }
+            Err(e) => {
+                db.emit(Event::sync(EventKind::Error, &entry.store, None, None, e.to_string()));
+                report.blocked = Some(e);
+                break;
+            }
         }
     }
     report.pending = state::outbox_len(&mut *db.mech)?;
@@ -535,6 +588,16 @@ fn etag_of(body: &[u8]) -> String {
     format!("\"{}\"", Md5::digest(body).iter().map(|b| format!("{b:02x}")).collect::<String>())
 }
 
+/// Metadata values go out as header values: control characters would break the request.
+fn check_metadata(config: &SyncConfig, store: &str, id: &str, value: &Value) -> Result<()> {
+    match metadata_of(config, value).into_iter().find(|(_, v)| v.chars().any(char::is_control)) {
+        Some((name, v)) => Err(Error::InvalidArgument(format!(
+            "record {id:?} of store {store:?}: metadata field {name:?} = {v:?} has control characters and cannot be sent as a header"
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// The record's fields named in `Options.metadata`, as metadata headers.
 fn metadata_of(config: &SyncConfig, value: &Value) -> Metadata {
     config
@@ -565,12 +628,19 @@ fn sent(db: &mut Database, sequence: u64, entry: &OutboxEntry, etag: Option<Stri
         db.run(&scope, Mode::ReadWrite, |tx| {
             state::pop(&mut *tx.db.mech, sequence)?;
             if entry.op == WriteOp::Delete {
+                // An earlier write in this flush may have recorded a version: it is gone now.
+                state::forget(&mut *tx.db.mech, &entry.store, &entry.id)?;
                 return siblings.iter().try_for_each(|m| drop_local(tx, &m.store, &entry.id));
             }
-            let state = ObjectState { etag: etag.clone(), modified: Some(time::http_date(now)) };
+            // Only the server's validators are kept: a local clock would make a wrong 304.
+            let state = ObjectState { etag: etag.clone(), modified: None };
             state::save(&mut *tx.db.mech, &entry.store, &entry.id, &state)?;
             let etag = etag.clone().unwrap_or_default();
-            siblings.iter().try_for_each(|m| upsert_meta(tx, m, &entry.id, &etag, &time::iso(now), size, &metadata))
+            for m in &siblings {
+                // Best effort, as in apply_fetched: the write has reached the bucket already.
+                let _ = upsert_meta(tx, m, &entry.id, &etag, &time::iso(now), size, &metadata);
+            }
+            Ok(())
         })
     })?;
     db.emit(Event::sync(EventKind::Flushed, &entry.store, Some(Key::String(entry.id.clone())), None, "sent".into()));

@@ -93,14 +93,16 @@ impl HttpBucket {
             headers.extend(signature);
         }
         let what = format!("{method} {url}");
-        // A POST that may have arrived must not be sent twice; the others are idempotent.
+        // A POST that may have arrived must not be sent twice (503 and 429 say it was not
+        // handled); the other methods are idempotent.
         let idempotent = method != "POST";
         let mut attempt = 0;
         loop {
             let outcome = self.attempt(kind, method, url, &headers, body, &what);
             let retry = match &outcome {
-                Ok(answer) => matches!(answer.status, 429 | 500 | 502 | 503 | 504),
-                Err((_, sent)) => idempotent || !sent,
+                Ok(answer) if idempotent => matches!(answer.status, 429 | 500 | 502 | 503 | 504),
+                Ok(answer) => matches!(answer.status, 429 | 503),
+                Err((error, sent)) => error.is_offline() && (idempotent || !sent),
             };
             if !retry || attempt >= self.config.retries {
                 return match outcome {
@@ -129,7 +131,8 @@ impl HttpBucket {
             builder = builder.header(k.as_str(), v.as_str());
         }
         let unreachable = |reason: String, sent: bool| (Error::Unreachable { what: what.to_string(), reason }, sent);
-        let request = builder.body(body).map_err(|e| unreachable(format!("bad request: {e}"), false))?;
+        let request =
+            builder.body(body).map_err(|e| (Error::InvalidArgument(format!("{what} cannot be sent: {e}")), false))?;
         let response = match self.agent.run(request) {
             Ok(response) => response,
             Err(e) => {
@@ -197,7 +200,7 @@ impl Bucket for HttpBucket {
         let answer = self.send("GET", "GET", &url, headers, &[])?;
         match answer.status {
             304 => Ok(Fetched::NotModified),
-            404 => Ok(Fetched::Missing),
+            404 if no_such_key(&answer) => Ok(Fetched::Missing),
             _ => {
                 let answer = self.check(&format!("GET {url}"), answer)?;
                 Ok(Fetched::Found(Object {
@@ -254,7 +257,7 @@ impl Bucket for HttpBucket {
     fn delete(&self, key: &str) -> Result<()> {
         let url = self.url(Some(key), &[]);
         let answer = self.send("DELETE", "DELETE", &url, Vec::new(), &[])?;
-        if answer.status == 404 {
+        if answer.status == 404 && no_such_key(&answer) {
             return Ok(());
         }
         self.check(&format!("DELETE {url}"), answer).map(|_| ())
@@ -318,6 +321,15 @@ fn read_answer(mut response: Response<Body>, limit: u64, head: bool) -> std::res
         .collect();
     let body = if head { Vec::new() } else { response.body_mut().with_config().limit(limit).read_to_vec()? };
     Ok(Answer { status, headers, body })
+}
+
+/// A 404 about the object, not about the bucket (`NoSuchBucket`) or the address: S3 says
+/// `NoSuchKey`; a server without S3 error bodies (a rest server) says nothing more.
+fn no_such_key(answer: &Answer) -> bool {
+    match listing::parse_error(&answer.body) {
+        Some((code, _)) => code == "NoSuchKey",
+        None => true,
+    }
 }
 
 fn remote_error(what: &str, answer: &Answer) -> Error {

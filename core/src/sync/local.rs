@@ -38,6 +38,9 @@ struct Sidecar {
     etag: String,
     /// Milliseconds since the Unix epoch.
     modified_ms: u64,
+    /// The body's length when this was written, to notice a body changed behind our back.
+    #[serde(default)]
+    size: u64,
     #[serde(default)]
     metadata: Metadata,
 }
@@ -96,22 +99,37 @@ impl LocalBucket {
         self.root.join(RESERVED).join("meta").join(key)
     }
 
+    /// The object's description, or `None` when there is no object. The file is the truth: a
+    /// sidecar without its file describes nothing, and one whose size disagrees with the file
+    /// (edited by hand, or a crash between the two renames) is recomputed from it.
     fn sidecar(&self, key: &str, path: &Path) -> Result<Option<Sidecar>> {
-        match fs::read(self.sidecar_path(key)) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| Error::RemoteData {
-                what: format!("the local bucket's record of {key:?}"),
-                reason: e.to_string(),
-            }),
-            // Written by hand or half-written: describe it from the file itself.
-            Err(e) if e.kind() == ErrorKind::NotFound => match fs::read(path) {
-                Ok(body) => {
-                    let modified = fs::metadata(path).and_then(|m| m.modified()).unwrap_or(SystemTime::now());
-                    Ok(Some(Sidecar { etag: etag_of(&body), modified_ms: millis(modified), metadata: Metadata::new() }))
-                }
-                Err(e) if e.kind() == ErrorKind::NotFound || e.kind() == ErrorKind::IsADirectory => Ok(None),
-                Err(e) => Err(io_error(&format!("reading {}", path.display()), e)),
-            },
-            Err(e) => Err(io_error(&format!("reading the local bucket's record of {key:?}"), e)),
+        let file = match fs::metadata(path) {
+            Ok(m) if m.is_file() => m,
+            Ok(_) => return Ok(None),
+            Err(e) if absent(&e) => return Ok(None),
+            Err(e) => return Err(io_error(&format!("reading {}", path.display()), e)),
+        };
+        let recorded: Option<Sidecar> = match fs::read(self.sidecar_path(key)) {
+            Ok(bytes) => serde_json::from_slice(&bytes).ok(),
+            Err(e) if absent(&e) => None,
+            Err(e) => return Err(io_error(&format!("reading the local bucket's record of {key:?}"), e)),
+        };
+        match recorded {
+            Some(sidecar) if sidecar.size == file.len() => Ok(Some(sidecar)),
+            stale => {
+                let body = match fs::read(path) {
+                    Ok(body) => body,
+                    Err(e) if absent(&e) => return Ok(None),
+                    Err(e) => return Err(io_error(&format!("reading {}", path.display()), e)),
+                };
+                let modified = file.modified().unwrap_or(SystemTime::now());
+                Ok(Some(Sidecar {
+                    etag: etag_of(&body),
+                    modified_ms: millis(modified),
+                    size: body.len() as u64,
+                    metadata: stale.map(|s| s.metadata).unwrap_or_default(),
+                }))
+            }
         }
     }
 
@@ -240,6 +258,18 @@ impl Bucket for LocalBucket {
     ) -> Result<Option<String>> {
         let path = self.path_of(key)?;
         let _lock = self.lock()?;
+        // A file system holds "a" and "a/b" only one way round, unlike S3.
+        let mut folder = String::new();
+        for segment in key.split('/').take(key.split('/').count() - 1) {
+            folder.push_str(segment);
+            if self.root.join(&folder).is_file() {
+                return Err(Error::InvalidArgument(format!(
+                    "object key {key:?} cannot be used in the local bucket {}: the object {folder:?} is where its folder would be",
+                    self.root.display()
+                )));
+            }
+            folder.push('/');
+        }
         if path.is_dir() {
             return Err(Error::InvalidArgument(format!(
                 "object key {key:?} cannot be used in the local bucket {}: objects already live under {key:?}/",
@@ -259,8 +289,12 @@ impl Bucket for LocalBucket {
             self.accounting.record("PUT", 412, body.len() as u64, 0);
             return Err(Error::Remote { what: format!("PUT {}/{key}", self.describe()), status: 412, detail });
         }
-        let sidecar =
-            Sidecar { etag: etag_of(body), modified_ms: millis(SystemTime::now()), metadata: metadata.clone() };
+        let sidecar = Sidecar {
+            etag: etag_of(body),
+            modified_ms: millis(SystemTime::now()),
+            size: body.len() as u64,
+            metadata: metadata.clone(),
+        };
         self.write_atomically(&path, body)?;
         self.write_atomically(&self.sidecar_path(key), &serde_json::to_vec(&sidecar).expect("a sidecar serialises"))?;
         self.accounting.record("PUT", 200, body.len() as u64, 0);
@@ -270,7 +304,8 @@ impl Bucket for LocalBucket {
     fn delete(&self, key: &str) -> Result<()> {
         let path = self.path_of(key)?;
         let _lock = self.lock()?;
-        for file in [&path, &self.sidecar_path(key)] {
+        // The sidecar first: a crash in between leaves a file that describes itself.
+        for file in [&self.sidecar_path(key), &path] {
             match fs::remove_file(file) {
                 Ok(()) => prune_empty_parents(file, &self.root),
                 Err(e) if e.kind() == ErrorKind::NotFound => {}
@@ -356,6 +391,17 @@ fn prune_empty_parents(file: &Path, root: &Path) {
     }
 }
 
+fn absent(e: &std::io::Error) -> bool {
+    matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory)
+}
+
+/// A key the file system cannot hold (a file where a folder is needed, a name too long) is
+/// refused for what it is; anything else is the directory being out of reach for now.
 fn io_error(context: &str, e: std::io::Error) -> Error {
-    Error::Unreachable { what: context.to_string(), reason: e.to_string() }
+    match e.kind() {
+        ErrorKind::NotADirectory | ErrorKind::IsADirectory | ErrorKind::InvalidFilename => {
+            Error::InvalidArgument(format!("{context}: the local bucket cannot hold this key ({e})"))
+        }
+        _ => Error::Unreachable { what: context.to_string(), reason: e.to_string() },
+    }
 }

@@ -28,7 +28,7 @@ pub use engine::FlushReport;
 pub(crate) use engine::{before_read, enqueue, flush_after_commit, get, is_synced, values_of};
 pub(crate) use engine::{flush, prefetch};
 pub(crate) use state::WriteOp;
-pub(crate) use state::{forget_store, next_sequence as state_next_sequence, outbox_len as state_outbox_len};
+pub(crate) use state::{forget_store, outbox_len as state_outbox_len};
 
 use crate::error::{Error, Result};
 use crate::keypath::KeyPath;
@@ -75,8 +75,6 @@ impl SyncedStore {
 pub(crate) struct SyncSet {
     pub stores: HashMap<String, SyncedStore>,
     pub accounting: Arc<Accounting>,
-    /// The sequence number the next outbox entry gets.
-    pub next_sequence: u64,
     /// Set while the sync layer writes what came from the bucket: no outbox entries, no
     /// prefetch before its own reads.
     pub applying: bool,
@@ -123,7 +121,7 @@ impl SyncSet {
                 .collect();
             synced.meta_siblings.sort();
         }
-        Ok(SyncSet { stores, accounting, next_sequence: 1, applying: false, offline: false })
+        Ok(SyncSet { stores, accounting, applying: false, offline: false })
     }
 }
 

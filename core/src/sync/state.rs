@@ -103,10 +103,13 @@ pub fn all(mech: &mut dyn Mechanism, store: &str) -> Result<HashMap<String, Obje
         .collect()
 }
 
-/// Forgets a whole store (dropped, or no longer synced).
+/// Forgets a whole store (dropped, or syncing elsewhere): its validators, and its writes still
+/// waiting, which were meant for where it synced before.
 pub fn forget_store(mech: &mut dyn Mechanism, store: &str) -> Result<()> {
     let ids: Vec<String> = all(mech, store)?.into_keys().collect();
-    ids.iter().try_for_each(|id| forget(mech, store, id))
+    ids.iter().try_for_each(|id| forget(mech, store, id))?;
+    let waiting: Vec<u64> = outbox(mech)?.into_iter().filter(|(_, e)| e.store == store).map(|(s, _)| s).collect();
+    waiting.into_iter().try_for_each(|sequence| pop(mech, sequence))
 }
 
 fn outbox_key(sequence: u64) -> Vec<u8> {

@@ -18,7 +18,10 @@ pub fn iso(time: SystemTime) -> String {
 }
 
 pub fn http_date(time: SystemTime) -> String {
-    httpdate::fmt_http_date(time)
+    // httpdate cannot write years past 9999 (and panics); such a date can only come from a
+    // corrupt record, so it is clamped.
+    let last = UNIX_EPOCH + Duration::from_secs(253_402_300_799);
+    httpdate::fmt_http_date(time.min(last))
 }
 
 /// An HTTP date as ISO 8601; text that is not a date is kept as it is.
