@@ -239,3 +239,16 @@ fn a_post_that_may_have_arrived_is_not_sent_again() {
     assert_eq!(peer.count(), 1, "a 502 after a POST is not retried at once");
     assert_eq!(db.outbox_len().unwrap(), 1, "the write waits for a flush");
 }
+
+#[test]
+fn without_an_etag_the_cache_is_validated_by_last_modified() {
+    let date = "Sun, 22 Nov 2026 05:00:00 GMT";
+    let peer =
+        Peer::start(vec![WithHeaders(vec![format!("last-modified: {date}")], CACHED.to_vec()), Answer(304, vec![])]);
+    let (_dir, mut db) = client(&peer.endpoint(), json!({}));
+    assert_eq!(db.get("docs", &key("d")).unwrap(), Some(json!({"v": "cached"})));
+    assert_eq!(db.get("docs", &key("d")).unwrap(), Some(json!({"v": "cached"})));
+    let second = peer.seen.lock().unwrap()[1].to_ascii_lowercase();
+    assert!(second.contains(&format!("if-modified-since: {}", date.to_ascii_lowercase())), "{second}");
+    assert!(!second.contains("if-none-match"), "{second}");
+}

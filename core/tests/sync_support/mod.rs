@@ -185,7 +185,7 @@ fn pipe(mut from: TcpStream, mut to: TcpStream, up: Arc<AtomicBool>) {
 pub enum Misbehaviour {
     /// Answers with this status and body.
     Answer(u16, Vec<u8>),
-    /// Answers 200 with these extra header lines and body.
+    /// Answers 200 with exactly these header lines (no etag unless given) and body.
     WithHeaders(Vec<String>, Vec<u8>),
     /// Reads the request, then resets the connection.
     Reset,
@@ -260,13 +260,14 @@ fn read_request(stream: &mut TcpStream) -> Option<String> {
 
 /// Answers one request; false when the connection is finished.
 fn answer(stream: &mut TcpStream, step: Misbehaviour) -> bool {
-    let respond_with = |stream: &mut TcpStream, status: u16, extra: &[String], body: &[u8], length: usize| {
-        let extra: String = extra.iter().map(|h| format!("{h}\r\n")).collect();
-        let head = format!("HTTP/1.1 {status} X\r\ncontent-length: {length}\r\netag: \"peer\"\r\n{extra}\r\n");
+    let respond_with = |stream: &mut TcpStream, status: u16, headers: &[String], body: &[u8], length: usize| {
+        let headers: String = headers.iter().map(|h| format!("{h}\r\n")).collect();
+        let head = format!("HTTP/1.1 {status} X\r\ncontent-length: {length}\r\n{headers}\r\n");
         stream.write_all(head.as_bytes()).and_then(|_| stream.write_all(body)).is_ok()
     };
+    let etag = ["etag: \"peer\"".to_string()];
     let respond = |stream: &mut TcpStream, status: u16, body: &[u8], length: usize| {
-        respond_with(stream, status, &[], body, length)
+        respond_with(stream, status, &etag, body, length)
     };
     match step {
         Misbehaviour::Answer(status, body) => respond(stream, status, &body, body.len()),
