@@ -501,14 +501,16 @@ static char sync_schema[2048];
 /* A schema with an immutable synced store `results` under a prefix of its own on `endpoint`. */
 static const char *results_schema(const char *endpoint, int retries) {
     static int run;
+    static long started; /* once, so that the two clients of a test share their prefix */
+    if (!started) started = (long)time(NULL);
     const char *bucket = getenv("MOTO_SIGNED_BUCKET"), *id = getenv("MOTO_ACCESS_KEY_ID");
     const char *secret = getenv("MOTO_SECRET_ACCESS_KEY");
     CHECK(bucket && id && secret);
     snprintf(sync_schema, sizeof sync_schema,
              "{\"stores\": [{\"name\": \"results\", \"Sync\": {\"format\": \"objstore\", \"immutable\": true,"
              " \"Options\": {\"bucket\": \"%s\", \"prefix\": \"c-%ld-%ld-%d/\", \"endpoint\": \"%s\", \"region\": \"us-east-1\","
-             " \"accessKeyId\": \"%s\", \"secretAccessKey\": \"%s\", \"retries\": %d, \"timeoutMs\": 5000}}}]}",
-             bucket ? bucket : "", (long)time(NULL), (long)getpid(), run++ / 2, endpoint, id ? id : "", secret ? secret : "", retries);
+             " \"accessKeyId\": \"%s\", \"secretAccessKey\": \"%s\", \"retries\": %d, \"timeoutMs\": 30000}}}]}",
+             bucket ? bucket : "", started, (long)getpid(), run++ / 2, endpoint, id ? id : "", secret ? secret : "", retries);
     return sync_schema;
 }
 
@@ -522,6 +524,10 @@ static void a_put_reaches_moto_and_another_client_reads_it(void) {
     objstore_db *reader = open_with(&w, results_schema(endpoint, 2));
     CHECK(objstore_db_put(writer, 0, "results", J("{\"ok\": true}"), J("\"linux/c/1\""), on_done, &w, NULL) == OK);
     CHECK(wait_for(&w) == OK);
+    /* Nothing waits in the outbox: the write reached the bucket (else the message says why). */
+    CHECK(objstore_db_flush(writer, on_done, &w, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_CONTAINS(w.result, "\"sent\":0,\"pending\":0");
     CHECK(objstore_db_values_of(reader, 0, "results", J("[\"linux/c/1\", \"linux/c/none\"]"), on_done, &w, NULL) == OK);
     CHECK(wait_for(&w) == OK);
     CHECK_STR(w.result, "[{\"ok\":true},null]");
