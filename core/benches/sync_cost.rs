@@ -14,10 +14,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use objstore_db_core::sync::{
-    list_all, open_bucket, Accounting, Bucket, ListRequest, Metadata, Precondition, Stats, SyncConfig, Validators,
+    list_all, open_bucket, parallel, Accounting, Bucket, ListRequest, Metadata, Precondition, Stats, SyncConfig,
+    Validators,
 };
 use objstore_db_core::{Database, Key, OpenOptions, ScanOptions, Schema};
 use serde_json::{json, Map, Value};
+
+// The sync suites' server start-up (it runs tests/servers/<name> and reads its settings).
+#[path = "../tests/sync_support/mod.rs"]
+mod sync_support;
+use sync_support::server;
 
 const PLATFORMS: [&str; 10] = [
     "linux-x64",
@@ -39,7 +45,7 @@ const REFRACTORY_MS: u64 = 1500;
 fn main() {
     let measuring = std::env::args().any(|a| a == "--bench");
     let (n, pairs) = if measuring { (10_000, 50) } else { (300, 10) };
-    let env = garage();
+    let env = server("garage");
     let prefix = format!("bench-{}/", now_ms());
     let options = json!({"bucket": env["GARAGE_BUCKET"], "prefix": prefix, "endpoint": env["GARAGE_ENDPOINT"],
         "region": env["GARAGE_REGION"], "accessKeyId": env["GARAGE_ACCESS_KEY_ID"],
@@ -128,7 +134,7 @@ fn home_view(db: &mut Database) -> Vec<Value> {
 fn naive_view(bucket: &dyn Bucket, prefix: &str) -> Vec<String> {
     let listing = list_all(bucket, &ListRequest { prefix: prefix.into(), ..Default::default() }).unwrap();
     let names: Vec<String> = listing.objects.iter().map(|o| o.key.clone()).collect();
-    let bodies = in_parallel(&names, 16, |name| fetch(bucket, name));
+    let bodies = parallel(&names, 16, |name| fetch(bucket, name));
     let mut newest: BTreeMap<(String, String), String> = BTreeMap::new();
     for (name, body) in names.iter().zip(bodies) {
         let result: Value = serde_json::from_slice(&body).unwrap();
@@ -161,7 +167,7 @@ fn enumeration_view(bucket: &dyn Bucket, prefix: &str) -> Vec<String> {
             newest.push(list(&pair, false, Some(1)).objects[0].key.clone());
         }
     }
-    in_parallel(&newest, 16, |name| fetch(bucket, name));
+    parallel(&newest, 16, |name| fetch(bucket, name));
     let mut rows: Vec<String> = newest.iter().map(|n| n[prefix.len()..].to_string()).collect();
     rows.sort();
     rows
@@ -243,9 +249,7 @@ fn populate(bucket: &dyn Bucket, prefix: &str, pairs: &[(&str, &str)], n: usize)
             result_object(prefix, platform, browser, FAR - (start - (i as u64) * 1000))
         })
         .collect();
-    in_parallel(&jobs, 32, |(name, body, metadata)| {
-        bucket.put(name, body, metadata, &Precondition::None, false).unwrap()
-    });
+    parallel(&jobs, 32, |(name, body, metadata)| bucket.put(name, body, metadata, &Precondition::None, false).unwrap());
 }
 
 /// `count` new results, each for a different pair, newer than everything before.
@@ -275,24 +279,6 @@ fn result_object(prefix: &str, platform: &str, browser: &str, reverse: u64) -> (
     (name, serde_json::to_vec(&body).unwrap(), metadata)
 }
 
-fn in_parallel<T: Sync, R: Send>(items: &[T], threads: usize, work: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let results = std::sync::Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(item) = items.get(i) else { break };
-                let r = work(item);
-                results.lock().unwrap().push((i, r));
-            });
-        }
-    });
-    let mut results = results.into_inner().unwrap();
-    results.sort_by_key(|(i, _)| *i);
-    results.into_iter().map(|(_, r)| r).collect()
-}
-
 fn config(options: &Value) -> SyncConfig {
     SyncConfig::from_json("bench", &json!({"format": "objstore", "Options": options}), &|_| None).unwrap()
 }
@@ -303,20 +289,4 @@ fn bucket(options: &Value) -> Arc<dyn Bucket> {
 
 fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64
-}
-
-/// Starts (or reuses) Garage with the project's script and reads its settings.
-fn garage() -> HashMap<String, String> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    let status = std::process::Command::new(root.join("tests/servers/garage"))
-        .stdout(std::process::Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success(), "tests/servers/garage failed");
-    std::fs::read_to_string(root.join("target/servers/garage.env"))
-        .unwrap()
-        .lines()
-        .filter_map(|l| l.trim().trim_start_matches("export ").split_once('='))
-        .map(|(k, v)| (k.to_string(), v.trim_matches(['"', '\'']).to_string()))
-        .collect()
 }

@@ -157,9 +157,10 @@ pub(crate) fn values_of(db: &mut Database, store: &str, keys: &[Key]) -> Result<
     let pending = pending_ids(db, store)?;
     let s = synced(db, store);
     let mut asks: Vec<(String, Validators)> = Vec::new();
+    let mut asked = HashSet::new();
     let offline = db.sync.offline;
     for local in locals.iter().filter(|l| !offline && !is_current(s, l, &pending)) {
-        if asks.iter().any(|(id, _)| *id == local.id) {
+        if !asked.insert(local.id.as_str()) {
             continue;
         }
         let validators = match (&local.value, &local.state) {
@@ -420,9 +421,10 @@ pub(crate) fn prefetch(db: &mut Database, store: &str, force: bool) -> Result<()
                 // One unusable object must not keep every read of the store failing: it is
                 // left out and reported; a direct read of it still fails.
                 match &answer {
-                    Fetched::Found(object) if decode(s, store, id, object).is_err() => {
-                        unusable.push(decode(s, store, id, object).unwrap_err());
-                    }
+                    Fetched::Found(object) => match decode(s, store, id, object) {
+                        Ok(_) => fetched.push((id.clone(), answer)),
+                        Err(error) => unusable.push(error),
+                    },
                     _ => fetched.push((id.clone(), answer)),
                 }
             }

@@ -241,9 +241,8 @@ impl Bucket for LocalBucket {
         let found = self.sidecar(key, &path)?;
         self.accounting.record("HEAD", if found.is_some() { 200 } else { 404 }, 0, 0);
         Ok(found.map(|s| {
-            let size = fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
             let last_modified = time::iso(s.modified());
-            let info = ObjectInfo { key: key.to_string(), etag: s.etag, last_modified, size, metadata: None };
+            let info = ObjectInfo { key: key.to_string(), etag: s.etag, last_modified, size: s.size, metadata: None };
             (info, s.metadata)
         }))
     }
@@ -348,7 +347,7 @@ impl Bucket for LocalBucket {
             }
             let path = self.root.join(&key);
             let Some(sidecar) = self.sidecar(&key, &path)? else { continue };
-            let size = fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+            let size = sidecar.size;
             let last_modified = time::iso(sidecar.modified());
             bytes += key.len() + sidecar.etag.len() + last_modified.len();
             let metadata = Some(sidecar.metadata).filter(|m| !m.is_empty());

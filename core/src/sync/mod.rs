@@ -126,7 +126,7 @@ impl SyncSet {
 }
 
 /// Runs `work` on `items` with at most `concurrency` threads at once, results in input order.
-pub(crate) fn parallel<T: Sync, R: Send>(items: &[T], concurrency: usize, work: impl Fn(&T) -> R + Sync) -> Vec<R> {
+pub fn parallel<T: Sync, R: Send>(items: &[T], concurrency: usize, work: impl Fn(&T) -> R + Sync) -> Vec<R> {
     if items.len() <= 1 || concurrency <= 1 {
         return items.iter().map(&work).collect();
     }
