@@ -163,7 +163,8 @@ fn async_gets(db: &AsyncDatabase, ids: &[String]) {
                     left.2.notify_all();
                 }
             },
-        );
+        )
+        .unwrap();
     }
     let mut finished = left.1.lock().unwrap();
     while !*finished {

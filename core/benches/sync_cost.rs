@@ -17,13 +17,13 @@ use objstore_db_core::sync::{
     list_all, open_bucket, parallel, Accounting, Bucket, ListRequest, Metadata, Precondition, Stats, SyncConfig,
     Validators,
 };
-use objstore_db_core::{Database, Key, OpenOptions, ScanOptions, Schema};
+use objstore_db_core::{Key, ScanOptions, Schema};
 use serde_json::{json, Map, Value};
 
 // The sync suites' server start-up (it runs tests/servers/<name> and reads its settings).
 #[path = "../tests/sync_support/mod.rs"]
 mod sync_support;
-use sync_support::server;
+use sync_support::{server, Client};
 
 const PLATFORMS: [&str; 10] = [
     "linux-x64",
@@ -117,7 +117,7 @@ fn main() {
 
 /// The seed's home view: the newest result per platform/runtime pair from the meta store's
 /// compound index, then those results from the results store.
-fn home_view(db: &mut Database) -> Vec<Value> {
+fn home_view(db: &mut Client) -> Vec<Value> {
     let scan = ScanOptions::new().index("platform, browser").unique().limit(50);
     let keys = db.keys("results-meta", &scan).unwrap();
     let values = db.values_of("results", &keys).unwrap();
@@ -180,7 +180,7 @@ fn fetch(bucket: &dyn Bucket, name: &str) -> Vec<u8> {
     }
 }
 
-fn measure<T>(db: &mut Database, view: impl FnOnce(&mut Database) -> T) -> (T, Stats, f64) {
+fn measure<T>(db: &mut Client, view: impl FnOnce(&mut Client) -> T) -> (T, Stats, f64) {
     db.take_sync_stats();
     let started = Instant::now();
     let out = view(db);
@@ -221,7 +221,7 @@ fn print_table(out: &Map<String, Value>, n: usize, pairs: usize) {
     eprintln!("targets met: {}\n", out["targets_met"]);
 }
 
-fn open_view_db(path: &Path, options: &Value) -> Database {
+fn open_view_db(path: &Path, options: &Value) -> Client {
     let mut meta_options = options.clone();
     meta_options["keyLayout"] = json!("{platform}/{browser}/{run}");
     let schema = json!({"version": 1, "stores": [
@@ -233,12 +233,7 @@ fn open_view_db(path: &Path, options: &Value) -> Database {
             {"keyPath": ["metadata.platform", "metadata.browser", "metadata.version"], "name": "platform, browser, version"}],
          "Sync": {"format": "objstore-meta", "prefetch": "meta", "prefetchRefractoryPeriod": REFRACTORY_MS, "Options": meta_options}}
     ]});
-    Database::open(
-        path.to_str().unwrap(),
-        Some(Schema::from_json(&schema.to_string()).unwrap()),
-        &OpenOptions::default(),
-    )
-    .unwrap()
+    sync_support::open(path, Schema::from_json(&schema.to_string()).unwrap())
 }
 
 fn populate(bucket: &dyn Bucket, prefix: &str, pairs: &[(&str, &str)], n: usize) {

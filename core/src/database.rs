@@ -15,8 +15,9 @@ use crate::key::Key;
 use crate::mechanism::{Mechanism, MemoryMechanism, SqliteMechanism, TableId};
 use crate::ops::{self, ScanOptions};
 use crate::range::KeyRange;
+use crate::replica::{self, state as sync_state};
 use crate::schema::{Schema, StoreSchema};
-use crate::sync::{self, FlushReport, Stats, SyncSet};
+use crate::sync::config::SyncConfig;
 
 pub type TxId = u64;
 
@@ -60,8 +61,9 @@ struct ActiveTx {
     events: Vec<Event>,
     /// The catalog before this transaction created a store, to restore on abort.
     catalog_before: Option<Catalog>,
-    /// The first outbox entry this transaction queued: after commit the outbox is sent.
-    first_outbox: Option<u64>,
+    /// The transaction applies data from the bucket (the sync agent's): its writes are not
+    /// queued for the bucket.
+    from_bucket: bool,
 }
 
 /// How many finished transactions are remembered, to say why an old id is inactive.
@@ -80,8 +82,9 @@ pub struct Database {
     finished: VecDeque<(TxId, String)>,
     /// Cached next autoIncrement key per data table; dropped on rollback.
     pub(crate) key_generators: HashMap<TableId, f64>,
-    /// The stores mirrored in buckets.
-    pub(crate) sync: SyncSet,
+    /// The settings of the stores mirrored in buckets, by store. The engine only queues their
+    /// writes; the sync agent talks to the buckets.
+    synced: HashMap<String, SyncConfig>,
 }
 
 impl Database {
@@ -108,16 +111,16 @@ impl Database {
             next_tx: 1,
             finished: VecDeque::new(),
             key_generators: HashMap::new(),
-            sync: SyncSet::default(),
+            synced: HashMap::new(),
         };
         db.mech.begin(true)?;
         // The Sync blocks are checked before the schema is stored, so that a bad one can be
         // mended at the same version.
-        let loaded = db.load_or_migrate(schema).and_then(|()| SyncSet::build(&db.catalog.schema, Default::default()));
+        let loaded = db.load_or_migrate(schema).and_then(|()| replica::configs(&db.catalog.schema));
         match loaded {
-            Ok(sync) => {
+            Ok(synced) => {
                 db.mech.commit()?;
-                db.sync = sync;
+                db.synced = synced;
             }
             Err(e) => {
                 let _ = db.mech.rollback();
@@ -182,10 +185,25 @@ impl Database {
     /// what came, rebuilds changed indexes from the records.
     fn migrate(&mut self, new: Schema) -> Result<()> {
         let old = self.catalog.schema.clone();
+        let (old_sync, new_sync) = (replica::configs(&old)?, replica::configs(&new)?);
         let mech = &mut *self.mech;
         for store in &old.stores {
-            if new.store(&store.name).is_none() || new.store(&store.name).is_some_and(|n| n.sync != store.sync) {
-                sync::forget_store(mech, &store.name)?;
+            let moved = match (old_sync.get(&store.name), new_sync.get(&store.name)) {
+                (Some(before), Some(after)) => !before.same_location(after),
+                (Some(_), None) => true,
+                (None, _) => false,
+            };
+            if moved {
+                // The writes waiting were meant for where the store synced before: never drop
+                // them silently.
+                let waiting = sync_state::pending_count(mech, &store.name)?;
+                if waiting > 0 {
+                    return Err(Error::InvalidSchema(format!(
+                        "store {:?} has {waiting} write(s) waiting for its bucket; flush them before the migration changes where (or whether) it syncs",
+                        store.name
+                    )));
+                }
+                sync_state::forget_store(mech, &store.name)?;
             }
             if new.store(&store.name).is_none() {
                 self.catalog.drop_store(mech, &store.name)?;
@@ -232,14 +250,25 @@ impl Database {
     /// Runs `work` in a transaction over `stores`: committed when it returns Ok, rolled back
     /// (with nothing written and no change events) when it returns an error.
     pub fn run<T>(&mut self, stores: &[&str], mode: Mode, work: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
-        self.run_with(stores, mode, true, work)
+        self.run_with(stores, mode, true, false, work)
     }
 
     /// Runs work that reads with a single storage statement, without a storage transaction:
     /// SQLite's autocommit makes one statement atomic, and skipping BEGIN/COMMIT saves two
     /// round trips on the hottest reads.
     pub(crate) fn run_single_read<T>(&mut self, store: &str, work: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
-        self.run_with(&[store], Mode::ReadOnly, false, work)
+        self.run_with(&[store], Mode::ReadOnly, false, false, work)
+    }
+
+    /// `run`, marking the transaction as applying bucket data (see `replica`).
+    pub(crate) fn run_marked<T>(
+        &mut self,
+        stores: &[&str],
+        mode: Mode,
+        from_bucket: bool,
+        work: impl FnOnce(&mut Tx<'_>) -> Result<T>,
+    ) -> Result<T> {
+        self.run_with(stores, mode, true, from_bucket, work)
     }
 
     fn run_with<T>(
@@ -247,9 +276,10 @@ impl Database {
         stores: &[&str],
         mode: Mode,
         storage: bool,
+        from_bucket: bool,
         work: impl FnOnce(&mut Tx<'_>) -> Result<T>,
     ) -> Result<T> {
-        let outcome = self.begin_with(stores, mode, storage).and_then(|id| {
+        let outcome = self.begin_with(stores, mode, storage, from_bucket).and_then(|id| {
             let outcome = work(&mut Tx { db: self, id }).and_then(|value| self.commit(id).map(|()| value));
             if outcome.is_err() && self.active_transaction() == Some(id) {
                 self.finish_aborted(id, "its work failed");
@@ -272,10 +302,10 @@ impl Database {
     /// Starts an explicit transaction; operations go through [`Database::transaction`] until
     /// [`Database::commit`] or [`Database::abort`]. Only one is active at a time.
     pub fn begin(&mut self, stores: &[&str], mode: Mode) -> Result<TxId> {
-        self.begin_with(stores, mode, true)
+        self.begin_with(stores, mode, true, false)
     }
 
-    fn begin_with(&mut self, stores: &[&str], mode: Mode, storage: bool) -> Result<TxId> {
+    fn begin_with(&mut self, stores: &[&str], mode: Mode, storage: bool, from_bucket: bool) -> Result<TxId> {
         if let Some(active) = &self.active {
             return Err(Error::InvalidArgument(format!(
                 "transaction {} is still active; commit or abort it before starting another",
@@ -291,9 +321,6 @@ impl Database {
                 return Err(self.unknown_store(store));
             }
         }
-        if mode == Mode::ReadOnly {
-            sync::before_read(self, stores)?;
-        }
         if storage {
             self.mech.begin(mode == Mode::ReadWrite)?;
         }
@@ -306,7 +333,7 @@ impl Database {
             storage,
             events: Vec::new(),
             catalog_before: None,
-            first_outbox: None,
+            from_bucket,
         });
         Ok(id)
     }
@@ -317,12 +344,22 @@ impl Database {
         Ok(Tx { db: self, id })
     }
 
+    /// The error for a request made outside the open explicit transaction.
+    pub fn busy_error(&self) -> Option<Error> {
+        self.active.as_ref().map(|a| Error::Busy {
+            database: self.name.clone(),
+            transaction: a.id,
+            stores: a.scope.clone(),
+        })
+    }
+
     pub fn active_transaction(&self) -> Option<TxId> {
         self.active.as_ref().map(|a| a.id)
     }
 
     /// Commits, then delivers the transaction's change events. On a storage failure the
-    /// transaction is rolled back and the error returned.
+    /// transaction is rolled back and the error returned. The result is the local outcome
+    /// only: writes to synced stores wait in the outbox for the sync agent.
     pub fn commit(&mut self, id: TxId) -> Result<()> {
         self.check_active(id)?;
         let storage = self.active.as_ref().is_some_and(|a| a.storage);
@@ -337,17 +374,7 @@ impl Database {
         for event in &active.events {
             self.listeners.dispatch(event);
         }
-        match active.first_outbox {
-            Some(first) => sync::flush_after_commit(self, first),
-            None => Ok(()),
-        }
-    }
-
-    /// Notes that the active transaction queued outbox entry `sequence`.
-    pub(crate) fn note_outbox(&mut self, sequence: u64) {
-        if let Some(active) = &mut self.active {
-            active.first_outbox.get_or_insert(sequence);
-        }
+        Ok(())
     }
 
     /// Rolls back everything the transaction did.
@@ -458,7 +485,7 @@ impl Database {
         Ok(self.stores[store].clone())
     }
 
-    fn unknown_store(&self, store: &str) -> Error {
+    pub(crate) fn unknown_store(&self, store: &str) -> Error {
         let mut known: Vec<String> = self.stores.keys().cloned().collect();
         known.sort();
         Error::UnknownStore { store: store.to_string(), known }
@@ -476,12 +503,9 @@ impl Database {
         self.run(&[store], Mode::ReadWrite, |tx| tx.add(store, value, key))
     }
 
-    /// The record under `key`. For a synced store, the bucket is asked unless the cached copy
-    /// is known to be current (see the sync layer).
+    /// The record under `key` as held locally (for a synced store, the cached copy; the sync
+    /// agent fetches and revalidates).
     pub fn get(&mut self, store: &str, key: &Key) -> Result<Option<Value>> {
-        if sync::is_synced(self, store) {
-            return sync::get(self, store, key);
-        }
         self.run_single_read(store, |tx| tx.get(store, key))
     }
 
@@ -506,64 +530,43 @@ impl Database {
         self.run(&[store], Mode::ReadOnly, |tx| tx.values(store, scan))
     }
 
-    /// The records under `keys`; for a synced store, what the cache cannot serve is fetched
-    /// in parallel.
+    /// The records under `keys`, `None` where there is none locally.
     pub fn values_of(&mut self, store: &str, keys: &[Key]) -> Result<Vec<Option<Value>>> {
-        if sync::is_synced(self, store) {
-            return sync::values_of(self, store, keys);
-        }
         self.run(&[store], Mode::ReadOnly, |tx| tx.values_of(store, keys))
     }
 
-    // ----- sync -----------------------------------------------------------------------------
+    // ----- for the replica and the sync agent ---------------------------------------------
 
-    /// Sends the writes waiting in the outbox, in order. An unreachable bucket is an error
-    /// (the writes keep waiting); refused writes are in the report.
-    pub fn flush(&mut self) -> Result<FlushReport> {
-        self.no_active_transaction("flush")?;
-        let mut report = sync::flush(self)?;
-        match report.offline.take().or(report.blocked.take()) {
-            Some(error) => Err(error),
-            None => Ok(report),
+    /// The store's sync settings, when it is synced.
+    pub fn sync_config(&self, store: &str) -> Option<&SyncConfig> {
+        self.synced.get(store)
+    }
+
+    /// The synced stores' names, sorted.
+    pub fn synced_stores(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.synced.keys().cloned().collect();
+        names.sort();
+        names
+    }
+
+    pub(crate) fn has_store(&self, store: &str) -> bool {
+        self.stores.contains_key(store)
+    }
+
+    pub(crate) fn store_has_key_path(&self, store: &str) -> Result<bool> {
+        match self.stores.get(store) {
+            Some(info) => Ok(info.schema.key_path.is_some()),
+            None => Err(self.unknown_store(store)),
         }
     }
 
-    /// Lists a synced store's objects now and brings the local copy in line, whatever the
-    /// refractory period (a store without `prefetch` is described, not fetched).
-    pub fn prefetch(&mut self, store: &str) -> Result<()> {
-        self.no_active_transaction("prefetch")?;
-        sync::prefetch(self, store, true)
+    pub(crate) fn mech_mut(&mut self) -> &mut dyn Mechanism {
+        &mut *self.mech
     }
 
-    /// Offline, the database makes no requests: reads of synced stores serve the cache as it
-    /// is and writes wait in the outbox. Online again, the next contact sends them.
-    pub fn set_offline(&mut self, offline: bool) {
-        self.sync.offline = offline;
-    }
-
-    /// Writes waiting for the bucket.
-    pub fn outbox_len(&mut self) -> Result<u64> {
-        sync::state_outbox_len(&mut *self.mech)
-    }
-
-    /// Requests made to buckets so far, with bytes and priced cost.
-    pub fn sync_stats(&self) -> Stats {
-        self.sync.accounting.snapshot()
-    }
-
-    /// The same, starting the count again from zero.
-    pub fn take_sync_stats(&mut self) -> Stats {
-        self.sync.accounting.take()
-    }
-
-    fn no_active_transaction(&self, what: &str) -> Result<()> {
-        match &self.active {
-            Some(active) => Err(Error::InvalidArgument(format!(
-                "cannot {what} while transaction {} is active; commit or abort it first",
-                active.id
-            ))),
-            None => Ok(()),
-        }
+    /// Whether the active transaction applies bucket data.
+    pub(crate) fn applying_bucket_data(&self) -> bool {
+        self.active.as_ref().is_some_and(|a| a.from_bucket)
     }
 }
 

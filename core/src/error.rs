@@ -25,6 +25,8 @@ pub enum ErrorCode {
     /// The bucket answered with something unusable: malformed XML, non-JSON, oversized.
     RemoteData,
     Internal,
+    /// An explicit transaction is open and the request is not part of it.
+    Busy,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -77,8 +79,11 @@ pub enum Error {
     #[error("database {0:?} is closed")]
     Closed(String),
 
-    #[error("request cancelled: database {0:?} closed before it ran")]
+    #[error("request cancelled: {0}")]
     Cancelled(String),
+
+    #[error("database {database:?} is busy: transaction {transaction} over {stores:?} is open, and a request outside it cannot run until it commits or aborts (make the request through the transaction, or after it)")]
+    Busy { database: String, transaction: u64, stores: Vec<String> },
 
     #[error("storage error in {context}: {source}")]
     Storage { context: String, source: rusqlite::Error },
@@ -114,6 +119,7 @@ impl Error {
             Error::NotOpen { code, .. } => *code,
             Error::Closed(_) => ErrorCode::Closed,
             Error::Cancelled(_) => ErrorCode::Cancelled,
+            Error::Busy { .. } => ErrorCode::Busy,
             Error::Storage { .. } => ErrorCode::Storage,
             Error::Conflict { .. } => ErrorCode::Conflict,
             Error::Unreachable { .. } => ErrorCode::Network,

@@ -4,33 +4,47 @@
 //! Ordering guarantee: requests run one at a time, in the order they were submitted (the order
 //! in which their `submit` calls returned, across all threads). Each completion fires on the
 //! worker thread as soon as its request finishes, so completions arrive in that order too.
-//! While an explicit transaction is open, requests that are not part of it wait, keeping their
-//! order, and run after it commits, aborts or is aborted for being idle.
 //!
-//! Exactly once: a request completes with its result, with an error, with `Cancelled` when the
-//! database closes before it ran, or with `Closed` when it was submitted after close. A panic in
-//! a request becomes an `Internal` error; a panic in a completion is contained.
+//! Transactions never hold other requests hostage: while an explicit transaction is open, a
+//! request that is not part of it fails at once with `Busy`, naming the transaction (it is
+//! not queued behind it); an idle transaction is aborted after a timeout.
+//!
+//! Exactly once: a request completes with its result, with an error, or with `Cancelled` when
+//! its token was cancelled before it ran or the database closed first. A request made after
+//! close is refused by `submit` itself (no callback). A panic in a request becomes an
+//! `Internal` error; a panic in a completion is contained.
+//!
+//! Close: `close(done)` cancels what is queued, rolls back an open transaction, closes the
+//! file, and only then calls `done` — the last callback the database makes. Dropping a handle
+//! closes without waiting: no thread is ever joined, so a finalizer cannot deadlock.
+//!
+//! Backpressure: at most `queue_capacity` requests wait; a thread other than the worker that
+//! submits beyond it waits for room (the worker itself never waits, so a completion may submit).
 
 use std::any::Any;
-use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex};
-use std::thread::{self, JoinHandle, ThreadId};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::thread::{self, ThreadId};
 use std::time::{Duration, Instant};
 
 use crate::database::{Database, Mode, OpenOptions, Tx, TxId};
 use crate::error::{Error, Result};
 use crate::events::{EventFilter, Listener, SubscriptionId};
 use crate::schema::Schema;
+use crate::sync::Token;
 
 /// How long an explicit transaction may sit without a request before it is aborted.
 pub const DEFAULT_IDLE_TRANSACTION_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How many requests may wait for the worker before submitters wait for room.
+pub const DEFAULT_QUEUE_CAPACITY: usize = 4096;
+
 /// A request as the worker sees it: run it, or cancel it with an error; either consumes it.
 trait Request: Send {
     fn transaction(&self) -> Option<TxId>;
+    fn is_cancelled(&self) -> bool;
     fn run(self: Box<Self>, db: &mut Database);
     fn cancel(self: Box<Self>, error: Error);
 }
@@ -40,6 +54,7 @@ where
     C: FnOnce(Result<T>),
 {
     transaction: Option<TxId>,
+    token: Option<Token>,
     work: Option<W>,
     done: Option<C>,
     database: Arc<str>,
@@ -55,11 +70,10 @@ impl<T, W, C: FnOnce(Result<T>)> Task<T, W, C> {
 }
 
 impl<T, W, C: FnOnce(Result<T>)> Drop for Task<T, W, C> {
-    /// The guard behind "exactly once": a request dropped unrun (say, left in the queue when the
-    /// worker stopped) still completes, as cancelled.
+    /// The guard behind "exactly once": a request dropped unrun still completes, as cancelled.
     fn drop(&mut self) {
-        let database = self.database.to_string();
-        self.complete(Err(Error::Cancelled(database)));
+        let reason = format!("database {:?} closed before it ran", self.database);
+        self.complete(Err(Error::Cancelled(reason)));
     }
 }
 
@@ -71,6 +85,10 @@ where
 {
     fn transaction(&self) -> Option<TxId> {
         self.transaction
+    }
+
+    fn is_cancelled(&self) -> bool {
+        self.token.as_ref().is_some_and(Token::is_cancelled)
     }
 
     fn run(mut self: Box<Self>, db: &mut Database) {
@@ -87,30 +105,65 @@ where
     }
 }
 
+type CloseDone = Box<dyn FnOnce(Result<()>) + Send>;
+
 enum Message {
     Request(Box<dyn Request>),
-    Close(Box<dyn FnOnce(Result<()>) + Send>),
+    Close(CloseDone),
 }
 
 #[derive(Debug, Clone)]
 pub struct ExecutorOptions {
     pub open: OpenOptions,
     pub idle_transaction_timeout: Duration,
+    pub queue_capacity: usize,
 }
 
 impl Default for ExecutorOptions {
     fn default() -> Self {
-        ExecutorOptions { open: OpenOptions::default(), idle_transaction_timeout: DEFAULT_IDLE_TRANSACTION_TIMEOUT }
+        ExecutorOptions {
+            open: OpenOptions::default(),
+            idle_transaction_timeout: DEFAULT_IDLE_TRANSACTION_TIMEOUT,
+            queue_capacity: DEFAULT_QUEUE_CAPACITY,
+        }
+    }
+}
+
+/// Requests waiting for the worker, counted for backpressure.
+struct Queue {
+    waiting: Mutex<usize>,
+    room: Condvar,
+    capacity: usize,
+}
+
+impl Queue {
+    fn enter(&self, may_wait: bool) {
+        let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        while may_wait && *waiting >= self.capacity {
+            waiting = self.room.wait(waiting).unwrap_or_else(|p| p.into_inner());
+        }
+        *waiting += 1;
+    }
+
+    fn leave(&self) {
+        let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        *waiting = waiting.saturating_sub(1);
+        self.room.notify_one();
     }
 }
 
 /// A database on its own worker thread. Share it between threads with an `Arc`; dropping the
-/// last handle closes the database and waits for the worker to finish.
+/// last handle closes the database without waiting for it.
 pub struct AsyncDatabase {
     name: Arc<str>,
-    closed: Arc<AtomicBool>,
+    /// Whether close was called. Submitters hold the read lock while they send, close takes
+    /// the write lock: no request can slip into the queue behind close's message.
+    closed: RwLock<bool>,
+    /// The same, read by the worker without the lock: requests still queued when close was
+    /// called are cancelled, not run.
+    closing: Arc<AtomicBool>,
     sender: Sender<Message>,
-    worker: Mutex<Option<JoinHandle<()>>>,
+    queue: Arc<Queue>,
     worker_id: ThreadId,
 }
 
@@ -124,53 +177,80 @@ impl AsyncDatabase {
         done: impl FnOnce(Result<()>) + Send + 'static,
     ) -> Result<AsyncDatabase> {
         let name: Arc<str> = Arc::from(name);
-        let closed = Arc::new(AtomicBool::new(false));
         let (sender, receiver) = mpsc::channel();
-        let worker =
-            Worker { name: name.clone(), closed: closed.clone(), receiver, options, deferred: VecDeque::new() };
+        let queue =
+            Arc::new(Queue { waiting: Mutex::new(0), room: Condvar::new(), capacity: options.queue_capacity.max(1) });
+        let closing = Arc::new(AtomicBool::new(false));
+        let worker = Worker { name: name.clone(), receiver, options, queue: queue.clone(), closing: closing.clone() };
         let handle = thread::Builder::new()
             .name(format!("objstore-db {}", crate::key::truncate(&name, 40)))
             .spawn(move || worker.run(schema, done))
             .map_err(|e| Error::Internal(format!("cannot start the worker thread: {e}")))?;
         let worker_id = handle.thread().id();
-        Ok(AsyncDatabase { name, closed, sender, worker: Mutex::new(Some(handle)), worker_id })
+        Ok(AsyncDatabase { name, closed: RwLock::new(false), closing, sender, queue, worker_id })
     }
 
     pub fn name(&self) -> &str {
         &self.name
     }
 
-    /// Queues `work` to run on the worker; `done` gets its result.
-    pub fn submit<T, W, C>(&self, work: W, done: C)
+    /// Queues `work` to run on the worker; `done` gets its result. After close this returns
+    /// `Closed` and `done` is never called.
+    pub fn submit<T, W, C>(&self, work: W, done: C) -> Result<()>
     where
         T: Send + 'static,
         W: FnOnce(&mut Database) -> Result<T> + Send + 'static,
         C: FnOnce(Result<T>) + Send + 'static,
     {
-        self.send(None, work, done);
+        self.send(None, None, work, done)
+    }
+
+    /// `submit`, skipped (completing with `Cancelled`) when `token` is cancelled before it runs.
+    pub fn submit_cancellable<T, W, C>(&self, token: Token, work: W, done: C) -> Result<()>
+    where
+        T: Send + 'static,
+        W: FnOnce(&mut Database) -> Result<T> + Send + 'static,
+        C: FnOnce(Result<T>) + Send + 'static,
+    {
+        self.send(None, Some(token), work, done)
     }
 
     /// Queues `work` as part of the explicit transaction `tx`.
-    pub fn submit_in<T, W, C>(&self, tx: TxId, work: W, done: C)
+    pub fn submit_in<T, W, C>(&self, tx: TxId, work: W, done: C) -> Result<()>
     where
         T: Send + 'static,
         W: FnOnce(&mut Tx<'_>) -> Result<T> + Send + 'static,
         C: FnOnce(Result<T>) + Send + 'static,
     {
-        self.send(Some(tx), move |db: &mut Database| work(&mut db.transaction(tx)?), done);
+        self.send(Some(tx), None, move |db: &mut Database| work(&mut db.transaction(tx)?), done)
     }
 
-    /// Starts an explicit transaction. Until it ends, other requests wait.
-    pub fn begin(&self, stores: Vec<String>, mode: Mode, done: impl FnOnce(Result<TxId>) + Send + 'static) {
-        self.submit(move |db| db.begin(&stores.iter().map(String::as_str).collect::<Vec<_>>(), mode), done);
+    /// `submit_in` with a cancellation token.
+    pub fn submit_in_cancellable<T, W, C>(&self, tx: TxId, token: Token, work: W, done: C) -> Result<()>
+    where
+        T: Send + 'static,
+        W: FnOnce(&mut Tx<'_>) -> Result<T> + Send + 'static,
+        C: FnOnce(Result<T>) + Send + 'static,
+    {
+        self.send(Some(tx), Some(token), move |db: &mut Database| work(&mut db.transaction(tx)?), done)
     }
 
-    pub fn commit(&self, tx: TxId, done: impl FnOnce(Result<()>) + Send + 'static) {
-        self.send(Some(tx), move |db: &mut Database| db.commit(tx), done);
+    /// Starts an explicit transaction. Until it ends, other requests fail with `Busy`.
+    pub fn begin(
+        &self,
+        stores: Vec<String>,
+        mode: Mode,
+        done: impl FnOnce(Result<TxId>) + Send + 'static,
+    ) -> Result<()> {
+        self.submit(move |db| db.begin(&stores.iter().map(String::as_str).collect::<Vec<_>>(), mode), done)
     }
 
-    pub fn abort(&self, tx: TxId, done: impl FnOnce(Result<()>) + Send + 'static) {
-        self.send(Some(tx), move |db: &mut Database| db.abort(tx), done);
+    pub fn commit(&self, tx: TxId, done: impl FnOnce(Result<()>) + Send + 'static) -> Result<()> {
+        self.send(Some(tx), None, move |db: &mut Database| db.commit(tx), done)
+    }
+
+    pub fn abort(&self, tx: TxId, done: impl FnOnce(Result<()>) + Send + 'static) -> Result<()> {
+        self.send(Some(tx), None, move |db: &mut Database| db.abort(tx), done)
     }
 
     /// Adds an event listener; it runs on the worker thread. See [`Database::subscribe`].
@@ -179,94 +259,90 @@ impl AsyncDatabase {
         filter: EventFilter,
         listener: Listener,
         done: impl FnOnce(Result<SubscriptionId>) + Send + 'static,
-    ) {
-        self.submit(move |db| Ok(db.subscribe(filter, listener)), done);
+    ) -> Result<()> {
+        self.submit(move |db| Ok(db.subscribe(filter, listener)), done)
     }
 
-    pub fn unsubscribe(&self, id: SubscriptionId, done: impl FnOnce(Result<bool>) + Send + 'static) {
-        self.submit(move |db| Ok(db.unsubscribe(id)), done);
+    pub fn unsubscribe(&self, id: SubscriptionId, done: impl FnOnce(Result<bool>) + Send + 'static) -> Result<()> {
+        self.submit(move |db| Ok(db.unsubscribe(id)), done)
     }
 
     /// Closes the database: requests still queued are cancelled, an open transaction is rolled
-    /// back, and `done` fires once the file is closed. A second close fails with `Closed`.
-    pub fn close(&self, done: impl FnOnce(Result<()>) + Send + 'static) {
-        if self.closed.swap(true, Ordering::AcqRel) {
-            let name = self.name.to_string();
-            deliver_later(move || done(Err(Error::Closed(name))));
-            return;
+    /// back, the file is closed, and then `done` fires: the last callback of this database. A
+    /// second close returns `Closed` (and never calls its `done`).
+    pub fn close(&self, done: impl FnOnce(Result<()>) + Send + 'static) -> Result<()> {
+        let mut closed = self.closed.write().unwrap_or_else(|p| p.into_inner());
+        if *closed {
+            return Err(Error::Closed(self.name.to_string()));
         }
+        *closed = true;
+        self.closing.store(true, Ordering::Release);
         if let Err(mpsc::SendError(Message::Close(done))) = self.sender.send(Message::Close(Box::new(done))) {
-            deliver_later(move || done(Ok(())));
+            // The worker is gone (it can only end after close): nothing else will call back.
+            let _ = catch_unwind(AssertUnwindSafe(|| done(Ok(()))));
         }
+        Ok(())
     }
 
     pub fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::Acquire)
+        *self.closed.read().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn send<T, W, C>(&self, transaction: Option<TxId>, work: W, done: C)
+    fn send<T, W, C>(&self, transaction: Option<TxId>, token: Option<Token>, work: W, done: C) -> Result<()>
     where
         T: Send + 'static,
         W: FnOnce(&mut Database) -> Result<T> + Send + 'static,
         C: FnOnce(Result<T>) + Send + 'static,
     {
+        let closed = self.closed.read().unwrap_or_else(|p| p.into_inner());
+        if *closed {
+            return Err(Error::Closed(self.name.to_string()));
+        }
         let task: Box<dyn Request> = Box::new(Task {
             transaction,
+            token,
             work: Some(work),
             done: Some(done),
             database: self.name.clone(),
             _result: std::marker::PhantomData,
         });
-        let closed = Error::Closed(self.name.to_string());
-        if self.is_closed() {
-            deliver_later(move || task.cancel(closed));
-        } else if let Err(mpsc::SendError(Message::Request(task))) = self.sender.send(Message::Request(task)) {
-            deliver_later(move || task.cancel(closed));
+        self.queue.enter(thread::current().id() != self.worker_id);
+        if let Err(mpsc::SendError(Message::Request(task))) = self.sender.send(Message::Request(task)) {
+            self.queue.leave();
+            // Only after close can the worker be gone; defuse the drop guard's callback.
+            std::mem::forget(task);
+            return Err(Error::Closed(self.name.to_string()));
         }
+        Ok(())
     }
 }
 
 impl Drop for AsyncDatabase {
+    /// Closes without waiting: the worker finishes on its own. Never joins a thread.
     fn drop(&mut self) {
-        if !self.is_closed() {
-            self.close(|_| {});
-        }
-        // Joining from the worker itself (a listener dropping the last handle) would deadlock.
-        if thread::current().id() != self.worker_id {
-            if let Some(handle) = self.worker.lock().unwrap_or_else(|p| p.into_inner()).take() {
-                let _ = handle.join();
-            }
-        }
+        let _ = self.close(|_| {});
     }
-}
-
-/// Completes a request that never reached the worker, on a thread of its own, so that no
-/// completion ever runs inside the call that submitted it.
-fn deliver_later(f: impl FnOnce() + Send + 'static) {
-    // Should no thread be had, the closure is dropped: a request inside it still completes
-    // (as cancelled) through Task's drop guard.
-    let _ = thread::Builder::new().name("objstore-db late completion".into()).spawn(f);
 }
 
 struct Worker {
     name: Arc<str>,
-    closed: Arc<AtomicBool>,
     receiver: Receiver<Message>,
     options: ExecutorOptions,
-    /// Requests held back while an explicit transaction is open.
-    deferred: VecDeque<Box<dyn Request>>,
+    queue: Arc<Queue>,
+    closing: Arc<AtomicBool>,
 }
 
 impl Worker {
-    fn run(mut self, schema: Option<Schema>, done: impl FnOnce(Result<()>)) {
+    fn run(self, schema: Option<Schema>, done: impl FnOnce(Result<()>)) {
         let opened = catch_unwind(AssertUnwindSafe(|| Database::open(&self.name, schema, &self.options.open)))
             .unwrap_or_else(|panic| Err(Error::Internal(format!("open panicked: {}", panic_message(&panic)))));
         match opened {
             Ok(mut db) => {
                 let _ = catch_unwind(AssertUnwindSafe(|| done(Ok(()))));
-                let close_done = self.serve(&mut db);
+                let close_done = catch_unwind(AssertUnwindSafe(|| self.serve(&mut db)));
+                self.cancel_queued();
                 drop(db); // the file is closed before close's completion fires
-                if let Some(close_done) = close_done {
+                if let Ok(Some(close_done)) = close_done {
                     let _ = catch_unwind(AssertUnwindSafe(|| close_done(Ok(()))));
                 }
             }
@@ -279,43 +355,49 @@ impl Worker {
         }
     }
 
+    fn next(&self, timeout: Option<Duration>) -> std::result::Result<Message, RecvTimeoutError> {
+        let message = match timeout {
+            Some(timeout) => self.receiver.recv_timeout(timeout),
+            None => self.receiver.recv().map_err(|_| RecvTimeoutError::Disconnected),
+        };
+        if let Ok(Message::Request(_)) = message {
+            self.queue.leave();
+        }
+        message
+    }
+
     /// Runs requests until close (returning its completion) or until every handle is gone.
-    fn serve(&mut self, db: &mut Database) -> Option<Box<dyn FnOnce(Result<()>) + Send>> {
+    fn serve(&self, db: &mut Database) -> Option<CloseDone> {
         let idle_limit = self.options.idle_transaction_timeout;
         let mut last_in_transaction = Instant::now();
         loop {
             let active = db.active_transaction();
-            let next = match (active, self.deferred.pop_front()) {
-                (None, Some(request)) => Ok(Message::Request(request)),
-                (None, None) => self.receiver.recv().map_err(|_| RecvTimeoutError::Disconnected),
-                (Some(_), held) => {
-                    if let Some(request) = held {
-                        self.deferred.push_front(request);
-                    }
-                    self.receiver.recv_timeout(idle_limit.saturating_sub(last_in_transaction.elapsed()))
-                }
-            };
-            let message = match next {
+            let timeout = active.map(|_| idle_limit.saturating_sub(last_in_transaction.elapsed()));
+            let message = match self.next(timeout) {
                 Ok(message) => message,
                 Err(RecvTimeoutError::Timeout) => {
                     db.abort_active(&format!("aborted after {} ms without a request", idle_limit.as_millis()));
                     continue;
                 }
                 Err(RecvTimeoutError::Disconnected) => {
-                    self.shut_down(db);
+                    db.abort_active("the database closed");
                     return None;
                 }
             };
             match message {
                 Message::Close(done) => {
-                    self.shut_down(db);
+                    db.abort_active("the database closed");
                     return Some(done);
                 }
-                Message::Request(request) if self.closed.load(Ordering::Acquire) => {
-                    request.cancel(Error::Cancelled(self.name.to_string()));
+                Message::Request(request) if self.closing.load(Ordering::Acquire) => {
+                    request.cancel(Error::Cancelled(format!("database {:?} closed before it ran", self.name)));
+                }
+                Message::Request(request) if request.is_cancelled() => {
+                    request.cancel(Error::Cancelled("the request was cancelled before it ran".into()));
                 }
                 Message::Request(request) if active.is_some() && request.transaction().is_none() => {
-                    self.deferred.push_back(request);
+                    let error = db.busy_error().unwrap_or_else(|| Error::Internal("no active transaction".into()));
+                    request.cancel(error);
                 }
                 Message::Request(request) => {
                     request.run(db);
@@ -325,38 +407,27 @@ impl Worker {
         }
     }
 
-    /// Cancels everything not yet run and rolls back an open transaction.
-    fn shut_down(&mut self, db: &mut Database) {
-        db.abort_active("the database closed");
-        let name = self.name.to_string();
-        for request in self.deferred.drain(..) {
-            request.cancel(Error::Cancelled(name.clone()));
-        }
+    /// Cancels everything still queued (all of it submitted before close).
+    fn cancel_queued(&self) {
+        let reason = format!("database {:?} closed before it ran", self.name);
         while let Ok(message) = self.receiver.try_recv() {
-            match message {
-                Message::Request(request) => request.cancel(Error::Cancelled(name.clone())),
-                Message::Close(done) => {
-                    let _ = catch_unwind(AssertUnwindSafe(|| done(Err(Error::Closed(name.clone())))));
-                }
+            if let Message::Request(request) = message {
+                self.queue.leave();
+                request.cancel(Error::Cancelled(reason.clone()));
             }
         }
     }
 
     /// After a failed open: every request fails with the open's error until close.
-    fn refuse(&mut self, error: impl Fn() -> Error) {
-        while let Ok(message) = self.receiver.recv() {
+    fn refuse(&self, error: impl Fn() -> Error) {
+        while let Ok(message) = self.next(None) {
             match message {
                 Message::Request(request) => request.cancel(error()),
                 Message::Close(done) => {
+                    self.cancel_queued();
                     let _ = catch_unwind(AssertUnwindSafe(|| done(Ok(()))));
-                    break;
+                    return;
                 }
-            }
-        }
-        let name = self.name.to_string();
-        while let Ok(message) = self.receiver.try_recv() {
-            if let Message::Request(request) = message {
-                request.cancel(Error::Cancelled(name.clone()));
             }
         }
     }

@@ -15,6 +15,7 @@ mod mechanism;
 mod ops;
 mod query;
 mod range;
+pub mod replica;
 mod schema;
 pub mod sql;
 pub mod sync;
@@ -28,6 +29,7 @@ pub use keypath::{lookup, KeyPath};
 pub use ops::ScanOptions;
 pub use query::{Condition, CursorItem, Op, Plan, Query, Step};
 pub use range::{ByteRange, KeyRange};
+pub use replica::{Change, RefusedWrite, Resolution, SyncStatus};
 pub use schema::{IndexSchema, Schema, StoreSchema};
 
 /// The library version, as in Cargo.toml.

@@ -11,7 +11,7 @@ use crate::events::{Event, EventKind};
 use crate::key::Key;
 use crate::mechanism::{Mechanism, META_TABLE};
 use crate::range::{just_above, ByteRange, KeyRange};
-use crate::sync::{self, WriteOp};
+use crate::replica::{self, WriteOp};
 
 /// Rows read per batch where a scan's rows are then written (remove, index rebuild).
 const BATCH: usize = 512;
@@ -156,7 +156,7 @@ impl Tx<'_> {
                         }
                     }
                 }
-                sync::enqueue(db, store, &Key::decode(&pk)?, WriteOp::Delete, None, true)?;
+                replica::enqueue(db, store, &Key::decode(&pk)?, WriteOp::Delete, None, true)?;
                 db.mech.delete(info.data, &pk)?;
                 removed += 1;
                 if announce {
@@ -169,7 +169,7 @@ impl Tx<'_> {
     /// Removes every record; announced as one `deleted` event without a key. In a synced store
     /// each record is removed (and its object deleted) as by `remove`.
     pub fn clear(&mut self, store: &str) -> Result<()> {
-        if sync::is_synced(self.db, store) && !self.db.sync.applying {
+        if self.db.sync_config(store).is_some() && !self.db.applying_bucket_data() {
             return self.remove_bytes(store, &ByteRange::all()).map(|_| ());
         }
         let db = &mut *self.db;
@@ -289,7 +289,7 @@ pub(crate) fn write(
 
     // Last of the checks: a write refused above must not reach the bucket.
     let op = if no_overwrite { WriteOp::Create } else { WriteOp::Put };
-    sync::enqueue(db, store, &key, op, Some(&value), old.is_some())?;
+    replica::enqueue(db, store, &key, op, Some(&value), old.is_some())?;
 
     let old_record = match &old {
         Some(bytes) if !info.indexes.is_empty() => Some(decode_record(store, bytes)?),

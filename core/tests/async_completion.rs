@@ -44,13 +44,13 @@ for_each_mechanism! {
                         assert_eq!(r.unwrap(), Key::from(format!("{t}-{i}")));
                         *s1.lock().unwrap().entry((t, i, "put")).or_default() += 1;
                         d1.send(()).unwrap();
-                    });
+                    }).unwrap();
                     db.submit(move |db| db.get("counters", &key), move |r| {
                         // Same thread, submitted after the put: it must see the record.
                         assert_eq!(r.unwrap().unwrap(), json!({"thread": t, "i": i}));
                         *s2.lock().unwrap().entry((t, i, "get")).or_default() += 1;
                         d2.send(()).unwrap();
-                    });
+                    }).unwrap();
                 }
             })
         }).collect();
@@ -76,7 +76,7 @@ for_each_mechanism! {
             db.submit(move |_| Ok(i), move |r| {
                 order.lock().unwrap().push((r.unwrap(), thread::current().id()));
                 tx.send(()).unwrap();
-            });
+            }).unwrap();
         }
         for _ in 0..100 {
             rx.recv().unwrap();
@@ -93,19 +93,21 @@ for_each_mechanism! {
         let (tx, rx) = mpsc::channel();
         let (o, t) = (outcomes.clone(), tx.clone());
         let (started_tx, started_rx) = mpsc::channel();
-        db.submit(move |_| { started_tx.send(()).unwrap(); thread::sleep(Duration::from_millis(300)); Ok(()) }, move |r| { o.lock().unwrap().push(r.map_err(|e| e.code())); t.send(()).unwrap(); });
+        db.submit(move |_| { started_tx.send(()).unwrap(); thread::sleep(Duration::from_millis(300)); Ok(()) }, move |r| { o.lock().unwrap().push(r.map_err(|e| e.code())); t.send(()).unwrap(); }).unwrap();
         started_rx.recv().unwrap();
         for _ in 0..50 {
             let (o, t) = (outcomes.clone(), tx.clone());
-            db.submit(|db| db.put("notes", json!(1), None).map(|_| ()), move |r| { o.lock().unwrap().push(r.map_err(|e| e.code())); t.send(()).unwrap(); });
+            db.submit(|db| db.put("notes", json!(1), None).map(|_| ()), move |r| { o.lock().unwrap().push(r.map_err(|e| e.code())); t.send(()).unwrap(); }).unwrap();
         }
         let (closed_tx, closed_rx) = mpsc::channel();
-        db.close(move |r| closed_tx.send(r).unwrap());
+        let o = outcomes.clone();
+        db.close(move |r| { o.lock().unwrap().push(Err(ErrorCode::Closed)); closed_tx.send(r).unwrap() }).unwrap();
         for _ in 0..51 {
             rx.recv_timeout(Duration::from_secs(10)).unwrap();
         }
         closed_rx.recv_timeout(Duration::from_secs(10)).unwrap().unwrap();
-        let outcomes = outcomes.lock().unwrap();
+        let mut outcomes = outcomes.lock().unwrap();
+        assert_eq!(outcomes.pop(), Some(Err(ErrorCode::Closed)), "close's callback is the last one");
         assert_eq!(outcomes[0], Ok(()), "the running request finishes");
         assert!(outcomes[1..].iter().all(|o| *o == Err(ErrorCode::Cancelled)), "{outcomes:?}");
         if kind == MechanismKind::Sqlite {
@@ -115,21 +117,52 @@ for_each_mechanism! {
         }
     }
 
-    fn requests_after_close_fail_with_closed_off_the_calling_thread(kind) {
+    fn requests_after_close_are_refused_at_once_with_no_callback(kind) {
         let (_dir, path) = temp_path();
         let db = start(kind, &path);
         let (closed_tx, closed_rx) = mpsc::channel();
-        db.close(move |r| closed_tx.send(r).unwrap());
+        db.close(move |r| closed_tx.send(r).unwrap()).unwrap();
         closed_rx.recv().unwrap().unwrap();
-        let caller = thread::current().id();
-        let (tx, rx) = mpsc::channel();
-        db.submit(|db| db.get("notes", &Key::from(1)), move |r| tx.send((r, thread::current().id())).unwrap());
-        let (result, completed_on) = rx.recv_timeout(Duration::from_secs(10)).unwrap();
-        assert_ne!(completed_on, caller);
-        assert!(matches!(result, Err(Error::Closed(_))));
-        let (tx, rx) = mpsc::channel();
-        db.close(move |r| tx.send(r).unwrap());
-        assert_eq!(rx.recv().unwrap().unwrap_err().code(), ErrorCode::Closed, "double close is reported, not a crash");
+        let called = Arc::new(AtomicUsize::new(0));
+        let c = called.clone();
+        let refused = db.submit(|db| db.get("notes", &Key::from(1)), move |_| { c.fetch_add(1, Ordering::SeqCst); });
+        assert!(matches!(refused, Err(Error::Closed(_))), "{refused:?}");
+        let c = called.clone();
+        let again = db.close(move |_| { c.fetch_add(1, Ordering::SeqCst); });
+        assert_eq!(again.unwrap_err().code(), ErrorCode::Closed, "double close is reported, not a crash");
+        thread::sleep(Duration::from_millis(100));
+        assert_eq!(called.load(Ordering::SeqCst), 0, "refused requests never call back");
+    }
+
+    fn close_racing_requests_from_several_threads_calls_back_last(kind) {
+        let (_dir, path) = temp_path();
+        let db = start(kind, &path);
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let threads: Vec<_> = (0..4).map(|_| {
+            let (db, log, accepted) = (db.clone(), log.clone(), accepted.clone());
+            thread::spawn(move || {
+                for i in 0..500 {
+                    let log = log.clone();
+                    let submitted = db.submit(move |db| db.put("notes", json!(i), None), move |r| log.lock().unwrap().push(r.is_ok()));
+                    match submitted {
+                        Ok(()) => { accepted.fetch_add(1, Ordering::SeqCst); }
+                        Err(e) => { assert_eq!(e.code(), ErrorCode::Closed); break; }
+                    }
+                }
+            })
+        }).collect();
+        thread::sleep(Duration::from_millis(5));
+        let (closed_tx, closed_rx) = mpsc::channel();
+        let (l, a) = (log.clone(), accepted.clone());
+        db.close(move |r| { closed_tx.send((r, l.lock().unwrap().len(), a.load(Ordering::SeqCst))).unwrap() }).unwrap();
+        let (result, completed_before_close, _) = closed_rx.recv_timeout(Duration::from_secs(30)).unwrap();
+        result.unwrap();
+        for t in threads { t.join().unwrap(); }
+        thread::sleep(Duration::from_millis(100));
+        let completed = log.lock().unwrap().len();
+        assert_eq!(completed, accepted.load(Ordering::SeqCst), "every accepted request called back once");
+        assert_eq!(completed_before_close, completed, "every callback came before close's");
     }
 
     fn a_panic_in_a_request_becomes_an_internal_error_and_the_database_goes_on(kind) {
@@ -149,23 +182,29 @@ for_each_mechanism! {
     fn a_panicking_completion_does_not_stop_the_worker(kind) {
         let (_dir, path) = temp_path();
         let db = start(kind, &path);
-        db.submit(|_| Ok(()), |_| panic!("completion bug"));
+        db.submit(|_| Ok(()), |_| panic!("completion bug")).unwrap();
         call(&db, |db| db.put("notes", json!(1), None)).unwrap();
     }
 
-    fn dropping_the_last_handle_closes_and_cancels(kind) {
+    fn dropping_the_last_handle_closes_without_waiting_and_cancels(kind) {
         let (_dir, path) = temp_path();
         let db = start(kind, &path);
         let cancelled = Arc::new(AtomicUsize::new(0));
         let (started_tx, started_rx) = mpsc::channel();
-        db.submit(move |_| { started_tx.send(()).unwrap(); thread::sleep(Duration::from_millis(300)); Ok(()) }, |_| {});
+        db.submit(move |_| { started_tx.send(()).unwrap(); thread::sleep(Duration::from_millis(300)); Ok(()) }, |_| {}).unwrap();
         started_rx.recv().unwrap();
         for _ in 0..10 {
             let c = cancelled.clone();
-            db.submit(|_| Ok(()), move |r: objstore_db_core::Result<()>| if r.unwrap_err().code() == ErrorCode::Cancelled { c.fetch_add(1, Ordering::SeqCst); });
+            db.submit(|_| Ok(()), move |r: objstore_db_core::Result<()>| if r.unwrap_err().code() == ErrorCode::Cancelled { c.fetch_add(1, Ordering::SeqCst); }).unwrap();
         }
+        let dropped_at = std::time::Instant::now();
         drop(db);
-        assert_eq!(cancelled.load(Ordering::SeqCst), 10, "completions fired before drop returned");
+        assert!(dropped_at.elapsed() < Duration::from_millis(250), "drop does not wait for the worker");
+        for _ in 0..100 {
+            if cancelled.load(Ordering::SeqCst) == 10 { break; }
+            thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(cancelled.load(Ordering::SeqCst), 10, "queued requests were cancelled after the drop");
     }
 }
 
@@ -177,7 +216,7 @@ fn a_failed_open_reports_its_error_to_the_open_and_to_every_request() {
     let (tx, rx) = mpsc::channel();
     let db = AsyncDatabase::open(&path, Some(bad), ExecutorOptions::default(), move |r| tx.send(r).unwrap()).unwrap();
     let (rtx, rrx) = mpsc::channel();
-    db.submit(|db| db.get("people", &Key::from(1)), move |r| rtx.send(r).unwrap());
+    db.submit(|db| db.get("people", &Key::from(1)), move |r| rtx.send(r).unwrap()).unwrap();
     let open_error = rx.recv().unwrap().unwrap_err();
     assert_eq!(open_error.code(), ErrorCode::Schema);
     let request_error = rrx.recv().unwrap().unwrap_err();

@@ -148,7 +148,7 @@ for_each_mechanism! {
         let options = ExecutorOptions { open: OpenOptions { mechanism: kind }, ..Default::default() };
         let db = AsyncDatabase::open(&path, Some(parse(PEOPLE).unwrap()), options, |r| r.unwrap()).unwrap();
         let (tx, rx) = mpsc::channel();
-        db.subscribe(EventFilter::all(), Box::new(move |e| { let _ = tx.send((e.kind, std::thread::current().name().map(str::to_string))); }), |r| { r.unwrap(); });
+        db.subscribe(EventFilter::all(), Box::new(move |e| { let _ = tx.send((e.kind, std::thread::current().name().map(str::to_string))); }), |r| { r.unwrap(); }).unwrap();
         let (kind_seen, thread) = rx.recv_timeout(Duration::from_secs(10)).unwrap();
         assert_eq!(kind_seen, EventKind::Ready);
         assert!(thread.unwrap().starts_with("objstore-db"), "listeners run on the worker thread");

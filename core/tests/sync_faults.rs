@@ -9,7 +9,7 @@ mod sync_support;
 use std::net::TcpListener;
 use std::time::Duration;
 
-use objstore_db_core::{Database, ErrorCode, Key, ScanOptions};
+use objstore_db_core::{ErrorCode, Key, ScanOptions};
 use serde_json::{json, Value};
 use sync_support::*;
 use tempfile::TempDir;
@@ -23,7 +23,7 @@ fn key(s: &str) -> Key {
 const CACHED: &[u8] = br#"{"v": "cached"}"#;
 
 /// A client of `endpoint` with a mutable store `docs` and an objstore-meta store `meta`.
-fn client(endpoint: &str, options: Value) -> (TempDir, Database) {
+fn client(endpoint: &str, options: Value) -> (TempDir, Client) {
     let dir = TempDir::new().unwrap();
     let mut base = json!({"bucket": "b", "endpoint": endpoint, "retries": 2, "retryBaseMs": 1, "timeoutMs": 2000});
     for (k, v) in options.as_object().unwrap() {
@@ -44,7 +44,7 @@ fn client(endpoint: &str, options: Value) -> (TempDir, Database) {
 
 /// A client whose `docs` holds a cached copy of `d` (the peer's first answer), then meets
 /// `fault` on the next read of it.
-fn cached_then(fault: Vec<Misbehaviour>, options: Value) -> (Peer, TempDir, Database) {
+fn cached_then(fault: Vec<Misbehaviour>, options: Value) -> (Peer, TempDir, Client) {
     let mut script = vec![Answer(200, CACHED.to_vec())];
     script.extend(fault);
     let peer = Peer::start(script);
@@ -53,7 +53,7 @@ fn cached_then(fault: Vec<Misbehaviour>, options: Value) -> (Peer, TempDir, Data
     (peer, dir, db)
 }
 
-fn assert_cache_unchanged(db: &mut Database) {
+fn assert_cache_unchanged(db: &mut Client) {
     let local = db.run(&["docs"], objstore_db_core::Mode::ReadOnly, |tx| tx.get("docs", &key("d"))).unwrap();
     assert_eq!(local, Some(json!({"v": "cached"})));
     assert_eq!(db.count("docs", &ScanOptions::new()).unwrap(), 1);
@@ -143,7 +143,7 @@ fn a_body_cut_short() {
 
 const LISTING: &str = r#"<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>one</Key><ETag>"e1"</ETag><Size>2</Size><LastModified>2026-11-22T00:00:00.000Z</LastModified></Contents></ListBucketResult>"#;
 
-fn listed_then(fault: &[u8]) -> (TempDir, Database) {
+fn listed_then(fault: &[u8]) -> (TempDir, Client) {
     let peer = Peer::start(vec![Answer(200, LISTING.as_bytes().to_vec()), Answer(200, fault.to_vec())]);
     let (dir, mut db) = client(&peer.endpoint(), json!({}));
     assert_eq!(db.count("meta", &ScanOptions::new()).unwrap(), 1);

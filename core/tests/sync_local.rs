@@ -7,7 +7,7 @@ mod sync_support;
 use std::path::Path;
 
 use objstore_db_core::sync::{list_all, open_bucket, ListRequest, ListVersion, SyncConfig};
-use objstore_db_core::{Error, ErrorCode, EventKind, Key, KeyRange, ScanOptions};
+use objstore_db_core::{ErrorCode, EventKind, Key, KeyRange, Resolution, ScanOptions, SyncStatus};
 use serde_json::{json, Value};
 use sync_support::*;
 use tempfile::TempDir;
@@ -42,7 +42,7 @@ impl Clients {
         self.dir.path().join("bucket")
     }
     /// Client `n` with the given stores (their Sync blocks made to point at the shared bucket).
-    fn client(&self, n: u32, stores: &[(&str, Value)]) -> objstore_db_core::Database {
+    fn client(&self, n: u32, stores: &[(&str, Value)]) -> Client {
         let stores: Vec<(&str, Value)> =
             stores.iter().map(|(name, extra)| (*name, file_sync(&self.bucket_dir(), extra.clone()))).collect();
         open(&self.dir.path().join(format!("client{n}.sqlite3")), schema_with(&stores))
@@ -106,14 +106,24 @@ fn creating_into_an_immutable_store_never_overwrites() {
     let mut b = c.client(2, &[("results", immutable)]);
     a.add("results", json!({"by": "a"}), Some(key("same"))).unwrap();
     let conflicts = record_events(&mut b, &[EventKind::Conflict]);
-    let err = b.add("results", json!({"by": "b"}), Some(key("same"))).unwrap_err();
-    assert_eq!(err.code(), ErrorCode::Conflict, "{err}");
-    assert!(err.to_string().contains("\"same\""), "{err}");
+    // The commit reports the local outcome; the bucket's refusal is a status, an event and a
+    // durable refused write, and b's data is kept until b resolves it.
+    b.add("results", json!({"by": "b"}), Some(key("same"))).unwrap();
     assert_eq!(conflicts.lock().unwrap().len(), 1);
     assert_eq!(conflicts.lock().unwrap()[0].value, Some(json!({"by": "b"})));
     assert_eq!(b.outbox_len().unwrap(), 0);
-    // The bucket kept a's object, and b now reads it.
+    let refused = b.refused_writes().unwrap();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0].code, "Conflict");
+    assert!(refused[0].message.contains("\"same\""), "{}", refused[0].message);
+    assert_eq!(refused[0].entry.value, Some(json!({"by": "b"})));
+    assert_eq!(b.sync_status("results", &key("same")).unwrap(), SyncStatus::Refused);
+    assert_eq!(b.get("results", &key("same")).unwrap(), Some(json!({"by": "b"})), "nothing is deleted silently");
+    // Discarding it lets the bucket's version in: a's object, which b now reads.
+    b.resolve_refused(refused[0].sequence, Resolution::Discard).unwrap();
+    assert!(b.refused_writes().unwrap().is_empty());
     assert_eq!(b.get("results", &key("same")).unwrap(), Some(json!({"by": "a"})));
+    assert_eq!(b.sync_status("results", &key("same")).unwrap(), SyncStatus::Synced);
     // Replacing a known object of an immutable store is refused before anything is sent.
     let err = b.put("results", json!({"by": "b"}), Some(key("same"))).unwrap_err();
     assert_eq!(err.code(), ErrorCode::Constraint, "{err}");
@@ -127,9 +137,33 @@ fn an_update_carries_if_match_and_a_stale_one_is_a_conflict() {
     a.put("docs", json!({"v": 1}), Some(key("d"))).unwrap();
     b.get("docs", &key("d")).unwrap();
     b.put("docs", json!({"v": "b"}), Some(key("d"))).unwrap();
-    let err = a.put("docs", json!({"v": "a"}), Some(key("d"))).unwrap_err();
-    assert!(matches!(err, Error::Conflict { .. }), "{err}");
-    assert_eq!(a.get("docs", &key("d")).unwrap(), Some(json!({"v": "b"})), "the bucket's version wins");
+    a.put("docs", json!({"v": "a"}), Some(key("d"))).unwrap();
+    let refused = a.refused_writes().unwrap();
+    assert_eq!(refused.len(), 1, "the stale write was refused: {refused:?}");
+    assert_eq!(refused[0].code, "Conflict");
+    assert_eq!(a.get("docs", &key("d")).unwrap(), Some(json!({"v": "a"})), "a's data is kept until resolved");
+    a.resolve_refused(refused[0].sequence, Resolution::Discard).unwrap();
+    assert_eq!(a.get("docs", &key("d")).unwrap(), Some(json!({"v": "b"})), "discarded: the bucket's version wins");
+}
+
+#[test]
+fn a_refused_write_resolved_by_overwrite_replaces_the_buckets_version() {
+    let c = Clients::new();
+    let mut a = c.client(1, &[("docs", json!({}))]);
+    let mut b = c.client(2, &[("docs", json!({}))]);
+    a.put("docs", json!({"v": 1}), Some(key("d"))).unwrap();
+    b.get("docs", &key("d")).unwrap();
+    b.put("docs", json!({"v": "b"}), Some(key("d"))).unwrap();
+    a.put("docs", json!({"v": "a"}), Some(key("d"))).unwrap();
+    let refused = a.refused_writes().unwrap();
+    assert_eq!(a.sync_status("docs", &key("d")).unwrap(), SyncStatus::Refused);
+    a.resolve_refused(refused[0].sequence, Resolution::Overwrite).unwrap();
+    assert_eq!(a.sync_status("docs", &key("d")).unwrap(), SyncStatus::Pending);
+    assert_eq!(a.flush().unwrap().sent, 1);
+    assert_eq!(b.get("docs", &key("d")).unwrap(), Some(json!({"v": "a"})), "the overwrite reached the bucket");
+    assert_eq!(a.sync_status("docs", &key("d")).unwrap(), SyncStatus::Synced);
+    let err = a.resolve_refused(refused[0].sequence, Resolution::Discard).unwrap_err();
+    assert!(err.to_string().contains(&format!("sequence number {}", refused[0].sequence)), "{err}");
 }
 
 #[test]
@@ -209,12 +243,19 @@ fn synced_stores_take_string_keys_and_the_local_bucket_refuses_escaping_ones() {
     let mut db = c.client(1, &[("docs", json!({}))]);
     let err = db.put("docs", json!({}), Some(Key::Number(1.0))).unwrap_err();
     assert_eq!(err.code(), ErrorCode::InvalidKey, "{err}");
-    for bad in ["../escape", "/etc/passwd", "a\0b", "a//b", "a/./b", ".objstore/meta/x"] {
+    for bad in ["", "../escape", "/etc/passwd", "a\0b", "a//b", "a/./b", "a/..", "trailing/"] {
         let err = db.put("docs", json!({"v": 1}), Some(key(bad))).unwrap_err();
-        assert!(err.to_string().contains("cannot be used in the local bucket"), "{bad:?}: {err}");
+        assert_eq!(err.code(), ErrorCode::InvalidKey, "{bad:?}: {err}");
+        assert!(err.to_string().contains("cannot be used in a bucket") || bad.is_empty(), "{bad:?}: {err}");
         assert_eq!(db.count("docs", &ScanOptions::new()).unwrap(), 0, "{bad:?} left a local record");
     }
     assert_eq!(db.outbox_len().unwrap(), 0);
+    // A name only the local bucket cannot hold (its own sidecar folder) is refused when sent,
+    // kept locally as a refused write, and does not hold up the outbox.
+    db.put("docs", json!({"v": 1}), Some(key(".objstore/meta/x"))).unwrap();
+    let refused = db.refused_writes().unwrap();
+    assert_eq!(refused.len(), 1);
+    assert!(refused[0].message.contains("cannot be used in the local bucket"), "{}", refused[0].message);
     assert!(!c.dir.path().join("escape").exists());
 }
 
@@ -291,6 +332,11 @@ fn writes_made_on_top_of_a_refused_one_are_not_sent_blind() {
     assert_eq!((report.sent, report.rejected.len()), (0, 2), "{report:?}");
     assert!(report.rejected.iter().all(|(_, e)| e.code() == ErrorCode::Conflict));
     assert_eq!(b.get("docs", &key("d")).unwrap(), Some(json!({"v": "b"})), "b's version stands");
+    assert_eq!(a.get("docs", &key("d")).unwrap(), Some(json!({"v": "a2"})), "a keeps its data until resolved");
+    assert_eq!(a.refused_writes().unwrap().len(), 2);
+    for write in a.refused_writes().unwrap() {
+        a.resolve_refused(write.sequence, Resolution::Discard).unwrap();
+    }
     assert_eq!(a.get("docs", &key("d")).unwrap(), Some(json!({"v": "b"})));
 }
 
@@ -322,6 +368,7 @@ fn a_write_refused_inside_a_transaction_never_reaches_the_bucket() {
     let clash = db.transaction(tx).unwrap().put("people", json!({"id": "b", "email": "x@y"}), None);
     assert_eq!(clash.unwrap_err().code(), ErrorCode::Constraint);
     db.commit(tx).unwrap();
+    db.flush().unwrap();
     assert!(c.bucket_dir().join("b/a").exists());
     assert!(!c.bucket_dir().join("b/b").exists(), "the refused write was not sent");
 }
@@ -347,8 +394,10 @@ fn the_local_bucket_refuses_keys_it_cannot_hold_without_blocking_the_outbox() {
     let c = Clients::new();
     let mut db = c.client(1, &[("docs", json!({}))]);
     db.put("docs", json!({"v": 1}), Some(key("a"))).unwrap();
-    let err = db.put("docs", json!({"v": 2}), Some(key("a/b"))).unwrap_err();
-    assert_eq!(err.code(), ErrorCode::InvalidArgument, "{err}");
+    db.put("docs", json!({"v": 2}), Some(key("a/b"))).unwrap();
+    let refused = db.refused_writes().unwrap();
+    assert_eq!(refused.len(), 1, "a file cannot also be a folder in the local bucket");
+    assert_eq!(refused[0].code, "InvalidArgument");
     assert_eq!(db.outbox_len().unwrap(), 0, "the refused write does not block the ones after it");
     db.put("docs", json!({"v": 3}), Some(key("c"))).unwrap();
     db.put("docs", json!({"v": 4}), Some(key("d/e"))).unwrap();

@@ -31,7 +31,7 @@ fn block(format: &str, options: Value, extra: Value) -> Value {
 }
 
 /// Two clients' databases on the same bucket and prefix.
-fn two_clients(options: &Value, extra: Value) -> (TempDir, objstore_db_core::Database, objstore_db_core::Database) {
+fn two_clients(options: &Value, extra: Value) -> (TempDir, Client, Client) {
     let dir = TempDir::new().unwrap();
     let schema = || schema_with(&[("docs", block("objstore", options.clone(), extra.clone()))]);
     let a = open(&dir.path().join("a.sqlite3"), schema());

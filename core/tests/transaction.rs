@@ -5,7 +5,6 @@
 mod common;
 
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::*;
@@ -118,45 +117,42 @@ for_each_mechanism! {
         assert!(db.schema().store("scratch").is_some());
     }
 
-    fn other_work_waits_while_an_explicit_transaction_is_open(kind) {
+    fn a_request_outside_an_open_transaction_fails_at_once_naming_it(kind) {
         let (_dir, path) = temp_path();
         let options = ExecutorOptions { open: OpenOptions { mechanism: kind }, ..Default::default() };
         let db = AsyncDatabase::open(&path, Some(parse(PEOPLE).unwrap()), options, |r| r.unwrap()).unwrap();
-        let order = Arc::new(Mutex::new(Vec::new()));
         let (begun_tx, begun_rx) = mpsc::channel();
-        db.begin(vec!["people".into()], Mode::ReadWrite, move |r| begun_tx.send(r.unwrap()).unwrap());
+        db.begin(vec!["people".into()], Mode::ReadWrite, move |r| begun_tx.send(r.unwrap()).unwrap()).unwrap();
         let t = begun_rx.recv().unwrap();
-        // Submitted while the transaction is open: must run after it commits and see its write.
-        let (seen_tx, seen_rx) = mpsc::channel();
-        let log = order.clone();
-        db.submit(move |db| { log.lock().unwrap().push("outside read"); db.get("people", &Key::from(1)) }, move |r| seen_tx.send(r).unwrap());
+        call(&db, move |db| db.transaction(t)?.put("people", person(1, "ada", "a@x", "paris", 36), None)).unwrap();
+        // The transaction is idle: a request outside it is not held behind it for the timeout.
+        let started = std::time::Instant::now();
+        let err = call(&db, |db| db.get("people", &Key::from(1))).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::Busy, "{err}");
+        assert!(err.to_string().contains(&format!("transaction {t}")) && err.to_string().contains("people"), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(10), "it failed at once, not after the idle timeout");
         let (done_tx, done_rx) = mpsc::channel();
-        let log = order.clone();
-        let done = done_tx.clone();
-        db.submit_in(t, move |tx| { log.lock().unwrap().push("tx put"); tx.put("people", person(1, "ada", "a@x", "paris", 36), None) }, move |r| done.send(r.map(|_| ())).unwrap());
-        let log = order.clone();
-        db.commit(t, move |r| { log.lock().unwrap().push("commit"); done_tx.send(r).unwrap() });
+        db.commit(t, move |r| done_tx.send(r).unwrap()).unwrap();
         done_rx.recv().unwrap().unwrap();
-        done_rx.recv().unwrap().unwrap();
-        let seen = seen_rx.recv_timeout(Duration::from_secs(10)).unwrap().unwrap();
-        assert_eq!(seen.unwrap()["name"], "ada");
-        assert_eq!(*order.lock().unwrap(), ["tx put", "commit", "outside read"]);
+        let seen = call(&db, |db| db.get("people", &Key::from(1))).unwrap();
+        assert_eq!(seen.unwrap()["name"], "ada", "after the commit, requests run again and see its write");
     }
 
-    fn an_idle_explicit_transaction_is_aborted_and_waiting_work_then_runs(kind) {
+    fn an_idle_explicit_transaction_is_aborted_and_work_then_runs(kind) {
         let (_dir, path) = temp_path();
-        let options = ExecutorOptions { open: OpenOptions { mechanism: kind }, idle_transaction_timeout: Duration::from_millis(200) };
+        let options = ExecutorOptions { open: OpenOptions { mechanism: kind }, idle_transaction_timeout: Duration::from_millis(200), ..Default::default() };
         let db = AsyncDatabase::open(&path, Some(parse(PEOPLE).unwrap()), options, |r| r.unwrap()).unwrap();
         let (begun_tx, begun_rx) = mpsc::channel();
-        db.begin(vec!["people".into()], Mode::ReadWrite, move |r| begun_tx.send(r.unwrap()).unwrap());
+        db.begin(vec!["people".into()], Mode::ReadWrite, move |r| begun_tx.send(r.unwrap()).unwrap()).unwrap();
         let t = begun_rx.recv().unwrap();
         let (put_tx, put_rx) = mpsc::channel();
-        db.submit_in(t, |tx| tx.put("people", person(1, "ada", "a@x", "paris", 36), None), move |r| put_tx.send(r).unwrap());
+        db.submit_in(t, |tx| tx.put("people", person(1, "ada", "a@x", "paris", 36), None), move |r| put_tx.send(r).unwrap()).unwrap();
         put_rx.recv().unwrap().unwrap();
+        std::thread::sleep(Duration::from_millis(400));
         let waiting = call(&db, |db| db.count("people", &ScanOptions::new()));
         assert_eq!(waiting.unwrap(), 0, "the idle transaction's write was rolled back");
         let (late_tx, late_rx) = mpsc::channel();
-        db.submit_in(t, |tx| tx.get("people", &Key::from(1)), move |r| late_tx.send(r).unwrap());
+        db.submit_in(t, |tx| tx.get("people", &Key::from(1)), move |r| late_tx.send(r).unwrap()).unwrap();
         let err = late_rx.recv().unwrap().unwrap_err();
         assert!(err.to_string().contains("aborted after 200 ms without a request"), "{err}");
     }

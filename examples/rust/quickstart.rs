@@ -4,13 +4,20 @@
 //! platform/runtime pair from the object metadata, then those results, shown as a feature
 //! matrix with the requests it took.
 //!
+//! The database does no I/O but SQLite: writes to synced stores wait in its outbox, and the
+//! sync agent (here driven on this thread; `objstore_db::rsapi` runs it on threads of its own)
+//! sends them and fetches what reads need.
+//!
 //!     cargo run --release --example quickstart [path/to/reporter.sqlite3]
 
 use std::path::Path;
 use std::sync::mpsc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use objstore_db_core::{AsyncDatabase, Database, ExecutorOptions, KeyRange, Mode, OpenOptions, ScanOptions, Schema};
+use objstore_db_core::sync::{Agent, Freshness, Token};
+use objstore_db_core::{
+    AsyncDatabase, Database, ExecutorOptions, Key, KeyRange, Mode, OpenOptions, ScanOptions, Schema,
+};
 use serde_json::{json, Value};
 
 const SUITES: [&str; 6] = ["crud", "cursor", "event", "transaction", "query", "sql"];
@@ -62,14 +69,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         Ok(())
     })?;
+    let sent = Agent::new(reporter.schema())?.flush(&mut reporter, &Token::default())?;
+    assert_eq!(sent.pending, 0, "every result reached the bucket");
     println!("reporter: {} results written to file://{}", runs.len(), bucket_dir.join("results").display());
 
     // The viewer, with a cache of its own: the seed's home view.
     let mut viewer =
         Database::open(viewer_path.to_str().unwrap(), Some(schema(&bucket_dir)?), &OpenOptions::default())?;
+    let agent = Agent::new(viewer.schema())?;
     for view in ["cold", "again"] {
-        let rows = home_view(&mut viewer)?;
-        let stats = viewer.take_sync_stats();
+        let rows = home_view(&mut viewer, &agent)?;
+        let stats = agent.take_stats();
         if view == "cold" {
             print_matrix(&rows);
         }
@@ -96,15 +106,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             db.keys("results-meta", &ScanOptions::new().index("platform").range(KeyRange::only("macos-arm64")).limit(1))
         },
         move |result| done.send(result).unwrap(),
-    );
+    )?;
     let newest_mac = wait.recv()??;
     println!("asynchronous read: newest macos-arm64 run is {}", newest_mac[0]);
     Ok(())
 }
 
-/// The newest run per platform/runtime pair (the compound index, unique), then those results.
-fn home_view(db: &mut Database) -> Result<Vec<Value>, objstore_db_core::Error> {
-    let newest = db.keys("results-meta", &ScanOptions::new().index("platform, browser").unique().limit(50))?;
+/// The newest run per platform/runtime pair (the compound index, unique), then those results:
+/// the agent lists the bucket when the metadata is stale and fetches the results not cached.
+fn home_view(db: &mut Database, agent: &Agent) -> Result<Vec<Value>, objstore_db_core::Error> {
+    agent.refresh(db, "results-meta", &Token::default())?;
+    let newest: Vec<Key> =
+        db.keys("results-meta", &ScanOptions::new().index("platform, browser").unique().limit(50))?;
+    agent.fetch(db, "results", &newest, Freshness::Cached, &Token::default())?;
     Ok(db.values_of("results", &newest)?.into_iter().flatten().collect())
 }
 

@@ -219,6 +219,27 @@ impl SyncConfig {
         })
     }
 
+    /// The record's fields named in `Options.metadata`, as metadata headers.
+    pub fn metadata_of(&self, value: &Value) -> super::Metadata {
+        self.metadata_fields
+            .iter()
+            .filter_map(|path| {
+                let text = match crate::keypath::lookup(value, path)? {
+                    Value::String(s) => s.clone(),
+                    v @ (Value::Number(_) | Value::Bool(_)) => v.to_string(),
+                    _ => return None,
+                };
+                Some((path.replace('.', "-").to_ascii_lowercase(), text))
+            })
+            .collect()
+    }
+
+    /// Whether `other` names the same objects: format, endpoint, bucket and prefix. Timeouts,
+    /// retries, credentials and the like do not move a store's objects.
+    pub fn same_location(&self, other: &SyncConfig) -> bool {
+        self.format == other.format && self.location == other.location
+    }
+
     /// The fields an object's name carries under the key layout; empty when it does not fit.
     pub fn layout_fields(&self, id: &str) -> Vec<(String, String)> {
         let Some(layout) = &self.key_layout else {

@@ -104,7 +104,7 @@ where
     W: FnOnce(&mut Database) -> Result<T> + Send + 'static,
 {
     let (tx, rx) = mpsc::channel();
-    db.submit(work, move |r| tx.send(r).unwrap());
+    db.submit(work, move |r| tx.send(r).unwrap()).unwrap();
     rx.recv_timeout(Duration::from_secs(30)).expect("completion arrives")
 }
 

@@ -12,7 +12,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::thread;
 use std::time::Duration;
 
-use objstore_db_core::{Database, Event, EventFilter, EventKind, OpenOptions, Schema};
+use objstore_db_core::sync::{Agent, FlushReport, Freshness, Stats, Token};
+use objstore_db_core::{
+    Database, Event, EventFilter, EventKind, Key, KeyRange, OpenOptions, Result, ScanOptions, Schema,
+};
 use serde_json::{json, Value};
 
 /// A prefix no other test (or earlier run against the same server) uses.
@@ -43,8 +46,120 @@ pub fn schema_with(stores: &[(&str, Value)]) -> Schema {
     Schema::from_json(&json!({"version": 1, "stores": stores}).to_string()).unwrap()
 }
 
-pub fn open(path: &Path, schema: Schema) -> Database {
-    Database::open(path.to_str().unwrap(), Some(schema), &OpenOptions::default()).unwrap()
+pub fn open(path: &Path, schema: Schema) -> Client {
+    let db = Database::open(path.to_str().unwrap(), Some(schema), &OpenOptions::default()).unwrap();
+    let agent = Agent::new(db.schema()).unwrap();
+    Client { db, agent }
+}
+
+/// A database and its sync agent on the test's thread: the agent's work, which its runner
+/// does in the background, is done here synchronously after each call, so a test can count
+/// the requests each call costs. Writes are flushed at once; `get` and `values_of` validate
+/// (fresh reads); scans of a prefetching store prefetch within the refractory period rules.
+pub struct Client {
+    pub db: Database,
+    pub agent: Agent,
+}
+
+impl std::ops::Deref for Client {
+    type Target = Database;
+    fn deref(&self) -> &Database {
+        &self.db
+    }
+}
+
+impl std::ops::DerefMut for Client {
+    fn deref_mut(&mut self) -> &mut Database {
+        &mut self.db
+    }
+}
+
+#[allow(dead_code)]
+impl Client {
+    fn flushed<T>(&mut self, outcome: Result<T>) -> Result<T> {
+        let _ = self.agent.flush(&mut self.db, &Token::default());
+        outcome
+    }
+
+    fn before_scan(&mut self, store: &str) -> Result<()> {
+        if self.agent.prefetches(store) {
+            self.agent.refresh(&mut self.db, store, &Token::default())?;
+        }
+        Ok(())
+    }
+
+    pub fn put(&mut self, store: &str, value: Value, key: Option<Key>) -> Result<Key> {
+        let outcome = self.db.put(store, value, key);
+        self.flushed(outcome)
+    }
+
+    pub fn add(&mut self, store: &str, value: Value, key: Option<Key>) -> Result<Key> {
+        let outcome = self.db.add(store, value, key);
+        self.flushed(outcome)
+    }
+
+    pub fn remove(&mut self, store: &str, range: &KeyRange) -> Result<u64> {
+        let outcome = self.db.remove(store, range);
+        self.flushed(outcome)
+    }
+
+    pub fn clear(&mut self, store: &str) -> Result<()> {
+        let outcome = self.db.clear(store);
+        self.flushed(outcome)
+    }
+
+    pub fn get(&mut self, store: &str, key: &Key) -> Result<Option<Value>> {
+        Ok(self.values_of(store, std::slice::from_ref(key))?.pop().flatten())
+    }
+
+    pub fn values_of(&mut self, store: &str, keys: &[Key]) -> Result<Vec<Option<Value>>> {
+        if self.agent.is_synced(store) && !self.agent.is_offline() {
+            self.before_scan(store)?;
+            self.agent.fetch(&mut self.db, store, keys, Freshness::Fresh, &Token::default())?;
+            let _ = self.agent.flush(&mut self.db, &Token::default());
+        }
+        self.db.values_of(store, keys)
+    }
+
+    pub fn count(&mut self, store: &str, scan: &ScanOptions) -> Result<u64> {
+        self.before_scan(store)?;
+        self.db.count(store, scan)
+    }
+
+    pub fn keys(&mut self, store: &str, scan: &ScanOptions) -> Result<Vec<Key>> {
+        self.before_scan(store)?;
+        self.db.keys(store, scan)
+    }
+
+    pub fn values(&mut self, store: &str, scan: &ScanOptions) -> Result<Vec<Value>> {
+        self.before_scan(store)?;
+        self.db.values(store, scan)
+    }
+
+    /// Sends the outbox; an unreachable or blocking bucket is the error.
+    pub fn flush(&mut self) -> Result<FlushReport> {
+        let mut report = self.agent.flush(&mut self.db, &Token::default())?;
+        match report.offline.take().or(report.blocked.take()) {
+            Some(error) => Err(error),
+            None => Ok(report),
+        }
+    }
+
+    pub fn prefetch(&mut self, store: &str) -> Result<()> {
+        self.agent.prefetch(&mut self.db, store, &Token::default())
+    }
+
+    pub fn set_offline(&mut self, offline: bool) {
+        self.agent.set_offline(offline);
+    }
+
+    pub fn sync_stats(&self) -> Stats {
+        self.agent.stats()
+    }
+
+    pub fn take_sync_stats(&mut self) -> Stats {
+        self.agent.take_stats()
+    }
 }
 
 /// Collects the events of some kinds.

@@ -1,0 +1,476 @@
+//! The local side of sync: what the engine does for its synced stores without any I/O but
+//! SQLite. A write to a synced store queues an outbox entry in the writing transaction; the
+//! sync agent (`crate::sync::agent`, on its own threads) reads that outbox, the validators and
+//! the pending set through the methods here, and hands back what it learnt from the bucket as a
+//! batch of [`Change`]s applied in one bounded transaction. Remote outcomes become validators,
+//! refused-write records, per-write statuses and events, never a commit's result.
+
+pub(crate) mod state;
+
+use std::collections::{BTreeSet, HashMap};
+
+use serde_json::{json, Map, Value};
+
+use crate::database::{Database, Mode, Tx};
+use crate::error::{Error, Result};
+use crate::events::{Event, EventKind};
+use crate::key::Key;
+use crate::keypath::KeyPath;
+use crate::range::KeyRange;
+use crate::schema::Schema;
+use crate::sync::config::{Format, SyncConfig};
+
+pub use state::{ObjectState, OutboxEntry, RefusedWrite, WriteOp};
+
+/// The most changes one `apply_sync` transaction takes: the agent splits larger batches, so a
+/// 100k-object prefetch never holds one huge transaction (or every body) at once.
+pub const MAX_BATCH: usize = 500;
+
+/// A write waiting in the outbox, as the agent needs it to send it.
+#[derive(Debug, Clone)]
+pub struct OutboxItem {
+    pub sequence: u64,
+    pub entry: OutboxEntry,
+    /// The etag of the version this write was made on, when one is known.
+    pub known_etag: Option<String>,
+    /// An earlier write to the same object was refused and is not resolved: this one was made
+    /// on top of it and must not be sent blind.
+    pub stacked: bool,
+}
+
+/// What a read found locally for one object.
+#[derive(Debug, Clone)]
+pub struct LocalCopy {
+    pub id: String,
+    pub present: bool,
+    pub state: Option<ObjectState>,
+    /// A write waits in the outbox or was refused: the local copy is the authority.
+    pub held: bool,
+}
+
+/// Everything known locally about a synced store, for a prefetch to compare with a listing.
+#[derive(Debug, Clone, Default)]
+pub struct StoreState {
+    pub known: HashMap<String, ObjectState>,
+    /// Objects whose local copy is the authority (pending or refused writes).
+    pub held: BTreeSet<String>,
+    /// Whether a prefetch ever completed for this store in this database.
+    pub prefetched: bool,
+}
+
+/// One thing the agent learnt from the bucket.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Change {
+    /// A fetched object: the record, and the validators of the copy now held.
+    Store { store: String, id: String, value: Value, state: ObjectState },
+    /// The object is not in the bucket (or the copy is stale): the local copy goes.
+    Drop { store: String, id: String },
+    /// An object's description in an objstore-meta store; metadata learnt before is kept.
+    Describe { store: String, id: String, etag: String, updated: String, size: u64, fields: Map<String, Value> },
+    /// Outbox write `sequence` reached the bucket; `etag` is the new version's.
+    Sent { sequence: u64, etag: Option<String> },
+    /// The bucket refused outbox write `sequence`: kept as a refused write, local data kept.
+    Refused { sequence: u64, code: String, message: String, conflict: bool },
+    /// A prefetch of the store completed at this time (ms since the epoch).
+    Prefetched { store: String, at_ms: u64 },
+}
+
+impl Change {
+    fn store(&self) -> Option<&str> {
+        match self {
+            Change::Store { store, .. }
+            | Change::Drop { store, .. }
+            | Change::Describe { store, .. }
+            | Change::Prefetched { store, .. } => Some(store),
+            Change::Sent { .. } | Change::Refused { .. } => None,
+        }
+    }
+}
+
+/// The sync state of one record, as an application asks about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncStatus {
+    /// The store is not synced.
+    Local,
+    /// A write waits in the outbox.
+    Pending,
+    /// The bucket refused a write; see [`Database::refused_writes`].
+    Refused,
+    /// The local copy matches a version the bucket had.
+    Synced,
+    /// Nothing is known locally about this object.
+    Unknown,
+}
+
+impl SyncStatus {
+    pub fn name(self) -> &'static str {
+        match self {
+            SyncStatus::Local => "local",
+            SyncStatus::Pending => "pending",
+            SyncStatus::Refused => "refused",
+            SyncStatus::Synced => "synced",
+            SyncStatus::Unknown => "unknown",
+        }
+    }
+}
+
+/// What to do with a refused write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resolution {
+    /// Give it up: the local copy is dropped, and the next read takes the bucket's version.
+    Discard,
+    /// Send it again, replacing whatever the bucket holds.
+    Overwrite,
+}
+
+impl Resolution {
+    pub fn from_name(name: &str) -> Result<Resolution> {
+        match name {
+            "discard" => Ok(Resolution::Discard),
+            "overwrite" => Ok(Resolution::Overwrite),
+            other => Err(Error::InvalidArgument(format!("unknown resolution {other:?} (known: discard, overwrite)"))),
+        }
+    }
+}
+
+/// Every synced store's settings, read from its `Sync` block (the error names the store and
+/// the field). Credentials come from the block or the standard `AWS_*` variables.
+pub fn configs(schema: &Schema) -> Result<HashMap<String, SyncConfig>> {
+    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    let mut configs = HashMap::new();
+    for store in &schema.stores {
+        let Some(block) = &store.sync else { continue };
+        let config = SyncConfig::from_json(&store.name, block, &env)?;
+        if config.format == Format::ObjstoreMeta
+            && store.key_path.as_ref().is_some_and(|p| *p != KeyPath::Single("name".into()))
+        {
+            return Err(Error::InvalidSchema(format!(
+                "store {:?}: an objstore-meta store is keyed by object name: give it keyPath \"name\" or none",
+                store.name
+            )));
+        }
+        configs.insert(store.name.clone(), config);
+    }
+    Ok(configs)
+}
+
+/// The object name a key stands for: synced stores are keyed by non-empty strings whose
+/// `/`-separated segments are neither empty, `.` nor `..` and that hold no control characters,
+/// so that no proxy or server can normalise a name into another prefix or bucket.
+pub fn object_id(store: &str, key: &Key) -> Result<String> {
+    let bad = |reason: String| Error::InvalidKey { store: Some(store.to_string()), key_path: None, reason };
+    let Key::String(id) = key else {
+        return Err(bad(format!("a synced store is keyed by object names (non-empty strings), not {key}")));
+    };
+    let why = if id.is_empty() {
+        Some("it is empty")
+    } else if id.chars().any(char::is_control) {
+        Some("it holds a control character")
+    } else if id.split('/').any(|segment| segment.is_empty()) {
+        Some("it has an empty segment (a leading, trailing or doubled '/')")
+    } else if id.split('/').any(|segment| segment == "." || segment == "..") {
+        Some("it has a '.' or '..' segment")
+    } else {
+        None
+    };
+    match why {
+        Some(why) => Err(bad(format!("object name {id:?} cannot be used in a bucket: {why}"))),
+        None => Ok(id.clone()),
+    }
+}
+
+/// Called by every write inside its transaction: checks that the store takes the write and
+/// queues it for the bucket. Bucket data applied by the agent is not queued.
+pub(crate) fn enqueue(
+    db: &mut Database,
+    store: &str,
+    key: &Key,
+    op: WriteOp,
+    value: Option<&Value>,
+    replaced: bool,
+) -> Result<()> {
+    if db.applying_bucket_data() {
+        return Ok(());
+    }
+    let Some(config) = db.sync_config(store) else {
+        return Ok(());
+    };
+    if config.format == Format::ObjstoreMeta {
+        return Err(Error::InvalidArgument(format!(
+            "store {store:?} mirrors object metadata (objstore-meta) and is read-only; write to the store that holds the objects"
+        )));
+    }
+    let id = object_id(store, key)?;
+    if config.immutable && replaced && op != WriteOp::Delete {
+        return Err(Error::Constraint {
+            store: store.to_string(),
+            detail: format!("the store is immutable: object {id:?} exists and cannot be replaced"),
+        });
+    }
+    if let Some(value) = value {
+        check_metadata(config, store, &id, value)?;
+    }
+    let mech = db.mech_mut();
+    // Read in the writing transaction, so that the number is the next one on this file.
+    let sequence = state::next_sequence(mech)?;
+    state::push(mech, sequence, &OutboxEntry { store: store.to_string(), id, op, value: value.cloned() })
+}
+
+/// Metadata values go out as header values: control characters would break the request.
+fn check_metadata(config: &SyncConfig, store: &str, id: &str, value: &Value) -> Result<()> {
+    match config.metadata_of(value).into_iter().find(|(_, v)| v.chars().any(char::is_control)) {
+        Some((name, v)) => Err(Error::InvalidArgument(format!(
+            "record {id:?} of store {store:?}: metadata field {name:?} = {v:?} has control characters and cannot be sent as a header"
+        ))),
+        None => Ok(()),
+    }
+}
+
+impl Database {
+    fn synced_or_error(&self, store: &str) -> Result<&SyncConfig> {
+        self.sync_config(store)
+            .ok_or_else(|| Error::InvalidArgument(format!("store {store:?} is not synced (it has no Sync block)")))
+    }
+
+    /// Up to `limit` outbox writes in order, each with the version it was made on.
+    pub fn outbox_batch(&mut self, limit: usize) -> Result<Vec<OutboxItem>> {
+        let mech = self.mech_mut();
+        let entries = state::outbox(mech, limit)?;
+        let refused = state::refused(mech)?;
+        entries
+            .into_iter()
+            .map(|(sequence, entry)| {
+                let known_etag = state::load(mech, &entry.store, &entry.id)?.and_then(|s| s.etag);
+                let stacked = refused.iter().any(|r| r.entry.store == entry.store && r.entry.id == entry.id);
+                Ok(OutboxItem { sequence, entry, known_etag, stacked })
+            })
+            .collect()
+    }
+
+    /// Writes waiting for the bucket.
+    pub fn outbox_len(&mut self) -> Result<u64> {
+        state::outbox_len(self.mech_mut())
+    }
+
+    /// What the local store holds for `keys` of a synced store: point lookups only.
+    pub fn local_copies(&mut self, store: &str, keys: &[Key]) -> Result<Vec<LocalCopy>> {
+        self.synced_or_error(store)?;
+        let ids = keys.iter().map(|k| object_id(store, k)).collect::<Result<Vec<_>>>()?;
+        self.run_single_read(store, |tx| {
+            keys.iter()
+                .zip(ids)
+                .map(|(key, id)| {
+                    let present = tx.get(store, key)?.is_some();
+                    let mech = tx.db.mech_mut();
+                    let state = state::load(mech, store, &id)?;
+                    let held = state::is_pending(mech, store, &id)? || state::is_refused(mech, store, &id)?;
+                    Ok(LocalCopy { id, present, state, held })
+                })
+                .collect()
+        })
+    }
+
+    /// Validators and held objects of a synced store, for a prefetch.
+    pub fn store_state(&mut self, store: &str) -> Result<StoreState> {
+        self.synced_or_error(store)?;
+        let mech = self.mech_mut();
+        let mut held: BTreeSet<String> = state::pending_ids(mech, store)?.into_iter().collect();
+        held.extend(state::refused(mech)?.into_iter().filter(|r| r.entry.store == store).map(|r| r.entry.id));
+        Ok(StoreState { known: state::all(mech, store)?, held, prefetched: state::prefetched(mech, store)? })
+    }
+
+    /// Applies what the agent learnt in one transaction (at most [`MAX_BATCH`] changes).
+    /// Changes to objects whose local copy is held (a write pending or refused) are skipped:
+    /// a write made while the agent was fetching is never overwritten by the fetch.
+    pub fn apply_sync(&mut self, changes: Vec<Change>) -> Result<()> {
+        if changes.len() > MAX_BATCH {
+            return Err(Error::InvalidArgument(format!(
+                "a sync batch holds at most {MAX_BATCH} changes, not {}",
+                changes.len()
+            )));
+        }
+        let mut scope: Vec<String> = changes.iter().filter_map(Change::store).map(str::to_string).collect();
+        let outbox_stores = self.outbox_stores(&changes)?;
+        scope.extend(outbox_stores);
+        scope.sort();
+        scope.dedup();
+        if scope.is_empty() {
+            // Only acknowledgements of writes no longer in the outbox: nothing to do.
+            return Ok(());
+        }
+        let scope: Vec<&str> = scope.iter().map(String::as_str).collect();
+        self.run_from_bucket(&scope, |tx| {
+            let mut fetched: HashMap<String, usize> = HashMap::new();
+            for change in changes {
+                if let Change::Store { store, .. } = &change {
+                    *fetched.entry(store.clone()).or_default() += 1;
+                }
+                apply_one(tx, change)?;
+            }
+            for (store, n) in fetched {
+                tx.db.emit(Event::sync(EventKind::Fetched, &store, None, None, format!("{n} object(s) fetched")));
+            }
+            Ok(())
+        })
+    }
+
+    /// The stores of the outbox entries a batch acknowledges (their transaction covers them).
+    fn outbox_stores(&mut self, changes: &[Change]) -> Result<Vec<String>> {
+        let mut stores = Vec::new();
+        for change in changes {
+            if let Change::Sent { sequence, .. } | Change::Refused { sequence, .. } = change {
+                if let Some(entry) = self.outbox_entry(*sequence)? {
+                    stores.push(entry.store);
+                }
+            }
+        }
+        Ok(stores)
+    }
+
+    fn outbox_entry(&mut self, sequence: u64) -> Result<Option<OutboxEntry>> {
+        state::peek(self.mech_mut(), sequence)
+    }
+
+    /// Writes the bucket refused, oldest first, until resolved.
+    pub fn refused_writes(&mut self) -> Result<Vec<RefusedWrite>> {
+        state::refused(self.mech_mut())
+    }
+
+    /// Resolves refused write `sequence`: discard it (the bucket's version wins) or send it
+    /// again over whatever the bucket holds.
+    pub fn resolve_refused(&mut self, sequence: u64, resolution: Resolution) -> Result<()> {
+        let Some(write) = state::refused(self.mech_mut())?.into_iter().find(|w| w.sequence == sequence) else {
+            return Err(Error::InvalidArgument(format!("there is no refused write with sequence number {sequence}")));
+        };
+        let store = write.entry.store.clone();
+        self.run_from_bucket(&[store.as_str()], |tx| {
+            let mech = tx.db.mech_mut();
+            state::take_refused(mech, sequence)?;
+            let id = write.entry.id.clone();
+            match resolution {
+                Resolution::Discard => {
+                    if !state::is_pending(tx.db.mech_mut(), &store, &id)? {
+                        tx.remove(&store, &KeyRange::only(id.as_str()))?;
+                        state::forget(tx.db.mech_mut(), &store, &id)?;
+                    }
+                    Ok(())
+                }
+                Resolution::Overwrite => {
+                    let op = if write.entry.op == WriteOp::Delete { WriteOp::Delete } else { WriteOp::Overwrite };
+                    let mech = tx.db.mech_mut();
+                    let next = state::next_sequence(mech)?.max(sequence + 1);
+                    state::push(mech, next, &OutboxEntry { op, ..write.entry.clone() })
+                }
+            }
+        })
+    }
+
+    /// The sync state of the record under `key`.
+    pub fn sync_status(&mut self, store: &str, key: &Key) -> Result<SyncStatus> {
+        if self.sync_config(store).is_none() {
+            if !self.has_store(store) {
+                return Err(self.unknown_store(store));
+            }
+            return Ok(SyncStatus::Local);
+        }
+        let id = object_id(store, key)?;
+        let mech = self.mech_mut();
+        Ok(if state::is_refused(mech, store, &id)? {
+            SyncStatus::Refused
+        } else if state::is_pending(mech, store, &id)? {
+            SyncStatus::Pending
+        } else if state::load(mech, store, &id)?.is_some() {
+            SyncStatus::Synced
+        } else {
+            SyncStatus::Unknown
+        })
+    }
+
+    /// Delivers an event the agent raised (offline, error, conflict...) to the listeners.
+    pub fn emit_sync_event(&mut self, kind: EventKind, store: &str, message: String) {
+        self.emit(Event::sync(kind, store, None, None, message));
+    }
+}
+
+fn apply_one(tx: &mut Tx<'_>, change: Change) -> Result<()> {
+    match change {
+        Change::Store { store, id, value, state } => {
+            if holds(tx, &store, &id)? {
+                return Ok(());
+            }
+            let key = if tx.db.store_has_key_path(&store)? { None } else { Some(Key::String(id.clone())) };
+            tx.put(&store, value, key)?;
+            state::save(tx.db.mech_mut(), &store, &id, &state)
+        }
+        Change::Drop { store, id } => {
+            if holds(tx, &store, &id)? {
+                return Ok(());
+            }
+            tx.remove(&store, &KeyRange::only(id.as_str()))?;
+            state::forget(tx.db.mech_mut(), &store, &id)
+        }
+        Change::Describe { store, id, etag, updated, size, fields } => {
+            let key = Key::String(id.clone());
+            let previous = tx.get(&store, &key)?;
+            let mut merged: Map<String, Value> = previous
+                .as_ref()
+                .and_then(|p| p.get("metadata"))
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            merged.extend(fields);
+            let record = json!({"name": id, "etag": etag, "updated": updated, "size": size, "metadata": merged});
+            if previous.as_ref() != Some(&record) {
+                let key = if tx.db.store_has_key_path(&store)? { None } else { Some(key) };
+                // Metadata is a convenience: a store that refuses it (a unique index, say) must
+                // not keep the object out.
+                if tx.put(&store, record, key).is_err() {
+                    return Ok(());
+                }
+            }
+            state::save(tx.db.mech_mut(), &store, &id, &ObjectState { etag: Some(etag), modified: None })
+        }
+        Change::Sent { sequence, etag } => {
+            let Some(entry) = state::pop(tx.db.mech_mut(), sequence)? else {
+                return Ok(());
+            };
+            let mech = tx.db.mech_mut();
+            if matches!(entry.op, WriteOp::Delete) {
+                state::forget(mech, &entry.store, &entry.id)?;
+            } else {
+                // Only the server's validators are kept: a local clock would make a wrong 304.
+                state::save(mech, &entry.store, &entry.id, &ObjectState { etag, modified: None })?;
+            }
+            let key = Some(Key::String(entry.id.clone()));
+            tx.db.emit(Event::sync(EventKind::Flushed, &entry.store, key, None, "sent".into()));
+            Ok(())
+        }
+        Change::Refused { sequence, code, message, conflict } => {
+            let Some(entry) = state::pop(tx.db.mech_mut(), sequence)? else {
+                return Ok(());
+            };
+            let refused = RefusedWrite { sequence, entry: entry.clone(), code, message: message.clone() };
+            state::refuse(tx.db.mech_mut(), &refused)?;
+            let kind = if conflict { EventKind::Conflict } else { EventKind::Error };
+            let key = Some(Key::String(entry.id.clone()));
+            tx.db.emit(Event::sync(kind, &entry.store, key, entry.value.clone(), message));
+            Ok(())
+        }
+        Change::Prefetched { store, at_ms } => state::mark_prefetched(tx.db.mech_mut(), &store, at_ms),
+    }
+}
+
+/// Whether the local copy of an object is the authority: a write to it is pending or refused.
+fn holds(tx: &mut Tx<'_>, store: &str, id: &str) -> Result<bool> {
+    let mech = tx.db.mech_mut();
+    Ok(state::is_pending(mech, store, id)? || state::is_refused(mech, store, id)?)
+}
+
+impl Database {
+    /// Runs `work` in a read-write transaction that applies bucket data: its writes are not
+    /// queued for the bucket. The mark lives and dies with the transaction, so nothing is left
+    /// behind by a failure or a panic.
+    fn run_from_bucket<T>(&mut self, stores: &[&str], work: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
+        self.run_marked(stores, Mode::ReadWrite, true, work)
+    }
+}

@@ -1,0 +1,291 @@
+//! What the database keeps about its synced stores, in the meta table beside the catalog, so
+//! that it commits and rolls back with the records it describes:
+//! - per cached object, the validators of the copy held (`sync/s/<store><id>`);
+//! - the outbox: writes not yet in the bucket, in order (`sync/o/<sequence>`), and an index of
+//!   them by store and object (`sync/p/<store><id><sequence>`), so that "is this object
+//!   pending?" is one lookup, never a walk of the outbox;
+//! - writes the bucket refused, kept until the application resolves them (`sync/r/<sequence>`);
+//! - when each store last completed a prefetch (`sync/l/<store>`), so a cold store is known.
+//!
+//! Store names and object ids are length-prefixed, so no store's keys are a prefix of another's.
+
+use std::collections::{HashMap, HashSet};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::mechanism::{Mechanism, META_TABLE};
+use crate::range::ByteRange;
+
+const STATE: &[u8] = b"sync/s/";
+const OUTBOX: &[u8] = b"sync/o/";
+const PENDING: &[u8] = b"sync/p/";
+const REFUSED: &[u8] = b"sync/r/";
+const PREFETCHED: &[u8] = b"sync/l/";
+
+/// The validators of the copy of an object that the local store holds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ObjectState {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub etag: Option<String>,
+    /// The object's Last-Modified, as an HTTP date.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modified: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WriteOp {
+    /// Create or replace (conditional on the version held, when one is known).
+    Put,
+    /// Create only: the object must not exist.
+    Create,
+    Delete,
+    /// Replace whatever the bucket holds: a refused write the application chose to retry.
+    Overwrite,
+}
+
+/// A write waiting to reach the bucket.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutboxEntry {
+    pub store: String,
+    /// The object's name under the store's prefix (the record's key).
+    pub id: String,
+    pub op: WriteOp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<Value>,
+}
+
+/// A write the bucket refused, kept with why until the application resolves it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RefusedWrite {
+    /// The outbox sequence number the write had: its id for `resolve`.
+    pub sequence: u64,
+    #[serde(flatten)]
+    pub entry: OutboxEntry,
+    /// The error code's name (`Conflict`, `Remote`, ...).
+    pub code: String,
+    pub message: String,
+}
+
+fn with_len(key: &mut Vec<u8>, part: &str) {
+    key.extend_from_slice(&(part.len() as u32).to_be_bytes());
+    key.extend_from_slice(part.as_bytes());
+}
+
+fn keyed(table: &[u8], store: &str) -> Vec<u8> {
+    let mut key = table.to_vec();
+    with_len(&mut key, store);
+    key
+}
+
+fn state_key(store: &str, id: &str) -> Vec<u8> {
+    let mut key = keyed(STATE, store);
+    key.extend_from_slice(id.as_bytes());
+    key
+}
+
+fn pending_prefix(store: &str, id: &str) -> Vec<u8> {
+    let mut key = keyed(PENDING, store);
+    with_len(&mut key, id);
+    key
+}
+
+fn sequence_key(table: &[u8], sequence: u64) -> Vec<u8> {
+    let mut key = table.to_vec();
+    key.extend_from_slice(&sequence.to_be_bytes());
+    key
+}
+
+/// The sequence number a key ends with.
+fn sequence_of(key: &[u8]) -> u64 {
+    u64::from_be_bytes(key[key.len().saturating_sub(8)..].try_into().unwrap_or_default())
+}
+
+/// Every key that starts with `prefix` (whose last byte is below 0xFF).
+fn prefix_range(prefix: &[u8]) -> ByteRange {
+    let mut high = prefix.to_vec();
+    *high.last_mut().expect("prefixes are not empty") += 1;
+    ByteRange { low: prefix.to_vec(), high }
+}
+
+fn unreadable(what: &str, e: serde_json::Error) -> Error {
+    Error::Internal(format!("stored {what} is unreadable: {e}"))
+}
+
+fn utf8(bytes: &[u8]) -> Result<String> {
+    String::from_utf8(bytes.to_vec()).map_err(|_| Error::Internal("stored sync state has a non-UTF-8 id".into()))
+}
+
+// ----- validators ---------------------------------------------------------------------------
+
+pub fn load(mech: &mut dyn Mechanism, store: &str, id: &str) -> Result<Option<ObjectState>> {
+    match mech.get(META_TABLE, &state_key(store, id))? {
+        Some(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| unreadable("sync state", e)),
+        None => Ok(None),
+    }
+}
+
+pub fn save(mech: &mut dyn Mechanism, store: &str, id: &str, state: &ObjectState) -> Result<()> {
+    mech.put(META_TABLE, &state_key(store, id), &serde_json::to_vec(state).expect("state serialises"))
+}
+
+pub fn forget(mech: &mut dyn Mechanism, store: &str, id: &str) -> Result<()> {
+    mech.delete(META_TABLE, &state_key(store, id))
+}
+
+/// The state of every object of `store` held locally, by id.
+pub fn all(mech: &mut dyn Mechanism, store: &str) -> Result<HashMap<String, ObjectState>> {
+    let prefix = keyed(STATE, store);
+    let mut found = Vec::new();
+    mech.scan(META_TABLE, &prefix_range(&prefix), false, true, &mut |k, v| {
+        found.push((k[prefix.len()..].to_vec(), v.to_vec()));
+        Ok(true)
+    })?;
+    found
+        .into_iter()
+        .map(|(id, bytes)| Ok((utf8(&id)?, serde_json::from_slice(&bytes).map_err(|e| unreadable("sync state", e))?)))
+        .collect()
+}
+
+/// Forgets the validators of a whole store (dropped, or syncing elsewhere). Its writes still
+/// waiting are left alone: they are the caller's to re-target or refuse.
+pub fn forget_store(mech: &mut dyn Mechanism, store: &str) -> Result<()> {
+    let ids: Vec<String> = all(mech, store)?.into_keys().collect();
+    ids.iter().try_for_each(|id| forget(mech, store, id))?;
+    mech.delete(META_TABLE, &keyed(PREFETCHED, store))
+}
+
+// ----- the outbox ---------------------------------------------------------------------------
+
+pub fn push(mech: &mut dyn Mechanism, sequence: u64, entry: &OutboxEntry) -> Result<()> {
+    mech.put(META_TABLE, &sequence_key(OUTBOX, sequence), &serde_json::to_vec(entry).expect("entries serialise"))?;
+    let mut index = pending_prefix(&entry.store, &entry.id);
+    index.extend_from_slice(&sequence.to_be_bytes());
+    mech.put(META_TABLE, &index, &[])
+}
+
+/// Outbox entry `sequence`, if it still waits.
+pub fn peek(mech: &mut dyn Mechanism, sequence: u64) -> Result<Option<OutboxEntry>> {
+    match mech.get(META_TABLE, &sequence_key(OUTBOX, sequence))? {
+        Some(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| unreadable("outbox entry", e)),
+        None => Ok(None),
+    }
+}
+
+/// Takes entry `sequence` out of the outbox (and its index), returning it.
+pub fn pop(mech: &mut dyn Mechanism, sequence: u64) -> Result<Option<OutboxEntry>> {
+    let key = sequence_key(OUTBOX, sequence);
+    let Some(bytes) = mech.get(META_TABLE, &key)? else {
+        return Ok(None);
+    };
+    let entry: OutboxEntry = serde_json::from_slice(&bytes).map_err(|e| unreadable("outbox entry", e))?;
+    mech.delete(META_TABLE, &key)?;
+    let mut index = pending_prefix(&entry.store, &entry.id);
+    index.extend_from_slice(&sequence.to_be_bytes());
+    mech.delete(META_TABLE, &index)?;
+    Ok(Some(entry))
+}
+
+/// Up to `limit` entries of the outbox in order, with their sequence numbers.
+pub fn outbox(mech: &mut dyn Mechanism, limit: usize) -> Result<Vec<(u64, OutboxEntry)>> {
+    let mut entries = Vec::new();
+    mech.scan(META_TABLE, &prefix_range(OUTBOX), false, true, &mut |k, v| {
+        entries.push((sequence_of(k), serde_json::from_slice(v).map_err(|e| unreadable("outbox entry", e))?));
+        Ok(entries.len() < limit)
+    })?;
+    Ok(entries)
+}
+
+pub fn outbox_len(mech: &mut dyn Mechanism) -> Result<u64> {
+    mech.count(META_TABLE, &prefix_range(OUTBOX))
+}
+
+/// Whether a write to object `id` of `store` waits in the outbox: one index lookup.
+pub fn is_pending(mech: &mut dyn Mechanism, store: &str, id: &str) -> Result<bool> {
+    let mut found = false;
+    mech.scan(META_TABLE, &prefix_range(&pending_prefix(store, id)), false, false, &mut |_, _| {
+        found = true;
+        Ok(false)
+    })?;
+    Ok(found)
+}
+
+/// The objects of `store` with writes waiting (proportional to those, not to the outbox).
+pub fn pending_ids(mech: &mut dyn Mechanism, store: &str) -> Result<HashSet<String>> {
+    let prefix = keyed(PENDING, store);
+    let mut ids = HashSet::new();
+    let mut failure = None;
+    mech.scan(META_TABLE, &prefix_range(&prefix), false, false, &mut |k, _| {
+        let rest = &k[prefix.len()..];
+        let len = u32::from_be_bytes(rest[..4].try_into().unwrap_or_default()) as usize;
+        match rest.get(4..4 + len).map(utf8) {
+            Some(Ok(id)) => {
+                ids.insert(id);
+            }
+            _ => failure = Some(Error::Internal("the outbox index holds a malformed entry".into())),
+        }
+        Ok(true)
+    })?;
+    failure.map_or(Ok(ids), Err)
+}
+
+/// How many writes wait for `store`.
+pub fn pending_count(mech: &mut dyn Mechanism, store: &str) -> Result<u64> {
+    mech.count(META_TABLE, &prefix_range(&keyed(PENDING, store)))
+}
+
+/// The sequence number after the last one used (outbox and refused writes both count, so a
+/// resolved write's number is never given to another).
+pub fn next_sequence(mech: &mut dyn Mechanism) -> Result<u64> {
+    let mut next = 1;
+    for table in [OUTBOX, REFUSED] {
+        mech.scan(META_TABLE, &prefix_range(table), true, false, &mut |k, _| {
+            next = next.max(sequence_of(k) + 1);
+            Ok(false)
+        })?;
+    }
+    Ok(next)
+}
+
+// ----- refused writes -----------------------------------------------------------------------
+
+pub fn refuse(mech: &mut dyn Mechanism, write: &RefusedWrite) -> Result<()> {
+    let bytes = serde_json::to_vec(write).expect("refused writes serialise");
+    mech.put(META_TABLE, &sequence_key(REFUSED, write.sequence), &bytes)
+}
+
+pub fn refused(mech: &mut dyn Mechanism) -> Result<Vec<RefusedWrite>> {
+    let mut writes = Vec::new();
+    mech.scan(META_TABLE, &prefix_range(REFUSED), false, true, &mut |_, v| {
+        writes.push(serde_json::from_slice(v).map_err(|e| unreadable("refused write", e))?);
+        Ok(true)
+    })?;
+    Ok(writes)
+}
+
+pub fn take_refused(mech: &mut dyn Mechanism, sequence: u64) -> Result<Option<RefusedWrite>> {
+    let key = sequence_key(REFUSED, sequence);
+    let Some(bytes) = mech.get(META_TABLE, &key)? else {
+        return Ok(None);
+    };
+    mech.delete(META_TABLE, &key)?;
+    serde_json::from_slice(&bytes).map(Some).map_err(|e| unreadable("refused write", e))
+}
+
+/// Whether a refused write of object `id` waits for the application (a short table: refused
+/// writes are rare and resolved by hand).
+pub fn is_refused(mech: &mut dyn Mechanism, store: &str, id: &str) -> Result<bool> {
+    Ok(refused(mech)?.iter().any(|w| w.entry.store == store && w.entry.id == id))
+}
+
+// ----- prefetch markers ---------------------------------------------------------------------
+
+pub fn mark_prefetched(mech: &mut dyn Mechanism, store: &str, at_ms: u64) -> Result<()> {
+    mech.put(META_TABLE, &keyed(PREFETCHED, store), &at_ms.to_be_bytes())
+}
+
+pub fn prefetched(mech: &mut dyn Mechanism, store: &str) -> Result<bool> {
+    Ok(mech.get(META_TABLE, &keyed(PREFETCHED, store))?.is_some())
+}

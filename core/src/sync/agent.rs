@@ -1,0 +1,727 @@
+//! The sync agent: everything that talks to buckets, on the caller's thread or on the agent's
+//! own threads (`sync::runner`), never on the database's worker. It reaches the database only
+//! through a [`Port`]: ordinary requests that read the outbox and local state and apply what
+//! was learnt as bounded batches of [`Change`]s.
+//!
+//! - reads: [`Agent::fetch`] brings objects a read needs (misses, or everything not known to be
+//!   current when a fresh read is asked for); a cached copy of an immutable store, or one whose
+//!   etag a listing within the refractory period confirmed, costs no request.
+//! - prefetch: one listing, then only what is new or changed is fetched (or described), and
+//!   what vanished goes, in batches of at most [`MAX_BATCH`] changes.
+//! - flush: the outbox in order; refused writes are recorded (with their local data kept),
+//!   unreachable buckets leave the writes waiting.
+//! - a circuit breaker: after a failure to reach a bucket, requests to it fail at once until a
+//!   backoff (1 s doubling to 60 s) has passed, so a dead bucket costs one timeout, not one
+//!   per read.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use md5::{Digest, Md5};
+use serde_json::{Map, Value};
+
+use super::bucket::{list_all, Bucket, Fetched, ListRequest, Object, ObjectInfo, Precondition, Validators};
+use super::config::{Format, Prefetch, SyncConfig};
+use super::{open_bucket, parallel, time, Accounting, Stats};
+use crate::database::Database;
+use crate::error::{Error, Result};
+use crate::events::EventKind;
+use crate::key::Key;
+use crate::keypath::KeyPath;
+use crate::replica::{object_id, Change, LocalCopy, OutboxItem, WriteOp, MAX_BATCH};
+use crate::schema::Schema;
+
+/// How the agent reaches the database: each call is one ordinary request.
+pub trait Port {
+    fn exec<T: Send + 'static>(&mut self, work: impl FnOnce(&mut Database) -> Result<T> + Send + 'static) -> Result<T>;
+}
+
+/// A database on the caller's thread is its own port (tests, tools, single-threaded use).
+impl Port for Database {
+    fn exec<T: Send + 'static>(&mut self, work: impl FnOnce(&mut Database) -> Result<T> + Send + 'static) -> Result<T> {
+        work(self)
+    }
+}
+
+/// A cancellation flag a long job checks between batches and between requests.
+#[derive(Debug, Clone, Default)]
+pub struct Token(Arc<AtomicBool>);
+
+impl Token {
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::Release);
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+
+    fn check(&self, what: &str) -> Result<()> {
+        if self.is_cancelled() {
+            Err(Error::Cancelled(format!("{what} was cancelled")))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// What a flush did.
+#[derive(Debug, Default)]
+pub struct FlushReport {
+    /// Writes that reached the bucket.
+    pub sent: u64,
+    /// Writes still waiting.
+    pub pending: u64,
+    /// Writes the bucket refused, by outbox sequence number: kept as refused writes (see
+    /// `Database::refused_writes`), their local data untouched.
+    pub rejected: Vec<(u64, Error)>,
+    /// Why sending stopped, when the bucket could not be reached.
+    pub offline: Option<Error>,
+    /// Why sending stopped, when the bucket refused every request (credentials, a missing
+    /// bucket, a redirect): the writes keep waiting for the cause to be mended.
+    pub blocked: Option<Error>,
+}
+
+/// How fresh a read must be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Freshness {
+    /// Serve what is cached; fetch only what is not held at all (a miss).
+    #[default]
+    Cached,
+    /// Ask the bucket about everything not known to be current.
+    Fresh,
+}
+
+struct SyncedStore {
+    config: SyncConfig,
+    bucket: Arc<dyn Bucket>,
+    key_path: Option<KeyPath>,
+    /// Objstore-meta stores that describe the same objects, kept in step with this one.
+    meta_siblings: Vec<String>,
+}
+
+impl SyncedStore {
+    fn object_key(&self, id: &str) -> String {
+        format!("{}{id}", self.config.location.prefix)
+    }
+}
+
+/// What the last listing of a store said, within this process.
+#[derive(Default)]
+struct Seen {
+    at: Option<Instant>,
+    /// Etags by id: within the refractory period a copy with the same etag is current.
+    listed: HashMap<String, String>,
+}
+
+/// Fails fast after a failure to reach the bucket, for a backoff that doubles up to a minute.
+#[derive(Default)]
+struct Breaker {
+    state: Mutex<Option<(Instant, Duration, String)>>,
+}
+
+const BREAKER_FIRST: Duration = Duration::from_secs(1);
+const BREAKER_MAX: Duration = Duration::from_secs(60);
+
+impl Breaker {
+    fn check(&self, what: &str) -> Result<()> {
+        match &*self.state.lock().unwrap_or_else(|p| p.into_inner()) {
+            Some((until, _, reason)) if Instant::now() < *until => Err(Error::Unreachable {
+                what: what.to_string(),
+                reason: format!(
+                    "{reason}; not retried for another {} ms",
+                    until.saturating_duration_since(Instant::now()).as_millis()
+                ),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    fn record<T>(&self, outcome: &Result<T>) {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        match outcome {
+            Err(e) if e.is_offline() => {
+                let backoff = state.as_ref().map_or(BREAKER_FIRST, |(_, b, _)| (*b * 2).min(BREAKER_MAX));
+                *state = Some((Instant::now() + backoff, backoff, e.to_string()));
+            }
+            Ok(_) => *state = None,
+            Err(_) => {}
+        }
+    }
+}
+
+/// The sync agent of one database: its buckets, what listings said, and the breaker.
+pub struct Agent {
+    stores: HashMap<String, SyncedStore>,
+    seen: Mutex<HashMap<String, Seen>>,
+    accounting: Arc<Accounting>,
+    offline: AtomicBool,
+    breaker: Breaker,
+}
+
+impl Agent {
+    /// An agent for the synced stores of `schema` (the database's schema, as stored).
+    pub fn new(schema: &Schema) -> Result<Agent> {
+        let accounting = Arc::new(Accounting::default());
+        let mut stores = HashMap::new();
+        for (name, config) in crate::replica::configs(schema)? {
+            let bucket = open_bucket(&config, accounting.clone())?;
+            let key_path = schema.store(&name).and_then(|s| s.key_path.clone());
+            stores.insert(name, SyncedStore { config, bucket, key_path, meta_siblings: Vec::new() });
+        }
+        let locations: Vec<(String, SyncConfig)> = stores.iter().map(|(n, s)| (n.clone(), s.config.clone())).collect();
+        for (name, synced) in stores.iter_mut() {
+            synced.meta_siblings = locations
+                .iter()
+                .filter(|(other, config)| {
+                    other != name && config.format == Format::ObjstoreMeta && config.location == synced.config.location
+                })
+                .map(|(other, _)| other.clone())
+                .collect();
+            synced.meta_siblings.sort();
+        }
+        Ok(Agent {
+            stores,
+            seen: Mutex::default(),
+            accounting,
+            offline: AtomicBool::new(false),
+            breaker: Breaker::default(),
+        })
+    }
+
+    /// Whether the schema has any synced store (no agent is needed otherwise).
+    pub fn is_needed(schema: &Schema) -> bool {
+        schema.stores.iter().any(|s| s.sync.is_some())
+    }
+
+    pub fn is_synced(&self, store: &str) -> bool {
+        self.stores.contains_key(store)
+    }
+
+    /// Whether reads of `store` prefetch on their own (its `prefetch` setting).
+    pub fn prefetches(&self, store: &str) -> bool {
+        self.stores.get(store).is_some_and(|s| s.config.prefetch.is_some() && s.config.format != Format::Rest)
+    }
+
+    /// Offline, the agent makes no requests: reads serve the cache, writes wait.
+    pub fn set_offline(&self, offline: bool) {
+        self.offline.store(offline, Ordering::Release);
+        if !offline {
+            // Back online is a fresh start: no backoff left from before.
+            *self.breaker.state.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        }
+    }
+
+    pub fn is_offline(&self) -> bool {
+        self.offline.load(Ordering::Acquire)
+    }
+
+    /// Requests made to buckets so far, with bytes and priced cost.
+    pub fn stats(&self) -> Stats {
+        self.accounting.snapshot()
+    }
+
+    /// The same, starting the count again from zero.
+    pub fn take_stats(&self) -> Stats {
+        self.accounting.take()
+    }
+
+    fn store(&self, store: &str) -> Result<&SyncedStore> {
+        self.stores
+            .get(store)
+            .ok_or_else(|| Error::InvalidArgument(format!("store {store:?} is not synced (it has no Sync block)")))
+    }
+
+    /// Fails at once when no request may be made now.
+    fn may_contact(&self, what: &str) -> Result<()> {
+        if self.is_offline() {
+            return Err(Error::Unreachable { what: what.to_string(), reason: "the database is set offline".into() });
+        }
+        self.breaker.check(what)
+    }
+
+    fn refractory_fresh(&self, store: &str) -> bool {
+        let refractory = self.stores.get(store).map_or(Duration::ZERO, |s| s.config.refractory);
+        self.seen().get(store).and_then(|s| s.at).is_some_and(|at| at.elapsed() < refractory)
+    }
+
+    fn seen(&self) -> std::sync::MutexGuard<'_, HashMap<String, Seen>> {
+        self.seen.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn report_offline(&self, port: &mut impl Port, store: &str, error: &Error) {
+        if error.is_offline() {
+            let message = error.to_string();
+            let store = store.to_string();
+            let _ = port.exec(move |db| {
+                db.emit_sync_event(EventKind::Offline, &store, message);
+                Ok(())
+            });
+        }
+    }
+
+    // ----- reads ------------------------------------------------------------------------------
+
+    /// Before a read of `keys`: fetches what the read needs. `Cached` fetches only objects not
+    /// held locally; `Fresh` also validates held copies not known to be current (a 304 costs no
+    /// body). Nothing is applied when any request fails.
+    pub fn fetch(
+        &self,
+        port: &mut impl Port,
+        store: &str,
+        keys: &[Key],
+        freshness: Freshness,
+        token: &Token,
+    ) -> Result<()> {
+        let s = self.store(store)?;
+        if s.config.format == Format::ObjstoreMeta {
+            // Descriptions come from listings, never from GETs of the objects.
+            return Ok(());
+        }
+        keys.iter().try_for_each(|k| object_id(store, k).map(drop))?;
+        let (name, wanted) = (store.to_string(), keys.to_vec());
+        let locals = port.exec(move |db| db.local_copies(&name, &wanted))?;
+        let asks = self.asks(store, &locals, freshness);
+        if asks.is_empty() {
+            return Ok(());
+        }
+        let what = format!("reading store {store:?}");
+        self.may_contact(&what)?;
+        token.check(&what)?;
+        let names: Vec<(String, Validators)> = asks.iter().map(|(id, v, _)| (s.object_key(id), v.clone())).collect();
+        let answers = parallel(&names, s.config.concurrency, |(name, validators)| {
+            token.check(&what)?;
+            s.bucket.get(name, validators)
+        });
+        let mut changes = Vec::new();
+        for ((id, _, never_synced), answer) in asks.into_iter().zip(answers) {
+            self.breaker.record(&answer);
+            match answer {
+                // A record written before the store was synced is not the bucket's to remove.
+                Ok(Fetched::Missing) if never_synced => {}
+                Ok(answer) => changes.extend(self.changes_for(store, &id, answer)?),
+                Err(e) => {
+                    self.report_offline(port, store, &e);
+                    return Err(e);
+                }
+            }
+        }
+        token.check(&what)?;
+        self.apply(port, changes)
+    }
+
+    /// The objects to ask the bucket about, with the validators to send and whether the local
+    /// copy was never synced.
+    fn asks(&self, store: &str, locals: &[LocalCopy], freshness: Freshness) -> Vec<(String, Validators, bool)> {
+        let s = &self.stores[store];
+        let listed_fresh = self.refractory_fresh(store);
+        let seen = self.seen();
+        let listed = seen.get(store).map(|s| &s.listed);
+        let mut asked = HashSet::new();
+        let mut asks = Vec::new();
+        for local in locals {
+            if local.held || !asked.insert(local.id.clone()) {
+                continue;
+            }
+            let etag = local.state.as_ref().and_then(|st| st.etag.as_ref());
+            let current = local.present
+                && (s.config.immutable
+                    || freshness == Freshness::Cached
+                    || (listed_fresh && etag.is_some() && listed.and_then(|l| l.get(&local.id)) == etag));
+            if current {
+                continue;
+            }
+            let validators = match (&local.state, local.present) {
+                (Some(st), true) => Validators { etag: st.etag.clone(), last_modified: st.modified.clone() },
+                _ => Validators::default(),
+            };
+            asks.push((local.id.clone(), validators, local.present && local.state.is_none()));
+        }
+        asks
+    }
+
+    /// What an answer for object `id` changes, in the store and its meta siblings.
+    fn changes_for(&self, store: &str, id: &str, answer: Fetched) -> Result<Vec<Change>> {
+        let s = &self.stores[store];
+        let mut changes = Vec::new();
+        match answer {
+            Fetched::NotModified => {}
+            Fetched::Missing => {
+                changes.push(Change::Drop { store: store.to_string(), id: id.to_string() });
+                for meta in &s.meta_siblings {
+                    changes.push(Change::Drop { store: meta.clone(), id: id.to_string() });
+                }
+            }
+            Fetched::Found(object) => {
+                let value = self.decode(store, id, &object)?;
+                let updated = object.last_modified.as_deref().map(time::http_date_to_iso).unwrap_or_default();
+                let etag = object.etag.clone().unwrap_or_default();
+                for meta in &s.meta_siblings {
+                    let fields = self.describe_fields(meta, id, &object.metadata);
+                    let size = object.body.len() as u64;
+                    changes.push(Change::Describe {
+                        store: meta.clone(),
+                        id: id.to_string(),
+                        etag: etag.clone(),
+                        updated: updated.clone(),
+                        size,
+                        fields,
+                    });
+                }
+                let state = crate::replica::ObjectState { etag: object.etag, modified: object.last_modified };
+                changes.insert(0, Change::Store { store: store.to_string(), id: id.to_string(), value, state });
+            }
+        }
+        Ok(changes)
+    }
+
+    /// The metadata fields of a description: the key layout's, then the object's own.
+    fn describe_fields(&self, meta: &str, id: &str, metadata: &super::Metadata) -> Map<String, Value> {
+        let mut fields = Map::new();
+        if let Some(m) = self.stores.get(meta) {
+            for (name, value) in m.config.layout_fields(id) {
+                fields.insert(name, Value::String(value));
+            }
+        }
+        for (name, value) in metadata {
+            fields.insert(name.clone(), Value::String(value.clone()));
+        }
+        fields
+    }
+
+    /// A fetched body as a record, checked: JSON, and carrying its own name at the key path.
+    fn decode(&self, store: &str, id: &str, object: &Object) -> Result<Value> {
+        let s = &self.stores[store];
+        let what = || format!("object {:?} of store {store:?}", s.object_key(id));
+        let value: Value = serde_json::from_slice(&object.body)
+            .map_err(|e| Error::RemoteData { what: what(), reason: format!("the body is not JSON ({e})") })?;
+        if let Some(path) = &s.key_path {
+            match path.extract(&value) {
+                Ok(Some(Key::String(k))) if k == id => {}
+                _ => {
+                    return Err(Error::RemoteData {
+                        what: what(),
+                        reason: format!("the record's {path:?} field should be {id:?}, the object's name"),
+                    })
+                }
+            }
+        }
+        Ok(value)
+    }
+
+    /// Applies changes in transactions of at most [`MAX_BATCH`].
+    fn apply(&self, port: &mut impl Port, mut changes: Vec<Change>) -> Result<()> {
+        while !changes.is_empty() {
+            let rest = changes.split_off(changes.len().min(MAX_BATCH));
+            port.exec(move |db| db.apply_sync(changes))?;
+            changes = rest;
+        }
+        Ok(())
+    }
+
+    // ----- prefetch ---------------------------------------------------------------------------
+
+    /// Before a read that scans `store` (count, keys, a query): a store with a `prefetch`
+    /// setting is prefetched when it never was in this database, when `Fresh` is asked for, or
+    /// (by the background runner) when its refractory period has passed.
+    pub fn needs_prefetch(&self, store: &str, freshness: Freshness, ever_prefetched: bool) -> bool {
+        self.prefetches(store) && (freshness == Freshness::Fresh || !ever_prefetched || !self.refractory_fresh(store))
+    }
+
+    /// Prefetches `store` as its setting says, unless within the refractory period.
+    pub fn refresh(&self, port: &mut impl Port, store: &str, token: &Token) -> Result<()> {
+        match self.stores.get(store).and_then(|s| s.config.prefetch) {
+            Some(mode) if !self.refractory_fresh(store) => self.prefetch_as(port, store, mode, token),
+            _ => Ok(()),
+        }
+    }
+
+    /// Lists the store's objects now and brings the local copy in line, whatever the
+    /// refractory period: new and changed objects are fetched (or, for an objstore-meta store,
+    /// described) and vanished ones removed. Explicit prefetches always fetch bodies; a store's
+    /// `prefetch: meta` setting only governs the automatic ones.
+    pub fn prefetch(&self, port: &mut impl Port, store: &str, token: &Token) -> Result<()> {
+        self.prefetch_as(port, store, Prefetch::Full, token)
+    }
+
+    fn prefetch_as(&self, port: &mut impl Port, store: &str, mode: Prefetch, token: &Token) -> Result<()> {
+        let s = self.store(store)?;
+        if s.config.format == Format::Rest {
+            return Err(Error::InvalidArgument(format!("store {store:?} uses the rest format, which has no listing")));
+        }
+        let what = format!("prefetching store {store:?}");
+        self.may_contact(&what)?;
+        let request = ListRequest {
+            prefix: s.config.location.prefix.clone(),
+            version: s.config.list_version,
+            ..Default::default()
+        };
+        let listing = list_all(&*s.bucket, &request);
+        self.breaker.record(&listing);
+        let listing = listing.inspect_err(|e| self.report_offline(port, store, e))?;
+        let listed: Vec<(String, ObjectInfo)> = listing
+            .objects
+            .into_iter()
+            .filter_map(|o| Some((o.key.strip_prefix(&s.config.location.prefix)?.to_string(), o)))
+            // Empty names and "folder" markers (`prefix/`, made by consoles) are not records.
+            .filter(|(id, _)| !id.is_empty() && !id.ends_with('/'))
+            .collect();
+        let name = store.to_string();
+        let local = port.exec(move |db| db.store_state(&name))?;
+        let listed_ids: HashSet<&str> = listed.iter().map(|(id, _)| id.as_str()).collect();
+        let immutable = s.config.immutable;
+        let is_new_or_changed = |id: &str, etag: &str| match local.known.get(id) {
+            None => true,
+            Some(k) => !immutable && k.etag.as_deref() != Some(etag),
+        };
+        let vanished: Vec<String> = if immutable {
+            Vec::new()
+        } else {
+            local
+                .known
+                .keys()
+                .filter(|id| !listed_ids.contains(id.as_str()) && !local.held.contains(*id))
+                .cloned()
+                .collect()
+        };
+        let changed: Vec<&(String, ObjectInfo)> =
+            listed.iter().filter(|(id, o)| !local.held.contains(id) && is_new_or_changed(id, &o.etag)).collect();
+
+        let mut changes: Vec<Change> = Vec::new();
+        for id in &vanished {
+            changes.extend(self.changes_for(store, id, Fetched::Missing)?);
+        }
+        match (s.config.format, mode) {
+            (Format::ObjstoreMeta, _) => {
+                for (id, o) in &changed {
+                    let fields = self.describe_fields(store, id, &o.metadata.clone().unwrap_or_default());
+                    changes.push(Change::Describe {
+                        store: store.to_string(),
+                        id: id.clone(),
+                        etag: o.etag.clone(),
+                        updated: o.last_modified.clone(),
+                        size: o.size,
+                        fields,
+                    });
+                }
+            }
+            (_, Prefetch::Meta) => {
+                // Changed objects lose their cached copy; the next read fetches them.
+                for (id, _) in changed.iter().filter(|(id, _)| local.known.contains_key(id)) {
+                    changes.extend(self.changes_for(store, id, Fetched::Missing)?);
+                }
+            }
+            (_, Prefetch::Full) => {
+                // Fetched and applied a batch at a time: a cold 100k-object store never holds
+                // every body at once.
+                self.apply(port, std::mem::take(&mut changes))?;
+                for chunk in changed.chunks(MAX_BATCH / 2) {
+                    token.check(&what)?;
+                    self.fetch_chunk(port, store, chunk, token)?;
+                }
+            }
+        }
+        token.check(&what)?;
+        let at_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+        changes.push(Change::Prefetched { store: store.to_string(), at_ms });
+        self.apply(port, changes)?;
+        let mut seen = self.seen();
+        let entry = seen.entry(store.to_string()).or_default();
+        entry.at = Some(Instant::now());
+        entry.listed = listed.into_iter().map(|(id, o)| (id, o.etag)).collect();
+        Ok(())
+    }
+
+    /// Fetches and applies one chunk of a full prefetch. One unusable object must not keep
+    /// every read of the store failing: it is left out and reported.
+    fn fetch_chunk(
+        &self,
+        port: &mut impl Port,
+        store: &str,
+        chunk: &[&(String, ObjectInfo)],
+        token: &Token,
+    ) -> Result<()> {
+        let s = &self.stores[store];
+        let names: Vec<String> = chunk.iter().map(|(id, _)| s.object_key(id)).collect();
+        let answers = parallel(&names, s.config.concurrency, |name| {
+            token.check("a prefetch")?;
+            s.bucket.get(name, &Validators::default())
+        });
+        let mut changes = Vec::new();
+        let mut unusable = Vec::new();
+        for ((id, _), answer) in chunk.iter().zip(answers) {
+            self.breaker.record(&answer);
+            let answer = answer.inspect_err(|e| self.report_offline(port, store, e))?;
+            match self.changes_for(store, id, answer) {
+                Ok(more) => changes.extend(more),
+                Err(error) => unusable.push(error.to_string()),
+            }
+        }
+        if !unusable.is_empty() {
+            let name = store.to_string();
+            port.exec(move |db| {
+                unusable.into_iter().for_each(|m| db.emit_sync_event(EventKind::Error, &name, m));
+                Ok(())
+            })?;
+        }
+        self.apply(port, changes)
+    }
+
+    // ----- writes -----------------------------------------------------------------------------
+
+    /// Sends the outbox in order until it is empty or the bucket cannot be reached. Each batch
+    /// of writes is acknowledged in one transaction.
+    pub fn flush(&self, port: &mut impl Port, token: &Token) -> Result<FlushReport> {
+        let mut report = FlushReport::default();
+        // Objects whose write was refused in this flush: later writes to them were made on
+        // top of a version the bucket does not hold, so they are refused too.
+        let mut refused_objects: HashSet<(String, String)> = HashSet::new();
+        let mut after = 0;
+        'batches: loop {
+            let batch = port.exec(|db| db.outbox_batch(FLUSH_BATCH))?;
+            let batch: Vec<OutboxItem> = batch.into_iter().filter(|i| i.sequence > after).collect();
+            if batch.is_empty() {
+                break;
+            }
+            let mut changes = Vec::new();
+            for item in batch {
+                after = item.sequence;
+                if let Err(e) = token.check("the flush") {
+                    self.apply(port, changes)?;
+                    return Err(e);
+                }
+                let object = (item.entry.store.clone(), item.entry.id.clone());
+                let outcome = if item.stacked || refused_objects.contains(&object) {
+                    Err(Error::Conflict {
+                        store: item.entry.store.clone(),
+                        key: item.entry.id.clone(),
+                        detail: "an earlier write to this object was refused, and this one was made on top of it"
+                            .into(),
+                    })
+                } else {
+                    self.may_contact("the outbox").and_then(|()| {
+                        let sent = self.send(&item);
+                        self.breaker.record(&sent);
+                        sent
+                    })
+                };
+                match outcome {
+                    Ok(etag) => {
+                        changes.push(Change::Sent { sequence: item.sequence, etag: etag.clone() });
+                        changes.extend(self.sent_meta(&item, etag));
+                        report.sent += 1;
+                    }
+                    Err(e) if e.is_offline() => {
+                        self.report_offline(port, &item.entry.store, &e);
+                        report.offline = Some(e);
+                        self.apply(port, changes)?;
+                        break 'batches;
+                    }
+                    Err(e)
+                        if e.refuses_the_write() || matches!(e, Error::Conflict { .. } | Error::InvalidArgument(_)) =>
+                    {
+                        refused_objects.insert(object);
+                        let error = as_conflict(&item, e);
+                        let conflict = matches!(error, Error::Conflict { .. });
+                        changes.push(Change::Refused {
+                            sequence: item.sequence,
+                            code: format!("{:?}", error.code()),
+                            message: error.to_string(),
+                            conflict,
+                        });
+                        report.rejected.push((item.sequence, error));
+                    }
+                    Err(e) => {
+                        let (store, message) = (item.entry.store.clone(), e.to_string());
+                        self.apply(port, changes)?;
+                        port.exec(move |db| {
+                            db.emit_sync_event(EventKind::Error, &store, message);
+                            Ok(())
+                        })?;
+                        report.blocked = Some(e);
+                        break 'batches;
+                    }
+                }
+            }
+            self.apply(port, changes)?;
+        }
+        report.pending = port.exec(|db| db.outbox_len())?;
+        Ok(report)
+    }
+
+    fn send(&self, item: &OutboxItem) -> Result<Option<String>> {
+        let entry = &item.entry;
+        let s = self.store(&entry.store).map_err(|_| {
+            Error::InvalidArgument(format!(
+                "store {:?} no longer syncs: its write of {:?} cannot be sent",
+                entry.store, entry.id
+            ))
+        })?;
+        let name = s.object_key(&entry.id);
+        let Some(value) = entry.value.as_ref().filter(|_| entry.op != WriteOp::Delete) else {
+            return s.bucket.delete(&name).map(|()| None);
+        };
+        let body = serde_json::to_vec(value).expect("records serialise");
+        let condition = match (entry.op, &item.known_etag) {
+            (WriteOp::Create, _) => Precondition::Absent,
+            (WriteOp::Overwrite, _) => Precondition::None,
+            (_, Some(etag)) => Precondition::Matches(etag.clone()),
+            (_, None) if s.config.immutable => Precondition::Absent,
+            _ => Precondition::None,
+        };
+        let metadata = s.config.metadata_of(value);
+        match s.bucket.put(&name, &body, &metadata, &condition, entry.op == WriteOp::Create) {
+            // A write sent before a crash, whose success was never recorded, meets its own copy.
+            Err(Error::Remote { status: 412, .. }) if holds_body(s, &name, &body) => Ok(Some(etag_of(&body))),
+            other => other,
+        }
+    }
+
+    /// The meta siblings' view of a write that reached the bucket.
+    fn sent_meta(&self, item: &OutboxItem, etag: Option<String>) -> Vec<Change> {
+        let Some(s) = self.stores.get(&item.entry.store) else {
+            return Vec::new();
+        };
+        let id = &item.entry.id;
+        s.meta_siblings
+            .iter()
+            .map(|meta| match &item.entry.value {
+                Some(value) if item.entry.op != WriteOp::Delete => Change::Describe {
+                    store: meta.clone(),
+                    id: id.clone(),
+                    etag: etag.clone().unwrap_or_default(),
+                    updated: time::iso(SystemTime::now()),
+                    size: serde_json::to_vec(value).map_or(0, |b| b.len() as u64),
+                    fields: self.describe_fields(meta, id, &s.config.metadata_of(value)),
+                },
+                _ => Change::Drop { store: meta.clone(), id: id.clone() },
+            })
+            .collect()
+    }
+}
+
+/// Outbox writes read and acknowledged per transaction.
+const FLUSH_BATCH: usize = 100;
+
+/// A 412 is a conflict naming the object.
+fn as_conflict(item: &OutboxItem, error: Error) -> Error {
+    match error {
+        Error::Remote { status: 412, what, .. } => Error::Conflict {
+            store: item.entry.store.clone(),
+            key: item.entry.id.clone(),
+            detail: format!("the bucket holds another version ({what} answered 412 Precondition Failed)"),
+        },
+        other => other,
+    }
+}
+
+/// Whether the bucket's object is exactly `body` (S3 etags of single-part uploads are MD5s).
+fn holds_body(s: &SyncedStore, name: &str, body: &[u8]) -> bool {
+    matches!(s.bucket.head(name), Ok(Some((info, _))) if info.etag == etag_of(body))
+}
+
+pub(crate) fn etag_of(body: &[u8]) -> String {
+    format!("\"{}\"", Md5::digest(body).iter().map(|b| format!("{b:02x}")).collect::<String>())
+}
