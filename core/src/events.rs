@@ -20,8 +20,8 @@ pub enum EventKind {
     Error,
     /// Objects came from the bucket into a synced store; the message says how many.
     Fetched,
-    /// A write met a different version in the bucket (HTTP 412): the value is what was not
-    /// written, and the local copy was dropped so that the next read fetches the bucket's.
+    /// The bucket refused a write because it holds another version (HTTP 412): the value is
+    /// what was not sent; the local data is kept as a refused write until it is resolved.
     Conflict,
     /// The bucket could not be reached; writes wait in the outbox.
     Offline,
@@ -44,20 +44,20 @@ impl EventKind {
         }
     }
 
+    pub const ALL: [EventKind; 9] = [
+        EventKind::Created,
+        EventKind::Updated,
+        EventKind::Deleted,
+        EventKind::Ready,
+        EventKind::Error,
+        EventKind::Fetched,
+        EventKind::Conflict,
+        EventKind::Offline,
+        EventKind::Flushed,
+    ];
+
     pub fn from_name(name: &str) -> Option<EventKind> {
-        [
-            EventKind::Created,
-            EventKind::Updated,
-            EventKind::Deleted,
-            EventKind::Ready,
-            EventKind::Error,
-            EventKind::Fetched,
-            EventKind::Conflict,
-            EventKind::Offline,
-            EventKind::Flushed,
-        ]
-        .into_iter()
-        .find(|k| k.name() == name)
+        EventKind::ALL.into_iter().find(|k| k.name() == name)
     }
 }
 

@@ -165,6 +165,7 @@ pub struct AsyncDatabase {
     sender: Sender<Message>,
     queue: Arc<Queue>,
     worker_id: ThreadId,
+    worker: Mutex<Option<thread::JoinHandle<()>>>,
 }
 
 impl AsyncDatabase {
@@ -176,6 +177,18 @@ impl AsyncDatabase {
         options: ExecutorOptions,
         done: impl FnOnce(Result<()>) + Send + 'static,
     ) -> Result<AsyncDatabase> {
+        Self::open_with(name, schema, options, |_| Ok(()), done)
+    }
+
+    /// `open`, running `prepare` on the worker right after the database opened and before any
+    /// request (an error from it fails the open).
+    pub fn open_with(
+        name: &str,
+        schema: Option<Schema>,
+        options: ExecutorOptions,
+        prepare: impl FnOnce(&mut Database) -> Result<()> + Send + 'static,
+        done: impl FnOnce(Result<()>) + Send + 'static,
+    ) -> Result<AsyncDatabase> {
         let name: Arc<str> = Arc::from(name);
         let (sender, receiver) = mpsc::channel();
         let queue =
@@ -184,10 +197,11 @@ impl AsyncDatabase {
         let worker = Worker { name: name.clone(), receiver, options, queue: queue.clone(), closing: closing.clone() };
         let handle = thread::Builder::new()
             .name(format!("objstore-db {}", crate::key::truncate(&name, 40)))
-            .spawn(move || worker.run(schema, done))
+            .spawn(move || worker.run(schema, prepare, done))
             .map_err(|e| Error::Internal(format!("cannot start the worker thread: {e}")))?;
         let worker_id = handle.thread().id();
-        Ok(AsyncDatabase { name, closed: RwLock::new(false), closing, sender, queue, worker_id })
+        let worker = Mutex::new(Some(handle));
+        Ok(AsyncDatabase { name, closed: RwLock::new(false), closing, sender, queue, worker_id, worker })
     }
 
     pub fn name(&self) -> &str {
@@ -205,16 +219,6 @@ impl AsyncDatabase {
         self.send(None, None, work, done)
     }
 
-    /// `submit`, skipped (completing with `Cancelled`) when `token` is cancelled before it runs.
-    pub fn submit_cancellable<T, W, C>(&self, token: Token, work: W, done: C) -> Result<()>
-    where
-        T: Send + 'static,
-        W: FnOnce(&mut Database) -> Result<T> + Send + 'static,
-        C: FnOnce(Result<T>) + Send + 'static,
-    {
-        self.send(None, Some(token), work, done)
-    }
-
     /// Queues `work` as part of the explicit transaction `tx`.
     pub fn submit_in<T, W, C>(&self, tx: TxId, work: W, done: C) -> Result<()>
     where
@@ -225,14 +229,15 @@ impl AsyncDatabase {
         self.send(Some(tx), None, move |db: &mut Database| work(&mut db.transaction(tx)?), done)
     }
 
-    /// `submit_in` with a cancellation token.
-    pub fn submit_in_cancellable<T, W, C>(&self, tx: TxId, token: Token, work: W, done: C) -> Result<()>
+    /// The general form: `work` is part of explicit transaction `part_of` (when given: it may
+    /// run while that transaction is open), skipped when `token` is cancelled before it runs.
+    pub fn submit_as<T, W, C>(&self, part_of: Option<TxId>, token: Token, work: W, done: C) -> Result<()>
     where
         T: Send + 'static,
-        W: FnOnce(&mut Tx<'_>) -> Result<T> + Send + 'static,
+        W: FnOnce(&mut Database) -> Result<T> + Send + 'static,
         C: FnOnce(Result<T>) + Send + 'static,
     {
-        self.send(Some(tx), Some(token), move |db: &mut Database| work(&mut db.transaction(tx)?), done)
+        self.send(part_of, Some(token), work, done)
     }
 
     /// Starts an explicit transaction. Until it ends, other requests fail with `Busy`.
@@ -288,6 +293,17 @@ impl AsyncDatabase {
         *self.closed.read().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Waits for the worker thread to end (after `close`), for a program that must leave no
+    /// thread behind. Does nothing on the worker itself. Drop never does this.
+    pub fn join(&self) {
+        if thread::current().id() == self.worker_id {
+            return;
+        }
+        if let Some(handle) = self.worker.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            let _ = handle.join();
+        }
+    }
+
     fn send<T, W, C>(&self, transaction: Option<TxId>, token: Option<Token>, work: W, done: C) -> Result<()>
     where
         T: Send + 'static,
@@ -333,9 +349,18 @@ struct Worker {
 }
 
 impl Worker {
-    fn run(self, schema: Option<Schema>, done: impl FnOnce(Result<()>)) {
-        let opened = catch_unwind(AssertUnwindSafe(|| Database::open(&self.name, schema, &self.options.open)))
-            .unwrap_or_else(|panic| Err(Error::Internal(format!("open panicked: {}", panic_message(&panic)))));
+    fn run(
+        self,
+        schema: Option<Schema>,
+        prepare: impl FnOnce(&mut Database) -> Result<()>,
+        done: impl FnOnce(Result<()>),
+    ) {
+        let opened = catch_unwind(AssertUnwindSafe(|| {
+            let mut db = Database::open(&self.name, schema, &self.options.open)?;
+            prepare(&mut db)?;
+            Ok(db)
+        }))
+        .unwrap_or_else(|panic| Err(Error::Internal(format!("open panicked: {}", panic_message(&panic)))));
         match opened {
             Ok(mut db) => {
                 let _ = catch_unwind(AssertUnwindSafe(|| done(Ok(()))));

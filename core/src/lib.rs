@@ -23,7 +23,7 @@ pub mod sync;
 pub use database::{Database, MechanismKind, Mode, OpenOptions, Tx, TxId};
 pub use error::{Error, ErrorCode, Result};
 pub use events::{Event, EventFilter, EventKind, Listener, SubscriptionId};
-pub use executor::{AsyncDatabase, ExecutorOptions, DEFAULT_IDLE_TRANSACTION_TIMEOUT};
+pub use executor::{AsyncDatabase, ExecutorOptions, DEFAULT_IDLE_TRANSACTION_TIMEOUT, DEFAULT_QUEUE_CAPACITY};
 pub use key::Key;
 pub use keypath::{lookup, KeyPath};
 pub use ops::ScanOptions;

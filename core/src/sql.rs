@@ -61,12 +61,22 @@ fn unsupported(what: impl std::fmt::Display) -> Error {
 /// Parses and runs one statement in a transaction of its own.
 pub fn execute(db: &mut Database, sql: &str, params: &[Value]) -> Result<SqlOutput> {
     let statement = parse(sql, params)?;
-    let (store, mode) = match &statement {
+    let (store, mode) = target_of(&statement);
+    db.run(&[&store], mode, |tx| run(tx, statement))
+}
+
+/// The store a statement works on and the mode it needs, from the statement itself; every
+/// error of the statement and its parameters is found here, before it is run.
+pub fn target(sql: &str, params: &[Value]) -> Result<(String, Mode)> {
+    parse(sql, params).map(|statement| target_of(&statement))
+}
+
+fn target_of(statement: &Statement) -> (String, Mode) {
+    match statement {
         Statement::Select { query, .. } => (query.store().to_string(), Mode::ReadOnly),
         Statement::Insert { store, .. } => (store.clone(), Mode::ReadWrite),
         Statement::Update { query, .. } | Statement::Delete { query } => (query.store().to_string(), Mode::ReadWrite),
-    };
-    db.run(&[&store], mode, |tx| run(tx, statement))
+    }
 }
 
 /// Parses and runs one statement inside an open transaction.

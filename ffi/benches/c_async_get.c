@@ -50,7 +50,7 @@ static void run_gets(objstore_db *db, counter *c, long records, long n) {
     c->left = n;
     for (long i = 0; i < n; i++) {
         int len = snprintf(key, sizeof key, "\"r%08llu\"", next_id(&x, records));
-        if (objstore_db_get(db, 0, "bench", key, (size_t)len, on_get, c, NULL) != OBJSTORE_STATUS_OK) exit(1);
+        if (objstore_db_get(db, 0, "bench", key, (size_t)len, 0, on_get, c, NULL, NULL) != OBJSTORE_STATUS_OK) exit(1);
     }
     wait_all(c);
 }

@@ -14,15 +14,15 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
 use common::{measuring, median};
-use objstore_db::rsapi::Db;
+use objstore_db::rsapi::{self, Db, Read};
 use objstore_db_core::{Database, Mode, OpenOptions, Schema};
 use serde_json::json;
 
-fn key(x: &mut u64, records: usize) -> String {
+fn key(x: &mut u64, records: usize) -> serde_json::Value {
     *x ^= *x << 13;
     *x ^= *x >> 7;
     *x ^= *x << 17;
-    format!("\"r{:08}\"", *x as usize % records)
+    json!(format!("r{:08}", *x as usize % records))
 }
 
 /// Pipelined gets through the Rust async API, as the C program does them.
@@ -31,14 +31,15 @@ fn rust_gets(db: &Db, records: usize, n: usize) {
     let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
     for _ in 0..n {
         let left = left.clone();
-        db.get(None, "bench".into(), key(&mut x, records), move |r| {
-            assert!(r.unwrap().len() > 2);
+        db.get(None, "bench", &key(&mut x, records), Read::default(), move |r| {
+            assert!(r.unwrap().is_object());
             let mut count = left.0.lock().unwrap();
             *count -= 1;
             if *count == 0 {
                 left.1.notify_one();
             }
-        });
+        })
+        .unwrap();
     }
     let mut count = left.0.lock().unwrap();
     while *count > 0 {
@@ -48,7 +49,7 @@ fn rust_gets(db: &Db, records: usize, n: usize) {
 
 fn rust_side(path: &str, records: usize, n: usize) -> f64 {
     let (tx, rx) = std::sync::mpsc::channel();
-    let db = Db::open(path, None, None, move |r| tx.send(r).unwrap()).unwrap();
+    let db = Db::open(path, None, &rsapi::OpenOptions::default(), move |r| tx.send(r).unwrap()).unwrap();
     rx.recv().unwrap().unwrap();
     rust_gets(&db, records, n.min(1000));
     let start = Instant::now();

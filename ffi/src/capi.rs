@@ -1,22 +1,26 @@
 //! The `extern "C"` layer over `rsapi`: argument checks, handles, status codes and callbacks.
+//! Every entry point goes through [`call`] (the guard: no panic crosses the boundary, errors
+//! become a status and a message) and reads its arguments with the helpers below; JSON is
+//! parsed once into values for `rsapi`, and results are written as JSON text once.
 //!
 //! Conventions (repeated in the header): a function that returns a status other than
 //! `OBJSTORE_STATUS_OK` has done nothing and will not call its callback; one that returns
-//! `OBJSTORE_STATUS_OK` calls its callback exactly once, from the database's worker thread (or, for a
-//! request made after close, from a short-lived thread of the library), also on error, cancel
-//! and close. The `result` a callback receives is UTF-8 JSON on success and an error message
-//! otherwise, owned by the library and valid only during the call. No Rust panic crosses this
-//! boundary: it becomes `OBJSTORE_STATUS_INTERNAL`.
+//! `OBJSTORE_STATUS_OK` calls its callback exactly once, from a thread of the library (the
+//! database's worker, or its sync agent's), also on error, cancel and close, and the close
+//! callback is the last one. Enumerations cross the boundary as integers and are checked.
 
-// C signatures carry a callback, its user data and an error out-parameter besides the arguments.
+// C signatures carry a callback, its user data, a request id and an error out-parameter.
 #![allow(clippy::too_many_arguments)]
 
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 use objstore_db_core::{Error, ErrorCode, Mode, Result};
+use serde_json::Value;
 
-use crate::rsapi::{stores_from, CursorReply, Db, JsonTx, QueryHandle, Within};
+use crate::rsapi::{Cursor, Db, OpenOptions, QueryHandle, Read, ReadKind, RequestId, TxOps, Within};
 
 /// Status of a call or of a completed request.
 #[repr(C)]
@@ -27,11 +31,11 @@ pub enum ObjstoreStatus {
     NotFound = 1,
     /// A key that is not valid, or a record without its key.
     InvalidKey = 2,
-    /// A bad argument: NULL, invalid UTF-8 or JSON, an unknown option.
+    /// A bad argument: NULL, invalid UTF-8 or JSON, an unknown option or enumeration value.
     InvalidArgument = 3,
     /// A duplicate key or a unique-index clash; nothing was written.
     Constraint = 4,
-    /// A write in a readonly transaction.
+    /// A write in a readonly transaction or cursor.
     ReadOnly = 5,
     /// The transaction has ended (committed, aborted, timed out).
     TransactionInactive = 6,
@@ -39,7 +43,7 @@ pub enum ObjstoreStatus {
     Schema = 7,
     /// The database is closed.
     Closed = 8,
-    /// The request was still queued when the database closed.
+    /// The request was cancelled (`objstore_db_cancel`) or the database closed first.
     Cancelled = 9,
     /// The storage (SQLite) failed.
     Storage = 10,
@@ -54,27 +58,32 @@ pub enum ObjstoreStatus {
     Remote = 14,
     /// The bucket answered with something unusable (malformed XML, not JSON, oversized).
     RemoteData = 15,
+    /// An explicit transaction is open and the request is not part of it: it did not run.
+    Busy = 16,
+    /// `objstore_waiter_wait` timed out; the request is still running.
+    Timeout = 17,
 }
 
-/// Transaction mode for `objstore_db_begin` and `objstore_db_transaction`.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ObjstoreMode {
-    Readonly = 0,
-    Readwrite = 1,
-}
+/// Transaction or cursor mode (an `int` argument; other values are INVALID_ARGUMENT).
+pub const OBJSTORE_MODE_READONLY: u32 = 0;
+pub const OBJSTORE_MODE_READWRITE: u32 = 1;
 
-/// What a cursor visitor answers for the record it was shown.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ObjstoreCursorStep {
-    Continue = 0,
-    Stop = 1,
-    /// Delete this record, then continue.
-    Delete = 2,
-    /// Replace this record with the JSON the visitor put in `*update`, then continue.
-    Update = 3,
-}
+/// What `objstore_db_read` returns: how many, the primary keys, or the records.
+pub const OBJSTORE_READ_COUNT: u32 = 0;
+pub const OBJSTORE_READ_KEYS: u32 = 1;
+pub const OBJSTORE_READ_VALUES: u32 = 2;
+
+/// Read flags: ask the bucket before answering (a read of a synced store otherwise serves the
+/// cache, fetching only what is not held, and revalidates in the background).
+pub const OBJSTORE_READ_FRESH: u32 = 1;
+
+/// What a push-cursor visitor returns for the record it was shown.
+pub const OBJSTORE_CURSOR_CONTINUE: i32 = 0;
+pub const OBJSTORE_CURSOR_STOP: i32 = 1;
+/// Delete this record, then continue.
+pub const OBJSTORE_CURSOR_DELETE: i32 = 2;
+/// Replace this record with the JSON the visitor put in `*update`, then continue.
+pub const OBJSTORE_CURSOR_UPDATE: i32 = 3;
 
 /// Completion of a request: `result` is JSON (status OK) or an error message, `result_len`
 /// bytes, NUL-terminated, valid only during the call.
@@ -85,9 +94,10 @@ pub type ObjstoreCallback = Option<
 /// An event as JSON `{"kind", "store", "key", "value", "message"}`, valid during the call.
 pub type ObjstoreEventFn = Option<unsafe extern "C" fn(user_data: *mut c_void, event: *const c_char, event_len: usize)>;
 
-/// A cursor visitor: `item` is `{"key", "primaryKey", "value"}` JSON. To update, set `*update`
-/// and `*update_len` to the new record's JSON (copied before the visitor's next call) and
-/// return `OBJSTORE_CURSOR_STEP_UPDATE`.
+/// A push-cursor visitor: `item` is `{"key", "primaryKey", "value"}` JSON. It returns one of
+/// the OBJSTORE_CURSOR_* values; to update, it sets `*update` and `*update_len` to the new
+/// record's JSON (copied before the visitor returns... to the library) and returns
+/// OBJSTORE_CURSOR_UPDATE. Any other value stops the cursor with INVALID_ARGUMENT.
 pub type ObjstoreCursorFn = Option<
     unsafe extern "C" fn(
         user_data: *mut c_void,
@@ -95,15 +105,15 @@ pub type ObjstoreCursorFn = Option<
         item_len: usize,
         update: *mut *const c_char,
         update_len: *mut usize,
-    ) -> ObjstoreCursorStep,
+    ) -> i32,
 >;
 
 /// The body of `objstore_db_transaction`, run on the worker with a transaction handle valid
-/// only during the call. Returning anything but `OBJSTORE_STATUS_OK` rolls everything back.
-pub type ObjstoreTxFn = Option<unsafe extern "C" fn(user_data: *mut c_void, tx: *mut ObjstoreTx) -> ObjstoreStatus>;
+/// only during the call. Returning anything but 0 (OBJSTORE_STATUS_OK) rolls everything back.
+pub type ObjstoreTxFn = Option<unsafe extern "C" fn(user_data: *mut c_void, tx: *mut ObjstoreTx) -> i32>;
 
 /// An open database (opaque). Valid from `objstore_db_open` until `objstore_db_free`; after
-/// `objstore_db_close` requests complete with `OBJSTORE_STATUS_CLOSED`.
+/// `objstore_db_close` calls are refused with OBJSTORE_STATUS_CLOSED.
 pub struct ObjstoreDb {
     db: Db,
 }
@@ -113,9 +123,21 @@ pub struct ObjstoreQuery {
     query: QueryHandle,
 }
 
+/// A pull cursor (opaque): `objstore_cursor_next` hands out batches.
+pub struct ObjstoreCursor {
+    cursor: Cursor,
+}
+
 /// The transaction inside an `objstore_db_transaction` body (opaque).
 pub struct ObjstoreTx {
-    ops: *mut JsonTx<'static, 'static>,
+    ops: *mut TxOps<'static, 'static>,
+}
+
+/// Turns a completion callback into a blocking step for test harnesses (opaque): pass
+/// `objstore_waiter_callback` and the waiter as callback and user data, then wait.
+pub struct ObjstoreWaiter {
+    state: Mutex<Option<(ObjstoreStatus, String)>>,
+    ready: Condvar,
 }
 
 pub(crate) fn status_of(error: &Error) -> ObjstoreStatus {
@@ -135,37 +157,41 @@ pub(crate) fn status_of(error: &Error) -> ObjstoreStatus {
         ErrorCode::Network => ObjstoreStatus::Network,
         ErrorCode::Remote => ObjstoreStatus::Remote,
         ErrorCode::RemoteData => ObjstoreStatus::RemoteData,
+        ErrorCode::Busy => ObjstoreStatus::Busy,
     }
 }
 
-/// A callback and its user data, carried to the worker thread.
+// ----- the guard and the argument readers ---------------------------------------------------------
+
+/// Text for C: a NUL inside (never in JSON we write) is dropped rather than cut there.
+pub(crate) fn c_string(text: String) -> CString {
+    CString::new(text).unwrap_or_else(|e| {
+        let bytes: Vec<u8> = e.into_vec().into_iter().filter(|b| *b != 0).collect();
+        CString::new(bytes).expect("NULs removed")
+    })
+}
+
+/// A callback and its user data, carried to the thread that completes the request.
 struct Completion {
     callback: unsafe extern "C" fn(*mut c_void, ObjstoreStatus, *const c_char, usize),
     user_data: *mut c_void,
 }
 
 // The caller promises, by passing user_data to an asynchronous call, that it may be used from
-// the worker thread.
+// the library's threads.
 unsafe impl Send for Completion {}
 
 impl Completion {
-    fn deliver(self, result: Result<String>) {
+    fn deliver<T: Into<Value>>(self, result: Result<T>) {
         let (status, text) = match result {
-            Ok(json) => (ObjstoreStatus::Ok, json),
+            Ok(value) => (ObjstoreStatus::Ok, value.into().to_string()),
             Err(e) => (status_of(&e), e.to_string()),
         };
-        let text = CString::new(text).unwrap_or_else(|e| {
-            let bytes: Vec<u8> = e.into_vec().into_iter().filter(|b| *b != 0).collect();
-            CString::new(bytes).expect("NULs removed")
-        });
-        let len = text.as_bytes().len();
+        let text = c_string(text);
         // A C callback cannot unwind into Rust; catch_unwind covers Rust code around it.
-        let _ =
-            catch_unwind(AssertUnwindSafe(|| unsafe { (self.callback)(self.user_data, status, text.as_ptr(), len) }));
-    }
-
-    fn deliver_unit(self, result: Result<()>) {
-        self.deliver(result.map(|()| "null".to_string()));
+        let _ = catch_unwind(AssertUnwindSafe(|| unsafe {
+            (self.callback)(self.user_data, status, text.as_ptr(), text.as_bytes().len())
+        }));
     }
 }
 
@@ -174,25 +200,42 @@ fn completion(callback: ObjstoreCallback, user_data: *mut c_void) -> Result<Comp
     Ok(Completion { callback, user_data })
 }
 
-/// Writes an error message for a synchronous failure, if the caller asked for one.
-fn fail(error: Error, error_out: *mut *mut c_char) -> ObjstoreStatus {
-    if !error_out.is_null() {
-        let text = CString::new(error.to_string().replace('\0', "")).expect("NULs removed");
-        unsafe { *error_out = text.into_raw() };
-    }
-    status_of(&error)
-}
-
-/// Runs an entry point's body, turning errors and panics into a status (and message).
-fn guard(error_out: *mut *mut c_char, body: impl FnOnce() -> Result<()>) -> ObjstoreStatus {
+/// Runs an entry point's body: its error (or a caught panic) becomes the status and, when the
+/// caller asked, a message in `*error_out` (set to NULL first, so it is never read unset).
+fn call(error_out: *mut *mut c_char, body: impl FnOnce() -> Result<()>) -> ObjstoreStatus {
     if !error_out.is_null() {
         unsafe { *error_out = std::ptr::null_mut() };
     }
-    match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(Ok(())) => ObjstoreStatus::Ok,
-        Ok(Err(e)) => fail(e, error_out),
-        Err(_) => fail(Error::Internal("a panic was caught at the C boundary".into()), error_out),
+    let outcome = catch_unwind(AssertUnwindSafe(body))
+        .unwrap_or_else(|_| Err(Error::Internal("a panic was caught at the C boundary".into())));
+    match outcome {
+        Ok(()) => ObjstoreStatus::Ok,
+        Err(error) => {
+            if !error_out.is_null() {
+                unsafe { *error_out = c_string(error.to_string()).into_raw() };
+            }
+            status_of(&error)
+        }
     }
+}
+
+/// `call` for an asynchronous request: the body submits it and returns its id, which goes to
+/// `*request_out` when asked for.
+fn request(
+    error_out: *mut *mut c_char,
+    request_out: *mut u64,
+    body: impl FnOnce() -> Result<RequestId>,
+) -> ObjstoreStatus {
+    if !request_out.is_null() {
+        unsafe { *request_out = 0 };
+    }
+    call(error_out, || {
+        let id = body()?;
+        if !request_out.is_null() {
+            unsafe { *request_out = id };
+        }
+        Ok(())
+    })
 }
 
 unsafe fn text<'a>(ptr: *const c_char, what: &str) -> Result<&'a str> {
@@ -202,23 +245,21 @@ unsafe fn text<'a>(ptr: *const c_char, what: &str) -> Result<&'a str> {
     CStr::from_ptr(ptr).to_str().map_err(|_| Error::InvalidArgument(format!("{what} is not valid UTF-8")))
 }
 
-unsafe fn optional_text<'a>(ptr: *const c_char, what: &str) -> Result<Option<&'a str>> {
-    if ptr.is_null() {
-        Ok(None)
-    } else {
-        text(ptr, what).map(Some)
-    }
+/// A JSON argument of `len` bytes (not NUL-terminated), parsed.
+pub(crate) unsafe fn json_arg(ptr: *const c_char, len: usize, what: &str) -> Result<Value> {
+    json(ptr, len, what)
 }
 
-unsafe fn json<'a>(ptr: *const c_char, len: usize, what: &str) -> Result<&'a str> {
+unsafe fn json(ptr: *const c_char, len: usize, what: &str) -> Result<Value> {
     if ptr.is_null() {
         return Err(Error::InvalidArgument(format!("{what} is NULL")));
     }
-    std::str::from_utf8(std::slice::from_raw_parts(ptr.cast::<u8>(), len))
-        .map_err(|_| Error::InvalidArgument(format!("{what} is not valid UTF-8")))
+    let bytes = std::slice::from_raw_parts(ptr.cast::<u8>(), len);
+    let text = std::str::from_utf8(bytes).map_err(|_| Error::InvalidArgument(format!("{what} is not valid UTF-8")))?;
+    crate::rsapi::parse(what, text)
 }
 
-unsafe fn optional_json<'a>(ptr: *const c_char, len: usize, what: &str) -> Result<Option<&'a str>> {
+unsafe fn optional_json(ptr: *const c_char, len: usize, what: &str) -> Result<Option<Value>> {
     if ptr.is_null() {
         Ok(None)
     } else {
@@ -226,22 +267,55 @@ unsafe fn optional_json<'a>(ptr: *const c_char, len: usize, what: &str) -> Resul
     }
 }
 
+/// A NUL-terminated JSON argument, parsed; NULL is none.
+unsafe fn optional_json_text(ptr: *const c_char, what: &str) -> Result<Option<Value>> {
+    if ptr.is_null() {
+        return Ok(None);
+    }
+    crate::rsapi::parse(what, text(ptr, what)?).map(Some)
+}
+
+unsafe fn handle<'a, T>(ptr: *const T, what: &str) -> Result<&'a T> {
+    ptr.as_ref().ok_or_else(|| Error::InvalidArgument(format!("the {what} handle is NULL")))
+}
+
 unsafe fn db_ref<'a>(db: *const ObjstoreDb) -> Result<&'a Db> {
-    db.as_ref().map(|d| &d.db).ok_or_else(|| Error::InvalidArgument("the database handle is NULL".into()))
+    handle(db, "database").map(|d| &d.db)
 }
 
 fn within(tx: u64) -> Within {
     (tx != 0).then_some(tx)
 }
 
-fn mode(mode: ObjstoreMode) -> Mode {
-    match mode {
-        ObjstoreMode::Readonly => Mode::ReadOnly,
-        ObjstoreMode::Readwrite => Mode::ReadWrite,
+fn mode(value: u32) -> Result<Mode> {
+    match value {
+        OBJSTORE_MODE_READONLY => Ok(Mode::ReadOnly),
+        OBJSTORE_MODE_READWRITE => Ok(Mode::ReadWrite),
+        other => Err(Error::InvalidArgument(format!(
+            "mode {other} is not OBJSTORE_MODE_READONLY (0) or OBJSTORE_MODE_READWRITE (1)"
+        ))),
     }
 }
 
-// ----- versions and strings ---------------------------------------------------------------------
+fn read_kind(value: u32) -> Result<ReadKind> {
+    match value {
+        OBJSTORE_READ_COUNT => Ok(ReadKind::Count),
+        OBJSTORE_READ_KEYS => Ok(ReadKind::Keys),
+        OBJSTORE_READ_VALUES => Ok(ReadKind::Values),
+        other => {
+            Err(Error::InvalidArgument(format!("read kind {other} is not one of OBJSTORE_READ_COUNT, _KEYS, _VALUES")))
+        }
+    }
+}
+
+fn read_flags(flags: u32) -> Result<Read> {
+    if flags & !OBJSTORE_READ_FRESH != 0 {
+        return Err(Error::InvalidArgument(format!("read flags {flags:#x} hold bits other than OBJSTORE_READ_FRESH")));
+    }
+    Ok(Read { fresh: flags & OBJSTORE_READ_FRESH != 0 })
+}
+
+// ----- versions, strings and statuses ---------------------------------------------------------------
 
 /// The library version, e.g. "0.1.0" (static; do not free).
 #[no_mangle]
@@ -269,37 +343,43 @@ pub unsafe extern "C" fn objstore_string_free(s: *mut c_char) {
     }
 }
 
-/// A short, static name for a status, e.g. "OBJSTORE_STATUS_CONSTRAINT" (do not free).
+/// A short, static name for a status, e.g. "OBJSTORE_STATUS_CONSTRAINT" (do not free); any
+/// other integer gives "OBJSTORE_STATUS_UNKNOWN".
 #[no_mangle]
-pub extern "C" fn objstore_status_name(status: ObjstoreStatus) -> *const c_char {
+pub extern "C" fn objstore_status_name(status: i32) -> *const c_char {
     let name: &'static str = match status {
-        ObjstoreStatus::Ok => "OBJSTORE_STATUS_OK\0",
-        ObjstoreStatus::NotFound => "OBJSTORE_STATUS_NOT_FOUND\0",
-        ObjstoreStatus::InvalidKey => "OBJSTORE_STATUS_INVALID_KEY\0",
-        ObjstoreStatus::InvalidArgument => "OBJSTORE_STATUS_INVALID_ARGUMENT\0",
-        ObjstoreStatus::Constraint => "OBJSTORE_STATUS_CONSTRAINT\0",
-        ObjstoreStatus::ReadOnly => "OBJSTORE_STATUS_READ_ONLY\0",
-        ObjstoreStatus::TransactionInactive => "OBJSTORE_STATUS_TRANSACTION_INACTIVE\0",
-        ObjstoreStatus::Schema => "OBJSTORE_STATUS_SCHEMA\0",
-        ObjstoreStatus::Closed => "OBJSTORE_STATUS_CLOSED\0",
-        ObjstoreStatus::Cancelled => "OBJSTORE_STATUS_CANCELLED\0",
-        ObjstoreStatus::Storage => "OBJSTORE_STATUS_STORAGE\0",
-        ObjstoreStatus::Internal => "OBJSTORE_STATUS_INTERNAL\0",
-        ObjstoreStatus::Conflict => "OBJSTORE_STATUS_CONFLICT\0",
-        ObjstoreStatus::Network => "OBJSTORE_STATUS_NETWORK\0",
-        ObjstoreStatus::Remote => "OBJSTORE_STATUS_REMOTE\0",
-        ObjstoreStatus::RemoteData => "OBJSTORE_STATUS_REMOTE_DATA\0",
+        0 => "OBJSTORE_STATUS_OK\0",
+        1 => "OBJSTORE_STATUS_NOT_FOUND\0",
+        2 => "OBJSTORE_STATUS_INVALID_KEY\0",
+        3 => "OBJSTORE_STATUS_INVALID_ARGUMENT\0",
+        4 => "OBJSTORE_STATUS_CONSTRAINT\0",
+        5 => "OBJSTORE_STATUS_READ_ONLY\0",
+        6 => "OBJSTORE_STATUS_TRANSACTION_INACTIVE\0",
+        7 => "OBJSTORE_STATUS_SCHEMA\0",
+        8 => "OBJSTORE_STATUS_CLOSED\0",
+        9 => "OBJSTORE_STATUS_CANCELLED\0",
+        10 => "OBJSTORE_STATUS_STORAGE\0",
+        11 => "OBJSTORE_STATUS_INTERNAL\0",
+        12 => "OBJSTORE_STATUS_CONFLICT\0",
+        13 => "OBJSTORE_STATUS_NETWORK\0",
+        14 => "OBJSTORE_STATUS_REMOTE\0",
+        15 => "OBJSTORE_STATUS_REMOTE_DATA\0",
+        16 => "OBJSTORE_STATUS_BUSY\0",
+        17 => "OBJSTORE_STATUS_TIMEOUT\0",
+        _ => "OBJSTORE_STATUS_UNKNOWN\0",
     };
     name.as_ptr().cast()
 }
 
-// ----- open and close ---------------------------------------------------------------------------
+// ----- open, close, cancel ------------------------------------------------------------------------------
 
 /// Opens (creating if needed) the database `name` (a file path for the sqlite mechanism) and
-/// stores its handle in `*db_out`. `schema_json` and `options_json` are NUL-terminated and may
-/// be NULL; options: `{"mechanism": "sqlite"|"memory", "idleTransactionTimeoutMs": n}`.
-/// `on_open` fires once with the outcome. Requests may be made at once: they run after the
-/// open, or fail with its error. Free the handle with `objstore_db_free`.
+/// stores its handle in `*db_out`, before `on_open` can fire. `schema_json` and `options_json`
+/// are NUL-terminated and may be NULL; options: `{"mechanism": "sqlite"|"memory",
+/// "idleTransactionTimeoutMs": n, "queueCapacity": n, "syncThreads": n}`. `on_open` fires once
+/// with the schema as stored (`{"version", "stores"}`) or the error. Requests may be made at
+/// once: they run after the open, or fail with its error. Free the handle with
+/// `objstore_db_free`.
 ///
 /// # Safety
 /// Pointers are NULL or valid NUL-terminated strings; `db_out` is valid for a write.
@@ -313,24 +393,38 @@ pub unsafe extern "C" fn objstore_db_open(
     db_out: *mut *mut ObjstoreDb,
     error_out: *mut *mut c_char,
 ) -> ObjstoreStatus {
-    guard(error_out, || {
+    call(error_out, || {
         if db_out.is_null() {
             return Err(Error::InvalidArgument("db_out is NULL".into()));
         }
         *db_out = std::ptr::null_mut();
         let name = text(name, "name")?;
-        let schema = optional_text(schema_json, "schema_json")?;
-        let options = optional_text(options_json, "options_json")?;
+        let schema = optional_json_text(schema_json, "schema_json")?;
+        let options = OpenOptions::from_json(optional_json_text(options_json, "options_json")?.as_ref())?;
         let done = completion(on_open, user_data)?;
-        let db = Db::open(name, schema, options, move |r| done.deliver_unit(r))?;
+        // on_open waits until *db_out is stored, so that it may use the handle.
+        let stored = Arc::new((Mutex::new(false), Condvar::new()));
+        let latch = stored.clone();
+        let db = Db::open(name, schema.as_ref(), &options, move |r| {
+            let (lock, cond) = &*latch;
+            let mut ready = lock.lock().unwrap_or_else(|p| p.into_inner());
+            while !*ready {
+                ready = cond.wait(ready).unwrap_or_else(|p| p.into_inner());
+            }
+            drop(ready);
+            done.deliver(r)
+        })?;
         *db_out = Box::into_raw(Box::new(ObjstoreDb { db }));
+        *stored.0.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        stored.1.notify_all();
         Ok(())
     })
 }
 
-/// Closes the database: queued requests complete with `OBJSTORE_STATUS_CANCELLED`, an open
-/// transaction rolls back, and `done` fires once the file is closed. The handle stays valid
-/// (requests on it complete with `OBJSTORE_STATUS_CLOSED`) until `objstore_db_free`.
+/// Closes the database: queued requests complete with OBJSTORE_STATUS_CANCELLED, an open
+/// transaction rolls back, the file closes, and then `done` fires: the last callback this
+/// database makes. Later calls on the handle return OBJSTORE_STATUS_CLOSED (and never call
+/// back) until `objstore_db_free`.
 ///
 /// # Safety
 /// `db` is NULL or a live handle.
@@ -341,57 +435,50 @@ pub unsafe extern "C" fn objstore_db_close(
     user_data: *mut c_void,
     error_out: *mut *mut c_char,
 ) -> ObjstoreStatus {
-    guard(error_out, || {
+    call(error_out, || {
         let db = db_ref(db)?;
         let done = completion(done, user_data)?;
-        db.close(move |r| done.deliver_unit(r));
-        Ok(())
+        db.close(move |r| done.deliver(r.map(|()| Value::Null)))
     })
 }
 
-/// Frees a handle (closing the database first if needed, and waiting for that). Accepts NULL.
-/// Must not be called from a callback of the same database.
+/// Frees a handle: closes the database first if needed and waits until the library's threads
+/// for it have ended, so a program can exit clean. Accepts NULL. Must not be called from a
+/// callback (or a listener) of the same database.
 ///
 /// # Safety
 /// `db` is NULL or a live handle, not used again.
 #[no_mangle]
 pub unsafe extern "C" fn objstore_db_free(db: *mut ObjstoreDb) {
     if !db.is_null() {
-        let _ = catch_unwind(AssertUnwindSafe(|| drop(Box::from_raw(db))));
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            let db = Box::from_raw(db);
+            db.db.close_and_join();
+        }));
     }
 }
 
-// ----- operations ---------------------------------------------------------------------------------
-
-/// Submits a JSON operation on one store, in transaction `tx` (0: a transaction of its own).
-/// `prepare` reads the call's own arguments (inside the guard) and returns the operation.
-unsafe fn submit_op<Op>(
-    db: *const ObjstoreDb,
-    tx: u64,
-    store: *const c_char,
-    write: bool,
-    done: ObjstoreCallback,
-    user_data: *mut c_void,
-    error_out: *mut *mut c_char,
-    prepare: impl FnOnce() -> Result<Op>,
-) -> ObjstoreStatus
-where
-    Op: FnOnce(&mut JsonTx, &str) -> Result<String> + Send + 'static,
-{
-    guard(error_out, || {
-        let db = db_ref(db)?;
-        let store = text(store, "store")?.to_string();
-        let op = prepare()?;
-        let done = completion(done, user_data)?;
-        let mode = if write { Mode::ReadWrite } else { Mode::ReadOnly };
-        let name = store.clone();
-        db.run(within(tx), vec![store], mode, move |t| op(t, &name), move |r| done.deliver(r));
-        Ok(())
-    })
+/// Cancels request `request` (an id from a `request_out` parameter): a queued request
+/// completes with OBJSTORE_STATUS_CANCELLED without running; a running fetch, prefetch or
+/// flush stops at its next batch or HTTP request. Returns whether the request was pending.
+///
+/// # Safety
+/// `db` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn objstore_db_cancel(db: *const ObjstoreDb, request: u64) -> bool {
+    catch_unwind(AssertUnwindSafe(|| db_ref(db).map(|db| db.cancel(request)).unwrap_or(false))).unwrap_or(false)
 }
 
-/// Writes a record (JSON, `value_len` bytes), replacing any with the same key; the result is
-/// the key as JSON. `key_json` is NULL for stores with an inline key path or generated keys.
+// ----- operations ---------------------------------------------------------------------------------
+//
+// Every asynchronous entry point below takes `tx` (0: a transaction of its own, otherwise an
+// id from objstore_db_begin), its arguments, then `done` and `user_data` (the completion),
+// `request_out` (NULL, or where the request's id goes, for objstore_db_cancel) and
+// `error_out` (NULL, or where a refusal's message goes; free it with objstore_string_free).
+// JSON arguments are given with their length in bytes; store names are NUL-terminated.
+
+/// Writes a record (JSON), replacing any with the same key; the result is the key as JSON.
+/// `key_json` is NULL for stores with an inline key path or generated keys.
 ///
 /// # Safety
 /// Pointers are NULL or valid for the lengths given; strings are NUL-terminated.
@@ -406,13 +493,20 @@ pub unsafe extern "C" fn objstore_db_put(
     key_len: usize,
     done: ObjstoreCallback,
     user_data: *mut c_void,
+    request_out: *mut u64,
     error_out: *mut *mut c_char,
 ) -> ObjstoreStatus {
-    put_or_add(db, tx, store, value_json, value_len, key_json, key_len, done, user_data, error_out, false)
+    request(error_out, request_out, || {
+        let (db, store) = (db_ref(db)?, text(store, "store")?);
+        let value = json(value_json, value_len, "value_json")?;
+        let key = optional_json(key_json, key_len, "key_json")?;
+        let done = completion(done, user_data)?;
+        db.put(within(tx), store, value, key.as_ref(), move |r| done.deliver(r))
+    })
 }
 
 /// Like `objstore_db_put`, but an existing key or unique-index clash completes with
-/// `OBJSTORE_STATUS_CONSTRAINT` and writes nothing.
+/// OBJSTORE_STATUS_CONSTRAINT and writes nothing.
 ///
 /// # Safety
 /// As `objstore_db_put`.
@@ -427,40 +521,20 @@ pub unsafe extern "C" fn objstore_db_add(
     key_len: usize,
     done: ObjstoreCallback,
     user_data: *mut c_void,
+    request_out: *mut u64,
     error_out: *mut *mut c_char,
 ) -> ObjstoreStatus {
-    put_or_add(db, tx, store, value_json, value_len, key_json, key_len, done, user_data, error_out, true)
-}
-
-unsafe fn put_or_add(
-    db: *const ObjstoreDb,
-    tx: u64,
-    store: *const c_char,
-    value_json: *const c_char,
-    value_len: usize,
-    key_json: *const c_char,
-    key_len: usize,
-    done: ObjstoreCallback,
-    user_data: *mut c_void,
-    error_out: *mut *mut c_char,
-    add: bool,
-) -> ObjstoreStatus {
-    submit_op(db, tx, store, true, done, user_data, error_out, || {
-        let value = json(value_json, value_len, "value_json")?.to_string();
-        let key = optional_json(key_json, key_len, "key_json")?.map(str::to_string);
-        Ok(
-            move |t: &mut JsonTx, s: &str| {
-                if add {
-                    t.add(s, &value, key.as_deref())
-                } else {
-                    t.put(s, &value, key.as_deref())
-                }
-            },
-        )
+    request(error_out, request_out, || {
+        let (db, store) = (db_ref(db)?, text(store, "store")?);
+        let value = json(value_json, value_len, "value_json")?;
+        let key = optional_json(key_json, key_len, "key_json")?;
+        let done = completion(done, user_data)?;
+        db.add(within(tx), store, value, key.as_ref(), move |r| done.deliver(r))
     })
 }
 
-/// Reads the record under `key_json`; the result is the record, or `null`.
+/// Reads the record under `key_json`; the result is the record, or `null`. `flags`: 0 or
+/// OBJSTORE_READ_FRESH.
 ///
 /// # Safety
 /// As `objstore_db_put`.
@@ -471,17 +545,43 @@ pub unsafe extern "C" fn objstore_db_get(
     store: *const c_char,
     key_json: *const c_char,
     key_len: usize,
+    flags: u32,
     done: ObjstoreCallback,
     user_data: *mut c_void,
+    request_out: *mut u64,
     error_out: *mut *mut c_char,
 ) -> ObjstoreStatus {
-    guard(error_out, || {
-        let handle = db_ref(db)?;
-        let store = text(store, "store")?.to_string();
-        let key = json(key_json, key_len, "key_json")?.to_string();
-        let done = completion(done, user_data)?;
-        handle.get(within(tx), store, key, move |r| done.deliver(r));
-        Ok(())
+    request(error_out, request_out, || {
+        let (db, store) = (db_ref(db)?, text(store, "store")?);
+        let key = json(key_json, key_len, "key_json")?;
+        let (read, done) = (read_flags(flags)?, completion(done, user_data)?);
+        db.get(within(tx), store, &key, read, move |r| done.deliver(r))
+    })
+}
+
+/// Reads the records under a JSON array of keys; the result is an array with `null` where
+/// there is none. For a synced store, what the cache lacks is fetched in parallel.
+///
+/// # Safety
+/// As `objstore_db_put`.
+#[no_mangle]
+pub unsafe extern "C" fn objstore_db_values_of(
+    db: *const ObjstoreDb,
+    tx: u64,
+    store: *const c_char,
+    keys_json: *const c_char,
+    keys_len: usize,
+    flags: u32,
+    done: ObjstoreCallback,
+    user_data: *mut c_void,
+    request_out: *mut u64,
+    error_out: *mut *mut c_char,
+) -> ObjstoreStatus {
+    request(error_out, request_out, || {
+        let (db, store) = (db_ref(db)?, text(store, "store")?);
+        let keys = json(keys_json, keys_len, "keys_json")?;
+        let (read, done) = (read_flags(flags)?, completion(done, user_data)?);
+        db.values_of(within(tx), store, &keys, read, move |r| done.deliver(r))
     })
 }
 
@@ -499,11 +599,14 @@ pub unsafe extern "C" fn objstore_db_remove(
     len: usize,
     done: ObjstoreCallback,
     user_data: *mut c_void,
+    request_out: *mut u64,
     error_out: *mut *mut c_char,
 ) -> ObjstoreStatus {
-    submit_op(db, tx, store, true, done, user_data, error_out, || {
-        let target = json(key_or_range_json, len, "key_or_range_json")?.to_string();
-        Ok(move |t: &mut JsonTx, s: &str| t.remove(s, &target))
+    request(error_out, request_out, || {
+        let (db, store) = (db_ref(db)?, text(store, "store")?);
+        let target = json(key_or_range_json, len, "key_or_range_json")?;
+        let done = completion(done, user_data)?;
+        db.remove(within(tx), store, &target, move |r| done.deliver(r))
     })
 }
 
@@ -518,25 +621,19 @@ pub unsafe extern "C" fn objstore_db_clear(
     store: *const c_char,
     done: ObjstoreCallback,
     user_data: *mut c_void,
+    request_out: *mut u64,
     error_out: *mut *mut c_char,
 ) -> ObjstoreStatus {
-    submit_op(db, tx, store, true, done, user_data, error_out, || Ok(|t: &mut JsonTx, s: &str| t.clear(s)))
+    request(error_out, request_out, || {
+        let (db, store) = (db_ref(db)?, text(store, "store")?);
+        let done = completion(done, user_data)?;
+        db.clear(within(tx), store, move |r| done.deliver(r))
+    })
 }
 
-/// The kinds of read that take scan options.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ObjstoreRead {
-    /// The number of records (or distinct index keys with `unique`).
-    Count = 0,
-    /// Primary keys, as a JSON array.
-    Keys = 1,
-    /// Records, as a JSON array.
-    Values = 2,
-}
-
-/// Reads from a store with optional scan options `{"index", "range", "limit", "offset",
-/// "reverse", "unique"}` (NULL: the whole store in key order).
+/// Counts (OBJSTORE_READ_COUNT), lists primary keys (OBJSTORE_READ_KEYS) or reads records
+/// (OBJSTORE_READ_VALUES) of a store or index; `scan_json` (may be NULL): `{"index"?,
+/// "range"?, "limit"?, "offset"?, "reverse"?, "unique"?}`. `flags`: 0 or OBJSTORE_READ_FRESH.
 ///
 /// # Safety
 /// As `objstore_db_put`.
@@ -545,143 +642,26 @@ pub unsafe extern "C" fn objstore_db_read(
     db: *const ObjstoreDb,
     tx: u64,
     store: *const c_char,
-    read: ObjstoreRead,
+    kind: u32,
     scan_json: *const c_char,
     scan_len: usize,
+    flags: u32,
     done: ObjstoreCallback,
     user_data: *mut c_void,
+    request_out: *mut u64,
     error_out: *mut *mut c_char,
 ) -> ObjstoreStatus {
-    submit_op(db, tx, store, false, done, user_data, error_out, || {
-        let scan = optional_json(scan_json, scan_len, "scan_json")?.map(str::to_string);
-        Ok(move |t: &mut JsonTx, s: &str| read_with(t, s, read, scan.as_deref()))
+    request(error_out, request_out, || {
+        let (db, store, kind) = (db_ref(db)?, text(store, "store")?, read_kind(kind)?);
+        let scan = optional_json(scan_json, scan_len, "scan_json")?;
+        let (read, done) = (read_flags(flags)?, completion(done, user_data)?);
+        db.read_scan(within(tx), store, kind, scan.as_ref(), read, move |r| done.deliver(r))
     })
 }
 
-fn read_with(t: &mut JsonTx, store: &str, read: ObjstoreRead, scan: Option<&str>) -> Result<String> {
-    match read {
-        ObjstoreRead::Count => t.count(store, scan),
-        ObjstoreRead::Keys => t.keys(store, scan),
-        ObjstoreRead::Values => t.values(store, scan),
-    }
-}
-
-/// The records under a JSON array of keys, in that order, `null` where missing. Outside a
-/// transaction, a synced store fetches what its cache cannot serve, in parallel.
-///
-/// # Safety
-/// As `objstore_db_put`.
-#[no_mangle]
-pub unsafe extern "C" fn objstore_db_values_of(
-    db: *const ObjstoreDb,
-    tx: u64,
-    store: *const c_char,
-    keys_json: *const c_char,
-    keys_len: usize,
-    done: ObjstoreCallback,
-    user_data: *mut c_void,
-    error_out: *mut *mut c_char,
-) -> ObjstoreStatus {
-    guard(error_out, || {
-        let handle = db_ref(db)?;
-        let store = text(store, "store")?.to_string();
-        let keys = json(keys_json, keys_len, "keys_json")?.to_string();
-        let done = completion(done, user_data)?;
-        handle.values_of(within(tx), store, keys, move |r| done.deliver(r));
-        Ok(())
-    })
-}
-
-// ----- sync -------------------------------------------------------------------------------------
-
-/// Sends the writes waiting in the outbox, in order. The result is `{"sent": n, "pending": n,
-/// "rejected": [{"sequence", "status", "message"}]}`; an unreachable bucket completes with
-/// `OBJSTORE_STATUS_NETWORK` and the writes keep waiting.
-///
-/// # Safety
-/// `db` is a handle from `objstore_db_open` (or NULL); `error_out` is NULL or valid for a write.
-#[no_mangle]
-pub unsafe extern "C" fn objstore_db_flush(
-    db: *const ObjstoreDb,
-    done: ObjstoreCallback,
-    user_data: *mut c_void,
-    error_out: *mut *mut c_char,
-) -> ObjstoreStatus {
-    guard(error_out, || {
-        let handle = db_ref(db)?;
-        let done = completion(done, user_data)?;
-        handle.flush(move |r| done.deliver(r));
-        Ok(())
-    })
-}
-
-/// Requests made to buckets so far: `{"requests": {"GET": {"200": n, ...}, ...}, "total": n,
-/// "bytesSent": n, "bytesReceived": n, "costUsd": x}` (status 0: no answer). With `reset`, the
-/// counts start again from zero.
-///
-/// # Safety
-/// As `objstore_db_flush`.
-#[no_mangle]
-pub unsafe extern "C" fn objstore_db_sync_stats(
-    db: *const ObjstoreDb,
-    reset: bool,
-    done: ObjstoreCallback,
-    user_data: *mut c_void,
-    error_out: *mut *mut c_char,
-) -> ObjstoreStatus {
-    guard(error_out, || {
-        let handle = db_ref(db)?;
-        let done = completion(done, user_data)?;
-        handle.sync_stats(reset, move |r| done.deliver(r));
-        Ok(())
-    })
-}
-
-/// Lists a synced store's objects now and brings its local copy in line; the result is `null`.
-///
-/// # Safety
-/// As `objstore_db_flush`; `store` is a NUL-terminated string.
-#[no_mangle]
-pub unsafe extern "C" fn objstore_db_prefetch(
-    db: *const ObjstoreDb,
-    store: *const c_char,
-    done: ObjstoreCallback,
-    user_data: *mut c_void,
-    error_out: *mut *mut c_char,
-) -> ObjstoreStatus {
-    guard(error_out, || {
-        let handle = db_ref(db)?;
-        let store = text(store, "store")?.to_string();
-        let done = completion(done, user_data)?;
-        handle.prefetch(store, move |r| done.deliver_unit(r));
-        Ok(())
-    })
-}
-
-/// Offline, the database makes no requests: reads of synced stores serve the cache and writes
-/// wait in the outbox. The result is `null`.
-///
-/// # Safety
-/// As `objstore_db_flush`.
-#[no_mangle]
-pub unsafe extern "C" fn objstore_db_set_offline(
-    db: *const ObjstoreDb,
-    offline: bool,
-    done: ObjstoreCallback,
-    user_data: *mut c_void,
-    error_out: *mut *mut c_char,
-) -> ObjstoreStatus {
-    guard(error_out, || {
-        let handle = db_ref(db)?;
-        let done = completion(done, user_data)?;
-        handle.set_offline(offline, move |r| done.deliver_unit(r));
-        Ok(())
-    })
-}
-
-/// Runs one SQL statement with a JSON array of parameters (NULL: none). The result is
-/// `{"rows": [...]}` for SELECT and `{"changed": n}` otherwise. `store` names the store the
-/// statement touches (its transaction scope).
+/// Runs one SQL statement with bound parameters (`params_json`: a JSON array, or NULL); the
+/// store and whether it writes come from the statement. The result is `{"rows": [...]}` for a
+/// SELECT and `{"changed": n}` otherwise.
 ///
 /// # Safety
 /// As `objstore_db_put`.
@@ -689,27 +669,28 @@ pub unsafe extern "C" fn objstore_db_set_offline(
 pub unsafe extern "C" fn objstore_db_sql(
     db: *const ObjstoreDb,
     tx: u64,
-    store: *const c_char,
     sql: *const c_char,
     params_json: *const c_char,
     params_len: usize,
     done: ObjstoreCallback,
     user_data: *mut c_void,
+    request_out: *mut u64,
     error_out: *mut *mut c_char,
 ) -> ObjstoreStatus {
-    submit_op(db, tx, store, true, done, user_data, error_out, || {
-        let sql = text(sql, "sql")?.to_string();
-        let params = optional_json(params_json, params_len, "params_json")?.map(str::to_string);
-        Ok(move |t: &mut JsonTx, _: &str| t.sql(&sql, params.as_deref()))
+    request(error_out, request_out, || {
+        let (db, sql) = (db_ref(db)?, text(sql, "sql")?);
+        let params = optional_json(params_json, params_len, "params_json")?;
+        let done = completion(done, user_data)?;
+        db.sql(within(tx), sql, params.as_ref(), move |r| done.deliver(r))
     })
 }
 
-// ----- transactions ---------------------------------------------------------------------------------
+// ----- transactions -------------------------------------------------------------------------------
 
-/// Starts an explicit transaction over a JSON array of store names; the result is its id (a
-/// JSON number) to pass as `tx` to operations, then to `objstore_db_commit` or
-/// `objstore_db_abort`. Other requests wait while it is open; one idle longer than the
-/// database's timeout is aborted.
+/// Starts an explicit transaction over the stores named (a JSON array or one name) in `mode`
+/// (OBJSTORE_MODE_*); the result is its id (a JSON number) to pass as `tx`. While it is open,
+/// requests outside it complete with OBJSTORE_STATUS_BUSY at once; an idle one is aborted
+/// after the idle timeout.
 ///
 /// # Safety
 /// As `objstore_db_put`.
@@ -718,21 +699,21 @@ pub unsafe extern "C" fn objstore_db_begin(
     db: *const ObjstoreDb,
     stores_json: *const c_char,
     stores_len: usize,
-    mode_: ObjstoreMode,
+    mode_: u32,
     done: ObjstoreCallback,
     user_data: *mut c_void,
+    request_out: *mut u64,
     error_out: *mut *mut c_char,
 ) -> ObjstoreStatus {
-    guard(error_out, || {
+    request(error_out, request_out, || {
         let db = db_ref(db)?;
-        let stores = stores_from(json(stores_json, stores_len, "stores_json")?)?;
+        let (stores, mode) = (json(stores_json, stores_len, "stores_json")?, mode(mode_)?);
         let done = completion(done, user_data)?;
-        db.begin(stores, mode(mode_), move |r| done.deliver(r.map(|id| id.to_string())));
-        Ok(())
+        db.begin(&stores, mode, move |r| done.deliver(r))
     })
 }
 
-/// Commits transaction `tx`; change events follow.
+/// Commits transaction `tx`; the result is `null`.
 ///
 /// # Safety
 /// As `objstore_db_put`.
@@ -742,16 +723,16 @@ pub unsafe extern "C" fn objstore_db_commit(
     tx: u64,
     done: ObjstoreCallback,
     user_data: *mut c_void,
+    request_out: *mut u64,
     error_out: *mut *mut c_char,
 ) -> ObjstoreStatus {
-    guard(error_out, || {
-        let done = completion(done, user_data)?;
-        db_ref(db)?.commit(tx, move |r| done.deliver_unit(r));
-        Ok(())
+    request(error_out, request_out, || {
+        let (db, done) = (db_ref(db)?, completion(done, user_data)?);
+        db.commit(tx, move |r| done.deliver(r.map(|()| Value::Null)))
     })
 }
 
-/// Rolls back transaction `tx`.
+/// Rolls back transaction `tx`; the result is `null`.
 ///
 /// # Safety
 /// As `objstore_db_put`.
@@ -761,19 +742,18 @@ pub unsafe extern "C" fn objstore_db_abort(
     tx: u64,
     done: ObjstoreCallback,
     user_data: *mut c_void,
+    request_out: *mut u64,
     error_out: *mut *mut c_char,
 ) -> ObjstoreStatus {
-    guard(error_out, || {
-        let done = completion(done, user_data)?;
-        db_ref(db)?.abort(tx, move |r| done.deliver_unit(r));
-        Ok(())
+    request(error_out, request_out, || {
+        let (db, done) = (db_ref(db)?, completion(done, user_data)?);
+        db.abort(tx, move |r| done.deliver(r.map(|()| Value::Null)))
     })
 }
 
 /// Runs `body` on the worker thread inside one transaction over the stores named (a JSON
 /// array); within it, the `objstore_tx_*` functions work synchronously. The transaction
-/// commits when `body` returns `OBJSTORE_STATUS_OK` and rolls back otherwise; `done` gets `null` or
-/// the error.
+/// commits when `body` returns 0 and rolls back otherwise; `done` gets `null` or the error.
 ///
 /// # Safety
 /// As `objstore_db_put`; `body_data` is passed to `body` on the worker thread.
@@ -782,70 +762,64 @@ pub unsafe extern "C" fn objstore_db_transaction(
     db: *const ObjstoreDb,
     stores_json: *const c_char,
     stores_len: usize,
-    mode_: ObjstoreMode,
+    mode_: u32,
     body: ObjstoreTxFn,
     body_data: *mut c_void,
     done: ObjstoreCallback,
     user_data: *mut c_void,
+    request_out: *mut u64,
     error_out: *mut *mut c_char,
 ) -> ObjstoreStatus {
-    struct Body(unsafe extern "C" fn(*mut c_void, *mut ObjstoreTx) -> ObjstoreStatus, *mut c_void);
+    struct Body(unsafe extern "C" fn(*mut c_void, *mut ObjstoreTx) -> i32, *mut c_void);
     unsafe impl Send for Body {}
-    guard(error_out, || {
+    request(error_out, request_out, || {
         let db = db_ref(db)?;
-        let stores = stores_from(json(stores_json, stores_len, "stores_json")?)?;
+        let (stores, mode) = (json(stores_json, stores_len, "stores_json")?, mode(mode_)?);
         let body = Body(body.ok_or_else(|| Error::InvalidArgument("the transaction body is NULL".into()))?, body_data);
         let done = completion(done, user_data)?;
-        db.run(
-            None,
-            stores,
-            mode(mode_),
-            move |t| {
-                let body = body;
-                // The handle lives only during the call; the lifetimes are erased for C.
-                let mut handle = ObjstoreTx { ops: (t as *mut JsonTx).cast() };
-                match (body.0)(body.1, &mut handle) {
-                    ObjstoreStatus::Ok => Ok("null".to_string()),
-                    status => Err(Error::InvalidArgument(format!(
-                        "the transaction body returned {}; everything it did was rolled back",
-                        CStr::from_ptr(objstore_status_name(status)).to_string_lossy()
-                    ))),
-                }
-            },
-            move |r| done.deliver(r),
-        );
-        Ok(())
+        let run = move |ops: &mut TxOps| {
+            let body = body;
+            // The handle lives only during the call; the lifetimes are erased for C.
+            let mut handle = ObjstoreTx { ops: (ops as *mut TxOps).cast() };
+            match (body.0)(body.1, &mut handle) {
+                0 => Ok(()),
+                status => Err(Error::InvalidArgument(format!(
+                    "the transaction body returned {} ({status}); everything it did was rolled back",
+                    CStr::from_ptr(objstore_status_name(status)).to_string_lossy()
+                ))),
+            }
+        };
+        db.run_body(&stores, mode, run, move |r| done.deliver(r.map(|()| Value::Null)))
     })
 }
 
-/// Runs one synchronous operation inside a transaction body.
+/// Runs one synchronous operation inside a transaction body; its result (JSON) goes to
+/// `*result_out` when that is not NULL (free it with objstore_string_free).
 unsafe fn tx_op(
     tx: *mut ObjstoreTx,
     result_out: *mut *mut c_char,
     result_len: *mut usize,
     error_out: *mut *mut c_char,
-    op: impl FnOnce(&mut JsonTx) -> Result<String>,
+    op: impl FnOnce(&mut TxOps) -> Result<Value>,
 ) -> ObjstoreStatus {
     if !result_out.is_null() {
         *result_out = std::ptr::null_mut();
     }
-    guard(error_out, || {
+    call(error_out, || {
         let tx = tx.as_mut().ok_or_else(|| Error::InvalidArgument("the transaction handle is NULL".into()))?;
-        let ops = &mut *tx.ops;
-        let result = op(ops)?;
+        let result = op(&mut *tx.ops)?.to_string();
         if !result_out.is_null() {
             if !result_len.is_null() {
                 *result_len = result.len();
             }
-            *result_out =
-                CString::new(result).map_err(|_| Error::Internal("a result held a NUL byte".into()))?.into_raw();
+            *result_out = c_string(result).into_raw();
         }
         Ok(())
     })
 }
 
-/// Inside a transaction body: writes a record; `*result_out` (free with
-/// `objstore_string_free`; may be NULL to ignore) receives the key as JSON.
+/// Inside a transaction body: writes a record (`add` nonzero: only a new one); the key goes to
+/// `*result_out`.
 ///
 /// # Safety
 /// `tx` is the handle passed to the body; other pointers as in `objstore_db_put`.
@@ -857,20 +831,24 @@ pub unsafe extern "C" fn objstore_tx_put(
     value_len: usize,
     key_json: *const c_char,
     key_len: usize,
+    add: bool,
     result_out: *mut *mut c_char,
     result_len: *mut usize,
     error_out: *mut *mut c_char,
 ) -> ObjstoreStatus {
-    tx_op(tx, result_out, result_len, error_out, |t| {
-        t.put(
-            text(store, "store")?,
-            json(value_json, value_len, "value_json")?,
-            optional_json(key_json, key_len, "key_json")?,
-        )
+    tx_op(tx, result_out, result_len, error_out, |ops| {
+        let store = text(store, "store")?;
+        let value = json(value_json, value_len, "value_json")?;
+        let key = optional_json(key_json, key_len, "key_json")?;
+        if add {
+            ops.add(store, value, key.as_ref())
+        } else {
+            ops.put(store, value, key.as_ref())
+        }
     })
 }
 
-/// Inside a transaction body: reads the record under a key (`null` if none).
+/// Inside a transaction body: the record under a key (`null` if none).
 ///
 /// # Safety
 /// As `objstore_tx_put`.
@@ -884,10 +862,31 @@ pub unsafe extern "C" fn objstore_tx_get(
     result_len: *mut usize,
     error_out: *mut *mut c_char,
 ) -> ObjstoreStatus {
-    tx_op(tx, result_out, result_len, error_out, |t| t.get(text(store, "store")?, json(key_json, key_len, "key_json")?))
+    tx_op(tx, result_out, result_len, error_out, |ops| {
+        ops.get(text(store, "store")?, &json(key_json, key_len, "key_json")?)
+    })
 }
 
-/// Inside a transaction body: removes by key or key range; the result is how many.
+/// Inside a transaction body: the records under a JSON array of keys.
+///
+/// # Safety
+/// As `objstore_tx_put`.
+#[no_mangle]
+pub unsafe extern "C" fn objstore_tx_values_of(
+    tx: *mut ObjstoreTx,
+    store: *const c_char,
+    keys_json: *const c_char,
+    keys_len: usize,
+    result_out: *mut *mut c_char,
+    result_len: *mut usize,
+    error_out: *mut *mut c_char,
+) -> ObjstoreStatus {
+    tx_op(tx, result_out, result_len, error_out, |ops| {
+        ops.values_of(text(store, "store")?, &json(keys_json, keys_len, "keys_json")?)
+    })
+}
+
+/// Inside a transaction body: removes by key or key range; the count goes to `*result_out`.
 ///
 /// # Safety
 /// As `objstore_tx_put`.
@@ -901,12 +900,25 @@ pub unsafe extern "C" fn objstore_tx_remove(
     result_len: *mut usize,
     error_out: *mut *mut c_char,
 ) -> ObjstoreStatus {
-    tx_op(tx, result_out, result_len, error_out, |t| {
-        t.remove(text(store, "store")?, json(key_or_range_json, len, "key_or_range_json")?)
+    tx_op(tx, result_out, result_len, error_out, |ops| {
+        ops.remove(text(store, "store")?, &json(key_or_range_json, len, "key_or_range_json")?)
     })
 }
 
-/// Inside a transaction body: count, keys or values with optional scan options.
+/// Inside a transaction body: removes every record of the store.
+///
+/// # Safety
+/// As `objstore_tx_put`.
+#[no_mangle]
+pub unsafe extern "C" fn objstore_tx_clear(
+    tx: *mut ObjstoreTx,
+    store: *const c_char,
+    error_out: *mut *mut c_char,
+) -> ObjstoreStatus {
+    tx_op(tx, std::ptr::null_mut(), std::ptr::null_mut(), error_out, |ops| ops.clear(text(store, "store")?))
+}
+
+/// Inside a transaction body: as `objstore_db_read`.
 ///
 /// # Safety
 /// As `objstore_tx_put`.
@@ -914,19 +926,20 @@ pub unsafe extern "C" fn objstore_tx_remove(
 pub unsafe extern "C" fn objstore_tx_read(
     tx: *mut ObjstoreTx,
     store: *const c_char,
-    read: ObjstoreRead,
+    kind: u32,
     scan_json: *const c_char,
     scan_len: usize,
     result_out: *mut *mut c_char,
     result_len: *mut usize,
     error_out: *mut *mut c_char,
 ) -> ObjstoreStatus {
-    tx_op(tx, result_out, result_len, error_out, |t| {
-        read_with(t, text(store, "store")?, read, optional_json(scan_json, scan_len, "scan_json")?)
+    tx_op(tx, result_out, result_len, error_out, |ops| {
+        let (store, kind) = (text(store, "store")?, read_kind(kind)?);
+        ops.read(store, kind, optional_json(scan_json, scan_len, "scan_json")?.as_ref())
     })
 }
 
-/// Inside a transaction body: one SQL statement with JSON parameters (NULL: none).
+/// Inside a transaction body: runs SQL as `objstore_db_sql`.
 ///
 /// # Safety
 /// As `objstore_tx_put`.
@@ -940,19 +953,22 @@ pub unsafe extern "C" fn objstore_tx_sql(
     result_len: *mut usize,
     error_out: *mut *mut c_char,
 ) -> ObjstoreStatus {
-    tx_op(tx, result_out, result_len, error_out, |t| {
-        t.sql(text(sql, "sql")?, optional_json(params_json, params_len, "params_json")?)
+    tx_op(tx, result_out, result_len, error_out, |ops| {
+        ops.sql(text(sql, "sql")?, optional_json(params_json, params_len, "params_json")?.as_ref())
     })
 }
 
-// ----- queries and cursors ------------------------------------------------------------------------
+// ----- queries and cursors ---------------------------------------------------------------------------
 
-/// Makes a query from its JSON spec `{"from": store, "where"?: [[field, op, value], ...],
-/// "order"?: field or [fields], "reverse"?, "unique"?, "select"?: [fields]}` (ops: =, <, <=,
-/// >, >=, starts). Spec errors are reported here. Free with `objstore_query_free`.
+unsafe fn query_ref<'a>(query: *const ObjstoreQuery) -> Result<&'a QueryHandle> {
+    handle(query, "query").map(|q| &q.query)
+}
+
+/// Makes a query from JSON `{"from": store, "where"?: [[field, op, value], ...], "order"?,
+/// "reverse"?, "unique"?, "select"?}` into `*query_out` (free with `objstore_query_free`).
 ///
 /// # Safety
-/// As `objstore_db_put`; `query_out` is valid for a write.
+/// `db` is a live handle; `spec_json` is valid for `spec_len` bytes; `query_out` for a write.
 #[no_mangle]
 pub unsafe extern "C" fn objstore_query_new(
     db: *const ObjstoreDb,
@@ -961,12 +977,12 @@ pub unsafe extern "C" fn objstore_query_new(
     query_out: *mut *mut ObjstoreQuery,
     error_out: *mut *mut c_char,
 ) -> ObjstoreStatus {
-    guard(error_out, || {
+    call(error_out, || {
         if query_out.is_null() {
             return Err(Error::InvalidArgument("query_out is NULL".into()));
         }
         *query_out = std::ptr::null_mut();
-        let query = db_ref(db)?.query(json(spec_json, spec_len, "spec_json")?)?;
+        let query = db_ref(db)?.query(&json(spec_json, spec_len, "spec_json")?)?;
         *query_out = Box::into_raw(Box::new(ObjstoreQuery { query }));
         Ok(())
     })
@@ -983,12 +999,8 @@ pub unsafe extern "C" fn objstore_query_free(query: *mut ObjstoreQuery) {
     }
 }
 
-unsafe fn query_ref<'a>(query: *const ObjstoreQuery) -> Result<&'a QueryHandle> {
-    query.as_ref().map(|q| &q.query).ok_or_else(|| Error::InvalidArgument("the query handle is NULL".into()))
-}
-
-/// The next `n` matching records as a JSON array: each call resumes after the last record the
-/// previous one returned; an empty array means the end.
+/// The next `n` records as a JSON array (empty at the end): each call continues after the
+/// last record of the one before (keyset paging).
 ///
 /// # Safety
 /// `query` is a live query; other pointers as in `objstore_db_put`.
@@ -997,30 +1009,25 @@ pub unsafe extern "C" fn objstore_query_list(
     query: *const ObjstoreQuery,
     tx: u64,
     n: usize,
+    flags: u32,
     done: ObjstoreCallback,
     user_data: *mut c_void,
+    request_out: *mut u64,
     error_out: *mut *mut c_char,
 ) -> ObjstoreStatus {
-    guard(error_out, || {
-        let done = completion(done, user_data)?;
-        query_ref(query)?.list(within(tx), n, move |r| done.deliver(r));
-        Ok(())
+    request(error_out, request_out, || {
+        let (q, read, done) = (query_ref(query)?, read_flags(flags)?, completion(done, user_data)?);
+        q.list(within(tx), n, read, move |r| done.deliver(r))
     })
 }
 
-/// What `objstore_query_run` does with a query.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ObjstoreQueryAction {
-    /// How many records match (a JSON number).
-    Count = 0,
-    /// The plan, as a JSON string.
-    Explain = 1,
-    /// Removes every match; how many (a JSON number).
-    Delete = 2,
-}
+/// What `objstore_query_run` does.
+pub const OBJSTORE_QUERY_COUNT: u32 = 0;
+pub const OBJSTORE_QUERY_EXPLAIN: u32 = 1;
+pub const OBJSTORE_QUERY_DELETE: u32 = 2;
 
-/// Counts, explains or deletes the query's matches.
+/// Counts the matches (a number), explains the plan (a string), or deletes the matches (how
+/// many), by `action` (OBJSTORE_QUERY_*).
 ///
 /// # Safety
 /// As `objstore_query_list`.
@@ -1028,21 +1035,21 @@ pub enum ObjstoreQueryAction {
 pub unsafe extern "C" fn objstore_query_run(
     query: *const ObjstoreQuery,
     tx: u64,
-    action: ObjstoreQueryAction,
+    action: u32,
     done: ObjstoreCallback,
     user_data: *mut c_void,
+    request_out: *mut u64,
     error_out: *mut *mut c_char,
 ) -> ObjstoreStatus {
-    guard(error_out, || {
-        let q = query_ref(query)?;
-        let done = completion(done, user_data)?;
+    request(error_out, request_out, || {
+        let (q, done) = (query_ref(query)?, completion(done, user_data)?);
         let deliver = move |r| done.deliver(r);
         match action {
-            ObjstoreQueryAction::Count => q.count(within(tx), deliver),
-            ObjstoreQueryAction::Explain => q.explain(within(tx), deliver),
-            ObjstoreQueryAction::Delete => q.delete(within(tx), deliver),
+            OBJSTORE_QUERY_COUNT => q.count(within(tx), Read::default(), deliver),
+            OBJSTORE_QUERY_EXPLAIN => q.explain(within(tx), deliver),
+            OBJSTORE_QUERY_DELETE => q.delete(within(tx), deliver),
+            other => Err(Error::InvalidArgument(format!("query action {other} is not one of OBJSTORE_QUERY_*"))),
         }
-        Ok(())
     })
 }
 
@@ -1058,64 +1065,149 @@ pub unsafe extern "C" fn objstore_query_patch(
     patch_len: usize,
     done: ObjstoreCallback,
     user_data: *mut c_void,
+    request_out: *mut u64,
     error_out: *mut *mut c_char,
 ) -> ObjstoreStatus {
-    guard(error_out, || {
-        let q = query_ref(query)?;
-        let patch = json(patch_json, patch_len, "patch_json")?.to_string();
+    request(error_out, request_out, || {
+        let (q, patch) = (query_ref(query)?, json(patch_json, patch_len, "patch_json")?);
         let done = completion(done, user_data)?;
-        q.patch(within(tx), patch, move |r| done.deliver(r));
+        q.patch(within(tx), patch, move |r| done.deliver(r))
+    })
+}
+
+/// Opens a pull cursor over the query's matches from the start (the query's own paging is
+/// untouched) into `*cursor_out`; `mode` OBJSTORE_MODE_READWRITE lets it update and delete.
+/// Free it with `objstore_cursor_free`.
+///
+/// # Safety
+/// `query` is a live query; `cursor_out` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn objstore_cursor_open(
+    query: *const ObjstoreQuery,
+    tx: u64,
+    mode_: u32,
+    cursor_out: *mut *mut ObjstoreCursor,
+    error_out: *mut *mut c_char,
+) -> ObjstoreStatus {
+    call(error_out, || {
+        if cursor_out.is_null() {
+            return Err(Error::InvalidArgument("cursor_out is NULL".into()));
+        }
+        *cursor_out = std::ptr::null_mut();
+        let cursor = query_ref(query)?.cursor(within(tx), mode(mode_)?);
+        *cursor_out = Box::into_raw(Box::new(ObjstoreCursor { cursor }));
         Ok(())
     })
 }
 
-/// Streams every match, one at a time, to `visit` on the worker thread, which may update or
-/// delete it (in a readwrite transaction) or stop. `done` gets the number visited. Memory
-/// stays flat when an index or the primary key gives the order.
+/// Frees a cursor (closing it). Accepts NULL. Requests already made with it still complete.
 ///
 /// # Safety
-/// As `objstore_query_list`; `visit_data` is passed to `visit` on the worker thread.
+/// `cursor` is NULL or a live cursor, not used again.
+#[no_mangle]
+pub unsafe extern "C" fn objstore_cursor_free(cursor: *mut ObjstoreCursor) {
+    if !cursor.is_null() {
+        let _ = catch_unwind(AssertUnwindSafe(|| drop(Box::from_raw(cursor))));
+    }
+}
+
+unsafe fn cursor_ref<'a>(cursor: *const ObjstoreCursor) -> Result<&'a Cursor> {
+    handle(cursor, "cursor").map(|c| &c.cursor)
+}
+
+/// The cursor's next batch of at most `n` items, a JSON array of `{"key", "primaryKey",
+/// "value"}`; an empty array is the end. Each batch is a request of its own: other requests
+/// may be made between two batches.
+///
+/// # Safety
+/// `cursor` is a live cursor; other pointers as in `objstore_db_put`.
+#[no_mangle]
+pub unsafe extern "C" fn objstore_cursor_next(
+    cursor: *const ObjstoreCursor,
+    n: usize,
+    done: ObjstoreCallback,
+    user_data: *mut c_void,
+    request_out: *mut u64,
+    error_out: *mut *mut c_char,
+) -> ObjstoreStatus {
+    request(error_out, request_out, || {
+        let (c, done) = (cursor_ref(cursor)?, completion(done, user_data)?);
+        c.next(n, Read::default(), move |r| done.deliver(r))
+    })
+}
+
+/// Replaces the record under `primary_key_json` (one the cursor returned) with `value_json`;
+/// the key must stay the same. The result is `null`.
+///
+/// # Safety
+/// As `objstore_cursor_next`.
+#[no_mangle]
+pub unsafe extern "C" fn objstore_cursor_update(
+    cursor: *const ObjstoreCursor,
+    primary_key_json: *const c_char,
+    primary_key_len: usize,
+    value_json: *const c_char,
+    value_len: usize,
+    done: ObjstoreCallback,
+    user_data: *mut c_void,
+    request_out: *mut u64,
+    error_out: *mut *mut c_char,
+) -> ObjstoreStatus {
+    request(error_out, request_out, || {
+        let c = cursor_ref(cursor)?;
+        let key = json(primary_key_json, primary_key_len, "primary_key_json")?;
+        let value = json(value_json, value_len, "value_json")?;
+        let done = completion(done, user_data)?;
+        c.update(&key, value, move |r| done.deliver(r))
+    })
+}
+
+/// Removes the record under `primary_key_json`; the result is how many went (0 or 1).
+///
+/// # Safety
+/// As `objstore_cursor_next`.
+#[no_mangle]
+pub unsafe extern "C" fn objstore_cursor_delete(
+    cursor: *const ObjstoreCursor,
+    primary_key_json: *const c_char,
+    primary_key_len: usize,
+    done: ObjstoreCallback,
+    user_data: *mut c_void,
+    request_out: *mut u64,
+    error_out: *mut *mut c_char,
+) -> ObjstoreStatus {
+    request(error_out, request_out, || {
+        let c = cursor_ref(cursor)?;
+        let key = json(primary_key_json, primary_key_len, "primary_key_json")?;
+        let done = completion(done, user_data)?;
+        c.delete(&key, move |r| done.deliver(r))
+    })
+}
+
+/// A convenience over the pull cursor: streams every match to `visit`, batch by batch on a
+/// library thread, applying what it answers (OBJSTORE_CURSOR_*) before the next batch; `done`
+/// gets the number visited. Memory stays flat when an index or the primary key gives the order.
+///
+/// # Safety
+/// As `objstore_query_list`; `visit_data` is passed to `visit` on a library thread.
 #[no_mangle]
 pub unsafe extern "C" fn objstore_query_open(
     query: *const ObjstoreQuery,
     tx: u64,
-    mode_: ObjstoreMode,
+    mode_: u32,
     visit: ObjstoreCursorFn,
     visit_data: *mut c_void,
     done: ObjstoreCallback,
     user_data: *mut c_void,
+    request_out: *mut u64,
     error_out: *mut *mut c_char,
 ) -> ObjstoreStatus {
-    struct Visitor(
-        unsafe extern "C" fn(*mut c_void, *const c_char, usize, *mut *const c_char, *mut usize) -> ObjstoreCursorStep,
-        *mut c_void,
-    );
-    unsafe impl Send for Visitor {}
-    guard(error_out, || {
-        let q = query_ref(query)?;
-        let visitor =
-            Visitor(visit.ok_or_else(|| Error::InvalidArgument("the cursor visitor is NULL".into()))?, visit_data);
+    request(error_out, request_out, || {
+        let (q, mode) = (query_ref(query)?, mode(mode_)?);
+        let visit = visit.ok_or_else(|| Error::InvalidArgument("the cursor visitor is NULL".into()))?;
         let done = completion(done, user_data)?;
-        q.open_cursor(
-            within(tx),
-            mode(mode_),
-            move |item| {
-                let visitor = &visitor;
-                let item = CString::new(item).expect("JSON holds no NUL byte");
-                let (mut update, mut update_len): (*const c_char, usize) = (std::ptr::null(), 0);
-                match (visitor.0)(visitor.1, item.as_ptr(), item.as_bytes().len(), &mut update, &mut update_len) {
-                    ObjstoreCursorStep::Continue => CursorReply::Continue,
-                    ObjstoreCursorStep::Stop => CursorReply::Stop,
-                    ObjstoreCursorStep::Delete => CursorReply::Delete,
-                    ObjstoreCursorStep::Update => match json(update, update_len, "cursor update") {
-                        Ok(value) => CursorReply::Update(value.to_string()),
-                        Err(e) => CursorReply::Fail(e.to_string()),
-                    },
-                }
-            },
-            move |r| done.deliver(r),
-        );
-        Ok(())
+        let visitor = crate::push::Visitor { visit, data: visit_data };
+        crate::push::start(q.db().clone(), q.clone(), within(tx), mode, visitor, move |r| done.deliver(r))
     })
 }
 
@@ -1136,24 +1228,26 @@ pub unsafe extern "C" fn objstore_db_subscribe(
     listener_data: *mut c_void,
     done: ObjstoreCallback,
     user_data: *mut c_void,
+    request_out: *mut u64,
     error_out: *mut *mut c_char,
 ) -> ObjstoreStatus {
     struct Listener(unsafe extern "C" fn(*mut c_void, *const c_char, usize), *mut c_void);
     unsafe impl Send for Listener {}
-    guard(error_out, || {
+    request(error_out, request_out, || {
         let db = db_ref(db)?;
         let filter = optional_json(filter_json, filter_len, "filter_json")?;
         let listener =
             Listener(listener.ok_or_else(|| Error::InvalidArgument("the listener is NULL".into()))?, listener_data);
         let done = completion(done, user_data)?;
         db.subscribe(
-            filter,
+            filter.as_ref(),
             move |event| {
                 let listener = &listener;
-                let event = CString::new(event).expect("JSON holds no NUL byte");
-                (listener.0)(listener.1, event.as_ptr(), event.as_bytes().len());
+                let event = c_string(event.to_string());
+                let _ =
+                    catch_unwind(AssertUnwindSafe(|| (listener.0)(listener.1, event.as_ptr(), event.as_bytes().len())));
             },
-            move |r| done.deliver(r.map(|id| id.to_string())),
+            move |r| done.deliver(r),
         )
     })
 }
@@ -1168,11 +1262,230 @@ pub unsafe extern "C" fn objstore_db_unsubscribe(
     subscription: u64,
     done: ObjstoreCallback,
     user_data: *mut c_void,
+    request_out: *mut u64,
     error_out: *mut *mut c_char,
 ) -> ObjstoreStatus {
-    guard(error_out, || {
-        let done = completion(done, user_data)?;
-        db_ref(db)?.unsubscribe(subscription, move |r| done.deliver(r.map(|b| b.to_string())));
+    request(error_out, request_out, || {
+        let (db, done) = (db_ref(db)?, completion(done, user_data)?);
+        db.unsubscribe(subscription, move |r| done.deliver(r))
+    })
+}
+
+// ----- sync -------------------------------------------------------------------------------------
+
+/// Sends the outbox of synced stores now; the result is `{"sent", "pending", "rejected":
+/// [{"sequence", "code", "message"}], "offline"?, "blocked"?}`. (Writes are also sent in the
+/// background after each commit.)
+///
+/// # Safety
+/// As `objstore_db_put`.
+#[no_mangle]
+pub unsafe extern "C" fn objstore_db_flush(
+    db: *const ObjstoreDb,
+    done: ObjstoreCallback,
+    user_data: *mut c_void,
+    request_out: *mut u64,
+    error_out: *mut *mut c_char,
+) -> ObjstoreStatus {
+    request(error_out, request_out, || {
+        let (db, done) = (db_ref(db)?, completion(done, user_data)?);
+        db.flush(move |r| done.deliver(r))
+    })
+}
+
+/// Lists a synced store now and brings its local copy in line (new and changed objects
+/// fetched, vanished ones removed), whatever its prefetch setting; the result is `null`.
+///
+/// # Safety
+/// As `objstore_db_put`.
+#[no_mangle]
+pub unsafe extern "C" fn objstore_db_prefetch(
+    db: *const ObjstoreDb,
+    store: *const c_char,
+    done: ObjstoreCallback,
+    user_data: *mut c_void,
+    request_out: *mut u64,
+    error_out: *mut *mut c_char,
+) -> ObjstoreStatus {
+    request(error_out, request_out, || {
+        let (db, store, done) = (db_ref(db)?, text(store, "store")?, completion(done, user_data)?);
+        db.prefetch(store, move |r| done.deliver(r.map(|()| Value::Null)))
+    })
+}
+
+/// Offline, the library makes no requests to buckets: reads serve the cache and writes wait.
+/// Takes effect at once (no callback).
+///
+/// # Safety
+/// `db` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn objstore_db_set_offline(
+    db: *const ObjstoreDb,
+    offline: bool,
+    error_out: *mut *mut c_char,
+) -> ObjstoreStatus {
+    call(error_out, || db_ref(db)?.set_offline(offline))
+}
+
+/// Requests made to buckets so far: `{"requests": {kind: {status: n}}, "total",
+/// "bytes_sent", "bytes_received", "cost_usd"}` into `*result_out` (free with
+/// objstore_string_free); `reset` starts the count again. Synchronous.
+///
+/// # Safety
+/// `db` is NULL or a live handle; `result_out` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn objstore_db_sync_stats(
+    db: *const ObjstoreDb,
+    reset: bool,
+    result_out: *mut *mut c_char,
+    error_out: *mut *mut c_char,
+) -> ObjstoreStatus {
+    call(error_out, || {
+        if result_out.is_null() {
+            return Err(Error::InvalidArgument("result_out is NULL".into()));
+        }
+        *result_out = c_string(db_ref(db)?.sync_stats(reset).to_string()).into_raw();
         Ok(())
     })
+}
+
+/// The writes the bucket refused, kept until resolved: a JSON array of `{"sequence", "store",
+/// "key", "op", "value", "code", "message"}`.
+///
+/// # Safety
+/// As `objstore_db_put`.
+#[no_mangle]
+pub unsafe extern "C" fn objstore_db_refused_writes(
+    db: *const ObjstoreDb,
+    done: ObjstoreCallback,
+    user_data: *mut c_void,
+    request_out: *mut u64,
+    error_out: *mut *mut c_char,
+) -> ObjstoreStatus {
+    request(error_out, request_out, || {
+        let (db, done) = (db_ref(db)?, completion(done, user_data)?);
+        db.refused_writes(move |r| done.deliver(r))
+    })
+}
+
+/// Resolves refused write `sequence`: `resolution` "discard" (the bucket's version wins) or
+/// "overwrite" (sent again over whatever the bucket holds). The result is `null`.
+///
+/// # Safety
+/// As `objstore_db_put`.
+#[no_mangle]
+pub unsafe extern "C" fn objstore_db_resolve(
+    db: *const ObjstoreDb,
+    sequence: u64,
+    resolution: *const c_char,
+    done: ObjstoreCallback,
+    user_data: *mut c_void,
+    request_out: *mut u64,
+    error_out: *mut *mut c_char,
+) -> ObjstoreStatus {
+    request(error_out, request_out, || {
+        let (db, resolution) = (db_ref(db)?, text(resolution, "resolution")?);
+        let done = completion(done, user_data)?;
+        db.resolve(sequence, resolution, move |r| done.deliver(r.map(|()| Value::Null)))
+    })
+}
+
+/// The sync state of the record under `key_json`: "local" (not a synced store), "pending",
+/// "refused", "synced" or "unknown", as a JSON string.
+///
+/// # Safety
+/// As `objstore_db_put`.
+#[no_mangle]
+pub unsafe extern "C" fn objstore_db_sync_status(
+    db: *const ObjstoreDb,
+    store: *const c_char,
+    key_json: *const c_char,
+    key_len: usize,
+    done: ObjstoreCallback,
+    user_data: *mut c_void,
+    request_out: *mut u64,
+    error_out: *mut *mut c_char,
+) -> ObjstoreStatus {
+    request(error_out, request_out, || {
+        let (db, store) = (db_ref(db)?, text(store, "store")?);
+        let key = json(key_json, key_len, "key_json")?;
+        let done = completion(done, user_data)?;
+        db.sync_status(store, &key, move |r| done.deliver(r))
+    })
+}
+
+// ----- waiting, for test harnesses ---------------------------------------------------------------
+
+/// A new waiter (free with `objstore_waiter_free`). Pass `objstore_waiter_callback` as the
+/// callback and the waiter as its user data, then `objstore_waiter_wait`. One waiter serves
+/// one request at a time.
+#[no_mangle]
+pub extern "C" fn objstore_waiter_new() -> *mut ObjstoreWaiter {
+    Box::into_raw(Box::new(ObjstoreWaiter { state: Mutex::new(None), ready: Condvar::new() }))
+}
+
+/// The completion callback that fills a waiter (`user_data` is the waiter).
+///
+/// # Safety
+/// `user_data` is a live waiter; `result` is valid for `result_len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn objstore_waiter_callback(
+    user_data: *mut c_void,
+    status: ObjstoreStatus,
+    result: *const c_char,
+    result_len: usize,
+) {
+    let Some(waiter) = user_data.cast::<ObjstoreWaiter>().as_ref() else { return };
+    let bytes = if result.is_null() { &[][..] } else { std::slice::from_raw_parts(result.cast::<u8>(), result_len) };
+    let text = String::from_utf8_lossy(bytes).into_owned();
+    *waiter.state.lock().unwrap_or_else(|p| p.into_inner()) = Some((status, text));
+    waiter.ready.notify_all();
+}
+
+/// Blocks until the waiter's request completes or `timeout_ms` passes. On completion, returns
+/// the request's status and, when `result_out` is not NULL, its result (JSON or the error
+/// message; free with objstore_string_free), and readies the waiter for another request. On
+/// timeout returns OBJSTORE_STATUS_TIMEOUT and the request goes on. Never call it from a
+/// callback.
+///
+/// # Safety
+/// `waiter` is a live waiter; `result_out` is NULL or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn objstore_waiter_wait(
+    waiter: *mut ObjstoreWaiter,
+    timeout_ms: u64,
+    result_out: *mut *mut c_char,
+) -> ObjstoreStatus {
+    if !result_out.is_null() {
+        *result_out = std::ptr::null_mut();
+    }
+    let Some(waiter) = waiter.as_ref() else {
+        return ObjstoreStatus::InvalidArgument;
+    };
+    let deadline = Instant::now() + Duration::from_millis(timeout_ms);
+    let mut state = waiter.state.lock().unwrap_or_else(|p| p.into_inner());
+    loop {
+        if let Some((status, text)) = state.take() {
+            if !result_out.is_null() {
+                *result_out = c_string(text).into_raw();
+            }
+            return status;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return ObjstoreStatus::Timeout;
+        }
+        state = waiter.ready.wait_timeout(state, left).unwrap_or_else(|p| p.into_inner()).0;
+    }
+}
+
+/// Frees a waiter. Accepts NULL. Its request must have completed (or never been made).
+///
+/// # Safety
+/// `waiter` is NULL or a live waiter, not used again.
+#[no_mangle]
+pub unsafe extern "C" fn objstore_waiter_free(waiter: *mut ObjstoreWaiter) {
+    if !waiter.is_null() {
+        drop(Box::from_raw(waiter));
+    }
 }

@@ -242,6 +242,43 @@ pub(super) fn list(tx: &mut Tx<'_>, query: &mut Query, n: usize) -> Result<Vec<V
     Ok(out)
 }
 
+/// The next `n` matches as cursor items (key, primary key, unprojected record), resuming after
+/// the last one handed out: the step of a pull cursor.
+pub(super) fn next_items(tx: &mut Tx<'_>, query: &mut Query, n: usize) -> Result<Vec<CursorItem>> {
+    if n == 0 || query.exhausted {
+        return Ok(Vec::new());
+    }
+    let db = &mut *tx.db;
+    let info = db.store_for(&query.store, false)?;
+    let plan = plan(&info, query)?;
+    let (mut rows, mut last) = (Vec::new(), None);
+    stream(db, &info, query, &plan, query.position.as_ref(), &mut |row, position| {
+        last = Some(position);
+        rows.push(row);
+        Ok(rows.len() < n)
+    })?;
+    if let Some(position) = last {
+        query.position = Some(position);
+    }
+    query.exhausted = rows.len() < n;
+    rows.into_iter()
+        .map(|row| {
+            Ok(CursorItem {
+                key: Key::decode(&row.sort)?,
+                primary_key: Key::decode(&row.pk)?,
+                value: row.value,
+                action: None,
+            })
+        })
+        .collect()
+}
+
+/// Replaces the record under `key` in the query's store (a pull cursor's update).
+pub(super) fn update_one(tx: &mut Tx<'_>, query: &Query, key: &Key, value: Value) -> Result<()> {
+    let info = tx.db.store_for(&query.store, true)?;
+    replace(tx, &info, key, value)
+}
+
 pub(super) fn count(tx: &mut Tx<'_>, query: &Query) -> Result<u64> {
     let db = &mut *tx.db;
     let info = db.store_for(&query.store, false)?;

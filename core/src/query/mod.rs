@@ -339,6 +339,19 @@ impl Query {
         exec::open(tx, self, visit)
     }
 
+    /// The next `n` matching records as cursor items, resuming after the last one returned:
+    /// one step of a pull cursor. An empty batch means the end. Memory stays flat when the
+    /// order comes from an index or the primary key.
+    pub fn next_in(&mut self, tx: &mut Tx<'_>, n: usize) -> Result<Vec<CursorItem>> {
+        exec::next_items(tx, self, n)
+    }
+
+    /// Replaces the record under `primary_key` in the query's store, refusing a value that
+    /// would move it to another key (a pull cursor's `update`).
+    pub fn update_in(&self, tx: &mut Tx<'_>, primary_key: &Key, value: Value) -> Result<()> {
+        exec::update_one(tx, self, primary_key, value)
+    }
+
     /// Merges `patch` (RFC 7396: null removes a field) into every matching record; returns
     /// how many changed. A patch may not change a record's key.
     pub fn patch(&self, db: &mut Database, patch: &Value) -> Result<u64> {

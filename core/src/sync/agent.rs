@@ -205,6 +205,17 @@ impl Agent {
         self.stores.get(store).is_some_and(|s| s.config.prefetch.is_some() && s.config.format != Format::Rest)
     }
 
+    /// Whether a cached record of `store` is worth revalidating in the background (not for
+    /// immutable stores, nor for descriptions, which only listings refresh).
+    pub fn revalidates(&self, store: &str) -> bool {
+        self.stores.get(store).is_some_and(|s| !s.config.immutable && s.config.format != Format::ObjstoreMeta)
+    }
+
+    /// Whether a prefetch of `store` completed in this process.
+    pub fn prefetched_in_process(&self, store: &str) -> bool {
+        self.seen().get(store).is_some_and(|s| s.at.is_some())
+    }
+
     /// Offline, the agent makes no requests: reads serve the cache, writes wait.
     pub fn set_offline(&self, offline: bool) {
         self.offline.store(offline, Ordering::Release);
@@ -436,6 +447,12 @@ impl Agent {
             Some(mode) if !self.refractory_fresh(store) => self.prefetch_as(port, store, mode, token),
             _ => Ok(()),
         }
+    }
+
+    /// Prefetches `store` as its setting says, now (a read found it cold, or asked for fresh).
+    pub fn prefetch_for_read(&self, port: &mut impl Port, store: &str, token: &Token) -> Result<()> {
+        let mode = self.stores.get(store).and_then(|s| s.config.prefetch).unwrap_or(Prefetch::Meta);
+        self.prefetch_as(port, store, mode, token)
     }
 
     /// Lists the store's objects now and brings the local copy in line, whatever the

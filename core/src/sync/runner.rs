@@ -34,7 +34,7 @@ impl Port for Remote {
     fn exec<T: Send + 'static>(&mut self, work: impl FnOnce(&mut Database) -> Result<T> + Send + 'static) -> Result<T> {
         let db = self.db.upgrade().ok_or_else(|| Error::Closed("(dropped)".into()))?;
         let (tx, rx) = mpsc::sync_channel(1);
-        db.submit_cancellable(self.token.clone(), work, move |r| {
+        db.submit_as(None, self.token.clone(), work, move |r| {
             let _ = tx.send(r);
         })?;
         drop(db);
@@ -55,6 +55,7 @@ pub struct Runner {
     flush_queued: Arc<AtomicBool>,
     /// Writes may wait that the last flush could not send: the timer tries again.
     outbox_waiting: Arc<AtomicBool>,
+    threads: Mutex<Vec<thread::JoinHandle<()>>>,
 }
 
 impl Runner {
@@ -64,15 +65,18 @@ impl Runner {
         let receiver = Arc::new(Mutex::new(receiver));
         let flush_queued = Arc::new(AtomicBool::new(false));
         let outbox_waiting = Arc::new(AtomicBool::new(true));
+        let mut handles = Vec::new();
         for n in 0..threads.max(1) {
             let (agent, receiver, db) = (agent.clone(), receiver.clone(), Arc::downgrade(db));
             let (flush_queued, outbox_waiting) = (flush_queued.clone(), outbox_waiting.clone());
-            thread::Builder::new()
+            let handle = thread::Builder::new()
                 .name(format!("objstore-db sync {n}"))
                 .spawn(move || serve(&agent, &receiver, &db, n == 0, &flush_queued, &outbox_waiting))
                 .map_err(|e| Error::Internal(format!("cannot start a sync thread: {e}")))?;
+            handles.push(handle);
         }
-        Ok(Runner { agent, jobs: Mutex::new(Some(sender)), flush_queued, outbox_waiting })
+        let threads = Mutex::new(handles);
+        Ok(Runner { agent, jobs: Mutex::new(Some(sender)), flush_queued, outbox_waiting, threads })
     }
 
     pub fn agent(&self) -> &Arc<Agent> {
@@ -102,6 +106,19 @@ impl Runner {
     /// Stops taking jobs; the threads end after the job they are in (never joined).
     pub fn stop(&self) {
         self.jobs.lock().unwrap_or_else(|p| p.into_inner()).take();
+    }
+}
+
+impl Runner {
+    /// Waits for the threads to end (after `stop`), unless called on one of them.
+    pub fn join(&self) {
+        let me = thread::current().id();
+        let handles: Vec<_> = std::mem::take(&mut *self.threads.lock().unwrap_or_else(|p| p.into_inner()));
+        for handle in handles {
+            if handle.thread().id() != me {
+                let _ = handle.join();
+            }
+        }
     }
 }
 

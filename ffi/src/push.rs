@@ -1,0 +1,211 @@
+//! The C push cursor, a convenience on top of the pull cursor: batches are pulled and shown to
+//! the visitor one record at a time on a library thread; its updates and deletes are queued
+//! before the next batch (requests run in order, so the next batch sees them). Without a
+//! transaction of the caller's, a read-write cursor runs in one of its own, committed at the
+//! end and rolled back when anything fails, as a single request would be.
+
+use std::ffi::{c_char, c_void};
+use std::sync::{Arc, Mutex};
+
+use objstore_db_core::{Error, Mode, Result, TxId};
+use serde_json::Value;
+
+use crate::capi::{OBJSTORE_CURSOR_CONTINUE, OBJSTORE_CURSOR_DELETE, OBJSTORE_CURSOR_STOP, OBJSTORE_CURSOR_UPDATE};
+use crate::rsapi::{Cursor, Db, QueryHandle, Read, RequestId, Within};
+
+/// Records pulled per batch.
+const BATCH: usize = 256;
+
+pub(crate) struct Visitor {
+    pub visit: unsafe extern "C" fn(*mut c_void, *const c_char, usize, *mut *const c_char, *mut usize) -> i32,
+    pub data: *mut c_void,
+}
+
+// The caller passed visit_data to an asynchronous call: it may be used from library threads.
+unsafe impl Send for Visitor {}
+
+/// What the visitor said to do with one record.
+enum Step {
+    Go,
+    Stop,
+    Update(Value),
+    Delete,
+}
+
+impl Visitor {
+    fn show(&self, item: &Value) -> Result<Step> {
+        let text = crate::capi::c_string(item.to_string());
+        let (mut update, mut update_len): (*const c_char, usize) = (std::ptr::null(), 0);
+        let answer =
+            unsafe { (self.visit)(self.data, text.as_ptr(), text.as_bytes().len(), &mut update, &mut update_len) };
+        match answer {
+            OBJSTORE_CURSOR_CONTINUE => Ok(Step::Go),
+            OBJSTORE_CURSOR_STOP => Ok(Step::Stop),
+            OBJSTORE_CURSOR_DELETE => Ok(Step::Delete),
+            OBJSTORE_CURSOR_UPDATE => {
+                unsafe { crate::capi::json_arg(update, update_len, "cursor update") }.map(Step::Update)
+            }
+            other => Err(Error::InvalidArgument(format!(
+                "the cursor visitor returned {other}, not an OBJSTORE_CURSOR_* value"
+            ))),
+        }
+    }
+}
+
+struct Walk {
+    db: Db,
+    cursor: Cursor,
+    visitor: Visitor,
+    /// The transaction the walk opened itself, to commit or roll back at the end.
+    own: Option<TxId>,
+    visited: u64,
+    /// The first failure of a queued update or delete.
+    failed: Arc<Mutex<Option<Error>>>,
+    done: Option<Box<dyn FnOnce(Result<Value>) + Send>>,
+}
+
+/// Starts the walk; the returned id is its first request's.
+pub(crate) fn start(
+    db: Db,
+    query: QueryHandle,
+    within: Within,
+    mode: Mode,
+    visitor: Visitor,
+    done: impl FnOnce(Result<Value>) + Send + 'static,
+) -> Result<RequestId> {
+    let done: Box<dyn FnOnce(Result<Value>) + Send> = Box::new(done);
+    if within.is_none() && mode == Mode::ReadWrite {
+        let (q, db2) = (query.clone(), db.clone());
+        let store = Value::String(query.store().to_string());
+        return db.begin(&store, mode, move |begun| match begun {
+            Ok(tx) => {
+                let walk = Walk::new(db2, q.cursor(Some(tx), mode), visitor, Some(tx), done);
+                walk.pull();
+            }
+            Err(e) => done(Err(e)),
+        });
+    }
+    let walk = Walk::new(db, query.cursor(within, mode), visitor, None, done);
+    walk.pull_first()
+}
+
+impl Walk {
+    fn new(
+        db: Db,
+        cursor: Cursor,
+        visitor: Visitor,
+        own: Option<TxId>,
+        done: Box<dyn FnOnce(Result<Value>) + Send>,
+    ) -> Walk {
+        Walk { db, cursor, visitor, own, visited: 0, failed: Arc::default(), done: Some(done) }
+    }
+
+    fn pull_first(self) -> Result<RequestId> {
+        let slot = Arc::new(Mutex::new(None::<Walk>));
+        let next = {
+            let slot = slot.clone();
+            move |batch: Result<Value>| {
+                if let Some(walk) = slot.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                    walk.on_batch(batch)
+                }
+            }
+        };
+        let id = self.cursor.next(BATCH, Read::default(), next)?;
+        *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(self);
+        Ok(id)
+    }
+
+    fn pull(self) {
+        let slot = Arc::new(Mutex::new(None::<Walk>));
+        let back = slot.clone();
+        let submitted = self.cursor.next(BATCH, Read::default(), move |batch| {
+            if let Some(walk) = back.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                walk.on_batch(batch)
+            }
+        });
+        match submitted {
+            Ok(_) => *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(self),
+            Err(e) => self.finish(Err(e)),
+        }
+    }
+
+    fn on_batch(mut self, batch: Result<Value>) {
+        let items = match batch {
+            Ok(Value::Array(items)) => items,
+            Ok(other) => return self.finish(Err(Error::Internal(format!("a cursor batch was {other}")))),
+            Err(e) => return self.finish(Err(e)),
+        };
+        if items.is_empty() {
+            return self.finish(Ok(()));
+        }
+        let (mut actions, mut stop) = (Vec::new(), false);
+        for mut item in items {
+            self.visited += 1;
+            match self.visitor.show(&item) {
+                Ok(Step::Go) => {}
+                Ok(Step::Stop) => {
+                    stop = true;
+                    break;
+                }
+                Ok(step) => actions.push((item["primaryKey"].take(), step)),
+                Err(e) => return self.finish(Err(e)),
+            }
+        }
+        self.apply(actions, stop);
+    }
+
+    /// Queues the batch's updates and deletes; the last one's completion (they complete in
+    /// order) carries the walk on.
+    fn apply(self, actions: Vec<(Value, Step)>, stop: bool) {
+        let Some(last) = actions.len().checked_sub(1) else {
+            return self.carry_on(stop);
+        };
+        let slot = Arc::new(Mutex::new(None::<Walk>));
+        for (i, (key, step)) in actions.into_iter().enumerate() {
+            let (failed, back) = (self.failed.clone(), slot.clone());
+            let note = move |r: Result<Value>| {
+                if let Err(e) = r {
+                    failed.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
+                }
+                if i == last {
+                    if let Some(walk) = back.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                        walk.carry_on(stop);
+                    }
+                }
+            };
+            let queued = match step {
+                Step::Update(value) => self.cursor.update(&key, value, note),
+                _ => self.cursor.delete(&key, note),
+            };
+            if let Err(e) = queued {
+                return self.finish(Err(e));
+            }
+        }
+        *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(self);
+    }
+
+    fn carry_on(self, stop: bool) {
+        let failed = self.failed.lock().unwrap_or_else(|p| p.into_inner()).take();
+        match (failed, stop) {
+            (Some(e), _) => self.finish(Err(e)),
+            (None, true) => self.finish(Ok(())),
+            (None, false) => self.pull(),
+        }
+    }
+
+    /// Ends the walk: its own transaction commits (or, on a failure, rolls back), then `done`
+    /// gets the number visited.
+    fn finish(mut self, outcome: Result<()>) {
+        let done = self.done.take().expect("a walk finishes once");
+        let visited = self.visited;
+        let Some(tx) = self.own else {
+            return done(outcome.map(|()| Value::from(visited)));
+        };
+        let submitted = match outcome {
+            Ok(()) => self.db.commit(tx, move |r| done(r.map(|()| Value::from(visited)))),
+            Err(e) => self.db.abort(tx, move |_| done(Err(e))),
+        };
+        // Refused only after close, which completes nothing more.
+        let _ = submitted;
+    }
+}

@@ -1,0 +1,185 @@
+//! Arguments as the bindings hand them over (serde_json values, converted once from the
+//! caller's own objects) turned into the engine's types, with errors that name the argument.
+
+use std::time::Duration;
+
+use objstore_db_core::{
+    Error, Event, EventFilter, EventKind, Key, KeyRange, MechanismKind, RefusedWrite, Result, ScanOptions, Schema,
+};
+use serde_json::{json, Value};
+
+pub fn parse(what: &str, text: &str) -> Result<Value> {
+    serde_json::from_str(text).map_err(|e| Error::BadJson { what: what.to_string(), reason: e.to_string() })
+}
+
+/// A key (`5`, `"a"`, `[1, 2]`) or a key range object (`{"lower": 1, "upper": 9}`).
+pub fn target(value: &Value) -> Result<KeyRange> {
+    let is_range =
+        value.as_object().is_some_and(|m| ["only", "lower", "upper", "starts"].iter().any(|f| m.contains_key(*f)));
+    if is_range {
+        KeyRange::from_json(value)
+    } else {
+        Key::from_json(value).map(KeyRange::Only)
+    }
+}
+
+pub fn scan(value: Option<&Value>) -> Result<ScanOptions> {
+    match value {
+        None | Some(Value::Null) => Ok(ScanOptions::new()),
+        Some(value) => ScanOptions::from_json(value),
+    }
+}
+
+pub fn keys(value: &Value) -> Result<Vec<Key>> {
+    match value {
+        Value::Array(items) => items.iter().map(Key::from_json).collect(),
+        other => Err(Error::InvalidArgument(format!("key list: expected an array, got {other}"))),
+    }
+}
+
+/// Store names given as an array of strings, or one string.
+pub fn stores(value: &Value) -> Result<Vec<String>> {
+    match value {
+        Value::String(s) => Ok(vec![s.clone()]),
+        Value::Array(items) if !items.is_empty() => items
+            .iter()
+            .map(|v| match v {
+                Value::String(s) => Ok(s.clone()),
+                other => Err(Error::InvalidArgument(format!("store list: {other} is not a store name"))),
+            })
+            .collect(),
+        other => Err(Error::InvalidArgument(format!("store list: expected a name or an array of names, got {other}"))),
+    }
+}
+
+pub fn schema(value: Option<&Value>) -> Result<Option<Schema>> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => Schema::from_json(&value.to_string()).map(Some),
+    }
+}
+
+pub fn sql_params(value: Option<&Value>) -> Result<Vec<Value>> {
+    match value {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(items)) => Ok(items.clone()),
+        Some(other) => Err(Error::InvalidArgument(format!("SQL parameters: expected an array, got {other}"))),
+    }
+}
+
+/// How a database is opened.
+#[derive(Debug, Clone)]
+pub struct OpenOptions {
+    pub mechanism: MechanismKind,
+    /// An explicit transaction with no request for this long is aborted.
+    pub idle_transaction_timeout: Duration,
+    /// Requests that may wait for the worker before submitters wait for room.
+    pub queue_capacity: usize,
+    /// Threads of the sync agent (HTTP requests run on them, never on the worker).
+    pub sync_threads: usize,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions {
+            mechanism: MechanismKind::Sqlite,
+            idle_transaction_timeout: objstore_db_core::DEFAULT_IDLE_TRANSACTION_TIMEOUT,
+            queue_capacity: objstore_db_core::DEFAULT_QUEUE_CAPACITY,
+            sync_threads: 2,
+        }
+    }
+}
+
+const OPEN_OPTIONS: &str = "mechanism, idleTransactionTimeoutMs, queueCapacity, syncThreads";
+
+impl OpenOptions {
+    /// `{"mechanism": "sqlite" | "memory", "idleTransactionTimeoutMs": n, "queueCapacity": n,
+    /// "syncThreads": n}`; every field optional.
+    pub fn from_json(value: Option<&Value>) -> Result<OpenOptions> {
+        let mut options = OpenOptions::default();
+        let Some(value) = value.filter(|v| !v.is_null()) else {
+            return Ok(options);
+        };
+        let map = value
+            .as_object()
+            .ok_or_else(|| Error::InvalidArgument(format!("open options: expected an object, got {value}")))?;
+        let count = |field: &str, v: &Value| {
+            v.as_u64().filter(|n| *n > 0).ok_or_else(|| {
+                Error::InvalidArgument(format!("open options: {field} = {v} is not a positive whole number"))
+            })
+        };
+        for (field, v) in map {
+            match (field.as_str(), v) {
+                ("mechanism", Value::String(m)) => options.mechanism = MechanismKind::from_name(m)?,
+                ("idleTransactionTimeoutMs", v) => {
+                    options.idle_transaction_timeout = Duration::from_millis(count(field, v)?)
+                }
+                ("queueCapacity", v) => options.queue_capacity = count(field, v)? as usize,
+                ("syncThreads", v) => options.sync_threads = count(field, v)?.min(64) as usize,
+                (other, v) => {
+                    return Err(Error::InvalidArgument(format!(
+                        "open options: {other:?} = {v} is not understood (known: {OPEN_OPTIONS})"
+                    )))
+                }
+            }
+        }
+        Ok(options)
+    }
+}
+
+/// `{"kinds"?: [names], "store"?: name}`.
+pub fn event_filter(value: Option<&Value>) -> Result<EventFilter> {
+    let mut filter = EventFilter::all();
+    let Some(value) = value.filter(|v| !v.is_null()) else {
+        return Ok(filter);
+    };
+    let map = value.as_object().ok_or_else(|| Error::InvalidArgument("event filter: expected an object".into()))?;
+    for (field, v) in map {
+        match (field.as_str(), v) {
+            ("store", Value::String(s)) => filter.store = Some(s.clone()),
+            ("kinds", Value::Array(kinds)) => {
+                for k in kinds {
+                    let kind = k.as_str().and_then(EventKind::from_name).ok_or_else(|| {
+                        Error::InvalidArgument(format!(
+                            "event filter: unknown kind {k} (known: {})",
+                            EventKind::ALL.map(EventKind::name).join(", ")
+                        ))
+                    })?;
+                    filter.kinds.push(kind);
+                }
+            }
+            (other, _) => {
+                return Err(Error::InvalidArgument(format!(
+                    "event filter: {other:?} is not understood (known: kinds, store)"
+                )))
+            }
+        }
+    }
+    Ok(filter)
+}
+
+pub fn event_json(e: &Event) -> Value {
+    json!({
+        "kind": e.kind.name(),
+        "store": e.store,
+        "key": e.key.as_ref().map(Key::to_json),
+        "value": e.value,
+        "message": e.message,
+    })
+}
+
+pub fn refused_json(w: &RefusedWrite) -> Value {
+    json!({
+        "sequence": w.sequence,
+        "store": w.entry.store,
+        "key": w.entry.id,
+        "op": w.entry.op,
+        "value": w.entry.value,
+        "code": w.code,
+        "message": w.message,
+    })
+}
+
+pub fn nulls(values: Vec<Option<Value>>) -> Value {
+    Value::Array(values.into_iter().map(|v| v.unwrap_or(Value::Null)).collect())
+}

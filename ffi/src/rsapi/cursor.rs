@@ -1,0 +1,191 @@
+//! Queries bound to a database, and pull cursors over them. A query's `list` pages continue
+//! from call to call; a cursor hands out batches (`next`), and its `update` / `delete` change
+//! a record it returned. Each step is an ordinary request, so the caller may do anything
+//! (other requests included) between two steps. The query state is locked only on the worker;
+//! the caller's thread never waits for a scan.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use objstore_db_core::{Error, Key, Mode, Query, Result, Tx, TxId};
+use serde_json::{json, Value};
+
+use super::{Db, Read, RequestId, Within};
+
+fn lock(query: &Mutex<Query>) -> MutexGuard<'_, Query> {
+    query.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A query bound to a database; its paging position lives here.
+#[derive(Clone)]
+pub struct QueryHandle {
+    db: Db,
+    /// Kept outside the query's lock: the caller's thread never takes it.
+    store: String,
+    query: Arc<Mutex<Query>>,
+}
+
+impl QueryHandle {
+    pub(super) fn new(db: Db, spec: &Value) -> Result<QueryHandle> {
+        let query = Query::from_json(spec)?;
+        Ok(QueryHandle { db, store: query.store().to_string(), query: Arc::new(Mutex::new(query)) })
+    }
+
+    pub fn store(&self) -> &str {
+        &self.store
+    }
+
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+
+    /// The next `n` records as an array (empty at the end).
+    pub fn list(
+        &self,
+        within: Within,
+        n: usize,
+        read: Read,
+        done: impl FnOnce(Result<Value>) + Send + 'static,
+    ) -> Result<RequestId> {
+        let query = self.query.clone();
+        self.db.read(
+            within,
+            vec![self.store.clone()],
+            read,
+            None,
+            move |tx| Ok(Value::Array(lock(&query).list_in(tx, n)?)),
+            done,
+        )
+    }
+
+    /// How many records match (paging aside).
+    pub fn count(
+        &self,
+        within: Within,
+        read: Read,
+        done: impl FnOnce(Result<Value>) + Send + 'static,
+    ) -> Result<RequestId> {
+        let query = self.query.clone();
+        self.db.read(
+            within,
+            vec![self.store.clone()],
+            read,
+            None,
+            move |tx| Ok(json!(lock(&query).count_in(tx)?)),
+            done,
+        )
+    }
+
+    /// The plan, as text.
+    pub fn explain(&self, within: Within, done: impl FnOnce(Result<Value>) + Send + 'static) -> Result<RequestId> {
+        let query = self.query.clone();
+        let read = Read::default();
+        self.db.read(
+            within,
+            vec![self.store.clone()],
+            read,
+            None,
+            move |tx| Ok(json!(lock(&query).explain_in(tx)?.to_string())),
+            done,
+        )
+    }
+
+    /// Merges a JSON merge patch into every match; the result is how many changed.
+    pub fn patch(
+        &self,
+        within: Within,
+        patch: Value,
+        done: impl FnOnce(Result<Value>) + Send + 'static,
+    ) -> Result<RequestId> {
+        let query = self.query.clone();
+        self.db.write(within, vec![self.store.clone()], move |tx| Ok(json!(lock(&query).patch_in(tx, &patch)?)), done)
+    }
+
+    /// Removes every match; the result is how many went.
+    pub fn delete(&self, within: Within, done: impl FnOnce(Result<Value>) + Send + 'static) -> Result<RequestId> {
+        let query = self.query.clone();
+        self.db.write(within, vec![self.store.clone()], move |tx| Ok(json!(lock(&query).delete_in(tx)?)), done)
+    }
+
+    /// A pull cursor over the matches from the start (this handle's paging is untouched).
+    /// `mode` ReadWrite lets it update and delete what it returned.
+    pub fn cursor(&self, within: Within, mode: Mode) -> Cursor {
+        let mut query = lock(&self.query).clone();
+        query.reset();
+        Cursor { db: self.db.clone(), store: self.store.clone(), within, mode, query: Arc::new(Mutex::new(query)) }
+    }
+}
+
+/// A pull cursor. Outside a transaction each step reads a consistent batch of its own and the
+/// next one resumes after the last record returned (keyset), so records written between steps
+/// are seen or not by their key. Dropping it closes it.
+pub struct Cursor {
+    db: Db,
+    store: String,
+    within: Within,
+    mode: Mode,
+    query: Arc<Mutex<Query>>,
+}
+
+impl Cursor {
+    /// The next batch of at most `n` items `{"key", "primaryKey", "value"}`; an empty batch is
+    /// the end.
+    pub fn next(&self, n: usize, read: Read, done: impl FnOnce(Result<Value>) + Send + 'static) -> Result<RequestId> {
+        if n == 0 {
+            return Err(Error::InvalidArgument("a cursor batch must ask for at least one record".into()));
+        }
+        let query = self.query.clone();
+        let step = move |tx: &mut Tx| {
+            let items = lock(&query).next_in(tx, n)?;
+            Ok(Value::Array(
+                items
+                    .into_iter()
+                    .map(|i| json!({"key": i.key.to_json(), "primaryKey": i.primary_key.to_json(), "value": i.value}))
+                    .collect(),
+            ))
+        };
+        self.db.read(self.within, vec![self.store.clone()], read, None, step, done)
+    }
+
+    fn writable(&self) -> Result<()> {
+        match self.mode {
+            Mode::ReadWrite => Ok(()),
+            Mode::ReadOnly => Err(Error::ReadOnly { store: self.store.clone() }),
+        }
+    }
+
+    /// Replaces the record under `primary_key` (one this cursor returned) with `value`; the key
+    /// must stay the same.
+    pub fn update(
+        &self,
+        primary_key: &Value,
+        value: Value,
+        done: impl FnOnce(Result<Value>) + Send + 'static,
+    ) -> Result<RequestId> {
+        self.writable()?;
+        let key = Key::from_json(primary_key)?;
+        let query = self.query.clone();
+        self.db.write(
+            self.within,
+            vec![self.store.clone()],
+            move |tx| lock(&query).update_in(tx, &key, value).map(|()| Value::Null),
+            done,
+        )
+    }
+
+    /// Removes the record under `primary_key`.
+    pub fn delete(&self, primary_key: &Value, done: impl FnOnce(Result<Value>) + Send + 'static) -> Result<RequestId> {
+        self.writable()?;
+        let key = Key::from_json(primary_key)?;
+        let store = self.store.clone();
+        self.db.write(
+            self.within,
+            vec![store.clone()],
+            move |tx| tx.remove(&store, &objstore_db_core::KeyRange::Only(key)).map(|n| json!(n)),
+            done,
+        )
+    }
+
+    pub fn transaction(&self) -> Option<TxId> {
+        self.within
+    }
+}
