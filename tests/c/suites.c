@@ -57,7 +57,7 @@ static objstore_db *open_db(waiter *w) { return open_with(w, SCHEMA); }
 static objstore_db *open_seeded(waiter *w) {
     objstore_db *db = open_db(w);
     for (size_t i = 0; i < sizeof PEOPLE / sizeof *PEOPLE; i++) {
-        CHECK(objstore_db_put(db, 0, "people", J(PEOPLE[i]), NULL, 0, on_done, w, NULL) == OK);
+        CHECK(objstore_db_put(db, 0, "people", J(PEOPLE[i]), NULL, 0, on_done, w, NULL, NULL) == OK);
         CHECK(wait_for(w) == OK);
     }
     return db;
@@ -78,16 +78,16 @@ static void put_then_get_returns_the_record(void) {
     waiter w;
     waiter_init(&w);
     objstore_db *db = open_db(&w);
-    CHECK(objstore_db_put(db, 0, "people", J(PEOPLE[0]), NULL, 0, on_done, &w, NULL) == OK);
+    CHECK(objstore_db_put(db, 0, "people", J(PEOPLE[0]), NULL, 0, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
     CHECK_STR(w.result, "1");
-    CHECK(objstore_db_get(db, 0, "people", J("1"), on_done, &w, NULL) == OK);
+    CHECK(objstore_db_get(db, 0, "people", J("1"), 0, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
     CHECK_CONTAINS(w.result, "\"name\":\"ada\"");
-    CHECK(objstore_db_get(db, 0, "people", J("99"), on_done, &w, NULL) == OK);
+    CHECK(objstore_db_get(db, 0, "people", J("99"), 0, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
     CHECK_STR(w.result, "null");
-    CHECK(objstore_db_put(db, 0, "notes", J("{\"text\": \"hi\"}"), NULL, 0, on_done, &w, NULL) == OK);
+    CHECK(objstore_db_put(db, 0, "notes", J("{\"text\": \"hi\"}"), NULL, 0, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
     CHECK_STR(w.result, "1");
     close_db(db, &w);
@@ -98,7 +98,7 @@ static void add_of_an_existing_key_is_a_constraint_error(void) {
     waiter w;
     waiter_init(&w);
     objstore_db *db = open_seeded(&w);
-    CHECK(objstore_db_add(db, 0, "people", J(PEOPLE[0]), NULL, 0, on_done, &w, NULL) == OK);
+    CHECK(objstore_db_add(db, 0, "people", J(PEOPLE[0]), NULL, 0, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OBJSTORE_STATUS_CONSTRAINT);
     CHECK_CONTAINS(w.result, "already exists");
     close_db(db, &w);
@@ -109,20 +109,20 @@ static void remove_count_keys_and_values_of(void) {
     waiter w;
     waiter_init(&w);
     objstore_db *db = open_seeded(&w);
-    CHECK(objstore_db_remove(db, 0, "people", J("{\"lower\": 2, \"upper\": 3}"), on_done, &w, NULL) == OK);
+    CHECK(objstore_db_remove(db, 0, "people", J("{\"lower\": 2, \"upper\": 3}"), on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
     CHECK_STR(w.result, "2");
-    CHECK(objstore_db_read(db, 0, "people", OBJSTORE_READ_COUNT, NULL, 0, on_done, &w, NULL) == OK);
+    CHECK(objstore_db_read(db, 0, "people", OBJSTORE_READ_COUNT, NULL, 0, 0, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
     CHECK_STR(w.result, "2");
-    CHECK(objstore_db_read(db, 0, "people", OBJSTORE_READ_KEYS, J("{\"index\": \"city\", \"reverse\": true}"), on_done, &w, NULL) == OK);
+    CHECK(objstore_db_read(db, 0, "people", OBJSTORE_READ_KEYS, J("{\"index\": \"city\", \"reverse\": true}"), 0, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
     CHECK_STR(w.result, "[1,4]");
-    CHECK(objstore_db_values_of(db, 0, "people", J("[4, 99]"), on_done, &w, NULL) == OK);
+    CHECK(objstore_db_values_of(db, 0, "people", J("[4, 99]"), 0, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
     CHECK_CONTAINS(w.result, "\"name\":\"dee\"");
     CHECK_CONTAINS(w.result, ",null]");
-    CHECK(objstore_db_clear(db, 0, "people", on_done, &w, NULL) == OK);
+    CHECK(objstore_db_clear(db, 0, "people", on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
     close_db(db, &w);
     waiter_done(&w);
@@ -132,7 +132,7 @@ static void unique_index_keys_give_one_record_per_value(void) {
     waiter w;
     waiter_init(&w);
     objstore_db *db = open_seeded(&w);
-    CHECK(objstore_db_read(db, 0, "people", OBJSTORE_READ_KEYS, J("{\"index\": \"city\", \"unique\": true, \"limit\": 50}"), on_done, &w, NULL) == OK);
+    CHECK(objstore_db_read(db, 0, "people", OBJSTORE_READ_KEYS, J("{\"index\": \"city\", \"unique\": true, \"limit\": 50}"), 0, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
     CHECK_STR(w.result, "[2,1]");
     close_db(db, &w);
@@ -146,7 +146,7 @@ typedef struct {
     char update[256];
 } cursor_state;
 
-static objstore_cursor_step raise_ages(void *data, const char *item, size_t len, const char **update, size_t *update_len) {
+static int32_t raise_ages(void *data, const char *item, size_t len, const char **update, size_t *update_len) {
     cursor_state *state = data;
     state->seen++;
     (void)len;
@@ -154,16 +154,16 @@ static objstore_cursor_step raise_ages(void *data, const char *item, size_t len,
         snprintf(state->update, sizeof state->update, "%s", "{\"id\": 3, \"name\": \"cy\", \"city\": \"paris\", \"age\": 26, \"email\": \"cy@x\"}");
         *update = state->update;
         *update_len = strlen(state->update);
-        return OBJSTORE_CURSOR_STEP_UPDATE;
+        return OBJSTORE_CURSOR_UPDATE;
     }
-    if (strstr(item, "\"primaryKey\":4")) return OBJSTORE_CURSOR_STEP_DELETE;
-    return OBJSTORE_CURSOR_STEP_CONTINUE;
+    if (strstr(item, "\"primaryKey\":4")) return OBJSTORE_CURSOR_DELETE;
+    return OBJSTORE_CURSOR_CONTINUE;
 }
 
-static objstore_cursor_step stop_at_second(void *data, const char *item, size_t len, const char **update, size_t *update_len) {
+static int32_t stop_at_second(void *data, const char *item, size_t len, const char **update, size_t *update_len) {
     cursor_state *state = data;
     (void)item, (void)len, (void)update, (void)update_len;
-    return ++state->seen == 2 ? OBJSTORE_CURSOR_STEP_STOP : OBJSTORE_CURSOR_STEP_CONTINUE;
+    return ++state->seen == 2 ? OBJSTORE_CURSOR_STOP : OBJSTORE_CURSOR_CONTINUE;
 }
 
 static void a_cursor_streams_updates_deletes_and_stops(void) {
@@ -173,22 +173,22 @@ static void a_cursor_streams_updates_deletes_and_stops(void) {
     objstore_query *q = NULL;
     CHECK(objstore_query_new(db, J("{\"from\": \"people\", \"order\": \"age\"}"), &q, NULL) == OK);
     cursor_state state = {0, {0}};
-    CHECK(objstore_query_open(q, 0, OBJSTORE_MODE_READWRITE, raise_ages, &state, on_done, &w, NULL) == OK);
+    CHECK(objstore_query_open(q, 0, OBJSTORE_MODE_READWRITE, raise_ages, &state, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
     CHECK_STR(w.result, "4");
     CHECK(state.seen == 4);
-    CHECK(objstore_db_get(db, 0, "people", J("3"), on_done, &w, NULL) == OK);
+    CHECK(objstore_db_get(db, 0, "people", J("3"), 0, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
     CHECK_CONTAINS(w.result, "\"age\":26");
-    CHECK(objstore_db_get(db, 0, "people", J("4"), on_done, &w, NULL) == OK);
+    CHECK(objstore_db_get(db, 0, "people", J("4"), 0, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
     CHECK_STR(w.result, "null");
     cursor_state stop = {0, {0}};
-    CHECK(objstore_query_open(q, 0, OBJSTORE_MODE_READONLY, stop_at_second, &stop, on_done, &w, NULL) == OK);
+    CHECK(objstore_query_open(q, 0, OBJSTORE_MODE_READONLY, stop_at_second, &stop, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
     CHECK_STR(w.result, "2");
     cursor_state readonly = {0, {0}};
-    CHECK(objstore_query_open(q, 0, OBJSTORE_MODE_READONLY, raise_ages, &readonly, on_done, &w, NULL) == OK);
+    CHECK(objstore_query_open(q, 0, OBJSTORE_MODE_READONLY, raise_ages, &readonly, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OBJSTORE_STATUS_READ_ONLY);
     objstore_query_free(q);
     close_db(db, &w);
@@ -219,18 +219,18 @@ static void events_arrive_after_commit_and_stop_after_unsubscribe(void) {
     event_log log;
     memset(&log, 0, sizeof log);
     pthread_mutex_init(&log.lock, NULL);
-    CHECK(objstore_db_subscribe(db, J("{\"kinds\": [\"created\", \"updated\"], \"store\": \"people\"}"), record_event, &log, on_done, &w, NULL) == OK);
+    CHECK(objstore_db_subscribe(db, J("{\"kinds\": [\"created\", \"updated\"], \"store\": \"people\"}"), record_event, &log, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
     char id[32];
     snprintf(id, sizeof id, "%s", w.result);
-    CHECK(objstore_db_put(db, 0, "people", J(PEOPLE[0]), NULL, 0, on_done, &w, NULL) == OK);
+    CHECK(objstore_db_put(db, 0, "people", J(PEOPLE[0]), NULL, 0, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
-    CHECK(objstore_db_put(db, 0, "people", J(PEOPLE[0]), NULL, 0, on_done, &w, NULL) == OK);
+    CHECK(objstore_db_put(db, 0, "people", J(PEOPLE[0]), NULL, 0, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
-    CHECK(objstore_db_unsubscribe(db, strtoull(id, NULL, 10), on_done, &w, NULL) == OK);
+    CHECK(objstore_db_unsubscribe(db, strtoull(id, NULL, 10), on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
     CHECK_STR(w.result, "true");
-    CHECK(objstore_db_put(db, 0, "people", J(PEOPLE[1]), NULL, 0, on_done, &w, NULL) == OK);
+    CHECK(objstore_db_put(db, 0, "people", J(PEOPLE[1]), NULL, 0, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
     pthread_mutex_lock(&log.lock);
     CHECK_CONTAINS(log.log, "\"kind\":\"created\"");
@@ -244,21 +244,21 @@ static void events_arrive_after_commit_and_stop_after_unsubscribe(void) {
 
 /* ----- transaction ------------------------------------------------------------------------- */
 
-static objstore_status put_two(void *data, objstore_tx *tx) {
+static int32_t put_two(void *data, objstore_tx *tx) {
     int *fail_after = data;
     char *key = NULL;
     size_t key_len = 0;
-    if (objstore_tx_put(tx, "people", J(PEOPLE[0]), NULL, 0, &key, &key_len, NULL) != OK) return OBJSTORE_STATUS_INTERNAL;
+    if (objstore_tx_put(tx, "people", J(PEOPLE[0]), NULL, 0, false, &key, &key_len, NULL) != OK) return OBJSTORE_STATUS_INTERNAL;
     int ok = key != NULL && strcmp(key, "1") == 0 && key_len == 1;
     objstore_string_free(key);
     if (!ok) return OBJSTORE_STATUS_INTERNAL;
     if (*fail_after) return OBJSTORE_STATUS_CONSTRAINT;
     char *error = NULL;
-    objstore_status clash = objstore_tx_put(tx, "people", J("{\"id\": 9, \"email\": \"ada@x\"}"), NULL, 0, NULL, NULL, &error);
+    objstore_status clash = objstore_tx_put(tx, "people", J("{\"id\": 9, \"email\": \"ada@x\"}"), NULL, 0, false, NULL, NULL, &error);
     ok = clash == OBJSTORE_STATUS_CONSTRAINT && error != NULL && strstr(error, "unique index") != NULL;
     objstore_string_free(error);
     if (!ok) return OBJSTORE_STATUS_INTERNAL;
-    return objstore_tx_put(tx, "people", J(PEOPLE[1]), NULL, 0, NULL, NULL, NULL);
+    return objstore_tx_put(tx, "people", J(PEOPLE[1]), NULL, 0, false, NULL, NULL, NULL);
 }
 
 static void a_transaction_body_commits_or_rolls_back_whole(void) {
@@ -266,16 +266,16 @@ static void a_transaction_body_commits_or_rolls_back_whole(void) {
     waiter_init(&w);
     objstore_db *db = open_db(&w);
     int fail_after = 1;
-    CHECK(objstore_db_transaction(db, J("[\"people\"]"), OBJSTORE_MODE_READWRITE, put_two, &fail_after, on_done, &w, NULL) == OK);
+    CHECK(objstore_db_transaction(db, J("[\"people\"]"), OBJSTORE_MODE_READWRITE, put_two, &fail_after, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OBJSTORE_STATUS_INVALID_ARGUMENT);
     CHECK_CONTAINS(w.result, "OBJSTORE_STATUS_CONSTRAINT");
-    CHECK(objstore_db_read(db, 0, "people", OBJSTORE_READ_COUNT, NULL, 0, on_done, &w, NULL) == OK);
+    CHECK(objstore_db_read(db, 0, "people", OBJSTORE_READ_COUNT, NULL, 0, 0, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
     CHECK_STR(w.result, "0");
     fail_after = 0;
-    CHECK(objstore_db_transaction(db, J("[\"people\"]"), OBJSTORE_MODE_READWRITE, put_two, &fail_after, on_done, &w, NULL) == OK);
+    CHECK(objstore_db_transaction(db, J("[\"people\"]"), OBJSTORE_MODE_READWRITE, put_two, &fail_after, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
-    CHECK(objstore_db_read(db, 0, "people", OBJSTORE_READ_COUNT, NULL, 0, on_done, &w, NULL) == OK);
+    CHECK(objstore_db_read(db, 0, "people", OBJSTORE_READ_COUNT, NULL, 0, 0, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
     CHECK_STR(w.result, "2");
     close_db(db, &w);
@@ -286,37 +286,37 @@ static void explicit_begin_commit_and_abort(void) {
     waiter w;
     waiter_init(&w);
     objstore_db *db = open_db(&w);
-    CHECK(objstore_db_begin(db, J("[\"people\", \"notes\"]"), OBJSTORE_MODE_READWRITE, on_done, &w, NULL) == OK);
+    CHECK(objstore_db_begin(db, J("[\"people\", \"notes\"]"), OBJSTORE_MODE_READWRITE, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
     uint64_t tx = strtoull(w.result, NULL, 10);
-    CHECK(objstore_db_put(db, tx, "people", J(PEOPLE[0]), NULL, 0, on_done, &w, NULL) == OK);
+    CHECK(objstore_db_put(db, tx, "people", J(PEOPLE[0]), NULL, 0, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
-    CHECK(objstore_db_abort(db, tx, on_done, &w, NULL) == OK);
+    CHECK(objstore_db_abort(db, tx, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
-    CHECK(objstore_db_get(db, 0, "people", J("1"), on_done, &w, NULL) == OK);
+    CHECK(objstore_db_get(db, 0, "people", J("1"), 0, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
     CHECK_STR(w.result, "null");
-    CHECK(objstore_db_put(db, tx, "people", J(PEOPLE[0]), NULL, 0, on_done, &w, NULL) == OK);
+    CHECK(objstore_db_put(db, tx, "people", J(PEOPLE[0]), NULL, 0, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OBJSTORE_STATUS_TRANSACTION_INACTIVE);
     CHECK_CONTAINS(w.result, "it was aborted");
 
-    CHECK(objstore_db_begin(db, J("[\"people\"]"), OBJSTORE_MODE_READWRITE, on_done, &w, NULL) == OK);
+    CHECK(objstore_db_begin(db, J("[\"people\"]"), OBJSTORE_MODE_READWRITE, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
     tx = strtoull(w.result, NULL, 10);
-    CHECK(objstore_db_put(db, tx, "people", J(PEOPLE[1]), NULL, 0, on_done, &w, NULL) == OK);
+    CHECK(objstore_db_put(db, tx, "people", J(PEOPLE[1]), NULL, 0, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
-    CHECK(objstore_db_commit(db, tx, on_done, &w, NULL) == OK);
+    CHECK(objstore_db_commit(db, tx, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
-    CHECK(objstore_db_get(db, 0, "people", J("2"), on_done, &w, NULL) == OK);
+    CHECK(objstore_db_get(db, 0, "people", J("2"), 0, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
     CHECK_CONTAINS(w.result, "bob");
 
-    CHECK(objstore_db_begin(db, J("[\"people\"]"), OBJSTORE_MODE_READONLY, on_done, &w, NULL) == OK);
+    CHECK(objstore_db_begin(db, J("[\"people\"]"), OBJSTORE_MODE_READONLY, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
     tx = strtoull(w.result, NULL, 10);
-    CHECK(objstore_db_put(db, tx, "people", J(PEOPLE[2]), NULL, 0, on_done, &w, NULL) == OK);
+    CHECK(objstore_db_put(db, tx, "people", J(PEOPLE[2]), NULL, 0, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OBJSTORE_STATUS_READ_ONLY);
-    CHECK(objstore_db_commit(db, tx, on_done, &w, NULL) == OK);
+    CHECK(objstore_db_commit(db, tx, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
     close_db(db, &w);
     waiter_done(&w);
@@ -330,27 +330,27 @@ static void list_pages_continue_and_explain_shows_the_plan(void) {
     objstore_db *db = open_seeded(&w);
     objstore_query *q = NULL;
     CHECK(objstore_query_new(db, J("{\"from\": \"people\", \"where\": [[\"city\", \"=\", \"paris\"], [\"age\", \">=\", 20]], \"order\": \"age\", \"select\": [\"id\"]}"), &q, NULL) == OK);
-    CHECK(objstore_query_list(q, 0, 1, on_done, &w, NULL) == OK);
+    CHECK(objstore_query_list(q, 0, 1, 0, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
     CHECK_STR(w.result, "[{\"id\":3}]");
-    CHECK(objstore_query_list(q, 0, 1, on_done, &w, NULL) == OK);
+    CHECK(objstore_query_list(q, 0, 1, 0, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
     CHECK_STR(w.result, "[{\"id\":1}]");
-    CHECK(objstore_query_list(q, 0, 1, on_done, &w, NULL) == OK);
+    CHECK(objstore_query_list(q, 0, 1, 0, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
     CHECK_STR(w.result, "[]");
-    CHECK(objstore_query_run(q, 0, OBJSTORE_QUERY_ACTION_EXPLAIN, on_done, &w, NULL) == OK);
+    CHECK(objstore_query_run(q, 0, OBJSTORE_QUERY_EXPLAIN, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
     CHECK_CONTAINS(w.result, "scan index \\\"city, age\\\"");
-    CHECK(objstore_query_run(q, 0, OBJSTORE_QUERY_ACTION_COUNT, on_done, &w, NULL) == OK);
+    CHECK(objstore_query_run(q, 0, OBJSTORE_QUERY_COUNT, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
     CHECK_STR(w.result, "2");
-    CHECK(objstore_query_patch(q, 0, J("{\"city\": \"lyon\"}"), on_done, &w, NULL) == OK);
+    CHECK(objstore_query_patch(q, 0, J("{\"city\": \"lyon\"}"), on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
     CHECK_STR(w.result, "2");
     objstore_query_free(q);
     CHECK(objstore_query_new(db, J("{\"from\": \"people\", \"where\": [[\"city\", \"=\", \"lyon\"]]}"), &q, NULL) == OK);
-    CHECK(objstore_query_run(q, 0, OBJSTORE_QUERY_ACTION_DELETE, on_done, &w, NULL) == OK);
+    CHECK(objstore_query_run(q, 0, OBJSTORE_QUERY_DELETE, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
     CHECK_STR(w.result, "2");
     objstore_query_free(q);
@@ -369,16 +369,16 @@ static void sql_runs_with_bound_parameters(void) {
     waiter w;
     waiter_init(&w);
     objstore_db *db = open_seeded(&w);
-    CHECK(objstore_db_sql(db, 0, "people", "SELECT name, age FROM people WHERE city = ? ORDER BY age DESC", J("[\"oslo\"]"), on_done, &w, NULL) == OK);
+    CHECK(objstore_db_sql(db, 0, "SELECT name, age FROM people WHERE city = ? ORDER BY age DESC", J("[\"oslo\"]"), on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
     CHECK_STR(w.result, "{\"rows\":[{\"name\":\"dee\",\"age\":41},{\"name\":\"bob\",\"age\":25}]}");
-    CHECK(objstore_db_sql(db, 0, "people", "UPDATE people SET city = ? WHERE age < 30", J("[\"x' OR '1'='1\"]"), on_done, &w, NULL) == OK);
+    CHECK(objstore_db_sql(db, 0, "UPDATE people SET city = ? WHERE age < 30", J("[\"x' OR '1'='1\"]"), on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
     CHECK_STR(w.result, "{\"changed\":2}");
-    CHECK(objstore_db_sql(db, 0, "people", "SELECT COUNT(*) AS n FROM people WHERE city = 'x'' OR ''1''=''1'", NULL, 0, on_done, &w, NULL) == OK);
+    CHECK(objstore_db_sql(db, 0, "SELECT COUNT(*) AS n FROM people WHERE city = 'x'' OR ''1''=''1'", NULL, 0, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
     CHECK_STR(w.result, "{\"rows\":[{\"n\":2}]}");
-    CHECK(objstore_db_sql(db, 0, "people", "SELECT * FROM people WHERE id = 1 OR id = 2", NULL, 0, on_done, &w, NULL) == OK);
+    CHECK(objstore_db_sql(db, 0, "SELECT * FROM people WHERE id = 1 OR id = 2", NULL, 0, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OBJSTORE_STATUS_INVALID_ARGUMENT);
     CHECK_CONTAINS(w.result, "the operator OR");
     close_db(db, &w);
@@ -391,17 +391,17 @@ static void nulls_are_refused_with_a_message_and_no_callback(void) {
     waiter w;
     waiter_init(&w);
     char *error = NULL;
-    CHECK(objstore_db_put(NULL, 0, "people", J("{}"), NULL, 0, on_done, &w, &error) == OBJSTORE_STATUS_INVALID_ARGUMENT);
+    CHECK(objstore_db_put(NULL, 0, "people", J("{}"), NULL, 0, on_done, &w, NULL, &error) == OBJSTORE_STATUS_INVALID_ARGUMENT);
     CHECK_CONTAINS(error, "database handle is NULL");
     objstore_string_free(error);
     objstore_db *db = open_db(&w);
-    CHECK(objstore_db_get(db, 0, NULL, J("1"), on_done, &w, &error) == OBJSTORE_STATUS_INVALID_ARGUMENT);
+    CHECK(objstore_db_get(db, 0, NULL, J("1"), 0, on_done, &w, NULL, &error) == OBJSTORE_STATUS_INVALID_ARGUMENT);
     CHECK_CONTAINS(error, "store is NULL");
     objstore_string_free(error);
-    CHECK(objstore_db_get(db, 0, "people", J("1"), NULL, &w, &error) == OBJSTORE_STATUS_INVALID_ARGUMENT);
+    CHECK(objstore_db_get(db, 0, "people", J("1"), 0, NULL, &w, NULL, &error) == OBJSTORE_STATUS_INVALID_ARGUMENT);
     CHECK_CONTAINS(error, "callback is NULL");
     objstore_string_free(error);
-    CHECK(objstore_db_put(db, 0, "people", NULL, 4, NULL, 0, on_done, &w, NULL) == OBJSTORE_STATUS_INVALID_ARGUMENT);
+    CHECK(objstore_db_put(db, 0, "people", NULL, 4, NULL, 0, on_done, &w, NULL, NULL) == OBJSTORE_STATUS_INVALID_ARGUMENT);
     CHECK(objstore_db_open("x", NULL, NULL, on_done, &w, NULL, NULL) == OBJSTORE_STATUS_INVALID_ARGUMENT);
     objstore_db_free(NULL);
     objstore_query_free(NULL);
@@ -418,13 +418,13 @@ static void bad_utf8_and_bad_json_are_named(void) {
     objstore_db *db = open_db(&w);
     char *error = NULL;
     const char bad_utf8[] = {'{', '"', 'a', '"', ':', '"', (char)0xff, '"', '}'};
-    CHECK(objstore_db_put(db, 0, "people", bad_utf8, sizeof bad_utf8, NULL, 0, on_done, &w, &error) == OBJSTORE_STATUS_INVALID_ARGUMENT);
+    CHECK(objstore_db_put(db, 0, "people", bad_utf8, sizeof bad_utf8, NULL, 0, on_done, &w, NULL, &error) == OBJSTORE_STATUS_INVALID_ARGUMENT);
     CHECK_CONTAINS(error, "value_json is not valid UTF-8");
     objstore_string_free(error);
-    CHECK(objstore_db_put(db, 0, "people", J("{\"id\": 1,"), NULL, 0, on_done, &w, NULL) == OK);
+    CHECK(objstore_db_put(db, 0, "people", J("{\"id\": 1,"), NULL, 0, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OBJSTORE_STATUS_INVALID_ARGUMENT);
     CHECK_CONTAINS(w.result, "bad JSON in record");
-    CHECK(objstore_db_put(db, 0, "people", J("{\"id\": null}"), NULL, 0, on_done, &w, NULL) == OK);
+    CHECK(objstore_db_put(db, 0, "people", J("{\"id\": null}"), NULL, 0, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OBJSTORE_STATUS_INVALID_KEY);
     CHECK_CONTAINS(w.result, "null is not a valid key");
     objstore_db *bad = NULL;
@@ -445,11 +445,13 @@ static void use_after_close_and_double_close_report_closed(void) {
     objstore_db *db = open_db(&w);
     CHECK(objstore_db_close(db, on_done, &w, NULL) == OK);
     CHECK(wait_for(&w) == OK);
-    CHECK(objstore_db_get(db, 0, "people", J("1"), on_done, &w, NULL) == OK);
-    CHECK(wait_for(&w) == OBJSTORE_STATUS_CLOSED);
-    CHECK_CONTAINS(w.result, "is closed");
-    CHECK(objstore_db_close(db, on_done, &w, NULL) == OK);
-    CHECK(wait_for(&w) == OBJSTORE_STATUS_CLOSED);
+    /* Refused by the call itself, with a message and no callback. */
+    char *error = NULL;
+    CHECK(objstore_db_get(db, 0, "people", J("1"), 0, on_done, &w, NULL, &error) == OBJSTORE_STATUS_CLOSED);
+    CHECK_CONTAINS(error, "is closed");
+    objstore_string_free(error);
+    CHECK(objstore_db_close(db, on_done, &w, &error) == OBJSTORE_STATUS_CLOSED);
+    objstore_string_free(error);
     objstore_db_free(db);
     sleep_ms(20);
     CHECK(w.pending == 0);
@@ -466,8 +468,8 @@ static void a_slow_callback_delays_but_loses_nothing(void) {
     waiter_init(&w);
     waiter_init(&slow);
     objstore_db *db = open_db(&w);
-    for (int i = 0; i < 3; i++) CHECK(objstore_db_get(db, 0, "people", J("1"), slow_on_done, &slow, NULL) == OK);
-    CHECK(objstore_db_put(db, 0, "notes", J("\"after the slow ones\""), NULL, 0, on_done, &w, NULL) == OK);
+    for (int i = 0; i < 3; i++) CHECK(objstore_db_get(db, 0, "people", J("1"), 0, slow_on_done, &slow, NULL, NULL) == OK);
+    CHECK(objstore_db_put(db, 0, "notes", J("\"after the slow ones\""), NULL, 0, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
     CHECK(slow.calls == 3);
     for (int i = 0; i < 3; i++) CHECK(wait_for(&slow) == OK);
@@ -481,8 +483,8 @@ static void queued_requests_are_cancelled_by_close(void) {
     waiter_init(&w);
     waiter_init(&queued);
     objstore_db *db = open_db(&w);
-    for (int i = 0; i < 3; i++) CHECK(objstore_db_get(db, 0, "people", J("1"), slow_on_done, &queued, NULL) == OK);
-    for (int i = 0; i < 20; i++) CHECK(objstore_db_put(db, 0, "notes", J("1"), NULL, 0, on_done, &queued, NULL) == OK);
+    for (int i = 0; i < 3; i++) CHECK(objstore_db_get(db, 0, "people", J("1"), 0, slow_on_done, &queued, NULL, NULL) == OK);
+    for (int i = 0; i < 20; i++) CHECK(objstore_db_put(db, 0, "notes", J("1"), NULL, 0, on_done, &queued, NULL, NULL) == OK);
     CHECK(objstore_db_close(db, on_done, &w, NULL) == OK);
     CHECK(wait_for(&w) == OK);
     int cancelled = 0;
@@ -491,6 +493,100 @@ static void queued_requests_are_cancelled_by_close(void) {
     CHECK(queued.calls == 23);
     objstore_db_free(db);
     waiter_done(&queued);
+    waiter_done(&w);
+}
+
+
+/* A pull cursor: each batch is a request of its own, so other requests run between two
+ * batches (here a write to another store and an update through the cursor). */
+static void a_pull_cursor_lets_other_requests_run_between_batches(void) {
+    waiter w;
+    waiter_init(&w);
+    objstore_db *db = open_seeded(&w);
+    objstore_query *q = NULL;
+    CHECK(objstore_query_new(db, J("{\"from\": \"people\", \"order\": \"age\"}"), &q, NULL) == OK);
+    objstore_cursor *c = NULL;
+    CHECK(objstore_cursor_open(q, 0, OBJSTORE_MODE_READWRITE, &c, NULL) == OK);
+    CHECK(objstore_cursor_next(c, 2, on_done, &w, NULL, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_CONTAINS(w.result, "\"primaryKey\":2");
+    CHECK_CONTAINS(w.result, "\"primaryKey\":3");
+    CHECK(objstore_db_put(db, 0, "notes", J("\"between batches\""), NULL, 0, on_done, &w, NULL, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK(objstore_cursor_update(c, J("3"), J("{\"id\": 3, \"name\": \"cy\", \"city\": \"rome\", \"age\": 25, \"email\": \"cy@x\"}"), on_done, &w, NULL, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK(objstore_cursor_update(c, J("3"), J("{\"id\": 7}"), on_done, &w, NULL, NULL) == OK);
+    CHECK(wait_for(&w) == OBJSTORE_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(w.result, "would change its key");
+    CHECK(objstore_cursor_next(c, 10, on_done, &w, NULL, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_CONTAINS(w.result, "\"primaryKey\":1");
+    CHECK_CONTAINS(w.result, "\"primaryKey\":4");
+    CHECK(objstore_cursor_next(c, 10, on_done, &w, NULL, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_STR(w.result, "[]");
+    objstore_cursor_free(c);
+    CHECK(objstore_cursor_open(q, 0, OBJSTORE_MODE_READONLY, &c, NULL) == OK);
+    char *error = NULL;
+    CHECK(objstore_cursor_delete(c, J("1"), on_done, &w, NULL, &error) == OBJSTORE_STATUS_READ_ONLY);
+    objstore_string_free(error);
+    CHECK(objstore_cursor_open(q, 0, 7, &c, &error) == OBJSTORE_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(error, "mode 7");
+    objstore_string_free(error);
+    CHECK(c == NULL);
+    CHECK(objstore_db_get(db, 0, "people", J("3"), 0, on_done, &w, NULL, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_CONTAINS(w.result, "rome");
+    objstore_query_free(q);
+    close_db(db, &w);
+    waiter_done(&w);
+}
+
+/* The library's waiter blocks on a request with a timeout; a queued request can be
+ * cancelled; a request outside an open transaction fails at once, naming it. */
+static void waiter_cancel_and_busy(void) {
+    waiter w;
+    waiter_init(&w);
+    objstore_db *db = open_seeded(&w);
+    objstore_waiter *lw = objstore_waiter_new();
+    char *result = NULL;
+    CHECK(objstore_waiter_wait(lw, 10, &result) == OBJSTORE_STATUS_TIMEOUT);
+    CHECK(objstore_db_get(db, 0, "people", J("1"), 0, objstore_waiter_callback, lw, NULL, NULL) == OK);
+    CHECK(objstore_waiter_wait(lw, 10000, &result) == OK);
+    CHECK_CONTAINS(result, "\"ada\"");
+    objstore_string_free(result);
+    /* Hold the worker with slow callbacks, queue a request behind them and cancel it. */
+    waiter slow;
+    waiter_init(&slow);
+    for (int i = 0; i < 3; i++) CHECK(objstore_db_get(db, 0, "people", J("1"), 0, slow_on_done, &slow, NULL, NULL) == OK);
+    uint64_t id = 0;
+    CHECK(objstore_db_put(db, 0, "notes", J("\"cancelled\""), NULL, 0, objstore_waiter_callback, lw, &id, NULL) == OK);
+    CHECK(id != 0);
+    CHECK(objstore_db_cancel(db, id));
+    CHECK(objstore_waiter_wait(lw, 10000, &result) == OBJSTORE_STATUS_CANCELLED);
+    objstore_string_free(result);
+    CHECK(!objstore_db_cancel(db, id));
+    for (int i = 0; i < 3; i++) CHECK(wait_for(&slow) == OK);
+    CHECK(objstore_db_read(db, 0, "notes", OBJSTORE_READ_COUNT, NULL, 0, 0, on_done, &w, NULL, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_STR(w.result, "0");
+    /* An idle transaction: a request outside it is refused at once, not held for 30 s. */
+    CHECK(objstore_db_begin(db, J("\"people\""), OBJSTORE_MODE_READWRITE, on_done, &w, NULL, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    uint64_t tx = strtoull(w.result, NULL, 10);
+    CHECK(objstore_db_get(db, 0, "people", J("1"), 0, on_done, &w, NULL, NULL) == OK);
+    CHECK(wait_for(&w) == OBJSTORE_STATUS_BUSY);
+    CHECK_CONTAINS(w.result, "transaction");
+    CHECK(objstore_db_get(db, tx, "people", J("1"), 0, on_done, &w, NULL, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK(objstore_db_begin(db, J("\"people\""), 9, on_done, &w, NULL, &result) == OBJSTORE_STATUS_INVALID_ARGUMENT);
+    objstore_string_free(result);
+    CHECK(objstore_db_commit(db, tx, on_done, &w, NULL, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_STR(objstore_status_name(1234), "OBJSTORE_STATUS_UNKNOWN");
+    objstore_waiter_free(lw);
+    close_db(db, &w);
+    waiter_done(&slow);
     waiter_done(&w);
 }
 
@@ -522,30 +618,42 @@ static void a_put_reaches_moto_and_another_client_reads_it(void) {
     if (!endpoint) endpoint = "http://127.0.0.1:1";
     objstore_db *writer = open_with(&w, results_schema(endpoint, 2));
     objstore_db *reader = open_with(&w, results_schema(endpoint, 2));
-    CHECK(objstore_db_put(writer, 0, "results", J("{\"ok\": true}"), J("\"linux/c/1\""), on_done, &w, NULL) == OK);
+    CHECK(objstore_db_put(writer, 0, "results", J("{\"ok\": true}"), J("\"linux/c/1\""), on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
-    /* Nothing waits in the outbox: the write reached the bucket (else the message says why). */
-    CHECK(objstore_db_flush(writer, on_done, &w, NULL) == OK);
+    /* The put reported the local outcome; the agent sends it (a flush waits for that). */
+    CHECK(objstore_db_flush(writer, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
-    CHECK_CONTAINS(w.result, "\"sent\":0,\"pending\":0");
-    CHECK(objstore_db_values_of(reader, 0, "results", J("[\"linux/c/1\", \"linux/c/none\"]"), on_done, &w, NULL) == OK);
+    CHECK_CONTAINS(w.result, "\"pending\":0,\"rejected\":[]}");
+    CHECK(objstore_db_values_of(reader, 0, "results", J("[\"linux/c/1\", \"linux/c/none\"]"), 0, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
     CHECK_STR(w.result, "[{\"ok\":true},null]");
-    CHECK(objstore_db_sync_stats(reader, true, on_done, &w, NULL) == OK);
-    CHECK(wait_for(&w) == OK);
-    CHECK_CONTAINS(w.result, "\"GET\":{\"200\":1,\"404\":1}");
+    char *stats = NULL;
+    CHECK(objstore_db_sync_stats(reader, true, &stats, NULL) == OK);
+    CHECK_CONTAINS(stats, "\"GET\":{\"200\":1,\"404\":1}");
+    objstore_string_free(stats);
     /* Cached and immutable: read again with no request. */
-    CHECK(objstore_db_get(reader, 0, "results", J("\"linux/c/1\""), on_done, &w, NULL) == OK);
+    CHECK(objstore_db_get(reader, 0, "results", J("\"linux/c/1\""), 0, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
-    CHECK(objstore_db_sync_stats(reader, false, on_done, &w, NULL) == OK);
-    CHECK(wait_for(&w) == OK);
-    CHECK_CONTAINS(w.result, "\"total\":0");
+    CHECK(objstore_db_sync_stats(reader, false, &stats, NULL) == OK);
+    CHECK_CONTAINS(stats, "\"total\":0");
+    objstore_string_free(stats);
     /* Creating over an object the writer made (and the reader never read) is a conflict. */
-    CHECK(objstore_db_put(writer, 0, "results", J("{\"ok\": true}"), J("\"linux/c/2\""), on_done, &w, NULL) == OK);
+    CHECK(objstore_db_put(writer, 0, "results", J("{\"ok\": true}"), J("\"linux/c/2\""), on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
-    CHECK(objstore_db_add(reader, 0, "results", J("{\"ok\": false}"), J("\"linux/c/2\""), on_done, &w, NULL) == OK);
-    CHECK(wait_for(&w) == OBJSTORE_STATUS_CONFLICT);
+    CHECK(objstore_db_flush(writer, on_done, &w, NULL, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    /* The commit is the local outcome; the bucket's refusal is a refused write, data kept. */
+    CHECK(objstore_db_add(reader, 0, "results", J("{\"ok\": false}"), J("\"linux/c/2\""), on_done, &w, NULL, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK(objstore_db_flush(reader, on_done, &w, NULL, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK(objstore_db_refused_writes(reader, on_done, &w, NULL, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_CONTAINS(w.result, "\"code\":\"Conflict\"");
     CHECK_CONTAINS(w.result, "nothing was overwritten");
+    CHECK(objstore_db_sync_status(reader, "results", J("\"linux/c/2\""), on_done, &w, NULL, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_STR(w.result, "\"refused\"");
     close_db(writer, &w);
     close_db(reader, &w);
     waiter_done(&w);
@@ -555,16 +663,23 @@ static void an_unreachable_bucket_reports_network_and_keeps_writes(void) {
     waiter w;
     waiter_init(&w);
     objstore_db *db = open_with(&w, results_schema("http://127.0.0.1:1", 0));
-    CHECK(objstore_db_get(db, 0, "results", J("\"x\""), on_done, &w, NULL) == OK);
+    CHECK(objstore_db_get(db, 0, "results", J("\"x\""), 0, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OBJSTORE_STATUS_NETWORK);
     CHECK_CONTAINS(w.result, "cannot reach the bucket");
-    CHECK(objstore_db_put(db, 0, "results", J("{\"n\": 1}"), J("\"x\""), on_done, &w, NULL) == OK);
+    CHECK(objstore_db_put(db, 0, "results", J("{\"n\": 1}"), J("\"x\""), on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
-    CHECK(objstore_db_flush(db, on_done, &w, NULL) == OK);
+    CHECK(objstore_db_flush(db, on_done, &w, NULL, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_CONTAINS(w.result, "\"pending\":1");
+    CHECK_CONTAINS(w.result, "\"offline\":");
+    /* With a cached copy, a bucket that is down does not fail a read. */
+    CHECK(objstore_db_get(db, 0, "results", J("\"x\""), 0, on_done, &w, NULL, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_STR(w.result, "{\"n\":1}");
+    CHECK(objstore_db_get(db, 0, "results", J("\"x\""), OBJSTORE_READ_FRESH, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OBJSTORE_STATUS_NETWORK);
-    CHECK(objstore_db_set_offline(db, true, on_done, &w, NULL) == OK);
-    CHECK(wait_for(&w) == OK);
-    CHECK(objstore_db_get(db, 0, "results", J("\"x\""), on_done, &w, NULL) == OK);
+    CHECK(objstore_db_set_offline(db, true, NULL) == OK);
+    CHECK(objstore_db_get(db, 0, "results", J("\"x\""), 0, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
     CHECK_STR(w.result, "{\"n\":1}");
     CHECK_STR(objstore_status_name(OBJSTORE_STATUS_REMOTE_DATA), "OBJSTORE_STATUS_REMOTE_DATA");
@@ -600,6 +715,8 @@ int main(int argc, char **argv) {
     RUN("misuse", a_slow_callback_delays_but_loses_nothing);
     RUN("misuse", queued_requests_are_cancelled_by_close);
     RUN("misuse", versions_agree);
+    RUN("cursor", a_pull_cursor_lets_other_requests_run_between_batches);
+    RUN("misuse", waiter_cancel_and_busy);
     RUN("sync", a_put_reaches_moto_and_another_client_reads_it);
     RUN("sync", an_unreachable_bucket_reports_network_and_keeps_writes);
     printf("%d passed, %d failed\n", tests_passed, tests_failed);
