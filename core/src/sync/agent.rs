@@ -434,13 +434,6 @@ impl Agent {
 
     // ----- prefetch ---------------------------------------------------------------------------
 
-    /// Before a read that scans `store` (count, keys, a query): a store with a `prefetch`
-    /// setting is prefetched when it never was in this database, when `Fresh` is asked for, or
-    /// (by the background runner) when its refractory period has passed.
-    pub fn needs_prefetch(&self, store: &str, freshness: Freshness, ever_prefetched: bool) -> bool {
-        self.prefetches(store) && (freshness == Freshness::Fresh || !ever_prefetched || !self.refractory_fresh(store))
-    }
-
     /// Prefetches `store` as its setting says, unless within the refractory period.
     pub fn refresh(&self, port: &mut impl Port, store: &str, token: &Token) -> Result<()> {
         match self.stores.get(store).and_then(|s| s.config.prefetch) {

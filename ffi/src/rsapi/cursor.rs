@@ -6,7 +6,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use objstore_db_core::{Error, Key, Mode, Query, Result, Tx, TxId};
+use objstore_db_core::{Error, Key, Mode, Query, Result, Tx};
 use serde_json::{json, Value};
 
 use super::{Db, Read, RequestId, Within};
@@ -183,9 +183,5 @@ impl Cursor {
             move |tx| tx.remove(&store, &objstore_db_core::KeyRange::Only(key)).map(|n| json!(n)),
             done,
         )
-    }
-
-    pub fn transaction(&self) -> Option<TxId> {
-        self.within
     }
 }

@@ -91,6 +91,7 @@ struct Inner {
     /// The sync agent, set on the worker right after open when the schema has synced stores.
     agent: Arc<OnceLock<Arc<Agent>>>,
     runner: OnceLock<Runner>,
+    sync_threads: usize,
     requests: Requests,
     gate: RwLock<()>,
 }
@@ -101,7 +102,7 @@ impl Inner {
         if let Some(runner) = self.runner.get() {
             return Some(runner);
         }
-        let started = Runner::start(agent.clone(), &self.exec, 2).ok()?;
+        let started = Runner::start(agent.clone(), &self.exec, self.sync_threads).ok()?;
         Some(self.runner.get_or_init(|| started))
     }
 }
@@ -162,6 +163,7 @@ impl Db {
             name: name.to_string(),
             agent,
             runner: OnceLock::new(),
+            sync_threads: options.sync_threads,
             requests: Requests::default(),
             gate: RwLock::new(()),
         };
@@ -455,40 +457,6 @@ impl Db {
         args::scan(scan)?;
         let (name, scan) = (store.to_string(), scan.cloned());
         self.read(within, vec![name.clone()], read, None, move |tx| txops::read(tx, &name, kind, scan.as_ref()), done)
-    }
-
-    pub fn count(
-        &self,
-        within: Within,
-        store: &str,
-        scan: Option<&Value>,
-        read: Read,
-        done: impl FnOnce(Result<Value>) + Send + 'static,
-    ) -> Result<RequestId> {
-        self.read_scan(within, store, ReadKind::Count, scan, read, done)
-    }
-
-    /// Primary keys, in store or index order.
-    pub fn keys(
-        &self,
-        within: Within,
-        store: &str,
-        scan: Option<&Value>,
-        read: Read,
-        done: impl FnOnce(Result<Value>) + Send + 'static,
-    ) -> Result<RequestId> {
-        self.read_scan(within, store, ReadKind::Keys, scan, read, done)
-    }
-
-    pub fn values(
-        &self,
-        within: Within,
-        store: &str,
-        scan: Option<&Value>,
-        read: Read,
-        done: impl FnOnce(Result<Value>) + Send + 'static,
-    ) -> Result<RequestId> {
-        self.read_scan(within, store, ReadKind::Values, scan, read, done)
     }
 
     /// Runs SQL with bound parameters: `{"rows": [...]}` for a SELECT, `{"changed": n}`
