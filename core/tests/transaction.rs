@@ -124,7 +124,9 @@ for_each_mechanism! {
         let (begun_tx, begun_rx) = mpsc::channel();
         db.begin(vec!["people".into()], Mode::ReadWrite, move |r| begun_tx.send(r.unwrap()).unwrap()).unwrap();
         let t = begun_rx.recv().unwrap();
-        call(&db, move |db| db.transaction(t)?.put("people", person(1, "ada", "a@x", "paris", 36), None)).unwrap();
+        let (put_tx, put_rx) = mpsc::channel();
+        db.submit_in(t, |tx| tx.put("people", person(1, "ada", "a@x", "paris", 36), None), move |r| put_tx.send(r).unwrap()).unwrap();
+        put_rx.recv().unwrap().unwrap();
         // The transaction is idle: a request outside it is not held behind it for the timeout.
         let started = std::time::Instant::now();
         let err = call(&db, |db| db.get("people", &Key::from(1))).unwrap_err();
