@@ -5,7 +5,7 @@
 mod sync_support;
 
 use objstore_db_core::sync::{list_all, open_bucket, ListRequest, ListVersion, Precondition, SyncConfig};
-use objstore_db_core::{ErrorCode, EventKind, Key, KeyRange, ScanOptions};
+use objstore_db_core::{ErrorCode, EventKind, Key, KeyRange, Resolution, ScanOptions};
 use serde_json::{json, Value};
 use sync_support::*;
 use tempfile::TempDir;
@@ -116,9 +116,13 @@ fn moto_refuses_a_create_over_an_existing_object() {
     let (_dir, mut a, mut b) = two_clients(&options, json!({"immutable": true}));
     a.add("docs", json!({"by": "a"}), Some(key("r"))).unwrap();
     let conflicts = record_events(&mut b, &[EventKind::Conflict]);
-    let err = b.add("docs", json!({"by": "b"}), Some(key("r"))).unwrap_err();
-    assert_eq!(err.code(), ErrorCode::Conflict, "{err}");
+    // The commit is local; moto's 412 on If-None-Match becomes a refused write and an event.
+    b.add("docs", json!({"by": "b"}), Some(key("r"))).unwrap();
     assert_eq!(conflicts.lock().unwrap().len(), 1);
+    let refused = b.refused_writes().unwrap();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0].code, "Conflict", "{refused:?}");
+    b.resolve_refused(refused[0].sequence, Resolution::Discard).unwrap();
     assert_eq!(b.get("docs", &key("r")).unwrap(), Some(json!({"by": "a"})), "nothing was overwritten");
 }
 
@@ -226,7 +230,7 @@ fn the_outbox_keeps_writes_while_the_server_is_away() {
     assert_eq!(db.outbox_len().unwrap(), 3);
     assert!(!offline.lock().unwrap().is_empty());
     assert_eq!(db.flush().unwrap_err().code(), ErrorCode::Network);
-    assert_eq!(db.get("docs", &key("k")).unwrap(), Some(json!({"n": 2})), "a pending write is read locally");
+    assert_eq!(db.db.get("docs", &key("k")).unwrap(), Some(json!({"n": 2})), "a pending write is read locally");
     drop(db);
 
     let mut db = open(&path, schema);

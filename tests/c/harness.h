@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "objstore_db.h"
 
@@ -48,17 +49,33 @@ static void on_done(void *user_data, objstore_status status, const char *result,
     pthread_mutex_unlock(&w->lock);
 }
 
-/* Blocks until the next completion; returns its status. */
-static objstore_status wait_for(waiter *w) {
+static int tests_passed, tests_failed, current_failed;
+
+/* A status no call returns: the completion did not come within WAIT_SECONDS. */
+#define WAIT_TIMED_OUT ((objstore_status)-1)
+#define WAIT_SECONDS 60
+
+/* Blocks until the next completion and returns its status; a completion that never comes
+ * fails the test with its line instead of hanging the run. */
+#define wait_for(w) wait_for_at((w), __FILE__, __LINE__)
+static objstore_status wait_for_at(waiter *w, const char *file, int line) {
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += WAIT_SECONDS;
     pthread_mutex_lock(&w->lock);
-    while (w->pending == 0) pthread_cond_wait(&w->cond, &w->lock);
+    while (w->pending == 0) {
+        if (pthread_cond_timedwait(&w->cond, &w->lock, &deadline) != 0 && w->pending == 0) {
+            pthread_mutex_unlock(&w->lock);
+            fprintf(stderr, "  %s:%d: no completion within %d s\n", file, line, WAIT_SECONDS);
+            current_failed = 1;
+            return WAIT_TIMED_OUT;
+        }
+    }
     w->pending--;
     objstore_status status = w->status;
     pthread_mutex_unlock(&w->lock);
     return status;
 }
-
-static int tests_passed, tests_failed, current_failed;
 
 #define CHECK(cond)                                                                   \
     do {                                                                              \
