@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use objstore_db_core::sync::{
-    list_all, open_bucket, parallel, Accounting, Bucket, ListRequest, Metadata, Precondition, Stats, SyncConfig,
+    list_all, open_bucket, parallel, Accounting, Bucket, ListRequest, Metadata, Precondition, Stats, SyncConfig, Token,
     Validators,
 };
 use objstore_db_core::{Key, ScanOptions, Schema};
@@ -132,7 +132,8 @@ fn home_view(db: &mut Client) -> Vec<Value> {
 
 /// List everything, get everything, keep the newest per pair.
 fn naive_view(bucket: &dyn Bucket, prefix: &str) -> Vec<String> {
-    let listing = list_all(bucket, &ListRequest { prefix: prefix.into(), ..Default::default() }).unwrap();
+    let listing =
+        list_all(bucket, &ListRequest { prefix: prefix.into(), ..Default::default() }, &Token::default()).unwrap();
     let names: Vec<String> = listing.objects.iter().map(|o| o.key.clone()).collect();
     let bodies = parallel(&names, 16, |name| fetch(bucket, name));
     let mut newest: BTreeMap<(String, String), String> = BTreeMap::new();
@@ -156,9 +157,9 @@ fn enumeration_view(bucket: &dyn Bucket, prefix: &str) -> Vec<String> {
             ..Default::default()
         };
         if max.is_some() {
-            bucket.list_page(&request).unwrap()
+            bucket.list_page(&request, &Token::default()).unwrap()
         } else {
-            list_all(bucket, &request).unwrap()
+            list_all(bucket, &request, &Token::default()).unwrap()
         }
     };
     let mut newest = Vec::new();
@@ -174,7 +175,7 @@ fn enumeration_view(bucket: &dyn Bucket, prefix: &str) -> Vec<String> {
 }
 
 fn fetch(bucket: &dyn Bucket, name: &str) -> Vec<u8> {
-    match bucket.get(name, &Validators::default()).unwrap() {
+    match bucket.get(name, &Validators::default(), &Token::default()).unwrap() {
         objstore_db_core::sync::Fetched::Found(object) => object.body,
         other => panic!("{name}: {other:?}"),
     }
@@ -244,7 +245,9 @@ fn populate(bucket: &dyn Bucket, prefix: &str, pairs: &[(&str, &str)], n: usize)
             result_object(prefix, platform, browser, FAR - (start - (i as u64) * 1000))
         })
         .collect();
-    parallel(&jobs, 32, |(name, body, metadata)| bucket.put(name, body, metadata, &Precondition::None, false).unwrap());
+    parallel(&jobs, 32, |(name, body, metadata)| {
+        bucket.put(name, body, metadata, &Precondition::None, false, &Token::default()).unwrap()
+    });
 }
 
 /// `count` new results, each for a different pair, newer than everything before.
@@ -254,7 +257,7 @@ fn add_new_results(bucket: &dyn Bucket, prefix: &str, pairs: &[(&str, &str)], co
         .map(|i| {
             let (platform, browser) = pairs[i * 3 % pairs.len()];
             let (name, body, metadata) = result_object(prefix, platform, browser, FAR - now - i as u64);
-            bucket.put(&name, &body, &metadata, &Precondition::None, false).unwrap();
+            bucket.put(&name, &body, &metadata, &Precondition::None, false, &Token::default()).unwrap();
             name[prefix.len()..].to_string()
         })
         .collect()

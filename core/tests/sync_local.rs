@@ -6,7 +6,7 @@ mod sync_support;
 
 use std::path::Path;
 
-use objstore_db_core::sync::{list_all, open_bucket, ListRequest, ListVersion, SyncConfig};
+use objstore_db_core::sync::{list_all, open_bucket, ListRequest, ListVersion, SyncConfig, Token};
 use objstore_db_core::{ErrorCode, EventKind, Key, KeyRange, Resolution, ScanOptions, SyncStatus};
 use serde_json::{json, Value};
 use sync_support::*;
@@ -267,7 +267,9 @@ fn the_local_bucket_lists_like_s3() {
     let bucket = open_bucket(&config, Default::default()).unwrap();
     let keys = ["a/1", "a/2", "a/b/3", "b/1", "b/2/x", "c", "é", "z/"];
     for k in keys.iter().filter(|k| !k.ends_with('/')) {
-        bucket.put(k, b"{}", &Default::default(), &objstore_db_core::sync::Precondition::None, false).unwrap();
+        bucket
+            .put(k, b"{}", &Default::default(), &objstore_db_core::sync::Precondition::None, false, &Token::default())
+            .unwrap();
     }
     let page_of = |prefix: &str, delimiter: Option<&str>, max: Option<u32>, version| {
         let request = ListRequest {
@@ -277,7 +279,7 @@ fn the_local_bucket_lists_like_s3() {
             version,
             ..Default::default()
         };
-        list_all(&*bucket, &request).unwrap()
+        list_all(&*bucket, &request, &Token::default()).unwrap()
     };
     for version in [ListVersion::V1, ListVersion::V2] {
         let all = page_of("", None, Some(2), version);
@@ -291,7 +293,7 @@ fn the_local_bucket_lists_like_s3() {
         assert_eq!(under_a.objects.len(), 2);
     }
     let after = ListRequest { start_after: Some("b/1".into()), ..Default::default() };
-    assert_eq!(list_all(&*bucket, &after).unwrap().objects[0].key, "b/2/x");
+    assert_eq!(list_all(&*bucket, &after, &Token::default()).unwrap().objects[0].key, "b/2/x");
 }
 
 #[test]

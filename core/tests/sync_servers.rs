@@ -4,7 +4,7 @@
 
 mod sync_support;
 
-use objstore_db_core::sync::{list_all, open_bucket, ListRequest, ListVersion, Precondition, SyncConfig};
+use objstore_db_core::sync::{list_all, open_bucket, ListRequest, ListVersion, Precondition, SyncConfig, Token};
 use objstore_db_core::{ErrorCode, EventKind, Key, KeyRange, Resolution, ScanOptions};
 use serde_json::{json, Value};
 use sync_support::*;
@@ -166,7 +166,9 @@ fn listings_agree_between_servers_and_the_local_bucket() {
         let config = SyncConfig::from_json("s", &block("objstore", options, json!({})), &|_| None).unwrap();
         let bucket = open_bucket(&config, Default::default()).unwrap();
         for k in keys {
-            bucket.put(&format!("{prefix}{k}"), b"{}", &Default::default(), &Precondition::None, false).unwrap();
+            bucket
+                .put(&format!("{prefix}{k}"), b"{}", &Default::default(), &Precondition::None, false, &Token::default())
+                .unwrap();
         }
         let mut seen = Vec::new();
         for version in [ListVersion::V2, ListVersion::V1] {
@@ -182,7 +184,7 @@ fn listings_agree_between_servers_and_the_local_bucket() {
                     version,
                     ..Default::default()
                 };
-                let page = list_all(&*bucket, &request).unwrap();
+                let page = list_all(&*bucket, &request, &Token::default()).unwrap();
                 let objects: Vec<String> = page.objects.iter().map(|o| o.key[prefix.len()..].to_string()).collect();
                 let prefixes: Vec<String> =
                     page.common_prefixes.iter().map(|p| p[prefix.len()..].to_string()).collect();
@@ -191,7 +193,7 @@ fn listings_agree_between_servers_and_the_local_bucket() {
         }
         let after =
             ListRequest { prefix: prefix.clone(), start_after: Some(format!("{prefix}b/1")), ..Default::default() };
-        let page = list_all(&*bucket, &after).unwrap();
+        let page = list_all(&*bucket, &after, &Token::default()).unwrap();
         seen.push((
             "start-after".into(),
             page.objects.iter().map(|o| o.key[prefix.len()..].to_string()).collect(),

@@ -24,6 +24,7 @@ use serde_json::{Map, Value};
 
 use super::bucket::{list_all, Bucket, Fetched, ListRequest, Object, ObjectInfo, Precondition, Validators};
 use super::config::{Format, Prefetch, SyncConfig};
+pub use super::token::Token;
 use super::{open_bucket, parallel, time, Accounting, Stats};
 use crate::database::Database;
 use crate::error::{Error, Result};
@@ -42,28 +43,6 @@ pub trait Port {
 impl Port for Database {
     fn exec<T: Send + 'static>(&mut self, work: impl FnOnce(&mut Database) -> Result<T> + Send + 'static) -> Result<T> {
         work(self)
-    }
-}
-
-/// A cancellation flag a long job checks between batches and between requests.
-#[derive(Debug, Clone, Default)]
-pub struct Token(Arc<AtomicBool>);
-
-impl Token {
-    pub fn cancel(&self) {
-        self.0.store(true, Ordering::Release);
-    }
-
-    pub fn is_cancelled(&self) -> bool {
-        self.0.load(Ordering::Acquire)
-    }
-
-    fn check(&self, what: &str) -> Result<()> {
-        if self.is_cancelled() {
-            Err(Error::Cancelled(format!("{what} was cancelled")))
-        } else {
-            Ok(())
-        }
     }
 }
 
@@ -304,7 +283,7 @@ impl Agent {
         let names: Vec<(String, Validators)> = asks.iter().map(|(id, v, _)| (s.object_key(id), v.clone())).collect();
         let answers = parallel(&names, s.config.concurrency, |(name, validators)| {
             token.check(&what)?;
-            s.bucket.get(name, validators)
+            s.bucket.get(name, validators, token)
         });
         let mut changes = Vec::new();
         for ((id, _, never_synced), answer) in asks.into_iter().zip(answers) {
@@ -468,7 +447,7 @@ impl Agent {
             version: s.config.list_version,
             ..Default::default()
         };
-        let listing = list_all(&*s.bucket, &request);
+        let listing = list_all(&*s.bucket, &request, token);
         self.breaker.record(&listing);
         let listing = listing.inspect_err(|e| self.report_offline(port, store, e))?;
         let listed: Vec<(String, ObjectInfo)> = listing
@@ -557,7 +536,7 @@ impl Agent {
         let names: Vec<String> = chunk.iter().map(|(id, _)| s.object_key(id)).collect();
         let answers = parallel(&names, s.config.concurrency, |name| {
             token.check("a prefetch")?;
-            s.bucket.get(name, &Validators::default())
+            s.bucket.get(name, &Validators::default(), token)
         });
         let mut changes = Vec::new();
         let mut unusable = Vec::new();
@@ -612,7 +591,7 @@ impl Agent {
                     })
                 } else {
                     self.may_contact("the outbox").and_then(|()| {
-                        let sent = self.send(&item);
+                        let sent = self.send(&item, token);
                         self.breaker.record(&sent);
                         sent
                     })
@@ -661,7 +640,7 @@ impl Agent {
         Ok(report)
     }
 
-    fn send(&self, item: &OutboxItem) -> Result<Option<String>> {
+    fn send(&self, item: &OutboxItem, token: &Token) -> Result<Option<String>> {
         let entry = &item.entry;
         let s = self.store(&entry.store).map_err(|_| {
             Error::InvalidArgument(format!(
@@ -671,7 +650,7 @@ impl Agent {
         })?;
         let name = s.object_key(&entry.id);
         let Some(value) = entry.value.as_ref().filter(|_| entry.op != WriteOp::Delete) else {
-            return s.bucket.delete(&name).map(|()| None);
+            return s.bucket.delete(&name, token).map(|()| None);
         };
         let body = serde_json::to_vec(value).expect("records serialise");
         let condition = match (entry.op, &item.known_etag) {
@@ -682,9 +661,9 @@ impl Agent {
             _ => Precondition::None,
         };
         let metadata = s.config.metadata_of(value);
-        match s.bucket.put(&name, &body, &metadata, &condition, entry.op == WriteOp::Create) {
+        match s.bucket.put(&name, &body, &metadata, &condition, entry.op == WriteOp::Create, token) {
             // A write sent before a crash, whose success was never recorded, meets its own copy.
-            Err(Error::Remote { status: 412, .. }) if holds_body(s, &name, &body) => Ok(Some(etag_of(&body))),
+            Err(Error::Remote { status: 412, .. }) if holds_body(s, &name, &body, token) => Ok(Some(etag_of(&body))),
             other => other,
         }
     }
@@ -728,8 +707,8 @@ fn as_conflict(item: &OutboxItem, error: Error) -> Error {
 }
 
 /// Whether the bucket's object is exactly `body` (S3 etags of single-part uploads are MD5s).
-fn holds_body(s: &SyncedStore, name: &str, body: &[u8]) -> bool {
-    matches!(s.bucket.head(name), Ok(Some((info, _))) if info.etag == etag_of(body))
+fn holds_body(s: &SyncedStore, name: &str, body: &[u8], token: &Token) -> bool {
+    matches!(s.bucket.head(name, token), Ok(Some((info, _))) if info.etag == etag_of(body))
 }
 
 pub(crate) fn etag_of(body: &[u8]) -> String {

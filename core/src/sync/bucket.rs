@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
+use super::token::Token;
 use crate::error::{Error, Result};
 
 /// Custom metadata of an object, by lower-case name without the header prefix.
@@ -92,9 +93,9 @@ pub struct ListPage {
 pub trait Bucket: Send + Sync {
     /// Where the bucket is, for messages.
     fn describe(&self) -> String;
-    fn get(&self, key: &str, validators: &Validators) -> Result<Fetched>;
+    fn get(&self, key: &str, validators: &Validators, token: &Token) -> Result<Fetched>;
     /// The object's description and metadata, or `None` when there is none.
-    fn head(&self, key: &str) -> Result<Option<(ObjectInfo, Metadata)>>;
+    fn head(&self, key: &str, token: &Token) -> Result<Option<(ObjectInfo, Metadata)>>;
     /// Writes an object; returns its new etag when the server tells it. `create` marks a write
     /// that must make a new object (sent as POST where the format says so).
     fn put(
@@ -104,20 +105,21 @@ pub trait Bucket: Send + Sync {
         metadata: &Metadata,
         condition: &Precondition,
         create: bool,
+        token: &Token,
     ) -> Result<Option<String>>;
     /// Removes an object; removing one that is not there is not an error.
-    fn delete(&self, key: &str) -> Result<()>;
-    fn list_page(&self, request: &ListRequest) -> Result<ListPage>;
+    fn delete(&self, key: &str, token: &Token) -> Result<()>;
+    fn list_page(&self, request: &ListRequest, token: &Token) -> Result<ListPage>;
 }
 
 /// Every page of a listing, common prefixes deduplicated (some servers repeat one across
 /// pages), objects in the server's order.
-pub fn list_all(bucket: &dyn Bucket, request: &ListRequest) -> Result<ListPage> {
+pub fn list_all(bucket: &dyn Bucket, request: &ListRequest, token: &Token) -> Result<ListPage> {
     let mut all = ListPage::default();
     let mut seen_prefixes = HashSet::new();
     let mut request = request.clone();
     loop {
-        let page = bucket.list_page(&request)?;
+        let page = bucket.list_page(&request, token)?;
         all.objects.extend(page.objects);
         for prefix in page.common_prefixes {
             if seen_prefixes.insert(prefix.clone()) {

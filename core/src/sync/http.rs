@@ -4,7 +4,6 @@
 //! body, and every attempt counted.
 
 use std::sync::Arc;
-use std::thread;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use ureq::http::{Request, Response};
@@ -15,6 +14,7 @@ use super::bucket::{
     Bucket, Fetched, ListPage, ListRequest, ListVersion, Metadata, Object, ObjectInfo, Precondition, Validators,
 };
 use super::config::{Addressing, Format, SyncConfig};
+use super::token::Token;
 use super::{listing, sign};
 use crate::error::{Error, Result};
 
@@ -87,6 +87,7 @@ impl HttpBucket {
         url: &str,
         mut headers: Vec<(String, String)>,
         body: &[u8],
+        token: &Token,
     ) -> Result<Answer> {
         if let Some(credentials) = &self.config.credentials {
             let signature = sign::signature_headers(credentials, &self.config.region, method, url, &headers, body)?;
@@ -98,6 +99,7 @@ impl HttpBucket {
         let idempotent = method != "POST";
         let mut attempt = 0;
         loop {
+            token.check(&what)?;
             let outcome = self.attempt(kind, method, url, &headers, body, &what);
             let retry = match &outcome {
                 Ok(answer) if idempotent => matches!(answer.status, 429 | 500 | 502 | 503 | 504),
@@ -111,7 +113,7 @@ impl HttpBucket {
                     Err((error, _)) => Err(error),
                 };
             }
-            thread::sleep(backoff(self.config.retry_base, attempt));
+            token.sleep(backoff(self.config.retry_base, attempt));
             attempt += 1;
         }
     }
@@ -189,7 +191,7 @@ impl Bucket for HttpBucket {
         self.url(None, &[])
     }
 
-    fn get(&self, key: &str, validators: &Validators) -> Result<Fetched> {
+    fn get(&self, key: &str, validators: &Validators, token: &Token) -> Result<Fetched> {
         let url = self.url(Some(key), &[]);
         let mut headers = Vec::new();
         if let Some(etag) = &validators.etag {
@@ -197,7 +199,7 @@ impl Bucket for HttpBucket {
         } else if let Some(date) = &validators.last_modified {
             headers.push(("if-modified-since".to_string(), date.clone()));
         }
-        let answer = self.send("GET", "GET", &url, headers, &[])?;
+        let answer = self.send("GET", "GET", &url, headers, &[], token)?;
         match answer.status {
             304 => Ok(Fetched::NotModified),
             404 if no_such_key(&answer) => Ok(Fetched::Missing),
@@ -213,9 +215,9 @@ impl Bucket for HttpBucket {
         }
     }
 
-    fn head(&self, key: &str) -> Result<Option<(ObjectInfo, Metadata)>> {
+    fn head(&self, key: &str, token: &Token) -> Result<Option<(ObjectInfo, Metadata)>> {
         let url = self.url(Some(key), &[]);
-        let answer = self.send("HEAD", "HEAD", &url, Vec::new(), &[])?;
+        let answer = self.send("HEAD", "HEAD", &url, Vec::new(), &[], token)?;
         if answer.status == 404 {
             return Ok(None);
         }
@@ -237,6 +239,7 @@ impl Bucket for HttpBucket {
         metadata: &Metadata,
         condition: &Precondition,
         create: bool,
+        token: &Token,
     ) -> Result<Option<String>> {
         let url = self.url(Some(key), &[]);
         let mut headers = vec![("content-type".to_string(), "application/json".to_string())];
@@ -249,21 +252,21 @@ impl Bucket for HttpBucket {
             Precondition::Absent => headers.push(("if-none-match".into(), "*".into())),
         }
         let method = if create && self.config.format == Format::Rest { "POST" } else { "PUT" };
-        let answer = self.send(method, method, &url, headers, body)?;
+        let answer = self.send(method, method, &url, headers, body, token)?;
         let answer = self.check(&format!("{method} {url}"), answer)?;
         Ok(answer.header("etag").map(str::to_string))
     }
 
-    fn delete(&self, key: &str) -> Result<()> {
+    fn delete(&self, key: &str, token: &Token) -> Result<()> {
         let url = self.url(Some(key), &[]);
-        let answer = self.send("DELETE", "DELETE", &url, Vec::new(), &[])?;
+        let answer = self.send("DELETE", "DELETE", &url, Vec::new(), &[], token)?;
         if answer.status == 404 && no_such_key(&answer) {
             return Ok(());
         }
         self.check(&format!("DELETE {url}"), answer).map(|_| ())
     }
 
-    fn list_page(&self, request: &ListRequest) -> Result<ListPage> {
+    fn list_page(&self, request: &ListRequest, token: &Token) -> Result<ListPage> {
         let mut query: Vec<(&str, String)> = vec![("prefix", request.prefix.clone())];
         if let Some(d) = &request.delimiter {
             query.push(("delimiter", d.clone()));
@@ -291,7 +294,7 @@ impl Bucket for HttpBucket {
         }
         let url = self.url(None, &query);
         let what = format!("GET {url}");
-        let answer = self.check(&what, self.send("LIST", "GET", &url, Vec::new(), &[])?)?;
+        let answer = self.check(&what, self.send("LIST", "GET", &url, Vec::new(), &[], token)?)?;
         listing::parse_list(&answer.body, request.version).map_err(|reason| Error::RemoteData { what, reason })
     }
 }

@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use super::accounting::Accounting;
 use super::bucket::{Bucket, Fetched, ListPage, ListRequest, Metadata, Object, ObjectInfo, Precondition, Validators};
 use super::time;
+use super::token::Token;
 use crate::error::{Error, Result};
 
 /// The folder inside the bucket directory that holds what is not an object.
@@ -189,7 +190,7 @@ impl Bucket for LocalBucket {
         format!("file://{}", self.root.display())
     }
 
-    fn get(&self, key: &str, validators: &Validators) -> Result<Fetched> {
+    fn get(&self, key: &str, validators: &Validators, _token: &Token) -> Result<Fetched> {
         let path = self.path_of(key)?;
         let Some(sidecar) = self.sidecar(key, &path)? else {
             self.accounting.record("GET", 404, 0, 0);
@@ -236,7 +237,7 @@ impl Bucket for LocalBucket {
         }))
     }
 
-    fn head(&self, key: &str) -> Result<Option<(ObjectInfo, Metadata)>> {
+    fn head(&self, key: &str, _token: &Token) -> Result<Option<(ObjectInfo, Metadata)>> {
         let path = self.path_of(key)?;
         let found = self.sidecar(key, &path)?;
         self.accounting.record("HEAD", if found.is_some() { 200 } else { 404 }, 0, 0);
@@ -254,6 +255,7 @@ impl Bucket for LocalBucket {
         metadata: &Metadata,
         condition: &Precondition,
         _create: bool,
+        _token: &Token,
     ) -> Result<Option<String>> {
         let path = self.path_of(key)?;
         let _lock = self.lock()?;
@@ -300,7 +302,7 @@ impl Bucket for LocalBucket {
         Ok(Some(sidecar.etag))
     }
 
-    fn delete(&self, key: &str) -> Result<()> {
+    fn delete(&self, key: &str, _token: &Token) -> Result<()> {
         let path = self.path_of(key)?;
         let _lock = self.lock()?;
         // The sidecar first: a crash in between leaves a file that describes itself.
@@ -315,7 +317,7 @@ impl Bucket for LocalBucket {
         Ok(())
     }
 
-    fn list_page(&self, request: &ListRequest) -> Result<ListPage> {
+    fn list_page(&self, request: &ListRequest, _token: &Token) -> Result<ListPage> {
         let after = request.continuation.as_ref().or(request.start_after.as_ref());
         let max_keys = request.max_keys.map_or(DEFAULT_MAX_KEYS, |n| (n as usize).min(DEFAULT_MAX_KEYS));
         let delimiter = request.delimiter.as_deref().filter(|d| !d.is_empty());

@@ -14,6 +14,7 @@ mod local;
 pub mod runner;
 mod sign;
 pub(crate) mod time;
+mod token;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -1,0 +1,326 @@
+//! The request-oriented API the C ABI and the bindings sit on, proved where a binding would
+//! break: a cursor whose consumer awaits other requests between steps, a request while an
+//! explicit transaction is idle, cancellation of a queued request and of a fetch between its
+//! HTTP attempts, close racing requests from several threads, a transaction whose commit
+//! succeeds while the bucket refuses one of its writes, and a black-holed bucket that leaves
+//! cached reads and unsynced stores answering. The local tests run on both mechanisms; the
+//! sync tests on moto and the misbehaving peer of the core's sync suites (Garage answers a
+//! conditional create over an existing object with 200, which issue 11 deals with).
+
+#[path = "../../core/tests/sync_support/mod.rs"]
+mod sync_support;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use objstore_db::rsapi::{Db, OpenOptions, Read, ReadKind, RequestId};
+use objstore_db_core::{Error, ErrorCode, Mode, Result};
+use serde_json::{json, Value};
+use sync_support::{server, signed_options, unique_prefix, Misbehaviour, Peer};
+use tempfile::TempDir;
+
+/// Far longer than any request here should take; a completion that does not come within it
+/// is a hang, reported as such (this is not a timing assertion).
+const PATIENCE: Duration = Duration::from_secs(30);
+
+type Done<T> = Box<dyn FnOnce(Result<T>) + Send>;
+
+/// Makes a request and waits for its completion; an error from the call itself is returned
+/// the same way.
+fn wait<T: Send + 'static>(start: impl FnOnce(Done<T>) -> Result<RequestId>) -> Result<T> {
+    let (tx, rx) = mpsc::channel();
+    start(Box::new(move |r| {
+        let _ = tx.send(r);
+    }))?;
+    rx.recv_timeout(PATIENCE).expect("the request did not complete")
+}
+
+fn open_db(name: &str, schema: &Value, options: Value) -> Db {
+    let options = OpenOptions::from_json(Some(&options)).unwrap();
+    let (tx, rx) = mpsc::channel();
+    let db = Db::open(name, Some(schema), &options, move |r| {
+        let _ = tx.send(r);
+    })
+    .unwrap();
+    rx.recv_timeout(PATIENCE).unwrap().unwrap();
+    db
+}
+
+fn close(db: &Db) {
+    wait(|done| db.close(done).map(|()| 0)).unwrap();
+}
+
+fn local_schema() -> Value {
+    json!({"stores": [{"name": "notes", "keyPath": "id"}]})
+}
+
+/// Runs a test once on a SQLite file and once in memory.
+fn on_both_mechanisms(test: impl Fn(Db)) {
+    let dir = TempDir::new().unwrap();
+    for mechanism in ["sqlite", "memory"] {
+        let path = dir.path().join(format!("{mechanism}.sqlite3"));
+        test(open_db(path.to_str().unwrap(), &local_schema(), json!({"mechanism": mechanism})));
+    }
+}
+
+fn put(db: &Db, value: Value) -> Result<Value> {
+    wait(|done| db.put(None, "notes", value, None, done))
+}
+
+fn count(db: &Db) -> u64 {
+    wait(|done| db.read_scan(None, "notes", ReadKind::Count, None, Read::default(), done)).unwrap().as_u64().unwrap()
+}
+
+fn seed(db: &Db, n: u64) {
+    let values = (1..=n).map(|id| json!({"id": id, "n": 0})).collect();
+    wait(|done| db.put_many(None, "notes", values, done)).unwrap();
+}
+
+#[test]
+fn a_cursor_consumer_awaits_other_requests_between_steps() {
+    on_both_mechanisms(|db| {
+        seed(&db, 10);
+        let query = db.query(&json!({"from": "notes"})).unwrap();
+        let cursor = query.cursor(None, Mode::ReadWrite);
+        let mut seen = Vec::new();
+        loop {
+            let batch = wait(|done| cursor.next(3, Read::default(), done)).unwrap();
+            let items = batch.as_array().unwrap().clone();
+            if items.is_empty() {
+                break;
+            }
+            for item in items {
+                let id = item["primaryKey"].as_u64().unwrap();
+                seen.push(id);
+                // Other requests, awaited inside the loop's body: each is served at once.
+                let got = wait(|done| db.get(None, "notes", &json!(id), Read::default(), done)).unwrap();
+                assert_eq!(got["id"], json!(id));
+                if id <= 10 {
+                    put(&db, json!({"id": 100 + id, "n": 0})).unwrap();
+                }
+                if id % 2 == 0 {
+                    wait(|done| cursor.update(&json!(id), json!({"id": id, "n": 1}), done)).unwrap();
+                } else {
+                    wait(|done| cursor.delete(&json!(id), done)).unwrap();
+                }
+            }
+        }
+        // The records the body added ahead of the cursor are met too, in key order.
+        assert_eq!(seen, (1..=10).chain(101..=110).collect::<Vec<_>>());
+        assert_eq!(count(&db), 10, "the odd ones were deleted");
+        let evens = wait(|done| db.values_of(None, "notes", &json!([2, 10, 102, 110]), Read::default(), done)).unwrap();
+        assert!(evens.as_array().unwrap().iter().all(|v| v["n"] == json!(1)), "{evens}");
+        close(&db);
+    });
+}
+
+#[test]
+fn a_request_outside_an_idle_transaction_fails_at_once_naming_it() {
+    on_both_mechanisms(|db| {
+        seed(&db, 1);
+        let tx = wait(|done| db.begin(&json!(["notes"]), Mode::ReadWrite, done)).unwrap();
+        wait(|done| db.put(Some(tx), "notes", json!({"id": 2}), None, done)).unwrap();
+        // The transaction is idle now; a request outside it is answered at once, not queued.
+        let err = wait(|done| db.get(None, "notes", &json!(1), Read::default(), done)).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::Busy, "{err}");
+        assert!(err.to_string().contains(&format!("transaction {tx}")), "{err}");
+        wait(|done| db.commit(tx, done)).unwrap();
+        assert_eq!(count(&db), 2, "the transaction's write and the earlier one");
+        close(&db);
+    });
+}
+
+#[test]
+fn a_queued_request_is_cancelled_without_running() {
+    on_both_mechanisms(|db| {
+        // A slow transaction body holds the worker while the put waits behind it.
+        let (held_tx, held) = mpsc::channel();
+        let body = move |_: &mut objstore_db::rsapi::TxOps| {
+            thread::sleep(Duration::from_millis(300));
+            Ok(())
+        };
+        db.run_body(&json!(["notes"]), Mode::ReadWrite, body, move |r| held_tx.send(r).unwrap()).unwrap();
+        let (put_tx, put_done) = mpsc::channel();
+        let id = db.put(None, "notes", json!({"id": 1}), None, move |r| put_tx.send(r).unwrap()).unwrap();
+        assert!(db.cancel(id), "the put was still pending");
+        held.recv_timeout(PATIENCE).unwrap().unwrap();
+        let err = put_done.recv_timeout(PATIENCE).unwrap().unwrap_err();
+        assert_eq!(err.code(), ErrorCode::Cancelled, "{err}");
+        assert!(!db.cancel(id), "a completed request is no longer pending");
+        assert_eq!(count(&db), 0, "the cancelled put never ran");
+        close(&db);
+    });
+}
+
+/// A store synced over the `rest` format with the peer as its server.
+fn peer_schema(peer: &Peer, options: Value) -> Value {
+    let mut sync_options = json!({"endpoint": peer.endpoint(), "prefix": "api/"});
+    for (k, v) in options.as_object().unwrap() {
+        sync_options[k] = v.clone();
+    }
+    json!({"stores": [
+        {"name": "remote", "Sync": {"format": "rest", "Options": sync_options}},
+        {"name": "notes", "keyPath": "id"}
+    ]})
+}
+
+#[test]
+fn a_slow_values_of_is_cancelled_between_its_http_attempts() {
+    // Every answer is a 503: the fetch retries with a backoff of 2 s, 4 s, 8 s...
+    let peer = Peer::start(vec![Misbehaviour::Answer(503, b"busy".to_vec())]);
+    let dir = TempDir::new().unwrap();
+    let schema = peer_schema(&peer, json!({"retries": 5, "retryBaseMs": 2000}));
+    let db = open_db(dir.path().join("c.sqlite3").to_str().unwrap(), &schema, json!({}));
+    let (tx, rx) = mpsc::channel();
+    let id = db.values_of(None, "remote", &json!(["a", "b"]), Read::default(), move |r| tx.send(r).unwrap()).unwrap();
+    let deadline = Instant::now() + PATIENCE;
+    while peer.count() == 0 && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(5));
+    }
+    assert!(peer.count() > 0, "the fetch reached the peer");
+    assert!(db.cancel(id));
+    let err = rx.recv_timeout(PATIENCE).unwrap().unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Cancelled, "{err}");
+    let attempts = peer.count();
+    assert!(attempts <= 2, "no attempt after the cancel: {attempts} requests (one per key at most)");
+    // The database is not held up by the cancelled fetch.
+    put(&db, json!({"id": 1})).unwrap();
+    close(&db);
+}
+
+#[test]
+fn close_racing_requests_from_several_threads_calls_back_last() {
+    on_both_mechanisms(|db| {
+        seed(&db, 20);
+        let order = Arc::new(AtomicUsize::new(0));
+        let completions: Arc<Mutex<Vec<usize>>> = Arc::default();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let (db, order, completions, accepted) =
+                    (db.clone(), order.clone(), completions.clone(), accepted.clone());
+                thread::spawn(move || {
+                    for i in 0.. {
+                        let (order, completions) = (order.clone(), completions.clone());
+                        let record = move |_: Result<Value>| {
+                            let at = order.fetch_add(1, Ordering::SeqCst);
+                            completions.lock().unwrap().push(at);
+                        };
+                        let made = if i % 2 == 0 {
+                            db.get(None, "notes", &json!(1 + i % 20), Read::default(), record)
+                        } else {
+                            db.put(None, "notes", json!({"id": 1000 * (t + 1) + i}), None, record)
+                        };
+                        match made {
+                            Ok(_) => accepted.fetch_add(1, Ordering::SeqCst),
+                            Err(e) => {
+                                assert_eq!(e.code(), ErrorCode::Closed, "{e}");
+                                break;
+                            }
+                        };
+                    }
+                })
+            })
+            .collect();
+        thread::sleep(Duration::from_millis(50));
+        let (tx, rx) = mpsc::channel();
+        let order_at_close = order.clone();
+        db.close(move |r| tx.send((r, order_at_close.fetch_add(1, Ordering::SeqCst))).unwrap()).unwrap();
+        let (closed, close_at) = rx.recv_timeout(PATIENCE).unwrap();
+        closed.unwrap();
+        threads.into_iter().for_each(|t| t.join().unwrap());
+        let completions = completions.lock().unwrap();
+        assert!(accepted.load(Ordering::SeqCst) > 0);
+        assert_eq!(completions.len(), accepted.load(Ordering::SeqCst), "every accepted request called back once");
+        assert!(completions.iter().all(|&at| at < close_at), "close's callback came last");
+    });
+}
+
+// ----- sync --------------------------------------------------------------------------------
+
+fn synced_schema(options: Value) -> Value {
+    json!({"stores": [{"name": "results", "Sync": {"format": "objstore", "immutable": true, "Options": options}}]})
+}
+
+/// Two clients on one prefix; b's transaction writes a key a already created and a new one.
+fn a_transaction_with_one_conflicting_write(options: Value) {
+    let dir = TempDir::new().unwrap();
+    let schema = synced_schema(options);
+    let a = open_db(dir.path().join("a.sqlite3").to_str().unwrap(), &schema, json!({}));
+    let b = open_db(dir.path().join("b.sqlite3").to_str().unwrap(), &schema, json!({}));
+    wait(|done| a.add(None, "results", json!({"by": "a"}), Some(&json!("same")), done)).unwrap();
+    let report = wait(|done| a.flush(done)).unwrap();
+    assert_eq!(report["pending"], json!(0), "{report}");
+
+    let conflicts: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let seen = conflicts.clone();
+    let filter = json!({"kinds": ["conflict"]});
+    wait(|done| b.subscribe(Some(&filter), move |e| seen.lock().unwrap().push(e), done)).unwrap();
+    let body = |ops: &mut objstore_db::rsapi::TxOps| {
+        ops.add("results", json!({"by": "b"}), Some(&json!("same")))?;
+        ops.add("results", json!({"by": "b"}), Some(&json!("fresh")))?;
+        Ok(())
+    };
+    // The commit is local and succeeds; the bucket's refusal of one write is reported apart.
+    wait(|done| b.run_body(&json!(["results"]), Mode::ReadWrite, body, done)).unwrap();
+    let report = wait(|done| b.flush(done)).unwrap();
+    assert_eq!(report["pending"], json!(0), "{report}");
+    let refused = wait(|done| b.refused_writes(done)).unwrap();
+    let refused = refused.as_array().unwrap();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0]["code"], json!("Conflict"), "{refused:?}");
+    assert!(refused[0]["message"].as_str().unwrap().contains("\"same\""), "{refused:?}");
+    let status = |key: &str| wait(|done| b.sync_status("results", &json!(key), done)).unwrap();
+    assert_eq!(status("same"), json!("refused"));
+    assert_eq!(status("fresh"), json!("synced"));
+    assert_eq!(conflicts.lock().unwrap().len(), 1, "{:?}", conflicts.lock().unwrap());
+    let fresh = Read { fresh: true };
+    let other = wait(|done| a.get(None, "results", &json!("fresh"), fresh, done)).unwrap();
+    assert_eq!(other, json!({"by": "b"}), "the write that was not refused reached the bucket");
+    close(&a);
+    close(&b);
+}
+
+#[test]
+fn on_moto_a_transaction_with_one_conflicting_write_commits_and_reports_the_conflict_apart() {
+    a_transaction_with_one_conflicting_write(signed_options(
+        &server("moto"),
+        "moto",
+        "MOTO_SIGNED_BUCKET",
+        &unique_prefix("tx-conflict"),
+    ));
+}
+
+#[test]
+fn a_black_holed_bucket_leaves_cached_reads_and_unsynced_stores_answering() {
+    // The first GET is answered; every later request is held for ten minutes.
+    let peer = Peer::start(vec![
+        Misbehaviour::Answer(200, br#"{"v": 1}"#.to_vec()),
+        Misbehaviour::Slow(Duration::from_secs(600), Vec::new()),
+    ]);
+    let dir = TempDir::new().unwrap();
+    let schema = peer_schema(&peer, json!({"retries": 0, "timeoutMs": 600_000}));
+    let db = open_db(dir.path().join("c.sqlite3").to_str().unwrap(), &schema, json!({}));
+    let get_cached = || wait(|done| db.get(None, "remote", &json!("x"), Read::default(), done));
+    assert_eq!(get_cached().unwrap(), json!({"v": 1}), "fetched once, now cached");
+    for i in 0..50 {
+        // Each read of the cached copy answers at once and revalidates in the background,
+        // where the black hole holds it; the unsynced store is untouched by all of it.
+        assert_eq!(get_cached().unwrap(), json!({"v": 1}));
+        put(&db, json!({"id": i})).unwrap();
+        assert_eq!(wait(|done| db.get(None, "notes", &json!(i), Read::default(), done)).unwrap(), json!({"id": i}));
+    }
+    assert!(peer.count() >= 2, "a revalidation is held by the black hole meanwhile");
+    assert_eq!(count(&db), 50);
+    // A fresh read must wait for the bucket: cancelled, it gives up without an answer.
+    let (tx, rx) = mpsc::channel();
+    let id = db.get(None, "remote", &json!("x"), Read { fresh: true }, move |r| tx.send(r).unwrap()).unwrap();
+    thread::sleep(Duration::from_millis(50));
+    assert!(rx.try_recv().is_err(), "a fresh read does not answer from the cache");
+    db.cancel(id);
+    close(&db);
+    let err: Error = rx.recv_timeout(PATIENCE).unwrap().unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Cancelled, "{err}");
+}
