@@ -23,7 +23,7 @@
 
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::thread::{self, ThreadId};
@@ -129,26 +129,50 @@ impl Default for ExecutorOptions {
     }
 }
 
-/// Requests waiting for the worker, counted for backpressure.
+/// Requests waiting for the worker, counted for backpressure. The count is an atomic, so a
+/// request costs no lock while there is room; a submitter that finds the queue full sleeps
+/// until the worker has taken a quarter of it out (waking it for every single free slot would
+/// switch threads once per request). Concurrent submitters may overshoot the capacity by at
+/// most one request each.
 struct Queue {
-    waiting: Mutex<usize>,
-    room: Condvar,
+    waiting: AtomicUsize,
     capacity: usize,
+    /// Submitters asleep for room; the worker wakes them only when there are any.
+    sleepers: AtomicUsize,
+    lock: Mutex<()>,
+    room: Condvar,
 }
 
 impl Queue {
-    fn enter(&self, may_wait: bool) {
-        let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
-        while may_wait && *waiting >= self.capacity {
-            waiting = self.room.wait(waiting).unwrap_or_else(|p| p.into_inner());
+    fn new(capacity: usize) -> Queue {
+        Queue {
+            waiting: AtomicUsize::new(0),
+            capacity: capacity.max(1),
+            sleepers: AtomicUsize::new(0),
+            lock: Mutex::new(()),
+            room: Condvar::new(),
         }
-        *waiting += 1;
+    }
+
+    fn enter(&self, may_wait: bool) {
+        if may_wait && self.waiting.load(Ordering::SeqCst) >= self.capacity {
+            let mut guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+            self.sleepers.fetch_add(1, Ordering::SeqCst);
+            while self.waiting.load(Ordering::SeqCst) >= self.capacity {
+                guard = self.room.wait(guard).unwrap_or_else(|p| p.into_inner());
+            }
+            self.sleepers.fetch_sub(1, Ordering::SeqCst);
+        }
+        self.waiting.fetch_add(1, Ordering::SeqCst);
     }
 
     fn leave(&self) {
-        let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
-        *waiting = waiting.saturating_sub(1);
-        self.room.notify_one();
+        let left = self.waiting.fetch_sub(1, Ordering::SeqCst) - 1;
+        // SeqCst on both sides: a sleeper either sees the lower count or is seen here.
+        if left <= self.capacity - self.capacity.div_ceil(4) && self.sleepers.load(Ordering::SeqCst) > 0 {
+            let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+            self.room.notify_all();
+        }
     }
 }
 
@@ -191,8 +215,7 @@ impl AsyncDatabase {
     ) -> Result<AsyncDatabase> {
         let name: Arc<str> = Arc::from(name);
         let (sender, receiver) = mpsc::channel();
-        let queue =
-            Arc::new(Queue { waiting: Mutex::new(0), room: Condvar::new(), capacity: options.queue_capacity.max(1) });
+        let queue = Arc::new(Queue::new(options.queue_capacity));
         let closing = Arc::new(AtomicBool::new(false));
         let worker = Worker { name: name.clone(), receiver, options, queue: queue.clone(), closing: closing.clone() };
         let handle = thread::Builder::new()

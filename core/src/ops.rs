@@ -130,6 +130,19 @@ impl Tx<'_> {
         }
     }
 
+    /// The record under `key` as the JSON text it is stored as: no decode and re-encode, for
+    /// a caller that hands text on (the C API).
+    pub fn get_text(&mut self, store: &str, key: &Key) -> Result<Option<String>> {
+        let info = self.db.store_for(store, false)?;
+        let pk = key.encode().map_err(|e| e.in_store(store, None))?;
+        match self.db.mech.get(info.data, &pk)? {
+            Some(bytes) => String::from_utf8(bytes)
+                .map(Some)
+                .map_err(|e| Error::Internal(format!("a stored record of store {store:?} is not UTF-8: {e}"))),
+            None => Ok(None),
+        }
+    }
+
     /// Removes the records in `range`; returns how many went.
     pub fn remove(&mut self, store: &str, range: &KeyRange) -> Result<u64> {
         let range = range.to_bytes().map_err(|e| e.in_store(store, None))?;

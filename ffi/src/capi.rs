@@ -183,8 +183,13 @@ unsafe impl Send for Completion {}
 
 impl Completion {
     fn deliver<T: Into<Value>>(self, result: Result<T>) {
+        self.deliver_text(result.map(|value| value.into().to_string()))
+    }
+
+    /// A result that is JSON text already.
+    fn deliver_text(self, result: Result<String>) {
         let (status, text) = match result {
-            Ok(value) => (ObjstoreStatus::Ok, value.into().to_string()),
+            Ok(text) => (ObjstoreStatus::Ok, text),
             Err(e) => (status_of(&e), e.to_string()),
         };
         let text = c_string(text);
@@ -555,7 +560,7 @@ pub unsafe extern "C" fn objstore_db_get(
         let (db, store) = (db_ref(db)?, text(store, "store")?);
         let key = json(key_json, key_len, "key_json")?;
         let (read, done) = (read_flags(flags)?, completion(done, user_data)?);
-        db.get(within(tx), store, &key, read, move |r| done.deliver(r))
+        db.get_text(within(tx), store, &key, read, move |r| done.deliver_text(r))
     })
 }
 

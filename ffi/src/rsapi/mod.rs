@@ -376,6 +376,29 @@ impl Db {
         )
     }
 
+    /// As [`Db::get`], with the record as the JSON text it is stored as (`null` when there is
+    /// none): a caller that hands text on (the C API) skips a decode and an encode.
+    pub fn get_text(
+        &self,
+        within: Within,
+        store: &str,
+        key: &Value,
+        read: Read,
+        done: impl FnOnce(Result<String>) + Send + 'static,
+    ) -> Result<RequestId> {
+        let key = Key::from_json(key)?;
+        let name = store.to_string();
+        let wanted = vec![key.clone()];
+        self.read(
+            within,
+            vec![name.clone()],
+            read,
+            Some(wanted),
+            move |tx| Ok(tx.get_text(&name, &key)?.unwrap_or_else(|| "null".to_string())),
+            done,
+        )
+    }
+
     /// The record under `key`, or `null`.
     pub fn get(
         &self,
