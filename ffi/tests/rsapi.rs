@@ -324,3 +324,29 @@ fn a_black_holed_bucket_leaves_cached_reads_and_unsynced_stores_answering() {
     let err: Error = rx.recv_timeout(PATIENCE).unwrap().unwrap_err();
     assert_eq!(err.code(), ErrorCode::Cancelled, "{err}");
 }
+
+#[test]
+fn a_store_without_prefetch_reads_what_it_holds_until_prefetch_brings_it_in_line() {
+    let options = signed_options(&server("moto"), "moto", "MOTO_SIGNED_BUCKET", &unique_prefix("prefetch"));
+    let schema =
+        json!({"stores": [{"name": "docs", "keyPath": "id", "Sync": {"format": "objstore", "Options": options}}]});
+    let dir = TempDir::new().unwrap();
+    let writer = open_db(dir.path().join("w.sqlite3").to_str().unwrap(), &schema, json!({}));
+    let values = (0..50).map(|i| json!({"id": format!("d{i:02}")})).collect();
+    wait(|done| writer.put_many(None, "docs", values, done)).unwrap();
+    assert_eq!(wait(|done| writer.flush(done)).unwrap()["pending"], json!(0));
+
+    let reader = open_db(dir.path().join("r.sqlite3").to_str().unwrap(), &schema, json!({}));
+    let count =
+        |db: &Db| wait(|done| db.read_scan(None, "docs", ReadKind::Count, None, Read::default(), done)).unwrap();
+    assert_eq!(count(&reader), json!(0), "without prefetch, a scan reads what this database holds");
+    for key in ["d01", "d02", "d03", "d04"] {
+        let got = wait(|done| reader.get(None, "docs", &json!(key), Read::default(), done)).unwrap();
+        assert_eq!(got, json!({"id": key}), "a record not held is fetched");
+    }
+    assert_eq!(count(&reader), json!(4));
+    wait(|done| reader.prefetch("docs", done)).unwrap();
+    assert_eq!(count(&reader), json!(50), "prefetch() brings the local copy in line");
+    close(&writer);
+    close(&reader);
+}

@@ -646,6 +646,7 @@ static void a_put_reaches_moto_and_another_client_reads_it(void) {
     CHECK(wait_for(&w) == OK);
     CHECK(objstore_db_flush(writer, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
+    CHECK_CONTAINS(w.result, "\"pending\":0,\"rejected\":[]}");
     /* The commit is the local outcome; the bucket's refusal is a refused write, data kept. */
     CHECK(objstore_db_add(reader, 0, "results", J("{\"ok\": false}"), J("\"linux/c/2\""), on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);

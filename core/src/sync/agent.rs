@@ -138,6 +138,9 @@ pub struct Agent {
     accounting: Arc<Accounting>,
     offline: AtomicBool,
     breaker: Breaker,
+    /// One flush at a time: two would read the same outbox entries and send each twice (a
+    /// background flush after a commit and an explicit one meet often).
+    flushing: Mutex<()>,
 }
 
 impl Agent {
@@ -167,6 +170,7 @@ impl Agent {
             accounting,
             offline: AtomicBool::new(false),
             breaker: Breaker::default(),
+            flushing: Mutex::default(),
         })
     }
 
@@ -563,6 +567,7 @@ impl Agent {
     /// Sends the outbox in order until it is empty or the bucket cannot be reached. Each batch
     /// of writes is acknowledged in one transaction.
     pub fn flush(&self, port: &mut impl Port, token: &Token) -> Result<FlushReport> {
+        let _one_at_a_time = self.flushing.lock().unwrap_or_else(|p| p.into_inner());
         let mut report = FlushReport::default();
         // Objects whose write was refused in this flush: later writes to them were made on
         // top of a version the bucket does not hold, so they are refused too.
