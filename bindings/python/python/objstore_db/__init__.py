@@ -1,0 +1,696 @@
+"""objstore-db for asyncio: a client-side database with object-storage sync.
+
+Every operation is an awaitable; records are plain dicts and lists; keys are int, float, str,
+bytes, datetime and tuples of them, in IndexedDB order. The work runs on the library's threads:
+completions come back to the event loop that awaits them, many at a time per wake-up.
+
+    async with objstore_db.open("results.sqlite3", schema) as db:
+        await db.put("results", {"id": "a", "platform": "linux"})
+        rows = await db.query("results").where("platform", "==", "linux").list(20)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import collections.abc
+import datetime
+import json
+import weakref
+from typing import Any, AsyncGenerator, AsyncIterator, Awaitable, Callable, Generator, Iterable, Optional, Sequence, Union
+
+from . import _native
+from ._native import (
+    BusyError,
+    ClosedError,
+    ConflictError,
+    ConstraintError,
+    InternalError,
+    InvalidArgumentError,
+    InvalidKeyError,
+    NetworkError,
+    NotFoundError,
+    ObjstoreError,
+    ReadOnlyError,
+    RemoteDataError,
+    RemoteError,
+    RequestCancelledError,
+    SchemaError,
+    StorageError,
+    TransactionInactiveError,
+)
+
+__version__: str = _native.__version__
+
+__all__ = [
+    "open",
+    "Database",
+    "Transaction",
+    "Query",
+    "CursorItem",
+    "Event",
+    "Subscription",
+    "Key",
+    "KeyRange",
+    "ObjstoreError",
+    "NotFoundError",
+    "InvalidKeyError",
+    "InvalidArgumentError",
+    "ConstraintError",
+    "ReadOnlyError",
+    "TransactionInactiveError",
+    "SchemaError",
+    "ClosedError",
+    "RequestCancelledError",
+    "StorageError",
+    "ConflictError",
+    "NetworkError",
+    "RemoteError",
+    "RemoteDataError",
+    "BusyError",
+    "InternalError",
+]
+
+Key = Union[int, float, str, bytes, datetime.datetime, "tuple[Any, ...]"]
+
+# ----- keys and values ------------------------------------------------------------------------
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+
+
+def _key_json(key: Any) -> Any:
+    """A Python key as the library's JSON form of it."""
+    if isinstance(key, bool):
+        raise InvalidKeyError(f"a bool is not a valid key ({key!r}); use an int or a str")
+    if isinstance(key, (int, float, str)):
+        return key
+    if isinstance(key, (bytes, bytearray, memoryview)):
+        return {"$binary": bytes(key).hex()}
+    if isinstance(key, datetime.datetime):
+        moment = key if key.tzinfo is not None else key.replace(tzinfo=datetime.timezone.utc)
+        return {"$date": (moment - _EPOCH) / datetime.timedelta(milliseconds=1)}
+    if isinstance(key, (tuple, list)):
+        return [_key_json(k) for k in key]
+    raise InvalidKeyError(
+        f"a {type(key).__name__} is not a valid key ({key!r}); keys are int, float, str, bytes, "
+        "datetime or tuples of them"
+    )
+
+
+def _key_py(value: Any) -> Any:
+    """The library's JSON form of a key as the Python key."""
+    if isinstance(value, list):
+        return tuple(_key_py(v) for v in value)
+    if isinstance(value, dict):
+        if "$date" in value:
+            return _EPOCH + datetime.timedelta(milliseconds=value["$date"])
+        if "$binary" in value:
+            return bytes.fromhex(value["$binary"])
+    return value
+
+
+def _dumps(what: str, value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise InvalidArgumentError(f"{what} cannot be stored as JSON: {e}") from None
+
+
+def _key_text(key: Any) -> str:
+    return json.dumps(_key_json(key))
+
+
+class KeyRange:
+    """A range of keys, for `remove`, `count`, `keys` and `values`."""
+
+    __slots__ = ("_json",)
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self._json = spec
+
+    @staticmethod
+    def only(key: Key) -> "KeyRange":
+        return KeyRange({"only": _key_json(key)})
+
+    @staticmethod
+    def lower(key: Key, open: bool = False) -> "KeyRange":
+        return KeyRange({"lower": _key_json(key), "lowerOpen": open})
+
+    @staticmethod
+    def upper(key: Key, open: bool = False) -> "KeyRange":
+        return KeyRange({"upper": _key_json(key), "upperOpen": open})
+
+    @staticmethod
+    def bound(lower: Key, upper: Key, lower_open: bool = False, upper_open: bool = False) -> "KeyRange":
+        return KeyRange(
+            {"lower": _key_json(lower), "upper": _key_json(upper), "lowerOpen": lower_open, "upperOpen": upper_open}
+        )
+
+    @staticmethod
+    def starts(prefix: str) -> "KeyRange":
+        return KeyRange({"starts": prefix})
+
+    def __repr__(self) -> str:
+        return f"KeyRange({self._json!r})"
+
+
+def _target(key_or_range: Any) -> str:
+    if isinstance(key_or_range, KeyRange):
+        return json.dumps(key_or_range._json)
+    return json.dumps({"only": _key_json(key_or_range)})
+
+
+def _scan(
+    index: Optional[str],
+    range: "Optional[Union[Key, KeyRange]]",
+    limit: Optional[int],
+    offset: int,
+    reverse: bool,
+    unique: bool,
+) -> str:
+    scan: dict[str, Any] = {"offset": offset, "reverse": reverse, "unique": unique}
+    if index is not None:
+        scan["index"] = index
+    if range is not None:
+        scan["range"] = range._json if isinstance(range, KeyRange) else {"only": _key_json(range)}
+    if limit is not None:
+        scan["limit"] = limit
+    return json.dumps(scan)
+
+
+# ----- the bridge to the event loop -----------------------------------------------------------
+
+
+class _Bridge:
+    """Per event loop: the native waker that queues completions for it, and their drain."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.waker = _native.Waker(loop.call_soon_threadsafe, self._drain)
+
+    def _drain(self) -> None:
+        for target, kind, payload in self.waker.take():
+            if kind == 2:
+                try:
+                    target(payload)
+                except Exception as e:  # a listener's failure is the listener's, not ours
+                    self.loop.call_exception_handler({"message": "objstore_db event listener failed", "exception": e})
+            elif target.done():
+                pass  # its awaiting task was cancelled
+            elif kind == 0:
+                target.set_result(payload)
+            else:
+                target.set_exception(payload)
+
+
+_bridges: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Bridge]" = weakref.WeakKeyDictionary()
+
+
+def _bridge() -> _Bridge:
+    loop = asyncio.get_running_loop()
+    bridge = _bridges.get(loop)
+    if bridge is None:
+        bridge = _bridges[loop] = _Bridge(loop)
+    return bridge
+
+
+async def _call(method: Callable[..., int], *args: Any, cancel: Optional[Callable[[int], bool]] = None, **kw: Any) -> Any:
+    """Makes a native request and awaits its JSON result, decoded. A cancelled await cancels
+    the request too (a queued one then never runs)."""
+    bridge = _bridge()
+    future = bridge.loop.create_future()
+    request = method(bridge.waker, future, *args, **kw)
+    try:
+        text = await future
+    except asyncio.CancelledError:
+        if cancel is not None:
+            cancel(request)
+        raise
+    return json.loads(text)
+
+
+# ----- events ---------------------------------------------------------------------------------
+
+
+class Event:
+    """A change: kind ("created", "updated", "deleted", or a sync event), store, key,
+    value and message where they apply."""
+
+    __slots__ = ("kind", "store", "key", "value", "message")
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.kind: str = data.get("kind", "")
+        self.store: Optional[str] = data.get("store")
+        self.key: Any = _key_py(data["key"]) if data.get("key") is not None else None
+        self.value: Any = data.get("value")
+        self.message: Optional[str] = data.get("message")
+
+    def __repr__(self) -> str:
+        return f"Event({self.kind!r}, store={self.store!r}, key={self.key!r})"
+
+
+class Subscription:
+    """A listener's registration; `await sub.off()` ends it."""
+
+    def __init__(self, db: "Database", registered: "asyncio.Future[Any]") -> None:
+        self._db = db
+        self._registered = registered
+
+    def __await__(self) -> Generator[Any, None, "Subscription"]:
+        yield from self._registered.__await__()
+        return self
+
+    async def off(self) -> bool:
+        id = await self._registered
+        return bool(await _call(self._db._native.unsubscribe, id))
+
+
+# ----- queries and cursors --------------------------------------------------------------------
+
+
+class CursorItem:
+    """One record met by a cursor; `update` and `delete` change it in place."""
+
+    __slots__ = ("key", "primary_key", "value", "_cursor", "_db")
+
+    def __init__(self, data: dict[str, Any], cursor: Any, db: "Database") -> None:
+        self.key: Any = _key_py(data["key"])
+        self.primary_key: Any = _key_py(data["primaryKey"])
+        self.value: Any = data["value"]
+        self._cursor = cursor
+        self._db = db
+
+    async def update(self, value: Any) -> None:
+        await _call(self._cursor.update, _key_text(self.primary_key), _dumps("value", value))
+        self.value = value
+
+    async def delete(self) -> None:
+        await _call(self._cursor.delete, _key_text(self.primary_key))
+
+
+class Query:
+    """A query over one store, built step by step: `where(field, op, value)`, `and_(...)`,
+    `order(field)`, `reverse()`, `unique()`, `select(*fields)`. `await q.list(n)` gives the
+    next page at each call; `async for item in q` streams every match with flat memory."""
+
+    def __init__(self, db: "Database", store: str, tx: Optional[int] = None) -> None:
+        self._db = db
+        self._tx = tx
+        self._spec: dict[str, Any] = {"from": store}
+        self._native: Any = None
+
+    def _built(self) -> Any:
+        if self._native is None:
+            self._native = self._db._native.query(_dumps("query", self._spec))
+        return self._native
+
+    def _with(self, field: str, value: Any) -> "Query":
+        if self._native is not None:
+            raise InvalidArgumentError("a query cannot change after it has been run; build a new one")
+        self._spec[field] = value
+        return self
+
+    def where(self, field: str, op: str, value: Any) -> "Query":
+        return self._with("where", self._spec.get("where", []) + [[field, op, _key_json(value)]])
+
+    and_ = where
+
+    def order(self, *fields: str) -> "Query":
+        return self._with("order", list(fields))
+
+    def reverse(self) -> "Query":
+        return self._with("reverse", True)
+
+    def unique(self) -> "Query":
+        return self._with("unique", True)
+
+    def select(self, *fields: str) -> "Query":
+        return self._with("select", list(fields))
+
+    async def list(self, n: int, *, fresh: bool = False) -> list[Any]:
+        result: list[Any] = await _call(self._built().list, n, fresh=fresh, tx=self._tx, cancel=self._db._cancel)
+        return result
+
+    async def count(self, *, fresh: bool = False) -> int:
+        result: int = await _call(self._built().count, fresh=fresh, tx=self._tx, cancel=self._db._cancel)
+        return result
+
+    async def explain(self) -> Any:
+        return await _call(self._built().explain, tx=self._tx)
+
+    async def patch(self, patch: dict[str, Any]) -> int:
+        result: int = await _call(self._built().patch, _dumps("patch", patch), tx=self._tx)
+        return result
+
+    async def delete(self) -> int:
+        result: int = await _call(self._built().delete, tx=self._tx)
+        return result
+
+    def cursor(self, mode: str = "readwrite", batch: int = 100) -> AsyncIterator[CursorItem]:
+        """Every match from the start, `batch` records per request."""
+        return self._stream(mode, batch)
+
+    def __aiter__(self) -> AsyncIterator[CursorItem]:
+        return self._stream("readwrite", 100)
+
+    async def _stream(self, mode: str, batch: int) -> AsyncIterator[CursorItem]:
+        cursor = self._built().cursor(mode, tx=self._tx)
+        while True:
+            items = await _call(cursor.next, batch, cancel=self._db._cancel)
+            if not items:
+                return
+            for item in items:
+                yield CursorItem(item, cursor, self._db)
+
+
+# ----- the database ---------------------------------------------------------------------------
+
+
+class _Store:
+    """The record operations, outside a transaction (`tx` None) or inside one."""
+
+    _native: Any
+    _tx: Optional[int]
+
+    def _cancel(self, request: int) -> bool:
+        raise NotImplementedError
+
+    async def put(self, store: str, value: Any, key: Optional[Key] = None) -> Any:
+        """Writes a record (replacing one under the same key); returns its key."""
+        key_text = None if key is None else _key_text(key)
+        return _key_py(await _call(self._native.put, store, _dumps("value", value), key_text, tx=self._tx))
+
+    async def add(self, store: str, value: Any, key: Optional[Key] = None) -> Any:
+        """Writes a new record; an existing key is a ConstraintError."""
+        key_text = None if key is None else _key_text(key)
+        return _key_py(await _call(self._native.add, store, _dumps("value", value), key_text, tx=self._tx))
+
+    async def put_many(self, store: str, values: Iterable[Any]) -> list[Any]:
+        """Writes many records in one transaction; returns their keys."""
+        keys = await _call(self._native.put_many, store, _dumps("values", list(values)), tx=self._tx)
+        return [_key_py(k) for k in keys]
+
+    async def get(self, store: str, key: Key, *, fresh: bool = False) -> Any:
+        """The record under `key`, or None."""
+        return await _call(self._native.get, store, _key_text(key), fresh=fresh, tx=self._tx, cancel=self._cancel)
+
+    async def remove(self, store: str, key_or_range: Union[Key, KeyRange]) -> int:
+        """Removes the record under a key or the records in a range; returns how many."""
+        result: int = await _call(self._native.remove, store, _target(key_or_range), tx=self._tx)
+        return result
+
+    async def clear(self, store: str) -> None:
+        await _call(self._native.clear, store, tx=self._tx)
+
+    async def count(
+        self,
+        store: str,
+        index: Optional[str] = None,
+        range: Optional[Union[Key, KeyRange]] = None,
+        *,
+        fresh: bool = False,
+    ) -> int:
+        scan = _scan(index, range, None, 0, False, False)
+        result: int = await _call(self._native.scan, store, "count", scan, fresh=fresh, tx=self._tx, cancel=self._cancel)
+        return result
+
+    async def keys(
+        self,
+        store: str,
+        index: Optional[str] = None,
+        range: Optional[Union[Key, KeyRange]] = None,
+        limit: Optional[int] = None,
+        offset: int = 0,
+        reverse: bool = False,
+        unique: bool = False,
+        *,
+        fresh: bool = False,
+    ) -> list[Any]:
+        scan = _scan(index, range, limit, offset, reverse, unique)
+        keys = await _call(self._native.scan, store, "keys", scan, fresh=fresh, tx=self._tx, cancel=self._cancel)
+        return [_key_py(k) for k in keys]
+
+    async def values(
+        self,
+        store: str,
+        keys: Optional[Sequence[Key]] = None,
+        *,
+        index: Optional[str] = None,
+        range: Optional[Union[Key, KeyRange]] = None,
+        limit: Optional[int] = None,
+        offset: int = 0,
+        reverse: bool = False,
+        unique: bool = False,
+        fresh: bool = False,
+    ) -> list[Any]:
+        """The records under a list of keys (None where there is none), or in a range."""
+        if keys is not None:
+            wanted = json.dumps([_key_json(k) for k in keys])
+            found: list[Any] = await _call(self._native.values_of, store, wanted, fresh=fresh, tx=self._tx, cancel=self._cancel)
+            return found
+        scan = _scan(index, range, limit, offset, reverse, unique)
+        result: list[Any] = await _call(self._native.scan, store, "values", scan, fresh=fresh, tx=self._tx, cancel=self._cancel)
+        return result
+
+    async def sql(self, text: str, params: Optional[Sequence[Any]] = None) -> Any:
+        """Runs one statement of the SQL subset with `?` parameters bound."""
+        params_text = None if params is None else _dumps("SQL parameters", [_key_json(p) if isinstance(p, (bytes, datetime.datetime, tuple)) else p for p in params])
+        return await _call(self._native.sql, text, params_text, tx=self._tx)
+
+
+class Transaction(_Store):
+    """An explicit transaction: requests made through it run in it. Ends with `commit()` or
+    `abort()`; as `async with db.transaction(...)`, commits on exit and aborts on an exception
+    (cancellation included)."""
+
+    def __init__(self, db: "Database", stores: Sequence[str], mode: str) -> None:
+        self._db = db
+        self._native = db._native
+        self._stores = list(stores)
+        self._mode = mode
+        self._tx: Optional[int] = None
+        self._ended = False
+
+    def _cancel(self, request: int) -> bool:
+        return self._db._cancel(request)
+
+    def query(self, store: str) -> Query:
+        return Query(self._db, store, self._tx)
+
+    async def begin(self) -> "Transaction":
+        self._tx = await _call(self._native.begin, _dumps("stores", self._stores), self._mode)
+        return self
+
+    async def commit(self) -> None:
+        self._ended = True
+        await _call(self._native.commit, self._tx)
+
+    async def abort(self) -> None:
+        self._ended = True
+        await _call(self._native.abort, self._tx)
+
+    async def __aenter__(self) -> "Transaction":
+        return await self.begin()
+
+    async def __aexit__(self, kind: Any, error: Any, trace: Any) -> None:
+        if self._ended or self._tx is None:
+            return
+        if kind is None:
+            await self.commit()
+        else:
+            # Shielded: a cancelled task still ends its transaction, never leaving it open.
+            await asyncio.shield(self.abort())
+
+
+class Database(_Store):
+    """An open database. Close it with `await db.close()` or `async with`."""
+
+    def __init__(self, native: Any, name: str) -> None:
+        self._native = native
+        self._tx = None
+        self.name = name
+        _open_databases.add(self)
+
+    def _cancel(self, request: int) -> bool:
+        return bool(self._native.cancel(request))
+
+    def query(self, store: str) -> Query:
+        return Query(self, store)
+
+    def transaction(self, stores: Union[str, Sequence[str]], mode: str = "readonly") -> Transaction:
+        return Transaction(self, [stores] if isinstance(stores, str) else stores, mode)
+
+    async def run(self, body: Callable[[Transaction], Awaitable[Any]], stores: Union[str, Sequence[str]], mode: str = "readonly") -> Any:
+        """Runs `body(tx)` in a transaction: committed when it returns, aborted when it raises."""
+        async with self.transaction(stores, mode) as tx:
+            return await body(tx)
+
+    async def schema(self) -> dict[str, Any]:
+        result: dict[str, Any] = await _call(self._native.schema)
+        return result
+
+    # ----- events ---------------------------------------------------------------------------
+
+    def on(self, kinds: Union[str, Sequence[str]], listener: Callable[[Event], Any], store: Optional[str] = None) -> Subscription:
+        """Calls `listener(event)` on this event loop for each event of these kinds. It is
+        registered before any request made after this call; await the result to be sure."""
+        filter: dict[str, Any] = {"kinds": [kinds] if isinstance(kinds, str) else list(kinds)}
+        if store is not None:
+            filter["store"] = store
+        bridge = _bridge()
+        registered = bridge.loop.create_future()
+
+        def deliver(text: str) -> None:
+            listener(Event(json.loads(text)))
+
+        def resolved(text_future: "asyncio.Future[Any]") -> None:
+            if text_future.cancelled():
+                return
+            error = text_future.exception()
+            if error is None:
+                registered.set_result(json.loads(text_future.result()))
+            else:
+                registered.set_exception(error)
+
+        text_future = bridge.loop.create_future()
+        text_future.add_done_callback(resolved)
+        self._native.subscribe(bridge.waker, text_future, deliver, json.dumps(filter))
+        return Subscription(self, registered)
+
+    async def events(self, *kinds: str, store: Optional[str] = None) -> AsyncGenerator[Event, None]:
+        """The events of these kinds as an async iterator (all kinds when none are named)."""
+        queue: "asyncio.Queue[Event]" = asyncio.Queue()
+        names = list(kinds) or ["created", "updated", "deleted"]
+        subscription = self.on(names, queue.put_nowait, store)
+        await subscription
+        try:
+            while True:
+                yield await queue.get()
+        finally:
+            if not self._native.is_closed():
+                await subscription.off()
+
+    # ----- sync -----------------------------------------------------------------------------
+
+    async def flush(self) -> dict[str, Any]:
+        """Sends waiting writes now: `{"sent", "pending", "rejected", ...}`."""
+        result: dict[str, Any] = await _call(self._native.flush, cancel=self._cancel)
+        return result
+
+    async def prefetch(self, store: str) -> None:
+        """Lists a synced store and brings its local copy in line."""
+        await _call(self._native.prefetch, store, cancel=self._cancel)
+
+    def set_offline(self, offline: bool = True) -> None:
+        self._native.set_offline(offline)
+
+    def sync_stats(self, reset: bool = False) -> dict[str, Any]:
+        stats: dict[str, Any] = json.loads(self._native.sync_stats(reset))
+        return stats
+
+    async def refused_writes(self) -> list[Any]:
+        result: list[Any] = await _call(self._native.refused_writes)
+        return result
+
+    async def resolve(self, sequence: int, resolution: str) -> None:
+        await _call(self._native.resolve, sequence, resolution)
+
+    async def sync_status(self, store: str, key: Key) -> str:
+        result: str = await _call(self._native.sync_status, store, _key_text(key))
+        return result
+
+    # ----- lifetime -------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Closes; requests still queued fail with RequestCancelledError first."""
+        await _call(self._native.close)
+
+    @property
+    def closed(self) -> bool:
+        return bool(self._native.is_closed())
+
+    async def __aenter__(self) -> "Database":
+        return self
+
+    async def __aexit__(self, kind: Any, error: Any, trace: Any) -> None:
+        if not self.closed:
+            await self.close()
+
+
+_open_databases: "weakref.WeakSet[Database]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_at_exit() -> None:
+    # Committed data is on disk already; this only lets the workers end on their own, and
+    # stops completions from reaching an interpreter that is going away.
+    _native.leaving()
+    for db in list(_open_databases):
+        db._native.close_quietly()
+
+
+class _Opening(collections.abc.Coroutine[Any, Any, "Database"]):
+    """`await open(...)` (or `asyncio.run(open(...))`) gives the database; `async with
+    open(...) as db` also closes it."""
+
+    def __init__(self, name: str, schema: Any, options: dict[str, Any]) -> None:
+        self._coro = self._open(name, schema, options)
+        self._db: Optional[Database] = None
+
+    async def _open(self, name: str, schema: Any, options: dict[str, Any]) -> Database:
+        schema_text = None if schema is None else (schema if isinstance(schema, str) else _dumps("schema", schema))
+        bridge = _bridge()
+        future = bridge.loop.create_future()
+        native = _native.open(name, schema_text, json.dumps(options), bridge.waker, future)
+        await future
+        self._db = Database(native, name)
+        return self._db
+
+    def __await__(self) -> Generator[Any, None, Database]:
+        return self._coro.__await__()
+
+    def send(self, value: Any) -> Any:
+        return self._coro.send(value)
+
+    def throw(self, *args: Any) -> Any:
+        return self._coro.throw(*args)
+
+    def close(self) -> None:
+        self._coro.close()
+
+    async def __aenter__(self) -> Database:
+        return await self._coro
+
+    async def __aexit__(self, kind: Any, error: Any, trace: Any) -> None:
+        if self._db is not None and not self._db.closed:
+            await self._db.close()
+
+
+def open(
+    name: str,
+    schema: Any = None,
+    *,
+    mechanism: str = "sqlite",
+    sync: Optional[dict[str, Any]] = None,
+    idle_transaction_timeout_ms: Optional[int] = None,
+    queue_capacity: Optional[int] = None,
+    sync_threads: Optional[int] = None,
+) -> _Opening:
+    """Opens (creating or migrating) the database `name`: a SQLite file path, or any name with
+    mechanism="memory". `schema`: a dict or JSON text, `{"version", "stores": [...]}`. `sync`:
+    `{store: Sync block}`, merged into the schema's stores."""
+    if sync:
+        if schema is None or isinstance(schema, str):
+            schema = json.loads(schema) if isinstance(schema, str) else {"stores": []}
+        for store in schema.get("stores", []):
+            if store.get("name") in sync:
+                store["Sync"] = sync[store["name"]]
+    options: dict[str, Any] = {"mechanism": mechanism}
+    for field, value in (
+        ("idleTransactionTimeoutMs", idle_transaction_timeout_ms),
+        ("queueCapacity", queue_capacity),
+        ("syncThreads", sync_threads),
+    ):
+        if value is not None:
+            options[field] = value
+    return _Opening(name, schema, options)

@@ -1,0 +1,613 @@
+//! The native half of the Python package: a thin layer over `objstore_db::rsapi`. Arguments
+//! arrive as JSON text (the Python half encodes them with the stdlib's `json`), results leave as
+//! JSON text, decoded once on the event loop's thread. Every request completes into a `Waker`,
+//! one per event loop: completions queue there and the loop is woken once per batch
+//! (`call_soon_threadsafe` of its drain) rather than once per completion. The GIL is released
+//! around every call into the library, so a completion on the library's threads never waits
+//! for a Python thread that waits for the library.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use objstore_db::rsapi::{self, Cursor, Db, QueryHandle, Read, ReadKind, RequestId};
+use objstore_db_core::{Error, ErrorCode, Mode, Result};
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use serde::Serialize;
+use serde_json::Value;
+
+create_exception!(_native, ObjstoreError, PyException, "Base class of every objstore-db error.");
+create_exception!(_native, NotFoundError, ObjstoreError, "A store, index or record that does not exist.");
+create_exception!(_native, InvalidKeyError, ObjstoreError, "A value that is not a valid key.");
+create_exception!(_native, InvalidArgumentError, ObjstoreError, "An argument the call cannot use.");
+create_exception!(_native, ConstraintError, ObjstoreError, "A write that breaks a key or unique index.");
+create_exception!(_native, ReadOnlyError, ObjstoreError, "A write in a read-only transaction or cursor.");
+create_exception!(_native, TransactionInactiveError, ObjstoreError, "A request in a transaction that has ended.");
+create_exception!(_native, SchemaError, ObjstoreError, "A schema or migration that cannot be applied.");
+create_exception!(_native, ClosedError, ObjstoreError, "A request to a closed database.");
+create_exception!(_native, RequestCancelledError, ObjstoreError, "A request cancelled before it completed.");
+create_exception!(_native, StorageError, ObjstoreError, "The local file could not be read or written.");
+create_exception!(_native, ConflictError, ObjstoreError, "The bucket holds another version than the write assumed.");
+create_exception!(_native, NetworkError, ObjstoreError, "The bucket could not be reached (offline).");
+create_exception!(_native, RemoteError, ObjstoreError, "The bucket refused a request.");
+create_exception!(_native, RemoteDataError, ObjstoreError, "The bucket answered with something unusable.");
+create_exception!(_native, BusyError, ObjstoreError, "A request outside an open explicit transaction.");
+create_exception!(_native, InternalError, ObjstoreError, "A bug in objstore-db: please report it.");
+
+fn py_err(error: &Error) -> PyErr {
+    let message = error.to_string();
+    match error.code() {
+        ErrorCode::NotFound => NotFoundError::new_err(message),
+        ErrorCode::InvalidKey => InvalidKeyError::new_err(message),
+        ErrorCode::InvalidArgument => InvalidArgumentError::new_err(message),
+        ErrorCode::Constraint => ConstraintError::new_err(message),
+        ErrorCode::ReadOnly => ReadOnlyError::new_err(message),
+        ErrorCode::TransactionInactive => TransactionInactiveError::new_err(message),
+        ErrorCode::Schema => SchemaError::new_err(message),
+        ErrorCode::Closed => ClosedError::new_err(message),
+        ErrorCode::Cancelled => RequestCancelledError::new_err(message),
+        ErrorCode::Storage => StorageError::new_err(message),
+        ErrorCode::Conflict => ConflictError::new_err(message),
+        ErrorCode::Network => NetworkError::new_err(message),
+        ErrorCode::Remote => RemoteError::new_err(message),
+        ErrorCode::RemoteData => RemoteDataError::new_err(message),
+        ErrorCode::Busy => BusyError::new_err(message),
+        ErrorCode::Internal => InternalError::new_err(message),
+    }
+}
+
+fn to_py<T>(result: Result<T>) -> PyResult<T> {
+    result.map_err(|e| py_err(&e))
+}
+
+fn parse(what: &str, text: &str) -> PyResult<Value> {
+    to_py(rsapi::parse(what, text))
+}
+
+fn parse_opt(what: &str, text: Option<&str>) -> PyResult<Option<Value>> {
+    text.map(|t| parse(what, t)).transpose()
+}
+
+fn mode(name: &str) -> PyResult<Mode> {
+    match name {
+        "readonly" => Ok(Mode::ReadOnly),
+        "readwrite" => Ok(Mode::ReadWrite),
+        other => Err(InvalidArgumentError::new_err(format!(
+            "mode {other:?} is not understood (known: \"readonly\", \"readwrite\")"
+        ))),
+    }
+}
+
+// ----- the waker: completions back to an event loop ----------------------------------------------
+
+/// What a completion carries to the loop.
+enum Delivery {
+    /// A request's result as JSON text, or its error.
+    Result(Result<String>),
+    /// An event for a listener, as JSON text.
+    Event(String),
+}
+
+/// Set at interpreter exit: from then on completions are dropped, never handed to Python (a
+/// thread that asks for the GIL while the interpreter finalizes would never get it back).
+static LEAVING: AtomicBool = AtomicBool::new(false);
+
+/// Called by the package's atexit hook.
+#[pyfunction]
+fn leaving() {
+    LEAVING.store(true, Ordering::Release);
+}
+
+struct WakerInner {
+    pending: Mutex<Vec<(Py<PyAny>, Delivery)>>,
+    /// The loop's `call_soon_threadsafe`, and the drain it is asked to call.
+    schedule: Py<PyAny>,
+    drain: Py<PyAny>,
+}
+
+impl WakerInner {
+    /// Queues a delivery for `target` (a future, or a listener) and wakes the loop when the
+    /// queue was empty: one wake-up carries every completion that arrives before the drain.
+    fn deliver(&self, target: Py<PyAny>, delivery: Delivery) {
+        if LEAVING.load(Ordering::Acquire) {
+            std::mem::forget(target);
+            return;
+        }
+        let first = {
+            let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+            pending.push((target, delivery));
+            pending.len() == 1
+        };
+        if first {
+            Python::with_gil(|py| {
+                if self.schedule.call1(py, (self.drain.clone_ref(py),)).is_err() {
+                    // The loop has closed: nobody will drain, so its futures are dropped quietly.
+                    self.pending.lock().unwrap_or_else(|p| p.into_inner()).clear();
+                }
+            });
+        }
+    }
+}
+
+/// One per event loop.
+#[pyclass(frozen, module = "objstore_db._native")]
+struct Waker {
+    inner: Arc<WakerInner>,
+}
+
+#[pymethods]
+impl Waker {
+    #[new]
+    fn new(schedule: Py<PyAny>, drain: Py<PyAny>) -> Self {
+        Waker { inner: Arc::new(WakerInner { pending: Mutex::default(), schedule, drain }) }
+    }
+
+    /// The deliveries waiting, as `(target, kind, payload)`: kind 0 is a result (payload: JSON
+    /// text), 1 an error (payload: the exception), 2 an event (payload: JSON text).
+    fn take(&self, py: Python<'_>) -> Vec<(Py<PyAny>, u8, PyObject)> {
+        let pending = std::mem::take(&mut *self.inner.pending.lock().unwrap_or_else(|p| p.into_inner()));
+        pending
+            .into_iter()
+            .map(|(target, delivery)| {
+                let (kind, payload) = match delivery {
+                    Delivery::Result(Ok(text)) => (0, text.into_pyobject(py).unwrap().into_any().unbind()),
+                    Delivery::Result(Err(e)) => (1, py_err(&e).into_value(py).into_any()),
+                    Delivery::Event(text) => (2, text.into_pyobject(py).unwrap().into_any().unbind()),
+                };
+                (target, kind, payload)
+            })
+            .collect()
+    }
+}
+
+type Done<T> = Box<dyn FnOnce(Result<T>) + Send>;
+
+/// A completion that resolves `future` through `waker` with the result as JSON text.
+fn done_json<T: Serialize + Send + 'static>(waker: &Waker, future: Py<PyAny>) -> Done<T> {
+    let inner = waker.inner.clone();
+    Box::new(move |result: Result<T>| {
+        let text = result.map(|v| serde_json::to_string(&v).expect("results serialise"));
+        inner.deliver(future, Delivery::Result(text));
+    })
+}
+
+/// Makes a request with the GIL released; an argument error is raised at once.
+fn request<T: Serialize + Send + 'static>(
+    py: Python<'_>,
+    waker: &Waker,
+    future: Py<PyAny>,
+    start: impl FnOnce(Done<T>) -> Result<RequestId> + Send,
+) -> PyResult<RequestId> {
+    let done = done_json(waker, future);
+    to_py(py.allow_threads(move || start(done)))
+}
+
+fn read(fresh: bool) -> Read {
+    Read { fresh }
+}
+
+// ----- the database ---------------------------------------------------------------------------
+
+#[pyclass(frozen, module = "objstore_db._native")]
+struct Database {
+    db: Db,
+}
+
+/// Opens a database; `future` resolves with `{"version", "stores"}` once it is open.
+#[pyfunction]
+#[pyo3(signature = (name, schema, options, waker, future))]
+fn open(
+    py: Python<'_>,
+    name: &str,
+    schema: Option<&str>,
+    options: Option<&str>,
+    waker: &Waker,
+    future: Py<PyAny>,
+) -> PyResult<Database> {
+    let schema = parse_opt("schema", schema)?;
+    let options = to_py(rsapi::OpenOptions::from_json(parse_opt("open options", options)?.as_ref()))?;
+    let done = done_json::<Value>(waker, future);
+    let name = name.to_string();
+    let db = to_py(py.allow_threads(move || Db::open(&name, schema.as_ref(), &options, done)))?;
+    Ok(Database { db })
+}
+
+#[pymethods]
+impl Database {
+    #[pyo3(signature = (waker, future, store, value, key=None, tx=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn put(
+        &self,
+        py: Python<'_>,
+        waker: &Waker,
+        future: Py<PyAny>,
+        store: &str,
+        value: &str,
+        key: Option<&str>,
+        tx: Option<u64>,
+    ) -> PyResult<RequestId> {
+        let (value, key) = (parse("value", value)?, parse_opt("key", key)?);
+        request(py, waker, future, |done| self.db.put(tx, store, value, key.as_ref(), done))
+    }
+
+    #[pyo3(signature = (waker, future, store, value, key=None, tx=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn add(
+        &self,
+        py: Python<'_>,
+        waker: &Waker,
+        future: Py<PyAny>,
+        store: &str,
+        value: &str,
+        key: Option<&str>,
+        tx: Option<u64>,
+    ) -> PyResult<RequestId> {
+        let (value, key) = (parse("value", value)?, parse_opt("key", key)?);
+        request(py, waker, future, |done| self.db.add(tx, store, value, key.as_ref(), done))
+    }
+
+    #[pyo3(signature = (waker, future, store, values, tx=None))]
+    fn put_many(
+        &self,
+        py: Python<'_>,
+        waker: &Waker,
+        future: Py<PyAny>,
+        store: &str,
+        values: &str,
+        tx: Option<u64>,
+    ) -> PyResult<RequestId> {
+        let values = match parse("values", values)? {
+            Value::Array(values) => values,
+            other => return Err(InvalidArgumentError::new_err(format!("values: expected a list, got {other}"))),
+        };
+        request(py, waker, future, |done| self.db.put_many(tx, store, values, done))
+    }
+
+    /// The record as the JSON text it is stored as (`null` when there is none).
+    #[pyo3(signature = (waker, future, store, key, fresh=false, tx=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn get(
+        &self,
+        py: Python<'_>,
+        waker: &Waker,
+        future: Py<PyAny>,
+        store: &str,
+        key: &str,
+        fresh: bool,
+        tx: Option<u64>,
+    ) -> PyResult<RequestId> {
+        let key = parse("key", key)?;
+        let inner = waker.inner.clone();
+        let done = move |r: Result<String>| inner.deliver(future, Delivery::Result(r));
+        to_py(py.allow_threads(|| self.db.get_text(tx, store, &key, read(fresh), done)))
+    }
+
+    #[pyo3(signature = (waker, future, store, keys, fresh=false, tx=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn values_of(
+        &self,
+        py: Python<'_>,
+        waker: &Waker,
+        future: Py<PyAny>,
+        store: &str,
+        keys: &str,
+        fresh: bool,
+        tx: Option<u64>,
+    ) -> PyResult<RequestId> {
+        let keys = parse("keys", keys)?;
+        request(py, waker, future, |done| self.db.values_of(tx, store, &keys, read(fresh), done))
+    }
+
+    #[pyo3(signature = (waker, future, store, target, tx=None))]
+    fn remove(
+        &self,
+        py: Python<'_>,
+        waker: &Waker,
+        future: Py<PyAny>,
+        store: &str,
+        target: &str,
+        tx: Option<u64>,
+    ) -> PyResult<RequestId> {
+        let target = parse("key or range", target)?;
+        request(py, waker, future, |done| self.db.remove(tx, store, &target, done))
+    }
+
+    #[pyo3(signature = (waker, future, store, tx=None))]
+    fn clear(
+        &self,
+        py: Python<'_>,
+        waker: &Waker,
+        future: Py<PyAny>,
+        store: &str,
+        tx: Option<u64>,
+    ) -> PyResult<RequestId> {
+        request(py, waker, future, |done| self.db.clear(tx, store, done))
+    }
+
+    /// `kind`: "count", "keys" or "values"; `scan`: `{"index", "range", "limit", "offset",
+    /// "reverse", "unique"}`.
+    #[pyo3(signature = (waker, future, store, kind, scan=None, fresh=false, tx=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn scan(
+        &self,
+        py: Python<'_>,
+        waker: &Waker,
+        future: Py<PyAny>,
+        store: &str,
+        kind: &str,
+        scan: Option<&str>,
+        fresh: bool,
+        tx: Option<u64>,
+    ) -> PyResult<RequestId> {
+        let kind = match kind {
+            "count" => ReadKind::Count,
+            "keys" => ReadKind::Keys,
+            "values" => ReadKind::Values,
+            other => return Err(InvalidArgumentError::new_err(format!("scan kind {other:?} is not understood"))),
+        };
+        let scan = parse_opt("scan options", scan)?;
+        request(py, waker, future, |done| self.db.read_scan(tx, store, kind, scan.as_ref(), read(fresh), done))
+    }
+
+    #[pyo3(signature = (waker, future, text, params=None, tx=None))]
+    fn sql(
+        &self,
+        py: Python<'_>,
+        waker: &Waker,
+        future: Py<PyAny>,
+        text: &str,
+        params: Option<&str>,
+        tx: Option<u64>,
+    ) -> PyResult<RequestId> {
+        let params = parse_opt("SQL parameters", params)?;
+        request(py, waker, future, |done| self.db.sql(tx, text, params.as_ref(), done))
+    }
+
+    fn begin(
+        &self,
+        py: Python<'_>,
+        waker: &Waker,
+        future: Py<PyAny>,
+        stores: &str,
+        mode_: &str,
+    ) -> PyResult<RequestId> {
+        let (stores, mode) = (parse("stores", stores)?, mode(mode_)?);
+        request(py, waker, future, |done| self.db.begin(&stores, mode, done))
+    }
+
+    fn commit(&self, py: Python<'_>, waker: &Waker, future: Py<PyAny>, tx: u64) -> PyResult<RequestId> {
+        request(py, waker, future, |done| self.db.commit(tx, done))
+    }
+
+    fn abort(&self, py: Python<'_>, waker: &Waker, future: Py<PyAny>, tx: u64) -> PyResult<RequestId> {
+        request(py, waker, future, |done| self.db.abort(tx, done))
+    }
+
+    /// Calls `listener` on the loop of `waker` with each event's JSON text; the future
+    /// resolves with the subscription's id.
+    #[pyo3(signature = (waker, future, listener, filter=None))]
+    fn subscribe(
+        &self,
+        py: Python<'_>,
+        waker: &Waker,
+        future: Py<PyAny>,
+        listener: Py<PyAny>,
+        filter: Option<&str>,
+    ) -> PyResult<RequestId> {
+        let filter = parse_opt("event filter", filter)?;
+        let inner = waker.inner.clone();
+        let forward = move |event: Value| {
+            let target = Python::with_gil(|py| listener.clone_ref(py));
+            inner.deliver(target, Delivery::Event(event.to_string()));
+        };
+        request(py, waker, future, |done| self.db.subscribe(filter.as_ref(), forward, done))
+    }
+
+    fn unsubscribe(&self, py: Python<'_>, waker: &Waker, future: Py<PyAny>, id: u64) -> PyResult<RequestId> {
+        request(py, waker, future, |done| self.db.unsubscribe(id, done))
+    }
+
+    fn schema(&self, py: Python<'_>, waker: &Waker, future: Py<PyAny>) -> PyResult<RequestId> {
+        request(py, waker, future, |done| self.db.schema(done))
+    }
+
+    fn query(&self, spec: &str) -> PyResult<Query> {
+        let spec = parse("query", spec)?;
+        Ok(Query { query: to_py(self.db.query(&spec))? })
+    }
+
+    // ----- sync -------------------------------------------------------------------------------
+
+    fn flush(&self, py: Python<'_>, waker: &Waker, future: Py<PyAny>) -> PyResult<RequestId> {
+        request(py, waker, future, |done| self.db.flush(done))
+    }
+
+    fn prefetch(&self, py: Python<'_>, waker: &Waker, future: Py<PyAny>, store: &str) -> PyResult<RequestId> {
+        request(py, waker, future, |done| self.db.prefetch(store, done))
+    }
+
+    fn set_offline(&self, offline: bool) -> PyResult<()> {
+        to_py(self.db.set_offline(offline))
+    }
+
+    fn sync_stats(&self, reset: bool) -> String {
+        self.db.sync_stats(reset).to_string()
+    }
+
+    fn refused_writes(&self, py: Python<'_>, waker: &Waker, future: Py<PyAny>) -> PyResult<RequestId> {
+        request(py, waker, future, |done| self.db.refused_writes(done))
+    }
+
+    fn resolve(
+        &self,
+        py: Python<'_>,
+        waker: &Waker,
+        future: Py<PyAny>,
+        sequence: u64,
+        resolution: &str,
+    ) -> PyResult<RequestId> {
+        request(py, waker, future, |done| self.db.resolve(sequence, resolution, done))
+    }
+
+    fn sync_status(
+        &self,
+        py: Python<'_>,
+        waker: &Waker,
+        future: Py<PyAny>,
+        store: &str,
+        key: &str,
+    ) -> PyResult<RequestId> {
+        let key = parse("key", key)?;
+        request(py, waker, future, |done| self.db.sync_status(store, &key, done))
+    }
+
+    // ----- lifetime ---------------------------------------------------------------------------
+
+    /// Whether request `id` was still pending (it then completes with RequestCancelledError).
+    fn cancel(&self, id: RequestId) -> bool {
+        self.db.cancel(id)
+    }
+
+    /// Closes; the future resolves last of all this database's completions.
+    fn close(&self, py: Python<'_>, waker: &Waker, future: Py<PyAny>) -> PyResult<()> {
+        let done = done_json::<()>(waker, future);
+        to_py(py.allow_threads(|| self.db.close(done)))
+    }
+
+    /// Closes with no completion to deliver (at interpreter exit); never waits.
+    fn close_quietly(&self) {
+        let _ = self.db.close(|_| {});
+    }
+
+    fn is_closed(&self) -> bool {
+        self.db.is_closed()
+    }
+}
+
+// ----- queries and cursors ----------------------------------------------------------------------
+
+#[pyclass(frozen, module = "objstore_db._native")]
+struct Query {
+    query: QueryHandle,
+}
+
+#[pymethods]
+impl Query {
+    #[pyo3(signature = (waker, future, n, fresh=false, tx=None))]
+    fn list(
+        &self,
+        py: Python<'_>,
+        waker: &Waker,
+        future: Py<PyAny>,
+        n: usize,
+        fresh: bool,
+        tx: Option<u64>,
+    ) -> PyResult<RequestId> {
+        request(py, waker, future, |done| self.query.list(tx, n, read(fresh), done))
+    }
+
+    #[pyo3(signature = (waker, future, fresh=false, tx=None))]
+    fn count(
+        &self,
+        py: Python<'_>,
+        waker: &Waker,
+        future: Py<PyAny>,
+        fresh: bool,
+        tx: Option<u64>,
+    ) -> PyResult<RequestId> {
+        request(py, waker, future, |done| self.query.count(tx, read(fresh), done))
+    }
+
+    #[pyo3(signature = (waker, future, tx=None))]
+    fn explain(&self, py: Python<'_>, waker: &Waker, future: Py<PyAny>, tx: Option<u64>) -> PyResult<RequestId> {
+        request(py, waker, future, |done| self.query.explain(tx, done))
+    }
+
+    #[pyo3(signature = (waker, future, patch, tx=None))]
+    fn patch(
+        &self,
+        py: Python<'_>,
+        waker: &Waker,
+        future: Py<PyAny>,
+        patch: &str,
+        tx: Option<u64>,
+    ) -> PyResult<RequestId> {
+        let patch = parse("patch", patch)?;
+        request(py, waker, future, |done| self.query.patch(tx, patch, done))
+    }
+
+    #[pyo3(signature = (waker, future, tx=None))]
+    fn delete(&self, py: Python<'_>, waker: &Waker, future: Py<PyAny>, tx: Option<u64>) -> PyResult<RequestId> {
+        request(py, waker, future, |done| self.query.delete(tx, done))
+    }
+
+    #[pyo3(signature = (mode_, tx=None))]
+    fn cursor(&self, mode_: &str, tx: Option<u64>) -> PyResult<QueryCursor> {
+        Ok(QueryCursor { cursor: self.query.cursor(tx, mode(mode_)?) })
+    }
+}
+
+#[pyclass(frozen, module = "objstore_db._native")]
+struct QueryCursor {
+    cursor: Cursor,
+}
+
+#[pymethods]
+impl QueryCursor {
+    #[pyo3(signature = (waker, future, n, fresh=false))]
+    fn next(&self, py: Python<'_>, waker: &Waker, future: Py<PyAny>, n: usize, fresh: bool) -> PyResult<RequestId> {
+        request(py, waker, future, |done| self.cursor.next(n, read(fresh), done))
+    }
+
+    fn update(
+        &self,
+        py: Python<'_>,
+        waker: &Waker,
+        future: Py<PyAny>,
+        primary_key: &str,
+        value: &str,
+    ) -> PyResult<RequestId> {
+        let (key, value) = (parse("primary key", primary_key)?, parse("value", value)?);
+        request(py, waker, future, |done| self.cursor.update(&key, value, done))
+    }
+
+    fn delete(&self, py: Python<'_>, waker: &Waker, future: Py<PyAny>, primary_key: &str) -> PyResult<RequestId> {
+        let key = parse("primary key", primary_key)?;
+        request(py, waker, future, |done| self.cursor.delete(&key, done))
+    }
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_class::<Waker>()?;
+    m.add_class::<Database>()?;
+    m.add_class::<Query>()?;
+    m.add_class::<QueryCursor>()?;
+    m.add_function(wrap_pyfunction!(open, m)?)?;
+    m.add_function(wrap_pyfunction!(leaving, m)?)?;
+    m.add("__version__", objstore_db_core::VERSION)?;
+    for (name, class) in [
+        ("ObjstoreError", py.get_type::<ObjstoreError>()),
+        ("NotFoundError", py.get_type::<NotFoundError>()),
+        ("InvalidKeyError", py.get_type::<InvalidKeyError>()),
+        ("InvalidArgumentError", py.get_type::<InvalidArgumentError>()),
+        ("ConstraintError", py.get_type::<ConstraintError>()),
+        ("ReadOnlyError", py.get_type::<ReadOnlyError>()),
+        ("TransactionInactiveError", py.get_type::<TransactionInactiveError>()),
+        ("SchemaError", py.get_type::<SchemaError>()),
+        ("ClosedError", py.get_type::<ClosedError>()),
+        ("RequestCancelledError", py.get_type::<RequestCancelledError>()),
+        ("StorageError", py.get_type::<StorageError>()),
+        ("ConflictError", py.get_type::<ConflictError>()),
+        ("NetworkError", py.get_type::<NetworkError>()),
+        ("RemoteError", py.get_type::<RemoteError>()),
+        ("RemoteDataError", py.get_type::<RemoteDataError>()),
+        ("BusyError", py.get_type::<BusyError>()),
+        ("InternalError", py.get_type::<InternalError>()),
+    ] {
+        m.add(name, class)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,83 @@
+"""crud: put, add, get, remove, clear, count, keys, values, on both mechanisms."""
+
+from __future__ import annotations
+
+import datetime
+
+import pytest
+
+import objstore_db
+from objstore_db import KeyRange
+
+
+async def test_put_then_get_returns_the_record(db: objstore_db.Database) -> None:
+    key = await db.put("people", {"id": 7, "name": "eve", "city": "rome", "age": 30, "email": "eve@x"})
+    assert key == 7
+    assert await db.get("people", 7) == {"id": 7, "name": "eve", "city": "rome", "age": 30, "email": "eve@x"}
+    assert await db.get("people", 8) is None
+
+
+async def test_add_of_an_existing_key_is_a_constraint_error_and_changes_nothing(people: objstore_db.Database) -> None:
+    with pytest.raises(objstore_db.ConstraintError, match="people"):
+        await people.add("people", {"id": 1, "name": "other", "email": "other@x"})
+    assert (await people.get("people", 1))["name"] == "ada"
+
+
+async def test_counts_keys_and_values_by_index_and_range(people: objstore_db.Database) -> None:
+    assert await people.count("people") == 4
+    assert await people.count("people", index="city", range=KeyRange.only("paris")) == 2
+    # Through an index, keys are the records' primary keys in index order (as in IndexedDB).
+    assert await people.keys("people", index="city", unique=True) == [2, 1]
+    assert await people.keys("people", range=KeyRange.bound(2, 4, upper_open=True)) == [2, 3]
+    assert await people.keys("people", reverse=True, limit=2) == [4, 3]
+    assert await people.keys("people", index="city, age") == [2, 4, 3, 1]
+    assert [p["name"] for p in await people.values("people", index="city", range="oslo")] == ["bob", "dee"]
+    assert await people.values("people", [4, 9, 1]) == [
+        {"id": 4, "name": "dee", "city": "oslo", "age": 41, "email": "dee@x"},
+        None,
+        {"id": 1, "name": "ada", "city": "paris", "age": 36, "email": "ada@x"},
+    ]
+
+
+async def test_remove_by_key_and_by_range_then_clear(people: objstore_db.Database) -> None:
+    assert await people.remove("people", 1) == 1
+    assert await people.remove("people", KeyRange.lower(3)) == 2
+    assert await people.keys("people") == [2]
+    await people.clear("people")
+    assert await people.count("people") == 0
+
+
+async def test_keys_of_every_kind_in_indexeddb_order(db: objstore_db.Database) -> None:
+    moment = datetime.datetime(2026, 11, 24, 12, 0, tzinfo=datetime.timezone.utc)
+    keys: list[objstore_db.Key] = [b"\x00\xff", "b", moment, 2.5, -1, ("a", 1)]
+    for k in keys:
+        await db.put("notes", {"k": repr(k)}, k)
+    # Numbers < dates < strings < binary < arrays.
+    assert await db.keys("notes") == [-1, 2.5, moment, "b", b"\x00\xff", ("a", 1)]
+    assert await db.get("notes", moment) == {"k": repr(moment)}
+
+
+async def test_auto_increment_keys(db: objstore_db.Database) -> None:
+    assert await db.put("notes", "first") == 1
+    assert await db.put_many("notes", ["second", "third"]) == [2, 3]
+
+
+async def test_bad_input_is_a_clear_exception_and_changes_nothing(db: objstore_db.Database) -> None:
+    with pytest.raises(objstore_db.InvalidArgumentError, match="cannot be stored as JSON"):
+        await db.put("people", {"id": 1, "when": object()})
+    with pytest.raises(objstore_db.InvalidKeyError, match="a bool is not a valid key"):
+        await db.get("people", True)
+    with pytest.raises(objstore_db.InvalidKeyError, match="a set is not a valid key"):
+        await db.get("people", {1})  # type: ignore[arg-type]
+    with pytest.raises(objstore_db.NotFoundError, match="nowhere"):
+        await db.put("nowhere", {"id": 1})
+    with pytest.raises(objstore_db.InvalidKeyError):
+        await db.put("people", {"id": None, "name": "no key"})
+    assert await db.count("people") == 0
+
+
+async def test_a_schema_that_is_not_valid_is_refused(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(objstore_db.ObjstoreError, match="schema"):
+        await objstore_db.open(str(tmp_path / "bad.sqlite3"), {"stores": 5})
+    with pytest.raises(objstore_db.InvalidArgumentError, match="tape"):
+        await objstore_db.open(str(tmp_path / "bad.sqlite3"), None, mechanism="tape")

@@ -1,0 +1,72 @@
+"""query and cursor: the builder, pages that continue, explain, patch, delete, and streaming
+cursors whose body awaits other requests."""
+
+from __future__ import annotations
+
+import objstore_db
+
+
+async def test_pages_continue_from_call_to_call(people: objstore_db.Database) -> None:
+    q = people.query("people").where("city", "==", "paris").order("age")
+    assert [p["name"] for p in await q.list(1)] == ["cy"]
+    assert [p["name"] for p in await q.list(1)] == ["ada"]
+    assert await q.list(1) == []
+    assert await people.query("people").where("age", ">", 30).count() == 2
+
+
+async def test_select_unique_reverse_and_explain(people: objstore_db.Database) -> None:
+    q = people.query("people").where("city", "==", "oslo").order("age").reverse().select("name")
+    assert await q.list(10) == [{"name": "dee"}, {"name": "bob"}]
+    plan = await people.query("people").where("city", "==", "oslo").and_("age", ">=", 30).explain()
+    assert "city" in str(plan)
+
+
+async def test_patch_and_delete_every_match(people: objstore_db.Database) -> None:
+    assert await people.query("people").where("city", "==", "oslo").patch({"city": "bergen"}) == 2
+    assert await people.count("people", index="city", range="bergen") == 2
+    assert await people.query("people").where("age", "<", 30).delete() == 2
+    assert await people.keys("people") == [1, 4]
+
+
+async def test_a_bad_condition_names_what_is_wrong(people: objstore_db.Database) -> None:
+    try:
+        await people.query("people").where("age", "!=", 3).list(5)
+    except objstore_db.InvalidArgumentError as e:
+        assert "!=" in str(e)
+    else:
+        raise AssertionError("an unknown operator was accepted")
+
+
+async def test_async_for_streams_updates_and_deletes_while_awaiting_other_requests(
+    people: objstore_db.Database,
+) -> None:
+    seen = []
+    async for item in people.query("people"):
+        seen.append(item.primary_key)
+        # Another request awaited inside the body: it never waits for the cursor.
+        assert (await people.get("people", item.primary_key))["id"] == item.primary_key
+        if item.value["age"] > 30:
+            await item.update({**item.value, "senior": True})
+        else:
+            await item.delete()
+    assert seen == [1, 2, 3, 4]
+    assert [p["name"] for p in await people.values("people")] == ["ada", "dee"]
+    assert all(p["senior"] for p in await people.values("people"))
+
+
+async def test_a_readonly_cursor_refuses_writes(people: objstore_db.Database) -> None:
+    async for item in people.query("people").cursor("readonly"):
+        try:
+            await item.delete()
+        except objstore_db.ReadOnlyError:
+            break
+        raise AssertionError("a read-only cursor deleted a record")
+    assert await people.count("people") == 4
+
+
+async def test_a_large_store_streams_in_batches(db: objstore_db.Database) -> None:
+    await db.put_many("notes", [{"n": i} for i in range(5000)])
+    total = 0
+    async for item in db.query("notes").cursor(batch=500):
+        total += item.value["n"]
+    assert total == sum(range(5000))

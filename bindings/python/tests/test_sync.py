@@ -1,0 +1,70 @@
+"""sync against the S3 servers tests/run-all starts (moto and Garage on 127.0.0.1)."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+import time
+
+import pytest
+
+import objstore_db
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+
+
+def server(name: str) -> dict[str, str]:
+    """Starts (or reuses) the server with the project's own script and reads its settings."""
+    subprocess.run([str(ROOT / "tests/servers" / name)], check=True, stdout=subprocess.DEVNULL)
+    env: dict[str, str] = {}
+    for line in (ROOT / f"target/servers/{name}.env").read_text().splitlines():
+        line = line.strip().removeprefix("export ")
+        if "=" in line:
+            k, v = line.split("=", 1)
+            env[k] = v.strip("'\"")
+    return env
+
+
+def options(name: str, bucket_var: str, test: str) -> dict[str, str]:
+    env, up = server(name), name.upper()
+    return {
+        "bucket": env[bucket_var],
+        "prefix": f"py-{test}-{os.getpid()}-{time.time_ns()}/",
+        "endpoint": env[f"{up}_ENDPOINT"],
+        "region": env[f"{up}_REGION"],
+        "accessKeyId": env[f"{up}_ACCESS_KEY_ID"],
+        "secretAccessKey": env[f"{up}_SECRET_ACCESS_KEY"],
+    }
+
+
+SERVERS = [("moto", "MOTO_SIGNED_BUCKET"), ("garage", "GARAGE_BUCKET")]
+
+
+@pytest.mark.parametrize("name,bucket", SERVERS)
+async def test_a_write_reaches_another_client_through_the_bucket(name: str, bucket: str, tmp_path: pathlib.Path) -> None:
+    sync = {"results": {"format": "objstore", "Options": options(name, bucket, "rt")}}
+    schema = {"stores": [{"name": "results"}]}
+    async with objstore_db.open(str(tmp_path / "w.sqlite3"), schema, sync=sync) as writer:
+        async with objstore_db.open(str(tmp_path / "r.sqlite3"), schema, sync=sync) as reader:
+            await writer.put("results", {"ok": True, "text": "ünïcode"}, "linux/python/1")
+            report = await writer.flush()
+            assert report["pending"] == 0, report
+            assert await reader.get("results", "linux/python/1") == {"ok": True, "text": "ünïcode"}
+            assert await reader.get("results", "linux/python/none") is None
+            stats = reader.sync_stats(reset=True)
+            assert stats["requests"]["GET"] == {"200": 1, "404": 1}, stats
+            await reader.prefetch("results")
+            assert await reader.count("results") == 1
+            assert await reader.sync_status("results", "linux/python/1") == "synced"
+
+
+async def test_an_unreachable_bucket_keeps_writes_and_serves_the_cache(tmp_path: pathlib.Path) -> None:
+    sync = {"docs": {"format": "objstore", "Options": {"bucket": "b", "endpoint": "http://127.0.0.1:1", "retries": 0}}}
+    async with objstore_db.open(str(tmp_path / "o.sqlite3"), {"stores": [{"name": "docs"}]}, sync=sync) as db:
+        with pytest.raises(objstore_db.NetworkError, match="cannot reach the bucket"):
+            await db.get("docs", "never-cached")
+        await db.put("docs", {"n": 1}, "x")
+        report = await db.flush()
+        assert report["pending"] == 1
+        assert await db.get("docs", "x") == {"n": 1}, "a pending write is read locally"

@@ -1,0 +1,67 @@
+"""transaction: async with commits or aborts whole; run(); Busy beside an open transaction."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+import objstore_db
+
+
+async def test_async_with_commits_on_exit(db: objstore_db.Database) -> None:
+    async with db.transaction(["people", "notes"], "readwrite") as tx:
+        await tx.put("people", {"id": 1, "name": "ada", "email": "a@x"})
+        await tx.put("notes", "hello")
+        assert await tx.get("people", 1) == {"id": 1, "name": "ada", "email": "a@x"}
+    assert await db.count("notes") == 1
+
+
+async def test_an_exception_aborts_everything(db: objstore_db.Database) -> None:
+    with pytest.raises(RuntimeError):
+        async with db.transaction("people", "readwrite") as tx:
+            await tx.put("people", {"id": 1, "name": "ada", "email": "a@x"})
+            raise RuntimeError("changed my mind")
+    assert await db.count("people") == 0
+
+
+async def test_a_failed_write_inside_leaves_nothing(people: objstore_db.Database) -> None:
+    with pytest.raises(objstore_db.ConstraintError):
+        async with people.transaction("people", "readwrite") as tx:
+            await tx.put("people", {"id": 9, "name": "new", "email": "new@x"})
+            await tx.add("people", {"id": 1, "name": "dup", "email": "dup@x"})
+    assert await people.get("people", 9) is None
+
+
+async def test_run_commits_what_the_body_returns(db: objstore_db.Database) -> None:
+    async def body(tx: objstore_db.Transaction) -> int:
+        await tx.put("people", {"id": 1, "name": "ada", "email": "a@x"})
+        return await tx.count("people")
+
+    assert await db.run(body, "people", "readwrite") == 1
+
+
+async def test_a_request_outside_an_open_transaction_is_busy_at_once(db: objstore_db.Database) -> None:
+    async with db.transaction("people", "readwrite") as tx:
+        await tx.put("people", {"id": 1, "name": "ada", "email": "a@x"})
+        with pytest.raises(objstore_db.BusyError, match="transaction"):
+            await db.get("people", 1)
+    assert await db.count("people") == 1
+
+
+async def test_a_cancelled_task_never_leaves_its_transaction_open(db: objstore_db.Database) -> None:
+    started = asyncio.Event()
+
+    async def holds_a_transaction() -> None:
+        async with db.transaction("people", "readwrite") as tx:
+            await tx.put("people", {"id": 1, "name": "ada", "email": "a@x"})
+            started.set()
+            await asyncio.sleep(60)
+
+    task = asyncio.create_task(holds_a_transaction())
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    # Aborted: the database serves other requests again, and the write is gone.
+    assert await db.count("people") == 0
