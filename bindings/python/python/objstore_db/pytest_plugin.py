@@ -1,0 +1,158 @@
+"""A pytest plugin that publishes a run's results into a bucket, through objstore-db, in the
+results app's layout: one object per run at `<platform>/<browser>/<reverse timestamp>-<run id>`,
+its body a CTRF report with one `suite` per test (the test module's name without `test_`), its
+metadata headers platform, browser and version.
+
+Off unless configured:
+
+    pytest --objstore-results=file:///path/to/dir            # a local directory as the bucket
+    pytest --objstore-results=http://127.0.0.1:9000 --objstore-bucket=results
+    OBJSTORE_RESULTS=... OBJSTORE_RESULTS_BUCKET=... pytest
+
+S3 credentials and region come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_REGION.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import platform
+import sys
+import time
+import uuid
+from typing import Any
+
+import pytest
+
+import objstore_db
+
+# Reverse timestamps count down from here, so the newest run sorts first within a pair.
+FAR_FUTURE_MS = 9_999_999_999_999
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("objstore-db", "publishing results through objstore-db")
+    group.addoption(
+        "--objstore-results",
+        default=os.environ.get("OBJSTORE_RESULTS"),
+        help="bucket endpoint to publish this run's results to (file://<dir> or http(s)://host); "
+        "default: $OBJSTORE_RESULTS, unset means off",
+    )
+    group.addoption(
+        "--objstore-bucket",
+        default=os.environ.get("OBJSTORE_RESULTS_BUCKET", "results"),
+        help="bucket name (default: $OBJSTORE_RESULTS_BUCKET or 'results')",
+    )
+    group.addoption(
+        "--objstore-prefix",
+        default=os.environ.get("OBJSTORE_RESULTS_PREFIX", ""),
+        help="prefix of the result objects in the bucket (default: none)",
+    )
+
+
+def platform_name() -> str:
+    """The OS and architecture, as `linux-x86_64`."""
+    return f"{platform.system().lower()}-{platform.machine().lower()}"
+
+
+def runtime_name() -> str:
+    """The runtime, as `python-3.11`."""
+    return f"python-{sys.version_info.major}.{sys.version_info.minor}"
+
+
+def suite_of(nodeid: str) -> str:
+    module = nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
+    module = module[: -len(".py")] if module.endswith(".py") else module
+    return module[len("test_") :] if module.startswith("test_") else module
+
+
+class Publisher:
+    def __init__(self, endpoint: str, bucket: str, prefix: str) -> None:
+        self.endpoint, self.bucket, self.prefix = endpoint, bucket, prefix
+        self.tests: list[dict[str, Any]] = []
+        self.start_ms = int(time.time() * 1000)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+        outcome = yield
+        report: pytest.TestReport = outcome.get_result()
+        # The call phase decides, unless set-up failed or skipped the test.
+        if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+            test: dict[str, Any] = {
+                "name": report.nodeid,
+                "status": {"passed": "passed", "failed": "failed", "skipped": "skipped"}[report.outcome],
+                "duration": round(report.duration * 1000),
+                "suite": suite_of(report.nodeid),
+            }
+            if report.outcome == "failed":
+                test["message"] = str(report.longreprtext)[:4000]
+            self.tests.append(test)
+
+    def report(self) -> dict[str, Any]:
+        def count(status: str) -> int:
+            return sum(1 for t in self.tests if t["status"] == status)
+
+        summary = {
+            "tests": len(self.tests),
+            "passed": count("passed"),
+            "failed": count("failed"),
+            "skipped": count("skipped"),
+            "pending": 0,
+            "other": 0,
+            "start": self.start_ms,
+            "stop": int(time.time() * 1000),
+        }
+        environment = {"osPlatform": platform_name(), "runtime": runtime_name(), "version": objstore_db.__version__}
+        return {
+            # The metadata headers the results app lists by.
+            "platform": platform_name(),
+            "browser": runtime_name(),
+            "version": objstore_db.__version__,
+            "results": {
+                "tool": {"name": "pytest", "version": pytest.__version__},
+                "summary": summary,
+                "tests": self.tests,
+                "environment": environment,
+            },
+        }
+
+    def object_key(self) -> str:
+        reverse = FAR_FUTURE_MS - int(time.time() * 1000)
+        return f"{platform_name()}/{runtime_name()}/{reverse:013d}-{uuid.uuid4().hex[:8]}"
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        try:
+            key, outcome = asyncio.run(self.publish())
+        except objstore_db.ObjstoreError as e:
+            terminalreporter.write_line(f"objstore-db: the results were not published: {e}", red=True)
+            return
+        if outcome.get("pending"):
+            why = outcome.get("offline") or outcome.get("blocked") or outcome.get("rejected")
+            terminalreporter.write_line(f"objstore-db: the results were not published: {why}", red=True)
+        else:
+            terminalreporter.write_line(f"objstore-db: results published to {self.endpoint} as {key}")
+
+    async def publish(self) -> tuple[str, dict[str, Any]]:
+        options: dict[str, Any] = {
+            "bucket": self.bucket,
+            "endpoint": self.endpoint,
+            "prefix": self.prefix,
+            "metadata": ["platform", "browser", "version"],
+        }
+        if os.environ.get("AWS_ACCESS_KEY_ID"):
+            options["accessKeyId"] = os.environ["AWS_ACCESS_KEY_ID"]
+            options["secretAccessKey"] = os.environ.get("AWS_SECRET_ACCESS_KEY", "")
+            options["region"] = os.environ.get("AWS_REGION", "us-east-1")
+        schema = {"stores": [{"name": "results", "Sync": {"format": "objstore", "immutable": True, "Options": options}}]}
+        key = self.object_key()
+        async with objstore_db.open("pytest-results", schema, mechanism="memory") as db:
+            await db.add("results", self.report(), key)
+            outcome: dict[str, Any] = await db.flush()
+        return key, outcome
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    endpoint = config.getoption("--objstore-results")
+    if endpoint:
+        publisher = Publisher(endpoint, config.getoption("--objstore-bucket"), config.getoption("--objstore-prefix"))
+        config.pluginmanager.register(publisher, "objstore-db-publisher")
