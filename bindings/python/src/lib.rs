@@ -1,10 +1,10 @@
 //! The native half of the Python package: a thin layer over `objstore_db::rsapi`. Arguments
 //! arrive as JSON text (the Python half encodes them with the stdlib's `json`), results leave as
 //! JSON text, decoded once on the event loop's thread. Every request completes into a `Waker`,
-//! one per event loop: completions queue there and the loop is woken once per batch
-//! (`call_soon_threadsafe` of its drain) rather than once per completion. The GIL is released
-//! around every call into the library, so a completion on the library's threads never waits
-//! for a Python thread that waits for the library.
+//! one per event loop: completions queue there and the loop is woken once per batch (a byte
+//! on a pipe the loop watches) rather than once per completion. The library's threads never
+//! take the GIL, and the GIL is released around every call into the library (which may wait
+//! for room in its queue).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -89,8 +89,14 @@ enum Delivery {
     Event(String),
 }
 
-/// Set at interpreter exit: from then on completions are dropped, never handed to Python (a
-/// thread that asks for the GIL while the interpreter finalizes would never get it back).
+/// Whom a delivery is for: a request's future, or an event listener (shared, so that the
+/// library's threads never need the GIL to address it).
+enum Target {
+    Future(Py<PyAny>),
+    Listener(Arc<Py<PyAny>>),
+}
+
+/// Set at interpreter exit: from then on completions are dropped, never handed to Python.
 static LEAVING: AtomicBool = AtomicBool::new(false);
 
 /// Called by the package's atexit hook.
@@ -99,18 +105,40 @@ fn leaving() {
     LEAVING.store(true, Ordering::Release);
 }
 
+/// The queue of one event loop's deliveries, and the pipe that wakes the loop: the loop watches
+/// its read end (`add_reader`), and a delivery into an empty queue writes one byte to it. The
+/// library's threads never take the GIL, so they never wait for a Python thread (and a Python
+/// thread that releases the GIL for a moment does not hand it to them).
 struct WakerInner {
-    pending: Mutex<Vec<(Py<PyAny>, Delivery)>>,
-    /// The loop's `call_soon_threadsafe`, and the drain it is asked to call.
-    schedule: Py<PyAny>,
-    drain: Py<PyAny>,
+    pending: Mutex<Vec<(Target, Delivery)>>,
+    read_fd: libc::c_int,
+    write_fd: libc::c_int,
 }
 
 impl WakerInner {
-    /// Queues a delivery for `target` (a future, or a listener) and wakes the loop when the
-    /// queue was empty: one wake-up carries every completion that arrives before the drain.
-    fn deliver(&self, target: Py<PyAny>, delivery: Delivery) {
+    fn new() -> std::io::Result<WakerInner> {
+        let mut fds = [0; 2];
+        // SAFETY: `fds` is a valid array of two ints for pipe(2) to fill.
+        if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        for fd in fds {
+            // Non-blocking both ways: a full pipe already holds a wake-up; an empty one is drained.
+            // SAFETY: fd is one of the two descriptors pipe(2) just opened.
+            unsafe {
+                let flags = libc::fcntl(fd, libc::F_GETFL);
+                libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
+                libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+            }
+        }
+        Ok(WakerInner { pending: Mutex::default(), read_fd: fds[0], write_fd: fds[1] })
+    }
+
+    /// Queues a delivery and wakes the loop when the queue was empty: one wake-up carries every
+    /// completion that arrives before the drain.
+    fn deliver(&self, target: Target, delivery: Delivery) {
         if LEAVING.load(Ordering::Acquire) {
+            // The interpreter is finalizing: a reference count must not be touched any more.
             std::mem::forget(target);
             return;
         }
@@ -120,12 +148,27 @@ impl WakerInner {
             pending.len() == 1
         };
         if first {
-            Python::with_gil(|py| {
-                if self.schedule.call1(py, (self.drain.clone_ref(py),)).is_err() {
-                    // The loop has closed: nobody will drain, so its futures are dropped quietly.
-                    self.pending.lock().unwrap_or_else(|p| p.into_inner()).clear();
-                }
-            });
+            // SAFETY: write_fd stays open while this WakerInner lives. A full pipe (EAGAIN)
+            // means a wake-up is already on its way.
+            unsafe { libc::write(self.write_fd, [1u8].as_ptr().cast(), 1) };
+        }
+    }
+
+    /// Empties the pipe; wake-ups written after this are for deliveries not yet taken.
+    fn clear_pipe(&self) {
+        let mut buf = [0u8; 256];
+        // SAFETY: read_fd stays open while this WakerInner lives; buf is writable for its length.
+        while unsafe { libc::read(self.read_fd, buf.as_mut_ptr().cast(), buf.len()) } > 0 {}
+    }
+}
+
+impl Drop for WakerInner {
+    fn drop(&mut self) {
+        // SAFETY: the descriptors are this WakerInner's own, closed once, when no thread can
+        // write to them any more.
+        unsafe {
+            libc::close(self.read_fd);
+            libc::close(self.write_fd);
         }
     }
 }
@@ -139,17 +182,28 @@ struct Waker {
 #[pymethods]
 impl Waker {
     #[new]
-    fn new(schedule: Py<PyAny>, drain: Py<PyAny>) -> Self {
-        Waker { inner: Arc::new(WakerInner { pending: Mutex::default(), schedule, drain }) }
+    fn new() -> PyResult<Self> {
+        let inner = WakerInner::new().map_err(|e| StorageError::new_err(format!("cannot make a wake-up pipe: {e}")))?;
+        Ok(Waker { inner: Arc::new(inner) })
+    }
+
+    /// The descriptor the loop watches for readability (`loop.add_reader`).
+    fn fileno(&self) -> i32 {
+        self.inner.read_fd
     }
 
     /// The deliveries waiting, as `(target, kind, payload)`: kind 0 is a result (payload: JSON
     /// text), 1 an error (payload: the exception), 2 an event (payload: JSON text).
     fn take(&self, py: Python<'_>) -> Vec<(Py<PyAny>, u8, PyObject)> {
+        self.inner.clear_pipe();
         let pending = std::mem::take(&mut *self.inner.pending.lock().unwrap_or_else(|p| p.into_inner()));
         pending
             .into_iter()
             .map(|(target, delivery)| {
+                let target = match target {
+                    Target::Future(future) => future,
+                    Target::Listener(listener) => listener.clone_ref(py),
+                };
                 let (kind, payload) = match delivery {
                     Delivery::Result(Ok(text)) => (0, text.into_pyobject(py).unwrap().into_any().unbind()),
                     Delivery::Result(Err(e)) => (1, py_err(&e).into_value(py).into_any()),
@@ -168,7 +222,7 @@ fn done_json<T: Serialize + Send + 'static>(waker: &Waker, future: Py<PyAny>) ->
     let inner = waker.inner.clone();
     Box::new(move |result: Result<T>| {
         let text = result.map(|v| serde_json::to_string(&v).expect("results serialise"));
-        inner.deliver(future, Delivery::Result(text));
+        inner.deliver(Target::Future(future), Delivery::Result(text));
     })
 }
 
@@ -196,14 +250,14 @@ struct Database {
 
 /// Opens a database; `future` resolves with `{"version", "stores"}` once it is open.
 #[pyfunction]
-#[pyo3(signature = (name, schema, options, waker, future))]
+#[pyo3(signature = (waker, future, name, schema, options))]
 fn open(
     py: Python<'_>,
+    waker: &Waker,
+    future: Py<PyAny>,
     name: &str,
     schema: Option<&str>,
     options: Option<&str>,
-    waker: &Waker,
-    future: Py<PyAny>,
 ) -> PyResult<Database> {
     let schema = parse_opt("schema", schema)?;
     let options = to_py(rsapi::OpenOptions::from_json(parse_opt("open options", options)?.as_ref()))?;
@@ -279,7 +333,7 @@ impl Database {
     ) -> PyResult<RequestId> {
         let key = parse("key", key)?;
         let inner = waker.inner.clone();
-        let done = move |r: Result<String>| inner.deliver(future, Delivery::Result(r));
+        let done = move |r: Result<String>| inner.deliver(Target::Future(future), Delivery::Result(r));
         to_py(py.allow_threads(|| self.db.get_text(tx, store, &key, read(fresh), done)))
     }
 
@@ -396,11 +450,8 @@ impl Database {
         filter: Option<&str>,
     ) -> PyResult<RequestId> {
         let filter = parse_opt("event filter", filter)?;
-        let inner = waker.inner.clone();
-        let forward = move |event: Value| {
-            let target = Python::with_gil(|py| listener.clone_ref(py));
-            inner.deliver(target, Delivery::Event(event.to_string()));
-        };
+        let (inner, listener) = (waker.inner.clone(), Arc::new(listener));
+        let forward = move |event: Value| inner.deliver(Target::Listener(listener.clone()), Delivery::Event(event.to_string()));
         request(py, waker, future, |done| self.db.subscribe(filter.as_ref(), forward, done))
     }
 

@@ -4,6 +4,8 @@ threads on one database, and interpreter exit with work in flight."""
 from __future__ import annotations
 
 import asyncio
+import gc
+import os
 import pathlib
 import subprocess
 import sys
@@ -44,6 +46,17 @@ async def test_close_completes_queued_requests_first(db: objstore_db.Database) -
         await db.get("people", 1)
 
 
+async def count(db: objstore_db.Database) -> int:
+    return await db.count("n")
+
+
+def test_a_read_outside_a_running_loop_says_how_to_call_it(tmp_path: pathlib.Path) -> None:
+    db = asyncio.run(objstore_db.open(str(tmp_path / "r.sqlite3"), {"stores": [{"name": "n"}]}))
+    with pytest.raises(RuntimeError, match="call it inside a coroutine"):
+        db.get("n", 1)
+    asyncio.run(db.close())
+
+
 def test_several_loops_in_several_threads_share_one_database(tmp_path: pathlib.Path) -> None:
     db = asyncio.run(objstore_db.open(str(tmp_path / "shared.sqlite3"), {"stores": [{"name": "n"}]}))
     errors: list[BaseException] = []
@@ -65,7 +78,7 @@ def test_several_loops_in_several_threads_share_one_database(tmp_path: pathlib.P
     for t in threads:
         t.join()
     assert errors == []
-    assert asyncio.run(db.count("n")) == 800
+    assert asyncio.run(count(db)) == 800
     asyncio.run(db.close())
 
 
@@ -76,7 +89,7 @@ def test_a_completion_for_a_closed_loop_is_dropped_quietly(tmp_path: pathlib.Pat
     loop.run_until_complete(asyncio.sleep(0))
     loop.close()  # with the put still running: its completion has no loop to go to
     del pending
-    assert asyncio.run(db.count("n")) in (0, 20000)
+    assert asyncio.run(count(db)) in (0, 20000)
     asyncio.run(db.close())
 
 
@@ -100,3 +113,19 @@ def test_exit_with_an_open_database_and_work_in_flight_neither_hangs_nor_loses_c
             assert await db.get("n", "k") == {"committed": True}
 
     asyncio.run(check())
+
+
+def test_loops_that_come_and_go_leave_no_descriptors_behind(tmp_path: pathlib.Path) -> None:
+    db = asyncio.run(objstore_db.open(str(tmp_path / "fd.sqlite3"), {"stores": [{"name": "n"}]}))
+
+    async def one_get() -> None:
+        assert await db.get("n", 1) is None
+
+    asyncio.run(one_get())
+    gc.collect()
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(200):
+        asyncio.run(one_get())  # each run a new loop, with a wake-up pipe of its own
+    gc.collect()
+    assert len(os.listdir("/proc/self/fd")) == before
+    asyncio.run(db.close())

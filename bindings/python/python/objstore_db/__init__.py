@@ -182,23 +182,30 @@ def _scan(
 
 
 class _Bridge:
-    """Per event loop: the native waker that queues completions for it, and their drain."""
+    """Per event loop: the native waker its completions queue in, and the drain the loop runs
+    when the waker's pipe (watched with `add_reader`) says some have arrived. Results are
+    decoded here, once, on the loop's thread."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop = loop
-        self.waker = _native.Waker(loop.call_soon_threadsafe, self._drain)
+        self.waker = _native.Waker()
+        # The loop holds the drain (and so the bridge), never the other way round: the bridge,
+        # its pipe and any completions still queued go when the loop goes.
+        loop.add_reader(self.waker.fileno(), self._drain)
 
     def _drain(self) -> None:
+        loads = json.loads
         for target, kind, payload in self.waker.take():
             if kind == 2:
                 try:
-                    target(payload)
+                    target(loads(payload))
                 except Exception as e:  # a listener's failure is the listener's, not ours
-                    self.loop.call_exception_handler({"message": "objstore_db event listener failed", "exception": e})
+                    asyncio.get_running_loop().call_exception_handler(
+                        {"message": "objstore_db event listener failed", "exception": e}
+                    )
             elif target.done():
                 pass  # its awaiting task was cancelled
             elif kind == 0:
-                target.set_result(payload)
+                target.set_result(loads(payload))
             else:
                 target.set_exception(payload)
 
@@ -206,27 +213,33 @@ class _Bridge:
 _bridges: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Bridge]" = weakref.WeakKeyDictionary()
 
 
-def _bridge() -> _Bridge:
-    loop = asyncio.get_running_loop()
+def _waker(loop: asyncio.AbstractEventLoop) -> Any:
     bridge = _bridges.get(loop)
     if bridge is None:
         bridge = _bridges[loop] = _Bridge(loop)
-    return bridge
+    return bridge.waker
+
+
+def _request(method: Callable[..., int], *args: Any, cancel: Optional[Callable[[int], bool]] = None, **kw: Any) -> "asyncio.Future[Any]":
+    """Makes a native request at once; the future resolves with its decoded JSON result.
+    Cancelling the future (or the task awaiting it) cancels the request too: a queued one
+    then never runs. A future, not a coroutine: `gather` of many needs no task per request."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        raise RuntimeError(
+            f"objstore_db: {method.__name__}() makes its request at once and returns a future of the "
+            "running event loop; call it inside a coroutine (asyncio.run(main()), not asyncio.run(db.get(...)))"
+        ) from None
+    future = loop.create_future()
+    request = method(_waker(loop), future, *args, **kw)
+    if cancel is not None:
+        future.add_done_callback(lambda f: f.cancelled() and cancel(request))
+    return future
 
 
 async def _call(method: Callable[..., int], *args: Any, cancel: Optional[Callable[[int], bool]] = None, **kw: Any) -> Any:
-    """Makes a native request and awaits its JSON result, decoded. A cancelled await cancels
-    the request too (a queued one then never runs)."""
-    bridge = _bridge()
-    future = bridge.loop.create_future()
-    request = method(bridge.waker, future, *args, **kw)
-    try:
-        text = await future
-    except asyncio.CancelledError:
-        if cancel is not None:
-            cancel(request)
-        raise
-    return json.loads(text)
+    return await _request(method, *args, cancel=cancel, **kw)
 
 
 # ----- events ---------------------------------------------------------------------------------
@@ -327,13 +340,11 @@ class Query:
     def select(self, *fields: str) -> "Query":
         return self._with("select", list(fields))
 
-    async def list(self, n: int, *, fresh: bool = False) -> list[Any]:
-        result: list[Any] = await _call(self._built().list, n, fresh=fresh, tx=self._tx, cancel=self._db._cancel)
-        return result
+    def list(self, n: int, *, fresh: bool = False) -> "asyncio.Future[list[Any]]":
+        return _request(self._built().list, n, fresh=fresh, tx=self._tx, cancel=self._db._cancel)
 
-    async def count(self, *, fresh: bool = False) -> int:
-        result: int = await _call(self._built().count, fresh=fresh, tx=self._tx, cancel=self._db._cancel)
-        return result
+    def count(self, *, fresh: bool = False) -> "asyncio.Future[int]":
+        return _request(self._built().count, fresh=fresh, tx=self._tx, cancel=self._db._cancel)
 
     async def explain(self) -> Any:
         return await _call(self._built().explain, tx=self._tx)
@@ -390,9 +401,9 @@ class _Store:
         keys = await _call(self._native.put_many, store, _dumps("values", list(values)), tx=self._tx)
         return [_key_py(k) for k in keys]
 
-    async def get(self, store: str, key: Key, *, fresh: bool = False) -> Any:
+    def get(self, store: str, key: Key, *, fresh: bool = False) -> "asyncio.Future[Any]":
         """The record under `key`, or None."""
-        return await _call(self._native.get, store, _key_text(key), fresh=fresh, tx=self._tx, cancel=self._cancel)
+        return _request(self._native.get, store, _key_text(key), fresh=fresh, tx=self._tx, cancel=self._cancel)
 
     async def remove(self, store: str, key_or_range: Union[Key, KeyRange]) -> int:
         """Removes the record under a key or the records in a range; returns how many."""
@@ -402,17 +413,16 @@ class _Store:
     async def clear(self, store: str) -> None:
         await _call(self._native.clear, store, tx=self._tx)
 
-    async def count(
+    def count(
         self,
         store: str,
         index: Optional[str] = None,
         range: Optional[Union[Key, KeyRange]] = None,
         *,
         fresh: bool = False,
-    ) -> int:
+    ) -> "asyncio.Future[int]":
         scan = _scan(index, range, None, 0, False, False)
-        result: int = await _call(self._native.scan, store, "count", scan, fresh=fresh, tx=self._tx, cancel=self._cancel)
-        return result
+        return _request(self._native.scan, store, "count", scan, fresh=fresh, tx=self._tx, cancel=self._cancel)
 
     async def keys(
         self,
@@ -430,7 +440,7 @@ class _Store:
         keys = await _call(self._native.scan, store, "keys", scan, fresh=fresh, tx=self._tx, cancel=self._cancel)
         return [_key_py(k) for k in keys]
 
-    async def values(
+    def values(
         self,
         store: str,
         keys: Optional[Sequence[Key]] = None,
@@ -442,20 +452,18 @@ class _Store:
         reverse: bool = False,
         unique: bool = False,
         fresh: bool = False,
-    ) -> list[Any]:
+    ) -> "asyncio.Future[list[Any]]":
         """The records under a list of keys (None where there is none), or in a range."""
         if keys is not None:
             wanted = json.dumps([_key_json(k) for k in keys])
-            found: list[Any] = await _call(self._native.values_of, store, wanted, fresh=fresh, tx=self._tx, cancel=self._cancel)
-            return found
+            return _request(self._native.values_of, store, wanted, fresh=fresh, tx=self._tx, cancel=self._cancel)
         scan = _scan(index, range, limit, offset, reverse, unique)
-        result: list[Any] = await _call(self._native.scan, store, "values", scan, fresh=fresh, tx=self._tx, cancel=self._cancel)
-        return result
+        return _request(self._native.scan, store, "values", scan, fresh=fresh, tx=self._tx, cancel=self._cancel)
 
-    async def sql(self, text: str, params: Optional[Sequence[Any]] = None) -> Any:
+    def sql(self, text: str, params: Optional[Sequence[Any]] = None) -> "asyncio.Future[Any]":
         """Runs one statement of the SQL subset with `?` parameters bound."""
         params_text = None if params is None else _dumps("SQL parameters", [_key_json(p) if isinstance(p, (bytes, datetime.datetime, tuple)) else p for p in params])
-        return await _call(self._native.sql, text, params_text, tx=self._tx)
+        return _request(self._native.sql, text, params_text, tx=self._tx)
 
 
 class Transaction(_Store):
@@ -537,24 +545,10 @@ class Database(_Store):
         filter: dict[str, Any] = {"kinds": [kinds] if isinstance(kinds, str) else list(kinds)}
         if store is not None:
             filter["store"] = store
-        bridge = _bridge()
-        registered = bridge.loop.create_future()
+        def deliver(data: dict[str, Any]) -> None:
+            listener(Event(data))
 
-        def deliver(text: str) -> None:
-            listener(Event(json.loads(text)))
-
-        def resolved(text_future: "asyncio.Future[Any]") -> None:
-            if text_future.cancelled():
-                return
-            error = text_future.exception()
-            if error is None:
-                registered.set_result(json.loads(text_future.result()))
-            else:
-                registered.set_exception(error)
-
-        text_future = bridge.loop.create_future()
-        text_future.add_done_callback(resolved)
-        self._native.subscribe(bridge.waker, text_future, deliver, json.dumps(filter))
+        registered = _request(self._native.subscribe, deliver, json.dumps(filter))
         return Subscription(self, registered)
 
     async def events(self, *kinds: str, store: Optional[str] = None) -> AsyncGenerator[Event, None]:
@@ -639,9 +633,9 @@ class _Opening(collections.abc.Coroutine[Any, Any, "Database"]):
 
     async def _open(self, name: str, schema: Any, options: dict[str, Any]) -> Database:
         schema_text = None if schema is None else (schema if isinstance(schema, str) else _dumps("schema", schema))
-        bridge = _bridge()
-        future = bridge.loop.create_future()
-        native = _native.open(name, schema_text, json.dumps(options), bridge.waker, future)
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        native = _native.open(_waker(loop), future, name, schema_text, json.dumps(options))
         await future
         self._db = Database(native, name)
         return self._db
