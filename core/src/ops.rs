@@ -136,9 +136,7 @@ impl Tx<'_> {
         let info = self.db.store_for(store, false)?;
         let pk = key.encode().map_err(|e| e.in_store(store, None))?;
         match self.db.mech.get(info.data, &pk)? {
-            Some(bytes) => String::from_utf8(bytes)
-                .map(Some)
-                .map_err(|e| Error::Internal(format!("a stored record of store {store:?} is not UTF-8: {e}"))),
+            Some(bytes) => String::from_utf8(bytes).map(Some).map_err(|e| not_utf8(store, e)),
             None => Ok(None),
         }
     }
@@ -236,6 +234,24 @@ impl Tx<'_> {
     /// The records under `keys`, in that order; `None` where there is none.
     pub fn values_of(&mut self, store: &str, keys: &[Key]) -> Result<Vec<Option<Value>>> {
         keys.iter().map(|key| self.get(store, key)).collect()
+    }
+
+    /// As `values`, one JSON array of the records' stored texts: no decode and re-encode.
+    pub fn values_text(&mut self, store: &str, scan: &ScanOptions) -> Result<String> {
+        let info = self.db.store_for(store, false)?;
+        let rows = select(self.db, &info, scan, true)?;
+        json_array(store, rows.iter().map(|(_, v)| Some(v.as_slice())))
+    }
+
+    /// As `values_of`, one JSON array of stored texts, `null` where there is no record.
+    pub fn values_of_text(&mut self, store: &str, keys: &[Key]) -> Result<String> {
+        let info = self.db.store_for(store, false)?;
+        let mut found = Vec::with_capacity(keys.len());
+        for key in keys {
+            let pk = key.encode().map_err(|e| e.in_store(store, None))?;
+            found.push(self.db.mech.get(info.data, &pk)?);
+        }
+        json_array(store, found.iter().map(Option::as_deref))
     }
 }
 
@@ -486,6 +502,31 @@ pub(crate) fn rebuild_index(db: &mut Database, info: &StoreInfo, index: &IndexIn
             }
         }
     }
+}
+
+/// A JSON array of stored record texts (`null` for `None`).
+fn json_array<'a>(store: &str, records: impl Iterator<Item = Option<&'a [u8]>>) -> Result<String> {
+    let mut out = String::from("[");
+    for (i, record) in records.enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        match record {
+            Some(bytes) => out.push_str(record_text(store, bytes)?),
+            None => out.push_str("null"),
+        }
+    }
+    out.push(']');
+    Ok(out)
+}
+
+/// A stored record as the JSON text it is.
+pub(crate) fn record_text<'a>(store: &str, bytes: &'a [u8]) -> Result<&'a str> {
+    std::str::from_utf8(bytes).map_err(|e| not_utf8(store, e))
+}
+
+fn not_utf8(store: &str, e: impl std::fmt::Display) -> Error {
+    Error::Internal(format!("a stored record of store {store:?} is not UTF-8: {e}"))
 }
 
 pub(crate) fn decode_record(store: &str, bytes: &[u8]) -> Result<Value> {

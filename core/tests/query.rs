@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use objstore_db_core::{ErrorCode, Key, KeyRange, Op, Query};
+use objstore_db_core::{ErrorCode, Key, KeyRange, Mode, Op, Query};
 use serde_json::{json, Value};
 
 /// The same records in a store with indexes and in one without any.
@@ -170,6 +170,23 @@ for_each_mechanism! {
         let mut db = seeded(kind);
         let rows = Query::from("runs").filter("id", Op::Eq, 3).select(&["browser", "meta.v"]).list(&mut db, 5).unwrap();
         assert_eq!(rows, vec![json!({"browser": "rust", "meta": {"v": 0}})]);
+    }
+
+    fn the_text_form_of_a_page_selects_filters_and_pages_alike(kind) {
+        let mut db = seeded(kind);
+        let as_text = |db: &mut TestDb, q: &mut Query, n| -> Value {
+            serde_json::from_str(&db.run(&["runs"], Mode::ReadOnly, |tx| q.list_text_in(tx, n)).unwrap()).unwrap()
+        };
+        let mut selected = Query::from("runs").filter("id", Op::Eq, 3).select(&["browser", "meta.v"]);
+        assert_eq!(as_text(&mut db, &mut selected, 5), json!([{"browser": "rust", "meta": {"v": 0}}]));
+        // Served by the index alone (stored text handed on), then with a condition it cannot serve.
+        let mut by_index = Query::from("runs").filter("platform", Op::Eq, "linux").order("age");
+        let mut by_list = by_index.clone();
+        assert_eq!(as_text(&mut db, &mut by_index, 2), json!(by_list.list(&mut db, 2).unwrap()));
+        assert_eq!(as_text(&mut db, &mut by_index, 2), json!(by_list.list(&mut db, 2).unwrap()));
+        let mut checked = Query::from("runs").filter("platform", Op::Eq, "linux").filter("meta.v", Op::Eq, 1);
+        assert_eq!(as_text(&mut db, &mut checked, 10), json!(Query::from("runs").filter("platform", Op::Eq, "linux").filter("meta.v", Op::Eq, 1).list(&mut db, 10).unwrap()));
+        assert_eq!(as_text(&mut db, &mut Query::from("runs"), 0), json!([]));
     }
 
     fn count_agrees_with_list_on_both_paths(kind) {

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use objstore_db_core::{Database, Key, KeyRange, MechanismKind, Op, OpenOptions, Query, Schema};
+use objstore_db_core::{Database, Key, KeyRange, MechanismKind, Mode, Op, OpenOptions, Query, Schema};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -183,6 +183,11 @@ fn run_case(steps: Vec<Step>, dir: &std::path::Path) -> Result<(), TestCaseError
                     paged.extend(page);
                 }
                 prop_assert_eq!(&paged, &whole, "paging differs from one list for {:?}", spec);
+
+                // The text form (stored texts handed on where nothing looked inside) says the same.
+                let text = sqlite.run(&["s"], Mode::ReadOnly, |tx| build(&spec).list_text_in(tx, 1000)).unwrap();
+                let from_text: Vec<Value> = serde_json::from_str(&text).unwrap();
+                prop_assert_eq!(&from_text, &whole, "list_text differs from list for {:?}", spec);
 
                 let expected = model_query(&model, &spec);
                 let expected_records: Vec<Value> = expected.iter().map(|(_, r)| r.clone()).collect();

@@ -586,7 +586,7 @@ pub unsafe extern "C" fn objstore_db_values_of(
         let (db, store) = (db_ref(db)?, text(store, "store")?);
         let keys = json(keys_json, keys_len, "keys_json")?;
         let (read, done) = (read_flags(flags)?, completion(done, user_data)?);
-        db.values_of(within(tx), store, &keys, read, move |r| done.deliver(r))
+        db.values_of_text(within(tx), store, &keys, read, move |r| done.deliver_text(r))
     })
 }
 
@@ -660,7 +660,7 @@ pub unsafe extern "C" fn objstore_db_read(
         let (db, store, kind) = (db_ref(db)?, text(store, "store")?, read_kind(kind)?);
         let scan = optional_json(scan_json, scan_len, "scan_json")?;
         let (read, done) = (read_flags(flags)?, completion(done, user_data)?);
-        db.read_scan(within(tx), store, kind, scan.as_ref(), read, move |r| done.deliver(r))
+        db.read_scan_text(within(tx), store, kind, scan.as_ref(), read, move |r| done.deliver_text(r))
     })
 }
 
@@ -1022,7 +1022,7 @@ pub unsafe extern "C" fn objstore_query_list(
 ) -> ObjstoreStatus {
     request(error_out, request_out, || {
         let (q, read, done) = (query_ref(query)?, read_flags(flags)?, completion(done, user_data)?);
-        q.list(within(tx), n, read, move |r| done.deliver(r))
+        q.list_text(within(tx), n, read, move |r| done.deliver_text(r))
     })
 }
 

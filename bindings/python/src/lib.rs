@@ -237,6 +237,18 @@ fn request<T: Serialize + Send + 'static>(
     to_py(py.allow_threads(move || start(done)))
 }
 
+/// As `request`, for a request whose result is JSON text already.
+fn request_text(
+    py: Python<'_>,
+    waker: &Waker,
+    future: Py<PyAny>,
+    start: impl FnOnce(Done<String>) -> Result<RequestId> + Send,
+) -> PyResult<RequestId> {
+    let inner = waker.inner.clone();
+    let done: Done<String> = Box::new(move |r| inner.deliver(Target::Future(future), Delivery::Result(r)));
+    to_py(py.allow_threads(move || start(done)))
+}
+
 fn read(fresh: bool) -> Read {
     Read { fresh }
 }
@@ -332,9 +344,7 @@ impl Database {
         tx: Option<u64>,
     ) -> PyResult<RequestId> {
         let key = parse("key", key)?;
-        let inner = waker.inner.clone();
-        let done = move |r: Result<String>| inner.deliver(Target::Future(future), Delivery::Result(r));
-        to_py(py.allow_threads(|| self.db.get_text(tx, store, &key, read(fresh), done)))
+        request_text(py, waker, future, |done| self.db.get_text(tx, store, &key, read(fresh), done))
     }
 
     #[pyo3(signature = (waker, future, store, keys, fresh=false, tx=None))]
@@ -350,7 +360,7 @@ impl Database {
         tx: Option<u64>,
     ) -> PyResult<RequestId> {
         let keys = parse("keys", keys)?;
-        request(py, waker, future, |done| self.db.values_of(tx, store, &keys, read(fresh), done))
+        request_text(py, waker, future, |done| self.db.values_of_text(tx, store, &keys, read(fresh), done))
     }
 
     #[pyo3(signature = (waker, future, store, target, tx=None))]
@@ -401,7 +411,9 @@ impl Database {
             other => return Err(InvalidArgumentError::new_err(format!("scan kind {other:?} is not understood"))),
         };
         let scan = parse_opt("scan options", scan)?;
-        request(py, waker, future, |done| self.db.read_scan(tx, store, kind, scan.as_ref(), read(fresh), done))
+        request_text(py, waker, future, |done| {
+            self.db.read_scan_text(tx, store, kind, scan.as_ref(), read(fresh), done)
+        })
     }
 
     #[pyo3(signature = (waker, future, text, params=None, tx=None))]
@@ -451,7 +463,8 @@ impl Database {
     ) -> PyResult<RequestId> {
         let filter = parse_opt("event filter", filter)?;
         let (inner, listener) = (waker.inner.clone(), Arc::new(listener));
-        let forward = move |event: Value| inner.deliver(Target::Listener(listener.clone()), Delivery::Event(event.to_string()));
+        let forward =
+            move |event: Value| inner.deliver(Target::Listener(listener.clone()), Delivery::Event(event.to_string()));
         request(py, waker, future, |done| self.db.subscribe(filter.as_ref(), forward, done))
     }
 
@@ -555,7 +568,7 @@ impl Query {
         fresh: bool,
         tx: Option<u64>,
     ) -> PyResult<RequestId> {
-        request(py, waker, future, |done| self.query.list(tx, n, read(fresh), done))
+        request_text(py, waker, future, |done| self.query.list_text(tx, n, read(fresh), done))
     }
 
     #[pyo3(signature = (waker, future, fresh=false, tx=None))]

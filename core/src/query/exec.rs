@@ -10,7 +10,7 @@ use crate::database::{Database, Tx};
 use crate::error::{Error, Result};
 use crate::key::Key;
 use crate::keypath::lookup;
-use crate::ops::{decode_record, write};
+use crate::ops::{decode_record, record_text, write};
 use crate::range::{just_above, KeyRange};
 
 use super::plan::{plan, Plan, Source};
@@ -57,8 +57,43 @@ impl CursorItem {
 struct Row {
     sort: Vec<u8>,
     pk: Vec<u8>,
-    value: Value,
+    value: Stored,
     group: Option<Vec<u8>>,
+}
+
+/// A matching record as it is stored (JSON text), decoded only when something looks inside
+/// it: a page with nothing to check, sort or select hands the stored text on untouched.
+enum Stored {
+    Text(Vec<u8>),
+    Decoded(Value),
+}
+
+impl Stored {
+    fn value(&mut self, store: &str) -> Result<&Value> {
+        if let Stored::Text(bytes) = self {
+            *self = Stored::Decoded(decode_record(store, bytes)?);
+        }
+        match self {
+            Stored::Decoded(value) => Ok(value),
+            Stored::Text(_) => unreachable!("decoded above"),
+        }
+    }
+
+    fn into_value(self, store: &str) -> Result<Value> {
+        match self {
+            Stored::Text(bytes) => decode_record(store, &bytes),
+            Stored::Decoded(value) => Ok(value),
+        }
+    }
+
+    /// Appends the record as JSON text.
+    fn write_json(&self, store: &str, out: &mut String) -> Result<()> {
+        match self {
+            Stored::Text(bytes) => out.push_str(record_text(store, bytes)?),
+            Stored::Decoded(value) => out.push_str(&value.to_string()),
+        }
+        Ok(())
+    }
 }
 
 impl Row {
@@ -69,7 +104,7 @@ impl Row {
 
 type Visit<'a> = &'a mut dyn FnMut(Row, Position) -> Result<bool>;
 /// A visitor of matching (sort key, primary key, record) straight from the source.
-type VisitMatch<'a> = &'a mut dyn FnMut(&[u8], &[u8], Value) -> Result<bool>;
+type VisitMatch<'a> = &'a mut dyn FnMut(&[u8], &[u8], Stored) -> Result<bool>;
 
 /// The encoded order key of a record: one field's key, or an array of several. `None` when a
 /// field is missing or not a valid key.
@@ -96,9 +131,12 @@ fn read_source(
     // The range answers the served conditions exactly; only the rest need checking.
     let check = !plan.residual.is_empty();
     let mut matched = |sort: &[u8], pk: &[u8], bytes: &[u8]| {
+        if !check {
+            return visit(sort, pk, Stored::Text(bytes.to_vec()));
+        }
         let value = decode_record(store, bytes)?;
-        if !check || query.matches(&value) {
-            visit(sort, pk, value)
+        if query.matches(&value) {
+            visit(sort, pk, Stored::Decoded(value))
         } else {
             Ok(true)
         }
@@ -132,11 +170,15 @@ fn stream(
     after: Option<&Position>,
     visit: Visit,
 ) -> Result<()> {
+    let store = &info.schema.name;
     let mut unique =
         Unique { on: query.unique, skip_group: after.and_then(|p| p.group.clone()), pending: None, stopped: false };
     if plan.sort.is_none() {
-        read_source(db, info, query, plan, after, &mut |sort, pk, value| {
-            let group = if query.unique { Some(order_key(query, &value).unwrap_or_default()) } else { None };
+        read_source(db, info, query, plan, after, &mut |sort, pk, mut value| {
+            let group = match query.unique {
+                true => Some(order_key(query, value.value(store)?).unwrap_or_default()),
+                false => None,
+            };
             unique.offer(Row { sort: sort.to_vec(), pk: pk.to_vec(), value, group }, visit)
         })?;
         return unique.finish(visit);
@@ -144,8 +186,8 @@ fn stream(
 
     // No candidate gives the order: sort the matches in memory by (order key, primary key).
     let mut rows = Vec::new();
-    read_source(db, info, query, plan, None, &mut |_, pk, value| {
-        if let Some(sort) = order_key(query, &value) {
+    read_source(db, info, query, plan, None, &mut |_, pk, mut value| {
+        if let Some(sort) = order_key(query, value.value(store)?) {
             let group = query.unique.then(|| sort.clone());
             rows.push(Row { sort, pk: pk.to_vec(), value, group });
         }
@@ -218,6 +260,31 @@ impl Unique {
 }
 
 pub(super) fn list(tx: &mut Tx<'_>, query: &mut Query, n: usize) -> Result<Vec<Value>> {
+    let store = query.store.clone();
+    page(tx, query, n)?.into_iter().map(|record| Ok(query.project(record.into_value(&store)?))).collect()
+}
+
+/// As `list`, the page as one JSON array text: records nothing had to look inside are handed on
+/// as stored, without a decode and an encode.
+pub(super) fn list_text(tx: &mut Tx<'_>, query: &mut Query, n: usize) -> Result<String> {
+    let store = query.store.clone();
+    let mut out = String::from("[");
+    for (i, record) in page(tx, query, n)?.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        match query.select {
+            None => record.write_json(&store, &mut out)?,
+            Some(_) => out.push_str(&query.project(record.into_value(&store)?).to_string()),
+        }
+    }
+    out.push(']');
+    Ok(out)
+}
+
+/// The next `n` matches (after `skip` and the position of the previous page), moving the
+/// query's paging on.
+fn page(tx: &mut Tx<'_>, query: &mut Query, n: usize) -> Result<Vec<Stored>> {
     if n == 0 || query.exhausted {
         return Ok(Vec::new());
     }
@@ -231,7 +298,7 @@ pub(super) fn list(tx: &mut Tx<'_>, query: &mut Query, n: usize) -> Result<Vec<V
             skip -= 1;
             return Ok(true);
         }
-        out.push(query.project(row.value));
+        out.push(row.value);
         Ok(out.len() < n)
     })?;
     query.skip = skip;
@@ -261,12 +328,13 @@ pub(super) fn next_items(tx: &mut Tx<'_>, query: &mut Query, n: usize) -> Result
         query.position = Some(position);
     }
     query.exhausted = rows.len() < n;
+    let store = &info.schema.name;
     rows.into_iter()
         .map(|row| {
             Ok(CursorItem {
                 key: Key::decode(&row.sort)?,
                 primary_key: Key::decode(&row.pk)?,
-                value: row.value,
+                value: row.value.into_value(store)?,
                 action: None,
             })
         })
@@ -302,7 +370,7 @@ fn collect_all(db: &mut Database, info: &StoreInfo, query: &Query) -> Result<Vec
     let plan = plan(info, query)?;
     let mut rows = Vec::new();
     stream(db, info, query, &plan, None, &mut |row, _| {
-        rows.push((row.pk, row.value));
+        rows.push((row.pk, row.value.into_value(&info.schema.name)?));
         Ok(true)
     })?;
     Ok(rows)
@@ -330,7 +398,7 @@ pub(super) fn open(
             let mut item = CursorItem {
                 key: Key::decode(&row.sort)?,
                 primary_key: Key::decode(&row.pk)?,
-                value: row.value,
+                value: row.value.into_value(&query.store)?,
                 action: None,
             };
             let step = visit(&mut item)?;

@@ -304,6 +304,12 @@ impl Query {
         exec::list(tx, self, n)
     }
 
+    /// As `list_in`, the page as one JSON array text (records handed on as stored where nothing
+    /// had to look inside them): for a caller that hands text on.
+    pub fn list_text_in(&mut self, tx: &mut Tx<'_>, n: usize) -> Result<String> {
+        exec::list_text(tx, self, n)
+    }
+
     /// How many records match (ignores paging).
     pub fn count(&self, db: &mut Database) -> Result<u64> {
         db.run_single_read(&self.store, |tx| self.count_in(tx)) // one count or one scan

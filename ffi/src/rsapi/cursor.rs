@@ -57,6 +57,19 @@ impl QueryHandle {
         )
     }
 
+    /// As `list`, the page as one JSON array text (records as stored where nothing had to
+    /// look inside them).
+    pub fn list_text(
+        &self,
+        within: Within,
+        n: usize,
+        read: Read,
+        done: impl FnOnce(Result<String>) + Send + 'static,
+    ) -> Result<RequestId> {
+        let query = self.query.clone();
+        self.db.read(within, vec![self.store.clone()], read, None, move |tx| lock(&query).list_text_in(tx, n), done)
+    }
+
     /// How many records match (paging aside).
     pub fn count(
         &self,

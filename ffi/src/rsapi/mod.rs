@@ -443,6 +443,21 @@ impl Db {
         )
     }
 
+    /// As [`Db::values_of`], the records as one JSON array of their stored texts.
+    pub fn values_of_text(
+        &self,
+        within: Within,
+        store: &str,
+        keys: &Value,
+        read: Read,
+        done: impl FnOnce(Result<String>) + Send + 'static,
+    ) -> Result<RequestId> {
+        let keys = args::keys(keys)?;
+        let name = store.to_string();
+        let wanted = keys.clone();
+        self.read(within, vec![name.clone()], read, Some(wanted), move |tx| tx.values_of_text(&name, &keys), done)
+    }
+
     /// Removes by key or key range; the result is how many went.
     pub fn remove(
         &self,
@@ -480,6 +495,28 @@ impl Db {
         args::scan(scan)?;
         let (name, scan) = (store.to_string(), scan.cloned());
         self.read(within, vec![name.clone()], read, None, move |tx| txops::read(tx, &name, kind, scan.as_ref()), done)
+    }
+
+    /// As [`Db::read_scan`], the result as JSON text: records as their stored texts.
+    pub fn read_scan_text(
+        &self,
+        within: Within,
+        store: &str,
+        kind: ReadKind,
+        scan: Option<&Value>,
+        read: Read,
+        done: impl FnOnce(Result<String>) + Send + 'static,
+    ) -> Result<RequestId> {
+        args::scan(scan)?;
+        let (name, scan) = (store.to_string(), scan.cloned());
+        self.read(
+            within,
+            vec![name.clone()],
+            read,
+            None,
+            move |tx| txops::read_text(tx, &name, kind, scan.as_ref()),
+            done,
+        )
     }
 
     /// Runs SQL with bound parameters: `{"rows": [...]}` for a SELECT, `{"changed": n}`

@@ -63,6 +63,14 @@ pub(super) fn read(tx: &mut Tx, store: &str, kind: ReadKind, scan: Option<&Value
     })
 }
 
+/// As `read`, as JSON text: records as their stored texts, without a decode and an encode.
+pub(super) fn read_text(tx: &mut Tx, store: &str, kind: ReadKind, scan: Option<&Value>) -> Result<String> {
+    match kind {
+        ReadKind::Values => tx.values_text(store, &args::scan(scan)?),
+        _ => Ok(read(tx, store, kind, scan)?.to_string()),
+    }
+}
+
 pub(super) fn run_sql(tx: &mut Tx, text: &str, params: &[Value]) -> Result<Value> {
     Ok(match sql::execute_in(tx, text, params)? {
         sql::SqlOutput::Rows(rows) => json!({ "rows": rows }),
