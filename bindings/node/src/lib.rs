@@ -1,0 +1,633 @@
+//! The native half of the Node package: a thin layer over `objstore_db::rsapi`. Arguments arrive
+//! as JSON text (the JS half encodes them with `JSON.stringify`); every request returns a
+//! Promise made from a napi deferred, settled on the JS thread with the result decoded once by
+//! the engine's own `JSON.parse`.
+//!
+//! Completions arrive on the library's threads. They queue in a `Waker` (one per JS thread:
+//! the main thread and each worker have their own), and a delivery into an empty queue calls
+//! the waker's threadsafe function once: one turn of the event loop settles a whole batch. The
+//! threadsafe function is referenced (keeps the process alive) only while requests are pending;
+//! an idle database, a listener or a synced store never hold the loop.
+
+mod napi_raw;
+
+use std::cell::Cell;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use napi::bindgen_prelude::{Env, JsValue, Unknown};
+use napi::sys;
+use napi_derive::napi;
+use objstore_db::rsapi::{self, Cursor, Db, QueryHandle, Read, ReadKind, RequestId};
+use objstore_db_core::{Error, ErrorCode, Mode};
+use serde::Serialize;
+use serde_json::Value;
+
+use napi_raw::{Deferred, Tsfn};
+
+type CoreResult<T> = objstore_db_core::Result<T>;
+
+/// The stable `code` of a status, as JS code matches on it.
+fn code_of(code: ErrorCode) -> &'static str {
+    match code {
+        ErrorCode::NotFound => "NOT_FOUND",
+        ErrorCode::InvalidKey => "INVALID_KEY",
+        ErrorCode::InvalidArgument => "INVALID_ARGUMENT",
+        ErrorCode::Constraint => "CONSTRAINT",
+        ErrorCode::ReadOnly => "READ_ONLY",
+        ErrorCode::TransactionInactive => "TRANSACTION_INACTIVE",
+        ErrorCode::Schema => "SCHEMA",
+        ErrorCode::Closed => "CLOSED",
+        ErrorCode::Cancelled => "CANCELLED",
+        ErrorCode::Storage => "STORAGE",
+        ErrorCode::Conflict => "CONFLICT",
+        ErrorCode::Network => "NETWORK",
+        ErrorCode::Remote => "REMOTE",
+        ErrorCode::RemoteData => "REMOTE_DATA",
+        ErrorCode::Busy => "BUSY",
+        ErrorCode::Internal => "INTERNAL",
+    }
+}
+
+/// A library error as a thrown JS error with its code.
+fn js_err(error: &Error) -> napi::Error {
+    napi::Error::new(napi::Status::GenericFailure, format!("{}: {}", code_of(error.code()), error))
+}
+
+fn parse(what: &str, text: &str) -> CoreResult<Value> {
+    rsapi::parse(what, text)
+}
+
+fn parse_opt(what: &str, text: Option<&str>) -> CoreResult<Option<Value>> {
+    text.map(|t| parse(what, t)).transpose()
+}
+
+fn mode(name: &str) -> CoreResult<Mode> {
+    match name {
+        "readonly" => Ok(Mode::ReadOnly),
+        "readwrite" => Ok(Mode::ReadWrite),
+        other => Err(Error::InvalidArgument(format!(
+            "mode {other:?} is not understood (known: \"readonly\", \"readwrite\")"
+        ))),
+    }
+}
+
+fn read(fresh: Option<bool>) -> Read {
+    Read { fresh: fresh.unwrap_or(false) }
+}
+
+/// A transaction id from JS (a number), as the library's.
+fn tx_id(tx: Option<f64>) -> Option<u64> {
+    tx.map(|t| t as u64)
+}
+
+// ----- the waker: completions back to a JS thread ------------------------------------------------
+
+/// What a completion carries to the JS thread.
+enum Delivery {
+    /// A request's promise, and its result as JSON text or its error.
+    Settle(Deferred, CoreResult<String>),
+    /// An event for the listener registered as `subscription`, as JSON text.
+    Event(f64, String),
+}
+
+struct Queue {
+    pending: Vec<Delivery>,
+    /// None once Node has finalized the threadsafe function (its thread is going away).
+    tsfn: Option<Tsfn>,
+}
+
+/// What the library's threads share with one JS thread.
+struct Shared {
+    queue: Mutex<Queue>,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Queues a delivery; the first into an empty queue asks the JS thread to settle the lot.
+    fn deliver(&self, delivery: Delivery) {
+        let mut queue = self.lock();
+        let Some(tsfn) = queue.tsfn else {
+            // The JS thread has gone: its promises will never be awaited.
+            std::mem::forget(delivery);
+            return;
+        };
+        queue.pending.push(delivery);
+        if queue.pending.len() == 1 {
+            // Under the lock: Node finalizes the function only after taking it (see finalized).
+            tsfn.call();
+        }
+    }
+
+    /// Node finalized the threadsafe function: no call may reach it any more.
+    fn finalized(&self) {
+        let mut queue = self.lock();
+        queue.tsfn = None;
+        std::mem::forget(std::mem::take(&mut queue.pending));
+    }
+}
+
+/// One per JS thread. Holds the threadsafe function that brings completions to it and the
+/// JS function that hands events to listeners.
+#[napi]
+pub struct Waker {
+    shared: Arc<Shared>,
+    tsfn: Tsfn,
+    /// Requests made and not yet settled: the function keeps the loop alive while there are any.
+    outstanding: Cell<u64>,
+    dispatch: napi_raw::Ref,
+}
+
+#[napi]
+impl Waker {
+    /// `wake()` is called on this thread when completions are queued (it calls `settle`);
+    /// `dispatch(subscription, event)` is called for each event, and must not throw.
+    #[napi(constructor)]
+    pub fn new(env: Env, wake: Unknown, dispatch: Unknown) -> napi::Result<Self> {
+        let shared = Arc::new(Shared { queue: Mutex::new(Queue { pending: Vec::new(), tsfn: None }) });
+        let tsfn = Tsfn::new(env.raw(), wake.raw(), shared.clone())?;
+        shared.lock().tsfn = Some(tsfn);
+        let dispatch = napi_raw::Ref::new(env.raw(), dispatch.raw())?;
+        Ok(Waker { shared, tsfn, outstanding: Cell::new(0), dispatch })
+    }
+
+    /// Settles everything queued (called by the threadsafe function; also callable directly).
+    #[napi]
+    pub fn settle(&self, env: Env) -> napi::Result<()> {
+        let batch = std::mem::take(&mut self.shared.lock().pending);
+        let raw = env.raw();
+        let mut settled = 0;
+        for delivery in batch {
+            match delivery {
+                Delivery::Settle(deferred, result) => {
+                    settled += 1;
+                    match result {
+                        Ok(text) => deferred.resolve_json(raw, &text)?,
+                        Err(e) => deferred.reject(raw, code_of(e.code()), &e.to_string())?,
+                    }
+                }
+                Delivery::Event(subscription, text) => {
+                    napi_raw::call_with_json(raw, &self.dispatch, subscription, &text)?;
+                }
+            }
+        }
+        self.finished(raw, settled)
+    }
+
+    /// The number of requests not yet settled.
+    #[napi(getter)]
+    pub fn outstanding(&self) -> f64 {
+        self.outstanding.get() as f64
+    }
+}
+
+impl Waker {
+    fn started(&self, env: sys::napi_env) -> napi::Result<()> {
+        let before = self.outstanding.get();
+        self.outstanding.set(before + 1);
+        if before == 0 {
+            self.tsfn.refer(env)?;
+        }
+        Ok(())
+    }
+
+    fn finished(&self, env: sys::napi_env, settled: u64) -> napi::Result<()> {
+        if settled == 0 {
+            return Ok(());
+        }
+        let left = self.outstanding.get().saturating_sub(settled);
+        self.outstanding.set(left);
+        if left == 0 {
+            self.tsfn.unref(env)?;
+        }
+        Ok(())
+    }
+
+    /// Makes a request whose result is JSON text; the promise settles with it decoded. An
+    /// argument the library refuses at once rejects the promise at once.
+    fn request_text(
+        &self,
+        env: &Env,
+        start: impl FnOnce(Box<dyn FnOnce(CoreResult<String>) + Send>) -> CoreResult<RequestId>,
+    ) -> napi::Result<sys::napi_value> {
+        let raw = env.raw();
+        let (deferred, promise) = Deferred::new(raw)?;
+        let shared = self.shared.clone();
+        // The deferred travels with the completion; only the JS thread ever touches it.
+        let slot = Arc::new(Mutex::new(Some(deferred)));
+        let completion_slot = slot.clone();
+        let done = Box::new(move |result: CoreResult<String>| {
+            if let Some(deferred) = completion_slot.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                shared.deliver(Delivery::Settle(deferred, result));
+            }
+        });
+        match start(done) {
+            Ok(_) => self.started(raw)?,
+            Err(e) => {
+                if let Some(deferred) = slot.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                    deferred.reject(raw, code_of(e.code()), &e.to_string())?;
+                }
+            }
+        }
+        Ok(promise)
+    }
+
+    /// As `request_text`, for a request whose result is a serde value.
+    fn request<T: Serialize + Send + 'static>(
+        &self,
+        env: &Env,
+        start: impl FnOnce(Box<dyn FnOnce(CoreResult<T>) + Send>) -> CoreResult<RequestId>,
+    ) -> napi::Result<sys::napi_value> {
+        self.request_text(env, |done| {
+            start(Box::new(move |result: CoreResult<T>| {
+                done(result.map(|v| serde_json::to_string(&v).expect("results serialise")))
+            }))
+        })
+    }
+
+    /// A promise rejected at once with `error` (bad arguments found before any request).
+    fn rejected(&self, env: &Env, error: &Error) -> napi::Result<sys::napi_value> {
+        let (deferred, promise) = Deferred::new(env.raw())?;
+        deferred.reject(env.raw(), code_of(error.code()), &error.to_string())?;
+        Ok(promise)
+    }
+}
+
+/// Runs `build` (argument checks), rejecting the promise when it fails.
+macro_rules! checked {
+    ($waker:expr, $env:expr, $build:expr) => {
+        match $build {
+            Ok(args) => args,
+            Err(e) => return $waker.rejected(&$env, &e),
+        }
+    };
+}
+
+// ----- the database ---------------------------------------------------------------------------
+
+#[napi]
+pub struct Database {
+    db: Db,
+}
+
+/// Opens a database: `[database, promise]`, the promise resolving with `{version, stores}`
+/// once it is open (or rejecting with why it could not be).
+#[napi]
+pub fn open(
+    env: Env,
+    waker: &Waker,
+    name: String,
+    schema: Option<String>,
+    options: Option<String>,
+) -> napi::Result<sys::napi_value> {
+    let args = (|| {
+        let schema = parse_opt("schema", schema.as_deref())?;
+        let options = rsapi::OpenOptions::from_json(parse_opt("open options", options.as_deref())?.as_ref())?;
+        Ok::<_, Error>((schema, options))
+    })();
+    let (schema, options) = args.map_err(|e| js_err(&e))?;
+    let mut opened = None;
+    let promise = waker.request::<Value>(&env, |done| {
+        let db = Db::open(&name, schema.as_ref(), &options, done)?;
+        opened = Some(db);
+        Ok(0)
+    })?;
+    let db = opened.ok_or_else(|| napi::Error::from_reason("the database could not be opened"))?;
+    napi_raw::pair(env.raw(), Database { db }, promise)
+}
+
+#[napi]
+impl Database {
+    #[napi]
+    pub fn put(
+        &self,
+        env: Env,
+        waker: &Waker,
+        store: String,
+        value: String,
+        key: Option<String>,
+        tx: Option<f64>,
+    ) -> napi::Result<sys::napi_value> {
+        let (value, key) =
+            checked!(waker, env, (|| Ok::<_, Error>((parse("value", &value)?, parse_opt("key", key.as_deref())?)))());
+        waker.request(&env, |done| self.db.put(tx_id(tx), &store, value, key.as_ref(), done))
+    }
+
+    #[napi]
+    pub fn add(
+        &self,
+        env: Env,
+        waker: &Waker,
+        store: String,
+        value: String,
+        key: Option<String>,
+        tx: Option<f64>,
+    ) -> napi::Result<sys::napi_value> {
+        let (value, key) =
+            checked!(waker, env, (|| Ok::<_, Error>((parse("value", &value)?, parse_opt("key", key.as_deref())?)))());
+        waker.request(&env, |done| self.db.add(tx_id(tx), &store, value, key.as_ref(), done))
+    }
+
+    #[napi]
+    pub fn put_many(
+        &self,
+        env: Env,
+        waker: &Waker,
+        store: String,
+        values: String,
+        tx: Option<f64>,
+    ) -> napi::Result<sys::napi_value> {
+        let values = checked!(
+            waker,
+            env,
+            match parse("values", &values) {
+                Ok(Value::Array(values)) => Ok(values),
+                Ok(other) => Err(Error::InvalidArgument(format!("values: expected an array, got {other}"))),
+                Err(e) => Err(e),
+            }
+        );
+        waker.request(&env, |done| self.db.put_many(tx_id(tx), &store, values, done))
+    }
+
+    /// The record as stored (`null` when there is none).
+    #[napi]
+    pub fn get(
+        &self,
+        env: Env,
+        waker: &Waker,
+        store: String,
+        key: String,
+        fresh: Option<bool>,
+        tx: Option<f64>,
+    ) -> napi::Result<sys::napi_value> {
+        let key = checked!(waker, env, parse("key", &key));
+        waker.request_text(&env, |done| self.db.get_text(tx_id(tx), &store, &key, read(fresh), done))
+    }
+
+    #[napi]
+    pub fn values_of(
+        &self,
+        env: Env,
+        waker: &Waker,
+        store: String,
+        keys: String,
+        fresh: Option<bool>,
+        tx: Option<f64>,
+    ) -> napi::Result<sys::napi_value> {
+        let keys = checked!(waker, env, parse("keys", &keys));
+        waker.request_text(&env, |done| self.db.values_of_text(tx_id(tx), &store, &keys, read(fresh), done))
+    }
+
+    #[napi]
+    pub fn remove(
+        &self,
+        env: Env,
+        waker: &Waker,
+        store: String,
+        target: String,
+        tx: Option<f64>,
+    ) -> napi::Result<sys::napi_value> {
+        let target = checked!(waker, env, parse("key or range", &target));
+        waker.request(&env, |done| self.db.remove(tx_id(tx), &store, &target, done))
+    }
+
+    #[napi]
+    pub fn clear(&self, env: Env, waker: &Waker, store: String, tx: Option<f64>) -> napi::Result<sys::napi_value> {
+        waker.request(&env, |done| self.db.clear(tx_id(tx), &store, done))
+    }
+
+    /// `kind`: "count", "keys" or "values"; `scan`: `{index, range, limit, offset, reverse, unique}`.
+    #[napi]
+    #[allow(clippy::too_many_arguments)]
+    pub fn scan(
+        &self,
+        env: Env,
+        waker: &Waker,
+        store: String,
+        kind: String,
+        scan: Option<String>,
+        fresh: Option<bool>,
+        tx: Option<f64>,
+    ) -> napi::Result<sys::napi_value> {
+        let (kind, scan) = checked!(
+            waker,
+            env,
+            (|| {
+                let kind = match kind.as_str() {
+                    "count" => ReadKind::Count,
+                    "keys" => ReadKind::Keys,
+                    "values" => ReadKind::Values,
+                    other => return Err(Error::InvalidArgument(format!("scan kind {other:?} is not understood"))),
+                };
+                Ok((kind, parse_opt("scan options", scan.as_deref())?))
+            })()
+        );
+        waker.request_text(&env, |done| {
+            self.db.read_scan_text(tx_id(tx), &store, kind, scan.as_ref(), read(fresh), done)
+        })
+    }
+
+    #[napi]
+    pub fn sql(
+        &self,
+        env: Env,
+        waker: &Waker,
+        text: String,
+        params: Option<String>,
+        tx: Option<f64>,
+    ) -> napi::Result<sys::napi_value> {
+        let params = checked!(waker, env, parse_opt("SQL parameters", params.as_deref()));
+        waker.request(&env, |done| self.db.sql(tx_id(tx), &text, params.as_ref(), done))
+    }
+
+    #[napi]
+    pub fn begin(&self, env: Env, waker: &Waker, stores: String, mode_name: String) -> napi::Result<sys::napi_value> {
+        let (stores, mode) =
+            checked!(waker, env, (|| Ok::<_, Error>((parse("stores", &stores)?, mode(&mode_name)?)))());
+        waker.request(&env, |done| self.db.begin(&stores, mode, done))
+    }
+
+    #[napi]
+    pub fn commit(&self, env: Env, waker: &Waker, tx: f64) -> napi::Result<sys::napi_value> {
+        waker.request(&env, |done| self.db.commit(tx as u64, done))
+    }
+
+    #[napi]
+    pub fn abort(&self, env: Env, waker: &Waker, tx: f64) -> napi::Result<sys::napi_value> {
+        waker.request(&env, |done| self.db.abort(tx as u64, done))
+    }
+
+    /// Registers for events matching `filter`; each is handed to the waker's dispatch with
+    /// `subscription` (chosen by the caller). The promise resolves with the library's id.
+    #[napi]
+    pub fn subscribe(
+        &self,
+        env: Env,
+        waker: &Waker,
+        subscription: f64,
+        filter: Option<String>,
+    ) -> napi::Result<sys::napi_value> {
+        let filter = checked!(waker, env, parse_opt("event filter", filter.as_deref()));
+        let shared = waker.shared.clone();
+        let forward = move |event: Value| shared.deliver(Delivery::Event(subscription, event.to_string()));
+        waker.request(&env, |done| self.db.subscribe(filter.as_ref(), forward, done))
+    }
+
+    #[napi]
+    pub fn unsubscribe(&self, env: Env, waker: &Waker, id: f64) -> napi::Result<sys::napi_value> {
+        waker.request(&env, |done| self.db.unsubscribe(id as u64, done))
+    }
+
+    #[napi]
+    pub fn schema(&self, env: Env, waker: &Waker) -> napi::Result<sys::napi_value> {
+        waker.request(&env, |done| self.db.schema(done))
+    }
+
+    #[napi]
+    pub fn query(&self, spec: String) -> napi::Result<Query> {
+        let spec = parse("query", &spec).map_err(|e| js_err(&e))?;
+        Ok(Query { query: self.db.query(&spec).map_err(|e| js_err(&e))? })
+    }
+
+    // ----- sync -------------------------------------------------------------------------------
+
+    #[napi]
+    pub fn flush(&self, env: Env, waker: &Waker) -> napi::Result<sys::napi_value> {
+        waker.request(&env, |done| self.db.flush(done))
+    }
+
+    #[napi]
+    pub fn prefetch(&self, env: Env, waker: &Waker, store: String) -> napi::Result<sys::napi_value> {
+        waker.request(&env, |done| self.db.prefetch(&store, done))
+    }
+
+    #[napi]
+    pub fn set_offline(&self, offline: bool) -> napi::Result<()> {
+        self.db.set_offline(offline).map_err(|e| js_err(&e))
+    }
+
+    /// The sync counters as JSON text.
+    #[napi]
+    pub fn sync_stats(&self, reset: bool) -> String {
+        self.db.sync_stats(reset).to_string()
+    }
+
+    #[napi]
+    pub fn refused_writes(&self, env: Env, waker: &Waker) -> napi::Result<sys::napi_value> {
+        waker.request(&env, |done| self.db.refused_writes(done))
+    }
+
+    #[napi]
+    pub fn resolve(&self, env: Env, waker: &Waker, sequence: f64, resolution: String) -> napi::Result<sys::napi_value> {
+        waker.request(&env, |done| self.db.resolve(sequence as u64, &resolution, done))
+    }
+
+    #[napi]
+    pub fn sync_status(&self, env: Env, waker: &Waker, store: String, key: String) -> napi::Result<sys::napi_value> {
+        let key = checked!(waker, env, parse("key", &key));
+        waker.request(&env, |done| self.db.sync_status(&store, &key, done))
+    }
+
+    // ----- lifetime ---------------------------------------------------------------------------
+
+    /// Closes; the promise settles last of all this database's completions.
+    #[napi]
+    pub fn close(&self, env: Env, waker: &Waker) -> napi::Result<sys::napi_value> {
+        waker.request::<()>(&env, |done| self.db.close(done).map(|()| 0))
+    }
+
+    #[napi(getter)]
+    pub fn closed(&self) -> bool {
+        self.db.is_closed()
+    }
+}
+
+// ----- queries and cursors ----------------------------------------------------------------------
+
+#[napi]
+pub struct Query {
+    query: QueryHandle,
+}
+
+#[napi]
+impl Query {
+    #[napi]
+    pub fn list(
+        &self,
+        env: Env,
+        waker: &Waker,
+        n: u32,
+        fresh: Option<bool>,
+        tx: Option<f64>,
+    ) -> napi::Result<sys::napi_value> {
+        waker.request_text(&env, |done| self.query.list_text(tx_id(tx), n as usize, read(fresh), done))
+    }
+
+    #[napi]
+    pub fn count(
+        &self,
+        env: Env,
+        waker: &Waker,
+        fresh: Option<bool>,
+        tx: Option<f64>,
+    ) -> napi::Result<sys::napi_value> {
+        waker.request(&env, |done| self.query.count(tx_id(tx), read(fresh), done))
+    }
+
+    #[napi]
+    pub fn explain(&self, env: Env, waker: &Waker, tx: Option<f64>) -> napi::Result<sys::napi_value> {
+        waker.request(&env, |done| self.query.explain(tx_id(tx), done))
+    }
+
+    #[napi]
+    pub fn patch(&self, env: Env, waker: &Waker, patch: String, tx: Option<f64>) -> napi::Result<sys::napi_value> {
+        let patch = checked!(waker, env, parse("patch", &patch));
+        waker.request(&env, |done| self.query.patch(tx_id(tx), patch, done))
+    }
+
+    #[napi]
+    pub fn delete(&self, env: Env, waker: &Waker, tx: Option<f64>) -> napi::Result<sys::napi_value> {
+        waker.request(&env, |done| self.query.delete(tx_id(tx), done))
+    }
+
+    #[napi]
+    pub fn cursor(&self, mode_name: String, tx: Option<f64>) -> napi::Result<QueryCursor> {
+        let mode = mode(&mode_name).map_err(|e| js_err(&e))?;
+        Ok(QueryCursor { cursor: self.query.cursor(tx_id(tx), mode) })
+    }
+}
+
+#[napi]
+pub struct QueryCursor {
+    cursor: Cursor,
+}
+
+#[napi]
+impl QueryCursor {
+    /// The next `n` items, `[{key, primaryKey, value}]` (empty at the end).
+    #[napi]
+    pub fn next(&self, env: Env, waker: &Waker, n: u32, fresh: Option<bool>) -> napi::Result<sys::napi_value> {
+        waker.request(&env, |done| self.cursor.next(n as usize, read(fresh), done))
+    }
+
+    #[napi]
+    pub fn update(&self, env: Env, waker: &Waker, primary_key: String, value: String) -> napi::Result<sys::napi_value> {
+        let (key, value) =
+            checked!(waker, env, (|| Ok::<_, Error>((parse("primary key", &primary_key)?, parse("value", &value)?)))());
+        waker.request(&env, |done| self.cursor.update(&key, value, done))
+    }
+
+    #[napi]
+    pub fn delete(&self, env: Env, waker: &Waker, primary_key: String) -> napi::Result<sys::napi_value> {
+        let key = checked!(waker, env, parse("primary key", &primary_key));
+        waker.request(&env, |done| self.cursor.delete(&key, done))
+    }
+}
+
+/// The library's version.
+#[napi]
+pub fn version() -> String {
+    objstore_db_core::VERSION.to_string()
+}
