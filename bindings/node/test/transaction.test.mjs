@@ -1,0 +1,86 @@
+// transaction: run(fn, stores, mode) commits what fn did when it returns and nothing when it
+// throws; a readonly transaction refuses writes; requests outside an open one are BUSY.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+
+import { MECHANISMS, PEOPLE, openDb } from './helpers.mjs';
+
+for (const mechanism of MECHANISMS) {
+  describe(`transaction on ${mechanism}`, () => {
+    test('run commits every write of its function and resolves with what it returned', async (t) => {
+      const db = await openDb(t, mechanism);
+      const result = await db.run(
+        async (tx) => {
+          await tx.put('people', PEOPLE[0]);
+          await tx.put('notes', { about: 1 });
+          return tx.count('people');
+        },
+        ['people', 'notes'],
+        'readwrite',
+      );
+      assert.equal(result, 1);
+      assert.equal(await db.count('notes'), 1);
+    });
+
+    test('a function that throws rolls back everything it wrote', async (t) => {
+      const db = await openDb(t, mechanism, { people: true });
+      await assert.rejects(
+        db.run(
+          async (tx) => {
+            await tx.remove('people', 1);
+            await tx.put('notes', { n: 1 });
+            throw new Error('changed my mind');
+          },
+          ['people', 'notes'],
+          'readwrite',
+        ),
+        /changed my mind/,
+      );
+      assert.equal(await db.count('people'), 4);
+      assert.equal(await db.count('notes'), 0);
+    });
+
+    test('a failed write inside rejects; the function decides whether to go on', async (t) => {
+      const db = await openDb(t, mechanism, { people: true });
+      await db.run(
+        async (tx) => {
+          await assert.rejects(tx.add('people', PEOPLE[0]), { code: 'CONSTRAINT' });
+          await tx.put('people', { id: 5, email: 'e@x' });
+        },
+        'people',
+        'readwrite',
+      );
+      assert.equal(await db.count('people'), 5);
+    });
+
+    test('readonly refuses writes; queries and SQL run inside', async (t) => {
+      const db = await openDb(t, mechanism, { people: true });
+      await db.run(
+        async (tx) => {
+          await assert.rejects(tx.put('people', { id: 9 }), { code: 'READ_ONLY' });
+          assert.equal((await tx.from('people').where('city', '=', 'oslo').list(10)).length, 2);
+          assert.deepEqual(await tx.executeSql('SELECT name FROM people WHERE id = ?', [1]), [{ name: 'ada' }]);
+        },
+        ['people'],
+      );
+    });
+
+    test('a request outside an open transaction is BUSY, naming it', async (t) => {
+      const db = await openDb(t, mechanism, { people: true });
+      await db.run(
+        async () => {
+          await assert.rejects(db.get('people', 1), { code: 'BUSY', message: /transaction/ });
+        },
+        ['people'],
+        'readwrite',
+      );
+      assert.deepEqual(await db.get('people', 1), PEOPLE[0]);
+    });
+
+    test('a transaction over an unknown store is refused', async (t) => {
+      const db = await openDb(t, mechanism);
+      await assert.rejects(db.run(async () => {}, ['nowhere'], 'readwrite'), { code: 'NOT_FOUND', message: /nowhere/ });
+      await assert.rejects(db.run(async () => {}, ['people'], 'sideways'), { code: 'INVALID_ARGUMENT', message: /sideways/ });
+    });
+  });
+}
