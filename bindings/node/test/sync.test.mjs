@@ -1,0 +1,59 @@
+// sync against the S3 servers tests/run-all starts (moto and Garage on 127.0.0.1): a write
+// reaches another client through the bucket, events and counters say what happened, and an
+// unreachable bucket keeps writes and serves the cache.
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { test } from 'node:test';
+
+import { Storage } from 'objstore-db';
+
+import { syncOptions, tempDir } from './helpers.mjs';
+
+for (const name of ['moto', 'garage']) {
+  test(`a write reaches another client through ${name}`, async () => {
+    const dir = tempDir();
+    const sync = { results: { format: 'objstore', Options: syncOptions(name, 'rt') } };
+    const schema = { stores: [{ name: 'results' }] };
+    const writer = new Storage(path.join(dir, 'w.sqlite3'), schema, { sync });
+    const reader = new Storage(path.join(dir, 'r.sqlite3'), schema, { sync });
+    try {
+      const flushed = [];
+      writer.on('flushed', (e) => flushed.push(e.kind));
+      await writer.put('results', { ok: true, text: 'ünïcode' }, 'linux/node/1');
+      const report = await writer.flush();
+      assert.equal(report.pending, 0, JSON.stringify(report));
+      assert.deepEqual(await reader.get('results', 'linux/node/1'), { ok: true, text: 'ünïcode' });
+      assert.equal(await reader.get('results', 'linux/node/none'), undefined);
+      const stats = reader.syncStats(true);
+      assert.deepEqual(stats.requests.GET, { 200: 1, 404: 1 }, JSON.stringify(stats));
+      await reader.prefetch('results');
+      assert.equal(await reader.count('results'), 1);
+      assert.equal(await reader.syncStatus('results', 'linux/node/1'), 'synced');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      assert.ok(flushed.length >= 1, 'a flushed event');
+    } finally {
+      await writer.close();
+      await reader.close();
+    }
+  });
+}
+
+test('an unreachable bucket keeps writes, serves the cache and rejects with NETWORK what it does not hold', async () => {
+  const sync = { docs: { format: 'objstore', Options: { bucket: 'b', endpoint: 'http://127.0.0.1:1', retries: 0 } } };
+  const db = new Storage(path.join(tempDir(), 'o.sqlite3'), { stores: [{ name: 'docs' }] }, { sync });
+  try {
+    const offline = [];
+    db.on('offline', (e) => offline.push(e.kind));
+    await assert.rejects(db.get('docs', 'never-cached'), { code: 'NETWORK', message: /cannot reach the bucket/ });
+    await db.put('docs', { n: 1 }, 'x');
+    assert.equal((await db.flush()).pending, 1);
+    assert.deepEqual(await db.get('docs', 'x'), { n: 1 });
+    db.setOffline(true);
+    await db.put('docs', { n: 2 }, 'y');
+    assert.equal(await db.syncStatus('docs', 'y'), 'pending');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.ok(offline.length >= 1, 'an offline event');
+  } finally {
+    await db.close();
+  }
+});
