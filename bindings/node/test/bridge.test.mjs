@@ -13,7 +13,10 @@ import { SCHEMA, openDb, tempDir } from './helpers.mjs';
 
 const HERE = path.dirname(new URL(import.meta.url).pathname);
 
-/** Runs `body` (an ES module's text) in a fresh node; its exit status, output and time. */
+/**
+ * Runs `body` (an ES module's text) in a fresh node; its exit status, output and time.
+ * @param {string} body
+ */
 function runNode(body, timeout = 30_000) {
   const started = Date.now();
   const result = spawnSync(process.execPath, ['--input-type=module', '-e', body], { cwd: HERE, encoding: 'utf8', timeout });
@@ -73,9 +76,14 @@ test('exit with an open database and work in flight neither hangs nor loses a co
 
 const WORKER = new URL('./fixtures/worker.mjs', import.meta.url);
 
+/**
+ * @param {{file: string, leave?: boolean}} workerData
+ * @returns {Promise<{code: number, message: unknown}>}
+ */
 function worker(workerData) {
   return new Promise((resolve, reject) => {
     const thread = new Worker(WORKER, { workerData });
+    /** @type {unknown} */
     let message;
     thread.once('message', (m) => (message = m));
     thread.once('error', reject);
@@ -100,6 +108,7 @@ test('a worker that ends with requests still pending does not take the process d
 
 test('close settles every request made before it, then itself', async (t) => {
   const db = await openDb(t, 'sqlite');
+  /** @type {string[]} */
   const order = [];
   const puts = Array.from({ length: 200 }, (_, i) => db.put('notes', { i }).then(() => order.push('put'), () => order.push('failed')));
   const closed = db.close().then(() => order.push('close'));

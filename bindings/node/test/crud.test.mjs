@@ -71,11 +71,14 @@ for (const mechanism of MECHANISMS) {
       await assert.rejects(db.put('nowhere', { id: 1 }), { code: 'NOT_FOUND', message: /nowhere/ });
       await assert.rejects(db.put('people', { id: 5, score: NaN }), { code: 'INVALID_ARGUMENT', message: /score.*NaN/ });
       await assert.rejects(db.put('people', { id: 5, big: 10n }), { code: 'INVALID_ARGUMENT', message: /BigInt/ });
+      /** @type {{id: number, self?: object}} */
       const cyclic = { id: 5 };
       cyclic.self = cyclic;
       await assert.rejects(db.put('people', cyclic), { code: 'INVALID_ARGUMENT', message: /JSON/ });
       await assert.rejects(db.put('people', { name: 'no id' }), { code: 'INVALID_KEY' });
+      // @ts-expect-error: not a key, on purpose
       await assert.rejects(db.get('people', { not: 'a key' }), { code: 'INVALID_KEY', message: /not a valid key/ });
+      // @ts-expect-error: not a key, on purpose
       await assert.rejects(db.get('people', true), { code: 'INVALID_KEY' });
       await assert.rejects(db.put('notes', () => 1), { code: 'INVALID_ARGUMENT' });
       assert.equal(await db.count('people'), 4);
@@ -84,6 +87,7 @@ for (const mechanism of MECHANISMS) {
 
     test('a request is a Promise with done, fail and always', async (t) => {
       const db = await openDb(t, mechanism, { people: true });
+      /** @type {unknown[]} */
       const seen = [];
       await new Promise((resolve) => {
         db.get('people', 2)

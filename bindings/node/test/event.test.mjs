@@ -14,6 +14,7 @@ for (const mechanism of MECHANISMS) {
   describe(`event on ${mechanism}`, () => {
     test('created, updated and deleted arrive in order with key and value', async (t) => {
       const db = await openDb(t, mechanism);
+      /** @type {unknown[]} */
       const seen = [];
       db.addEventListener(['created', 'updated', 'deleted'], (e) => seen.push([e.kind, e.key, e.value && e.value.name]));
       await db.put('people', { id: 1, name: 'ada', email: 'a' });
@@ -29,7 +30,9 @@ for (const mechanism of MECHANISMS) {
 
     test('removeEventListener (and off) ends a listener', async (t) => {
       const db = await openDb(t, mechanism);
+      /** @type {unknown[]} */
       const seen = [];
+      /** @param {import('objstore-db').StorageEvent} e */
       const listener = (e) => seen.push(e.key);
       db.on('created', listener);
       await db.put('notes', { n: 1 });
@@ -43,7 +46,10 @@ for (const mechanism of MECHANISMS) {
 
     test('a listener that throws is reported to the error listeners and the next event still arrives', async (t) => {
       const db = await openDb(t, mechanism);
-      const errors = [];
+      /** @type {unknown[]} */
+      /** @type {unknown[]} */
+  const errors = [];
+      /** @type {unknown[]} */
       const seen = [];
       db.on('error', (e) => errors.push(e.message));
       db.on('created', (e) => {
@@ -58,6 +64,7 @@ for (const mechanism of MECHANISMS) {
 
     test('an unknown event kind is refused', async (t) => {
       const db = await openDb(t, mechanism);
+      // @ts-expect-error: an unknown kind, on purpose
       assert.throws(() => db.on('exploded', () => {}), { code: 'INVALID_ARGUMENT', message: /exploded/ });
     });
   });
@@ -65,6 +72,7 @@ for (const mechanism of MECHANISMS) {
 
 test('ready and onReady after the open; error and a rejected ready when it cannot open', async () => {
   const good = new Storage(path.join(tempDir(), 'ok.sqlite3'), SCHEMA);
+  /** @type {unknown[]} */
   const events = [];
   good.on('ready', (e) => events.push(e.kind));
   const fromOnReady = await new Promise((resolve) => good.onReady(resolve));
@@ -74,6 +82,7 @@ test('ready and onReady after the open; error and a rejected ready when it canno
   await good.close();
 
   const bad = new Storage(path.join(tempDir(), 'no', 'such', 'dir', 'x.sqlite3'), SCHEMA);
+  /** @type {unknown[]} */
   const errors = [];
   bad.on('error', (e) => errors.push(e.message));
   await assert.rejects(bad.ready, { code: 'STORAGE' });

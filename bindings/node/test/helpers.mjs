@@ -8,9 +8,14 @@ import { fileURLToPath } from 'node:url';
 
 import { Storage } from 'objstore-db';
 
+/** @typedef {import('objstore-db').Schema} Schema */
+/** @typedef {import('objstore-db').SyncOptions} SyncOptions */
+
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+/** @type {('sqlite' | 'memory')[]} */
 export const MECHANISMS = ['sqlite', 'memory'];
 
+/** @type {Schema} */
 export const SCHEMA = {
   stores: [
     {
@@ -33,7 +38,12 @@ export function tempDir() {
   return fs.mkdtempSync(path.join(os.tmpdir(), 'objstore-node-'));
 }
 
-/** A database on `mechanism`, opened and (with `people`) filled; closed by the test context. */
+/**
+ * A database on `mechanism`, opened and (with `people`) filled; closed by the test context.
+ * @param {import('node:test').TestContext} t
+ * @param {'sqlite' | 'memory'} mechanism
+ * @param {{people?: boolean, schema?: Schema}} [options]
+ */
 export async function openDb(t, mechanism, { people = false, schema = SCHEMA } = {}) {
   const db = new Storage(path.join(tempDir(), 't.sqlite3'), schema, { mechanism });
   t.after(() => (db.closed ? undefined : db.close()));
@@ -42,9 +52,14 @@ export async function openDb(t, mechanism, { people = false, schema = SCHEMA } =
   return db;
 }
 
-/** Starts (or reuses) an S3 server with the project's own script; its settings. */
+/**
+ * Starts (or reuses) an S3 server with the project's own script; its settings.
+ * @param {string} name
+ * @returns {Record<string, string>}
+ */
 export function server(name) {
   execFileSync(path.join(ROOT, 'tests/servers', name), { stdio: 'ignore' });
+  /** @type {Record<string, string>} */
   const env = {};
   for (const line of fs.readFileSync(path.join(ROOT, `target/servers/${name}.env`), 'utf8').split('\n')) {
     const m = /^(?:export )?([A-Z_]+)=['"]?(.*?)['"]?$/.exec(line.trim());
@@ -53,7 +68,12 @@ export function server(name) {
   return env;
 }
 
-/** Sync options for a fresh prefix on `name` ('moto' or 'garage'). */
+/**
+ * Sync options for a fresh prefix on `name` ('moto' or 'garage').
+ * @param {'moto' | 'garage'} name
+ * @param {string} test
+ * @returns {SyncOptions['Options']}
+ */
 export function syncOptions(name, test) {
   const env = server(name);
   const up = name.toUpperCase();

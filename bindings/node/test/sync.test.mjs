@@ -9,15 +9,17 @@ import { Storage } from 'objstore-db';
 
 import { syncOptions, tempDir } from './helpers.mjs';
 
-for (const name of ['moto', 'garage']) {
+for (const name of /** @type {const} */ (['moto', 'garage'])) {
   test(`a write reaches another client through ${name}`, async () => {
     const dir = tempDir();
+    /** @type {Record<string, import('objstore-db').SyncOptions>} */
     const sync = { results: { format: 'objstore', Options: syncOptions(name, 'rt') } };
     const schema = { stores: [{ name: 'results' }] };
     const writer = new Storage(path.join(dir, 'w.sqlite3'), schema, { sync });
     const reader = new Storage(path.join(dir, 'r.sqlite3'), schema, { sync });
     try {
-      const flushed = [];
+      /** @type {unknown[]} */
+    const flushed = [];
       writer.on('flushed', (e) => flushed.push(e.kind));
       await writer.put('results', { ok: true, text: 'ünïcode' }, 'linux/node/1');
       const report = await writer.flush();
@@ -39,9 +41,11 @@ for (const name of ['moto', 'garage']) {
 }
 
 test('an unreachable bucket keeps writes, serves the cache and rejects with NETWORK what it does not hold', async () => {
+  /** @type {Record<string, import('objstore-db').SyncOptions>} */
   const sync = { docs: { format: 'objstore', Options: { bucket: 'b', endpoint: 'http://127.0.0.1:1', retries: 0 } } };
   const db = new Storage(path.join(tempDir(), 'o.sqlite3'), { stores: [{ name: 'docs' }] }, { sync });
   try {
+    /** @type {unknown[]} */
     const offline = [];
     db.on('offline', (e) => offline.push(e.kind));
     await assert.rejects(db.get('docs', 'never-cached'), { code: 'NETWORK', message: /cannot reach the bucket/ });

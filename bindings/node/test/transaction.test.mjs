@@ -80,6 +80,7 @@ for (const mechanism of MECHANISMS) {
     test('a transaction over an unknown store is refused', async (t) => {
       const db = await openDb(t, mechanism);
       await assert.rejects(db.run(async () => {}, ['nowhere'], 'readwrite'), { code: 'NOT_FOUND', message: /nowhere/ });
+      // @ts-expect-error: an unknown mode, on purpose
       await assert.rejects(db.run(async () => {}, ['people'], 'sideways'), { code: 'INVALID_ARGUMENT', message: /sideways/ });
     });
   });
