@@ -1,0 +1,137 @@
+// A node:test reporter that publishes the run's results into a bucket through objstore-db, in
+// the results app's layout: one object per run at `<platform>/<runtime>/<reverse timestamp>-<run
+// id>`, its body a CTRF report with one `suite` per test file (`crud.test.mjs` is `crud`), its
+// metadata headers platform, browser (the runtime) and version.
+//
+//   OBJSTORE_RESULTS=file:///some/dir node --test --test-reporter=spec --test-reporter-destination=stdout \
+//       --test-reporter=objstore-db/reporter --test-reporter-destination=stdout
+//
+// OBJSTORE_RESULTS: the endpoint (file://<dir> or http(s)://host); OBJSTORE_RESULTS_BUCKET
+// (default "results") and OBJSTORE_RESULTS_PREFIX; S3 credentials from AWS_ACCESS_KEY_ID,
+// AWS_SECRET_ACCESS_KEY and AWS_REGION. It prints one line: where the results went, or why not.
+import crypto from 'node:crypto';
+import os from 'node:os';
+import path from 'node:path';
+
+import api from './index.js';
+
+const { Storage, version } = api;
+
+// Reverse timestamps count down from here, so the newest run sorts first within a pair.
+const FAR_FUTURE_MS = 9_999_999_999_999;
+
+/** The OS and architecture, as `linux-x86_64`. */
+export function platformName() {
+  /** @type {Record<string, string>} */
+  const names = { x64: 'x86_64', ia32: 'x86', arm64: 'arm64' };
+  const arch = names[process.arch] || process.arch;
+  return `${os.platform()}-${arch}`;
+}
+
+/** The runtime, as `node-20`. */
+export function runtimeName() {
+  return `node-${process.versions.node.split('.')[0]}`;
+}
+
+/**
+ * The suite of a test file: its name without `.test.mjs` (or `test_`, `.test`, `.spec`).
+ * @param {string | undefined} file
+ */
+export function suiteOf(file) {
+  const base = path.basename(file || 'unknown').replace(/\.(m|c)?[jt]s$/, '');
+  return base.replace(/[._-](test|spec)$/, '').replace(/^test[._-]/, '');
+}
+
+/** @typedef {{name: string, status: string, duration: number, suite: string, message?: string}} CtrfTest */
+
+/**
+ * The CTRF report of what `source` said.
+ * @param {AsyncIterable<{type: string, data: any}>} source
+ */
+async function collect(source) {
+  /** @type {CtrfTest[]} */
+  const tests = [];
+  const start = Date.now();
+  for await (const { type, data } of source) {
+    if (type !== 'test:pass' && type !== 'test:fail') continue;
+    if (data.details?.type === 'suite') continue; // a describe block: its tests speak for it
+    const status = data.skip ? 'skipped' : data.todo ? 'pending' : type === 'test:pass' ? 'passed' : 'failed';
+    /** @type {CtrfTest} */
+    const test = { name: data.name, status, duration: Math.round(data.details?.duration_ms ?? 0), suite: suiteOf(data.file) };
+    if (status === 'failed') test.message = String(data.details?.error?.cause ?? data.details?.error ?? '').slice(0, 4000);
+    tests.push(test);
+  }
+  const count = (/** @type {string} */ status) => tests.filter((t) => t.status === status).length;
+  return {
+    platform: platformName(),
+    browser: runtimeName(),
+    version,
+    results: {
+      tool: { name: 'node:test', version: process.versions.node },
+      summary: {
+        tests: tests.length,
+        passed: count('passed'),
+        failed: count('failed'),
+        skipped: count('skipped'),
+        pending: count('pending'),
+        other: 0,
+        start,
+        stop: Date.now(),
+      },
+      tests,
+      environment: { osPlatform: platformName(), runtime: runtimeName(), version },
+    },
+  };
+}
+
+/**
+ * Writes `report` as one object through the library; the key and the flush's outcome.
+ * @param {Awaited<ReturnType<typeof collect>>} report
+ * @param {NodeJS.ProcessEnv} env
+ */
+async function publish(report, env) {
+  /** @type {import('./index.js').SyncOptions['Options']} */
+  const options = {
+    bucket: env.OBJSTORE_RESULTS_BUCKET || 'results',
+    endpoint: env.OBJSTORE_RESULTS || '',
+    prefix: env.OBJSTORE_RESULTS_PREFIX || '',
+    metadata: ['platform', 'browser', 'version'],
+  };
+  if (env.AWS_ACCESS_KEY_ID) {
+    Object.assign(options, {
+      accessKeyId: env.AWS_ACCESS_KEY_ID,
+      secretAccessKey: env.AWS_SECRET_ACCESS_KEY || '',
+      region: env.AWS_REGION || 'us-east-1',
+    });
+  }
+  const reverse = String(FAR_FUTURE_MS - Date.now()).padStart(13, '0');
+  const key = `${report.platform}/${report.browser}/${reverse}-${crypto.randomBytes(4).toString('hex')}`;
+  const db = new Storage('node-test-results', { stores: [{ name: 'results', Sync: { format: 'objstore', immutable: true, Options: options } }] }, { mechanism: 'memory' });
+  try {
+    await db.add('results', report, key);
+    return { key, outcome: await db.flush() };
+  } finally {
+    await db.close();
+  }
+}
+
+/** @param {AsyncIterable<{type: string, data: any}>} source */
+export default async function* objstoreReporter(source) {
+  const report = await collect(source);
+  const env = process.env;
+  if (!env.OBJSTORE_RESULTS) {
+    yield 'objstore-db: OBJSTORE_RESULTS is not set; the results were not published\n';
+    return;
+  }
+  try {
+    const { key, outcome } = await publish(report, env);
+    if (outcome.pending) {
+      const why = outcome.offline || outcome.blocked || outcome.rejected || 'the bucket did not take them';
+      yield `objstore-db: the results were not published: ${why}\n`;
+    } else {
+      yield `objstore-db: results published to ${env.OBJSTORE_RESULTS} as ${key}\n`;
+    }
+  } catch (error) {
+    yield `objstore-db: the results were not published: ${error instanceof Error ? error.message : error}\n`;
+  }
+}
