@@ -38,6 +38,9 @@ use crate::sync::Token;
 /// How long an explicit transaction may sit without a request before it is aborted.
 pub const DEFAULT_IDLE_TRANSACTION_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How long an idle worker keeps looking for the next request before it parks.
+const SPIN_BEFORE_PARKING: Duration = Duration::from_micros(100);
+
 /// How many requests may wait for the worker before submitters wait for room.
 pub const DEFAULT_QUEUE_CAPACITY: usize = 4096;
 
@@ -404,14 +407,32 @@ impl Worker {
     }
 
     fn next(&self, timeout: Option<Duration>) -> std::result::Result<Message, RecvTimeoutError> {
-        let message = match timeout {
-            Some(timeout) => self.receiver.recv_timeout(timeout),
-            None => self.receiver.recv().map_err(|_| RecvTimeoutError::Disconnected),
+        let message = match self.spin_for_next() {
+            Some(message) => Ok(message),
+            None => match timeout {
+                Some(timeout) => self.receiver.recv_timeout(timeout),
+                None => self.receiver.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            },
         };
         if let Ok(Message::Request(_)) = message {
             self.queue.leave();
         }
         message
+    }
+
+    /// Looks for the next message for a short while before the worker parks: a caller that
+    /// awaits one request and then makes the next (the common loop) finds the worker awake,
+    /// which saves a thread wake-up (tens of microseconds) per request.
+    fn spin_for_next(&self) -> Option<Message> {
+        let started = Instant::now();
+        while started.elapsed() < SPIN_BEFORE_PARKING {
+            match self.receiver.try_recv() {
+                Ok(message) => return Some(message),
+                Err(mpsc::TryRecvError::Disconnected) => return None,
+                Err(mpsc::TryRecvError::Empty) => std::thread::yield_now(),
+            }
+        }
+        None
     }
 
     /// Runs requests until close (returning its completion) or until every handle is gone.
