@@ -32,19 +32,25 @@ function fromNative(error) {
 
 // ----- requests: Promises with YDN-DB's deferred methods ---------------------------------------
 
+// Shared by every request (no closures per request): `this` is the request.
+function done(fn) {
+  this.then(fn, ignore);
+  return this;
+}
+function fail(fn) {
+  this.then(null, fn);
+  return this;
+}
+function always(fn) {
+  this.then(fn, fn);
+  return this;
+}
+function ignore() {}
+
 function decorate(promise) {
-  promise.done = (fn) => {
-    promise.then(fn, () => {});
-    return promise;
-  };
-  promise.fail = (fn) => {
-    promise.then(null, fn);
-    return promise;
-  };
-  promise.always = (fn) => {
-    promise.then(fn, fn);
-    return promise;
-  };
+  promise.done = done;
+  promise.fail = fail;
+  promise.always = always;
   return promise;
 }
 
@@ -372,7 +378,7 @@ class Operations {
 
   /** The record under `key`, or undefined. */
   get(store, key) {
-    return requestThen(() => this._db.get(waker, store, keyText(key), false, this._tx), nullToUndefined);
+    return request(() => this._db.get(waker, store, keyText(key), false, this._tx));
   }
 
   /** Removes the record under a key, or the records in a KeyRange; resolves with how many. */
@@ -381,7 +387,7 @@ class Operations {
   }
 
   clear(store) {
-    return requestThen(() => this._db.clear(waker, store, this._tx), () => undefined);
+    return request(() => this._db.clear(waker, store, this._tx));
   }
 
   /** count(store), count(store, range) or count(store, index, range). */
@@ -592,7 +598,7 @@ class Storage extends Operations {
 
   /** Brings the local copy of a synced store in line with its bucket. */
   prefetch(store) {
-    return requestThen(() => this._db.prefetch(waker, store), () => undefined);
+    return request(() => this._db.prefetch(waker, store));
   }
 
   /** Offline, no request goes to a bucket: reads serve the cache and writes wait. */
@@ -616,7 +622,7 @@ class Storage extends Operations {
 
   /** `resolution`: 'discard' (the bucket's version wins) or 'overwrite'. */
   resolveRefused(sequence, resolution) {
-    return requestThen(() => this._db.resolve(waker, sequence, resolution), () => undefined);
+    return request(() => this._db.resolve(waker, sequence, resolution));
   }
 
   /** 'synced', 'pending', 'refused' or 'local' for the record under `key`. */

@@ -222,13 +222,23 @@ impl Tx<'_> {
     /// Primary keys of the selected records, in store or index order.
     pub fn keys(&mut self, store: &str, scan: &ScanOptions) -> Result<Vec<Key>> {
         let info = self.db.store_for(store, false)?;
-        select(self.db, &info, scan, false)?.iter().map(|(pk, _)| Key::decode(pk)).collect()
+        let mut keys = Vec::new();
+        select(self.db, &info, scan, false, &mut |pk, _| {
+            keys.push(Key::decode(pk)?);
+            Ok(())
+        })?;
+        Ok(keys)
     }
 
     /// The selected records, in store or index order.
     pub fn values(&mut self, store: &str, scan: &ScanOptions) -> Result<Vec<Value>> {
         let info = self.db.store_for(store, false)?;
-        select(self.db, &info, scan, true)?.iter().map(|(_, v)| decode_record(store, v)).collect()
+        let mut values = Vec::new();
+        select(self.db, &info, scan, true, &mut |_, v| {
+            values.push(decode_record(store, v)?);
+            Ok(())
+        })?;
+        Ok(values)
     }
 
     /// The records under `keys`, in that order; `None` where there is none.
@@ -239,8 +249,16 @@ impl Tx<'_> {
     /// As `values`, one JSON array of the records' stored texts: no decode and re-encode.
     pub fn values_text(&mut self, store: &str, scan: &ScanOptions) -> Result<String> {
         let info = self.db.store_for(store, false)?;
-        let rows = select(self.db, &info, scan, true)?;
-        json_array(store, rows.iter().map(|(_, v)| Some(v.as_slice())))
+        let mut out = String::from("[");
+        select(self.db, &info, scan, true, &mut |_, v| {
+            if out.len() > 1 {
+                out.push(',');
+            }
+            out.push_str(record_text(store, v)?);
+            Ok(())
+        })?;
+        out.push(']');
+        Ok(out)
     }
 
     /// As `values_of`, one JSON array of stored texts, `null` where there is no record.
@@ -375,50 +393,64 @@ fn check_unique(mech: &mut dyn Mechanism, info: &StoreInfo, index: &IndexInfo, i
 }
 
 /// The rows (primary key, record bytes) that a scan selects, after `unique`, offset and limit.
+/// A visitor of selected (primary key, stored record) pairs.
+type SelectVisit<'a> = &'a mut dyn FnMut(&[u8], &[u8]) -> Result<()>;
+
+/// Hands the selected (primary key, stored record) pairs to `visit` in store or index order
+/// (the record empty unless `want_values`), without collecting them.
 fn select(
     db: &mut Database,
     info: &StoreInfo,
     scan: &ScanOptions,
     want_values: bool,
-) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    visit: SelectVisit,
+) -> Result<()> {
     let range = scan.byte_range(&info.schema.name)?;
     let mut window = Window { skip: scan.offset, left: scan.limit.unwrap_or(usize::MAX) };
-    let mut out = Vec::new();
-    let mut keep = |pk: &[u8], v: &[u8]| window.offer(|| out.push((pk.to_vec(), v.to_vec())));
     let Some(name) = &scan.index else {
-        db.mech.scan(info.data, &range, scan.reverse, want_values, &mut |pk, v| Ok(keep(pk, v)))?;
-        return Ok(out);
+        return db.mech.scan(info.data, &range, scan.reverse, want_values, &mut |pk, v| window.offer(|| visit(pk, v)));
     };
     let index = info.index(name)?;
     if !scan.unique {
-        if want_values {
-            db.mech.index_scan_values(index.table, info.data, &range, None, scan.reverse, &mut |_, pk, v| {
-                Ok(keep(pk, v))
-            })?;
-        } else {
-            db.mech.index_scan(index.table, &range, None, scan.reverse, &mut |_, pk| Ok(keep(pk, &[])))?;
-        }
-        return Ok(out);
+        return match want_values {
+            true => db.mech.index_scan_values(index.table, info.data, &range, None, scan.reverse, &mut |_, pk, v| {
+                window.offer(|| visit(pk, v))
+            }),
+            false => db
+                .mech
+                .index_scan(index.table, &range, None, scan.reverse, &mut |_, pk| window.offer(|| visit(pk, &[]))),
+        };
     }
+    // Unique: the first primary key of each run of equal index keys, then (if wanted) its record.
+    let mut firsts = Vec::new();
     let mut groups = UniqueGroups { reverse: scan.reverse, current: None, pending: None };
     db.mech.index_scan(index.table, &range, None, scan.reverse, &mut |ik, pk| match groups.push(ik, pk) {
-        Some(first) => Ok(keep(&first, &[])),
+        Some(first) => window.offer(|| {
+            firsts.push(first);
+            Ok(())
+        }),
         None => Ok(true),
     })?;
     if let Some(first) = groups.pending.take().filter(|_| scan.reverse) {
-        keep(&first, &[]);
+        window.offer(|| {
+            firsts.push(first);
+            Ok(())
+        })?;
     }
-    if want_values {
-        for (pk, v) in &mut out {
-            *v = db.mech.get(info.data, pk)?.ok_or_else(|| {
-                Error::Internal(format!(
-                    "index {:?} of store {:?} points at a missing record",
-                    index.name, info.schema.name
-                ))
-            })?;
+    for pk in firsts {
+        if !want_values {
+            visit(&pk, &[])?;
+            continue;
         }
+        let record = db.mech.get(info.data, &pk)?.ok_or_else(|| {
+            Error::Internal(format!(
+                "index {:?} of store {:?} points at a missing record",
+                index.name, info.schema.name
+            ))
+        })?;
+        visit(&pk, &record)?;
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Offset and limit over a stream of rows.
@@ -429,17 +461,17 @@ struct Window {
 
 impl Window {
     /// Takes or skips one row; says whether to go on.
-    fn offer(&mut self, take: impl FnOnce()) -> bool {
+    fn offer(&mut self, take: impl FnOnce() -> Result<()>) -> Result<bool> {
         if self.left == 0 {
-            return false;
+            return Ok(false);
         }
         if self.skip > 0 {
             self.skip -= 1;
-            return true;
+            return Ok(true);
         }
-        take();
+        take()?;
         self.left -= 1;
-        self.left > 0
+        Ok(self.left > 0)
     }
 }
 

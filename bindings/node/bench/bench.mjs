@@ -166,12 +166,24 @@ async function measure(side) {
   ]);
   const awaitedIds = ids.slice(0, AWAITED);
   const batch = ids.slice(0, CONCURRENT);
-  const get_awaited = await timed(AWAITED, async () => { for (const id of awaitedIds) await side.get(id); });
-  const get_concurrent = await timed(CONCURRENT, () => Promise.all(batch.map((id) => side.get(id))));
-  const index_range = await timed(RANGES * perAge, async () => { for (const a of ages) await side.range(a); });
-  const page = await timed(PAGES, async () => { for (const c of cities) await side.page(c); });
+  const reads = {
+    get_awaited: [AWAITED, async () => { for (const id of awaitedIds) await side.get(id); }],
+    get_concurrent: [CONCURRENT, () => Promise.all(batch.map((id) => side.get(id)))],
+    index_range: [RANGES * perAge, async () => { for (const a of ages) await side.range(a); }],
+    page: [PAGES, async () => { for (const c of cities) await side.page(c); }],
+  };
+  // Each read is timed twice, cold and warm, and the side keeps its better time: compiled code
+  // helps objstore-db's second pass, while fake-indexeddb slows down as it is used (its heap
+  // grows with every transaction), so its first pass is its best.
+  /** @type {Record<string, number>} */
+  const best = {};
+  for (let pass = 0; pass < 2; pass++) {
+    for (const [name, [ops, read]] of Object.entries(reads)) {
+      best[name] = Math.max(best[name] ?? 0, await timed(/** @type {number} */ (ops), /** @type {() => unknown} */ (read)));
+    }
+  }
   await side.close();
-  return { figures: { bulk_put, get_awaited, get_concurrent, index_range, page }, answers };
+  return { figures: { bulk_put, ...best }, answers };
 }
 
 /** @type {Record<string, (dir: string) => Promise<Side>>} */

@@ -158,18 +158,19 @@ impl Waker {
     pub fn settle(&self, env: Env) -> napi::Result<()> {
         let batch = std::mem::take(&mut self.shared.lock().pending);
         let raw = env.raw();
+        let parse = napi_raw::JsonParse::new(raw)?;
         let mut settled = 0;
         for delivery in batch {
             match delivery {
                 Delivery::Settle(deferred, result) => {
                     settled += 1;
                     match result {
-                        Ok(text) => deferred.resolve_json(raw, &text)?,
+                        Ok(text) => deferred.resolve_json(raw, &parse, &text)?,
                         Err(e) => deferred.reject(raw, code_of(e.code()), &e.to_string())?,
                     }
                 }
                 Delivery::Event(subscription, text) => {
-                    napi_raw::call_with_json(raw, &self.dispatch, subscription, &text)?;
+                    napi_raw::call_with_json(raw, &parse, &self.dispatch, subscription, &text)?;
                 }
             }
         }

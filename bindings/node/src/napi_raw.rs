@@ -33,23 +33,38 @@ fn string(env: sys::napi_env, text: &str) -> napi::Result<sys::napi_value> {
     Ok(value)
 }
 
-/// `JSON.parse(text)`, or the exception it threw (taken, so that none stays pending).
-fn json_parse(env: sys::napi_env, text: &str) -> napi::Result<Result<sys::napi_value, sys::napi_value>> {
-    // SAFETY: every call is on the JS thread of `env`, with values made in this scope.
-    unsafe {
-        let (mut global, mut json, mut parse) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
-        check(sys::napi_get_global(env, &mut global), "global")?;
-        check(sys::napi_get_named_property(env, global, c"JSON".as_ptr(), &mut json), "JSON")?;
-        check(sys::napi_get_named_property(env, json, c"parse".as_ptr(), &mut parse), "JSON.parse")?;
+/// The engine's `JSON.parse`, looked up once per batch of completions.
+pub struct JsonParse {
+    json: sys::napi_value,
+    parse: sys::napi_value,
+}
+
+impl JsonParse {
+    pub fn new(env: sys::napi_env) -> napi::Result<JsonParse> {
+        // SAFETY: on the JS thread of `env`; the values live for the current scope (a batch).
+        unsafe {
+            let (mut global, mut json, mut parse) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
+            check(sys::napi_get_global(env, &mut global), "global")?;
+            check(sys::napi_get_named_property(env, global, c"JSON".as_ptr(), &mut json), "JSON")?;
+            check(sys::napi_get_named_property(env, json, c"parse".as_ptr(), &mut parse), "JSON.parse")?;
+            Ok(JsonParse { json, parse })
+        }
+    }
+
+    /// `JSON.parse(text)`, or the exception it threw (taken, so that none stays pending).
+    fn call(&self, env: sys::napi_env, text: &str) -> napi::Result<Result<sys::napi_value, sys::napi_value>> {
         let argument = string(env, text)?;
         let mut result = ptr::null_mut();
-        let status = sys::napi_call_function(env, json, parse, 1, &argument, &mut result);
-        if status == sys::Status::napi_pending_exception {
-            let mut exception = ptr::null_mut();
-            check(sys::napi_get_and_clear_last_exception(env, &mut exception), "exception")?;
-            return Ok(Err(exception));
+        // SAFETY: on the JS thread, with values made in the current scope.
+        unsafe {
+            let status = sys::napi_call_function(env, self.json, self.parse, 1, &argument, &mut result);
+            if status == sys::Status::napi_pending_exception {
+                let mut exception = ptr::null_mut();
+                check(sys::napi_get_and_clear_last_exception(env, &mut exception), "exception")?;
+                return Ok(Err(exception));
+            }
+            check(status, "JSON.parse call")?;
         }
-        check(status, "JSON.parse call")?;
         Ok(Ok(result))
     }
 }
@@ -78,8 +93,16 @@ impl Deferred {
         Ok((Deferred(deferred), promise))
     }
 
-    pub fn resolve_json(self, env: sys::napi_env, text: &str) -> napi::Result<()> {
-        match json_parse(env, text)? {
+    /// Resolves with `JSON.parse(text)`; a JSON `null` (no record, or a request with nothing to
+    /// return) resolves as `undefined`, as JS APIs (YDN-DB's among them) say "nothing".
+    pub fn resolve_json(self, env: sys::napi_env, parse: &JsonParse, text: &str) -> napi::Result<()> {
+        if text == "null" {
+            let mut undefined = ptr::null_mut();
+            // SAFETY: on the JS thread; the deferred is unsettled.
+            check(unsafe { sys::napi_get_undefined(env, &mut undefined) }, "undefined")?;
+            return check(unsafe { sys::napi_resolve_deferred(env, self.0, undefined) }, "resolve");
+        }
+        match parse.call(env, text)? {
             // SAFETY: the deferred is unsettled (settling consumes it) and on its own thread.
             Ok(value) => check(unsafe { sys::napi_resolve_deferred(env, self.0, value) }, "resolve"),
             Err(exception) => check(unsafe { sys::napi_reject_deferred(env, self.0, exception) }, "reject"),
@@ -114,8 +137,14 @@ impl Ref {
 
 /// Calls the function behind `function` with `(number, JSON.parse(text))`. Whatever it throws
 /// is taken and dropped: the JS side catches a listener's failure before it gets here.
-pub fn call_with_json(env: sys::napi_env, function: &Ref, number: f64, text: &str) -> napi::Result<()> {
-    let Ok(parsed) = json_parse(env, text)? else { return Ok(()) };
+pub fn call_with_json(
+    env: sys::napi_env,
+    parse: &JsonParse,
+    function: &Ref,
+    number: f64,
+    text: &str,
+) -> napi::Result<()> {
+    let Ok(parsed) = parse.call(env, text)? else { return Ok(()) };
     // SAFETY: on the JS thread, with values made in this scope.
     unsafe {
         let (mut first, mut undefined, mut result) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
