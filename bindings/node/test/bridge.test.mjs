@@ -3,6 +3,7 @@
 // exit with work in flight loses no committed write.
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { Worker } from 'node:worker_threads';
@@ -121,4 +122,11 @@ test('close settles every request made before it, then itself', async (t) => {
 test('the package loads through require as well as import', () => {
   const cjs = execFileSync(process.execPath, ['-e', "console.log(typeof require('objstore-db').Storage)"], { cwd: HERE, encoding: 'utf8' });
   assert.equal(cjs.trim(), 'function');
+});
+
+test('without its native module the package says how to build it', () => {
+  const copy = tempDir();
+  for (const file of ['index.js', 'native.js', 'package.json']) fs.copyFileSync(path.join(HERE, '..', file), path.join(copy, file));
+  const run = spawnSync(process.execPath, ['-e', "try { require('./') } catch (e) { console.log(e.code, e.message) }"], { cwd: copy, encoding: 'utf8' });
+  assert.match(run.stdout, /^OBJSTORE_NOT_BUILT .*has not been built.*npm install-scripts approve objstore-db.*scripts\/build\.js/);
 });
