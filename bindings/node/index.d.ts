@@ -158,6 +158,9 @@ export interface StorageOptions {
   mechanism?: 'sqlite' | 'memory';
   /** Sync blocks by store name, merged into the schema. */
   sync?: { [store: string]: SyncOptions };
+  /** 'normal' (default): a commit survives the process crashing; 'full': an fsync per commit,
+   * so it survives a machine crash too. */
+  durability?: 'normal' | 'full';
   idleTransactionTimeoutMs?: number;
   queueCapacity?: number;
   syncThreads?: number;

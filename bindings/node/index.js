@@ -451,7 +451,9 @@ class Transaction extends Operations {
 
 /** A database (YDN-DB's `ydn.db.Storage`): `new Storage(name, schema, options)`.
  * options: `mechanism` ('sqlite', the default, a file at `name`; or 'memory'), `sync`
- * ({store: Sync block}, merged into the schema), `idleTransactionTimeoutMs`, `queueCapacity`,
+ * ({store: Sync block}, merged into the schema), `durability` ('normal', the default: a commit
+ * survives the process crashing; 'full': an fsync per commit, it survives a machine crash too),
+ * `idleTransactionTimeoutMs`, `queueCapacity`,
  * `syncThreads`. */
 class Storage extends Operations {
   constructor(name, schema, options = {}) {
@@ -460,12 +462,13 @@ class Storage extends Operations {
     this._storage = this;
     this._tx = null;
     this._listeners = new Map(); // kind -> [{listener, subscription}]
-    const { mechanism = 'sqlite', sync, idleTransactionTimeoutMs, queueCapacity, syncThreads } = options;
+    const { mechanism = 'sqlite', sync, durability, idleTransactionTimeoutMs, queueCapacity, syncThreads } = options;
     if (sync) {
       schema = typeof schema === 'string' ? JSON.parse(schema) : schema || { stores: [] };
       for (const store of schema.stores || []) if (store.name in sync) store.Sync = sync[store.name];
     }
     const openOptions = { mechanism };
+    if (durability !== undefined) openOptions.durability = durability;
     if (idleTransactionTimeoutMs !== undefined) openOptions.idleTransactionTimeoutMs = idleTransactionTimeoutMs;
     if (queueCapacity !== undefined) openOptions.queueCapacity = queueCapacity;
     if (syncThreads !== undefined) openOptions.syncThreads = syncThreads;

@@ -46,9 +46,33 @@ impl MechanismKind {
     }
 }
 
+/// When a commit is on disk (the sqlite mechanism; SQLite's `synchronous` setting in WAL mode).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Durability {
+    /// One fsync per checkpoint, none per commit: a commit survives the application crashing
+    /// or being killed, but a machine crash or power loss can lose the last commits (never
+    /// corrupt the file). The default.
+    #[default]
+    Normal,
+    /// An fsync per commit: a commit survives a machine crash too, at the cost of one fsync per
+    /// write transaction.
+    Full,
+}
+
+impl Durability {
+    pub fn from_name(name: &str) -> Result<Durability> {
+        match name {
+            "normal" => Ok(Durability::Normal),
+            "full" => Ok(Durability::Full),
+            other => Err(Error::InvalidArgument(format!("unknown durability {other:?} (known: normal, full)"))),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct OpenOptions {
     pub mechanism: MechanismKind,
+    pub durability: Durability,
 }
 
 struct ActiveTx {
@@ -97,7 +121,7 @@ impl Database {
         }
         let schema = schema.map(Schema::normalized).transpose()?;
         let mech: Box<dyn Mechanism> = match options.mechanism {
-            MechanismKind::Sqlite => Box::new(SqliteMechanism::open(Path::new(name))?),
+            MechanismKind::Sqlite => Box::new(SqliteMechanism::open(Path::new(name), options.durability)?),
             MechanismKind::Memory => Box::new(MemoryMechanism::new()),
         };
         let mut db = Database {

@@ -88,6 +88,12 @@ pub enum Error {
     #[error("storage error in {context}: {source}")]
     Storage { context: String, source: rusqlite::Error },
 
+    #[error("database file {path:?} is open in another process (or open twice in this one): a database file has one process at a time, since each keeps caches of its catalog and key generators; close it there first")]
+    InUse { path: String },
+
+    #[error("cannot lock database file {path:?}: {reason}")]
+    Lock { path: String, reason: String },
+
     #[error("conflict in store {store:?} on {key:?}: {detail}; nothing was overwritten")]
     Conflict { store: String, key: String, detail: String },
 
@@ -120,7 +126,7 @@ impl Error {
             Error::Closed(_) => ErrorCode::Closed,
             Error::Cancelled(_) => ErrorCode::Cancelled,
             Error::Busy { .. } => ErrorCode::Busy,
-            Error::Storage { .. } => ErrorCode::Storage,
+            Error::Storage { .. } | Error::InUse { .. } | Error::Lock { .. } => ErrorCode::Storage,
             Error::Conflict { .. } => ErrorCode::Conflict,
             Error::Unreachable { .. } => ErrorCode::Network,
             Error::Remote { status: 412, .. } => ErrorCode::Conflict,

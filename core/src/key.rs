@@ -34,14 +34,34 @@ pub enum Key {
     Array(Vec<Key>),
 }
 
+/// A JSON number as the double a key holds, refusing an integer the double cannot hold exactly:
+/// rounded, two neighbouring ids (past 2^53) would become one key and one record overwrite the
+/// other.
+fn exact_number(n: &serde_json::Number) -> Result<f64> {
+    let exact = match (n.as_i64(), n.as_u64()) {
+        (Some(i), _) => {
+            let f = i as f64;
+            (f >= -(2f64.powi(63)) && f < 2f64.powi(63) && f as i64 == i).then_some(f)
+        }
+        (None, Some(u)) => {
+            let f = u as f64;
+            (f < 2f64.powi(64) && f as u64 == u).then_some(f)
+        }
+        (None, None) => n.as_f64(),
+    };
+    exact.ok_or_else(|| {
+        Error::invalid_key(format!(
+            "integer {n} cannot be held exactly by a number key (a double: exact only up to 2^53); \
+             store it as a string key, e.g. \"{n}\""
+        ))
+    })
+}
+
 impl Key {
     /// Reads a key from JSON, rejecting what IndexedDB rejects with a message that says why.
     pub fn from_json(value: &Value) -> Result<Key> {
         match value {
-            Value::Number(n) => match n.as_f64() {
-                Some(f) => Ok(Key::Number(f)),
-                None => Err(Error::invalid_key(format!("number {n} is not representable"))),
-            },
+            Value::Number(n) => exact_number(n).map(Key::Number),
             Value::String(s) => Ok(Key::String(s.clone())),
             Value::Array(items) => items.iter().map(Key::from_json).collect::<Result<_>>().map(Key::Array),
             Value::Null => Err(Error::invalid_key("null is not a valid key")),

@@ -571,9 +571,10 @@ fn generator_value(db: &mut Database, info: &StoreInfo) -> Result<f64> {
         return Ok(*next);
     }
     let next = match db.mech.get(META_TABLE, &key_generator_slot(info.data))? {
-        Some(bytes) => {
-            serde_json::from_slice(&bytes).map_err(|e| Error::Internal(format!("key generator unreadable: {e}")))?
-        }
+        // Written by `advance_generator` as Rust prints a double ("12", or "inf" when exhausted).
+        Some(bytes) => std::str::from_utf8(&bytes).ok().and_then(|text| text.parse::<f64>().ok()).ok_or_else(|| {
+            Error::Internal(format!("key generator unreadable: {:?}", String::from_utf8_lossy(&bytes)))
+        })?,
         None => 1.0,
     };
     db.key_generators.insert(info.data, next);
@@ -597,7 +598,9 @@ fn advance_generator(db: &mut Database, info: &StoreInfo, key: &Key) -> Result<(
     if *n < generator_value(db, info)? {
         return Ok(());
     }
-    let next = (n.floor() + 1.0).min(MAX_GENERATED_KEY + 1.0);
+    // Past the largest key it can make, the generator is exhausted for good (infinity, stored
+    // as "inf"): 2^53 + 1 rounds back to 2^53 in a double, which would hand that key out twice.
+    let next = if n.floor() >= MAX_GENERATED_KEY { f64::INFINITY } else { n.floor() + 1.0 };
     db.key_generators.insert(info.data, next);
     db.mech.put(META_TABLE, &key_generator_slot(info.data), next.to_string().as_bytes())
 }

@@ -17,7 +17,7 @@ use objstore_db_core::{AsyncDatabase, Error, ErrorCode, ExecutorOptions, Key, Me
 use serde_json::json;
 
 fn start(kind: MechanismKind, path: &str) -> Arc<AsyncDatabase> {
-    let options = ExecutorOptions { open: OpenOptions { mechanism: kind }, ..Default::default() };
+    let options = ExecutorOptions { open: OpenOptions { mechanism: kind, ..Default::default() }, ..Default::default() };
     let (tx, rx) = mpsc::channel();
     let db = AsyncDatabase::open(path, Some(parse(PEOPLE).unwrap()), options, move |r| tx.send(r).unwrap()).unwrap();
     rx.recv().unwrap().unwrap();

@@ -201,6 +201,37 @@ for_each_mechanism! {
         assert_eq!(db.get("notes", &Key::from(2)).unwrap(), Some(json!("second")));
     }
 
+    fn an_integer_key_a_double_cannot_hold_is_refused_never_rounded_into_a_collision(kind) {
+        let mut db = people(kind);
+        // 2^53 + 1 and 2^53 are one double apart from nothing: rounded, they would be one key.
+        let err = db.put("people", json!({"id": 9_007_199_254_740_993_i64, "name": "x"}), None).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::InvalidKey);
+        assert!(err.to_string().contains("9007199254740993") && err.to_string().contains("string key"), "{err}");
+        for snowflake in [1_234_567_890_123_456_789_i64, 1_234_567_890_123_456_790] {
+            assert!(db.put("people", json!({"id": snowflake}), None).is_err(), "{snowflake} was accepted");
+        }
+        let err = db.put("people", json!({"id": u64::MAX}), None).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::InvalidKey);
+        // Condition values and range bounds are keys too.
+        assert!(KeyRange::from_json(&json!({"lower": 9_007_199_254_740_993_i64})).is_err());
+        // Exact integers, however large, are keys; and 2^53 itself is exact.
+        db.put("people", json!({"id": 9_007_199_254_740_992_i64}), None).unwrap();
+        db.put("people", json!({"id": -9_007_199_254_740_992_i64}), None).unwrap();
+        assert_eq!(db.count("people", &ScanOptions::new()).unwrap(), 2);
+    }
+
+    fn the_key_generator_past_2_pow_53_is_exhausted_and_never_repeats_a_key(kind) {
+        let mut db = people(kind);
+        db.put("notes", json!("near the end"), Some(Key::from(9_007_199_254_740_991.0))).unwrap();
+        assert_eq!(db.put("notes", json!("last"), None).unwrap(), Key::from(9_007_199_254_740_992.0));
+        let err = db.put("notes", json!("one too many"), None).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::Constraint);
+        assert!(err.to_string().contains("exhausted"), "{err}");
+        db.put("notes", json!("far"), Some(Key::from(1e300))).unwrap();
+        assert!(db.put("notes", json!("still none"), None).is_err());
+        assert_eq!(db.get("notes", &Key::from(9_007_199_254_740_992.0)).unwrap(), Some(json!("last")));
+    }
+
     fn out_of_line_keys_must_be_given_and_inline_keys_must_not(kind) {
         let mut db = people(kind);
         let err = db.put("counters", json!({"n": 1}), None).unwrap_err();
@@ -408,4 +439,22 @@ mod migration {
         let err = seeded().reopen(Some(&v2)).err().unwrap();
         assert!(err.to_string().contains("remove the store in one version and add it back"), "{err}");
     }
+}
+
+#[test]
+fn a_database_file_has_one_process_at_a_time_and_a_second_open_names_the_file() {
+    use objstore_db_core::{Database, OpenOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("one.sqlite3");
+    let path_text = path.to_str().unwrap();
+    let first = Database::open(path_text, None, &OpenOptions::default()).unwrap();
+    // A second open (here in this process; another process meets the same lock) waits a moment
+    // for the holder to let go, then says the file is in use.
+    let Err(err) = Database::open(path_text, None, &OpenOptions::default()) else {
+        panic!("a second open of a file in use succeeded");
+    };
+    assert_eq!(err.code(), ErrorCode::Storage);
+    assert!(err.to_string().contains("one.sqlite3") && err.to_string().contains("open in another process"), "{err}");
+    drop(first);
+    Database::open(path_text, None, &OpenOptions::default()).expect("free again once the first is closed");
 }

@@ -145,7 +145,7 @@ for_each_mechanism! {
 
     fn ready_reaches_a_listener_subscribed_through_the_executor(kind) {
         let (_dir, path) = temp_path();
-        let options = ExecutorOptions { open: OpenOptions { mechanism: kind }, ..Default::default() };
+        let options = ExecutorOptions { open: OpenOptions { mechanism: kind, ..Default::default() }, ..Default::default() };
         let db = AsyncDatabase::open(&path, Some(parse(PEOPLE).unwrap()), options, |r| r.unwrap()).unwrap();
         let (tx, rx) = mpsc::channel();
         db.subscribe(EventFilter::all(), Box::new(move |e| { let _ = tx.send((e.kind, std::thread::current().name().map(str::to_string))); }), |r| { r.unwrap(); }).unwrap();

@@ -146,9 +146,15 @@ static CASE: AtomicUsize = AtomicUsize::new(0);
 fn run_case(steps: Vec<Step>, dir: &std::path::Path) -> Result<(), TestCaseError> {
     let schema = || Some(Schema::from_json(SCHEMA).unwrap());
     let path = dir.join(format!("case-{}.sqlite3", CASE.fetch_add(1, Ordering::Relaxed)));
-    let mut sqlite =
-        Database::open(path.to_str().unwrap(), schema(), &OpenOptions { mechanism: MechanismKind::Sqlite }).unwrap();
-    let mut memory = Database::open("memory", schema(), &OpenOptions { mechanism: MechanismKind::Memory }).unwrap();
+    let mut sqlite = Database::open(
+        path.to_str().unwrap(),
+        schema(),
+        &OpenOptions { mechanism: MechanismKind::Sqlite, ..Default::default() },
+    )
+    .unwrap();
+    let mut memory =
+        Database::open("memory", schema(), &OpenOptions { mechanism: MechanismKind::Memory, ..Default::default() })
+            .unwrap();
     let mut model = BTreeMap::new();
 
     for step in steps {

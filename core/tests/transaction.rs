@@ -119,7 +119,7 @@ for_each_mechanism! {
 
     fn a_request_outside_an_open_transaction_fails_at_once_naming_it(kind) {
         let (_dir, path) = temp_path();
-        let options = ExecutorOptions { open: OpenOptions { mechanism: kind }, ..Default::default() };
+        let options = ExecutorOptions { open: OpenOptions { mechanism: kind, ..Default::default() }, ..Default::default() };
         let db = AsyncDatabase::open(&path, Some(parse(PEOPLE).unwrap()), options, |r| r.unwrap()).unwrap();
         let (begun_tx, begun_rx) = mpsc::channel();
         db.begin(vec!["people".into()], Mode::ReadWrite, move |r| begun_tx.send(r.unwrap()).unwrap()).unwrap();
@@ -142,7 +142,7 @@ for_each_mechanism! {
 
     fn an_idle_explicit_transaction_is_aborted_and_work_then_runs(kind) {
         let (_dir, path) = temp_path();
-        let options = ExecutorOptions { open: OpenOptions { mechanism: kind }, idle_transaction_timeout: Duration::from_millis(200), ..Default::default() };
+        let options = ExecutorOptions { open: OpenOptions { mechanism: kind, ..Default::default() }, idle_transaction_timeout: Duration::from_millis(200), ..Default::default() };
         let db = AsyncDatabase::open(&path, Some(parse(PEOPLE).unwrap()), options, |r| r.unwrap()).unwrap();
         let (begun_tx, begun_rx) = mpsc::channel();
         db.begin(vec!["people".into()], Mode::ReadWrite, move |r| begun_tx.send(r.unwrap()).unwrap()).unwrap();
@@ -157,39 +157,5 @@ for_each_mechanism! {
         db.submit_in(t, |tx| tx.get("people", &Key::from(1)), move |r| late_tx.send(r).unwrap()).unwrap();
         let err = late_rx.recv().unwrap().unwrap_err();
         assert!(err.to_string().contains("aborted after 200 ms without a request"), "{err}");
-    }
-}
-
-/// Two connections on one SQLite file: each sees the other's commits at once, so no
-/// connection keeps a stale read snapshot between requests.
-#[test]
-fn a_second_connection_on_the_same_file_sees_every_commit() {
-    let (_dir, path) = temp_path();
-    let schema = || Some(parse(PEOPLE).unwrap());
-    let mut a = objstore_db_core::Database::open(&path, schema(), &OpenOptions::default()).unwrap();
-    let mut b = objstore_db_core::Database::open(&path, schema(), &OpenOptions::default()).unwrap();
-    for i in 0..20 {
-        a.put("people", person(i, "n", &format!("{i}@x"), "c", i), None).unwrap();
-        assert_eq!(b.get("people", &Key::from(i)).unwrap().unwrap()["id"], i);
-        assert_eq!(b.count("people", &ScanOptions::new()).unwrap(), i as u64 + 1);
-        b.put("notes", json!(i), None).unwrap();
-        assert_eq!(a.count("notes", &ScanOptions::new()).unwrap(), i as u64 + 1);
-    }
-}
-
-/// A connection that only reads must still see each commit of another connection: no read
-/// snapshot outlives the request that took it.
-#[test]
-fn a_reading_connection_never_keeps_a_stale_snapshot() {
-    let (_dir, path) = temp_path();
-    let schema = || Some(parse(PEOPLE).unwrap());
-    let mut writer = objstore_db_core::Database::open(&path, schema(), &OpenOptions::default()).unwrap();
-    let mut reader = objstore_db_core::Database::open(&path, schema(), &OpenOptions::default()).unwrap();
-    for i in 0..20 {
-        writer.put("people", person(i, "n", &format!("{i}@x"), "c", i), None).unwrap();
-        assert_eq!(reader.get("people", &Key::from(i)).unwrap().unwrap()["id"], i);
-        assert_eq!(reader.keys("people", &ScanOptions::new().index("name").limit(1)).unwrap().len(), 1);
-        assert_eq!(reader.count("people", &ScanOptions::new().index("email")).unwrap(), i as u64 + 1);
-        assert_eq!(reader.values("people", &ScanOptions::new().reverse().limit(1)).unwrap()[0]["id"], i);
     }
 }

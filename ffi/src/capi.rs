@@ -381,8 +381,11 @@ pub extern "C" fn objstore_status_name(status: i32) -> *const c_char {
 /// Opens (creating if needed) the database `name` (a file path for the sqlite mechanism) and
 /// stores its handle in `*db_out`, before `on_open` can fire. `schema_json` and `options_json`
 /// are NUL-terminated and may be NULL; options: `{"mechanism": "sqlite"|"memory",
-/// "idleTransactionTimeoutMs": n, "queueCapacity": n, "syncThreads": n}`. `on_open` fires once
-/// with the schema as stored (`{"version", "stores"}`) or the error. Requests may be made at
+/// "durability": "normal"|"full", "idleTransactionTimeoutMs": n, "queueCapacity": n,
+/// "syncThreads": n}`. Durability "normal" (the default) keeps a commit through a crash of the
+/// process, "full" (an fsync per commit) through a crash of the machine too. One process at a
+/// time opens a file: a second open fails with OBJSTORE_STATUS_STORAGE naming the file.
+/// `on_open` fires once with the schema as stored (`{"version", "stores"}`) or the error. Requests may be made at
 /// once: they run after the open, or fail with its error. Free the handle with
 /// `objstore_db_free`.
 ///

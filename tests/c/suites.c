@@ -38,8 +38,8 @@ static const char *PEOPLE[] = {
 static objstore_db *open_with(waiter *w, const char *schema) {
     char path[512];
     snprintf(path, sizeof path, "%s/c-%d.sqlite3", scratch, ++db_counter);
-    const char *suffixes[] = {"", "-wal", "-shm"};
-    for (int i = 0; i < 3; i++) { /* a fresh file even in a reused scratch directory */
+    const char *suffixes[] = {"", "-wal", "-shm", "-lock"};
+    for (int i = 0; i < 4; i++) { /* a fresh file even in a reused scratch directory */
         char stale[600];
         snprintf(stale, sizeof stale, "%s%s", path, suffixes[i]);
         remove(stale);
@@ -438,7 +438,34 @@ static void bad_utf8_and_bad_json_are_named(void) {
     CHECK(objstore_db_open("unused", NULL, "{\"mechanism\": \"tape\"}", on_done, &w, &bad, &error) == OBJSTORE_STATUS_INVALID_ARGUMENT);
     CHECK_CONTAINS(error, "unknown mechanism \"tape\"");
     objstore_string_free(error);
+    CHECK(objstore_db_open("unused", NULL, "{\"durability\": \"eventual\"}", on_done, &w, &bad, &error) == OBJSTORE_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(error, "unknown durability \"eventual\" (known: normal, full)");
+    objstore_string_free(error);
     close_db(db, &w);
+    waiter_done(&w);
+}
+
+/* One process per file: a second open of a file in use fails (after a short wait for a holder
+   that is closing) and names the file; once closed, the file opens again. */
+static void a_second_open_of_a_file_in_use_names_the_file(void) {
+    waiter w;
+    waiter_init(&w);
+    objstore_db *first = open_db(&w);
+    char path[512];
+    snprintf(path, sizeof path, "%s/c-%d.sqlite3", scratch, db_counter);
+    objstore_db *second = NULL;
+    CHECK(objstore_db_open(path, NULL, "{\"durability\": \"full\"}", on_done, &w, &second, NULL) == OK);
+    CHECK(wait_for(&w) == OBJSTORE_STATUS_STORAGE);
+    CHECK_CONTAINS(w.result, "is open in another process");
+    CHECK_CONTAINS(w.result, path);
+    CHECK(objstore_db_close(second, on_done, &w, NULL) == OK);
+    wait_for(&w);
+    objstore_db_free(second);
+    close_db(first, &w);
+    objstore_db *again = NULL;
+    CHECK(objstore_db_open(path, NULL, "{\"durability\": \"full\"}", on_done, &w, &again, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    close_db(again, &w);
     waiter_done(&w);
 }
 
@@ -725,6 +752,7 @@ int main(int argc, char **argv) {
     RUN("misuse", a_slow_callback_delays_but_loses_nothing);
     RUN("misuse", queued_requests_are_cancelled_by_close);
     RUN("misuse", versions_agree);
+    RUN("misuse", a_second_open_of_a_file_in_use_names_the_file);
     RUN("cursor", a_pull_cursor_lets_other_requests_run_between_batches);
     RUN("misuse", waiter_cancel_and_busy);
     RUN("sync", a_put_reaches_moto_and_another_client_reads_it);

@@ -130,3 +130,20 @@ test('without its native module the package says how to build it', () => {
   const run = spawnSync(process.execPath, ['-e', "try { require('./') } catch (e) { console.log(e.code, e.message) }"], { cwd: copy, encoding: 'utf8' });
   assert.match(run.stdout, /^OBJSTORE_NOT_BUILT .*has not been built.*npm install-scripts approve objstore-db.*scripts\/build\.js/);
 });
+
+test('a file open in another Storage is refused, naming it, until that one closes', async () => {
+  const file = path.join(tempDir(), 'held.sqlite3');
+  const first = new Storage(file, SCHEMA);
+  await first.ready;
+  const second = new Storage(file, null, { durability: 'full' });
+  await assert.rejects(second.ready, { code: 'STORAGE', message: /held\.sqlite3.*open in another process/ });
+  await first.close();
+  const again = new Storage(file, null, { durability: 'full' });
+  assert.equal(await again.count('people'), 0);
+  await again.close();
+  assert.throws(
+    // @ts-expect-error: an unknown durability, on purpose
+    () => new Storage(file, null, { durability: 'eventual' }),
+    { code: 'INVALID_ARGUMENT', message: /unknown durability "eventual"/ },
+  );
+});

@@ -129,3 +129,51 @@ def test_loops_that_come_and_go_leave_no_descriptors_behind(tmp_path: pathlib.Pa
     gc.collect()
     assert len(os.listdir("/proc/self/fd")) == before
     asyncio.run(db.close())
+
+
+def test_a_file_open_in_another_process_is_refused_naming_it(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "held.sqlite3"
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(
+                f"""
+                import asyncio, sys, objstore_db
+                async def main():
+                    async with objstore_db.open({str(path)!r}, {{"stores": [{{"name": "n"}}]}}):
+                        print("open", flush=True)
+                        sys.stdin.readline()
+                asyncio.run(main())
+                """
+            ),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "open\n"
+
+        async def second_open() -> None:
+            with pytest.raises(objstore_db.StorageError, match="held.sqlite3.*open in another process"):
+                await objstore_db.open(str(path), durability="full")
+
+        asyncio.run(second_open())
+    finally:
+        holder.communicate("\n", timeout=30)
+    assert holder.returncode == 0
+
+    async def once_released() -> None:
+        async with objstore_db.open(str(path), durability="full") as db:
+            assert await db.count("n") == 0
+
+    asyncio.run(once_released())
+
+
+def test_an_unknown_durability_is_refused_naming_the_choices(tmp_path: pathlib.Path) -> None:
+    async def attempt() -> None:
+        with pytest.raises(objstore_db.InvalidArgumentError, match='unknown durability "eventual" \\(known: normal, full\\)'):
+            await objstore_db.open(str(tmp_path / "d.sqlite3"), durability="eventual")
+
+    asyncio.run(attempt())

@@ -81,3 +81,13 @@ async def test_a_schema_that_is_not_valid_is_refused(tmp_path) -> None:  # type:
         await objstore_db.open(str(tmp_path / "bad.sqlite3"), {"stores": 5})
     with pytest.raises(objstore_db.InvalidArgumentError, match="tape"):
         await objstore_db.open(str(tmp_path / "bad.sqlite3"), None, mechanism="tape")
+
+
+async def test_an_int_key_a_double_cannot_hold_is_refused_suggesting_a_string(db: objstore_db.Database) -> None:
+    snowflake = 1_234_567_890_123_456_789
+    with pytest.raises(objstore_db.InvalidKeyError, match="string key"):
+        await db.put("people", {"id": snowflake, "email": "s@x"})
+    with pytest.raises(objstore_db.InvalidKeyError, match="string key"):
+        await db.get("people", snowflake)
+    assert await db.put("people", {"id": str(snowflake), "email": "s@x"}) == str(snowflake)
+    assert await db.count("people") == 1

@@ -7,6 +7,7 @@ use std::path::Path;
 use rusqlite::{params, CachedStatement, Connection, OpenFlags};
 
 use super::{After, Mechanism, TableId, Visit, VisitJoined, META_TABLE};
+use crate::database::Durability;
 use crate::error::{Error, Result};
 use crate::range::{just_above, ByteRange};
 
@@ -26,26 +27,35 @@ enum Statement {
 
 pub struct SqliteMechanism {
     conn: Connection,
+    /// `<file>-lock`, flock'ed for as long as the connection is open: one process per file.
+    _lock: std::fs::File,
     path: String,
     /// SQL text per (table, statement), so the hot path formats nothing.
     sql: HashMap<(TableId, Statement), String>,
 }
 
 impl SqliteMechanism {
-    pub fn open(path: &Path) -> Result<SqliteMechanism> {
+    pub fn open(path: &Path, durability: Durability) -> Result<SqliteMechanism> {
         let path_text = path.display().to_string();
         let failed = |what: &str| {
             let context = format!("{what} {path_text:?}");
             move |source| Error::Storage { context, source }
         };
+        let lock = lock_exclusively(path)?;
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(path, flags).map_err(failed("opening database file"))?;
-        // WAL with synchronous=NORMAL: durable across application crashes, one fsync per
-        // checkpoint rather than per commit.
-        conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=5000;")
-            .map_err(failed("configuring database file"))?;
+        // WAL; NORMAL syncs at checkpoints only (durable across application crashes), FULL at
+        // every commit (durable across machine crashes).
+        let synchronous = match durability {
+            Durability::Normal => "NORMAL",
+            Durability::Full => "FULL",
+        };
+        conn.execute_batch(&format!(
+            "PRAGMA journal_mode=WAL; PRAGMA synchronous={synchronous}; PRAGMA busy_timeout=5000;"
+        ))
+        .map_err(failed("configuring database file"))?;
         conn.set_prepared_statement_cache_capacity(512);
-        let mut mechanism = SqliteMechanism { conn, path: path_text, sql: HashMap::new() };
+        let mut mechanism = SqliteMechanism { conn, _lock: lock, path: path_text, sql: HashMap::new() };
         mechanism.create_data_table(META_TABLE)?;
         Ok(mechanism)
     }
@@ -58,7 +68,7 @@ impl SqliteMechanism {
         what: &'static str,
         args: &[&dyn rusqlite::ToSql],
     ) -> Result<()> {
-        let Self { conn, path, sql } = self;
+        let Self { conn, path, sql, .. } = self;
         let mut stmt = prepared(conn, sql, t, statement).map_err(failed(path, what, t))?;
         stmt.execute(args).map_err(failed(path, what, t))?;
         Ok(())
@@ -68,7 +78,7 @@ impl SqliteMechanism {
         if range.is_empty() {
             return Ok(0);
         }
-        let Self { conn, path, sql } = self;
+        let Self { conn, path, sql, .. } = self;
         let mut stmt = prepared(conn, sql, t, statement).map_err(failed(path, "count", t))?;
         let n: i64 = stmt.query_row(params![range.low, range.high], |r| r.get(0)).map_err(failed(path, "count", t))?;
         Ok(n as u64)
@@ -85,7 +95,7 @@ impl SqliteMechanism {
         if range.is_empty() {
             return Ok(());
         }
-        let Self { conn, path, sql } = self;
+        let Self { conn, path, sql, .. } = self;
         let mut stmt = prepared(conn, sql, t, statement).map_err(failed(path, "scan", t))?;
         let columns = stmt.column_count();
         let mut rows = match after {
@@ -126,6 +136,39 @@ impl SqliteMechanism {
     fn run_ddl(&mut self, sql: &str, what: &'static str, t: TableId) -> Result<()> {
         let Self { conn, path, .. } = self;
         conn.execute_batch(sql).map_err(failed(path, what, t))
+    }
+}
+
+/// How long an open waits for a holder of the file that is letting go (a database closed a
+/// moment ago, whose worker is still finishing) before it says the file is in use.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Takes the exclusive lock on `<path>-lock` (created when missing), waiting up to `LOCK_WAIT`.
+fn lock_exclusively(path: &Path) -> Result<std::fs::File> {
+    use std::os::fd::AsRawFd;
+    let shown = path.display().to_string();
+    let mut lock_path = path.as_os_str().to_owned();
+    lock_path.push("-lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| Error::Lock { path: shown.clone(), reason: e.to_string() })?;
+    let started = std::time::Instant::now();
+    loop {
+        // SAFETY: flock on a descriptor we own; released when `file` is closed.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            return Ok(file);
+        }
+        let error = std::io::Error::last_os_error();
+        if error.raw_os_error() != Some(libc::EWOULDBLOCK) {
+            return Err(Error::Lock { path: shown, reason: error.to_string() });
+        }
+        if started.elapsed() >= LOCK_WAIT {
+            return Err(Error::InUse { path: shown });
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }
 
@@ -231,7 +274,7 @@ impl Mechanism for SqliteMechanism {
     }
 
     fn get(&mut self, t: TableId, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        let Self { conn, path, sql } = self;
+        let Self { conn, path, sql, .. } = self;
         let mut stmt = prepared(conn, sql, t, Statement::Get).map_err(failed(path, "get", t))?;
         let mut rows = stmt.query([key]).map_err(failed(path, "get", t))?;
         match rows.next().map_err(failed(path, "get", t))? {

@@ -64,7 +64,7 @@ impl TestDb {
 }
 
 pub fn options(kind: MechanismKind) -> OpenOptions {
-    OpenOptions { mechanism: kind }
+    OpenOptions { mechanism: kind, ..Default::default() }
 }
 
 pub fn parse(schema: &str) -> Result<Schema> {

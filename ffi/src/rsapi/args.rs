@@ -4,7 +4,8 @@
 use std::time::Duration;
 
 use objstore_db_core::{
-    Error, Event, EventFilter, EventKind, Key, KeyRange, MechanismKind, RefusedWrite, Result, ScanOptions, Schema,
+    Durability, Error, Event, EventFilter, EventKind, Key, KeyRange, MechanismKind, RefusedWrite, Result, ScanOptions,
+    Schema,
 };
 use serde_json::{json, Value};
 
@@ -71,6 +72,8 @@ pub fn sql_params(value: Option<&Value>) -> Result<Vec<Value>> {
 #[derive(Debug, Clone)]
 pub struct OpenOptions {
     pub mechanism: MechanismKind,
+    /// Whether a commit waits for an fsync (`full`) or only survives application crashes (`normal`).
+    pub durability: Durability,
     /// An explicit transaction with no request for this long is aborted.
     pub idle_transaction_timeout: Duration,
     /// Requests that may wait for the worker before submitters wait for room.
@@ -83,6 +86,7 @@ impl Default for OpenOptions {
     fn default() -> Self {
         OpenOptions {
             mechanism: MechanismKind::Sqlite,
+            durability: Durability::Normal,
             idle_transaction_timeout: objstore_db_core::DEFAULT_IDLE_TRANSACTION_TIMEOUT,
             queue_capacity: objstore_db_core::DEFAULT_QUEUE_CAPACITY,
             sync_threads: 2,
@@ -90,10 +94,10 @@ impl Default for OpenOptions {
     }
 }
 
-const OPEN_OPTIONS: &str = "mechanism, idleTransactionTimeoutMs, queueCapacity, syncThreads";
+const OPEN_OPTIONS: &str = "mechanism, durability, idleTransactionTimeoutMs, queueCapacity, syncThreads";
 
 impl OpenOptions {
-    /// `{"mechanism": "sqlite" | "memory", "idleTransactionTimeoutMs": n, "queueCapacity": n,
+    /// `{"mechanism": "sqlite" | "memory", "durability": "normal" | "full", "idleTransactionTimeoutMs": n, "queueCapacity": n,
     /// "syncThreads": n}`; every field optional.
     pub fn from_json(value: Option<&Value>) -> Result<OpenOptions> {
         let mut options = OpenOptions::default();
@@ -111,6 +115,7 @@ impl OpenOptions {
         for (field, v) in map {
             match (field.as_str(), v) {
                 ("mechanism", Value::String(m)) => options.mechanism = MechanismKind::from_name(m)?,
+                ("durability", Value::String(d)) => options.durability = Durability::from_name(d)?,
                 ("idleTransactionTimeoutMs", v) => {
                     options.idle_transaction_timeout = Duration::from_millis(count(field, v)?)
                 }

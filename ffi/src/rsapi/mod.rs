@@ -136,7 +136,7 @@ impl Db {
     ) -> Result<Db> {
         let schema = args::schema(schema)?;
         let executor = ExecutorOptions {
-            open: CoreOpen { mechanism: options.mechanism },
+            open: CoreOpen { mechanism: options.mechanism, durability: options.durability },
             idle_transaction_timeout: options.idle_transaction_timeout,
             queue_capacity: options.queue_capacity,
         };

@@ -666,13 +666,16 @@ def open(
     *,
     mechanism: str = "sqlite",
     sync: Optional[dict[str, Any]] = None,
+    durability: Optional[str] = None,
     idle_transaction_timeout_ms: Optional[int] = None,
     queue_capacity: Optional[int] = None,
     sync_threads: Optional[int] = None,
 ) -> _Opening:
     """Opens (creating or migrating) the database `name`: a SQLite file path, or any name with
     mechanism="memory". `schema`: a dict or JSON text, `{"version", "stores": [...]}`. `sync`:
-    `{store: Sync block}`, merged into the schema's stores."""
+    `{store: Sync block}`, merged into the schema's stores. `durability`: "normal" (the default:
+    a commit survives the process crashing) or "full" (an fsync per commit: it survives a machine
+    crash too)."""
     if sync:
         if schema is None or isinstance(schema, str):
             schema = json.loads(schema) if isinstance(schema, str) else {"stores": []}
@@ -681,6 +684,7 @@ def open(
                 store["Sync"] = sync[store["name"]]
     options: dict[str, Any] = {"mechanism": mechanism}
     for field, value in (
+        ("durability", durability),
         ("idleTransactionTimeoutMs", idle_transaction_timeout_ms),
         ("queueCapacity", queue_capacity),
         ("syncThreads", sync_threads),
