@@ -16,7 +16,7 @@ use crate::mechanism::{Mechanism, MemoryMechanism, SqliteMechanism, TableId};
 use crate::ops::{self, ScanOptions};
 use crate::range::KeyRange;
 use crate::replica::{self, state as sync_state};
-use crate::schema::{Schema, StoreSchema};
+use crate::schema::{Schema, Secrets, StoreSchema};
 use crate::sync::config::SyncConfig;
 
 pub type TxId = u64;
@@ -119,7 +119,8 @@ impl Database {
         if name.is_empty() {
             return Err(Error::InvalidArgument("database name is empty".into()));
         }
-        let schema = schema.map(Schema::normalized).transpose()?;
+        let mut schema = schema.map(Schema::normalized).transpose()?;
+        let mut secrets = schema.as_mut().map(Schema::take_secrets).unwrap_or_default();
         let mech: Box<dyn Mechanism> = match options.mechanism {
             MechanismKind::Sqlite => Box::new(SqliteMechanism::open(Path::new(name), options.durability)?),
             MechanismKind::Memory => Box::new(MemoryMechanism::new()),
@@ -140,7 +141,8 @@ impl Database {
         db.mech.begin(true)?;
         // The Sync blocks are checked before the schema is stored, so that a bad one can be
         // mended at the same version.
-        let loaded = db.load_or_migrate(schema).and_then(|()| replica::configs(&db.catalog.schema));
+        let loaded =
+            db.load_or_migrate(schema, &mut secrets).and_then(|()| replica::configs(&db.catalog.schema, &secrets));
         match loaded {
             Ok(synced) => {
                 db.mech.commit()?;
@@ -164,9 +166,21 @@ impl Database {
         &self.catalog.schema
     }
 
-    fn load_or_migrate(&mut self, given: Option<Schema>) -> Result<()> {
+    /// Loads the stored schema, then stores `given` (new, or migrated to). Secrets an older
+    /// version stored in the file are taken out of it and used where none were given.
+    fn load_or_migrate(&mut self, given: Option<Schema>, secrets: &mut Secrets) -> Result<()> {
         let mech = &mut *self.mech;
-        match (Catalog::load(mech)?, given) {
+        let mut stored = Catalog::load(mech)?;
+        if let Some(catalog) = stored.as_mut() {
+            let found = catalog.schema.take_secrets();
+            if !found.is_empty() {
+                catalog.save(mech)?;
+                for (store, found) in found {
+                    secrets.entry(store).or_insert(found);
+                }
+            }
+        }
+        match (stored, given) {
             (None, given) => {
                 self.catalog = Catalog::empty();
                 if let Some(schema) = given {
@@ -209,7 +223,8 @@ impl Database {
     /// what came, rebuilds changed indexes from the records.
     fn migrate(&mut self, new: Schema) -> Result<()> {
         let old = self.catalog.schema.clone();
-        let (old_sync, new_sync) = (replica::configs(&old)?, replica::configs(&new)?);
+        let no_secrets = Secrets::new(); // where a store syncs does not depend on them
+        let (old_sync, new_sync) = (replica::configs(&old, &no_secrets)?, replica::configs(&new, &no_secrets)?);
         let mech = &mut *self.mech;
         for store in &old.stores {
             let moved = match (old_sync.get(&store.name), new_sync.get(&store.name)) {
@@ -564,6 +579,11 @@ impl Database {
     /// The store's sync settings, when it is synced.
     pub fn sync_config(&self, store: &str) -> Option<&SyncConfig> {
         self.synced.get(store)
+    }
+
+    /// Every synced store's settings, secrets included.
+    pub fn sync_configs(&self) -> &HashMap<String, SyncConfig> {
+        &self.synced
     }
 
     /// The synced stores' names, sorted.

@@ -3,8 +3,10 @@
 //! multiEntry?}], dispatchEvents?, Sync?}]}`. Unknown fields are rejected so that a misspelt
 //! option fails loudly instead of being ignored.
 
+use std::collections::HashMap;
+
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
 use crate::keypath::KeyPath;
@@ -53,7 +55,30 @@ fn default_version() -> u64 {
     1
 }
 
+/// The options of a Sync block that are secrets: they reach the sync layer but are never stored
+/// in the database file, and changing them changes no schema (review #15).
+pub const SECRET_OPTIONS: [&str; 3] = ["accessKeyId", "secretAccessKey", "sessionToken"];
+
+/// The secret options given in each store's Sync block, by store.
+pub type Secrets = HashMap<String, Map<String, Value>>;
+
 impl Schema {
+    /// Takes the secret options out of every Sync block's `Options`.
+    pub fn take_secrets(&mut self) -> Secrets {
+        let mut secrets = Secrets::new();
+        for store in &mut self.stores {
+            let Some(Value::Object(options)) = store.sync.as_mut().and_then(|b| b.get_mut("Options")) else {
+                continue;
+            };
+            let taken: Map<String, Value> =
+                SECRET_OPTIONS.iter().filter_map(|k| options.remove(*k).map(|v| (k.to_string(), v))).collect();
+            if !taken.is_empty() {
+                secrets.insert(store.name.clone(), taken);
+            }
+        }
+        secrets
+    }
+
     pub fn from_json(text: &str) -> Result<Schema> {
         let schema: Schema =
             serde_json::from_str(text).map_err(|e| Error::BadJson { what: "schema".into(), reason: e.to_string() })?;

@@ -409,3 +409,119 @@ fn the_local_bucket_refuses_keys_it_cannot_hold_without_blocking_the_outbox() {
     assert_eq!(other.get("docs", &key("c")).unwrap(), None, "a removed file is a missing object");
     other.add("docs", json!({"v": 5}), Some(key("c"))).unwrap();
 }
+
+#[test]
+fn a_put_or_remove_of_an_object_never_read_does_not_overwrite_it() {
+    let c = Clients::new();
+    let mut a = c.client(1, &[("docs", json!({}))]);
+    let mut b = c.client(2, &[("docs", json!({}))]);
+    b.put("docs", json!({"by": "b"}), Some(key("k"))).unwrap();
+    b.put("docs", json!({"by": "b"}), Some(key("gone"))).unwrap();
+    // a never read k: its put must find no object there.
+    a.put("docs", json!({"by": "a"}), Some(key("k"))).unwrap();
+    let refused = a.refused_writes().unwrap();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0].code, "Conflict");
+    assert_eq!(a.db.get("docs", &key("k")).unwrap(), Some(json!({"by": "a"})), "a keeps its data");
+    let body: Value = serde_json::from_slice(&std::fs::read(c.bucket_dir().join("b/k")).unwrap()).unwrap();
+    assert_eq!(body, json!({"by": "b"}), "b's object stands");
+    // Nor does a remove of an object a never read delete it.
+    a.db.put("docs", json!({"local": true}), Some(key("gone"))).unwrap();
+    a.db.remove("docs", &KeyRange::only("gone")).unwrap();
+    a.flush().unwrap();
+    assert!(c.bucket_dir().join("b/gone").exists(), "b's object was not deleted blind");
+    assert_eq!(a.refused_writes().unwrap().len(), 3, "k's put, and gone's put and remove");
+    // A remove of an object that is not there is done without a DELETE.
+    a.db.put("docs", json!({"v": 1}), Some(key("never-sent"))).unwrap();
+    a.db.remove("docs", &KeyRange::only("never-sent")).unwrap();
+    a.take_sync_stats();
+    assert_eq!(a.flush().unwrap().rejected.len(), 0);
+    assert_eq!(a.outbox_len().unwrap(), 0);
+}
+
+#[test]
+fn a_remove_of_an_object_another_client_changed_is_a_conflict() {
+    let c = Clients::new();
+    let mut a = c.client(1, &[("docs", json!({}))]);
+    let mut b = c.client(2, &[("docs", json!({}))]);
+    a.put("docs", json!({"v": 1}), Some(key("d"))).unwrap();
+    b.get("docs", &key("d")).unwrap();
+    b.put("docs", json!({"v": "b"}), Some(key("d"))).unwrap();
+    a.remove("docs", &KeyRange::only("d")).unwrap();
+    let refused = a.refused_writes().unwrap();
+    assert_eq!(refused.len(), 1);
+    assert_eq!(refused[0].code, "Conflict");
+    assert!(refused[0].message.contains("last saw"), "{}", refused[0].message);
+    assert!(c.bucket_dir().join("b/d").exists(), "b's version stands");
+    // Writes queued one after another on the same object each build on the last one sent.
+    a.set_offline(true);
+    a.put("docs", json!({"v": 1}), Some(key("e"))).unwrap();
+    a.put("docs", json!({"v": 2}), Some(key("e"))).unwrap();
+    a.remove("docs", &KeyRange::only("e")).unwrap();
+    a.set_offline(false);
+    let report = a.flush().unwrap();
+    assert_eq!((report.sent, report.rejected.len()), (3, 0), "{report:?}");
+    assert!(!c.bucket_dir().join("b/e").exists());
+}
+
+/// The store "docs" at `version`, syncing to the shared bucket with the given Options.
+fn versioned(c: &Clients, version: u64, options: Value) -> objstore_db_core::Schema {
+    let sync = file_sync(&c.bucket_dir(), json!({ "Options": options }));
+    objstore_db_core::Schema::from_json(
+        &json!({"version": version, "stores": [{"name": "docs", "Sync": sync}]}).to_string(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_migration_keeps_pending_writes_or_is_refused_while_they_wait() {
+    let c = Clients::new();
+    let path = c.dir.path().join("m.sqlite3");
+    let mut db = open(&path, versioned(&c, 1, json!({})));
+    db.set_offline(true);
+    db.put("docs", json!({"v": 1}), Some(key("k"))).unwrap();
+    drop(db);
+    // Timeouts and retries are not where the store syncs: the write stays queued.
+    let mut db = open(&path, versioned(&c, 2, json!({"timeoutMs": 5000, "retries": 1})));
+    assert_eq!(db.outbox_len().unwrap(), 1, "the pending write survived the migration");
+    drop(db);
+    // Another prefix is: the migration is refused while the write waits, and nothing is lost.
+    let moved = objstore_db_core::Database::open(
+        path.to_str().unwrap(),
+        Some(versioned(&c, 3, json!({"prefix": "elsewhere/"}))),
+        &Default::default(),
+    )
+    .map(|_| ())
+    .unwrap_err();
+    assert_eq!(moved.code(), ErrorCode::Schema);
+    assert!(moved.to_string().contains("1 write(s) waiting"), "{moved}");
+    let mut db = open(&path, versioned(&c, 2, json!({"timeoutMs": 5000, "retries": 1})));
+    assert_eq!(db.flush().unwrap().sent, 1);
+    drop(db);
+    open(&path, versioned(&c, 3, json!({"prefix": "elsewhere/"})));
+}
+
+#[test]
+fn credentials_are_never_stored_and_rotating_them_changes_no_schema() {
+    let c = Clients::new();
+    let path = c.dir.path().join("creds.sqlite3");
+    let creds =
+        |secret: &str| json!({"accessKeyId": "AKIDEXAMPLE", "secretAccessKey": secret, "sessionToken": "tok-123"});
+    let mut db = open(&path, versioned(&c, 1, creds("s3cr3t-one")));
+    db.put("docs", json!({"v": 1}), Some(key("k"))).unwrap();
+    let stored = db.schema().to_json();
+    assert!(!stored.contains("s3cr3t") && !stored.contains("AKIDEXAMPLE"), "{stored}");
+    drop(db);
+    for file in std::fs::read_dir(c.dir.path()).unwrap() {
+        let file = file.unwrap().path();
+        if file.is_file() {
+            let bytes = std::fs::read(&file).unwrap();
+            for secret in ["s3cr3t-one", "AKIDEXAMPLE", "tok-123"] {
+                assert!(!bytes.windows(secret.len()).any(|w| w == secret.as_bytes()), "{secret} is in {file:?}");
+            }
+        }
+    }
+    // The same version with a rotated secret opens: credentials are not part of the schema.
+    let mut db = open(&path, versioned(&c, 1, creds("s3cr3t-two")));
+    assert_eq!(db.get("docs", &key("k")).unwrap(), Some(json!({"v": 1})));
+}

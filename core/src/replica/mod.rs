@@ -17,7 +17,7 @@ use crate::events::{Event, EventKind};
 use crate::key::Key;
 use crate::keypath::KeyPath;
 use crate::range::KeyRange;
-use crate::schema::Schema;
+use crate::schema::{Schema, Secrets};
 use crate::sync::config::{Format, SyncConfig};
 
 pub use state::{ObjectState, OutboxEntry, RefusedWrite, WriteOp};
@@ -133,14 +133,19 @@ impl Resolution {
     }
 }
 
-/// Every synced store's settings, read from its `Sync` block (the error names the store and
-/// the field). Credentials come from the block or the standard `AWS_*` variables.
-pub fn configs(schema: &Schema) -> Result<HashMap<String, SyncConfig>> {
+/// Every synced store's settings, read from its `Sync` block with the `secrets` given at open put
+/// back (the error names the store and the field). Credentials missing there are found the way
+/// the AWS tools find them (`sync::config`).
+pub fn configs(schema: &Schema, secrets: &Secrets) -> Result<HashMap<String, SyncConfig>> {
     let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
     let mut configs = HashMap::new();
     for store in &schema.stores {
         let Some(block) = &store.sync else { continue };
-        let config = SyncConfig::from_json(&store.name, block, &env)?;
+        let mut block = block.clone();
+        if let (Some(given), Some(Value::Object(options))) = (secrets.get(&store.name), block.get_mut("Options")) {
+            options.extend(given.clone());
+        }
+        let config = SyncConfig::from_json(&store.name, &block, &env)?;
         if config.format == Format::ObjstoreMeta
             && store.key_path.as_ref().is_some_and(|p| *p != KeyPath::Single("name".into()))
         {

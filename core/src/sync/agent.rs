@@ -144,11 +144,12 @@ pub struct Agent {
 }
 
 impl Agent {
-    /// An agent for the synced stores of `schema` (the database's schema, as stored).
-    pub fn new(schema: &Schema) -> Result<Agent> {
+    /// An agent for the synced stores of `db`.
+    pub fn new(db: &Database) -> Result<Agent> {
+        let schema = db.schema();
         let accounting = Arc::new(Accounting::default());
         let mut stores = HashMap::new();
-        for (name, config) in crate::replica::configs(schema)? {
+        for (name, config) in db.sync_configs().clone() {
             let bucket = open_bucket(&config, accounting.clone())?;
             let key_path = schema.store(&name).and_then(|s| s.key_path.clone());
             stores.insert(name, SyncedStore { config, bucket, key_path, meta_siblings: Vec::new() });
@@ -572,6 +573,9 @@ impl Agent {
         // Objects whose write was refused in this flush: later writes to them were made on
         // top of a version the bucket does not hold, so they are refused too.
         let mut refused_objects: HashSet<(String, String)> = HashSet::new();
+        // Versions this flush wrote: a later write to the same object in the same batch is
+        // conditional on them, not on what the batch read before.
+        let mut written: HashMap<(String, String), Option<String>> = HashMap::new();
         let mut after = 0;
         'batches: loop {
             let batch = port.exec(|db| db.outbox_batch(FLUSH_BATCH))?;
@@ -580,13 +584,16 @@ impl Agent {
                 break;
             }
             let mut changes = Vec::new();
-            for item in batch {
+            for mut item in batch {
                 after = item.sequence;
                 if let Err(e) = token.check("the flush") {
                     self.apply(port, changes)?;
                     return Err(e);
                 }
                 let object = (item.entry.store.clone(), item.entry.id.clone());
+                if let Some(etag) = written.get(&object) {
+                    item.known_etag = etag.clone();
+                }
                 let outcome = if item.stacked || refused_objects.contains(&object) {
                     Err(Error::Conflict {
                         store: item.entry.store.clone(),
@@ -603,6 +610,7 @@ impl Agent {
                 };
                 match outcome {
                     Ok(etag) => {
+                        written.insert(object, etag.clone());
                         changes.push(Change::Sent { sequence: item.sequence, etag: etag.clone() });
                         changes.extend(self.sent_meta(&item, etag));
                         report.sent += 1;
@@ -655,15 +663,18 @@ impl Agent {
         })?;
         let name = s.object_key(&entry.id);
         let Some(value) = entry.value.as_ref().filter(|_| entry.op != WriteOp::Delete) else {
+            if entry.op == WriteOp::Delete && !delete_is_safe(s, &name, item, token)? {
+                return Ok(None); // gone already
+            }
             return s.bucket.delete(&name, token).map(|()| None);
         };
         let body = serde_json::to_vec(value).expect("records serialise");
+        // Only an overwrite the application chose replaces what the bucket holds unseen: a put
+        // of an object this client never read must find no object there.
         let condition = match (entry.op, &item.known_etag) {
-            (WriteOp::Create, _) => Precondition::Absent,
             (WriteOp::Overwrite, _) => Precondition::None,
-            (_, Some(etag)) => Precondition::Matches(etag.clone()),
-            (_, None) if s.config.immutable => Precondition::Absent,
-            _ => Precondition::None,
+            (WriteOp::Put, Some(etag)) => Precondition::Matches(etag.clone()),
+            _ => Precondition::Absent,
         };
         let metadata = s.config.metadata_of(value);
         match s.bucket.put(&name, &body, &metadata, &condition, entry.op == WriteOp::Create, token) {
@@ -702,18 +713,66 @@ const FLUSH_BATCH: usize = 100;
 /// A 412 is a conflict naming the object.
 fn as_conflict(item: &OutboxItem, error: Error) -> Error {
     match error {
-        Error::Remote { status: 412, what, .. } => Error::Conflict {
+        Error::Remote { status: 412, what, detail } => Error::Conflict {
             store: item.entry.store.clone(),
             key: item.entry.id.clone(),
-            detail: format!("the bucket holds another version ({what} answered 412 Precondition Failed)"),
+            detail: match detail.as_str() {
+                "" => format!("the bucket holds another version ({what} answered 412 Precondition Failed)"),
+                detail => format!("{detail} ({what} answered 412 Precondition Failed)"),
+            },
         },
         other => other,
     }
 }
 
+/// What the bucket holds of an object, against the version a client knows.
+enum Held {
+    Nothing,
+    TheKnownVersion,
+    Another(String),
+}
+
+/// Asks the bucket which version of `name` it holds, as a GET conditional on `known` so a body
+/// crosses the wire only when it is another version. (A GET, not a HEAD: anonymous bucket
+/// policies grant `s3:GetObject`, and moto answers an anonymous HEAD 403 all the same.)
+fn held_version(s: &SyncedStore, name: &str, known: Option<&str>, token: &Token) -> Result<Held> {
+    let validators = Validators { etag: known.map(str::to_string), last_modified: None };
+    Ok(match s.bucket.get(name, &validators, token)? {
+        Fetched::Missing => Held::Nothing,
+        Fetched::NotModified => Held::TheKnownVersion,
+        Fetched::Found(object) => match object.etag {
+            Some(etag) if Some(etag.as_str()) == known => Held::TheKnownVersion,
+            Some(etag) => Held::Another(etag),
+            None => Held::Another("(no etag)".into()),
+        },
+    })
+}
+
+/// Whether a delete may go ahead: the bucket holds the version this client last saw. Another
+/// version is a 412 (a conflict); nothing there is `false` (nothing to delete). S3 has no
+/// conditional DELETE that moto and Garage honour, so the version is asked first: a write
+/// landing between that question and the DELETE is the one race left.
+fn delete_is_safe(s: &SyncedStore, name: &str, item: &OutboxItem, token: &Token) -> Result<bool> {
+    let known = item.known_etag.as_deref();
+    let held = match held_version(s, name, known, token)? {
+        Held::Nothing => return Ok(false),
+        Held::TheKnownVersion if known.is_some() => return Ok(true),
+        Held::TheKnownVersion => "an unknown version".to_string(),
+        Held::Another(etag) => format!("version {etag}"),
+    };
+    Err(Error::Remote {
+        what: format!("DELETE {name}"),
+        status: 412,
+        detail: match known {
+            Some(etag) => format!("the bucket holds {held} where this client last saw {etag}"),
+            None => format!("the bucket holds {held}, which this client never read"),
+        },
+    })
+}
+
 /// Whether the bucket's object is exactly `body` (S3 etags of single-part uploads are MD5s).
 fn holds_body(s: &SyncedStore, name: &str, body: &[u8], token: &Token) -> bool {
-    matches!(s.bucket.head(name, token), Ok(Some((info, _))) if info.etag == etag_of(body))
+    matches!(held_version(s, name, Some(&etag_of(body)), token), Ok(Held::TheKnownVersion))
 }
 
 pub(crate) fn etag_of(body: &[u8]) -> String {

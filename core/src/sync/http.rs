@@ -144,23 +144,21 @@ impl HttpBucket {
             }
         };
         let status = response.status().as_u16();
-        match read_answer(response, self.config.max_object_bytes, method == "HEAD") {
-            Ok(answer) => {
-                self.accounting.record(kind, status, body.len() as u64, answer.body.len() as u64);
-                Ok(answer)
-            }
-            Err(e) => {
-                self.accounting.record(kind, status, body.len() as u64, 0);
-                let error = match e {
-                    ureq::Error::BodyExceedsLimit(limit) => Error::RemoteData {
-                        what: what.to_string(),
-                        reason: format!("the body is larger than the {limit}-byte limit (Options.maxObjectBytes)"),
-                    },
-                    other => {
-                        Error::Unreachable { what: what.to_string(), reason: format!("reading the body: {other}") }
-                    }
-                };
-                Err((error, true))
+        let limit = self.config.max_object_bytes;
+        let (answer, cut) = read_answer(response, limit, method == "HEAD");
+        // What crossed the wire is counted, also for a body refused or cut off part way.
+        self.accounting.record(kind, status, body.len() as u64, answer.body.len() as u64);
+        match cut {
+            None if answer.body.len() as u64 > limit => Err((
+                Error::RemoteData {
+                    what: what.to_string(),
+                    reason: format!("the body is larger than the {limit}-byte limit (Options.maxObjectBytes)"),
+                },
+                true,
+            )),
+            None => Ok(answer),
+            Some(e) => {
+                Err((Error::Unreachable { what: what.to_string(), reason: format!("reading the body: {e}") }, true))
             }
         }
     }
@@ -315,15 +313,24 @@ fn certificates_in(path: &str) -> Result<Vec<ureq::tls::Certificate<'static>>> {
     Ok(certificates)
 }
 
-fn read_answer(mut response: Response<Body>, limit: u64, head: bool) -> std::result::Result<Answer, ureq::Error> {
+/// The answer with up to `limit + 1` bytes of its body (one more than allowed tells an oversized
+/// body), and the error that cut the body off, if one did (the bytes before it are kept).
+fn read_answer(mut response: Response<Body>, limit: u64, head: bool) -> (Answer, Option<std::io::Error>) {
+    use std::io::Read;
     let status = response.status().as_u16();
     let headers = response
         .headers()
         .iter()
         .map(|(k, v)| (k.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
         .collect();
-    let body = if head { Vec::new() } else { response.body_mut().with_config().limit(limit).read_to_vec()? };
-    Ok(Answer { status, headers, body })
+    let mut body = Vec::new();
+    let cut = if head {
+        None
+    } else {
+        let reader = response.body_mut().with_config().limit(u64::MAX).reader();
+        reader.take(limit.saturating_add(1)).read_to_end(&mut body).err()
+    };
+    (Answer { status, headers, body }, cut)
 }
 
 /// A 404 about the object, not about the bucket (`NoSuchBucket`) or the address: S3 says

@@ -48,7 +48,7 @@ pub fn schema_with(stores: &[(&str, Value)]) -> Schema {
 
 pub fn open(path: &Path, schema: Schema) -> Client {
     let db = Database::open(path.to_str().unwrap(), Some(schema), &OpenOptions::default()).unwrap();
-    let agent = Agent::new(db.schema()).unwrap();
+    let agent = Agent::new(&db).unwrap();
     Client { db, agent }
 }
 

@@ -152,7 +152,7 @@ impl Db {
                 let stored = db.schema();
                 *seen.lock().unwrap_or_else(|p| p.into_inner()) = Some(parse("schema", &stored.to_json())?);
                 if Agent::is_needed(stored) {
-                    let _ = slot.set(Arc::new(Agent::new(stored)?));
+                    let _ = slot.set(Arc::new(Agent::new(db)?));
                 }
                 Ok(())
             },
