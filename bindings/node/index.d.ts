@@ -166,10 +166,23 @@ export interface StorageOptions {
   syncThreads?: number;
 }
 
+/** A write the bucket refused (kept in refusedWrites) or the server failed on (held, still queued). */
+export interface FlushedWrite {
+  sequence: number;
+  code: string;
+  message: string;
+}
+
 export interface FlushReport {
   sent: number;
   pending: number;
-  [field: string]: unknown;
+  rejected: FlushedWrite[];
+  /** Writes the server failed on (5xx) while it took others: queued, tried again next flush. */
+  held: FlushedWrite[];
+  /** Why the bucket could not be reached; the writes wait. */
+  offline?: string;
+  /** Why the bucket refused every request (credentials, a wrong region); the writes wait. */
+  blocked?: string;
 }
 
 export class Storage extends Operations {

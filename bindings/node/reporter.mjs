@@ -126,7 +126,7 @@ export default async function* objstoreReporter(source) {
   try {
     const { key, outcome } = await publish(report, env);
     if (outcome.pending) {
-      const why = outcome.offline || outcome.blocked || outcome.rejected || 'the bucket did not take them';
+      const why = outcome.offline || outcome.blocked || [...outcome.rejected, ...outcome.held].map((w) => w.message).join('; ') || 'the bucket did not take them';
       yield `objstore-db: the results were not published: ${why}\n`;
     } else {
       yield `objstore-db: results published to ${env.OBJSTORE_RESULTS} as ${key}\n`;

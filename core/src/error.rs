@@ -149,8 +149,17 @@ impl Error {
 
     /// Whether the bucket refused this one write for what it is (a failed condition, a bad
     /// body), rather than refusing every request (credentials, a missing bucket, a redirect).
+    /// A 400 is one of those unless its S3 code says it is about every request (the region,
+    /// the signature, the token): such a write waits, like one refused with a wrong secret's 403.
     pub fn refuses_the_write(&self) -> bool {
-        matches!(self, Error::Remote { status: 400 | 411 | 412 | 413 | 414 | 415, .. })
+        match self {
+            Error::Remote { status: 400, detail, .. } => {
+                let code = detail.split(':').next().unwrap_or_default();
+                !BUCKET_WIDE_400.contains(&code)
+            }
+            Error::Remote { status, .. } => matches!(status, 411..=415),
+            _ => false,
+        }
     }
 
     pub(crate) fn invalid_key(reason: impl Into<String>) -> Self {
@@ -169,6 +178,21 @@ impl Error {
         }
     }
 }
+
+/// S3 codes of a 400 that every request to the bucket would get, whatever it carries.
+const BUCKET_WIDE_400: &[&str] = &[
+    "AuthorizationHeaderMalformed",
+    "AuthorizationQueryParametersError",
+    "ExpiredToken",
+    "IllegalLocationConstraintException",
+    "IncompleteSignature",
+    "InvalidBucketName",
+    "InvalidRegion",
+    "InvalidRequest",
+    "InvalidToken",
+    "MissingSecurityHeader",
+    "TokenRefreshRequired",
+];
 
 fn detail_suffix(detail: &str) -> String {
     if detail.is_empty() {

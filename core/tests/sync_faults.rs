@@ -9,7 +9,7 @@ mod sync_support;
 use std::net::TcpListener;
 use std::time::Duration;
 
-use objstore_db_core::{ErrorCode, Key, ScanOptions};
+use objstore_db_core::{ErrorCode, EventKind, Key, ScanOptions};
 use serde_json::{json, Value};
 use sync_support::*;
 use tempfile::TempDir;
@@ -127,17 +127,21 @@ fn a_body_that_is_not_json() {
 fn an_oversized_body() {
     let big = format!("{{\"v\": \"{}\"}}", "x".repeat(5000)).into_bytes();
     let (_peer, _dir, mut db) = cached_then(vec![Answer(200, big)], json!({"maxObjectBytes": 1000}));
+    db.take_sync_stats();
     let err = db.get("docs", &key("d")).unwrap_err();
     assert_eq!(err.code(), ErrorCode::RemoteData, "{err}");
     assert!(err.to_string().contains("1000-byte limit"), "{err}");
+    assert_eq!(db.take_sync_stats().bytes_received, 1001, "what was read before the cap is counted");
     assert_cache_unchanged(&mut db);
 }
 
 #[test]
 fn a_body_cut_short() {
     let (_peer, _dir, mut db) = cached_then(vec![ShortBody(100, br#"{"v": "#.to_vec())], json!({"retries": 0}));
+    db.take_sync_stats();
     let err = db.get("docs", &key("d")).unwrap_err();
     assert_eq!(err.code(), ErrorCode::Network, "{err}");
+    assert_eq!(db.take_sync_stats().bytes_received, 6, "the bytes before the cut are counted");
     assert_cache_unchanged(&mut db);
 }
 
@@ -251,4 +255,31 @@ fn without_an_etag_the_cache_is_validated_by_last_modified() {
     let second = peer.seen.lock().unwrap()[1].to_ascii_lowercase();
     assert!(second.contains(&format!("if-modified-since: {}", date.to_ascii_lowercase())), "{second}");
     assert!(!second.contains("if-none-match"), "{second}");
+}
+
+#[test]
+fn a_write_the_server_fails_on_does_not_block_the_writes_after_it() {
+    let internal = b"<Error><Code>InternalError</Code><Message>this one object</Message></Error>".to_vec();
+    // a/1 fails, b goes through, a/2 (on top of a/1) is not sent; then c fails and d too: two
+    // failures in a row are a failing server, and the flush stops.
+    let peer = Peer::start(vec![
+        Answer(500, internal.clone()),
+        Answer(200, vec![]),
+        Answer(500, internal.clone()),
+        Answer(500, internal.clone()),
+    ]);
+    let (_dir, mut db) = client(&peer.endpoint(), json!({"retries": 0}));
+    let errors = record_events(&mut db, &[EventKind::Error]);
+    for (k, v) in [("a", 1), ("b", 1), ("a", 2), ("c", 1), ("d", 1)] {
+        db.db.put("docs", json!({"v": v}), Some(key(k))).unwrap();
+    }
+    let report = db.agent.flush(&mut db.db, &objstore_db_core::sync::Token::default()).unwrap();
+    assert_eq!(report.sent, 1, "{report:?}");
+    assert_eq!(report.held.len(), 2, "a/1 and c: {report:?}");
+    assert!(report.held[0].1.to_string().contains("InternalError: this one object"), "{report:?}");
+    assert_eq!(report.offline.as_ref().map(|e| e.code()), Some(ErrorCode::Network), "d stopped the flush");
+    assert_eq!(report.pending, 4, "nothing is lost: a/1, a/2, c and d wait");
+    assert_eq!(peer.count(), 4, "a/2 was not sent on top of a write that did not land");
+    assert!(db.refused_writes().unwrap().is_empty());
+    assert_eq!(errors.lock().unwrap().len(), 2, "one error event per held write");
 }

@@ -275,3 +275,27 @@ fn https_with_a_private_certificate_authority() {
     assert_eq!(err.code(), ErrorCode::Network, "{err}");
     assert!(err.to_string().to_lowercase().contains("certificate"), "{err}");
 }
+
+/// A wrong region is wrong for every request, like a wrong secret: the write waits in the
+/// outbox (it is not refused on its own), and a migration that mends the region sends it.
+/// (moto takes any region, so this is Garage's 400 AuthorizationHeaderMalformed.)
+#[test]
+fn a_wrong_region_keeps_writes_waiting_like_a_wrong_secret() {
+    let mut options = garage(&unique_prefix("region"));
+    let right = options["region"].clone();
+    options["region"] = json!("xx-nowhere-1");
+    let (dir, mut a, _b) = two_clients(&options, json!({}));
+    a.put("docs", json!({"v": 1}), Some(key("k"))).unwrap();
+    let err = a.flush().unwrap_err();
+    assert!(err.to_string().contains("AuthorizationHeaderMalformed"), "{err}");
+    assert_eq!(a.outbox_len().unwrap(), 1, "the write waits");
+    assert!(a.refused_writes().unwrap().is_empty(), "and is not refused on its own");
+    drop(a);
+    options["region"] = right;
+    let mut mended = schema_with(&[("docs", block("objstore", options.clone(), json!({})))]);
+    mended.version = 2;
+    let mut a = open(&dir.path().join("a.sqlite3"), mended);
+    assert_eq!(a.flush().unwrap().sent, 1);
+    let (_d, mut reader, _) = two_clients(&options, json!({}));
+    assert_eq!(reader.get("docs", &key("k")).unwrap(), Some(json!({"v": 1})));
+}

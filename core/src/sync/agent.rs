@@ -58,9 +58,12 @@ pub struct FlushReport {
     pub rejected: Vec<(u64, Error)>,
     /// Why sending stopped, when the bucket could not be reached.
     pub offline: Option<Error>,
-    /// Why sending stopped, when the bucket refused every request (credentials, a missing
-    /// bucket, a redirect): the writes keep waiting for the cause to be mended.
+    /// Why sending stopped, when the bucket refused every request (credentials, a wrong region,
+    /// a missing bucket, a redirect): the writes keep waiting for the cause to be mended.
     pub blocked: Option<Error>,
+    /// Writes the server failed on (a 5xx after the retries) while it took others: they stay
+    /// queued, with the writes after them to the same object, and are tried again next flush.
+    pub held: Vec<(u64, Error)>,
 }
 
 /// How fresh a read must be.
@@ -576,6 +579,9 @@ impl Agent {
         // Versions this flush wrote: a later write to the same object in the same batch is
         // conditional on them, not on what the batch read before.
         let mut written: HashMap<(String, String), Option<String>> = HashMap::new();
+        // Objects whose write the server failed on in this flush: their later writes wait too.
+        let mut held: HashSet<(String, String)> = HashSet::new();
+        let mut last_held = false;
         let mut after = 0;
         'batches: loop {
             let batch = port.exec(|db| db.outbox_batch(FLUSH_BATCH))?;
@@ -594,6 +600,10 @@ impl Agent {
                 if let Some(etag) = written.get(&object) {
                     item.known_etag = etag.clone();
                 }
+                if held.contains(&object) {
+                    continue;
+                }
+                let mut one_write_failed = false;
                 let outcome = if item.stacked || refused_objects.contains(&object) {
                     Err(Error::Conflict {
                         store: item.entry.store.clone(),
@@ -604,11 +614,27 @@ impl Agent {
                 } else {
                     self.may_contact("the outbox").and_then(|()| {
                         let sent = self.send(&item, token);
-                        self.breaker.record(&sent);
+                        // A server error on one write, right after a write that went well, may
+                        // be about that write alone: it is held aside rather than taken for a
+                        // failing server. Two in a row stop the flush.
+                        one_write_failed = !last_held && matches!(&sent, Err(Error::Remote { status: 500 | 501, .. }));
+                        if !one_write_failed {
+                            self.breaker.record(&sent);
+                        }
                         sent
                     })
                 };
+                last_held = one_write_failed;
                 match outcome {
+                    Err(e) if one_write_failed => {
+                        held.insert(object);
+                        let (store, message) = (item.entry.store.clone(), e.to_string());
+                        port.exec(move |db| {
+                            db.emit_sync_event(EventKind::Error, &store, message);
+                            Ok(())
+                        })?;
+                        report.held.push((item.sequence, e));
+                    }
                     Ok(etag) => {
                         written.insert(object, etag.clone());
                         changes.push(Change::Sent { sequence: item.sequence, etag: etag.clone() });

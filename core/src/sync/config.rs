@@ -2,11 +2,13 @@
 //! `prefetchRefractoryPeriod`, `Options.bucket`, `Options.prefix`) and our extensions inside
 //! `Options`. Unknown fields are errors, so a misspelt option fails at open.
 
+use std::cell::OnceCell;
 use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::profile::Profile;
 use crate::error::{Error, Result};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -146,10 +148,20 @@ impl SyncConfig {
         let bad = |why: String| Error::InvalidSchema(format!("store {store:?}, Sync: {why}"));
         let block: SyncBlock = serde_json::from_value(block.clone()).map_err(|e| bad(e.to_string()))?;
         let o = block.options;
-        let endpoint = match o.endpoint.or_else(|| env("AWS_ENDPOINT_URL")) {
-            Some(e) => e.trim_end_matches('/').to_string(),
-            None => format!("https://s3.{}.amazonaws.com", region_from(&o.region, env)),
+        // The shared AWS files are read only when the block and the variables leave something open.
+        let profile = OnceCell::new();
+        let from_profile = |key: &str| -> Result<Option<String>> {
+            if profile.get().is_none() {
+                let _ = profile.set(Profile::from_env(env).map_err(bad)?);
+            }
+            Ok(profile.get().and_then(|p: &Profile| p.get(key)))
         };
+        let endpoint = o.endpoint.clone().or_else(|| env("AWS_ENDPOINT_URL_S3")).or_else(|| env("AWS_ENDPOINT_URL"));
+        let endpoint = match endpoint.map_or_else(|| from_profile("endpoint_url"), |e| Ok(Some(e)))? {
+            Some(e) => e.trim_end_matches('/').to_string(),
+            None => format!("https://s3.{}.amazonaws.com", region_from(&o.region, env, &from_profile)?),
+        };
+        let local = endpoint.starts_with("file://");
         if !["http://", "https://", "file://"].iter().any(|s| endpoint.starts_with(s)) {
             return Err(bad(format!("endpoint {endpoint:?} must start with http://, https:// or file://")));
         }
@@ -179,16 +191,26 @@ impl SyncConfig {
                 (Some(_), None) | (None, Some(_)) => {
                     return Err(bad("give both Options.accessKeyId and Options.secretAccessKey, or neither".into()))
                 }
+                (None, None) if local => None,
                 (None, None) => match (env("AWS_ACCESS_KEY_ID"), env("AWS_SECRET_ACCESS_KEY")) {
                     (Some(id), Some(secret)) => Some(Credentials {
                         access_key_id: id,
                         secret_access_key: secret,
                         session_token: env("AWS_SESSION_TOKEN"),
                     }),
-                    _ => None,
+                    _ => match (from_profile("aws_access_key_id")?, from_profile("aws_secret_access_key")?) {
+                        (Some(id), Some(secret)) => Some(Credentials {
+                            access_key_id: id,
+                            secret_access_key: secret,
+                            session_token: from_profile("aws_session_token")?,
+                        }),
+                        _ => None,
+                    },
                 },
             }
         };
+        // A directory has no region, and needs no profile.
+        let region = if local { String::new() } else { region_from(&o.region, env, &from_profile)? };
         let concurrency = o.concurrency.unwrap_or(8);
         if concurrency == 0 || concurrency > 256 {
             return Err(bad(format!("Options.concurrency is {concurrency}; use 1 to 256")));
@@ -202,7 +224,7 @@ impl SyncConfig {
             refractory: Duration::from_millis(block.prefetch_refractory_period.unwrap_or(DEFAULT_REFRACTORY_MS)),
             location: Location { endpoint, bucket: o.bucket, prefix: o.prefix },
             addressing: o.addressing.unwrap_or(if custom_endpoint { Addressing::Path } else { Addressing::Virtual }),
-            region: region_from(&o.region, env),
+            region,
             metadata_prefix: o.metadata_prefix.unwrap_or_else(|| "x-amz-meta-".into()).to_ascii_lowercase(),
             credentials,
             timeout: Duration::from_millis(o.timeout_ms.unwrap_or(10_000)),
@@ -261,12 +283,15 @@ impl SyncConfig {
     }
 }
 
-fn region_from(given: &Option<String>, env: &dyn Fn(&str) -> Option<String>) -> String {
-    given
-        .clone()
-        .or_else(|| env("AWS_REGION"))
-        .or_else(|| env("AWS_DEFAULT_REGION"))
-        .unwrap_or_else(|| "us-east-1".into())
+fn region_from(
+    given: &Option<String>,
+    env: &dyn Fn(&str) -> Option<String>,
+    from_profile: &dyn Fn(&str) -> Result<Option<String>>,
+) -> Result<String> {
+    match given.clone().or_else(|| env("AWS_REGION")).or_else(|| env("AWS_DEFAULT_REGION")) {
+        Some(region) => Ok(region),
+        None => Ok(from_profile("region")?.unwrap_or_else(|| "us-east-1".into())),
+    }
 }
 
 /// `"{platform}/{browser}/{reverse_timestamp}"` → field, field, field.
@@ -323,6 +348,52 @@ mod tests {
         assert_eq!(c.region, "garage");
         let anonymous = json!({"format": "objstore", "Options": {"bucket": "b", "anonymous": true}});
         assert!(SyncConfig::from_json("s", &anonymous, &env).unwrap().credentials.is_none());
+    }
+
+    #[test]
+    fn finds_endpoint_region_and_credentials_the_way_the_aws_tools_do() {
+        let dir = tempfile::TempDir::new().unwrap();
+        std::fs::create_dir(dir.path().join(".aws")).unwrap();
+        std::fs::write(
+            dir.path().join(".aws/credentials"),
+            "[ci]\naws_access_key_id = PROFILEID\naws_secret_access_key = p\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join(".aws/config"),
+            "[profile ci]\nregion = garage\nendpoint_url = http://127.0.0.1:3900\n",
+        )
+        .unwrap();
+        let home = dir.path().display().to_string();
+        let with = move |extra: &'static [(&'static str, &'static str)]| {
+            let home = home.clone();
+            move |name: &str| match name {
+                "HOME" => Some(home.clone()),
+                "AWS_PROFILE" => Some("ci".to_string()),
+                _ => extra.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string()),
+            }
+        };
+        let block = json!({"format": "objstore", "Options": {"bucket": "b"}});
+        let c = SyncConfig::from_json("s", &block, &with(&[])).unwrap();
+        assert_eq!(c.credentials.as_ref().unwrap().access_key_id, "PROFILEID");
+        assert_eq!((c.location.endpoint.as_str(), c.region.as_str()), ("http://127.0.0.1:3900", "garage"));
+        let vars = with(&[
+            ("AWS_ENDPOINT_URL", "http://generic:1"),
+            ("AWS_ENDPOINT_URL_S3", "http://s3-only:2"),
+            ("AWS_ACCESS_KEY_ID", "ENVID"),
+            ("AWS_SECRET_ACCESS_KEY", "e"),
+        ]);
+        let c = SyncConfig::from_json("s", &block, &vars).unwrap();
+        assert_eq!(c.location.endpoint, "http://s3-only:2", "the S3-specific variable wins");
+        assert_eq!(c.credentials.as_ref().unwrap().access_key_id, "ENVID", "variables win over the files");
+        let given =
+            json!({"format": "objstore", "Options": {"bucket": "b", "accessKeyId": "GIVEN", "secretAccessKey": "g"}});
+        assert_eq!(SyncConfig::from_json("s", &given, &vars).unwrap().credentials.unwrap().access_key_id, "GIVEN");
+        let missing = |name: &str| (name == "AWS_PROFILE").then(|| "nowhere".to_string());
+        let err = SyncConfig::from_json("s", &block, &missing).unwrap_err().to_string();
+        assert!(err.contains("\"nowhere\""), "{err}");
+        let local = json!({"format": "objstore", "Options": {"bucket": "b", "endpoint": "file:///tmp/x"}});
+        assert!(SyncConfig::from_json("s", &local, &missing).is_ok(), "a directory needs no profile");
     }
 
     #[test]

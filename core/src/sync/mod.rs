@@ -11,6 +11,7 @@ pub mod config;
 mod http;
 mod listing;
 mod local;
+mod profile;
 pub mod runner;
 mod sign;
 pub(crate) mod time;

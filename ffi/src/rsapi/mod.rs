@@ -657,17 +657,19 @@ impl Db {
     }
 
     /// Sends the outbox now: `{"sent", "pending", "rejected": [{"sequence", "code",
-    /// "message"}], "offline"?, "blocked"?}`. Refused writes are also kept (see
-    /// `refused_writes`); an unreachable bucket is reported, not an error.
+    /// "message"}], "held": [...the same], "offline"?, "blocked"?}`. Refused writes are also
+    /// kept (see `refused_writes`); held ones stay queued; an unreachable bucket is reported,
+    /// not an error.
     pub fn flush(&self, done: impl FnOnce(Result<Value>) + Send + 'static) -> Result<RequestId> {
         self.agent_job(done, |agent, port, token| {
             let report = agent.flush(port, token)?;
-            let rejected: Vec<Value> = report
-                .rejected
-                .iter()
-                .map(|(sequence, e)| json!({"sequence": sequence, "code": format!("{:?}", e.code()), "message": e.to_string()}))
-                .collect();
-            let mut out = json!({"sent": report.sent, "pending": report.pending, "rejected": rejected});
+            let writes = |list: &[(u64, objstore_db_core::Error)]| -> Vec<Value> {
+                list.iter()
+                    .map(|(sequence, e)| json!({"sequence": sequence, "code": format!("{:?}", e.code()), "message": e.to_string()}))
+                    .collect()
+            };
+            let mut out = json!({"sent": report.sent, "pending": report.pending,
+                "rejected": writes(&report.rejected), "held": writes(&report.held)});
             if let Some(e) = report.offline {
                 out["offline"] = json!(e.to_string());
             }

@@ -567,7 +567,9 @@ class Database(_Store):
     # ----- sync -----------------------------------------------------------------------------
 
     async def flush(self) -> dict[str, Any]:
-        """Sends waiting writes now: `{"sent", "pending", "rejected", ...}`."""
+        """Sends waiting writes now: `{"sent", "pending", "rejected": [{"sequence", "code",
+        "message"}], "held": [...], "offline"?, "blocked"?}` — rejected writes are kept in
+        refused_writes(), held ones (a 5xx from the server) stay queued."""
         result: dict[str, Any] = await _call(self._native.flush, cancel=self._cancel)
         return result
 

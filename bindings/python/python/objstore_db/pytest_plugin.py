@@ -127,7 +127,8 @@ class Publisher:
             terminalreporter.write_line(f"objstore-db: the results were not published: {e}", red=True)
             return
         if outcome.get("pending"):
-            why = outcome.get("offline") or outcome.get("blocked") or outcome.get("rejected")
+            failed = [w["message"] for w in outcome.get("rejected", []) + outcome.get("held", [])]
+            why = outcome.get("offline") or outcome.get("blocked") or "; ".join(failed)
             terminalreporter.write_line(f"objstore-db: the results were not published: {why}", red=True)
         else:
             terminalreporter.write_line(f"objstore-db: results published to {self.endpoint} as {key}")
