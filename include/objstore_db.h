@@ -782,8 +782,12 @@ enum objstore_status objstore_db_unsubscribe(const struct objstore_db *db,
 
 /*
  Sends the outbox of synced stores now; the result is `{"sent", "pending", "rejected":
- [{"sequence", "code", "message"}], "offline"?, "blocked"?}`. (Writes are also sent in the
- background after each commit.)
+ [{"sequence", "code", "message"}], "held": [...], "offline"?, "blocked"?}`: `rejected` writes
+ the bucket refused (kept, see `objstore_db_refused_writes`), `held` writes the server failed
+ on (5xx) while it took others — they stay queued and do not block writes to other objects;
+ `offline` why the bucket could not be reached, `blocked` why it refused every request
+ (credentials, a wrong region): those writes wait. (Writes are also sent in the background
+ after each commit.)
 
  # Safety
  As `objstore_db_put`.
