@@ -91,6 +91,9 @@ pub enum Error {
     #[error("database file {path:?} is open in another process (or open twice in this one): a database file has one process at a time, since each keeps caches of its catalog and key generators; close it there first")]
     InUse { path: String },
 
+    #[error("cannot open database file {path:?}: the disk holding it is full ({available} bytes free); free some space and open it again")]
+    DiskFull { path: String, available: u64 },
+
     #[error("cannot lock database file {path:?}: {reason}")]
     Lock { path: String, reason: String },
 
@@ -126,7 +129,9 @@ impl Error {
             Error::Closed(_) => ErrorCode::Closed,
             Error::Cancelled(_) => ErrorCode::Cancelled,
             Error::Busy { .. } => ErrorCode::Busy,
-            Error::Storage { .. } | Error::InUse { .. } | Error::Lock { .. } => ErrorCode::Storage,
+            Error::Storage { .. } | Error::InUse { .. } | Error::DiskFull { .. } | Error::Lock { .. } => {
+                ErrorCode::Storage
+            }
             Error::Conflict { .. } => ErrorCode::Conflict,
             Error::Unreachable { .. } => ErrorCode::Network,
             Error::Remote { status: 412, .. } => ErrorCode::Conflict,

@@ -458,3 +458,34 @@ fn a_database_file_has_one_process_at_a_time_and_a_second_open_names_the_file() 
     drop(first);
     Database::open(path_text, None, &OpenOptions::default()).expect("free again once the first is closed");
 }
+
+/// A real full disk: this test runs itself again in a user and mount namespace of its own
+/// (`unshare`, no root needed), on a 256 KiB tmpfs filled to the last block.
+#[test]
+fn opening_on_a_full_disk_says_the_disk_is_full() {
+    use objstore_db_core::{Database, OpenOptions};
+    if let Ok(dir) = std::env::var("OBJSTORE_FULL_DISK_DIR") {
+        let path = format!("{dir}/new.sqlite3");
+        let Err(err) = Database::open(&path, None, &OpenOptions::default()) else {
+            panic!("opened on a full disk");
+        };
+        assert_eq!(err.code(), ErrorCode::Storage);
+        assert!(err.to_string().contains("the disk holding it is full"), "{err}");
+        assert!(err.to_string().contains("new.sqlite3"), "{err}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mount = dir.path().display().to_string();
+    let script = format!(
+        "mount -t tmpfs -o size=256k tmpfs {mount} && (dd if=/dev/zero of={mount}/fill bs=4k 2>/dev/null; true) && exec \"$0\" --exact opening_on_a_full_disk_says_the_disk_is_full --nocapture"
+    );
+    let out = std::process::Command::new("unshare")
+        .args(["--user", "--map-root-user", "--mount", "sh", "-c", &script])
+        .arg(std::env::current_exe().unwrap())
+        .env("OBJSTORE_FULL_DISK_DIR", &mount)
+        .output()
+        .expect("unshare (util-linux) runs");
+    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("1 passed"), "the inner run ran the test: {text}");
+}

@@ -525,3 +525,68 @@ fn credentials_are_never_stored_and_rotating_them_changes_no_schema() {
     let mut db = open(&path, versioned(&c, 1, creds("s3cr3t-two")));
     assert_eq!(db.get("docs", &key("k")).unwrap(), Some(json!({"v": 1})));
 }
+
+fn local_bucket(dir: &Path) -> std::sync::Arc<dyn objstore_db_core::sync::Bucket> {
+    let block =
+        json!({"format": "objstore", "Options": {"bucket": "b", "endpoint": format!("file://{}", dir.display())}});
+    open_bucket(&SyncConfig::from_json("s", &block, &|_| None).unwrap(), Default::default()).unwrap()
+}
+
+fn metadata(pairs: &[(&str, &str)]) -> objstore_db_core::sync::Metadata {
+    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+/// A writer killed between moving a body into place and moving its record: the record still
+/// describes the previous body, which has the same size.
+fn killed_between_the_renames(dir: &Path, bucket: &dyn objstore_db_core::sync::Bucket) {
+    use objstore_db_core::sync::Precondition;
+    bucket
+        .put("k", br#"{"v":1}"#, &metadata(&[("run", "old")]), &Precondition::None, false, &Token::default())
+        .unwrap();
+    let tmp = dir.join("b/.objstore/tmp/new-body");
+    std::fs::write(&tmp, br#"{"v":2}"#).unwrap();
+    std::fs::rename(&tmp, dir.join("b/k")).unwrap();
+}
+
+#[test]
+fn the_local_bucket_notices_a_body_its_record_does_not_describe() {
+    let dir = TempDir::new().unwrap();
+    let bucket = local_bucket(dir.path());
+    killed_between_the_renames(dir.path(), &*bucket);
+    let (info, _) = bucket.head("k", &Token::default()).unwrap().unwrap();
+    assert_eq!(info.etag, objstore_db_core::sync::etag_of(br#"{"v":2}"#), "not the previous body's etag");
+    let listed = list_all(&*bucket, &ListRequest::default(), &Token::default()).unwrap();
+    assert_eq!(listed.objects[0].etag, info.etag);
+}
+
+#[test]
+fn a_restart_flush_that_finds_its_own_body_finishes_the_record() {
+    use objstore_db_core::sync::Precondition;
+    let dir = TempDir::new().unwrap();
+    let bucket = local_bucket(dir.path());
+    killed_between_the_renames(dir.path(), &*bucket);
+    // The write is sent again after the restart, conditional on the version it was made on.
+    let old = objstore_db_core::sync::etag_of(br#"{"v":1}"#);
+    let new = metadata(&[("run", "new")]);
+    let etag = bucket.put("k", br#"{"v":2}"#, &new, &Precondition::Matches(old), false, &Token::default()).unwrap();
+    assert_eq!(etag, Some(objstore_db_core::sync::etag_of(br#"{"v":2}"#)));
+    let record = std::fs::read_to_string(dir.path().join("b/.objstore/meta/k")).unwrap();
+    assert!(record.contains("\"new\"") && !record.contains("\"old\""), "the record was rewritten: {record}");
+    assert_eq!(bucket.head("k", &Token::default()).unwrap().unwrap().1, new);
+}
+
+#[test]
+fn temporary_files_of_killed_writers_are_removed_at_open() {
+    let dir = TempDir::new().unwrap();
+    local_bucket(dir.path());
+    let tmp = dir.path().join("b/.objstore/tmp");
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    std::fs::write(tmp.join(format!("{dead}-ThreadId(3)")), b"half a body").unwrap();
+    let mine = tmp.join(format!("{}-ThreadId(99)", std::process::id()));
+    std::fs::write(&mine, b"a live writer's").unwrap();
+    local_bucket(dir.path());
+    assert!(!tmp.join(format!("{dead}-ThreadId(3)")).exists(), "the killed writer's file is gone");
+    assert!(mine.exists(), "a live process's file is left alone");
+}

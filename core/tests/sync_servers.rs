@@ -130,7 +130,7 @@ fn moto_refuses_a_create_over_an_existing_object() {
 fn metadata_headers_reach_the_meta_store_on_both_servers() {
     for options in [moto_signed(&unique_prefix("meta")), garage(&unique_prefix("meta"))] {
         let mut options = options;
-        options["metadata"] = json!(["platform", "browser"]);
+        options["metadata"] = json!(["platform", "browser", "city"]);
         let dir = TempDir::new().unwrap();
         let mut meta_options = options.clone();
         meta_options.as_object_mut().unwrap().remove("metadata");
@@ -141,8 +141,19 @@ fn metadata_headers_reach_the_meta_store_on_both_servers() {
         ]);
         let mut writer = open(&dir.path().join("w.sqlite3"), schema.clone());
         writer
-            .put("results", json!({"platform": "linux", "browser": "rust", "ok": 1}), Some(key("linux/rust/0001")))
+            .put(
+                "results",
+                json!({"platform": "linux", "browser": "rust", "city": "Zürich 東京", "ok": 1}),
+                Some(key("linux/rust/0001")),
+            )
             .unwrap();
+        // Sent as RFC 2047 words (tests/python's boto3 test reads the raw form), read back as text.
+        let config =
+            SyncConfig::from_json("results", &block("objstore", options.clone(), json!({})), &|_| None).unwrap();
+        let bucket = open_bucket(&config, Default::default()).unwrap();
+        let object = format!("{}linux/rust/0001", options["prefix"].as_str().unwrap());
+        let (_, metadata) = bucket.head(&object, &Token::default()).unwrap().unwrap();
+        assert_eq!(metadata["city"], "Zürich 東京");
         let mut reader = open(&dir.path().join("r.sqlite3"), schema);
         let keys = reader.keys("results-meta", &ScanOptions::new().index("platform, browser").unique()).unwrap();
         assert_eq!(keys, vec![key("linux/rust/0001")]);

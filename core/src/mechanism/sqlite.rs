@@ -36,6 +36,10 @@ pub struct SqliteMechanism {
 
 impl SqliteMechanism {
     pub fn open(path: &Path, durability: Durability) -> Result<SqliteMechanism> {
+        Self::open_file(path, durability).map_err(|e| when_the_disk_is_full(path, e))
+    }
+
+    fn open_file(path: &Path, durability: Durability) -> Result<SqliteMechanism> {
         let path_text = path.display().to_string();
         let failed = |what: &str| {
             let context = format!("{what} {path_text:?}");
@@ -169,6 +173,29 @@ fn lock_exclusively(path: &Path) -> Result<std::fs::File> {
             return Err(Error::InUse { path: shown });
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// An open that failed on a full disk says so: SQLite's own words for it at open are often
+/// "disk I/O error" (it cannot grow the WAL index).
+fn when_the_disk_is_full(path: &Path, error: Error) -> Error {
+    const NEARLY_NOTHING: u64 = 64 * 1024;
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let Ok(dir_c) = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()) else { return error };
+    // SAFETY: statvfs fills the struct we own from a NUL-terminated path.
+    let mut stats: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(dir_c.as_ptr(), &mut stats) } != 0 {
+        return error;
+    }
+    let available = stats.f_bavail as u64 * stats.f_frsize as u64;
+    match error {
+        Error::Storage { .. } if available < NEARLY_NOTHING => {
+            Error::DiskFull { path: path.display().to_string(), available }
+        }
+        other => other,
     }
 }
 

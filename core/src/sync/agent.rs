@@ -19,10 +19,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use md5::{Digest, Md5};
 use serde_json::{Map, Value};
 
-use super::bucket::{list_all, Bucket, Fetched, ListRequest, Object, ObjectInfo, Precondition, Validators};
+use super::bucket::{etag_of, list_all, Bucket, Fetched, ListRequest, Object, ObjectInfo, Precondition, Validators};
 use super::config::{Format, Prefetch, SyncConfig};
 pub use super::token::Token;
 use super::{open_bucket, parallel, time, Accounting, Stats};
@@ -799,8 +798,4 @@ fn delete_is_safe(s: &SyncedStore, name: &str, item: &OutboxItem, token: &Token)
 /// Whether the bucket's object is exactly `body` (S3 etags of single-part uploads are MD5s).
 fn holds_body(s: &SyncedStore, name: &str, body: &[u8], token: &Token) -> bool {
     matches!(held_version(s, name, Some(&etag_of(body)), token), Ok(Held::TheKnownVersion))
-}
-
-pub(crate) fn etag_of(body: &[u8]) -> String {
-    format!("\"{}\"", Md5::digest(body).iter().map(|b| format!("{b:02x}")).collect::<String>())
 }

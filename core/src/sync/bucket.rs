@@ -4,6 +4,8 @@
 
 use std::collections::{BTreeMap, HashSet};
 
+use md5::{Digest, Md5};
+
 use super::token::Token;
 use crate::error::{Error, Result};
 
@@ -137,4 +139,9 @@ pub fn list_all(bucket: &dyn Bucket, request: &ListRequest, token: &Token) -> Re
             Some(next) => request.continuation = Some(next),
         }
     }
+}
+
+/// The etag S3 gives a single-part upload of `body`: its MD5, quoted.
+pub fn etag_of(body: &[u8]) -> String {
+    format!("\"{}\"", Md5::digest(body).iter().map(|b| format!("{b:02x}")).collect::<String>())
 }

@@ -15,7 +15,7 @@ use super::bucket::{
 };
 use super::config::{Addressing, Format, SyncConfig};
 use super::token::Token;
-use super::{listing, sign};
+use super::{listing, mime_words, sign};
 use crate::error::{Error, Result};
 
 pub struct HttpBucket {
@@ -170,7 +170,7 @@ impl HttpBucket {
             .iter()
             .filter_map(|(k, v)| {
                 let k = k.to_ascii_lowercase();
-                k.strip_prefix(prefix.as_str()).map(|name| (name.to_string(), v.clone()))
+                k.strip_prefix(prefix.as_str()).map(|name| (name.to_string(), mime_words::decode(v)))
             })
             .collect()
     }
@@ -242,7 +242,7 @@ impl Bucket for HttpBucket {
         let url = self.url(Some(key), &[]);
         let mut headers = vec![("content-type".to_string(), "application/json".to_string())];
         for (name, value) in metadata {
-            headers.push((format!("{}{name}", self.config.metadata_prefix), value.clone()));
+            headers.push((format!("{}{name}", self.config.metadata_prefix), mime_words::encode(value)));
         }
         match condition {
             Precondition::None => {}

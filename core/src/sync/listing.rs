@@ -75,7 +75,7 @@ fn object_of(contents: &Element) -> Result<ObjectInfo, ParseError> {
             if group == "UserMetadata" {
                 let name = name.to_ascii_lowercase();
                 let name = name.strip_prefix("x-amz-meta-").unwrap_or(&name).to_string();
-                metadata.get_or_insert_with(Metadata::new).insert(name, c.text.clone());
+                metadata.get_or_insert_with(Metadata::new).insert(name, super::mime_words::decode(&c.text));
             }
         }
     }

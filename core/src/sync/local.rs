@@ -12,11 +12,13 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use md5::{Digest, Md5};
 use serde::{Deserialize, Serialize};
 
 use super::accounting::Accounting;
-use super::bucket::{Bucket, Fetched, ListPage, ListRequest, Metadata, Object, ObjectInfo, Precondition, Validators};
+use super::bucket::{
+    etag_of, Bucket, Fetched, ListPage, ListRequest, Metadata, Object, ObjectInfo, Precondition, Validators,
+};
+use super::dirwalk::{Step, Walker};
 use super::time;
 use super::token::Token;
 use crate::error::{Error, Result};
@@ -31,6 +33,7 @@ pub struct LocalBucket {
     accounting: Arc<Accounting>,
     /// Serialises writers in this process; `flock` on `.objstore/lock` serialises processes.
     writers: Mutex<()>,
+    walker: Walker,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -39,11 +42,20 @@ struct Sidecar {
     etag: String,
     /// Milliseconds since the Unix epoch.
     modified_ms: u64,
-    /// The body's length when this was written, to notice a body changed behind our back.
+    /// The body file's length, inode and modification time when this was written: a body that
+    /// no longer matches them (changed behind our back, or a crash between the two renames)
+    /// has its etag recomputed.
     #[serde(default)]
     size: u64,
     #[serde(default)]
+    inode: u64,
+    #[serde(default)]
+    mtime_ns: u64,
+    #[serde(default)]
     metadata: Metadata,
+    /// Recomputed from the body: the recorded sidecar did not describe it.
+    #[serde(skip)]
+    stale: bool,
 }
 
 impl LocalBucket {
@@ -62,7 +74,10 @@ impl LocalBucket {
             fs::create_dir_all(&dir)
                 .map_err(|e| io_error(&format!("creating the local bucket {}", root.display()), e))?;
         }
-        Ok(LocalBucket { root, max_object_bytes, accounting, writers: Mutex::new(()) })
+        let bucket =
+            LocalBucket { root, max_object_bytes, accounting, writers: Mutex::new(()), walker: Walker::default() };
+        bucket.remove_orphaned_temporaries();
+        Ok(bucket)
     }
 
     /// The file of an object, refusing keys that would escape the bucket or clash with its
@@ -115,8 +130,9 @@ impl LocalBucket {
             Err(e) if absent(&e) => None,
             Err(e) => return Err(io_error(&format!("reading the local bucket's record of {key:?}"), e)),
         };
+        let (inode, mtime_ns) = identity(&file);
         match recorded {
-            Some(sidecar) if sidecar.size == file.len() => Ok(Some(sidecar)),
+            Some(s) if (s.size, s.inode, s.mtime_ns) == (file.len(), inode, mtime_ns) => Ok(Some(s)),
             stale => {
                 let body = match fs::read(path) {
                     Ok(body) => body,
@@ -128,13 +144,18 @@ impl LocalBucket {
                     etag: etag_of(&body),
                     modified_ms: millis(modified),
                     size: body.len() as u64,
+                    inode,
+                    mtime_ns,
                     metadata: stale.map(|s| s.metadata).unwrap_or_default(),
+                    stale: true,
                 }))
             }
         }
     }
 
-    /// Writes `bytes` to `path` by way of a temporary file, so that a reader never sees half.
+    /// Writes `bytes` to `path` by way of a temporary file, so that a reader never sees half,
+    /// and a crash of the machine leaves the old file or the new one: the data reaches the disk
+    /// before the rename, and the rename before this returns.
     fn write_atomically(&self, path: &Path, bytes: &[u8]) -> Result<()> {
         let tmp = self.root.join(RESERVED).join("tmp").join(format!(
             "{}-{:?}",
@@ -145,32 +166,47 @@ impl LocalBucket {
         if let Some(parent) = path.parent() {
             fs::create_dir_all(parent).map_err(|e| io_error(&context, e))?;
         }
-        File::create(&tmp).and_then(|mut f| f.write_all(bytes)).map_err(|e| io_error(&context, e))?;
-        fs::rename(&tmp, path).map_err(|e| io_error(&context, e))
+        File::create(&tmp)
+            .and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all()))
+            .map_err(|e| io_error(&context, e))?;
+        fs::rename(&tmp, path).map_err(|e| io_error(&context, e))?;
+        let parent = path.parent().unwrap_or(&self.root);
+        File::open(parent).and_then(|d| d.sync_all()).map_err(|e| io_error(&context, e))
     }
 
-    /// Every object key, in byte order.
-    fn all_keys(&self) -> Result<Vec<String>> {
-        let mut keys = Vec::new();
-        let mut pending = vec![(self.root.clone(), String::new())];
-        while let Some((dir, prefix)) = pending.pop() {
-            let entries = fs::read_dir(&dir).map_err(|e| io_error(&format!("listing {}", dir.display()), e))?;
-            for entry in entries {
-                let entry = entry.map_err(|e| io_error(&format!("listing {}", dir.display()), e))?;
-                let Ok(name) = entry.file_name().into_string() else { continue };
-                if prefix.is_empty() && name == RESERVED {
-                    continue;
-                }
-                let file_type = entry.file_type().map_err(|e| io_error("listing", e))?;
-                if file_type.is_dir() {
-                    pending.push((entry.path(), format!("{prefix}{name}/")));
-                } else if file_type.is_file() {
-                    keys.push(format!("{prefix}{name}"));
-                }
+    /// Removes the temporary files of writers that were killed mid-write (their process is
+    /// gone); this process's own are left to it.
+    fn remove_orphaned_temporaries(&self) {
+        let Ok(entries) = fs::read_dir(self.root.join(RESERVED).join("tmp")) else { return };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let pid = name.to_str().and_then(|n| n.split('-').next()).and_then(|p| p.parse::<i32>().ok());
+            // SAFETY: kill with signal 0 only asks whether the process exists.
+            let gone = pid.is_some_and(|pid| {
+                let status = unsafe { libc::kill(pid, 0) };
+                status != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+            });
+            if gone {
+                let _ = fs::remove_file(entry.path());
             }
         }
-        keys.sort_unstable();
-        Ok(keys)
+    }
+
+    /// Records the body now at `path` (whose etag is `etag`): its identity and the metadata.
+    fn write_sidecar(&self, key: &str, path: &Path, etag: String, metadata: &Metadata) -> Result<String> {
+        let file = fs::metadata(path).map_err(|e| io_error(&format!("writing {}", path.display()), e))?;
+        let (inode, mtime_ns) = identity(&file);
+        let sidecar = Sidecar {
+            etag,
+            modified_ms: millis(SystemTime::now()),
+            size: file.len(),
+            inode,
+            mtime_ns,
+            metadata: metadata.clone(),
+            stale: false,
+        };
+        self.write_atomically(&self.sidecar_path(key), &serde_json::to_vec(&sidecar).expect("a sidecar serialises"))?;
+        Ok(sidecar.etag)
     }
 
     fn lock(&self) -> Result<(std::sync::MutexGuard<'_, ()>, File)> {
@@ -278,6 +314,13 @@ impl Bucket for LocalBucket {
             )));
         }
         let current = self.sidecar(key, &path)?;
+        if let Some(now) = current.as_ref().filter(|c| c.stale && c.etag == etag_of(body)) {
+            // This very body is in place but its record is not: a write killed between the two
+            // renames. Its record is finished now, with this write's metadata.
+            let etag = self.write_sidecar(key, &path, now.etag.clone(), metadata)?;
+            self.accounting.record("PUT", 200, body.len() as u64, 0);
+            return Ok(Some(etag));
+        }
         let refused = match (condition, &current) {
             (Precondition::Absent, Some(_)) => Some("the object exists (If-None-Match: *)".to_string()),
             (Precondition::Matches(etag), Some(now)) if *etag != now.etag => {
@@ -290,16 +333,10 @@ impl Bucket for LocalBucket {
             self.accounting.record("PUT", 412, body.len() as u64, 0);
             return Err(Error::Remote { what: format!("PUT {}/{key}", self.describe()), status: 412, detail });
         }
-        let sidecar = Sidecar {
-            etag: etag_of(body),
-            modified_ms: millis(SystemTime::now()),
-            size: body.len() as u64,
-            metadata: metadata.clone(),
-        };
         self.write_atomically(&path, body)?;
-        self.write_atomically(&self.sidecar_path(key), &serde_json::to_vec(&sidecar).expect("a sidecar serialises"))?;
+        let etag = self.write_sidecar(key, &path, etag_of(body), metadata)?;
         self.accounting.record("PUT", 200, body.len() as u64, 0);
-        Ok(Some(sidecar.etag))
+        Ok(Some(etag))
     }
 
     fn delete(&self, key: &str, _token: &Token) -> Result<()> {
@@ -325,36 +362,49 @@ impl Bucket for LocalBucket {
         let mut bytes = 0;
         let mut taken = 0;
         let mut last = None;
-        for key in self.all_keys()? {
-            if !key.starts_with(&request.prefix)
-                || after.is_some_and(|a| key <= *a || skipped_group(&key, a, delimiter))
-            {
-                continue;
+        let mut failed = None;
+        let mut visit = |key: String| {
+            if let Some(group) = after.filter(|a| skipped_group(&key, a, delimiter)) {
+                return Step::SkipPrefix(group.clone());
             }
             let group = delimiter.and_then(|d| {
                 key[request.prefix.len()..].find(d).map(|i| key[..request.prefix.len() + i + d.len()].to_string())
             });
-            if group.is_some() && page.common_prefixes.last() == group.as_ref() {
-                continue;
-            }
             if taken == max_keys {
-                page.next = last;
-                break;
+                page.next = last.take();
+                return Step::Stop;
             }
             taken += 1;
             if let Some(group) = group {
                 last = Some(group.clone());
-                page.common_prefixes.push(group);
-                continue;
+                page.common_prefixes.push(group.clone());
+                return Step::SkipPrefix(group);
             }
             let path = self.root.join(&key);
-            let Some(sidecar) = self.sidecar(&key, &path)? else { continue };
+            let sidecar = match self.sidecar(&key, &path) {
+                Ok(Some(sidecar)) => sidecar,
+                Ok(None) => {
+                    taken -= 1; // gone since the directory was read
+                    return Step::Next;
+                }
+                Err(e) => {
+                    failed = Some(e);
+                    return Step::Stop;
+                }
+            };
             let size = sidecar.size;
             let last_modified = time::iso(sidecar.modified());
             bytes += key.len() + sidecar.etag.len() + last_modified.len();
             let metadata = Some(sidecar.metadata).filter(|m| !m.is_empty());
             last = Some(key.clone());
             page.objects.push(ObjectInfo { key, etag: sidecar.etag, last_modified, size, metadata });
+            Step::Next
+        };
+        self.walker
+            .walk(&self.root, RESERVED, &request.prefix, after.map(String::as_str), &mut visit)
+            .map_err(|e| io_error(&format!("listing {}", self.root.display()), e))?;
+        if let Some(e) = failed {
+            return Err(e);
         }
         self.accounting.record("LIST", 200, 0, bytes as u64);
         Ok(page)
@@ -372,14 +422,14 @@ impl Sidecar {
     }
 }
 
-fn millis(time: SystemTime) -> u64 {
-    time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+/// A file's inode and modification time in nanoseconds: a body renamed into place has new ones.
+fn identity(file: &fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (file.ino(), (file.mtime() as u64).wrapping_mul(1_000_000_000).wrapping_add(file.mtime_nsec() as u64))
 }
 
-fn etag_of(body: &[u8]) -> String {
-    let digest = Md5::digest(body);
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    format!("\"{hex}\"")
+fn millis(time: SystemTime) -> u64 {
+    time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
 fn prune_empty_parents(file: &Path, root: &Path) {

@@ -8,9 +8,11 @@ pub mod accounting;
 pub mod agent;
 pub mod bucket;
 pub mod config;
+mod dirwalk;
 mod http;
 mod listing;
 mod local;
+mod mime_words;
 mod profile;
 pub mod runner;
 mod sign;
@@ -23,7 +25,8 @@ use std::sync::Arc;
 pub use accounting::{Accounting, Stats};
 pub use agent::{Agent, FlushReport, Freshness, Port, Token};
 pub use bucket::{
-    list_all, Bucket, Fetched, ListPage, ListRequest, ListVersion, Metadata, ObjectInfo, Precondition, Validators,
+    etag_of, list_all, Bucket, Fetched, ListPage, ListRequest, ListVersion, Metadata, ObjectInfo, Precondition,
+    Validators,
 };
 pub use config::{Format, Prefetch, SyncConfig};
 pub use runner::Runner;
