@@ -244,9 +244,12 @@ const char *objstore_status_name(int32_t status);
  "syncThreads": n}`. Durability "normal" (the default) keeps a commit through a crash of the
  process, "full" (an fsync per commit) through a crash of the machine too. One process at a
  time opens a file: a second open fails with OBJSTORE_STATUS_STORAGE naming the file.
- `on_open` fires once with the schema as stored (`{"version", "stores"}`) or the error. Requests may be made at
- once: they run after the open, or fail with its error. Free the handle with
- `objstore_db_free`.
+ `on_open` fires once with the schema as stored (`{"version", "stores"}`, plus `"warnings"`:
+ [text] when a bucket is known to ignore conditional writes) or the error. Sync credentials
+ (`accessKeyId`, `secretAccessKey`, `sessionToken` in a Sync block's Options) are used but
+ never stored in the file; without them the standard AWS variables and the shared AWS files
+ (`AWS_PROFILE`) are read. Requests may be made at once: they run after the open, or fail
+ with its error. Free the handle with `objstore_db_free`.
 
  # Safety
  Pointers are NULL or valid NUL-terminated strings; `db_out` is valid for a write.
@@ -866,7 +869,8 @@ enum objstore_status objstore_db_resolve(const struct objstore_db *db,
 
 /*
  The sync state of the record under `key_json`: "local" (not a synced store), "pending",
- "refused", "synced" or "unknown", as a JSON string.
+ "refused", "synced", "unusable" (the bucket's version is over the size cap or not JSON; an
+ error event said so) or "unknown", as a JSON string.
 
  # Safety
  As `objstore_db_put`.

@@ -188,8 +188,9 @@ export interface FlushReport {
 export class Storage extends Operations {
   constructor(name: string, schema?: Schema | string | null, options?: StorageOptions);
   readonly name: string;
-  /** Resolves once open; rejects with why it could not open. */
-  readonly ready: Request<{ version: number; stores: StoreSchema[] }>;
+  /** Resolves once open with the schema as stored, and `warnings` (also given to
+   * process.emitWarning as 'ObjstoreDbSyncWarning') when a bucket ignores conditional writes. */
+  readonly ready: Request<{ version: number; stores: StoreSchema[]; warnings?: string[] }>;
   readonly closed: boolean;
   onReady(callback: (error?: ObjstoreError) => void): void;
   /** Runs `fn(tx)` in one transaction: committed when it returns, aborted when it throws. */
@@ -205,7 +206,7 @@ export class Storage extends Operations {
   syncStats(reset?: boolean): { requests: { [method: string]: { [status: string]: number } }; [field: string]: unknown };
   refusedWrites(): Request<{ sequence: number; store: string; key: Key; op: string; value: any; code: string; message: string }[]>;
   resolveRefused(sequence: number, resolution: 'discard' | 'overwrite'): Request<void>;
-  syncStatus(store: string, key: Key): Request<'synced' | 'pending' | 'refused' | 'local'>;
+  syncStatus(store: string, key: Key): Request<'synced' | 'pending' | 'refused' | 'unusable' | 'unknown' | 'local'>;
   /** Resolves after every other request of this database has settled. */
   close(): Request<void>;
 }

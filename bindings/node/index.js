@@ -480,10 +480,14 @@ class Storage extends Operations {
       throw fromNative(error);
     }
     this._db = opened[0];
-    /** Resolves with `{version, stores}` once open; rejects with why it could not open. */
+    /** Resolves with `{version, stores, warnings?}` once open (warnings also go to
+     * process.emitWarning); rejects with why it could not open. */
     this.ready = decorate(opened[1]);
     this.ready.then(
-      () => this._emit('ready', { kind: 'ready' }),
+      (opened) => {
+        for (const text of opened?.warnings ?? []) process.emitWarning(text, 'ObjstoreDbSyncWarning');
+        this._emit('ready', { kind: 'ready' });
+      },
       (error) => this._emit('error', { kind: 'error', message: error.message, error }),
     );
   }

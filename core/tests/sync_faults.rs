@@ -25,7 +25,9 @@ const CACHED: &[u8] = br#"{"v": "cached"}"#;
 /// A client of `endpoint` with a mutable store `docs` and an objstore-meta store `meta`.
 fn client(endpoint: &str, options: Value) -> (TempDir, Client) {
     let dir = TempDir::new().unwrap();
-    let mut base = json!({"bucket": "b", "endpoint": endpoint, "retries": 2, "retryBaseMs": 1, "timeoutMs": 2000});
+    // The peer answers as scripted: it is declared to honour conditions, so no probe is sent.
+    let mut base = json!({"bucket": "b", "endpoint": endpoint, "retries": 2, "retryBaseMs": 1, "timeoutMs": 2000,
+        "conditionalWrites": true});
     for (k, v) in options.as_object().unwrap() {
         base[k] = v.clone();
     }
@@ -171,16 +173,32 @@ fn truncated_or_malformed_listings() {
     }
 }
 
+/// One object that is not JSON does not keep the others out: values_of serves them, reports
+/// the bad one in an error event, and a read of it alone is its error — answered from a 304,
+/// not by downloading it again.
 #[test]
-fn values_of_applies_nothing_when_one_fetch_fails() {
-    let peer = Peer::start(vec![Answer(200, br#"{"v": 1}"#.to_vec()), Answer(200, b"not json".to_vec())]);
+fn values_of_serves_the_others_when_one_object_cannot_be_used() {
+    let peer = Peer::start(vec![
+        Answer(200, br#"{"v": 1}"#.to_vec()),
+        WithHeaders(vec!["etag: \"e-b\"".into()], b"not json".to_vec()),
+        Answer(304, vec![]),
+    ]);
     let (_dir, mut db) = client(&peer.endpoint(), json!({"concurrency": 1, "retries": 0}));
-    let err = db.values_of("docs", &[key("a"), key("b")]).unwrap_err();
+    let errors = record_events(&mut db, &[EventKind::Error]);
+    let values = db.values_of("docs", &[key("a"), key("b")]).unwrap();
+    assert_eq!(values, vec![Some(json!({"v": 1})), None]);
+    let events = errors.lock().unwrap().clone();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0].key, Some(key("b")));
+    let message = events[0].message.clone().unwrap_or_default();
+    assert!(message.contains("not JSON") && message.contains("\"e-b\""), "{message}");
+    assert_eq!(db.sync_status("docs", &key("b")).unwrap(), objstore_db_core::SyncStatus::Unusable);
+    let err = db.get("docs", &key("b")).unwrap_err();
     assert_eq!(err.code(), ErrorCode::RemoteData, "{err}");
-    assert_eq!(
-        db.run(&["docs"], objstore_db_core::Mode::ReadOnly, |tx| tx.count("docs", &ScanOptions::new())).unwrap(),
-        0
-    );
+    assert!(err.to_string().contains("not JSON"), "{err}");
+    let last = peer.seen.lock().unwrap().last().cloned().unwrap().to_ascii_lowercase();
+    assert!(last.contains("if-none-match: \"e-b\""), "asked with the version it knows: {last}");
+    assert_eq!(peer.count(), 3, "not downloaded again");
 }
 
 #[test]

@@ -590,3 +590,31 @@ fn temporary_files_of_killed_writers_are_removed_at_open() {
     assert!(!tmp.join(format!("{dead}-ThreadId(3)")).exists(), "the killed writer's file is gone");
     assert!(mine.exists(), "a live process's file is left alone");
 }
+
+#[test]
+fn a_full_prefetch_leaves_out_objects_it_cannot_use_and_does_not_fetch_them_again() {
+    let c = Clients::new();
+    let mut a = c.client(1, &[("docs", json!({}))]);
+    a.put("docs", json!({"ok": true}), Some(key("good"))).unwrap();
+    a.put("docs", json!({"text": "x".repeat(2000)}), Some(key("big"))).unwrap();
+    std::fs::write(c.bucket_dir().join("b/bad"), b"<html>not json</html>").unwrap();
+    let docs = json!({"prefetch": "full", "prefetchRefractoryPeriod": 0, "Options": {"maxObjectBytes": 1000}});
+    let mut b = c.client(2, &[("docs", docs)]);
+    let errors = record_events(&mut b, &[EventKind::Error]);
+    assert_eq!(b.values("docs", &ScanOptions::new()).unwrap(), vec![json!({"ok": true})]);
+    let mut reported: Vec<String> =
+        errors.lock().unwrap().iter().map(|e| e.message.clone().unwrap_or_default()).collect();
+    reported.sort();
+    assert_eq!(reported.len(), 2, "{reported:?}");
+    assert!(reported[0].contains("\"bad\"") && reported[0].contains("not JSON"), "{reported:?}");
+    assert!(reported[1].contains("\"big\"") && reported[1].contains("1000-byte limit"), "{reported:?}");
+    b.take_sync_stats();
+    assert_eq!(b.count("docs", &ScanOptions::new()).unwrap(), 1);
+    let stats = b.take_sync_stats();
+    assert_eq!((stats.count("LIST"), stats.count("GET")), (1, 0), "nothing fetched again: {stats:?}");
+    let err = b.get("docs", &key("big")).unwrap_err();
+    assert!(err.to_string().contains("1000-byte limit"), "{err}");
+    // Once it changes, it is fetched again.
+    a.put("docs", json!({"text": "small now"}), Some(key("big"))).unwrap();
+    assert_eq!(b.get("docs", &key("big")).unwrap(), Some(json!({"text": "small now"})));
+}

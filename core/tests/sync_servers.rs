@@ -310,3 +310,47 @@ fn a_wrong_region_keeps_writes_waiting_like_a_wrong_secret() {
     let (_d, mut reader, _) = two_clients(&options, json!({}));
     assert_eq!(reader.get("docs", &key("k")).unwrap(), Some(json!({"v": 1})));
 }
+
+/// Garage answers 200 to a PUT whose If-None-Match or If-Match fails. The first conditional
+/// write finds that out with a probe; from then on writes are checked with a GET first, the
+/// sync stats say so, and a database reopened warns at once. moto honours the conditions.
+#[test]
+fn a_server_that_ignores_conditional_writes_is_found_out_and_writes_are_checked_first() {
+    for (options, honours) in [(garage(&unique_prefix("cond")), false), (moto_signed(&unique_prefix("cond")), true)] {
+        let (dir, mut a, mut b) = two_clients(&options, json!({}));
+        let errors = record_events(&mut a, &[EventKind::Error]);
+        a.put("docs", json!({"by": "a"}), Some(key("k"))).unwrap();
+        let stats = a.sync_stats();
+        assert_eq!(stats.conditional_writes.values().collect::<Vec<_>>(), vec![&honours], "{stats:?}");
+        let warned = errors.lock().unwrap().iter().any(|e| {
+            e.message.as_deref().is_some_and(|m| m.contains("ignores conditional writes") && m.contains("GET first"))
+        });
+        assert_eq!(warned, !honours);
+        // b never read k: its put must not replace a's object, whichever server.
+        b.put("docs", json!({"by": "b"}), Some(key("k"))).unwrap();
+        let refused = b.refused_writes().unwrap();
+        assert_eq!(refused.len(), 1, "{refused:?}");
+        assert_eq!(refused[0].code, "Conflict");
+        let (_d, mut reader, _) = two_clients(&options, json!({}));
+        assert_eq!(reader.get("docs", &key("k")).unwrap(), Some(json!({"by": "a"})), "a's object stands");
+        // An edit on top of a stale version is refused too.
+        reader.put("docs", json!({"by": "reader"}), Some(key("k"))).unwrap();
+        a.put("docs", json!({"by": "a", "v": 2}), Some(key("k"))).unwrap();
+        assert_eq!(a.refused_writes().unwrap().len(), 1);
+        drop(a);
+        let mut again = sync_support::open(
+            &dir.path().join("a.sqlite3"),
+            schema_with(&[("docs", block("objstore", options.clone(), json!({})))]),
+        );
+        let warnings = again.agent.warnings();
+        assert_eq!(warnings.len(), usize::from(!honours), "{warnings:?}");
+        assert_eq!(
+            again.sync_stats().conditional_writes.values().collect::<Vec<_>>(),
+            vec![&honours],
+            "kept in the file"
+        );
+        again.take_sync_stats();
+        again.put("docs", json!({"new": true}), Some(key("k3"))).unwrap();
+        assert_eq!(again.take_sync_stats().count("PUT"), 1, "no probe again");
+    }
+}

@@ -69,14 +69,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         Ok(())
     })?;
-    let sent = Agent::new(&reporter)?.flush(&mut reporter, &Token::default())?;
+    let sent = Agent::new(&mut reporter)?.flush(&mut reporter, &Token::default())?;
     assert_eq!(sent.pending, 0, "every result reached the bucket");
     println!("reporter: {} results written to file://{}", runs.len(), bucket_dir.join("results").display());
 
     // The viewer, with a cache of its own: the seed's home view.
     let mut viewer =
         Database::open(viewer_path.to_str().unwrap(), Some(schema(&bucket_dir)?), &OpenOptions::default())?;
-    let agent = Agent::new(&viewer)?;
+    let agent = Agent::new(&mut viewer)?;
     for view in ["cold", "again"] {
         let rows = home_view(&mut viewer, &agent)?;
         let stats = agent.take_stats();

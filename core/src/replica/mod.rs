@@ -73,6 +73,12 @@ pub enum Change {
     Refused { sequence: u64, code: String, message: String, conflict: bool },
     /// A prefetch of the store completed at this time (ms since the epoch).
     Prefetched { store: String, at_ms: u64 },
+    /// The bucket's version of an object cannot be used: a local copy is kept (no cache is lost
+    /// to a bad object), and the version is remembered so that it is not fetched again until it
+    /// changes.
+    Unusable { store: String, id: String, etag: Option<String>, reason: String },
+    /// Whether the bucket `store` syncs to honours conditional writes, as a probe found.
+    ConditionalWrites { store: String, bucket: String, honoured: bool },
 }
 
 impl Change {
@@ -80,8 +86,10 @@ impl Change {
         match self {
             Change::Store { store, .. }
             | Change::Drop { store, .. }
+            | Change::Unusable { store, .. }
             | Change::Describe { store, .. }
-            | Change::Prefetched { store, .. } => Some(store),
+            | Change::Prefetched { store, .. }
+            | Change::ConditionalWrites { store, .. } => Some(store),
             Change::Sent { .. } | Change::Refused { .. } => None,
         }
     }
@@ -100,6 +108,9 @@ pub enum SyncStatus {
     Synced,
     /// Nothing is known locally about this object.
     Unknown,
+    /// The bucket's version cannot be used (over the size cap, not JSON); an error event said
+    /// why, and a read of the key says it again.
+    Unusable,
 }
 
 impl SyncStatus {
@@ -110,6 +121,7 @@ impl SyncStatus {
             SyncStatus::Refused => "refused",
             SyncStatus::Synced => "synced",
             SyncStatus::Unknown => "unknown",
+            SyncStatus::Unusable => "unusable",
         }
     }
 }
@@ -252,6 +264,11 @@ impl Database {
             .collect()
     }
 
+    /// The buckets whose conditional writes were probed, and whether each honours them.
+    pub fn conditional_writes(&mut self) -> Result<HashMap<String, bool>> {
+        state::conditional_writes(self.mech_mut())
+    }
+
     /// Writes waiting for the bucket.
     pub fn outbox_len(&mut self) -> Result<u64> {
         state::outbox_len(self.mech_mut())
@@ -384,8 +401,12 @@ impl Database {
             SyncStatus::Refused
         } else if state::is_pending(mech, store, &id)? {
             SyncStatus::Pending
-        } else if state::load(mech, store, &id)?.is_some() {
-            SyncStatus::Synced
+        } else if let Some(state) = state::load(mech, store, &id)? {
+            if state.unusable.is_some() {
+                SyncStatus::Unusable
+            } else {
+                SyncStatus::Synced
+            }
         } else {
             SyncStatus::Unknown
         })
@@ -414,6 +435,14 @@ fn apply_one(tx: &mut Tx<'_>, change: Change) -> Result<()> {
             tx.remove(&store, &KeyRange::only(id.as_str()))?;
             state::forget(tx.db.mech_mut(), &store, &id)
         }
+        Change::Unusable { store, id, etag, reason } => {
+            if holds(tx, &store, &id)? {
+                return Ok(());
+            }
+            let key = Some(Key::String(id.clone()));
+            tx.db.emit(Event::sync(EventKind::Error, &store, key, None, reason.clone()));
+            state::save(tx.db.mech_mut(), &store, &id, &ObjectState { etag, modified: None, unusable: Some(reason) })
+        }
         Change::Describe { store, id, etag, updated, size, fields } => {
             let key = Key::String(id.clone());
             let previous = tx.get(&store, &key)?;
@@ -433,7 +462,7 @@ fn apply_one(tx: &mut Tx<'_>, change: Change) -> Result<()> {
                     return Ok(());
                 }
             }
-            state::save(tx.db.mech_mut(), &store, &id, &ObjectState { etag: Some(etag), modified: None })
+            state::save(tx.db.mech_mut(), &store, &id, &ObjectState { etag: Some(etag), ..Default::default() })
         }
         Change::Sent { sequence, etag } => {
             let Some(entry) = state::pop(tx.db.mech_mut(), sequence)? else {
@@ -444,7 +473,7 @@ fn apply_one(tx: &mut Tx<'_>, change: Change) -> Result<()> {
                 state::forget(mech, &entry.store, &entry.id)?;
             } else {
                 // Only the server's validators are kept: a local clock would make a wrong 304.
-                state::save(mech, &entry.store, &entry.id, &ObjectState { etag, modified: None })?;
+                state::save(mech, &entry.store, &entry.id, &ObjectState { etag, ..Default::default() })?;
             }
             let key = Some(Key::String(entry.id.clone()));
             tx.db.emit(Event::sync(EventKind::Flushed, &entry.store, key, None, "sent".into()));
@@ -462,6 +491,9 @@ fn apply_one(tx: &mut Tx<'_>, change: Change) -> Result<()> {
             Ok(())
         }
         Change::Prefetched { store, at_ms } => state::mark_prefetched(tx.db.mech_mut(), &store, at_ms),
+        Change::ConditionalWrites { bucket, honoured, .. } => {
+            state::note_conditional_writes(tx.db.mech_mut(), &bucket, honoured)
+        }
     }
 }
 

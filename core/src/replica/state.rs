@@ -5,7 +5,8 @@
 //!   them by store and object (`sync/p/<store><id><sequence>`), so that "is this object
 //!   pending?" is one lookup, never a walk of the outbox;
 //! - writes the bucket refused, kept until the application resolves them (`sync/r/<sequence>`);
-//! - when each store last completed a prefetch (`sync/l/<store>`), so a cold store is known.
+//! - when each store last completed a prefetch (`sync/l/<store>`), so a cold store is known;
+//! - whether a bucket honours conditional writes, once learnt (`sync/c/<bucket address>`).
 //!
 //! Store names and object ids are length-prefixed, so no store's keys are a prefix of another's.
 
@@ -23,6 +24,7 @@ const OUTBOX: &[u8] = b"sync/o/";
 const PENDING: &[u8] = b"sync/p/";
 const REFUSED: &[u8] = b"sync/r/";
 const PREFETCHED: &[u8] = b"sync/l/";
+const CONDITIONS: &[u8] = b"sync/c/";
 
 /// The validators of the copy of an object that the local store holds.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -32,6 +34,10 @@ pub struct ObjectState {
     /// The object's Last-Modified, as an HTTP date.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub modified: Option<String>,
+    /// Why the bucket's version at `etag` cannot be used (over the size cap, not JSON): it is
+    /// not fetched again until it changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unusable: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -288,4 +294,20 @@ pub fn mark_prefetched(mech: &mut dyn Mechanism, store: &str, at_ms: u64) -> Res
 
 pub fn prefetched(mech: &mut dyn Mechanism, store: &str) -> Result<bool> {
     Ok(mech.get(META_TABLE, &keyed(PREFETCHED, store))?.is_some())
+}
+
+// ----- what buckets can do ------------------------------------------------------------------
+
+pub fn note_conditional_writes(mech: &mut dyn Mechanism, bucket: &str, honoured: bool) -> Result<()> {
+    mech.put(META_TABLE, &keyed(CONDITIONS, bucket), &[u8::from(honoured)])
+}
+
+/// Every bucket whose conditional writes were probed, and whether it honours them.
+pub fn conditional_writes(mech: &mut dyn Mechanism) -> Result<HashMap<String, bool>> {
+    let mut found = Vec::new();
+    mech.scan(META_TABLE, &prefix_range(CONDITIONS), false, true, &mut |k, v| {
+        found.push((k[CONDITIONS.len() + 4..].to_vec(), v.first() == Some(&1)));
+        Ok(true)
+    })?;
+    found.into_iter().map(|(bucket, honoured)| Ok((utf8(&bucket)?, honoured))).collect()
 }

@@ -23,6 +23,9 @@ pub struct Stats {
     pub requests: BTreeMap<String, BTreeMap<u16, u64>>,
     pub bytes_sent: u64,
     pub bytes_received: u64,
+    /// Whether each bucket (by address) honours conditional writes, where that is known: one
+    /// that does not has writes checked with a GET first (see `sync::agent`).
+    pub conditional_writes: BTreeMap<String, bool>,
 }
 
 impl Stats {
@@ -58,6 +61,7 @@ impl Stats {
             "bytesSent": self.bytes_sent,
             "bytesReceived": self.bytes_received,
             "costUsd": self.cost_usd(),
+            "conditionalWrites": self.conditional_writes,
         })
     }
 }
@@ -66,6 +70,8 @@ impl Stats {
 #[derive(Debug, Default)]
 pub struct Accounting {
     stats: Mutex<Stats>,
+    /// What is known of each bucket's conditional writes: kept across `take`.
+    conditional_writes: Mutex<BTreeMap<String, bool>>,
 }
 
 impl Accounting {
@@ -76,13 +82,28 @@ impl Accounting {
         stats.bytes_received += received;
     }
 
+    pub fn note_conditional_writes(&self, bucket: &str, honoured: bool) {
+        self.conditional_writes.lock().unwrap_or_else(|p| p.into_inner()).insert(bucket.to_string(), honoured);
+    }
+
+    pub fn conditional_writes(&self, bucket: &str) -> Option<bool> {
+        self.conditional_writes.lock().unwrap_or_else(|p| p.into_inner()).get(bucket).copied()
+    }
+
     pub fn snapshot(&self) -> Stats {
-        self.stats.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        let stats = self.stats.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        self.with_capabilities(stats)
     }
 
     /// Returns the counts so far and starts again from zero.
     pub fn take(&self) -> Stats {
-        std::mem::take(&mut *self.stats.lock().unwrap_or_else(|p| p.into_inner()))
+        let stats = std::mem::take(&mut *self.stats.lock().unwrap_or_else(|p| p.into_inner()));
+        self.with_capabilities(stats)
+    }
+
+    fn with_capabilities(&self, mut stats: Stats) -> Stats {
+        stats.conditional_writes = self.conditional_writes.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        stats
     }
 }
 

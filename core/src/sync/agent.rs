@@ -21,7 +21,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value};
 
-use super::bucket::{etag_of, list_all, Bucket, Fetched, ListRequest, Object, ObjectInfo, Precondition, Validators};
+use super::bucket::{
+    etag_of, list_all, Bucket, Fetched, ListRequest, Metadata, Object, ObjectInfo, Precondition, Validators,
+};
 use super::config::{Format, Prefetch, SyncConfig};
 pub use super::token::Token;
 use super::{open_bucket, parallel, time, Accounting, Stats};
@@ -30,7 +32,7 @@ use crate::error::{Error, Result};
 use crate::events::EventKind;
 use crate::key::Key;
 use crate::keypath::KeyPath;
-use crate::replica::{object_id, Change, LocalCopy, OutboxItem, WriteOp, MAX_BATCH};
+use crate::replica::{object_id, Change, LocalCopy, ObjectState, OutboxItem, WriteOp, MAX_BATCH};
 use crate::schema::Schema;
 
 /// How the agent reaches the database: each call is one ordinary request.
@@ -147,9 +149,12 @@ pub struct Agent {
 
 impl Agent {
     /// An agent for the synced stores of `db`.
-    pub fn new(db: &Database) -> Result<Agent> {
-        let schema = db.schema();
+    pub fn new(db: &mut Database) -> Result<Agent> {
         let accounting = Arc::new(Accounting::default());
+        for (bucket, honoured) in db.conditional_writes()? {
+            accounting.note_conditional_writes(&bucket, honoured);
+        }
+        let schema = db.schema();
         let mut stores = HashMap::new();
         for (name, config) in db.sync_configs().clone() {
             let bucket = open_bucket(&config, accounting.clone())?;
@@ -175,6 +180,19 @@ impl Agent {
             breaker: Breaker::default(),
             flushing: Mutex::default(),
         })
+    }
+
+    /// What the application should know at open: buckets known to ignore conditional writes.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut buckets: Vec<String> = self
+            .stores
+            .values()
+            .map(|s| s.bucket.describe())
+            .filter(|b| self.accounting.conditional_writes(b) == Some(false))
+            .collect();
+        buckets.sort();
+        buckets.dedup();
+        buckets.iter().map(|b| ignores_conditions(b)).collect()
     }
 
     /// Whether the schema has any synced store (no agent is needed otherwise).
@@ -293,11 +311,14 @@ impl Agent {
             s.bucket.get(name, validators, token)
         });
         let mut changes = Vec::new();
+        let mut unusable = Vec::new();
         for ((id, _, never_synced), answer) in asks.into_iter().zip(answers) {
             self.breaker.record(&answer);
             match answer {
                 // A record written before the store was synced is not the bucket's to remove.
                 Ok(Fetched::Missing) if never_synced => {}
+                // Still the version that could not be used.
+                Ok(Fetched::NotModified) => unusable.extend(marked_unusable(&locals, &id)),
                 Ok(answer) => changes.extend(self.changes_for(store, &id, answer)?),
                 Err(e) => {
                     self.report_offline(port, store, &e);
@@ -306,7 +327,18 @@ impl Agent {
             }
         }
         token.check(&what)?;
-        self.apply(port, changes)
+        unusable.extend(changes.iter().filter_map(|c| match c {
+            Change::Unusable { reason, .. } => Some(reason.clone()),
+            _ => None,
+        }));
+        self.apply(port, changes)?;
+        // The others are served; a read of one key that cannot be used is that key's error.
+        match unusable.pop() {
+            Some(reason) if keys.len() == 1 => {
+                Err(Error::RemoteData { what: format!("reading store {store:?}"), reason })
+            }
+            _ => Ok(()),
+        }
     }
 
     /// The objects to ask the bucket about, with the validators to send and whether the local
@@ -332,6 +364,7 @@ impl Agent {
             }
             let validators = match (&local.state, local.present) {
                 (Some(st), true) => Validators { etag: st.etag.clone(), last_modified: st.modified.clone() },
+                (Some(st), false) if st.unusable.is_some() => Validators { etag: st.etag.clone(), last_modified: None },
                 _ => Validators::default(),
             };
             asks.push((local.id.clone(), validators, local.present && local.state.is_none()));
@@ -351,8 +384,19 @@ impl Agent {
                     changes.push(Change::Drop { store: meta.clone(), id: id.to_string() });
                 }
             }
+            Fetched::TooLarge { etag, limit } => {
+                let reason = format!("the body is larger than the {limit}-byte limit (Options.maxObjectBytes)");
+                changes.push(self.unusable(store, id, etag, reason));
+            }
             Fetched::Found(object) => {
-                let value = self.decode(store, id, &object)?;
+                let value = match self.decode(store, id, &object) {
+                    Ok(value) => value,
+                    Err(Error::RemoteData { reason, .. }) => {
+                        changes.push(self.unusable(store, id, object.etag, reason));
+                        return Ok(changes);
+                    }
+                    Err(other) => return Err(other),
+                };
                 let updated = object.last_modified.as_deref().map(time::http_date_to_iso).unwrap_or_default();
                 let etag = object.etag.clone().unwrap_or_default();
                 for meta in &s.meta_siblings {
@@ -367,11 +411,22 @@ impl Agent {
                         fields,
                     });
                 }
-                let state = crate::replica::ObjectState { etag: object.etag, modified: object.last_modified };
+                let state = ObjectState { etag: object.etag, modified: object.last_modified, unusable: None };
                 changes.insert(0, Change::Store { store: store.to_string(), id: id.to_string(), value, state });
             }
         }
         Ok(changes)
+    }
+
+    /// An object that cannot be used at version `etag`: its description for the error event, the
+    /// per-key error and the marker that keeps it from being fetched again until it changes.
+    fn unusable(&self, store: &str, id: &str, etag: Option<String>, reason: String) -> Change {
+        let version = etag.as_deref().map(|e| format!(" at version {e}")).unwrap_or_default();
+        let reason = format!(
+            "object {:?} of store {store:?}{version} cannot be used: {reason}; it is left out until it changes",
+            self.stores[store].object_key(id)
+        );
+        Change::Unusable { store: store.to_string(), id: id.to_string(), etag, reason }
     }
 
     /// The metadata fields of a description: the key layout's, then the object's own.
@@ -546,21 +601,10 @@ impl Agent {
             s.bucket.get(name, &Validators::default(), token)
         });
         let mut changes = Vec::new();
-        let mut unusable = Vec::new();
         for ((id, _), answer) in chunk.iter().zip(answers) {
             self.breaker.record(&answer);
             let answer = answer.inspect_err(|e| self.report_offline(port, store, e))?;
-            match self.changes_for(store, id, answer) {
-                Ok(more) => changes.extend(more),
-                Err(error) => unusable.push(error.to_string()),
-            }
-        }
-        if !unusable.is_empty() {
-            let name = store.to_string();
-            port.exec(move |db| {
-                unusable.into_iter().for_each(|m| db.emit_sync_event(EventKind::Error, &name, m));
-                Ok(())
-            })?;
+            changes.extend(self.changes_for(store, id, answer)?);
         }
         self.apply(port, changes)
     }
@@ -612,7 +656,7 @@ impl Agent {
                     })
                 } else {
                     self.may_contact("the outbox").and_then(|()| {
-                        let sent = self.send(&item, token);
+                        let sent = self.learn_conditions(port, &item, token).and_then(|()| self.send(&item, token));
                         // A server error on one write, right after a write that went well, may
                         // be about that write alone: it is held aside rather than taken for a
                         // failing server. Two in a row stop the flush.
@@ -678,6 +722,31 @@ impl Agent {
         Ok(report)
     }
 
+    /// Before the first conditional write to an S3 bucket, probes whether it honours the
+    /// condition; what it learns is kept in the database (so later opens warn at once) and said
+    /// in an error event.
+    fn learn_conditions(&self, port: &mut impl Port, item: &OutboxItem, token: &Token) -> Result<()> {
+        let Ok(s) = self.store(&item.entry.store) else { return Ok(()) };
+        let bucket = s.bucket.describe();
+        let probed = s.config.format == Format::Objstore && !s.config.location.endpoint.starts_with("file://");
+        if item.entry.op == WriteOp::Overwrite || !probed || self.accounting.conditional_writes(&bucket).is_some() {
+            return Ok(());
+        }
+        if let Some(declared) = s.config.conditional_writes {
+            self.accounting.note_conditional_writes(&bucket, declared);
+            return Ok(());
+        }
+        let honoured = probe_conditional_writes(s, token)?;
+        self.accounting.note_conditional_writes(&bucket, honoured);
+        let store = item.entry.store.clone();
+        port.exec(move |db| {
+            if !honoured {
+                db.emit_sync_event(EventKind::Error, &store, ignores_conditions(&bucket));
+            }
+            db.apply_sync(vec![Change::ConditionalWrites { store, bucket, honoured }])
+        })
+    }
+
     fn send(&self, item: &OutboxItem, token: &Token) -> Result<Option<String>> {
         let entry = &item.entry;
         let s = self.store(&entry.store).map_err(|_| {
@@ -701,6 +770,9 @@ impl Agent {
             (WriteOp::Put, Some(etag)) => Precondition::Matches(etag.clone()),
             _ => Precondition::Absent,
         };
+        if condition != Precondition::None && self.accounting.conditional_writes(&s.bucket.describe()) == Some(false) {
+            check_by_reading(s, &name, item.known_etag.as_deref(), &condition, token)?;
+        }
         let metadata = s.config.metadata_of(value);
         match s.bucket.put(&name, &body, &metadata, &condition, entry.op == WriteOp::Create, token) {
             // A write sent before a crash, whose success was never recorded, meets its own copy.
@@ -750,6 +822,62 @@ fn as_conflict(item: &OutboxItem, error: Error) -> Error {
     }
 }
 
+/// Why the local copy of `id` says the bucket's version cannot be used, if it does.
+fn marked_unusable(locals: &[LocalCopy], id: &str) -> Option<String> {
+    locals.iter().find(|l| l.id == id).and_then(|l| l.state.as_ref()).and_then(|s| s.unusable.clone())
+}
+
+/// What a bucket that ignores conditional writes means for them: said at open and when found.
+fn ignores_conditions(bucket: &str) -> String {
+    format!(
+        "the bucket {bucket} ignores conditional writes (If-Match, If-None-Match): each write is checked with a GET first, so a write another client makes between that check and the PUT can still be overwritten"
+    )
+}
+
+/// The probe's object: a folder marker (a name ending in `/`), which listings leave out.
+fn probe_name(prefix: &str) -> String {
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    format!("{prefix}.objstore-probe-{}-{nanos}/", std::process::id())
+}
+
+/// Whether the bucket honours `If-None-Match: *` on a PUT: a probe object is written, written
+/// again on that condition (412 if honoured), and removed.
+fn probe_conditional_writes(s: &SyncedStore, token: &Token) -> Result<bool> {
+    let name = probe_name(&s.config.location.prefix);
+    let none = Metadata::new();
+    s.bucket.put(&name, b"", &none, &Precondition::None, false, token)?;
+    let again = s.bucket.put(&name, b"", &none, &Precondition::Absent, false, token);
+    let _ = s.bucket.delete(&name, token);
+    match again {
+        Ok(_) => Ok(false),
+        Err(Error::Remote { status: 412, .. }) => Ok(true),
+        Err(e) => Err(e),
+    }
+}
+
+/// A conditional write to a bucket that ignores conditions: the condition is checked with a
+/// (conditional) GET first, and a failed one is the 412 the server would have given.
+fn check_by_reading(
+    s: &SyncedStore,
+    name: &str,
+    known: Option<&str>,
+    condition: &Precondition,
+    token: &Token,
+) -> Result<()> {
+    let held = held_version(s, name, known, token)?;
+    let holds = match (&held, condition) {
+        (Held::Nothing, Precondition::Absent) | (Held::TheKnownVersion, Precondition::Matches(_)) => return Ok(()),
+        (Held::Another(etag), _) => format!("version {etag}"),
+        (Held::TheKnownVersion, _) => "a version".to_string(),
+        (Held::Nothing, _) => "no object".to_string(),
+    };
+    Err(Error::Remote {
+        what: format!("PUT {name}"),
+        status: 412,
+        detail: format!("the bucket holds {holds} (checked with a GET: this server ignores conditional writes)"),
+    })
+}
+
 /// What the bucket holds of an object, against the version a client knows.
 enum Held {
     Nothing,
@@ -765,6 +893,8 @@ fn held_version(s: &SyncedStore, name: &str, known: Option<&str>, token: &Token)
     Ok(match s.bucket.get(name, &validators, token)? {
         Fetched::Missing => Held::Nothing,
         Fetched::NotModified => Held::TheKnownVersion,
+        Fetched::TooLarge { etag: Some(etag), .. } if Some(etag.as_str()) == known => Held::TheKnownVersion,
+        Fetched::TooLarge { etag, .. } => Held::Another(etag.unwrap_or_else(|| "(no etag)".into())),
         Fetched::Found(object) => match object.etag {
             Some(etag) if Some(etag.as_str()) == known => Held::TheKnownVersion,
             Some(etag) => Held::Another(etag),

@@ -41,6 +41,11 @@ pub enum Fetched {
     NotModified,
     /// 404: there is no such object.
     Missing,
+    /// The object is larger than `Options.maxObjectBytes` (its body was not read past it).
+    TooLarge {
+        etag: Option<String>,
+        limit: u64,
+    },
 }
 
 /// What the caller already holds, for a conditional GET.

@@ -78,6 +78,7 @@ struct OptionsBlock {
     list_version: Option<u8>,
     #[serde(default)]
     list_metadata: bool,
+    conditional_writes: Option<bool>,
     key_layout: Option<String>,
     #[serde(default)]
     metadata: Vec<String>,
@@ -121,6 +122,9 @@ pub struct SyncConfig {
     pub concurrency: usize,
     pub list_version: super::ListVersion,
     pub list_metadata: bool,
+    /// Whether the server honours If-Match / If-None-Match on PUT, when the block says so;
+    /// otherwise the first conditional write probes it.
+    pub conditional_writes: Option<bool>,
     /// `{field}` segments of object names, split on `/`, that become metadata fields.
     pub key_layout: Option<Vec<LayoutSegment>>,
     /// Key paths of a record sent as metadata headers when it is written.
@@ -233,6 +237,7 @@ impl SyncConfig {
             concurrency,
             list_version,
             list_metadata: o.list_metadata,
+            conditional_writes: o.conditional_writes,
             key_layout,
             metadata_fields: o.metadata,
             max_object_bytes: o.max_object_bytes.unwrap_or(DEFAULT_MAX_OBJECT_BYTES),

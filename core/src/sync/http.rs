@@ -149,7 +149,8 @@ impl HttpBucket {
         // What crossed the wire is counted, also for a body refused or cut off part way.
         self.accounting.record(kind, status, body.len() as u64, answer.body.len() as u64);
         match cut {
-            None if answer.body.len() as u64 > limit => Err((
+            // A GET says so in its answer (the object is there, only too large to use).
+            None if answer.body.len() as u64 > limit && kind != "GET" => Err((
                 Error::RemoteData {
                     what: what.to_string(),
                     reason: format!("the body is larger than the {limit}-byte limit (Options.maxObjectBytes)"),
@@ -201,6 +202,10 @@ impl Bucket for HttpBucket {
         match answer.status {
             304 => Ok(Fetched::NotModified),
             404 if no_such_key(&answer) => Ok(Fetched::Missing),
+            200..=299 if answer.body.len() as u64 > self.config.max_object_bytes => Ok(Fetched::TooLarge {
+                etag: answer.header("etag").map(str::to_string),
+                limit: self.config.max_object_bytes,
+            }),
             _ => {
                 let answer = self.check(&format!("GET {url}"), answer)?;
                 Ok(Fetched::Found(Object {

@@ -256,13 +256,7 @@ impl Bucket for LocalBucket {
         }
         self.accounting.record("GET", 200, 0, body.len() as u64);
         if body.len() as u64 > self.max_object_bytes {
-            return Err(Error::RemoteData {
-                what: format!("GET {}/{key}", self.describe()),
-                reason: format!(
-                    "the body is larger than the {}-byte limit (Options.maxObjectBytes)",
-                    self.max_object_bytes
-                ),
-            });
+            return Ok(Fetched::TooLarge { etag: Some(sidecar.etag), limit: self.max_object_bytes });
         }
         let last_modified = time::http_date(sidecar.modified());
         Ok(Fetched::Found(Object {

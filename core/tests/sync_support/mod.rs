@@ -47,8 +47,8 @@ pub fn schema_with(stores: &[(&str, Value)]) -> Schema {
 }
 
 pub fn open(path: &Path, schema: Schema) -> Client {
-    let db = Database::open(path.to_str().unwrap(), Some(schema), &OpenOptions::default()).unwrap();
-    let agent = Agent::new(&db).unwrap();
+    let mut db = Database::open(path.to_str().unwrap(), Some(schema), &OpenOptions::default()).unwrap();
+    let agent = Agent::new(&mut db).unwrap();
     Client { db, agent }
 }
 

@@ -127,7 +127,9 @@ enum Outcome<T, W> {
 
 impl Db {
     /// Opens on a worker thread. Argument errors are returned at once; the open itself
-    /// completes through `done` with `{"version", "stores"}` of the schema as stored.
+    /// completes through `done` with `{"version", "stores"}` of the schema as stored, and
+    /// `"warnings"` when a bucket is known to ignore conditional writes (the bindings raise
+    /// them as their language's warnings).
     pub fn open(
         name: &str,
         schema: Option<&Value>,
@@ -149,11 +151,16 @@ impl Db {
             schema,
             executor,
             move |db| {
-                let stored = db.schema();
-                *seen.lock().unwrap_or_else(|p| p.into_inner()) = Some(parse("schema", &stored.to_json())?);
-                if Agent::is_needed(stored) {
-                    let _ = slot.set(Arc::new(Agent::new(db)?));
+                let mut opened = parse("schema", &db.schema().to_json())?;
+                if Agent::is_needed(db.schema()) {
+                    let agent = Agent::new(db)?;
+                    let warnings = agent.warnings();
+                    if !warnings.is_empty() {
+                        opened["warnings"] = json!(warnings);
+                    }
+                    let _ = slot.set(Arc::new(agent));
                 }
+                *seen.lock().unwrap_or_else(|p| p.into_inner()) = Some(opened);
                 Ok(())
             },
             move |r| done(r.map(|()| opened.lock().unwrap_or_else(|p| p.into_inner()).take().unwrap_or(Value::Null))),
@@ -188,10 +195,15 @@ impl Db {
         Reply { id, slot, token, inner: self.inner.clone() }
     }
 
-    /// Forgets a request the call refused (it never started): no callback.
-    fn withdraw<T>(&self, id: RequestId, slot: &Slot<T>) {
+    /// The call's answer for a request whose submission failed with `error`: the error, and no
+    /// callback — unless a close running meanwhile already called back (its sweep of pending
+    /// requests came first); then the request counts as made, so the caller hears once.
+    fn withdraw<T>(&self, id: RequestId, slot: &Slot<T>, error: Error) -> Result<RequestId> {
         self.inner.requests.pending.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
-        slot.lock().unwrap_or_else(|p| p.into_inner()).take();
+        match slot.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            Some(_) => Err(error),
+            None => Ok(id),
+        }
     }
 
     /// Submits `work` on the worker as part of transaction `within` (or alone), delivering to
@@ -206,10 +218,7 @@ impl Db {
         let submitted = self.inner.exec.submit_as(within, token, work, move |r| reply.deliver(r));
         match submitted {
             Ok(()) => Ok(id),
-            Err(e) => {
-                self.withdraw(id, &slot);
-                Err(e)
-            }
+            Err(e) => self.withdraw(id, &slot, e),
         }
     }
 
@@ -279,10 +288,7 @@ impl Db {
         };
         match self.inner.exec.submit_as(None, token, first, deliver) {
             Ok(()) => Ok(id),
-            Err(e) => {
-                self.withdraw(id, &slot);
-                Err(e)
-            }
+            Err(e) => self.withdraw(id, &slot, e),
         }
     }
 
@@ -649,10 +655,7 @@ impl Db {
         }));
         match queued {
             Ok(()) => Ok(id),
-            Err(e) => {
-                self.withdraw(id, &slot);
-                Err(e)
-            }
+            Err(e) => self.withdraw(id, &slot, e),
         }
     }
 

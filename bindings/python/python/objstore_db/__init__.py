@@ -16,6 +16,7 @@ import atexit
 import collections.abc
 import datetime
 import json
+import warnings
 import weakref
 from typing import Any, AsyncGenerator, AsyncIterator, Awaitable, Callable, Generator, Iterable, Optional, Sequence, Union
 
@@ -69,7 +70,13 @@ __all__ = [
     "RemoteDataError",
     "BusyError",
     "InternalError",
+    "SyncWarning",
 ]
+
+
+class SyncWarning(UserWarning):
+    """Raised at open (with `warnings.warn`) when a bucket is known to ignore conditional
+    writes: writes to it are checked with a GET first, so one race remains."""
 
 Key = Union[int, float, str, bytes, datetime.datetime, "tuple[Any, ...]"]
 
@@ -638,7 +645,9 @@ class _Opening(collections.abc.Coroutine[Any, Any, "Database"]):
         loop = asyncio.get_running_loop()
         future = loop.create_future()
         native = _native.open(_waker(loop), future, name, schema_text, json.dumps(options))
-        await future
+        opened = await future
+        for text in opened.get("warnings", []) if isinstance(opened, dict) else []:
+            warnings.warn(text, SyncWarning, stacklevel=3)
         self._db = Database(native, name)
         return self._db
 
