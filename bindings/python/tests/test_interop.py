@@ -19,7 +19,7 @@ import objstore_db
 from test_sync import SERVERS, options
 
 
-def s3(opts: dict[str, str]) -> Any:
+def s3(opts: dict[str, Any]) -> Any:
     return boto3.client(
         "s3",
         endpoint_url=opts["endpoint"],
@@ -29,7 +29,7 @@ def s3(opts: dict[str, str]) -> Any:
     )
 
 
-def put_json(client: Any, opts: dict[str, str], key: str, value: Any) -> None:
+def put_json(client: Any, opts: dict[str, Any], key: str, value: Any) -> None:
     client.put_object(Bucket=opts["bucket"], Key=opts["prefix"] + key, Body=json.dumps(value).encode())
 
 
@@ -44,7 +44,7 @@ async def settle() -> None:
 
 @pytest.mark.parametrize("name,bucket", SERVERS)
 async def test_objects_written_by_either_side_are_read_by_the_other(name: str, bucket: str, tmp_path: pathlib.Path) -> None:
-    opts = {**options(name, bucket, "interop-rw"), "metadata": ["city"]}
+    opts: dict[str, Any] = {**options(name, bucket, "interop-rw"), "metadata": ["city"]}
     client = s3(opts)
     put_json(client, opts, "from-boto3", {"by": "boto3", "text": "ünïcode"})
     sync = {"docs": {"format": "objstore", "Options": opts}}

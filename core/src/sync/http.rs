@@ -37,6 +37,9 @@ impl Answer {
     }
 }
 
+/// The largest listing page or error body read: a page of 1,000 keys with metadata is far less.
+const OTHER_BODY_LIMIT: u64 = 64 * 1024 * 1024;
+
 impl HttpBucket {
     pub fn new(config: SyncConfig, accounting: Arc<Accounting>) -> Result<HttpBucket> {
         let mut tls = ureq::tls::TlsConfig::builder().disable_verification(config.insecure_tls);
@@ -144,7 +147,8 @@ impl HttpBucket {
             }
         };
         let status = response.status().as_u16();
-        let limit = self.config.max_object_bytes;
+        // Options.maxObjectBytes is about objects; listing pages and error bodies have their own.
+        let limit = if kind == "GET" { self.config.max_object_bytes } else { OTHER_BODY_LIMIT };
         let (answer, cut) = read_answer(response, limit, method == "HEAD");
         // What crossed the wire is counted, also for a body refused or cut off part way.
         self.accounting.record(kind, status, body.len() as u64, answer.body.len() as u64);
@@ -153,7 +157,7 @@ impl HttpBucket {
             None if answer.body.len() as u64 > limit && kind != "GET" => Err((
                 Error::RemoteData {
                     what: what.to_string(),
-                    reason: format!("the body is larger than the {limit}-byte limit (Options.maxObjectBytes)"),
+                    reason: format!("the body is larger than the {limit}-byte limit of a listing page or error body"),
                 },
                 true,
             )),
