@@ -166,6 +166,17 @@ export interface StorageOptions {
   syncThreads?: number;
 }
 
+/** Requests made to the buckets since the last reset, what they cost, and what is known of each
+ * bucket's conditional writes (false: writes are checked with a GET first). */
+export interface SyncStats {
+  requests: { [method: string]: { [status: string]: number } };
+  total: number;
+  bytesSent: number;
+  bytesReceived: number;
+  costUsd: number;
+  conditionalWrites: { [bucket: string]: boolean };
+}
+
 /** A write the bucket refused (kept in refusedWrites) or the server failed on (held, still queued). */
 export interface FlushedWrite {
   sequence: number;
@@ -203,7 +214,7 @@ export class Storage extends Operations {
   flush(): Request<FlushReport>;
   prefetch(store: string): Request<void>;
   setOffline(offline?: boolean): void;
-  syncStats(reset?: boolean): { requests: { [method: string]: { [status: string]: number } }; [field: string]: unknown };
+  syncStats(reset?: boolean): SyncStats;
   refusedWrites(): Request<{ sequence: number; store: string; key: Key; op: string; value: any; code: string; message: string }[]>;
   resolveRefused(sequence: number, resolution: 'discard' | 'overwrite'): Request<void>;
   syncStatus(store: string, key: Key): Request<'synced' | 'pending' | 'refused' | 'unusable' | 'unknown' | 'local'>;

@@ -61,3 +61,35 @@ test('an unreachable bucket keeps writes, serves the cache and rejects with NETW
     await db.close();
   }
 });
+
+test('a bucket that ignores conditional writes (Garage) is found out, and a reopened database warns at once', async () => {
+  const dir = tempDir();
+  /** @type {Record<string, import('objstore-db').SyncOptions>} */
+  const sync = { docs: { format: 'objstore', Options: syncOptions('garage', 'cond') } };
+  const schema = { stores: [{ name: 'docs' }] };
+  const first = new Storage(path.join(dir, 'c.sqlite3'), schema, { sync });
+  try {
+    assert.equal((await first.ready).warnings, undefined, 'nothing known yet');
+    await first.put('docs', { v: 1 }, 'k');
+    const report = await first.flush();
+    assert.deepEqual([report.pending, report.rejected, report.held], [0, [], []]);
+    assert.deepEqual(Object.values(first.syncStats().conditionalWrites), [false]);
+  } finally {
+    await first.close();
+  }
+  /** @type {Error[]} */
+  const warnings = [];
+  const listen = (/** @type {Error} */ w) => warnings.push(w);
+  process.on('warning', listen);
+  const again = new Storage(path.join(dir, 'c.sqlite3'), schema, { sync });
+  try {
+    const opened = await again.ready;
+    assert.equal(opened.warnings?.length, 1);
+    assert.match(opened.warnings?.[0] ?? '', /ignores conditional writes/);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(warnings.map((w) => w.name), ['ObjstoreDbSyncWarning']);
+  } finally {
+    process.off('warning', listen);
+    await again.close();
+  }
+});
