@@ -516,8 +516,9 @@ impl Agent {
             .objects
             .into_iter()
             .filter_map(|o| Some((o.key.strip_prefix(&s.config.location.prefix)?.to_string(), o)))
-            // Empty names and "folder" markers (`prefix/`, made by consoles) are not records.
-            .filter(|(id, _)| !id.is_empty() && !id.ends_with('/'))
+            // Empty names, "folder" markers (`prefix/`, made by consoles) and names with empty,
+            // `.` or `..` segments (no record can be written back under them) are not records.
+            .filter(|(id, _)| object_id(store, &Key::String(id.clone())).is_ok())
             .collect();
         let name = store.to_string();
         let local = port.exec(move |db| db.store_state(&name))?;
