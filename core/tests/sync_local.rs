@@ -618,3 +618,47 @@ fn a_full_prefetch_leaves_out_objects_it_cannot_use_and_does_not_fetch_them_agai
     a.put("docs", json!({"text": "small now"}), Some(key("big"))).unwrap();
     assert_eq!(b.get("docs", &key("big")).unwrap(), Some(json!({"text": "small now"})));
 }
+
+/// The sync state (versions known, refused writes, unusable marks) lives beside the records in
+/// whichever mechanism holds them: the rules hold alike on both.
+#[test]
+fn the_sync_rules_hold_on_both_mechanisms() {
+    for mechanism in [objstore_db_core::MechanismKind::Sqlite, objstore_db_core::MechanismKind::Memory] {
+        let c = Clients::new();
+        let mut a = c.client(1, &[("docs", json!({}))]);
+        a.put("docs", json!({"by": "a"}), Some(key("k"))).unwrap();
+        std::fs::write(c.bucket_dir().join("b/bad"), b"not json").unwrap();
+        let schema = schema_with(&[("docs", file_sync(&c.bucket_dir(), json!({})))]);
+        let mut b = sync_support::open_on(&c.dir.path().join("b.sqlite3"), schema, mechanism);
+        b.put("docs", json!({"by": "b"}), Some(key("k"))).unwrap();
+        assert_eq!(b.refused_writes().unwrap()[0].code, "Conflict", "{mechanism:?}");
+        assert_eq!(b.values_of("docs", &[key("bad"), key("none")]).unwrap(), vec![None, None]);
+        assert_eq!(b.sync_status("docs", &key("bad")).unwrap(), SyncStatus::Unusable, "{mechanism:?}");
+        b.take_sync_stats();
+        assert!(b.get("docs", &key("bad")).is_err());
+        assert_eq!(b.take_sync_stats().bytes_received, 0, "{mechanism:?}: not downloaded again");
+    }
+}
+
+/// A prefetch: meta store drops a copy another writer changed; the application's edit of the
+/// old record, put afterwards, must not replace the newer object.
+#[test]
+fn an_edit_of_a_copy_a_meta_prefetch_dropped_is_a_conflict() {
+    let c = Clients::new();
+    let meta = json!({"prefetch": "meta", "prefetchRefractoryPeriod": 0});
+    let mut a = c.client(1, &[("docs", meta)]);
+    let mut b = c.client(2, &[("docs", json!({}))]);
+    b.put("docs", json!({"v": 1}), Some(key("k"))).unwrap();
+    let old = a.get("docs", &key("k")).unwrap().unwrap();
+    b.get("docs", &key("k")).unwrap();
+    b.put("docs", json!({"v": 2}), Some(key("k"))).unwrap();
+    a.count("docs", &ScanOptions::new()).unwrap(); // the listing shows k changed: its copy goes
+    let mut edited = old;
+    edited["note"] = json!("edited from v1");
+    a.put("docs", edited, Some(key("k"))).unwrap();
+    let refused = a.refused_writes().unwrap();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0].code, "Conflict");
+    let body: Value = serde_json::from_slice(&std::fs::read(c.bucket_dir().join("b/k")).unwrap()).unwrap();
+    assert_eq!(body, json!({"v": 2}), "the other writer's newer object stands");
+}

@@ -47,7 +47,13 @@ pub fn schema_with(stores: &[(&str, Value)]) -> Schema {
 }
 
 pub fn open(path: &Path, schema: Schema) -> Client {
-    let mut db = Database::open(path.to_str().unwrap(), Some(schema), &OpenOptions::default()).unwrap();
+    open_on(path, schema, objstore_db_core::MechanismKind::Sqlite)
+}
+
+/// The same on a mechanism of choice (the memory one keeps the sync state in memory too).
+pub fn open_on(path: &Path, schema: Schema, mechanism: objstore_db_core::MechanismKind) -> Client {
+    let options = OpenOptions { mechanism, ..OpenOptions::default() };
+    let mut db = Database::open(path.to_str().unwrap(), Some(schema), &options).unwrap();
     let agent = Agent::new(&mut db).unwrap();
     Client { db, agent }
 }
