@@ -1,0 +1,255 @@
+//! The result format (DESIGN §5), the one definition the reporters, `post` and the collector
+//! share: one object per run at `<platform>/<browser>/<reverse timestamp>-<run id>`, its body a
+//! record `{platform, browser, version, results}` whose `results` is a CTRF report with a suite
+//! named on every test, sent with the metadata headers platform, browser and version.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Reverse timestamps count down from here, so the newest run sorts first within a pair.
+pub const FAR_FUTURE_MS: u64 = 9_999_999_999_999;
+
+/// The longest platform, browser or version label.
+pub const MAX_LABEL: usize = 64;
+
+/// A stored run: the labels the layout and the metadata carry, and the report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    pub platform: String,
+    pub browser: String,
+    pub version: String,
+    pub results: Results,
+}
+
+/// CTRF's `results` (ctrf.io), with the fields the app reads.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Results {
+    pub tool: Tool,
+    pub summary: Summary,
+    pub tests: Vec<Test>,
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub environment: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tool {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub tests: u64,
+    pub passed: u64,
+    pub failed: u64,
+    pub skipped: u64,
+    pub pending: u64,
+    pub other: u64,
+    /// Milliseconds since the epoch.
+    pub start: u64,
+    pub stop: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Passed,
+    Failed,
+    Skipped,
+    Pending,
+    Other,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Test {
+    pub name: String,
+    pub status: Status,
+    /// Milliseconds (written as an integer when whole, as the reporters write them).
+    #[serde(serialize_with = "whole_or_fraction")]
+    pub duration: f64,
+    /// The matrix column: crud, cursor, event, transaction, query, sql, or any other.
+    pub suite: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+fn whole_or_fraction<S: serde::Serializer>(ms: &f64, out: S) -> Result<S::Ok, S::Error> {
+    if ms.fract() == 0.0 && (0.0..9.0e15).contains(ms) {
+        out.serialize_u64(*ms as u64)
+    } else {
+        out.serialize_f64(*ms)
+    }
+}
+
+impl Summary {
+    /// Counts what the tests say, whatever a producer declared.
+    pub fn of(tests: &[Test], start: u64, stop: u64) -> Summary {
+        let count = |status| tests.iter().filter(|t| t.status == status).count() as u64;
+        Summary {
+            tests: tests.len() as u64,
+            passed: count(Status::Passed),
+            failed: count(Status::Failed),
+            skipped: count(Status::Skipped),
+            pending: count(Status::Pending),
+            other: count(Status::Other),
+            start,
+            stop,
+        }
+    }
+}
+
+/// The object name of a run: newest first within its pair, and two runs of one millisecond
+/// apart by their run ids.
+pub fn object_key(platform: &str, browser: &str, now_ms: u64, run_id: &str) -> String {
+    format!("{platform}/{browser}/{:013}-{run_id}", FAR_FUTURE_MS.saturating_sub(now_ms))
+}
+
+/// A run id: 16 hex digits from the system's random source.
+pub fn new_run_id() -> String {
+    use std::io::Read;
+    let mut bytes = [0u8; 8];
+    if std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes)).is_err() {
+        // No random source: the clock's nanoseconds and the process id still keep runs apart.
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        bytes = ((nanos as u64) ^ (u64::from(std::process::id()) << 40)).to_be_bytes();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Checks a platform, browser or version label: 1 to 64 of `a-z A-Z 0-9 . _ + -`, starting with
+/// a letter or digit, so that no label can make a name outside the layout.
+pub fn check_label(field: &str, value: &str) -> Result<(), String> {
+    if value.is_empty() || value.len() > MAX_LABEL {
+        return Err(format!("{field} must be 1 to {MAX_LABEL} characters, not {}", value.len()));
+    }
+    if !value.starts_with(|c: char| c.is_ascii_alphanumeric()) {
+        return Err(format!("{field} {value:?} must start with a letter or digit"));
+    }
+    match value.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '+' | '-'))) {
+        Some(c) => Err(format!("{field} {value:?} holds {c:?}; use letters, digits, '.', '_', '+' and '-'")),
+        None => Ok(()),
+    }
+}
+
+impl Run {
+    /// Checks what a run must be before it is stored: its labels, a suite on every test, and
+    /// a summary that counts its tests.
+    pub fn check(&self) -> Result<(), String> {
+        check_label("platform", &self.platform)?;
+        check_label("browser", &self.browser)?;
+        check_label("version", &self.version)?;
+        if let Some(i) = self.results.tests.iter().position(|t| t.suite.trim().is_empty()) {
+            return Err(format!("results.tests[{i}].suite is empty: every test names its suite"));
+        }
+        if let Some(i) = self.results.tests.iter().position(|t| !t.duration.is_finite() || t.duration < 0.0) {
+            return Err(format!("results.tests[{i}].duration must be a number of milliseconds, 0 or more"));
+        }
+        let counted = Summary::of(&self.results.tests, self.results.summary.start, self.results.summary.stop);
+        if counted != self.results.summary {
+            return Err(format!(
+                "results.summary does not count results.tests ({} tests: {} passed, {} failed, {} skipped)",
+                counted.tests, counted.passed, counted.failed, counted.skipped
+            ));
+        }
+        Ok(())
+    }
+
+    /// The object name this run is stored under, at `now_ms`.
+    pub fn object_key(&self, now_ms: u64, run_id: &str) -> String {
+        object_key(&self.platform, &self.browser, now_ms, run_id)
+    }
+
+    /// The suites present, in the matrix's order: the six known ones first, then the others.
+    pub fn suites(&self) -> Vec<String> {
+        const KNOWN: [&str; 6] = ["crud", "cursor", "event", "transaction", "query", "sql"];
+        let mut suites: Vec<String> = self.results.tests.iter().map(|t| t.suite.clone()).collect();
+        suites.sort_by_key(|s| (KNOWN.iter().position(|k| k == s).unwrap_or(KNOWN.len()), s.clone()));
+        suites.dedup();
+        suites
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(tests: Vec<Test>) -> Run {
+        let summary = Summary::of(&tests, 1, 2);
+        Run {
+            platform: "linux-x86_64".into(),
+            browser: "python-3.11".into(),
+            version: "0.1.0".into(),
+            results: Results {
+                tool: Tool { name: "pytest".into(), version: None },
+                summary,
+                tests,
+                environment: Map::new(),
+            },
+        }
+    }
+
+    fn test(suite: &str, status: Status) -> Test {
+        Test { name: format!("{suite} test"), status, duration: 1.5, suite: suite.into(), message: None }
+    }
+
+    #[test]
+    fn keys_sort_newest_first_and_keep_one_millisecond_apart() {
+        let older = object_key("linux-x86_64", "c", 1_000, "aa");
+        let newer = object_key("linux-x86_64", "c", 2_000, "aa");
+        assert!(newer < older);
+        assert_eq!(newer, "linux-x86_64/c/9999999997999-aa");
+        assert_ne!(new_run_id(), new_run_id());
+        assert_eq!(new_run_id().len(), 16);
+    }
+
+    #[test]
+    fn labels_cannot_leave_the_layout() {
+        for bad in ["", "a/b", "..", ".hidden", "a b", "ü", "a\n", &"x".repeat(65)] {
+            assert!(check_label("platform", bad).is_err(), "{bad:?}");
+        }
+        for good in ["linux-x86_64", "python-3.11", "c-gcc-12", "1.2.3+build_4"] {
+            check_label("platform", good).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_run_names_every_suite_and_counts_its_tests() {
+        let good = run(vec![test("sql", Status::Passed), test("crud", Status::Failed), test("zeta", Status::Skipped)]);
+        good.check().unwrap();
+        assert_eq!(good.suites(), vec!["crud", "sql", "zeta"]);
+        let mut unnamed = good.clone();
+        unnamed.results.tests[1].suite = " ".into();
+        assert!(unnamed.check().unwrap_err().contains("tests[1].suite"));
+        let mut miscounted = good.clone();
+        miscounted.results.summary.passed = 3;
+        assert!(miscounted.check().unwrap_err().contains("does not count"));
+        let text = serde_json::to_string(&good).unwrap();
+        assert_eq!(serde_json::from_str::<Run>(&text).unwrap(), good);
+    }
+}
+
+/// What the language reporters write is what the app reads: their stored runs, as written by
+/// the pytest plugin and the node:test reporter in this project's own test run.
+#[cfg(test)]
+mod reporters {
+    use super::*;
+
+    #[test]
+    fn the_reporters_runs_are_runs() {
+        for text in [
+            include_str!("../tests/fixtures/pytest-plugin-run.json"),
+            include_str!("../tests/fixtures/node-reporter-run.json"),
+        ] {
+            let run: Run = serde_json::from_str(text).unwrap();
+            run.check().unwrap();
+            assert!(
+                run.suites().starts_with(&["crud".to_string(), "cursor".into(), "event".into()]),
+                "{:?}",
+                run.suites()
+            );
+            let back: Value = serde_json::to_value(&run).unwrap();
+            assert_eq!(back, serde_json::from_str::<Value>(text).unwrap(), "nothing lost or added on the way");
+        }
+    }
+}

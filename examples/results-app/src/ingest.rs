@@ -1,0 +1,131 @@
+//! A report file as a run: JUnit XML or CTRF JSON (told apart by content), with the platform,
+//! runtime and version from the command line, the report, or this machine.
+
+use serde_json::Value;
+
+use crate::format::{check_label, Results, Run, Status, Summary, Test, Tool};
+use crate::junit;
+
+/// The largest report file taken (a run of ten thousand tests is far less).
+pub const MAX_REPORT_BYTES: usize = 16 * 1024 * 1024;
+
+/// Labels given on the command line; each wins over what the report says.
+#[derive(Debug, Default, Clone)]
+pub struct Labels {
+    pub platform: Option<String>,
+    pub runtime: Option<String>,
+    pub version: Option<String>,
+    /// The suite of tests whose report names none.
+    pub suite: Option<String>,
+}
+
+/// This machine as a platform label: `linux-x86_64`.
+pub fn this_platform() -> String {
+    format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH)
+}
+
+/// The run in `bytes` (the contents of `file`, named in every error).
+pub fn ingest(file: &str, bytes: &[u8], labels: &Labels) -> Result<Run, String> {
+    if bytes.len() > MAX_REPORT_BYTES {
+        return Err(format!("{file}: {} bytes is over the {MAX_REPORT_BYTES}-byte limit of a report", bytes.len()));
+    }
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace() && **b != 0xEF && **b != 0xBB && **b != 0xBF);
+    let (mut run, from_report) = match first {
+        Some(b'{') => from_ctrf(file, bytes, labels)?,
+        Some(b'<') => {
+            let results = junit::parse(bytes).map_err(|e| format!("{file}:{}: {}", e.line, e.reason))?;
+            (blank(results), Default::default())
+        }
+        _ => return Err(format!("{file}: neither JUnit XML nor CTRF JSON")),
+    };
+    let pick = |given: &Option<String>, reported: Option<String>| given.clone().or(reported);
+    run.platform = pick(&labels.platform, from_report.platform).unwrap_or_else(this_platform);
+    run.browser = pick(&labels.runtime, from_report.runtime).ok_or_else(|| {
+        format!("{file}: the report does not say its runtime; give it (--runtime python-3.11, node-20, c-gcc-12, rust-1.95)")
+    })?;
+    run.version = pick(&labels.version, from_report.version).unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_string());
+    if let Some(suite) = &labels.suite {
+        check_label("suite", suite).map_err(|e| format!("{file}: {e}"))?;
+        for test in run.results.tests.iter_mut().filter(|t| t.suite.is_empty()) {
+            test.suite = suite.clone();
+        }
+    }
+    run.check().map_err(|e| format!("{file}: {e}"))?;
+    Ok(run)
+}
+
+#[derive(Default)]
+struct Reported {
+    platform: Option<String>,
+    runtime: Option<String>,
+    version: Option<String>,
+}
+
+fn blank(results: Results) -> Run {
+    Run { platform: String::new(), browser: String::new(), version: String::new(), results }
+}
+
+/// CTRF as ctrf.io writes it (`{"results": ...}`), or a stored run (`{platform, browser,
+/// version, results}`). Counts are taken from the tests, whatever the summary said.
+fn from_ctrf(file: &str, bytes: &[u8], labels: &Labels) -> Result<(Run, Reported), String> {
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| format!("{file}:{}: not JSON: {e}", e.line()))?;
+    let results = value.get("results").ok_or_else(|| format!("{file}: a CTRF report has a \"results\" object"))?;
+    let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
+    let environment = results.get("environment").and_then(Value::as_object).cloned().unwrap_or_default();
+    let reported = Reported {
+        platform: text(value.get("platform")).or_else(|| text(environment.get("osPlatform"))),
+        runtime: text(value.get("browser")).or_else(|| text(environment.get("runtime"))),
+        version: text(value.get("version")).or_else(|| text(environment.get("appVersion"))),
+    };
+    let tests = results
+        .get("tests")
+        .and_then(Value::as_array)
+        .ok_or_else(|| format!("{file}: results.tests must be a list"))?;
+    let mut parsed = Vec::with_capacity(tests.len());
+    for (i, t) in tests.iter().enumerate() {
+        let field = |name: &str| format!("{file}: results.tests[{i}].{name}");
+        let name = text(t.get("name")).ok_or_else(|| format!("{} must be text", field("name")))?;
+        let status = match t.get("status").and_then(Value::as_str) {
+            Some("passed") => Status::Passed,
+            Some("failed") => Status::Failed,
+            Some("skipped") => Status::Skipped,
+            Some("pending") => Status::Pending,
+            Some("other") => Status::Other,
+            other => {
+                return Err(format!("{} is {other:?}; use passed, failed, skipped, pending or other", field("status")))
+            }
+        };
+        let duration = match t.get("duration") {
+            None => 0.0,
+            Some(d) => d
+                .as_f64()
+                .filter(|d| d.is_finite() && *d >= 0.0)
+                .ok_or_else(|| format!("{} must be milliseconds", field("duration")))?,
+        };
+        let suite = match t.get("suite") {
+            None => labels.suite.clone().unwrap_or_default(),
+            Some(Value::String(s)) => s.clone(),
+            // CTRF's newer form lists the suite path; its last step is the suite.
+            Some(Value::Array(path)) => path.last().and_then(Value::as_str).unwrap_or_default().to_string(),
+            Some(_) => return Err(format!("{} must be text", field("suite"))),
+        };
+        if suite.is_empty() {
+            return Err(format!("{} is missing: every test names its suite (or give --suite)", field("suite")));
+        }
+        let message = text(t.get("message"));
+        parsed.push(Test { name, status, duration, suite, message });
+    }
+    let summary = results.get("summary");
+    let stamp = |k: &str| summary.and_then(|s| s.get(k)).and_then(Value::as_u64).unwrap_or(0);
+    let tool = results.get("tool");
+    let results = Results {
+        tool: Tool {
+            name: text(tool.and_then(|t| t.get("name"))).unwrap_or_else(|| "ctrf".into()),
+            version: text(tool.and_then(|t| t.get("version"))),
+        },
+        summary: Summary::of(&parsed, stamp("start"), stamp("stop")),
+        tests: parsed,
+        environment,
+    };
+    Ok((blank(results), reported))
+}

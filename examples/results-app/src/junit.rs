@@ -1,0 +1,356 @@
+//! JUnit XML to CTRF, counting what is there rather than what the attributes declare, since
+//! producers differ: pytest adds subtests to `tests=` and may write a second `<testcase>` for a
+//! teardown error after a failure; node nests suites under an attribute-less `<testsuites>` and
+//! keeps totals in comments; ctest marks disabled tests with `status=` and no `<skipped>`;
+//! times carry 3 to 9 decimals and timestamps may lack a zone. A DTD or an entity other than
+//! XML's own is refused (no expansion), and every error names the line.
+
+use quick_xml::events::{BytesStart, Event};
+use quick_xml::Reader;
+
+use crate::format::{Results, Status, Summary, Test, Tool};
+
+/// A parse failure, at a line of the input.
+#[derive(Debug, PartialEq)]
+pub struct JunitError {
+    pub line: usize,
+    pub reason: String,
+}
+
+struct Case {
+    name: String,
+    classname: String,
+    suite_path: Vec<String>,
+    seconds: f64,
+    status: Status,
+    message: Option<String>,
+}
+
+/// Converts JUnit XML to CTRF results.
+pub fn parse(xml: &[u8]) -> Result<Results, JunitError> {
+    let text = std::str::from_utf8(xml)
+        .map_err(|e| JunitError { line: line_at(xml, e.valid_up_to()), reason: "the file is not UTF-8".into() })?;
+    let mut reader = Reader::from_str(text);
+    reader.config_mut().trim_text(true);
+    let mut suites: Vec<String> = Vec::new();
+    let mut cases: Vec<Case> = Vec::new();
+    let mut current: Option<Case> = None;
+    let mut start_ms: Option<u64> = None;
+    let mut total_seconds = 0.0;
+    let mut open = 0usize;
+    let mut saw_root = false;
+    loop {
+        let event = reader
+            .read_event()
+            .map_err(|e| JunitError { line: line_at(xml, reader.error_position() as usize), reason: e.to_string() })?;
+        // An error about an event is reported at its end.
+        let at = reader.buffer_position() as usize;
+        let fail = |reason: String| JunitError { line: line_at(xml, at), reason };
+        match event {
+            Event::DocType(_) => return Err(fail("a DTD is not accepted in a JUnit report".into())),
+            Event::Start(e) | Event::Empty(e)
+                if open == 0 && !matches!(e.name().as_ref(), b"testsuites" | b"testsuite") =>
+            {
+                return Err(fail(format!(
+                    "this is not JUnit XML: the root is <{}>",
+                    String::from_utf8_lossy(e.name().as_ref())
+                )));
+            }
+            Event::Start(e) => {
+                open += 1;
+                saw_root = true;
+                on_open(&e, &mut suites, &mut current, &mut start_ms, &mut total_seconds).map_err(fail)?;
+            }
+            Event::Empty(e) => {
+                saw_root = true;
+                on_open(&e, &mut suites, &mut current, &mut start_ms, &mut total_seconds).map_err(fail)?;
+                on_close(e.name().as_ref(), &mut suites, &mut cases, &mut current);
+            }
+            Event::End(e) => {
+                open = open.saturating_sub(1);
+                on_close(e.name().as_ref(), &mut suites, &mut cases, &mut current);
+            }
+            Event::GeneralRef(r) => {
+                let name = String::from_utf8_lossy(r.as_ref()).to_string();
+                if !matches!(name.as_str(), "amp" | "lt" | "gt" | "quot" | "apos") && !name.starts_with('#') {
+                    return Err(fail(format!("the entity &{name}; is not XML's own (no DTD entities are expanded)")));
+                }
+            }
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    if !saw_root {
+        return Err(JunitError { line: 1, reason: "the file holds no <testsuites> or <testsuite>".into() });
+    }
+    let tests: Vec<Test> = cases
+        .into_iter()
+        .map(|c| Test {
+            suite: suite_name(&c.suite_path, &c.classname),
+            name: if c.classname.is_empty() { c.name } else { format!("{}::{}", c.classname, c.name) },
+            status: c.status,
+            duration: (c.seconds * 1e9).round() / 1e6, // milliseconds, to the nanosecond
+            message: c.message,
+        })
+        .collect();
+    let start = start_ms.unwrap_or(0);
+    let stop = start + (total_seconds * 1000.0).round() as u64;
+    Ok(Results {
+        tool: Tool { name: "junit".into(), version: None },
+        summary: Summary::of(&tests, start, stop),
+        tests,
+        environment: Default::default(),
+    })
+}
+
+fn on_open(
+    e: &BytesStart<'_>,
+    suites: &mut Vec<String>,
+    current: &mut Option<Case>,
+    start_ms: &mut Option<u64>,
+    total_seconds: &mut f64,
+) -> Result<(), String> {
+    let attr = |name: &str| -> Result<Option<String>, String> {
+        for a in e.attributes() {
+            let a = a.map_err(|e| e.to_string())?;
+            if a.key.as_ref() == name.as_bytes() {
+                let value = a.unescape_value().map_err(|e| format!("attribute {name}: {e}"))?;
+                return Ok(Some(value.into_owned()));
+            }
+        }
+        Ok(None)
+    };
+    match e.name().as_ref() {
+        b"testsuite" => {
+            suites.push(attr("name")?.unwrap_or_default());
+            if let (None, Some(stamp)) = (*start_ms, attr("timestamp")?) {
+                *start_ms = Some(timestamp_ms(&stamp).ok_or_else(|| format!("timestamp {stamp:?} is not ISO 8601"))?);
+            }
+            if suites.len() == 1 {
+                *total_seconds += seconds(attr("time")?.as_deref(), "testsuite")?;
+            }
+        }
+        b"testcase" => {
+            if current.is_some() {
+                return Err("a <testcase> inside a <testcase>".into());
+            }
+            let name = attr("name")?.ok_or("a <testcase> has no name")?;
+            let status = match attr("status")?.as_deref() {
+                // ctest: disabled and not-run tests carry only this attribute.
+                Some("disabled" | "notrun" | "skipped") => Status::Skipped,
+                _ => Status::Passed,
+            };
+            *current = Some(Case {
+                name,
+                classname: attr("classname")?.unwrap_or_default(),
+                suite_path: suites.clone(),
+                seconds: seconds(attr("time")?.as_deref(), "testcase")?,
+                status,
+                message: None,
+            });
+        }
+        kind @ (b"failure" | b"error" | b"skipped" | b"flakyFailure" | b"rerunFailure") => {
+            let Some(case) = current.as_mut() else { return Ok(()) };
+            let (status, label) = match kind {
+                // node's todo tests are CTRF's pending ones.
+                b"skipped" if attr("type")?.as_deref() == Some("todo") => (Status::Pending, None),
+                b"skipped" => (Status::Skipped, None),
+                b"error" => (Status::Failed, Some("error")),
+                // nextest's flaky runs passed in the end.
+                b"flakyFailure" | b"rerunFailure" => return Ok(()),
+                _ => (Status::Failed, None),
+            };
+            if case.status != Status::Failed {
+                case.status = status;
+            }
+            let message = attr("message")?.unwrap_or_default();
+            let message = match label {
+                Some(label) if !message.is_empty() => format!("{label}: {message}"),
+                _ => message,
+            };
+            if !message.is_empty() {
+                case.message = Some(match case.message.take() {
+                    Some(before) => format!("{before}\n{message}"),
+                    None => message,
+                });
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+fn on_close(name: &[u8], suites: &mut Vec<String>, cases: &mut Vec<Case>, current: &mut Option<Case>) {
+    match name {
+        b"testsuite" => {
+            suites.pop();
+        }
+        b"testcase" => {
+            let Some(case) = current.take() else { return };
+            // pytest writes a second <testcase> for an error in teardown after a failure: one
+            // test, the worse outcome, both messages.
+            let same = cases
+                .iter_mut()
+                .rev()
+                .find(|c| c.name == case.name && c.classname == case.classname && c.suite_path == case.suite_path);
+            match same {
+                Some(earlier) if case.status == Status::Failed || earlier.status == Status::Failed => {
+                    if case.status == Status::Failed {
+                        earlier.status = Status::Failed;
+                    }
+                    earlier.message = match (earlier.message.take(), case.message) {
+                        (Some(a), Some(b)) => Some(format!("{a}\n{b}")),
+                        (a, b) => a.or(b),
+                    };
+                }
+                _ => cases.push(case),
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The suite a test belongs to: the outermost testsuite with a telling name (node's describe
+/// block, nextest's test binary), else the classname (pytest's module), shortened to the
+/// matrix's words (`tests.test_crud` → `crud`, `objstore-db-core::crud` → `crud`). Empty when
+/// neither tells (node's top-level tests, ctest): the caller names it.
+pub fn suite_name(suite_path: &[String], classname: &str) -> String {
+    let generic =
+        |s: &str| s.is_empty() || matches!(s, "pytest" | "test" | "tests" | "node" | "nextest-run" | "(empty)");
+    let Some(source) =
+        suite_path.iter().map(String::as_str).find(|s| !generic(s)).or(Some(classname).filter(|c| !generic(c)))
+    else {
+        return String::new();
+    };
+    let ignored = |s: &&str| s.is_empty() || matches!(*s, "py" | "mjs" | "js" | "cjs" | "ts" | "test" | "rs");
+    let last = source.rsplit(['.', ':', '/', '\\']).find(|s| !ignored(s)).unwrap_or(source);
+    let last = last.strip_prefix("test_").unwrap_or(last);
+    let last = last.strip_suffix("_tests").or_else(|| last.strip_suffix("_test")).unwrap_or(last);
+    last.to_ascii_lowercase()
+}
+
+fn seconds(value: Option<&str>, element: &str) -> Result<f64, String> {
+    match value {
+        None | Some("") => Ok(0.0),
+        Some(v) => match v.trim().replace(',', "").parse::<f64>() {
+            Ok(s) if s.is_finite() && s >= 0.0 => Ok(s),
+            _ => Err(format!("<{element} time={v:?}> is not a number of seconds")),
+        },
+    }
+}
+
+/// Milliseconds since the epoch of an ISO 8601 time; without a zone it is taken as UTC.
+pub fn timestamp_ms(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let (date, time) = text.split_once(['T', ' '])?;
+    let mut d = date.split('-').map(|p| p.parse::<i64>().ok());
+    let (y, m, day) = (d.next()??, d.next()??, d.next()??);
+    let (clock, offset_s) = match time.find(['Z', 'z', '+']).or_else(|| time.rfind('-').filter(|&i| i > 5)) {
+        Some(i) => {
+            let zone = &time[i..];
+            let offset = if zone.eq_ignore_ascii_case("z") {
+                0
+            } else {
+                let sign = if zone.starts_with('-') { -1 } else { 1 };
+                let digits: String = zone[1..].chars().filter(char::is_ascii_digit).collect();
+                let (h, mi) =
+                    (digits.get(..2)?.parse::<i64>().ok()?, digits.get(2..4).unwrap_or("0").parse::<i64>().ok()?);
+                sign * (h * 3600 + mi * 60)
+            };
+            (&time[..i], offset)
+        }
+        None => (time, 0),
+    };
+    let (hms, frac) = clock.split_once('.').unwrap_or((clock, ""));
+    let mut t = hms.split(':').map(|p| p.parse::<i64>().ok());
+    let (h, mi, s) = (t.next()??, t.next()??, t.next().flatten().unwrap_or(0));
+    let millis: i64 = format!("{frac:0<3}").get(..3)?.parse().ok()?;
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let (y2, m2) = if m <= 2 { (y - 1, m + 9) } else { (y, m - 3) };
+    let era = y2.div_euclid(400);
+    let yoe = y2 - era * 400;
+    let doy = (153 * m2 + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = days * 86_400 + h * 3600 + mi * 60 + s - offset_s;
+    u64::try_from(secs * 1000 + millis).ok()
+}
+
+fn line_at(bytes: &[u8], offset: usize) -> usize {
+    bytes[..offset.min(bytes.len())].iter().filter(|&&b| b == b'\n').count() + 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counts(r: &Results) -> (u64, u64, u64, u64, u64) {
+        let s = &r.summary;
+        (s.tests, s.passed, s.failed, s.skipped, s.pending)
+    }
+
+    #[test]
+    fn pytest_9_counts_tests_not_subtests_and_merges_a_teardown_error() {
+        let r = parse(include_bytes!("../tests/fixtures/pytest-9.xml")).unwrap();
+        // tests="8" is declared; there are four tests.
+        assert_eq!(counts(&r), (4, 1, 2, 1, 0));
+        let merged = r.tests.iter().find(|t| t.name.ends_with("test_fails_then_teardown_fails")).unwrap();
+        let message = merged.message.as_deref().unwrap();
+        assert!(message.contains("values differ") && message.contains("error: failed on teardown"), "{message}");
+        assert!(r.tests.iter().all(|t| t.suite == "crud"));
+        assert_eq!(r.summary.start, timestamp_ms("2026-11-25T07:51:08.335+00:00").unwrap());
+    }
+
+    #[test]
+    fn node_suites_nest_and_top_level_tests_name_no_suite() {
+        let r = parse(include_bytes!("../tests/fixtures/node-20.xml")).unwrap();
+        assert_eq!(counts(&r), (6, 3, 1, 1, 1), "the comments' totals, counted from the tests");
+        let deep = r.tests.iter().find(|t| t.name.ends_with("deep")).unwrap();
+        assert_eq!(deep.suite, "crud", "the outermost describe is the suite");
+        let top = r.tests.iter().find(|t| t.name.contains("top level & <escaped>")).unwrap();
+        assert_eq!(top.suite, "", "a top-level test tells no suite");
+        assert!((r.tests[0].duration - 0.653).abs() < 1e-9, "{}", r.tests[0].duration);
+    }
+
+    #[test]
+    fn ctest_disabled_tests_are_skipped_and_a_zoneless_timestamp_is_utc() {
+        let r = parse(include_bytes!("../tests/fixtures/ctest.xml")).unwrap();
+        assert_eq!(counts(&r), (3, 1, 1, 1, 0));
+        assert_eq!(r.summary.start, timestamp_ms("2026-11-25T07:51:37Z").unwrap());
+        assert!((r.tests[0].duration - 1.52652).abs() < 1e-6, "eight decimals: {}", r.tests[0].duration);
+    }
+
+    #[test]
+    fn nextest_runs_are_read() {
+        let r = parse(include_bytes!("../tests/fixtures/nextest.xml")).unwrap();
+        assert_eq!(counts(&r), (2, 1, 1, 0, 0));
+        assert!(r.tests.iter().all(|t| t.suite == "ntfix"));
+        assert!(r.tests[1].message.as_deref().unwrap().contains("panicked"));
+    }
+
+    #[test]
+    fn dtds_entities_and_malformed_input_are_refused_with_the_line() {
+        let dtd = b"<?xml version=\"1.0\"?>\n<!DOCTYPE lolz [<!ENTITY lol \"lol\">]>\n<testsuite><testcase name=\"a\">&lol;</testcase></testsuite>";
+        let err = parse(dtd).unwrap_err();
+        assert_eq!(err.line, 2, "{err:?}");
+        assert!(err.reason.contains("DTD"), "{err:?}");
+        let entity = b"<testsuite>\n<testcase name=\"a\">&lol;</testcase></testsuite>";
+        let err = parse(entity).unwrap_err();
+        assert_eq!(err.line, 2, "{err:?}");
+        let unclosed = b"<testsuite>\n<testcase name=\"a\">\n</testsuite>";
+        assert!(parse(unclosed).is_err());
+        assert!(parse(b"<html><body/></html>").unwrap_err().reason.contains("not JUnit"));
+        let bad_time = b"<testsuite>\n\n<testcase name=\"a\" time=\"soon\"/></testsuite>";
+        let err = parse(bad_time).unwrap_err();
+        assert_eq!((err.line, err.reason.contains("soon")), (3, true), "{err:?}");
+    }
+
+    #[test]
+    fn suite_names_are_shortened_to_the_matrix_words() {
+        let none: Vec<String> = Vec::new();
+        assert_eq!(suite_name(&none, "tests.test_crud"), "crud");
+        assert_eq!(suite_name(&["objstore-db-core::transaction".into()], "x"), "transaction");
+        assert_eq!(suite_name(&["pytest".into()], "bindings.python.tests.test_sql"), "sql");
+        assert_eq!(suite_name(&["(empty)".into()], "test"), "");
+    }
+}

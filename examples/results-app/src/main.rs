@@ -1,0 +1,76 @@
+//! `objstore-results`: the results app of objstore-db (DESIGN §5), built on the library.
+//!
+//!     objstore-results post [--runtime R] [--platform P] [--version V] [--suite S] FILE...
+//!
+//! Results go to `OBJSTORE_RESULTS` (a `file://` directory, default `./results`, or an S3
+//! endpoint with the standard `AWS_*` settings), bucket `OBJSTORE_RESULTS_BUCKET` (`results`).
+
+mod format;
+mod ingest;
+mod junit;
+mod post;
+
+use std::process::ExitCode;
+
+use ingest::Labels;
+
+const USAGE: &str = "usage: objstore-results post [--runtime R] [--platform P] [--version V] [--suite S] FILE...";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let outcome = match args.split_first() {
+        Some((command, rest)) if command == "post" => post_files(rest),
+        _ => Err(USAGE.to_string()),
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(why) => {
+            eprintln!("objstore-results: {why}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Reads every file first, so that one bad file writes nothing; then stores each run.
+fn post_files(args: &[String]) -> Result<(), String> {
+    let mut labels = Labels::default();
+    let mut files = Vec::new();
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let slot = match arg.as_str() {
+            "--runtime" => &mut labels.runtime,
+            "--platform" => &mut labels.platform,
+            "--version" => &mut labels.version,
+            "--suite" => &mut labels.suite,
+            flag if flag.starts_with("--") => return Err(format!("unknown option {flag}\n{USAGE}")),
+            file => {
+                files.push(file.to_string());
+                continue;
+            }
+        };
+        *slot = Some(args.next().ok_or_else(|| format!("{arg} needs a value\n{USAGE}"))?.clone());
+    }
+    if files.is_empty() {
+        return Err(USAGE.to_string());
+    }
+    let runs = files
+        .iter()
+        .map(|file| {
+            let bytes = std::fs::read(file).map_err(|e| format!("{file}: {e}"))?;
+            ingest::ingest(file, &bytes, &labels)
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let target = post::Target::from_env();
+    let writer = post::Writer::open(&target)?;
+    for (file, run) in files.iter().zip(&runs) {
+        let key = writer.store(run)?;
+        let summary = &run.results.summary;
+        println!(
+            "{file}: {} tests ({} failed; suites {}) stored as {key}",
+            summary.tests,
+            summary.failed,
+            run.suites().join(", ")
+        );
+    }
+    Ok(())
+}

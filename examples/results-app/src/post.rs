@@ -1,0 +1,105 @@
+//! `objstore-results post`: runs written through the library, create-only, to the bucket (a
+//! `file://` directory by default, any S3 endpoint through the standard AWS settings).
+
+use std::sync::mpsc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use objstore_db::rsapi::{Db, OpenOptions};
+use objstore_db_core::{MechanismKind, Result as CoreResult};
+use serde_json::{json, Value};
+
+use crate::format::{new_run_id, Run};
+
+/// Where results go.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// `file://<dir>` or `http(s)://host[:port]`.
+    pub endpoint: String,
+    pub bucket: String,
+    pub prefix: String,
+}
+
+impl Target {
+    /// `OBJSTORE_RESULTS` (else `file://./results`), `OBJSTORE_RESULTS_BUCKET` (else `results`)
+    /// and `OBJSTORE_RESULTS_PREFIX`, as the language reporters read them.
+    pub fn from_env() -> Target {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        let endpoint = var("OBJSTORE_RESULTS").unwrap_or_else(|| {
+            let here = std::env::current_dir().unwrap_or_default();
+            format!("file://{}", here.join("results").display())
+        });
+        Target {
+            endpoint,
+            bucket: var("OBJSTORE_RESULTS_BUCKET").unwrap_or_else(|| "results".into()),
+            prefix: var("OBJSTORE_RESULTS_PREFIX").unwrap_or_default(),
+        }
+    }
+
+    /// The `results` store of DESIGN §5, immutable and create-only, syncing to this target.
+    pub fn schema(&self) -> Value {
+        json!({"stores": [{"name": "results", "Sync": {"format": "objstore", "immutable": true, "Options": {
+            "bucket": self.bucket, "prefix": self.prefix, "endpoint": self.endpoint,
+            "metadata": ["platform", "browser", "version"]}}}]})
+    }
+}
+
+/// A database that only writes runs: in memory, since what matters is in the bucket.
+pub struct Writer {
+    db: Db,
+}
+
+/// Makes a request of the library and waits for its answer.
+fn call<T: Send + 'static>(
+    request: impl FnOnce(Box<dyn FnOnce(CoreResult<T>) + Send>) -> CoreResult<u64>,
+) -> Result<T, String> {
+    let (tx, rx) = mpsc::channel();
+    request(Box::new(move |answer| {
+        let _ = tx.send(answer);
+    }))
+    .map_err(|e| e.to_string())?;
+    rx.recv().map_err(|_| "the database closed before it answered".to_string())?.map_err(|e| e.to_string())
+}
+
+impl Writer {
+    pub fn open(target: &Target) -> Result<Writer, String> {
+        let options = OpenOptions { mechanism: MechanismKind::Memory, ..OpenOptions::default() };
+        let (tx, rx) = mpsc::channel();
+        let db = Db::open("results-writer", Some(&target.schema()), &options, move |r| {
+            let _ = tx.send(r.map(drop));
+        })
+        .map_err(|e| e.to_string())?;
+        rx.recv().map_err(|_| "the database went away".to_string())?.map_err(|e| e.to_string())?;
+        Ok(Writer { db })
+    }
+
+    /// Stores `run` under a new key and waits until the bucket holds it; returns the key. A run
+    /// the bucket did not take is an error, and nothing else was written.
+    pub fn store(&self, run: &Run) -> Result<String, String> {
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+        let key = run.object_key(now, &new_run_id());
+        let value = serde_json::to_value(run).map_err(|e| e.to_string())?;
+        call(|done| self.db.add(None, "results", value, Some(&json!(key)), done))?;
+        let report = call(|done| self.db.flush(done))?;
+        let failed = |field: &str| {
+            report[field].as_array().filter(|l| !l.is_empty()).map(|l| {
+                l.iter().map(|w| w["message"].as_str().unwrap_or_default().to_string()).collect::<Vec<_>>().join("; ")
+            })
+        };
+        if let Some(why) = report["offline"]
+            .as_str()
+            .map(str::to_string)
+            .or_else(|| report["blocked"].as_str().map(str::to_string))
+            .or_else(|| failed("rejected"))
+            .or_else(|| failed("held"))
+        {
+            return Err(format!("the bucket did not take the run: {why}"));
+        }
+        Ok(key)
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        self.db.close_and_join();
+    }
+}

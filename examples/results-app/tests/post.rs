@@ -1,0 +1,207 @@
+//! `objstore-results post` as a user runs it: report files from real producers into a `file://`
+//! bucket, read back as stored; a bad file anywhere in the list writes nothing.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn fixture(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name).display().to_string()
+}
+
+fn post(bucket: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_objstore-results"))
+        .arg("post")
+        .args(args)
+        .env("OBJSTORE_RESULTS", format!("file://{}", bucket.display()))
+        .env_remove("OBJSTORE_RESULTS_PREFIX")
+        .env_remove("OBJSTORE_RESULTS_BUCKET")
+        .output()
+        .unwrap()
+}
+
+/// Every stored object under the bucket directory: (key, record).
+fn stored(bucket: &Path) -> Vec<(String, Value)> {
+    let root = bucket.join("results");
+    let mut found = Vec::new();
+    let mut pending = vec![root.clone()];
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for entry in entries.flatten() {
+            let path: PathBuf = entry.path();
+            if path.file_name().is_some_and(|n| n == ".objstore") {
+                continue;
+            }
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                let key = path.strip_prefix(&root).unwrap().display().to_string();
+                found.push((key, serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap()));
+            }
+        }
+    }
+    found.sort_by(|a, b| a.0.cmp(&b.0));
+    found
+}
+
+#[test]
+fn reports_of_every_producer_are_stored_in_the_layout() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = post(
+        dir.path(),
+        &["--runtime", "python-3.11", &fixture("pytest-9.xml"), &fixture("nextest.xml"), &fixture("ctest.xml")],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.lines().count(), 3, "{stdout}");
+    let runs = stored(dir.path());
+    assert_eq!(runs.len(), 3);
+    let platform = format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH);
+    for (key, run) in &runs {
+        let parts: Vec<&str> = key.split('/').collect();
+        assert_eq!(parts[..2], [platform.as_str(), "python-3.11"], "{key}");
+        let (reverse, id) = parts[2].split_once('-').unwrap();
+        assert_eq!((reverse.len(), id.len()), (13, 16), "{key}");
+        assert!(stdout.contains(key.as_str()), "the key is printed: {stdout}");
+        assert_eq!(run["platform"], Value::String(platform.clone()));
+        assert_eq!(run["browser"], "python-3.11");
+        let tests = run["results"]["tests"].as_array().unwrap();
+        assert_eq!(run["results"]["summary"]["tests"], tests.len());
+        assert!(tests.iter().all(|t| t["suite"].as_str().is_some_and(|s| !s.is_empty())));
+    }
+    // The metadata headers the matrix lists by are in each object's record.
+    let sidecar = std::fs::read_to_string(dir.path().join("results/.objstore/meta").join(&runs[0].0)).unwrap();
+    assert!(sidecar.contains("\"platform\"") && sidecar.contains("python-3.11"), "{sidecar}");
+}
+
+#[test]
+fn a_report_that_names_no_suite_needs_one_and_labels_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = post(dir.path(), &["--runtime", "node-20", &fixture("node-20.xml")]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("suite"), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = post(dir.path(), &["--runtime", "node/20", "--suite", "crud", &fixture("node-20.xml")]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("browser \"node/20\" holds '/'"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stored(dir.path()).is_empty());
+    let out = post(dir.path(), &["--runtime", "node-20", "--suite", "crud", &fixture("node-20.xml")]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let runs = stored(dir.path());
+    let suites: Vec<&str> =
+        runs[0].1["results"]["tests"].as_array().unwrap().iter().map(|t| t["suite"].as_str().unwrap()).collect();
+    assert!(suites.iter().all(|s| *s == "crud"), "{suites:?}");
+}
+
+#[test]
+fn one_bad_file_writes_nothing_and_is_named_with_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.xml");
+    std::fs::write(
+        &bad,
+        "<testsuite>\n<testcase name=\"a\">\n<failure message=\"x\">&xxe;</failure></testcase></testsuite>",
+    )
+    .unwrap();
+    let bad = bad.display().to_string();
+    let out = post(dir.path(), &["--runtime", "python-3.11", &fixture("pytest-9.xml"), &bad]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&format!("{bad}:3:")) && stderr.contains("xxe"), "{stderr}");
+    assert!(stored(dir.path()).is_empty(), "the good file before it was not written either");
+    let huge = dir.path().join("huge.json");
+    std::fs::write(&huge, vec![b' '; 17 * 1024 * 1024]).unwrap();
+    let out = post(dir.path(), &["--runtime", "python-3.11", &huge.display().to_string()]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("over the"), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn ctrf_reports_and_stored_runs_are_read_back_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let ctrf = dir.path().join("ctrf.json");
+    std::fs::write(
+        &ctrf,
+        r#"{"results": {"tool": {"name": "jest"}, "summary": {"tests": 99, "passed": 0, "failed": 0, "skipped": 0, "pending": 0, "other": 0, "start": 5, "stop": 9},
+            "tests": [{"name": "a", "status": "passed", "duration": 3, "suite": "sql"}, {"name": "b", "status": "failed", "duration": 1.5, "suite": ["x", "query"], "message": "m"}],
+            "environment": {"runtime": "node-22", "osPlatform": "linux-arm64"}}}"#,
+    )
+    .unwrap();
+    let out = post(dir.path(), &[&ctrf.display().to_string()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (key, run) = stored(dir.path()).remove(0);
+    assert!(key.starts_with("linux-arm64/node-22/"), "the report's labels: {key}");
+    assert_eq!(run["results"]["summary"]["tests"], 2, "counted, not declared");
+    assert_eq!(run["results"]["tests"][1]["suite"], "query");
+    // What it stored, posted again, is read alike (one definition, both sides).
+    let again = dir.path().join("again.json");
+    std::fs::write(&again, serde_json::to_vec(&run).unwrap()).unwrap();
+    let other = tempfile::tempdir().unwrap();
+    assert!(post(other.path(), &[&again.display().to_string()]).status.success());
+    assert_eq!(stored(other.path())[0].1, run);
+}
+
+/// The settings a server script writes (`target/servers/<name>.env`), after starting it.
+fn server(name: &str) -> std::collections::HashMap<String, String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let started = Command::new(root.join("tests/servers").join(name)).output().unwrap();
+    assert!(started.status.success(), "{}", String::from_utf8_lossy(&started.stderr));
+    std::fs::read_to_string(root.join(format!("target/servers/{name}.env")))
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("export ")?.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.trim_matches(['"', '\'']).to_string()))
+        .collect()
+}
+
+/// To an S3 server, through the standard AWS variables: the same file posted twice is two runs
+/// (never one overwriting the other), each read back as stored, on moto and on Garage (which
+/// ignores If-None-Match on PUT).
+#[test]
+fn posts_reach_moto_and_garage_through_the_aws_variables() {
+    for (name, bucket_var) in [("moto", "MOTO_SIGNED_BUCKET"), ("garage", "GARAGE_BUCKET")] {
+        let env = server(name);
+        let up = name.to_uppercase();
+        let prefix = format!(
+            "post-{}-{}/",
+            std::process::id(),
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
+        );
+        let run = |file: &str| {
+            Command::new(env!("CARGO_BIN_EXE_objstore-results"))
+                .args(["post", "--runtime", "python-3.11", file])
+                .env("OBJSTORE_RESULTS", &env[&format!("{up}_ENDPOINT")])
+                .env("OBJSTORE_RESULTS_BUCKET", &env[bucket_var])
+                .env("OBJSTORE_RESULTS_PREFIX", &prefix)
+                .env("AWS_ACCESS_KEY_ID", &env[&format!("{up}_ACCESS_KEY_ID")])
+                .env("AWS_SECRET_ACCESS_KEY", &env[&format!("{up}_SECRET_ACCESS_KEY")])
+                .env("AWS_REGION", &env[&format!("{up}_REGION")])
+                .output()
+                .unwrap()
+        };
+        for _ in 0..2 {
+            let out = run(&fixture("pytest-9.xml"));
+            assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        let block = serde_json::json!({"format": "objstore", "Options": {"bucket": env[bucket_var], "prefix": prefix,
+            "endpoint": env[&format!("{up}_ENDPOINT")], "region": env[&format!("{up}_REGION")],
+            "accessKeyId": env[&format!("{up}_ACCESS_KEY_ID")], "secretAccessKey": env[&format!("{up}_SECRET_ACCESS_KEY")]}});
+        use objstore_db_core::sync::{list_all, open_bucket, Fetched, ListRequest, SyncConfig, Token, Validators};
+        let config = SyncConfig::from_json("results", &block, &|_| None).unwrap();
+        let bucket = open_bucket(&config, Default::default()).unwrap();
+        let listed =
+            list_all(&*bucket, &ListRequest { prefix: prefix.clone(), ..Default::default() }, &Token::default())
+                .unwrap();
+        assert_eq!(listed.objects.len(), 2, "{name}: two runs, two objects");
+        for object in &listed.objects {
+            let Fetched::Found(found) = bucket.get(&object.key, &Validators::default(), &Token::default()).unwrap()
+            else {
+                panic!("{name}: {} is gone", object.key);
+            };
+            let run: Value = serde_json::from_slice(&found.body).unwrap();
+            assert_eq!(run["results"]["summary"]["tests"], 4, "{name}");
+            assert_eq!(found.metadata.get("browser").map(String::as_str), Some("python-3.11"), "{name}");
+        }
+    }
+}
