@@ -885,6 +885,24 @@ enum objstore_status objstore_db_sync_status(const struct objstore_db *db,
                                              char **error_out);
 
 /*
+ Takes back the writes to the record under `key_json` still waiting for the bucket, and the
+ local record with them (no delete is queued); the result is how many, as JSON. For a caller
+ that told its own client the write failed: it does not land later (a send already under way
+ may).
+
+ # Safety
+ As `objstore_db_put`.
+ */
+enum objstore_status objstore_db_withdraw_pending(const struct objstore_db *db,
+                                                  const char *store,
+                                                  const char *key_json,
+                                                  size_t key_len,
+                                                  objstore_callback done,
+                                                  void *user_data,
+                                                  uint64_t *request_out,
+                                                  char **error_out);
+
+/*
  A new waiter (free with `objstore_waiter_free`). Pass `objstore_waiter_callback` as the
  callback and the waiter as its user data, then `objstore_waiter_wait`. One waiter serves
  one request at a time.

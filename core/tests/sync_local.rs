@@ -662,3 +662,21 @@ fn an_edit_of_a_copy_a_meta_prefetch_dropped_is_a_conflict() {
     let body: Value = serde_json::from_slice(&std::fs::read(c.bucket_dir().join("b/k")).unwrap()).unwrap();
     assert_eq!(body, json!({"v": 2}), "the other writer's newer object stands");
 }
+
+#[test]
+fn a_withdrawn_pending_write_never_lands() {
+    let c = Clients::new();
+    let mut a = c.client(1, &[("docs", json!({}))]);
+    a.set_offline(true);
+    a.put("docs", json!({"v": 1}), Some(key("k"))).unwrap();
+    a.put("docs", json!({"v": 2}), Some(key("k"))).unwrap();
+    a.put("docs", json!({"v": 1}), Some(key("other"))).unwrap();
+    assert_eq!(a.withdraw_pending("docs", &key("k")).unwrap(), 2);
+    assert_eq!(a.db.get("docs", &key("k")).unwrap(), None, "the local record went with them");
+    assert_eq!(a.outbox_len().unwrap(), 1);
+    a.set_offline(false);
+    assert_eq!(a.flush().unwrap().sent, 1, "only the other write is sent");
+    assert!(!c.bucket_dir().join("b/k").exists());
+    assert_eq!(a.withdraw_pending("docs", &key("k")).unwrap(), 0);
+    assert!(a.withdraw_pending("nope", &key("k")).is_err());
+}

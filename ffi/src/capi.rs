@@ -1430,6 +1430,32 @@ pub unsafe extern "C" fn objstore_db_sync_status(
     })
 }
 
+/// Takes back the writes to the record under `key_json` still waiting for the bucket, and the
+/// local record with them (no delete is queued); the result is how many, as JSON. For a caller
+/// that told its own client the write failed: it does not land later (a send already under way
+/// may).
+///
+/// # Safety
+/// As `objstore_db_put`.
+#[no_mangle]
+pub unsafe extern "C" fn objstore_db_withdraw_pending(
+    db: *const ObjstoreDb,
+    store: *const c_char,
+    key_json: *const c_char,
+    key_len: usize,
+    done: ObjstoreCallback,
+    user_data: *mut c_void,
+    request_out: *mut u64,
+    error_out: *mut *mut c_char,
+) -> ObjstoreStatus {
+    request(error_out, request_out, || {
+        let (db, store) = (db_ref(db)?, text(store, "store")?);
+        let key = json(key_json, key_len, "key_json")?;
+        let done = completion(done, user_data)?;
+        db.withdraw_pending(store, &key, move |r| done.deliver(r))
+    })
+}
+
 // ----- waiting, for test harnesses ---------------------------------------------------------------
 
 /// A new waiter (free with `objstore_waiter_free`). Pass `objstore_waiter_callback` as the

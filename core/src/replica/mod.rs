@@ -504,6 +504,27 @@ fn holds(tx: &mut Tx<'_>, store: &str, id: &str) -> Result<bool> {
 }
 
 impl Database {
+    /// Takes back the writes to `key` that wait in the outbox: they leave it, and the local
+    /// record goes with no delete queued, in one transaction. For a caller that told its own
+    /// client the write failed (the results collector, when the bucket did not take a post):
+    /// it must not land later. A send already under way when this runs may still land; no
+    /// later one will. Returns how many writes were taken back.
+    pub fn withdraw_pending(&mut self, store: &str, key: &Key) -> Result<u64> {
+        self.synced_or_error(store)?;
+        let id = object_id(store, key)?;
+        self.run_from_bucket(&[store], |tx| {
+            let sequences = state::pending_sequences(tx.db.mech_mut(), store, &id)?;
+            for &sequence in &sequences {
+                state::pop(tx.db.mech_mut(), sequence)?;
+            }
+            if !sequences.is_empty() {
+                tx.remove(store, &KeyRange::only(id.as_str()))?;
+                state::forget(tx.db.mech_mut(), store, &id)?;
+            }
+            Ok(sequences.len() as u64)
+        })
+    }
+
     /// Runs `work` in a read-write transaction that applies bucket data: its writes are not
     /// queued for the bucket. The mark lives and dies with the transaction, so nothing is left
     /// behind by a failure or a panic.

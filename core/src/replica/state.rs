@@ -194,6 +194,17 @@ pub fn pop(mech: &mut dyn Mechanism, sequence: u64) -> Result<Option<OutboxEntry
     Ok(Some(entry))
 }
 
+/// The sequence numbers of the writes to one object still waiting, in order.
+pub fn pending_sequences(mech: &mut dyn Mechanism, store: &str, id: &str) -> Result<Vec<u64>> {
+    let prefix = pending_prefix(store, id);
+    let mut sequences = Vec::new();
+    mech.scan(META_TABLE, &prefix_range(&prefix), false, false, &mut |k, _| {
+        sequences.push(sequence_of(k));
+        Ok(true)
+    })?;
+    Ok(sequences)
+}
+
 /// Up to `limit` entries of the outbox in order, with their sequence numbers.
 pub fn outbox(mech: &mut dyn Mechanism, limit: usize) -> Result<Vec<(u64, OutboxEntry)>> {
     let mut entries = Vec::new();

@@ -5,6 +5,7 @@
 //! Results go to `OBJSTORE_RESULTS` (a `file://` directory, default `./results`, or an S3
 //! endpoint with the standard `AWS_*` settings), bucket `OBJSTORE_RESULTS_BUCKET` (`results`).
 
+mod collector;
 mod format;
 mod ingest;
 mod junit;
@@ -14,12 +15,14 @@ use std::process::ExitCode;
 
 use ingest::Labels;
 
-const USAGE: &str = "usage: objstore-results post [--runtime R] [--platform P] [--version V] [--suite S] FILE...";
+const USAGE: &str = "usage: objstore-results post [--runtime R] [--platform P] [--version V] [--suite S] FILE...
+       objstore-results serve [--listen ADDR] [--origin URL]... [--token T]... [--max-bytes N] [--per-minute N] [--burst N]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let outcome = match args.split_first() {
         Some((command, rest)) if command == "post" => post_files(rest),
+        Some((command, rest)) if command == "serve" => serve(rest),
         _ => Err(USAGE.to_string()),
     };
     match outcome {
@@ -63,7 +66,7 @@ fn post_files(args: &[String]) -> Result<(), String> {
     let target = post::Target::from_env();
     let writer = post::Writer::open(&target)?;
     for (file, run) in files.iter().zip(&runs) {
-        let key = writer.store(run)?;
+        let key = writer.store(run).map_err(|e| e.to_string())?;
         let summary = &run.results.summary;
         println!(
             "{file}: {} tests ({} failed; suites {}) stored as {key}",
@@ -73,4 +76,36 @@ fn post_files(args: &[String]) -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+/// Runs the collector until interrupted. Tokens also come from `OBJSTORE_COLLECTOR_TOKENS`
+/// (comma-separated), so that they need not appear in a process listing.
+fn serve(args: &[String]) -> Result<(), String> {
+    let mut config = collector::Config::default();
+    if let Ok(tokens) = std::env::var("OBJSTORE_COLLECTOR_TOKENS") {
+        config.tokens.extend(tokens.split(',').map(str::trim).filter(|t| !t.is_empty()).map(str::to_string));
+    }
+    let mut args = args.iter();
+    while let Some(flag) = args.next() {
+        let value = args.next().ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))?;
+        let number = |what: &str| value.parse::<u32>().map_err(|_| format!("{what} {value:?} is not a whole number"));
+        match flag.as_str() {
+            "--listen" => {
+                config.listen = value.parse().map_err(|_| format!("--listen {value:?} is not an address:port"))?
+            }
+            "--origin" => config.origins.push(value.trim_end_matches('/').to_string()),
+            "--token" => config.tokens.push(value.clone()),
+            "--max-bytes" => config.max_bytes = number("--max-bytes")? as usize,
+            "--per-minute" => config.per_minute = number("--per-minute")?,
+            "--burst" => config.burst = number("--burst")?,
+            other => return Err(format!("unknown option {other}\n{USAGE}")),
+        }
+    }
+    let writer = post::Writer::open(&post::Target::from_env())?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
+    runtime
+        .block_on(collector::serve(config, writer, |addr| {
+            println!("objstore-results: collecting on http://{addr}/results")
+        }))
+        .map_err(|e| format!("serving: {e}"))
 }

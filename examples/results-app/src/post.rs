@@ -74,27 +74,48 @@ impl Writer {
 
     /// Stores `run` under a new key and waits until the bucket holds it; returns the key. A run
     /// the bucket did not take is an error, and nothing else was written.
-    pub fn store(&self, run: &Run) -> Result<String, String> {
+    pub fn store(&self, run: &Run) -> Result<String, StoreError> {
         let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
         let key = run.object_key(now, &new_run_id());
-        let value = serde_json::to_value(run).map_err(|e| e.to_string())?;
-        call(|done| self.db.add(None, "results", value, Some(&json!(key)), done))?;
-        let report = call(|done| self.db.flush(done))?;
-        let failed = |field: &str| {
+        let value = serde_json::to_value(run).map_err(|e| StoreError::Local(e.to_string()))?;
+        call(|done| self.db.add(None, "results", value, Some(&json!(key)), done)).map_err(StoreError::Local)?;
+        let report = call(|done| self.db.flush(done)).map_err(StoreError::Local)?;
+        let listed = |field: &str| {
             report[field].as_array().filter(|l| !l.is_empty()).map(|l| {
                 l.iter().map(|w| w["message"].as_str().unwrap_or_default().to_string()).collect::<Vec<_>>().join("; ")
             })
         };
-        if let Some(why) = report["offline"]
-            .as_str()
-            .map(str::to_string)
-            .or_else(|| report["blocked"].as_str().map(str::to_string))
-            .or_else(|| failed("rejected"))
-            .or_else(|| failed("held"))
-        {
-            return Err(format!("the bucket did not take the run: {why}"));
+        let failed = if let Some(why) = report["offline"].as_str().map(str::to_string).or_else(|| listed("held")) {
+            StoreError::Unavailable(why)
+        } else if let Some(why) = report["blocked"].as_str().map(str::to_string).or_else(|| listed("rejected")) {
+            StoreError::Refused(why)
+        } else {
+            return Ok(key);
+        };
+        // The caller hears that the run was not stored: it must not land later either.
+        call(|done| self.db.withdraw_pending("results", &json!(key), done)).map_err(StoreError::Local)?;
+        Err(failed)
+    }
+}
+
+/// Why a run was not stored.
+#[derive(Debug)]
+pub enum StoreError {
+    /// The bucket could not be reached, or failed for now.
+    Unavailable(String),
+    /// The bucket refused the write (credentials, a conflict, a bad request).
+    Refused(String),
+    /// The library refused it before the bucket was asked.
+    Local(String),
+}
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreError::Unavailable(why) => write!(f, "the bucket is unavailable: {why}"),
+            StoreError::Refused(why) => write!(f, "the bucket did not take the run: {why}"),
+            StoreError::Local(why) => write!(f, "the run could not be written: {why}"),
         }
-        Ok(key)
     }
 }
 

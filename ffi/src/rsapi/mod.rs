@@ -753,6 +753,22 @@ impl Db {
         self.submit(None, reply, move |db| Ok(json!(db.sync_status(&store, &key)?.name())))
     }
 
+    /// Takes back the writes to `key` still waiting in the outbox, and the local record with
+    /// them (no delete is queued): for a caller that reported to its own client that the write
+    /// failed, so that it does not land later. Answers how many were taken back. A send already
+    /// under way may still land.
+    pub fn withdraw_pending(
+        &self,
+        store: &str,
+        key: &Value,
+        done: impl FnOnce(Result<Value>) + Send + 'static,
+    ) -> Result<RequestId> {
+        let key = Key::from_json(key)?;
+        let store = store.to_string();
+        let reply = self.reply(done);
+        self.submit(None, reply, move |db| Ok(json!(db.withdraw_pending(&store, &key)?)))
+    }
+
     // ----- lifetime -----------------------------------------------------------------------------
 
     /// Cancels request `id`: a queued one completes with `Cancelled` without running, a running

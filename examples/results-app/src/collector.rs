@@ -1,0 +1,321 @@
+//! `objstore-results serve`: the collector (the seed's proxy). Pages on allowed origins post a
+//! run as JSON or as an HTML form; CI posters with a bearer token. Each post is checked, capped,
+//! rate-limited per client, and stored create-only through the library: no post overwrites a
+//! stored result, and a post the bucket did not take leaves nothing behind but its error.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::body::{to_bytes, Bytes};
+use axum::extract::{ConnectInfo, DefaultBodyLimit, FromRequest, Multipart, Request, State};
+use axum::http::header::{AUTHORIZATION, CONTENT_TYPE, LOCATION, ORIGIN, RETRY_AFTER, WWW_AUTHENTICATE};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
+use serde_json::json;
+use tower_http::cors::{AllowOrigin, CorsLayer};
+
+use crate::format::{check_label, Run};
+use crate::ingest::{ingest, Labels};
+use crate::post::{StoreError, Writer};
+
+/// The collector's settings.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub listen: SocketAddr,
+    /// Origins (`https://host[:port]`) whose pages may post; no other gets CORS headers.
+    pub origins: Vec<String>,
+    /// Bearer tokens for posters without an origin (CI); none configured means none needed.
+    pub tokens: Vec<String>,
+    /// The largest body taken (413 past it).
+    pub max_bytes: usize,
+    /// Posts per minute per client address, after a burst of `burst`.
+    pub per_minute: u32,
+    pub burst: u32,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            origins: Vec::new(),
+            tokens: Vec::new(),
+            max_bytes: 1024 * 1024,
+            per_minute: 600,
+            burst: 100,
+        }
+    }
+}
+
+struct App {
+    config: Config,
+    writer: Arc<Writer>,
+    limiter: Limiter,
+}
+
+/// Serves until the process is interrupted; `ready` hears the address bound (port 0 picks one).
+pub async fn serve(config: Config, writer: Writer, ready: impl FnOnce(SocketAddr)) -> std::io::Result<()> {
+    let listener = tokio::net::TcpListener::bind(config.listen).await?;
+    ready(listener.local_addr()?);
+    let app = router(config, writer);
+    axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await
+}
+
+pub fn router(config: Config, writer: Writer) -> Router {
+    let origins: Vec<HeaderValue> = config.origins.iter().filter_map(|o| HeaderValue::from_str(o).ok()).collect();
+    let cors = CorsLayer::new()
+        .allow_origin(AllowOrigin::list(origins))
+        .allow_methods([Method::POST])
+        .allow_headers([CONTENT_TYPE, AUTHORIZATION])
+        .expose_headers([LOCATION, RETRY_AFTER])
+        .max_age(Duration::from_secs(600));
+    let limiter = Limiter::new(config.per_minute, config.burst);
+    let limit = DefaultBodyLimit::max(config.max_bytes);
+    let app = Arc::new(App { config, writer: Arc::new(writer), limiter });
+    Router::new().route("/results", post(post_results)).layer(limit).layer(cors).with_state(app)
+}
+
+/// A JSON error: `{"error": message, "field"?: name}`.
+fn error(status: StatusCode, message: impl Into<String>, field: Option<&str>) -> Response {
+    let mut body = json!({"error": message.into()});
+    if let Some(field) = field {
+        body["field"] = json!(field);
+    }
+    (status, Json(body)).into_response()
+}
+
+async fn post_results(
+    State(app): State<Arc<App>>,
+    ConnectInfo(client): ConnectInfo<SocketAddr>,
+    request: Request,
+) -> Response {
+    let headers = request.headers().clone();
+    if let Some(refusal) = admit(&app.config, &headers) {
+        return refusal;
+    }
+    if let Err(wait) = app.limiter.take(client.ip()) {
+        let mut refused =
+            error(StatusCode::TOO_MANY_REQUESTS, "too many posts from this address; try again later", None);
+        refused.headers_mut().insert(RETRY_AFTER, HeaderValue::from(wait.as_secs().max(1)));
+        return refused;
+    }
+    let run = match read_run(&app.config, request).await {
+        Ok(run) => run,
+        Err(refusal) => return refusal,
+    };
+    let writer = app.writer.clone();
+    let stored = tokio::task::spawn_blocking(move || writer.store(&run)).await;
+    match stored {
+        Ok(Ok(key)) => {
+            let mut created = (StatusCode::CREATED, Json(json!({"key": key}))).into_response();
+            if let Ok(location) = HeaderValue::from_str(&key) {
+                created.headers_mut().insert(LOCATION, location);
+            }
+            created
+        }
+        Ok(Err(e @ StoreError::Unavailable(_))) => error(StatusCode::SERVICE_UNAVAILABLE, e.to_string(), None),
+        Ok(Err(e)) => error(StatusCode::BAD_GATEWAY, e.to_string(), None),
+        Err(_) => error(StatusCode::INTERNAL_SERVER_ERROR, "the write stopped unexpectedly", None),
+    }
+}
+
+/// Who may post: a page on an allowed origin, or (without an origin) a poster with a token when
+/// tokens are configured.
+fn admit(config: &Config, headers: &HeaderMap) -> Option<Response> {
+    if let Some(origin) = headers.get(ORIGIN) {
+        let origin = origin.to_str().unwrap_or_default();
+        if config.origins.iter().any(|o| o == origin) {
+            return None;
+        }
+        return Some(error(StatusCode::FORBIDDEN, format!("origin {origin:?} may not post results here"), None));
+    }
+    if config.tokens.is_empty() {
+        return None;
+    }
+    let given = headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+    match given {
+        Some(token) if config.tokens.iter().any(|t| constant_time_eq(t.as_bytes(), token.trim().as_bytes())) => None,
+        Some(_) => Some(unauthorized("the bearer token is not one this collector accepts")),
+        None => Some(unauthorized("a bearer token is required (Authorization: Bearer <token>)")),
+    }
+}
+
+fn unauthorized(message: &str) -> Response {
+    let mut refused = error(StatusCode::UNAUTHORIZED, message, None);
+    refused.headers_mut().insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    refused
+}
+
+/// Compares without an early exit, so that timing does not tell how much of a token matched.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// The run a post carries: a JSON body (a run or a CTRF report), or a form (urlencoded or
+/// multipart) with fields platform, browser, version, suite and report.
+async fn read_run(config: &Config, request: Request) -> Result<Run, Response> {
+    let kind =
+        request.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_ascii_lowercase();
+    let too_large =
+        || error(StatusCode::PAYLOAD_TOO_LARGE, format!("the body is over the {}-byte limit", config.max_bytes), None);
+    if kind.starts_with("multipart/form-data") {
+        // The router's DefaultBodyLimit caps what the multipart reader takes.
+        let mut form = Multipart::from_request(request, &()).await.map_err(|e| bad(&e.body_text(), None))?;
+        let mut fields = HashMap::new();
+        while let Some(field) = form.next_field().await.map_err(|e| {
+            if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                too_large()
+            } else {
+                bad(&e.body_text(), None)
+            }
+        })? {
+            let name = field.name().unwrap_or_default().to_string();
+            let value = field.bytes().await.map_err(|e| {
+                if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                    too_large()
+                } else {
+                    bad(&e.body_text(), Some(&name))
+                }
+            })?;
+            fields.insert(name, value);
+        }
+        return run_of_form(fields);
+    }
+    let body = to_bytes(request.into_body(), config.max_bytes).await.map_err(|_| too_large())?;
+    if kind.starts_with("application/json") {
+        return ingest("the body", &body, &Labels::default()).map_err(|e| bad(&e, Some("report")));
+    }
+    if kind.starts_with("application/x-www-form-urlencoded") {
+        let pairs: Vec<(String, String)> =
+            serde_urlencoded_pairs(&body).map_err(|e| bad(&format!("the form is not urlencoded: {e}"), None))?;
+        return run_of_form(pairs.into_iter().map(|(k, v)| (k, Bytes::from(v))).collect());
+    }
+    Err(error(
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "post application/json, application/x-www-form-urlencoded or multipart/form-data",
+        None,
+    ))
+}
+
+fn bad(message: &str, field: Option<&str>) -> Response {
+    error(StatusCode::BAD_REQUEST, message, field)
+}
+
+/// A form's run: each label checked on its own (a 400 names the field), then the report.
+fn run_of_form(mut fields: HashMap<String, Bytes>) -> Result<Run, Response> {
+    let mut text = |name: &str| -> Result<Option<String>, Response> {
+        match fields.remove(name) {
+            None => Ok(None),
+            Some(bytes) => String::from_utf8(bytes.to_vec())
+                .map(Some)
+                .map_err(|_| bad(&format!("{name} is not UTF-8"), Some(name))),
+        }
+    };
+    let labels = Labels {
+        platform: text("platform")?,
+        runtime: text("browser")?,
+        version: text("version")?,
+        suite: text("suite")?,
+    };
+    for (field, value) in [
+        ("platform", &labels.platform),
+        ("browser", &labels.runtime),
+        ("version", &labels.version),
+        ("suite", &labels.suite),
+    ] {
+        if let Some(value) = value {
+            check_label(field, value).map_err(|e| bad(&e, Some(field)))?;
+        }
+    }
+    let report = fields.remove("report").ok_or_else(|| bad("the form has no report field", Some("report")))?;
+    if labels.runtime.is_none() {
+        return Err(bad("the form has no browser field (the runtime, as python-3.11)", Some("browser")));
+    }
+    ingest("the report", &report, &labels).map_err(|e| bad(&e, Some(field_of(&e))))
+}
+
+/// The field an ingest error is about.
+fn field_of(message: &str) -> &'static str {
+    ["platform", "browser", "version", "suite"]
+        .into_iter()
+        .find(|f| message.contains(&format!(": {f} ")))
+        .unwrap_or("report")
+}
+
+/// `application/x-www-form-urlencoded` pairs, percent-decoded.
+fn serde_urlencoded_pairs(body: &[u8]) -> Result<Vec<(String, String)>, String> {
+    let text = std::str::from_utf8(body).map_err(|_| "not UTF-8".to_string())?;
+    text.split('&')
+        .filter(|p| !p.is_empty())
+        .map(|pair| {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            Ok((percent_decode(k)?, percent_decode(v)?))
+        })
+        .collect()
+}
+
+fn percent_decode(text: &str) -> Result<String, String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' => {
+                let hex = bytes
+                    .get(i + 1..i + 3)
+                    .and_then(|h| std::str::from_utf8(h).ok())
+                    .and_then(|h| u8::from_str_radix(h, 16).ok());
+                out.push(hex.ok_or_else(|| format!("a bad %-escape at byte {i}"))?);
+                i += 2;
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8(out).map_err(|_| "a field is not UTF-8".to_string())
+}
+
+/// Token buckets per client address.
+struct Limiter {
+    per_second: f64,
+    burst: f64,
+    clients: Mutex<HashMap<IpAddr, (f64, Instant)>>,
+}
+
+/// Client addresses remembered at most; past it, full buckets are forgotten.
+const REMEMBERED_CLIENTS: usize = 100_000;
+
+impl Limiter {
+    fn new(per_minute: u32, burst: u32) -> Limiter {
+        Limiter { per_second: f64::from(per_minute) / 60.0, burst: f64::from(burst.max(1)), clients: Mutex::default() }
+    }
+
+    /// Takes one post from the client's bucket, or says how long until one is there.
+    fn take(&self, client: IpAddr) -> Result<(), Duration> {
+        let now = Instant::now();
+        let mut clients = self.clients.lock().unwrap_or_else(|p| p.into_inner());
+        if clients.len() >= REMEMBERED_CLIENTS {
+            let (rate, burst) = (self.per_second, self.burst);
+            clients.retain(|_, (tokens, at)| *tokens + at.elapsed().as_secs_f64() * rate < burst);
+        }
+        let (tokens, at) = clients.entry(client).or_insert((self.burst, now));
+        *tokens = (*tokens + now.duration_since(*at).as_secs_f64() * self.per_second).min(self.burst);
+        *at = now;
+        if *tokens >= 1.0 {
+            *tokens -= 1.0;
+            Ok(())
+        } else if self.per_second <= 0.0 {
+            Err(Duration::from_secs(60))
+        } else {
+            Err(Duration::from_secs_f64((1.0 - *tokens) / self.per_second).max(Duration::from_secs(1)))
+        }
+    }
+}

@@ -1,0 +1,399 @@
+//! The collector as the open internet meets it: the real binary on loopback, writing to a
+//! `file://` bucket (and to moto and Garage), posted to over HTTP.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::{json, Value};
+
+struct Collector {
+    child: Child,
+    url: String,
+    bucket: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Collector {
+    /// Starts `objstore-results serve` on a free port with these options and environment.
+    fn start(args: &[&str], env: &[(&str, String)]) -> Collector {
+        let dir = tempfile::tempdir().unwrap();
+        let bucket = dir.path().join("bucket");
+        let mut command = Command::new(env!("CARGO_BIN_EXE_objstore-results"));
+        command.args(["serve", "--listen", "127.0.0.1:0"]).args(args).stdout(Stdio::piped());
+        command.env("OBJSTORE_RESULTS", format!("file://{}", bucket.display()));
+        command.env_remove("OBJSTORE_RESULTS_PREFIX").env_remove("OBJSTORE_COLLECTOR_TOKENS");
+        for (k, v) in env {
+            command.env(k, v);
+        }
+        let mut child = command.spawn().unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let url = line.trim().rsplit(' ').next().unwrap().to_string();
+        assert!(url.starts_with("http://127.0.0.1:"), "{line}");
+        Collector { child, url, bucket, _dir: dir }
+    }
+
+    /// Every object stored: key → record.
+    fn stored(&self) -> BTreeMap<String, Value> {
+        let root = self.bucket.join("results");
+        let mut found = BTreeMap::new();
+        let mut pending = vec![root.clone()];
+        while let Some(dir) = pending.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+            for path in entries.flatten().map(|e| e.path()) {
+                if path.file_name().is_some_and(|n| n == ".objstore") {
+                    continue;
+                }
+                if path.is_dir() {
+                    pending.push(path);
+                } else {
+                    let key = path.strip_prefix(&root).unwrap().display().to_string();
+                    found.insert(key, serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap());
+                }
+            }
+        }
+        found
+    }
+}
+
+impl Drop for Collector {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// An answer: status, headers (lower-case names) and the JSON body (null when none).
+struct Answer {
+    status: u16,
+    headers: BTreeMap<String, String>,
+    body: Value,
+}
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder().http_status_as_error(false).build().into()
+}
+
+fn answer(response: ureq::http::Response<ureq::Body>) -> Answer {
+    let status = response.status().as_u16();
+    let headers = response
+        .headers()
+        .iter()
+        .map(|(k, v)| (k.as_str().to_string(), v.to_str().unwrap_or_default().to_string()))
+        .collect();
+    let text = response.into_body().read_to_string().unwrap_or_default();
+    Answer { status, headers, body: serde_json::from_str(&text).unwrap_or(Value::Null) }
+}
+
+fn send(url: &str, headers: &[(&str, &str)], content_type: &str, body: &[u8]) -> Answer {
+    let mut request = agent().post(url).header("content-type", content_type);
+    for (k, v) in headers {
+        request = request.header(*k, *v);
+    }
+    answer(request.send(body).unwrap())
+}
+
+fn post_json(url: &str, headers: &[(&str, &str)], body: &Value) -> Answer {
+    send(url, headers, "application/json", body.to_string().as_bytes())
+}
+
+/// A run as the reporters write it.
+fn run(platform: &str, browser: &str) -> Value {
+    json!({"platform": platform, "browser": browser, "version": "0.1.0", "results": {
+        "tool": {"name": "pytest"},
+        "summary": {"tests": 2, "passed": 1, "failed": 1, "skipped": 0, "pending": 0, "other": 0, "start": 1, "stop": 2},
+        "tests": [{"name": "a", "status": "passed", "duration": 1, "suite": "crud"},
+                  {"name": "b", "status": "failed", "duration": 2, "suite": "sql", "message": "no"}]}})
+}
+
+fn urlencode(pairs: &[(&str, &str)]) -> String {
+    let enc = |s: &str| {
+        s.bytes()
+            .map(|b| {
+                if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                    (b as char).to_string()
+                } else {
+                    format!("%{b:02X}")
+                }
+            })
+            .collect::<String>()
+    };
+    pairs.iter().map(|(k, v)| format!("{}={}", enc(k), enc(v))).collect::<Vec<_>>().join("&")
+}
+
+const PAGE: &str = "https://results.example.org";
+
+#[test]
+fn a_json_post_is_stored_create_only_and_read_back_as_posted() {
+    let c = Collector::start(&[], &[]);
+    let posted = run("linux-x86_64", "python-3.11");
+    let first = post_json(&c.url, &[], &posted);
+    assert_eq!(first.status, 201, "{}", first.body);
+    let key = first.body["key"].as_str().unwrap().to_string();
+    assert!(key.starts_with("linux-x86_64/python-3.11/"), "{key}");
+    assert_eq!(first.headers.get("location"), Some(&key));
+    // The same post again is a second run under its own key: nothing is overwritten.
+    let again = post_json(&c.url, &[], &posted);
+    assert_eq!(again.status, 201);
+    assert_ne!(again.body["key"], first.body["key"]);
+    let stored = c.stored();
+    assert_eq!(stored.len(), 2);
+    assert_eq!(stored[&key], posted, "read back as posted");
+}
+
+#[test]
+fn origins_preflights_and_forms() {
+    let c = Collector::start(&["--origin", PAGE], &[]);
+    let preflight = |origin: &str| {
+        answer(
+            agent()
+                .options(&c.url)
+                .header("origin", origin)
+                .header("access-control-request-method", "POST")
+                .header("access-control-request-headers", "content-type")
+                .call()
+                .unwrap(),
+        )
+    };
+    let allowed = preflight(PAGE);
+    assert_eq!(allowed.headers.get("access-control-allow-origin").map(String::as_str), Some(PAGE));
+    assert!(allowed.headers.get("access-control-allow-methods").is_some_and(|m| m.contains("POST")));
+    let other = preflight("https://evil.example");
+    assert!(!other.headers.contains_key("access-control-allow-origin"), "{:?}", other.headers);
+
+    let refused = post_json(&c.url, &[("origin", "https://evil.example")], &run("linux-x86_64", "node-20"));
+    assert_eq!((refused.status, refused.headers.get("access-control-allow-origin")), (403, None));
+    assert!(refused.body["error"].as_str().unwrap().contains("evil.example"));
+
+    let report = json!({"results": run("x", "y")["results"]}).to_string();
+    let form =
+        urlencode(&[("platform", "linux-x86_64"), ("browser", "node-20"), ("version", "1.0"), ("report", &report)]);
+    let posted = send(&c.url, &[("origin", PAGE)], "application/x-www-form-urlencoded", form.as_bytes());
+    assert_eq!(posted.status, 201, "{}", posted.body);
+    assert_eq!(posted.headers.get("access-control-allow-origin").map(String::as_str), Some(PAGE));
+
+    let boundary = "XyZ123";
+    let multipart = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"platform\"\r\n\r\nmacos-aarch64\r\n\
+         --{boundary}\r\nContent-Disposition: form-data; name=\"browser\"\r\n\r\nc-clang-17\r\n\
+         --{boundary}\r\nContent-Disposition: form-data; name=\"suite\"\r\n\r\ncrud\r\n\
+         --{boundary}\r\nContent-Disposition: form-data; name=\"report\"; filename=\"junit.xml\"\r\nContent-Type: text/xml\r\n\r\n\
+         <testsuite><testcase name=\"put\" time=\"0.001\"/></testsuite>\r\n--{boundary}--\r\n"
+    );
+    let posted =
+        send(&c.url, &[("origin", PAGE)], &format!("multipart/form-data; boundary={boundary}"), multipart.as_bytes());
+    assert_eq!(posted.status, 201, "{}", posted.body);
+    let stored = c.stored();
+    assert_eq!(stored.len(), 2, "the refused post wrote nothing");
+    let key = posted.body["key"].as_str().unwrap();
+    assert_eq!(stored[key]["results"]["tests"][0]["suite"], "crud");
+}
+
+#[test]
+fn tokens_are_asked_of_posters_without_an_origin() {
+    let c = Collector::start(&["--origin", PAGE], &[("OBJSTORE_COLLECTOR_TOKENS", "ci-secret-1, ci-secret-2".into())]);
+    let body = run("linux-x86_64", "rust-1.95");
+    let none = post_json(&c.url, &[], &body);
+    assert_eq!((none.status, none.headers.get("www-authenticate").map(String::as_str)), (401, Some("Bearer")));
+    assert_eq!(post_json(&c.url, &[("authorization", "Bearer wrong")], &body).status, 401);
+    assert_eq!(post_json(&c.url, &[("authorization", "Bearer ci-secret-2")], &body).status, 201);
+    assert_eq!(post_json(&c.url, &[("origin", PAGE)], &body).status, 201, "a page on an allowed origin needs none");
+    assert_eq!(c.stored().len(), 2);
+}
+
+#[test]
+fn bad_posts_get_a_4xx_naming_what_was_wrong_and_write_nothing() {
+    let c = Collector::start(&["--max-bytes", "4000"], &[]);
+    let big = json!({"padding": "x".repeat(5000)});
+    let too_big = post_json(&c.url, &[], &big);
+    assert_eq!(too_big.status, 413, "{}", too_big.body);
+    assert!(too_big.body["error"].as_str().unwrap().contains("4000-byte limit"));
+    for (platform, browser, version, field) in [
+        ("../etc", "python-3.11", "1", "platform"),
+        ("linux", "python/3.11", "1", "browser"),
+        ("linux", "python-3.11", "1 2", "version"),
+        ("linux", "", "1", "browser"),
+    ] {
+        let report = json!({"results": run("x", "y")["results"]}).to_string();
+        let form =
+            urlencode(&[("platform", platform), ("browser", browser), ("version", version), ("report", &report)]);
+        let refused = send(&c.url, &[], "application/x-www-form-urlencoded", form.as_bytes());
+        assert_eq!((refused.status, refused.body["field"].as_str()), (400, Some(field)), "{}", refused.body);
+    }
+    let mut unnamed = run("linux", "c");
+    unnamed["results"]["tests"][0]["suite"] = json!("");
+    let refused = post_json(&c.url, &[], &unnamed);
+    assert_eq!((refused.status, refused.body["field"].as_str()), (400, Some("report")), "{}", refused.body);
+    assert_eq!(send(&c.url, &[], "text/plain", b"hello").status, 415);
+    assert!(c.stored().is_empty());
+}
+
+#[test]
+fn a_client_past_its_rate_waits_with_retry_after() {
+    let c = Collector::start(&["--per-minute", "6", "--burst", "2"], &[]);
+    let body = run("linux-x86_64", "node-20");
+    assert_eq!(post_json(&c.url, &[], &body).status, 201);
+    assert_eq!(post_json(&c.url, &[], &body).status, 201);
+    let limited = post_json(&c.url, &[], &body);
+    assert_eq!(limited.status, 429, "{}", limited.body);
+    let wait: u64 = limited.headers["retry-after"].parse().unwrap();
+    assert!((1..=10).contains(&wait), "{wait}");
+    assert_eq!(c.stored().len(), 2);
+}
+
+#[test]
+fn concurrent_posts_in_one_millisecond_are_all_stored_once() {
+    let c = Collector::start(&[], &[]);
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(24));
+    let keys: Vec<String> = (0..24)
+        .map(|i| {
+            let (url, barrier) = (c.url.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                let body = run("linux-x86_64", if i % 2 == 0 { "python-3.11" } else { "node-20" });
+                barrier.wait();
+                let answer = post_json(&url, &[], &body);
+                assert_eq!(answer.status, 201, "{}", answer.body);
+                answer.body["key"].as_str().unwrap().to_string()
+            })
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(|t| t.join().unwrap())
+        .collect();
+    let stored = c.stored();
+    assert_eq!(stored.len(), 24, "every acknowledged post is there once");
+    for key in &keys {
+        assert!(stored.contains_key(key), "{key}");
+    }
+}
+
+/// Mangled bodies of every kind: each is a 4xx, and the bucket is unchanged.
+#[test]
+fn mangled_bodies_are_refused_and_change_nothing() {
+    let c = Collector::start(&[], &[]);
+    let good_json = run("linux-x86_64", "python-3.11").to_string();
+    let good_xml =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pytest-9.xml")).unwrap();
+    let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let mut refused = 0;
+    for round in 0..150 {
+        let (source, kind) = match round % 3 {
+            0 => (good_json.as_bytes().to_vec(), "application/json"),
+            1 => (good_xml.as_bytes().to_vec(), "application/x-www-form-urlencoded"),
+            _ => (good_json.as_bytes().to_vec(), "application/x-www-form-urlencoded"),
+        };
+        let mut body = source.clone();
+        for _ in 0..1 + next() % 8 {
+            let at = (next() as usize) % body.len();
+            match next() % 4 {
+                0 => body[at] = (next() % 256) as u8,
+                1 => body.truncate(at.max(1)),
+                2 => body.insert(at, b"<!DOCTYPE x [<!ENTITY e \"e\">]>&e;\"{}%"[(next() % 36) as usize]),
+                _ => {
+                    body.remove(at.min(body.len() - 1));
+                }
+            }
+        }
+        if kind.contains("urlencoded") {
+            let text = String::from_utf8_lossy(&body).to_string();
+            body = urlencode(&[("platform", "linux"), ("browser", "python-3.11"), ("report", &text)]).into_bytes();
+            if round % 2 == 0 {
+                body.truncate(body.len() / 2); // cut mid-escape, sometimes
+            }
+        }
+        let answer = send(&c.url, &[], kind, &body);
+        assert_ne!(answer.status / 100, 5, "round {round}: {}", answer.body);
+        if answer.status == 201 {
+            // A mangling can leave a valid report (a changed letter in a name): it is stored as any.
+            continue;
+        }
+        assert_eq!(answer.status / 100, 4, "round {round}");
+        assert!(answer.body["error"].is_string(), "round {round}: a JSON error");
+        refused += 1;
+    }
+    assert!(refused > 100, "most mangled bodies are refused ({refused})");
+    let stored = c.stored();
+    assert_eq!(stored.len(), 150 - refused, "only the accepted posts are there");
+}
+
+fn server(name: &str) -> std::collections::HashMap<String, String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let started = Command::new(root.join("tests/servers").join(name)).output().unwrap();
+    assert!(started.status.success(), "{}", String::from_utf8_lossy(&started.stderr));
+    std::fs::read_to_string(root.join(format!("target/servers/{name}.env")))
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("export ")?.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.trim_matches(['"', '\'']).to_string()))
+        .collect()
+}
+
+/// On moto and on Garage (which ignores If-None-Match on PUT), concurrent posts each land once.
+#[test]
+fn the_collector_writes_to_moto_and_garage() {
+    for (name, bucket_var) in [("moto", "MOTO_SIGNED_BUCKET"), ("garage", "GARAGE_BUCKET")] {
+        let env = server(name);
+        let up = name.to_uppercase();
+        let prefix = format!(
+            "collector-{}-{}/",
+            std::process::id(),
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
+        );
+        let c = Collector::start(
+            &[],
+            &[
+                ("OBJSTORE_RESULTS", env[&format!("{up}_ENDPOINT")].clone()),
+                ("OBJSTORE_RESULTS_BUCKET", env[bucket_var].clone()),
+                ("OBJSTORE_RESULTS_PREFIX", prefix.clone()),
+                ("AWS_ACCESS_KEY_ID", env[&format!("{up}_ACCESS_KEY_ID")].clone()),
+                ("AWS_SECRET_ACCESS_KEY", env[&format!("{up}_SECRET_ACCESS_KEY")].clone()),
+                ("AWS_REGION", env[&format!("{up}_REGION")].clone()),
+            ],
+        );
+        let keys: Vec<String> = (0..8)
+            .map(|_| {
+                let url = c.url.clone();
+                std::thread::spawn(move || {
+                    let answer = post_json(&url, &[], &run("linux-x86_64", "python-3.11"));
+                    assert_eq!(answer.status, 201, "{}", answer.body);
+                    answer.body["key"].as_str().unwrap().to_string()
+                })
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|t| t.join().unwrap())
+            .collect();
+        use objstore_db_core::sync::{list_all, open_bucket, ListRequest, SyncConfig, Token};
+        let block = json!({"format": "objstore", "Options": {"bucket": env[bucket_var], "prefix": prefix,
+            "endpoint": env[&format!("{up}_ENDPOINT")], "region": env[&format!("{up}_REGION")],
+            "accessKeyId": env[&format!("{up}_ACCESS_KEY_ID")], "secretAccessKey": env[&format!("{up}_SECRET_ACCESS_KEY")]}});
+        let bucket = open_bucket(&SyncConfig::from_json("r", &block, &|_| None).unwrap(), Default::default()).unwrap();
+        let listed =
+            list_all(&*bucket, &ListRequest { prefix: prefix.clone(), ..Default::default() }, &Token::default())
+                .unwrap();
+        let mut names: Vec<String> = listed.objects.iter().map(|o| o.key[prefix.len()..].to_string()).collect();
+        names.sort();
+        let mut want = keys.clone();
+        want.sort();
+        assert_eq!(names, want, "{name}");
+    }
+}
+
+/// A bucket that cannot be reached: the post is a 503 with the reason, not a 201 for a run that
+/// might land later (the write is taken back).
+#[test]
+fn a_post_the_bucket_cannot_take_is_a_503() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let c = Collector::start(&[], &[("OBJSTORE_RESULTS", format!("http://127.0.0.1:{closed}"))]);
+    let answer = post_json(&c.url, &[], &run("linux-x86_64", "python-3.11"));
+    assert_eq!(answer.status, 503, "{}", answer.body);
+    assert!(answer.body["error"].as_str().unwrap().contains("unavailable"), "{}", answer.body);
+}
