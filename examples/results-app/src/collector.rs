@@ -82,13 +82,29 @@ pub fn router(config: Config, writer: Writer) -> Router {
     Router::new().route("/results", post(post_results)).layer(limit).layer(cors).with_state(app)
 }
 
-/// A JSON error: `{"error": message, "field"?: name}`.
-fn error(status: StatusCode, message: impl Into<String>, field: Option<&str>) -> Response {
-    let mut body = json!({"error": message.into()});
-    if let Some(field) = field {
-        body["field"] = json!(field);
+/// A refused post, answered as JSON: `{"error": message, "field"?: name}`.
+struct Refusal {
+    status: StatusCode,
+    message: String,
+    field: Option<String>,
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        let mut body = json!({"error": self.message});
+        if let Some(field) = self.field {
+            body["field"] = json!(field);
+        }
+        (self.status, Json(body)).into_response()
     }
-    (status, Json(body)).into_response()
+}
+
+fn refusal(status: StatusCode, message: impl Into<String>, field: Option<&str>) -> Refusal {
+    Refusal { status, message: message.into(), field: field.map(str::to_string) }
+}
+
+fn error(status: StatusCode, message: impl Into<String>, field: Option<&str>) -> Response {
+    refusal(status, message, field).into_response()
 }
 
 async fn post_results(
@@ -108,7 +124,7 @@ async fn post_results(
     }
     let run = match read_run(&app.config, request).await {
         Ok(run) => run,
-        Err(refusal) => return refusal,
+        Err(refused) => return refused.into_response(),
     };
     let writer = app.writer.clone();
     let stored = tokio::task::spawn_blocking(move || writer.store(&run)).await;
@@ -160,11 +176,12 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 
 /// The run a post carries: a JSON body (a run or a CTRF report), or a form (urlencoded or
 /// multipart) with fields platform, browser, version, suite and report.
-async fn read_run(config: &Config, request: Request) -> Result<Run, Response> {
+async fn read_run(config: &Config, request: Request) -> Result<Run, Refusal> {
     let kind =
         request.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_ascii_lowercase();
-    let too_large =
-        || error(StatusCode::PAYLOAD_TOO_LARGE, format!("the body is over the {}-byte limit", config.max_bytes), None);
+    let too_large = || {
+        refusal(StatusCode::PAYLOAD_TOO_LARGE, format!("the body is over the {}-byte limit", config.max_bytes), None)
+    };
     if kind.starts_with("multipart/form-data") {
         // The router's DefaultBodyLimit caps what the multipart reader takes.
         let mut form = Multipart::from_request(request, &()).await.map_err(|e| bad(&e.body_text(), None))?;
@@ -197,20 +214,20 @@ async fn read_run(config: &Config, request: Request) -> Result<Run, Response> {
             serde_urlencoded_pairs(&body).map_err(|e| bad(&format!("the form is not urlencoded: {e}"), None))?;
         return run_of_form(pairs.into_iter().map(|(k, v)| (k, Bytes::from(v))).collect());
     }
-    Err(error(
+    Err(refusal(
         StatusCode::UNSUPPORTED_MEDIA_TYPE,
         "post application/json, application/x-www-form-urlencoded or multipart/form-data",
         None,
     ))
 }
 
-fn bad(message: &str, field: Option<&str>) -> Response {
-    error(StatusCode::BAD_REQUEST, message, field)
+fn bad(message: &str, field: Option<&str>) -> Refusal {
+    refusal(StatusCode::BAD_REQUEST, message, field)
 }
 
 /// A form's run: each label checked on its own (a 400 names the field), then the report.
-fn run_of_form(mut fields: HashMap<String, Bytes>) -> Result<Run, Response> {
-    let mut text = |name: &str| -> Result<Option<String>, Response> {
+fn run_of_form(mut fields: HashMap<String, Bytes>) -> Result<Run, Refusal> {
+    let mut text = |name: &str| -> Result<Option<String>, Refusal> {
         match fields.remove(name) {
             None => Ok(None),
             Some(bytes) => String::from_utf8(bytes.to_vec())
