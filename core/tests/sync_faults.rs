@@ -286,7 +286,8 @@ fn a_write_the_server_fails_on_does_not_block_the_writes_after_it() {
         Answer(500, internal.clone()),
         Answer(500, internal.clone()),
     ]);
-    let (_dir, mut db) = client(&peer.endpoint(), json!({"retries": 0}));
+    // One at a time: the peer answers in the order requests arrive.
+    let (_dir, mut db) = client(&peer.endpoint(), json!({"retries": 0, "concurrency": 1}));
     let errors = record_events(&mut db, &[EventKind::Error]);
     for (k, v) in [("a", 1), ("b", 1), ("a", 2), ("c", 1), ("d", 1)] {
         db.db.put("docs", json!({"v": v}), Some(key(k))).unwrap();

@@ -680,3 +680,26 @@ fn a_withdrawn_pending_write_never_lands() {
     assert_eq!(a.withdraw_pending("docs", &key("k")).unwrap(), 0);
     assert!(a.withdraw_pending("nope", &key("k")).is_err());
 }
+
+/// A flush sends the first write of each object together (several at a time), and still
+/// applies every object's writes in order.
+#[test]
+fn a_flush_sends_writes_to_different_objects_together_and_each_objects_in_order() {
+    let c = Clients::new();
+    let mut a = c.client(1, &[("docs", json!({}))]);
+    a.set_offline(true);
+    for round in 0..3 {
+        for i in 0..40 {
+            a.put("docs", json!({"i": i, "round": round}), Some(key(&format!("k{i}")))).unwrap();
+        }
+    }
+    a.remove("docs", &KeyRange::only("k7")).unwrap();
+    a.set_offline(false);
+    let report = a.flush().unwrap();
+    assert_eq!((report.sent, report.rejected.len(), report.pending), (121, 0, 0), "{report:?}");
+    let mut b = c.client(2, &[("docs", json!({}))]);
+    for i in [0, 13, 39] {
+        assert_eq!(b.get("docs", &key(&format!("k{i}"))).unwrap(), Some(json!({"i": i, "round": 2})));
+    }
+    assert_eq!(b.get("docs", &key("k7")).unwrap(), None);
+}

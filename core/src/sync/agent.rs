@@ -633,6 +633,7 @@ impl Agent {
             if batch.is_empty() {
                 break;
             }
+            let mut present = self.send_ahead(port, &batch, &written, &held, &refused_objects, token);
             let mut changes = Vec::new();
             for mut item in batch {
                 after = item.sequence;
@@ -657,7 +658,10 @@ impl Agent {
                     })
                 } else {
                     self.may_contact("the outbox").and_then(|()| {
-                        let sent = self.learn_conditions(port, &item, token).and_then(|()| self.send(&item, token));
+                        let sent = match present.remove(&item.sequence) {
+                            Some(sent) => sent,
+                            None => self.learn_conditions(port, &item, token).and_then(|()| self.send(&item, token)),
+                        };
                         // A server error on one write, right after a write that went well, may
                         // be about that write alone: it is held aside rather than taken for a
                         // failing server. Two in a row stop the flush.
@@ -721,6 +725,49 @@ impl Agent {
         }
         report.pending = port.exec(|db| db.outbox_len())?;
         Ok(report)
+    }
+
+    /// Sends the first write of each object in `batch` at once, several at a time, so that one
+    /// slow PUT (an fsync, a round trip) does not wait for another; answers by sequence number,
+    /// for the in-order pass to acknowledge. Writes to one object stay in order (only the first
+    /// goes ahead), and a write whose object was refused, held or written in this flush waits
+    /// for that pass. A write sent here whose answer that pass never takes (it stopped first) is
+    /// sent again next flush, where its own body already in place counts as sent.
+    fn send_ahead(
+        &self,
+        port: &mut impl Port,
+        batch: &[OutboxItem],
+        written: &HashMap<(String, String), Option<String>>,
+        held: &HashSet<(String, String)>,
+        refused: &HashSet<(String, String)>,
+        token: &Token,
+    ) -> HashMap<u64, Result<Option<String>>> {
+        let mut seen = HashSet::new();
+        let ahead: Vec<&OutboxItem> = batch
+            .iter()
+            .filter(|item| {
+                let object = (item.entry.store.clone(), item.entry.id.clone());
+                let first = seen.insert(object.clone());
+                first
+                    && !item.stacked
+                    && !written.contains_key(&object)
+                    && !held.contains(&object)
+                    && !refused.contains(&object)
+            })
+            .collect();
+        let Some(first) = ahead.first() else { return HashMap::new() };
+        let concurrency = self.stores.get(&first.entry.store).map_or(1, |s| s.config.concurrency);
+        if ahead.len() < 2 || self.may_contact("the outbox").is_err() {
+            return HashMap::new();
+        }
+        // A bucket's conditional writes are learnt before its writes go out together.
+        for item in &ahead {
+            if self.learn_conditions(port, item, token).is_err() {
+                return HashMap::new();
+            }
+        }
+        let answers = parallel(&ahead, concurrency, |item| self.send(item, token));
+        ahead.iter().map(|item| item.sequence).zip(answers).collect()
     }
 
     /// Before the first conditional write to an S3 bucket, probes whether it honours the

@@ -157,21 +157,37 @@ impl LocalBucket {
     /// and a crash of the machine leaves the old file or the new one: the data reaches the disk
     /// before the rename, and the rename before this returns.
     fn write_atomically(&self, path: &Path, bytes: &[u8]) -> Result<()> {
+        let tmp = self.staged(path, bytes, "file")?;
+        self.move_into_place(&tmp, path)?;
+        self.sync_folder_of(path)
+    }
+
+    /// Writes `bytes` to a temporary file of this thread (`what` tells it apart from the
+    /// thread's others) and syncs it to the disk; no lock is needed for that part.
+    fn staged(&self, path: &Path, bytes: &[u8], what: &str) -> Result<PathBuf> {
         let tmp = self.root.join(RESERVED).join("tmp").join(format!(
-            "{}-{:?}",
+            "{}-{:?}-{what}",
             std::process::id(),
             std::thread::current().id()
         ));
+        File::create(&tmp)
+            .and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all()))
+            .map_err(|e| io_error(&format!("writing {}", path.display()), e))?;
+        Ok(tmp)
+    }
+
+    fn move_into_place(&self, tmp: &Path, path: &Path) -> Result<()> {
         let context = format!("writing {}", path.display());
         if let Some(parent) = path.parent() {
             fs::create_dir_all(parent).map_err(|e| io_error(&context, e))?;
         }
-        File::create(&tmp)
-            .and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all()))
-            .map_err(|e| io_error(&context, e))?;
-        fs::rename(&tmp, path).map_err(|e| io_error(&context, e))?;
+        fs::rename(tmp, path).map_err(|e| io_error(&context, e))
+    }
+
+    /// Makes a rename into the file's folder durable.
+    fn sync_folder_of(&self, path: &Path) -> Result<()> {
         let parent = path.parent().unwrap_or(&self.root);
-        File::open(parent).and_then(|d| d.sync_all()).map_err(|e| io_error(&context, e))
+        File::open(parent).and_then(|d| d.sync_all()).map_err(|e| io_error(&format!("writing {}", path.display()), e))
     }
 
     /// Removes the temporary files of writers that were killed mid-write (their process is
@@ -190,6 +206,62 @@ impl LocalBucket {
                 let _ = fs::remove_file(entry.path());
             }
         }
+    }
+
+    /// Under the lock: checks that the key fits and the condition holds, then moves the staged
+    /// body and its record into place. Returns the etag now held.
+    #[allow(clippy::too_many_arguments)]
+    fn put_staged(
+        &self,
+        key: &str,
+        path: &Path,
+        body_tmp: &Path,
+        sidecar_tmp: &Path,
+        etag: &str,
+        metadata: &Metadata,
+        condition: &Precondition,
+    ) -> Result<String> {
+        let _lock = self.lock()?;
+        // A file system holds "a" and "a/b" only one way round, unlike S3.
+        let mut folder = String::new();
+        for segment in key.split('/').take(key.split('/').count() - 1) {
+            folder.push_str(segment);
+            if self.root.join(&folder).is_file() {
+                return Err(Error::InvalidArgument(format!(
+                    "object key {key:?} cannot be used in the local bucket {}: the object {folder:?} is where its folder would be",
+                    self.root.display()
+                )));
+            }
+            folder.push('/');
+        }
+        if path.is_dir() {
+            return Err(Error::InvalidArgument(format!(
+                "object key {key:?} cannot be used in the local bucket {}: objects already live under {key:?}/",
+                self.root.display()
+            )));
+        }
+        let current = self.sidecar(key, path)?;
+        if let Some(now) = current.as_ref().filter(|c| c.stale && c.etag == etag) {
+            // This very body is in place but its record is not: a write killed between the two
+            // renames. Its record is finished now, with this write's metadata.
+            return self.write_sidecar(key, path, now.etag.clone(), metadata);
+        }
+        let refused = match (condition, &current) {
+            (Precondition::Absent, Some(_)) => Some("the object exists (If-None-Match: *)".to_string()),
+            (Precondition::Matches(expected), Some(now)) if *expected != now.etag => {
+                Some(format!("its etag is {}, not {expected}", now.etag))
+            }
+            (Precondition::Matches(expected), None) => Some(format!("there is no object to match {expected}")),
+            _ => None,
+        };
+        if let Some(detail) = refused {
+            let size = fs::metadata(body_tmp).map_or(0, |m| m.len());
+            self.accounting.record("PUT", 412, size, 0);
+            return Err(Error::Remote { what: format!("PUT {}/{key}", self.describe()), status: 412, detail });
+        }
+        self.move_into_place(body_tmp, path)?;
+        self.move_into_place(sidecar_tmp, &self.sidecar_path(key))?;
+        Ok(etag.to_string())
     }
 
     /// Records the body now at `path` (whose etag is `etag`): its identity and the metadata.
@@ -288,47 +360,31 @@ impl Bucket for LocalBucket {
         _token: &Token,
     ) -> Result<Option<String>> {
         let path = self.path_of(key)?;
-        let _lock = self.lock()?;
-        // A file system holds "a" and "a/b" only one way round, unlike S3.
-        let mut folder = String::new();
-        for segment in key.split('/').take(key.split('/').count() - 1) {
-            folder.push_str(segment);
-            if self.root.join(&folder).is_file() {
-                return Err(Error::InvalidArgument(format!(
-                    "object key {key:?} cannot be used in the local bucket {}: the object {folder:?} is where its folder would be",
-                    self.root.display()
-                )));
-            }
-            folder.push('/');
-        }
-        if path.is_dir() {
-            return Err(Error::InvalidArgument(format!(
-                "object key {key:?} cannot be used in the local bucket {}: objects already live under {key:?}/",
-                self.root.display()
-            )));
-        }
-        let current = self.sidecar(key, &path)?;
-        if let Some(now) = current.as_ref().filter(|c| c.stale && c.etag == etag_of(body)) {
-            // This very body is in place but its record is not: a write killed between the two
-            // renames. Its record is finished now, with this write's metadata.
-            let etag = self.write_sidecar(key, &path, now.etag.clone(), metadata)?;
-            self.accounting.record("PUT", 200, body.len() as u64, 0);
-            return Ok(Some(etag));
-        }
-        let refused = match (condition, &current) {
-            (Precondition::Absent, Some(_)) => Some("the object exists (If-None-Match: *)".to_string()),
-            (Precondition::Matches(etag), Some(now)) if *etag != now.etag => {
-                Some(format!("its etag is {}, not {etag}", now.etag))
-            }
-            (Precondition::Matches(etag), None) => Some(format!("there is no object to match {etag}")),
-            _ => None,
+        // The body and its record reach the disk before the lock is taken, so that writers of
+        // different objects wait for each other's renames only, not for each other's fsyncs.
+        let etag = etag_of(body);
+        let body_tmp = self.staged(&path, body, "body")?;
+        let staged = fs::metadata(&body_tmp).map_err(|e| io_error(&format!("writing {}", path.display()), e))?;
+        let (inode, mtime_ns) = identity(&staged); // a rename keeps both
+        let sidecar = Sidecar {
+            etag: etag.clone(),
+            modified_ms: millis(SystemTime::now()),
+            size: body.len() as u64,
+            inode,
+            mtime_ns,
+            metadata: metadata.clone(),
+            stale: false,
         };
-        if let Some(detail) = refused {
-            self.accounting.record("PUT", 412, body.len() as u64, 0);
-            return Err(Error::Remote { what: format!("PUT {}/{key}", self.describe()), status: 412, detail });
+        let sidecar_path = self.sidecar_path(key);
+        let record = serde_json::to_vec(&sidecar).expect("a sidecar serialises");
+        let sidecar_tmp = self.staged(&sidecar_path, &record, "record")?;
+        let outcome = self.put_staged(key, &path, &body_tmp, &sidecar_tmp, &etag, metadata, condition);
+        for tmp in [&body_tmp, &sidecar_tmp] {
+            let _ = fs::remove_file(tmp); // moved into place, or not wanted
         }
-        self.write_atomically(&path, body)?;
-        let etag = self.write_sidecar(key, &path, etag_of(body), metadata)?;
+        let etag = outcome?;
+        self.sync_folder_of(&path)?;
+        self.sync_folder_of(&sidecar_path)?;
         self.accounting.record("PUT", 200, body.len() as u64, 0);
         Ok(Some(etag))
     }
