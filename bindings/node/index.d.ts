@@ -218,6 +218,10 @@ export class Storage extends Operations {
   refusedWrites(): Request<{ sequence: number; store: string; key: Key; op: string; value: any; code: string; message: string }[]>;
   resolveRefused(sequence: number, resolution: 'discard' | 'overwrite'): Request<void>;
   syncStatus(store: string, key: Key): Request<'synced' | 'pending' | 'refused' | 'unusable' | 'unknown' | 'local'>;
+  /** Takes back the writes to `key` still waiting for the bucket, and the local record with them
+   * (no delete is queued): for a caller that told its own client the write failed. Resolves with
+   * how many were taken back. */
+  withdrawPending(store: string, key: Key): Request<number>;
   /** Resolves after every other request of this database has settled. */
   close(): Request<void>;
 }

@@ -632,9 +632,15 @@ class Storage extends Operations {
     return request(() => this._db.resolve(waker, sequence, resolution));
   }
 
-  /** 'synced', 'pending', 'refused' or 'local' for the record under `key`. */
+  /** 'synced', 'pending', 'refused', 'unusable', 'unknown' or 'local' for the record under `key`. */
   syncStatus(store, key) {
     return request(() => this._db.syncStatus(waker, store, keyText(key)));
+  }
+
+  /** Takes back the writes to `key` still waiting for the bucket, and the local record with
+   * them (no delete is queued); resolves with how many. */
+  withdrawPending(store, key) {
+    return request(() => this._db.withdrawPending(waker, store, keyText(key)));
   }
 
   // ----- lifetime ---------------------------------------------------------------------------

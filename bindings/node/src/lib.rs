@@ -531,6 +531,12 @@ impl Database {
         waker.request(&env, |done| self.db.sync_status(&store, &key, done))
     }
 
+    #[napi]
+    pub fn withdraw_pending(&self, env: Env, waker: &Waker, store: String, key: String) -> napi::Result<sys::napi_value> {
+        let key = checked!(waker, env, parse("key", &key));
+        waker.request(&env, |done| self.db.withdraw_pending(&store, &key, done))
+    }
+
     // ----- lifetime ---------------------------------------------------------------------------
 
     /// Closes; the promise settles last of all this database's completions.

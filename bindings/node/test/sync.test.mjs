@@ -93,3 +93,18 @@ test('a bucket that ignores conditional writes (Garage) is found out, and a reop
     await again.close();
   }
 });
+
+test('a withdrawn write leaves the outbox', async () => {
+  /** @type {Record<string, import('objstore-db').SyncOptions>} */
+  const sync = { docs: { format: 'objstore', Options: { bucket: 'b', endpoint: 'http://127.0.0.1:1', retries: 0 } } };
+  const db = new Storage(path.join(tempDir(), 'w.sqlite3'), { stores: [{ name: 'docs' }] }, { sync });
+  try {
+    await db.put('docs', { n: 1 }, 'x');
+    await db.put('docs', { n: 1 }, 'y');
+    assert.equal(await db.withdrawPending('docs', 'x'), 1);
+    assert.equal((await db.flush()).pending, 1);
+    assert.equal(await db.withdrawPending('docs', 'x'), 0);
+  } finally {
+    await db.close();
+  }
+});

@@ -526,6 +526,18 @@ impl Database {
         request(py, waker, future, |done| self.db.sync_status(store, &key, done))
     }
 
+    fn withdraw_pending(
+        &self,
+        py: Python<'_>,
+        waker: &Waker,
+        future: Py<PyAny>,
+        store: &str,
+        key: &str,
+    ) -> PyResult<RequestId> {
+        let key = parse("key", key)?;
+        request(py, waker, future, |done| self.db.withdraw_pending(store, &key, done))
+    }
+
     // ----- lifetime ---------------------------------------------------------------------------
 
     /// Whether request `id` was still pending (it then completes with RequestCancelledError).

@@ -68,3 +68,17 @@ async def test_an_unreachable_bucket_keeps_writes_and_serves_the_cache(tmp_path:
         report = await db.flush()
         assert report["pending"] == 1
         assert await db.get("docs", "x") == {"n": 1}, "a pending write is read locally"
+
+
+async def test_a_withdrawn_write_leaves_the_outbox(tmp_path: pathlib.Path) -> None:
+    sync = {"docs": {"format": "objstore", "Options": {"bucket": "b", "endpoint": "http://127.0.0.1:1", "retries": 0}}}
+    async with objstore_db.open(str(tmp_path / "w.sqlite3"), {"stores": [{"name": "docs"}]}, sync=sync) as db:
+        await db.put("docs", {"n": 1}, "x")
+        await db.put("docs", {"n": 1}, "y")
+        assert await db.withdraw_pending("docs", "x") == 1
+        assert await db.get("docs", "y") == {"n": 1}
+        with pytest.raises(objstore_db.NetworkError):
+            await db.get("docs", "x")  # not held any more: the bucket would be asked
+        assert (await db.flush())["pending"] == 1
+        with pytest.raises(objstore_db.InvalidArgumentError, match="not synced|no Sync"):
+            await db.withdraw_pending("nope", "x")

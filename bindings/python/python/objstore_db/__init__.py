@@ -602,6 +602,13 @@ class Database(_Store):
         result: str = await _call(self._native.sync_status, store, _key_text(key))
         return result
 
+    async def withdraw_pending(self, store: str, key: Key) -> int:
+        """Takes back the writes to `key` still waiting for the bucket, and the local record
+        with them (no delete is queued): for a caller that told its own client the write
+        failed, so that it does not land later. Returns how many were taken back."""
+        result: int = await _call(self._native.withdraw_pending, store, _key_text(key))
+        return result
+
     # ----- lifetime -------------------------------------------------------------------------
 
     async def close(self) -> None:
