@@ -532,7 +532,13 @@ impl Database {
     }
 
     #[napi]
-    pub fn withdraw_pending(&self, env: Env, waker: &Waker, store: String, key: String) -> napi::Result<sys::napi_value> {
+    pub fn withdraw_pending(
+        &self,
+        env: Env,
+        waker: &Waker,
+        store: String,
+        key: String,
+    ) -> napi::Result<sys::napi_value> {
         let key = checked!(waker, env, parse("key", &key));
         waker.request(&env, |done| self.db.withdraw_pending(&store, &key, done))
     }

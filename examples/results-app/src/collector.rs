@@ -17,6 +17,7 @@ use axum::routing::post;
 use axum::{Json, Router};
 use serde_json::json;
 use tower_http::cors::{AllowOrigin, CorsLayer};
+use tower_http::timeout::TimeoutLayer;
 
 use crate::format::{check_label, Run};
 use crate::ingest::{ingest, Labels};
@@ -35,6 +36,9 @@ pub struct Config {
     /// Posts per minute per client address, after a burst of `burst`.
     pub per_minute: u32,
     pub burst: u32,
+    /// The longest a post may take, from its first byte to its answer (408 past it), so that
+    /// a client sending slowly, or not at all, is cut off rather than waited for.
+    pub timeout: Duration,
 }
 
 impl Default for Config {
@@ -46,6 +50,7 @@ impl Default for Config {
             max_bytes: 1024 * 1024,
             per_minute: 600,
             burst: 100,
+            timeout: Duration::from_secs(30),
         }
     }
 }
@@ -78,8 +83,19 @@ pub fn router(config: Config, writer: Writer) -> Router {
         .max_age(Duration::from_secs(600));
     let limiter = Limiter::new(config.per_minute, config.burst);
     let limit = DefaultBodyLimit::max(config.max_bytes);
+    let timeout = TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, config.timeout);
     let app = Arc::new(App { config, writer: Arc::new(writer), limiter });
-    Router::new().route("/results", post(post_results)).layer(limit).layer(cors).with_state(app)
+    Router::new()
+        .route(
+            "/results",
+            post(post_results)
+                .fallback(|| async { error(StatusCode::METHOD_NOT_ALLOWED, "POST a run to /results", None) }),
+        )
+        .fallback(|| async { error(StatusCode::NOT_FOUND, "the collector's one address is POST /results", None) })
+        .layer(limit)
+        .layer(timeout)
+        .layer(cors)
+        .with_state(app)
 }
 
 /// A refused post, answered as JSON: `{"error": message, "field"?: name}`.

@@ -15,8 +15,8 @@ use std::process::ExitCode;
 
 use ingest::Labels;
 
-const USAGE: &str = "usage: objstore-results post [--runtime R] [--platform P] [--version V] [--suite S] FILE...
-       objstore-results serve [--listen ADDR] [--origin URL]... [--token T]... [--max-bytes N] [--per-minute N] [--burst N]";
+const USAGE: &str = "usage: objstore-results post [--runtime R] [--platform P] [--version V] [--suite S] [--collector URL] FILE...
+       objstore-results serve [--listen ADDR] [--origin URL]... [--token T]... [--max-bytes N] [--per-minute N] [--burst N] [--timeout-secs N]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -37,6 +37,7 @@ fn main() -> ExitCode {
 /// Reads every file first, so that one bad file writes nothing; then stores each run.
 fn post_files(args: &[String]) -> Result<(), String> {
     let mut labels = Labels::default();
+    let mut collector = std::env::var("OBJSTORE_COLLECTOR").ok().filter(|c| !c.is_empty());
     let mut files = Vec::new();
     let mut args = args.iter();
     while let Some(arg) = args.next() {
@@ -45,6 +46,7 @@ fn post_files(args: &[String]) -> Result<(), String> {
             "--platform" => &mut labels.platform,
             "--version" => &mut labels.version,
             "--suite" => &mut labels.suite,
+            "--collector" => &mut collector,
             flag if flag.starts_with("--") => return Err(format!("unknown option {flag}\n{USAGE}")),
             file => {
                 files.push(file.to_string());
@@ -63,10 +65,16 @@ fn post_files(args: &[String]) -> Result<(), String> {
             ingest::ingest(file, &bytes, &labels)
         })
         .collect::<Result<Vec<_>, String>>()?;
-    let target = post::Target::from_env();
-    let writer = post::Writer::open(&target)?;
+    let writer = match &collector {
+        None => Some(post::Writer::open(&post::Target::from_env())?),
+        Some(_) => None,
+    };
     for (file, run) in files.iter().zip(&runs) {
-        let key = writer.store(run).map_err(|e| e.to_string())?;
+        let key = match (&writer, &collector) {
+            (Some(writer), _) => writer.store(run).map_err(|e| e.to_string())?,
+            (None, Some(url)) => post::send_to_collector(url, run).map_err(|e| format!("{file}: {e}"))?,
+            (None, None) => unreachable!("a writer or a collector"),
+        };
         let summary = &run.results.summary;
         println!(
             "{file}: {} tests ({} failed; suites {}) stored as {key}",
@@ -98,6 +106,7 @@ fn serve(args: &[String]) -> Result<(), String> {
             "--max-bytes" => config.max_bytes = number("--max-bytes")? as usize,
             "--per-minute" => config.per_minute = number("--per-minute")?,
             "--burst" => config.burst = number("--burst")?,
+            "--timeout-secs" => config.timeout = std::time::Duration::from_secs(number("--timeout-secs")?.into()),
             other => return Err(format!("unknown option {other}\n{USAGE}")),
         }
     }

@@ -124,3 +124,25 @@ impl Drop for Writer {
         self.db.close_and_join();
     }
 }
+
+/// Posts `run` to a collector (`OBJSTORE_COLLECTOR_TOKEN` is sent as its bearer token);
+/// returns the key it stored the run under.
+pub fn send_to_collector(url: &str, run: &Run) -> Result<String, String> {
+    let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+    let mut request = agent.post(url).header("content-type", "application/json");
+    if let Some(token) = std::env::var("OBJSTORE_COLLECTOR_TOKEN").ok().filter(|t| !t.is_empty()) {
+        request = request.header("authorization", format!("Bearer {token}"));
+    }
+    let body = serde_json::to_vec(run).map_err(|e| e.to_string())?;
+    let mut response = request.send(&body[..]).map_err(|e| format!("posting to {url}: {e}"))?;
+    let status = response.status().as_u16();
+    let text = response.body_mut().read_to_string().unwrap_or_default();
+    let answer: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+    match (status, answer["key"].as_str()) {
+        (201, Some(key)) => Ok(key.to_string()),
+        _ => Err(format!(
+            "the collector at {url} answered {status}: {}",
+            answer["error"].as_str().unwrap_or("no error message")
+        )),
+    }
+}

@@ -397,3 +397,54 @@ fn a_post_the_bucket_cannot_take_is_a_503() {
     assert_eq!(answer.status, 503, "{}", answer.body);
     assert!(answer.body["error"].as_str().unwrap().contains("unavailable"), "{}", answer.body);
 }
+
+/// `objstore-results post --collector URL` sends the run to a collector (with the token the
+/// environment gives) instead of the bucket; the collector's refusal is the post's error.
+#[test]
+fn post_sends_runs_to_a_collector() {
+    let c = Collector::start(&["--token", "ci-token"], &[]);
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pytest-9.xml");
+    let post = |token: &str| {
+        Command::new(env!("CARGO_BIN_EXE_objstore-results"))
+            .args(["post", "--runtime", "python-3.11", "--collector", &c.url])
+            .arg(&fixture)
+            .env("OBJSTORE_COLLECTOR_TOKEN", token)
+            .output()
+            .unwrap()
+    };
+    let refused = post("wrong");
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("401"), "{}", String::from_utf8_lossy(&refused.stderr));
+    let sent = post("ci-token");
+    assert!(sent.status.success(), "{}", String::from_utf8_lossy(&sent.stderr));
+    let stored = c.stored();
+    assert_eq!(stored.len(), 1);
+    let (key, run) = stored.iter().next().unwrap();
+    assert!(String::from_utf8_lossy(&sent.stdout).contains(key.as_str()));
+    assert_eq!(run["results"]["summary"]["tests"], 4);
+    // Anything but POST /results is a JSON error too.
+    let lost = answer(agent().get(&format!("{}/../elsewhere", c.url.trim_end_matches("/results"))).call().unwrap());
+    assert_eq!((lost.status, lost.body["error"].is_string()), (404, true));
+    let wrong_method = answer(agent().get(&c.url).call().unwrap());
+    assert_eq!((wrong_method.status, wrong_method.body["error"].is_string()), (405, true));
+}
+
+/// A client that announces a body and never sends it is cut off with a 408, and the collector
+/// goes on serving others.
+#[test]
+fn a_post_that_never_finishes_is_cut_off() {
+    use std::io::{Read, Write};
+    let c = Collector::start(&["--timeout-secs", "1"], &[]);
+    let address = c.url.trim_start_matches("http://").split('/').next().unwrap().to_string();
+    let mut slow = std::net::TcpStream::connect(&address).unwrap();
+    write!(
+        slow,
+        "POST /results HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{{"
+    )
+    .unwrap();
+    slow.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+    let mut answer_text = String::new();
+    let _ = slow.read_to_string(&mut answer_text);
+    assert!(answer_text.starts_with("HTTP/1.1 408"), "{answer_text}");
+    assert_eq!(post_json(&c.url, &[], &run("linux-x86_64", "c-gcc-12")).status, 201);
+}
