@@ -10,14 +10,13 @@ use std::time::{Duration, Instant};
 
 use axum::body::{to_bytes, Bytes};
 use axum::extract::{ConnectInfo, DefaultBodyLimit, FromRequest, Multipart, Request, State};
-use axum::http::header::{AUTHORIZATION, CONTENT_TYPE, LOCATION, ORIGIN, RETRY_AFTER, WWW_AUTHENTICATE};
+use axum::http::header::{ALLOW, AUTHORIZATION, CONTENT_TYPE, ORIGIN, RETRY_AFTER, WWW_AUTHENTICATE};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use serde_json::json;
 use tower_http::cors::{AllowOrigin, CorsLayer};
-use tower_http::timeout::TimeoutLayer;
 
 use crate::format::{check_label, Run};
 use crate::ingest::{ingest, Labels};
@@ -79,21 +78,22 @@ pub fn router(config: Config, writer: Writer) -> Router {
         .allow_origin(AllowOrigin::list(origins))
         .allow_methods([Method::POST])
         .allow_headers([CONTENT_TYPE, AUTHORIZATION])
-        .expose_headers([LOCATION, RETRY_AFTER])
+        .expose_headers([RETRY_AFTER])
         .max_age(Duration::from_secs(600));
     let limiter = Limiter::new(config.per_minute, config.burst);
     let limit = DefaultBodyLimit::max(config.max_bytes);
-    let timeout = TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, config.timeout);
     let app = Arc::new(App { config, writer: Arc::new(writer), limiter });
     Router::new()
         .route(
             "/results",
-            post(post_results)
-                .fallback(|| async { error(StatusCode::METHOD_NOT_ALLOWED, "POST a run to /results", None) }),
+            post(post_results).fallback(|| async {
+                let mut refused = error(StatusCode::METHOD_NOT_ALLOWED, "POST a run to /results", None);
+                refused.headers_mut().insert(ALLOW, HeaderValue::from_static("POST"));
+                refused
+            }),
         )
         .fallback(|| async { error(StatusCode::NOT_FOUND, "the collector's one address is POST /results", None) })
         .layer(limit)
-        .layer(timeout)
         .layer(cors)
         .with_state(app)
 }
@@ -128,32 +128,31 @@ async fn post_results(
     ConnectInfo(client): ConnectInfo<SocketAddr>,
     request: Request,
 ) -> Response {
-    let headers = request.headers().clone();
-    if let Some(refusal) = admit(&app.config, &headers) {
-        return refusal;
-    }
+    // The limit comes first, so that guessing tokens is limited too.
     if let Err(wait) = app.limiter.take(client.ip()) {
         let mut refused =
             error(StatusCode::TOO_MANY_REQUESTS, "too many posts from this address; try again later", None);
         refused.headers_mut().insert(RETRY_AFTER, HeaderValue::from(wait.as_secs().max(1)));
         return refused;
     }
-    let run = match read_run(&app.config, request).await {
-        Ok(run) => run,
-        Err(refused) => return refused.into_response(),
+    let headers = request.headers().clone();
+    if let Some(refusal) = admit(&app.config, &headers) {
+        return refusal;
+    }
+    // Reading the post has a deadline (a client sending slowly or not at all is cut off); the
+    // write that follows has the library's own timeouts, and is never cut off half-way.
+    let run = match tokio::time::timeout(app.config.timeout, read_run(&app.config, request)).await {
+        Ok(Ok(run)) => run,
+        Ok(Err(refused)) => return refused.into_response(),
+        Err(_) => return error(StatusCode::REQUEST_TIMEOUT, "the post did not arrive in time", None),
     };
     let writer = app.writer.clone();
     let stored = tokio::task::spawn_blocking(move || writer.store(&run)).await;
     match stored {
-        Ok(Ok(key)) => {
-            let mut created = (StatusCode::CREATED, Json(json!({"key": key}))).into_response();
-            if let Ok(location) = HeaderValue::from_str(&key) {
-                created.headers_mut().insert(LOCATION, location);
-            }
-            created
-        }
+        Ok(Ok(key)) => (StatusCode::CREATED, Json(json!({"key": key}))).into_response(),
         Ok(Err(e @ StoreError::Unavailable(_))) => error(StatusCode::SERVICE_UNAVAILABLE, e.to_string(), None),
-        Ok(Err(e)) => error(StatusCode::BAD_GATEWAY, e.to_string(), None),
+        Ok(Err(e @ StoreError::Refused(_))) => error(StatusCode::BAD_GATEWAY, e.to_string(), None),
+        Ok(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string(), None),
         Err(_) => error(StatusCode::INTERNAL_SERVER_ERROR, "the write stopped unexpectedly", None),
     }
 }
@@ -171,7 +170,12 @@ fn admit(config: &Config, headers: &HeaderMap) -> Option<Response> {
     if config.tokens.is_empty() {
         return None;
     }
-    let given = headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+    let given = headers
+        .get(AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, token)| token);
     match given {
         Some(token) if config.tokens.iter().any(|t| constant_time_eq(t.as_bytes(), token.trim().as_bytes())) => None,
         Some(_) => Some(unauthorized("the bearer token is not one this collector accepts")),
@@ -221,7 +225,14 @@ async fn read_run(config: &Config, request: Request) -> Result<Run, Refusal> {
         }
         return run_of_form(fields);
     }
-    let body = to_bytes(request.into_body(), config.max_bytes).await.map_err(|_| too_large())?;
+    let body = to_bytes(request.into_body(), config.max_bytes).await.map_err(|e| {
+        // Only the cap is a 413; a body cut off or badly chunked is the client's 400.
+        if format!("{e:?}").contains("LengthLimitError") {
+            too_large()
+        } else {
+            bad(&format!("the body could not be read: {e}"), None)
+        }
+    })?;
     if kind.starts_with("application/json") {
         return ingest("the body", &body, &Labels::default()).map_err(|e| bad(&e, Some("report")));
     }
@@ -304,6 +315,7 @@ fn percent_decode(text: &str) -> Result<String, String> {
             b'%' => {
                 let hex = bytes
                     .get(i + 1..i + 3)
+                    .filter(|h| h.iter().all(u8::is_ascii_hexdigit))
                     .and_then(|h| std::str::from_utf8(h).ok())
                     .and_then(|h| u8::from_str_radix(h, 16).ok());
                 out.push(hex.ok_or_else(|| format!("a bad %-escape at byte {i}"))?);
@@ -333,11 +345,21 @@ impl Limiter {
 
     /// Takes one post from the client's bucket, or says how long until one is there.
     fn take(&self, client: IpAddr) -> Result<(), Duration> {
+        // An IPv6 client holds a /64 at least: it is one client, not 2^64 of them.
+        let client = match client {
+            IpAddr::V6(v6) => IpAddr::V6((u128::from(v6) & !((1u128 << 64) - 1)).into()),
+            v4 => v4,
+        };
         let now = Instant::now();
         let mut clients = self.clients.lock().unwrap_or_else(|p| p.into_inner());
         if clients.len() >= REMEMBERED_CLIENTS {
+            // Forget the buckets that have refilled; if that frees nothing, start over: a flood
+            // of addresses must not grow this without bound.
             let (rate, burst) = (self.per_second, self.burst);
             clients.retain(|_, (tokens, at)| *tokens + at.elapsed().as_secs_f64() * rate < burst);
+            if clients.len() >= REMEMBERED_CLIENTS {
+                clients.clear();
+            }
         }
         let (tokens, at) = clients.entry(client).or_insert((self.burst, now));
         *tokens = (*tokens + now.duration_since(*at).as_secs_f64() * self.per_second).min(self.burst);

@@ -17,6 +17,11 @@ pub struct JunitError {
     pub reason: String,
 }
 
+/// Deeper `<testsuite>` nesting than any producer writes is refused, and so are more tests
+/// than a run holds: a small file must not cost a large memory.
+const MAX_DEPTH: usize = 64;
+const MAX_TESTS: usize = 200_000;
+
 struct Case {
     name: String,
     classname: String,
@@ -34,6 +39,7 @@ pub fn parse(xml: &[u8]) -> Result<Results, JunitError> {
     reader.config_mut().trim_text(true);
     let mut suites: Vec<String> = Vec::new();
     let mut cases: Vec<Case> = Vec::new();
+    let mut count = 0usize;
     let mut current: Option<Case> = None;
     let mut start_ms: Option<u64> = None;
     let mut total_seconds = 0.0;
@@ -59,11 +65,11 @@ pub fn parse(xml: &[u8]) -> Result<Results, JunitError> {
             Event::Start(e) => {
                 open += 1;
                 saw_root = true;
-                on_open(&e, &mut suites, &mut current, &mut start_ms, &mut total_seconds).map_err(fail)?;
+                on_open(&e, &mut count, &mut suites, &mut current, &mut start_ms, &mut total_seconds).map_err(fail)?;
             }
             Event::Empty(e) => {
                 saw_root = true;
-                on_open(&e, &mut suites, &mut current, &mut start_ms, &mut total_seconds).map_err(fail)?;
+                on_open(&e, &mut count, &mut suites, &mut current, &mut start_ms, &mut total_seconds).map_err(fail)?;
                 on_close(e.name().as_ref(), &mut suites, &mut cases, &mut current);
             }
             Event::End(e) => {
@@ -94,7 +100,7 @@ pub fn parse(xml: &[u8]) -> Result<Results, JunitError> {
         })
         .collect();
     let start = start_ms.unwrap_or(0);
-    let stop = start + (total_seconds * 1000.0).round() as u64;
+    let stop = start.saturating_add((total_seconds * 1000.0).round() as u64);
     Ok(Results {
         tool: Tool { name: "junit".into(), version: None },
         summary: Summary::of(&tests, start, stop),
@@ -105,6 +111,7 @@ pub fn parse(xml: &[u8]) -> Result<Results, JunitError> {
 
 fn on_open(
     e: &BytesStart<'_>,
+    count: &mut usize,
     suites: &mut Vec<String>,
     current: &mut Option<Case>,
     start_ms: &mut Option<u64>,
@@ -122,6 +129,9 @@ fn on_open(
     };
     match e.name().as_ref() {
         b"testsuite" => {
+            if suites.len() >= MAX_DEPTH {
+                return Err(format!("<testsuite> nested more than {MAX_DEPTH} deep"));
+            }
             suites.push(attr("name")?.unwrap_or_default());
             if let (None, Some(stamp)) = (*start_ms, attr("timestamp")?) {
                 *start_ms = Some(timestamp_ms(&stamp).ok_or_else(|| format!("timestamp {stamp:?} is not ISO 8601"))?);
@@ -134,6 +144,10 @@ fn on_open(
             if current.is_some() {
                 return Err("a <testcase> inside a <testcase>".into());
             }
+            if *count >= MAX_TESTS {
+                return Err(format!("more than {MAX_TESTS} tests"));
+            }
+            *count += 1;
             let name = attr("name")?.ok_or("a <testcase> has no name")?;
             let status = match attr("status")?.as_deref() {
                 // ctest: disabled and not-run tests carry only this attribute.
@@ -143,7 +157,7 @@ fn on_open(
             *current = Some(Case {
                 name,
                 classname: attr("classname")?.unwrap_or_default(),
-                suite_path: suites.clone(),
+                suite_path: suites.iter().find(|s| !is_generic(s)).cloned().into_iter().collect(),
                 seconds: seconds(attr("time")?.as_deref(), "testcase")?,
                 status,
                 message: None,
@@ -188,11 +202,10 @@ fn on_close(name: &[u8], suites: &mut Vec<String>, cases: &mut Vec<Case>, curren
         b"testcase" => {
             let Some(case) = current.take() else { return };
             // pytest writes a second <testcase> for an error in teardown after a failure: one
-            // test, the worse outcome, both messages.
+            // test, the worse outcome, both messages. It follows the first at once.
             let same = cases
-                .iter_mut()
-                .rev()
-                .find(|c| c.name == case.name && c.classname == case.classname && c.suite_path == case.suite_path);
+                .last_mut()
+                .filter(|c| c.name == case.name && c.classname == case.classname && c.suite_path == case.suite_path);
             match same {
                 Some(earlier) if case.status == Status::Failed || earlier.status == Status::Failed => {
                     if case.status == Status::Failed {
@@ -229,11 +242,17 @@ pub fn suite_name(suite_path: &[String], classname: &str) -> String {
     last.to_ascii_lowercase()
 }
 
+/// A suite name that tells nothing (a tool's own, or none).
+fn is_generic(name: &str) -> bool {
+    name.is_empty() || matches!(name, "pytest" | "test" | "tests" | "node" | "nextest-run" | "(empty)")
+}
+
 fn seconds(value: Option<&str>, element: &str) -> Result<f64, String> {
     match value {
         None | Some("") => Ok(0.0),
-        Some(v) => match v.trim().replace(',', "").parse::<f64>() {
-            Ok(s) if s.is_finite() && s >= 0.0 => Ok(s),
+        Some(v) => match v.trim().parse::<f64>() {
+            // A run of more than a year is not a time any producer writes.
+            Ok(s) if s.is_finite() && (0.0..=31_536_000.0).contains(&s) => Ok(s),
             _ => Err(format!("<{element} time={v:?}> is not a number of seconds")),
         },
     }
@@ -245,6 +264,9 @@ pub fn timestamp_ms(text: &str) -> Option<u64> {
     let (date, time) = text.split_once(['T', ' '])?;
     let mut d = date.split('-').map(|p| p.parse::<i64>().ok());
     let (y, m, day) = (d.next()??, d.next()??, d.next()??);
+    if !(1..=9999).contains(&y) || !(1..=12).contains(&m) || !(1..=31).contains(&day) {
+        return None;
+    }
     let (clock, offset_s) = match time.find(['Z', 'z', '+']).or_else(|| time.rfind('-').filter(|&i| i > 5)) {
         Some(i) => {
             let zone = &time[i..];
@@ -264,6 +286,9 @@ pub fn timestamp_ms(text: &str) -> Option<u64> {
     let (hms, frac) = clock.split_once('.').unwrap_or((clock, ""));
     let mut t = hms.split(':').map(|p| p.parse::<i64>().ok());
     let (h, mi, s) = (t.next()??, t.next()??, t.next().flatten().unwrap_or(0));
+    if !(0..=23).contains(&h) || !(0..=59).contains(&mi) || !(0..=60).contains(&s) {
+        return None;
+    }
     let millis: i64 = format!("{frac:0<3}").get(..3)?.parse().ok()?;
     // Days from the civil date (Howard Hinnant's algorithm).
     let (y2, m2) = if m <= 2 { (y - 1, m + 9) } else { (y, m - 3) };
@@ -343,6 +368,18 @@ mod tests {
         let bad_time = b"<testsuite>\n\n<testcase name=\"a\" time=\"soon\"/></testsuite>";
         let err = parse(bad_time).unwrap_err();
         assert_eq!((err.line, err.reason.contains("soon")), (3, true), "{err:?}");
+    }
+
+    #[test]
+    fn small_files_cannot_cost_large_memory_or_overflow() {
+        let deep = format!("{}{}", "<testsuite name=\"s\">".repeat(65), "</testsuite>".repeat(65));
+        assert!(parse(deep.as_bytes()).unwrap_err().reason.contains("nested"));
+        let long = b"<testsuite time=\"1e300\"><testcase name=\"a\"/></testsuite>";
+        assert!(parse(long).unwrap_err().reason.contains("1e300"));
+        let comma = b"<testsuite><testcase name=\"a\" time=\"1,5\"/></testsuite>";
+        assert!(parse(comma).is_err(), "1,5 is not read as 15");
+        let far = b"<testsuite timestamp=\"99999999999999999-01-01T00:00:00Z\"><testcase name=\"a\"/></testsuite>";
+        assert!(parse(far).unwrap_err().reason.contains("ISO 8601"));
     }
 
     #[test]

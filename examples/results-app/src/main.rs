@@ -101,7 +101,14 @@ fn serve(args: &[String]) -> Result<(), String> {
             "--listen" => {
                 config.listen = value.parse().map_err(|_| format!("--listen {value:?} is not an address:port"))?
             }
-            "--origin" => config.origins.push(value.trim_end_matches('/').to_string()),
+            "--origin" => {
+                let origin = value.trim_end_matches('/');
+                let (scheme, host) = origin.split_once("://").unwrap_or_default();
+                if !matches!(scheme, "http" | "https") || host.is_empty() || host.contains(['/', '*', ' ']) {
+                    return Err(format!("--origin {value:?} is not an origin (scheme://host[:port])"));
+                }
+                config.origins.push(origin.to_string());
+            }
             "--token" => config.tokens.push(value.clone()),
             "--max-bytes" => config.max_bytes = number("--max-bytes")? as usize,
             "--per-minute" => config.per_minute = number("--per-minute")?,

@@ -44,8 +44,13 @@ impl Target {
 }
 
 /// A database that only writes runs: in memory, since what matters is in the bucket.
+/// Its database keeps a copy of each run it stored, so it is replaced by a fresh one after
+/// this many: a long-running collector's memory stays bounded.
+const RUNS_PER_DATABASE: u64 = 256;
+
 pub struct Writer {
-    db: Db,
+    target: Target,
+    current: std::sync::Mutex<(Db, u64)>,
 }
 
 /// Makes a request of the library and waits for its answer.
@@ -62,6 +67,11 @@ fn call<T: Send + 'static>(
 
 impl Writer {
     pub fn open(target: &Target) -> Result<Writer, String> {
+        let db = Self::open_database(target)?;
+        Ok(Writer { target: target.clone(), current: std::sync::Mutex::new((db, 0)) })
+    }
+
+    fn open_database(target: &Target) -> Result<Db, String> {
         let options = OpenOptions { mechanism: MechanismKind::Memory, ..OpenOptions::default() };
         let (tx, rx) = mpsc::channel();
         let db = Db::open("results-writer", Some(&target.schema()), &options, move |r| {
@@ -69,7 +79,21 @@ impl Writer {
         })
         .map_err(|e| e.to_string())?;
         rx.recv().map_err(|_| "the database went away".to_string())?.map_err(|e| e.to_string())?;
-        Ok(Writer { db })
+        Ok(db)
+    }
+
+    /// The database to write through, replaced by a fresh one every [`RUNS_PER_DATABASE`] runs
+    /// (the old one closes once its last write is answered).
+    fn database(&self) -> Result<Db, StoreError> {
+        let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());
+        if current.1 >= RUNS_PER_DATABASE {
+            let fresh = Self::open_database(&self.target).map_err(StoreError::Local)?;
+            // The old one closes when the stores still using it let go of it.
+            drop(std::mem::replace(&mut current.0, fresh));
+            current.1 = 0;
+        }
+        current.1 += 1;
+        Ok(current.0.clone())
     }
 
     /// Stores `run` under a new key and waits until the bucket holds it; returns the key. A run
@@ -77,23 +101,30 @@ impl Writer {
     pub fn store(&self, run: &Run) -> Result<String, StoreError> {
         let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
         let key = run.object_key(now, &new_run_id());
+        let db = self.database()?;
         let value = serde_json::to_value(run).map_err(|e| StoreError::Local(e.to_string()))?;
-        call(|done| self.db.add(None, "results", value, Some(&json!(key)), done)).map_err(StoreError::Local)?;
-        let report = call(|done| self.db.flush(done)).map_err(StoreError::Local)?;
-        let listed = |field: &str| {
-            report[field].as_array().filter(|l| !l.is_empty()).map(|l| {
-                l.iter().map(|w| w["message"].as_str().unwrap_or_default().to_string()).collect::<Vec<_>>().join("; ")
-            })
+        call(|done| db.add(None, "results", value, Some(&json!(key)), done)).map_err(StoreError::Local)?;
+        let report = call(|done| db.flush(done)).map_err(StoreError::Local)?;
+        // The report covers every write the flush met (other posts' too): this run's outcome is
+        // its own sync status; the report only says why.
+        let status = call(|done| db.sync_status("results", &json!(key), done)).map_err(StoreError::Local)?;
+        let why = |fields: &[&str]| {
+            fields
+                .iter()
+                .find_map(|f| match &report[*f] {
+                    Value::String(s) => Some(s.clone()),
+                    Value::Array(list) => list.first().and_then(|w| w["message"].as_str()).map(str::to_string),
+                    _ => None,
+                })
+                .unwrap_or_else(|| "the bucket did not take it".into())
         };
-        let failed = if let Some(why) = report["offline"].as_str().map(str::to_string).or_else(|| listed("held")) {
-            StoreError::Unavailable(why)
-        } else if let Some(why) = report["blocked"].as_str().map(str::to_string).or_else(|| listed("rejected")) {
-            StoreError::Refused(why)
-        } else {
-            return Ok(key);
+        let failed = match status.as_str() {
+            Some("synced") => return Ok(key),
+            Some("refused") => StoreError::Refused(why(&["blocked", "rejected"])),
+            _ => StoreError::Unavailable(why(&["offline", "held", "blocked"])),
         };
         // The caller hears that the run was not stored: it must not land later either.
-        call(|done| self.db.withdraw_pending("results", &json!(key), done)).map_err(StoreError::Local)?;
+        call(|done| db.withdraw_pending("results", &json!(key), done)).map_err(StoreError::Local)?;
         Err(failed)
     }
 }
@@ -121,7 +152,7 @@ impl std::fmt::Display for StoreError {
 
 impl Drop for Writer {
     fn drop(&mut self) {
-        self.db.close_and_join();
+        self.current.lock().unwrap_or_else(|p| p.into_inner()).0.close_and_join();
     }
 }
 
