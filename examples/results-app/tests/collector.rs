@@ -1,12 +1,15 @@
 //! The collector as the open internet meets it: the real binary on loopback, writing to a
 //! `file://` bucket (and to moto and Garage), posted to over HTTP.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use serde_json::{json, Value};
+use support::server;
 
 struct Collector {
     child: Child,
@@ -37,24 +40,7 @@ impl Collector {
 
     /// Every object stored: key → record.
     fn stored(&self) -> BTreeMap<String, Value> {
-        let root = self.bucket.join("results");
-        let mut found = BTreeMap::new();
-        let mut pending = vec![root.clone()];
-        while let Some(dir) = pending.pop() {
-            let Ok(entries) = std::fs::read_dir(&dir) else { continue };
-            for path in entries.flatten().map(|e| e.path()) {
-                if path.file_name().is_some_and(|n| n == ".objstore") {
-                    continue;
-                }
-                if path.is_dir() {
-                    pending.push(path);
-                } else {
-                    let key = path.strip_prefix(&root).unwrap().display().to_string();
-                    found.insert(key, serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap());
-                }
-            }
-        }
-        found
+        support::stored(&self.bucket)
     }
 }
 
@@ -106,6 +92,24 @@ fn run(platform: &str, browser: &str) -> Value {
         "summary": {"tests": 2, "passed": 1, "failed": 1, "skipped": 0, "pending": 0, "other": 0, "start": 1, "stop": 2},
         "tests": [{"name": "a", "status": "passed", "duration": 1, "suite": "crud"},
                   {"name": "b", "status": "failed", "duration": 2, "suite": "sql", "message": "no"}]}})
+}
+
+/// Posts each body from a thread of its own, all released at one instant; the stored keys.
+fn post_at_once(url: &str, bodies: Vec<Value>) -> Vec<String> {
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(bodies.len()));
+    let posters: Vec<_> = bodies
+        .into_iter()
+        .map(|body| {
+            let (url, barrier) = (url.to_string(), barrier.clone());
+            std::thread::spawn(move || {
+                barrier.wait();
+                let answer = post_json(&url, &[], &body);
+                assert_eq!(answer.status, 201, "{}", answer.body);
+                answer.body["key"].as_str().unwrap().to_string()
+            })
+        })
+        .collect();
+    posters.into_iter().map(|t| t.join().unwrap()).collect()
 }
 
 fn urlencode(pairs: &[(&str, &str)]) -> String {
@@ -248,22 +252,8 @@ fn a_client_past_its_rate_waits_with_retry_after() {
 #[test]
 fn concurrent_posts_in_one_millisecond_are_all_stored_once() {
     let c = Collector::start(&[], &[]);
-    let barrier = std::sync::Arc::new(std::sync::Barrier::new(24));
-    let keys: Vec<String> = (0..24)
-        .map(|i| {
-            let (url, barrier) = (c.url.clone(), barrier.clone());
-            std::thread::spawn(move || {
-                let body = run("linux-x86_64", if i % 2 == 0 { "python-3.11" } else { "node-20" });
-                barrier.wait();
-                let answer = post_json(&url, &[], &body);
-                assert_eq!(answer.status, 201, "{}", answer.body);
-                answer.body["key"].as_str().unwrap().to_string()
-            })
-        })
-        .collect::<Vec<_>>()
-        .into_iter()
-        .map(|t| t.join().unwrap())
-        .collect();
+    let bodies = (0..24).map(|i| run("linux-x86_64", if i % 2 == 0 { "python-3.11" } else { "node-20" })).collect();
+    let keys = post_at_once(&c.url, bodies);
     let stored = c.stored();
     assert_eq!(stored.len(), 24, "every acknowledged post is there once");
     for key in &keys {
@@ -326,18 +316,6 @@ fn mangled_bodies_are_refused_and_change_nothing() {
     assert_eq!(stored.len(), 150 - refused, "only the accepted posts are there");
 }
 
-fn server(name: &str) -> std::collections::HashMap<String, String> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let started = Command::new(root.join("tests/servers").join(name)).output().unwrap();
-    assert!(started.status.success(), "{}", String::from_utf8_lossy(&started.stderr));
-    std::fs::read_to_string(root.join(format!("target/servers/{name}.env")))
-        .unwrap()
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("export ")?.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.trim_matches(['"', '\'']).to_string()))
-        .collect()
-}
-
 /// On moto and on Garage (which ignores If-None-Match on PUT), concurrent posts each land once.
 #[test]
 fn the_collector_writes_to_moto_and_garage() {
@@ -360,19 +338,7 @@ fn the_collector_writes_to_moto_and_garage() {
                 ("AWS_REGION", env[&format!("{up}_REGION")].clone()),
             ],
         );
-        let keys: Vec<String> = (0..8)
-            .map(|_| {
-                let url = c.url.clone();
-                std::thread::spawn(move || {
-                    let answer = post_json(&url, &[], &run("linux-x86_64", "python-3.11"));
-                    assert_eq!(answer.status, 201, "{}", answer.body);
-                    answer.body["key"].as_str().unwrap().to_string()
-                })
-            })
-            .collect::<Vec<_>>()
-            .into_iter()
-            .map(|t| t.join().unwrap())
-            .collect();
+        let keys = post_at_once(&c.url, (0..8).map(|_| run("linux-x86_64", "python-3.11")).collect());
         use objstore_db_core::sync::{list_all, open_bucket, ListRequest, SyncConfig, Token};
         let block = json!({"format": "objstore", "Options": {"bucket": env[bucket_var], "prefix": prefix,
             "endpoint": env[&format!("{up}_ENDPOINT")], "region": env[&format!("{up}_REGION")],

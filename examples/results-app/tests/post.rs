@@ -1,10 +1,13 @@
 //! `objstore-results post` as a user runs it: report files from real producers into a `file://`
 //! bucket, read back as stored; a bad file anywhere in the list writes nothing.
 
-use std::path::{Path, PathBuf};
+mod support;
+
+use std::path::Path;
 use std::process::{Command, Output};
 
 use serde_json::Value;
+use support::server;
 
 fn fixture(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name).display().to_string()
@@ -21,28 +24,9 @@ fn post(bucket: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
-/// Every stored object under the bucket directory: (key, record).
+/// Every stored run, in key order: (key, record).
 fn stored(bucket: &Path) -> Vec<(String, Value)> {
-    let root = bucket.join("results");
-    let mut found = Vec::new();
-    let mut pending = vec![root.clone()];
-    while let Some(dir) = pending.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
-        for entry in entries.flatten() {
-            let path: PathBuf = entry.path();
-            if path.file_name().is_some_and(|n| n == ".objstore") {
-                continue;
-            }
-            if path.is_dir() {
-                pending.push(path);
-            } else {
-                let key = path.strip_prefix(&root).unwrap().display().to_string();
-                found.push((key, serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap()));
-            }
-        }
-    }
-    found.sort_by(|a, b| a.0.cmp(&b.0));
-    found
+    support::stored(bucket).into_iter().collect()
 }
 
 #[test]
@@ -140,19 +124,6 @@ fn ctrf_reports_and_stored_runs_are_read_back_alike() {
     let other = tempfile::tempdir().unwrap();
     assert!(post(other.path(), &[&again.display().to_string()]).status.success());
     assert_eq!(stored(other.path())[0].1, run);
-}
-
-/// The settings a server script writes (`target/servers/<name>.env`), after starting it.
-fn server(name: &str) -> std::collections::HashMap<String, String> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let started = Command::new(root.join("tests/servers").join(name)).output().unwrap();
-    assert!(started.status.success(), "{}", String::from_utf8_lossy(&started.stderr));
-    std::fs::read_to_string(root.join(format!("target/servers/{name}.env")))
-        .unwrap()
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("export ")?.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.trim_matches(['"', '\'']).to_string()))
-        .collect()
 }
 
 /// To an S3 server, through the standard AWS variables: the same file posted twice is two runs

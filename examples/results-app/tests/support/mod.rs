@@ -1,0 +1,44 @@
+//! What the app's test files share: the S3 servers' settings and the runs a `file://` bucket
+//! holds.
+#![allow(dead_code)]
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+/// The settings a server script writes (`target/servers/<name>.env`), after starting it.
+pub fn server(name: &str) -> HashMap<String, String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let started = Command::new(root.join("tests/servers").join(name)).output().unwrap();
+    assert!(started.status.success(), "{}", String::from_utf8_lossy(&started.stderr));
+    std::fs::read_to_string(root.join(format!("target/servers/{name}.env")))
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("export ")?.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.trim_matches(['"', '\'']).to_string()))
+        .collect()
+}
+
+/// Every run the `results` bucket under `bucket_dir` holds: key → record.
+pub fn stored(bucket_dir: &Path) -> BTreeMap<String, Value> {
+    let root = bucket_dir.join("results");
+    let mut found = BTreeMap::new();
+    let mut pending = vec![root.clone()];
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for path in entries.flatten().map(|e| e.path()) {
+            if path.file_name().is_some_and(|n| n == ".objstore") {
+                continue;
+            }
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                let key = path.strip_prefix(&root).unwrap().display().to_string();
+                found.insert(key, serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap());
+            }
+        }
+    }
+    found
+}
