@@ -266,17 +266,7 @@ impl LocalBucket {
 
     /// Records the body now at `path` (whose etag is `etag`): its identity and the metadata.
     fn write_sidecar(&self, key: &str, path: &Path, etag: String, metadata: &Metadata) -> Result<String> {
-        let file = fs::metadata(path).map_err(|e| io_error(&format!("writing {}", path.display()), e))?;
-        let (inode, mtime_ns) = identity(&file);
-        let sidecar = Sidecar {
-            etag,
-            modified_ms: millis(SystemTime::now()),
-            size: file.len(),
-            inode,
-            mtime_ns,
-            metadata: metadata.clone(),
-            stale: false,
-        };
+        let sidecar = Sidecar::describing(path, etag, metadata)?;
         self.write_atomically(&self.sidecar_path(key), &serde_json::to_vec(&sidecar).expect("a sidecar serialises"))?;
         Ok(sidecar.etag)
     }
@@ -364,17 +354,7 @@ impl Bucket for LocalBucket {
         // different objects wait for each other's renames only, not for each other's fsyncs.
         let etag = etag_of(body);
         let body_tmp = self.staged(&path, body, "body")?;
-        let staged = fs::metadata(&body_tmp).map_err(|e| io_error(&format!("writing {}", path.display()), e))?;
-        let (inode, mtime_ns) = identity(&staged); // a rename keeps both
-        let sidecar = Sidecar {
-            etag: etag.clone(),
-            modified_ms: millis(SystemTime::now()),
-            size: body.len() as u64,
-            inode,
-            mtime_ns,
-            metadata: metadata.clone(),
-            stale: false,
-        };
+        let sidecar = Sidecar::describing(&body_tmp, etag.clone(), metadata)?; // a rename keeps its identity
         let sidecar_path = self.sidecar_path(key);
         let record = serde_json::to_vec(&sidecar).expect("a sidecar serialises");
         let sidecar_tmp = self.staged(&sidecar_path, &record, "record")?;
@@ -467,6 +447,21 @@ fn skipped_group(key: &str, after: &str, delimiter: Option<&str>) -> bool {
 }
 
 impl Sidecar {
+    /// The record of the body in `file` (whose etag is `etag`), written now.
+    fn describing(file: &Path, etag: String, metadata: &Metadata) -> Result<Sidecar> {
+        let found = fs::metadata(file).map_err(|e| io_error(&format!("writing {}", file.display()), e))?;
+        let (inode, mtime_ns) = identity(&found);
+        Ok(Sidecar {
+            etag,
+            modified_ms: millis(SystemTime::now()),
+            size: found.len(),
+            inode,
+            mtime_ns,
+            metadata: metadata.clone(),
+            stale: false,
+        })
+    }
+
     fn modified(&self) -> SystemTime {
         UNIX_EPOCH + Duration::from_millis(self.modified_ms)
     }
