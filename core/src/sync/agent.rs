@@ -257,7 +257,8 @@ impl Agent {
         self.breaker.check(what)
     }
 
-    fn refractory_fresh(&self, store: &str) -> bool {
+    /// Whether a listing of `store` within its refractory period answered for the bucket.
+    pub fn refractory_fresh(&self, store: &str) -> bool {
         let refractory = self.stores.get(store).map_or(Duration::ZERO, |s| s.config.refractory);
         self.seen().get(store).and_then(|s| s.at).is_some_and(|at| at.elapsed() < refractory)
     }

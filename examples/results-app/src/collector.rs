@@ -60,18 +60,7 @@ struct App {
     limiter: Limiter,
 }
 
-/// Serves until the process is interrupted; `ready` hears the address bound (port 0 picks one).
-pub async fn serve(config: Config, writer: Writer, ready: impl FnOnce(SocketAddr)) -> std::io::Result<()> {
-    let listener = tokio::net::TcpListener::bind(config.listen).await?;
-    ready(listener.local_addr()?);
-    let app = router(config, writer);
-    axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await
-}
-
+/// `POST /results`, with CORS for the allowed origins.
 pub fn router(config: Config, writer: Writer) -> Router {
     let origins: Vec<HeaderValue> = config.origins.iter().filter_map(|o| HeaderValue::from_str(o).ok()).collect();
     let cors = CorsLayer::new()
@@ -92,7 +81,6 @@ pub fn router(config: Config, writer: Writer) -> Router {
                 refused
             }),
         )
-        .fallback(|| async { error(StatusCode::NOT_FOUND, "the collector's one address is POST /results", None) })
         .layer(limit)
         .layer(cors)
         .with_state(app)
@@ -119,7 +107,7 @@ fn refusal(status: StatusCode, message: impl Into<String>, field: Option<&str>) 
     Refusal { status, message: message.into(), field: field.map(str::to_string) }
 }
 
-fn error(status: StatusCode, message: impl Into<String>, field: Option<&str>) -> Response {
+pub fn error(status: StatusCode, message: impl Into<String>, field: Option<&str>) -> Response {
     refusal(status, message, field).into_response()
 }
 

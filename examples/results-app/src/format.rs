@@ -162,12 +162,36 @@ impl Run {
 
     /// The suites present, in the matrix's order: the six known ones first, then the others.
     pub fn suites(&self) -> Vec<String> {
-        const KNOWN: [&str; 6] = ["crud", "cursor", "event", "transaction", "query", "sql"];
         let mut suites: Vec<String> = self.results.tests.iter().map(|t| t.suite.clone()).collect();
-        suites.sort_by_key(|s| (KNOWN.iter().position(|k| k == s).unwrap_or(KNOWN.len()), s.clone()));
-        suites.dedup();
+        sort_suites(&mut suites);
         suites
     }
+}
+
+/// The matrix's columns, in order: the six the library's suites are named after.
+pub const KNOWN_SUITES: [&str; 6] = ["crud", "cursor", "event", "transaction", "query", "sql"];
+
+/// Sorts suites in the matrix's order (the known six, then the others by name), without repeats.
+pub fn sort_suites(suites: &mut Vec<String>) {
+    suites.sort_by_key(|s| (KNOWN_SUITES.iter().position(|k| k == s).unwrap_or(KNOWN_SUITES.len()), s.clone()));
+    suites.dedup();
+}
+
+/// `text` for an error message: whole when short, else its first 60 characters and its length.
+pub fn clip(text: &str) -> String {
+    match text.char_indices().nth(60) {
+        None => text.to_string(),
+        Some((end, _)) => format!("{}… ({} bytes)", &text[..end], text.len()),
+    }
+}
+
+/// When a run was stored, from its object name's reverse timestamp (`None` for a name outside
+/// the layout).
+pub fn stored_at(name: &str) -> Option<u64> {
+    let run = name.rsplit('/').next()?;
+    let digits = run.split('-').next()?;
+    let reverse: u64 = digits.parse().ok().filter(|_| digits.len() == 13)?;
+    FAR_FUTURE_MS.checked_sub(reverse)
 }
 
 #[cfg(test)]

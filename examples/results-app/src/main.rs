@@ -1,29 +1,46 @@
 //! `objstore-results`: the results app of objstore-db (DESIGN §5), built on the library.
 //!
-//!     objstore-results post [--runtime R] [--platform P] [--version V] [--suite S] FILE...
+//!     objstore-results                 the main command: fill an empty bucket with the
+//!                                      conformance suites' results, print the matrix, serve
+//!     objstore-results post FILE...    store test reports as runs
+//!     objstore-results serve           the page and the collector
+//!     objstore-results matrix          print the matrix
 //!
-//! Results go to `OBJSTORE_RESULTS` (a `file://` directory, default `./results`, or an S3
+//! Results live in `OBJSTORE_RESULTS` (a `file://` directory, default `./results`, or an S3
 //! endpoint with the standard `AWS_*` settings), bucket `OBJSTORE_RESULTS_BUCKET` (`results`).
 
 mod collector;
+mod conformance;
 mod format;
 mod ingest;
 mod junit;
+mod page;
 mod post;
+mod server;
+mod table;
+mod view;
 
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use ingest::Labels;
+use view::Viewer;
 
-const USAGE: &str = "usage: objstore-results post [--runtime R] [--platform P] [--version V] [--suite S] [--collector URL] FILE...
-       objstore-results serve [--listen ADDR] [--origin URL]... [--token T]... [--max-bytes N] [--per-minute N] [--burst N] [--timeout-secs N]";
+const USAGE: &str = "usage: objstore-results [--listen ADDR] [--cache PATH]
+       objstore-results post [--runtime R] [--platform P] [--version V] [--suite S] [--collector URL] FILE...
+       objstore-results serve [--listen ADDR] [--cache PATH] [--origin URL]... [--token T]... [--max-bytes N] [--per-minute N] [--burst N] [--timeout-secs N]
+       objstore-results matrix [--cache PATH]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let outcome = match args.split_first() {
         Some((command, rest)) if command == "post" => post_files(rest),
-        Some((command, rest)) if command == "serve" => serve(rest),
-        _ => Err(USAGE.to_string()),
+        Some((command, rest)) if command == "serve" => serve(rest, false),
+        Some((command, rest)) if command == "matrix" => print_matrix(rest),
+        Some((command, _)) if !command.starts_with("--") => Err(format!("unknown command {command:?}\n{USAGE}")),
+        _ => serve(&args, true),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -32,6 +49,10 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
 /// Reads every file first, so that one bad file writes nothing; then stores each run.
@@ -86,10 +107,32 @@ fn post_files(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// Runs the collector until interrupted. Tokens also come from `OBJSTORE_COLLECTOR_TOKENS`
-/// (comma-separated), so that they need not appear in a process listing.
-fn serve(args: &[String]) -> Result<(), String> {
+/// The viewer's cache: `--cache PATH`, else one file per target in the user's cache folder.
+fn open_viewer(target: &post::Target, cache: Option<PathBuf>) -> Result<Viewer, String> {
+    Viewer::open(target, &cache.unwrap_or_else(|| target.default_cache()))
+}
+
+/// `objstore-results matrix`: the home view as a table.
+fn print_matrix(args: &[String]) -> Result<(), String> {
+    let cache = match args {
+        [] => None,
+        [flag, path] if flag == "--cache" => Some(PathBuf::from(path)),
+        _ => return Err(USAGE.to_string()),
+    };
+    let viewer = open_viewer(&post::Target::from_env(), cache)?;
+    let matrix = viewer.matrix().map_err(|e| e.to_string())?;
+    print!("{}", table::render(&matrix, now_ms()));
+    Ok(())
+}
+
+/// Serves the page and the collector until interrupted. As the main command (`start`), first
+/// fills an empty bucket with the conformance suites' run and prints the matrix, and takes
+/// another port when the one asked for is taken. Tokens also come from
+/// `OBJSTORE_COLLECTOR_TOKENS` (comma-separated), so that they need not appear in a process
+/// listing.
+fn serve(args: &[String], start: bool) -> Result<(), String> {
     let mut config = collector::Config::default();
+    let mut cache = None;
     if let Ok(tokens) = std::env::var("OBJSTORE_COLLECTOR_TOKENS") {
         config.tokens.extend(tokens.split(',').map(str::trim).filter(|t| !t.is_empty()).map(str::to_string));
     }
@@ -101,7 +144,8 @@ fn serve(args: &[String]) -> Result<(), String> {
             "--listen" => {
                 config.listen = value.parse().map_err(|_| format!("--listen {value:?} is not an address:port"))?
             }
-            "--origin" => {
+            "--cache" => cache = Some(PathBuf::from(value)),
+            "--origin" if !start => {
                 let origin = value.trim_end_matches('/');
                 let (scheme, host) = origin.split_once("://").unwrap_or_default();
                 if !matches!(scheme, "http" | "https") || host.is_empty() || host.contains(['/', '*', ' ']) {
@@ -109,19 +153,49 @@ fn serve(args: &[String]) -> Result<(), String> {
                 }
                 config.origins.push(origin.to_string());
             }
-            "--token" => config.tokens.push(value.clone()),
-            "--max-bytes" => config.max_bytes = number("--max-bytes")? as usize,
-            "--per-minute" => config.per_minute = number("--per-minute")?,
-            "--burst" => config.burst = number("--burst")?,
-            "--timeout-secs" => config.timeout = std::time::Duration::from_secs(number("--timeout-secs")?.into()),
+            "--token" if !start => config.tokens.push(value.clone()),
+            "--max-bytes" if !start => config.max_bytes = number("--max-bytes")? as usize,
+            "--per-minute" if !start => config.per_minute = number("--per-minute")?,
+            "--burst" if !start => config.burst = number("--burst")?,
+            "--timeout-secs" if !start => {
+                config.timeout = std::time::Duration::from_secs(number("--timeout-secs")?.into())
+            }
             other => return Err(format!("unknown option {other}\n{USAGE}")),
         }
     }
-    let writer = post::Writer::open(&post::Target::from_env())?;
+    let target = post::Target::from_env();
+    let viewer = open_viewer(&target, cache)?;
+    let writer = post::Writer::open(&target)?;
+    if start {
+        fill_if_empty(&target, &viewer, &writer)?;
+        let matrix = viewer.matrix().map_err(|e| e.to_string())?;
+        print!("\n{}\n", table::render(&matrix, now_ms()));
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
     runtime
-        .block_on(collector::serve(config, writer, |addr| {
-            println!("objstore-results: collecting on http://{addr}/results")
+        .block_on(server::serve(config, writer, Arc::new(viewer), start, |addr| {
+            println!("objstore-results: the matrix is at http://{addr}/ (runs are posted to http://{addr}/results; Ctrl-C stops)")
         }))
         .map_err(|e| format!("serving: {e}"))
+}
+
+/// An empty bucket gets one real run: the conformance suites, run here on both mechanisms.
+fn fill_if_empty(target: &post::Target, viewer: &Viewer, writer: &post::Writer) -> Result<(), String> {
+    let matrix = viewer.matrix().map_err(|e| e.to_string())?;
+    if matrix["rows"].as_array().is_some_and(|rows| !rows.is_empty()) {
+        return Ok(());
+    }
+    println!(
+        "objstore-results: {} bucket {:?} holds no runs; running the conformance suites",
+        target.endpoint, target.bucket
+    );
+    let scratch = std::env::temp_dir().join(format!("objstore-results-conformance-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch).map_err(|e| format!("creating {}: {e}", scratch.display()))?;
+    let run = conformance::run(&scratch, "rust");
+    let _ = std::fs::remove_dir_all(&scratch);
+    let run = run?;
+    let key = writer.store(&run).map_err(|e| e.to_string())?;
+    let s = &run.results.summary;
+    println!("objstore-results: {} tests, {} passed, {} failed, stored as {key}", s.tests, s.passed, s.failed);
+    viewer.relist()
 }

@@ -35,6 +35,22 @@ impl Target {
         }
     }
 
+    /// Where a viewer of this target keeps its cache unless told: one SQLite file per target
+    /// under `$XDG_CACHE_HOME/objstore-results` (else `~/.cache/objstore-results`).
+    pub fn default_cache(&self) -> std::path::PathBuf {
+        let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(std::path::PathBuf::from);
+        let base =
+            var("XDG_CACHE_HOME").or_else(|| var("HOME").map(|h| h.join(".cache"))).unwrap_or_else(std::env::temp_dir);
+        let id = format!("{} {} {}", self.endpoint, self.bucket, self.prefix);
+        let readable: String = id
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .skip(id.len().saturating_sub(80))
+            .collect();
+        let hash = id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+        base.join("objstore-results").join(format!("{readable}-{hash:016x}.sqlite3"))
+    }
+
     /// The `results` store of DESIGN §5, immutable and create-only, syncing to this target.
     pub fn schema(&self) -> Value {
         json!({"stores": [{"name": "results", "Sync": {"format": "objstore", "immutable": true, "Options": {
@@ -54,7 +70,7 @@ pub struct Writer {
 }
 
 /// Makes a request of the library and waits for its answer.
-fn call<T: Send + 'static>(
+pub(crate) fn call<T: Send + 'static>(
     request: impl FnOnce(Box<dyn FnOnce(CoreResult<T>) + Send>) -> CoreResult<u64>,
 ) -> Result<T, String> {
     let (tx, rx) = mpsc::channel();

@@ -841,8 +841,11 @@ fn need(agent: &Agent, db: &mut Database, stores: &[String], keys: Option<&[Key]
             freshness,
         }));
     }
-    if agent.prefetches(store) && (read.fresh || !agent.prefetched_in_process(store)) {
-        let cached = !read.fresh && db.store_state(store)?.prefetched;
+    // A fresh read lists, unless a listing within the refractory period (the least interval
+    // between two, the seed's `prefetchRefractoryPeriod`) already answered for the bucket.
+    let fresh = read.fresh && !agent.refractory_fresh(store);
+    if agent.prefetches(store) && (fresh || !agent.prefetched_in_process(store)) {
+        let cached = !fresh && db.store_state(store)?.prefetched;
         return Ok(Some(Need::Prefetch { store: store.clone(), cached }));
     }
     Ok(None)

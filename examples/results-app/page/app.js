@@ -1,0 +1,286 @@
+// The results page: every view is a URL (?view=...), rendered from the server's JSON views.
+// Everything from the bucket is untrusted: it reaches the page only as text (textContent and
+// attribute values through the DOM), never as markup.
+"use strict";
+
+const main = document.getElementById("view");
+const costLine = document.getElementById("cost");
+
+// ----- DOM helpers --------------------------------------------------------------------------
+
+/** An element with attributes (set through the DOM, never parsed) and children (text or nodes). */
+function h(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (name === "class") node.className = value;
+    else if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
+    else node.setAttribute(name, value === true ? "" : String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === undefined || child === null || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+/** A link to another view of this page, followed without a reload. */
+function link(params, ...children) {
+  return h("a", { href: "/?" + new URLSearchParams(params).toString(), "data-nav": true }, ...children);
+}
+
+function show(...nodes) {
+  main.replaceChildren(...nodes);
+}
+
+// ----- formatting ---------------------------------------------------------------------------
+
+function age(ms) {
+  if (typeof ms !== "number") return "unknown age";
+  const s = Math.max(0, Math.round((Date.now() - ms) / 1000));
+  if (s < 60) return `${s} s ago`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ago`;
+  if (s < 86400) return `${Math.floor(s / 3600)} h ago`;
+  return `${Math.floor(s / 86400)} d ago`;
+}
+
+function when(ms) {
+  return h("time", { datetime: typeof ms === "number" ? new Date(ms).toISOString() : null,
+    title: typeof ms === "number" ? new Date(ms).toISOString() : null }, age(ms));
+}
+
+/** pass, fail or skip: the class of a set of counts (with its text beside it, never alone). */
+function verdict(counts) {
+  if (!counts) return "none";
+  if (counts.failed > 0) return "fail";
+  if (counts.passed > 0) return "pass";
+  return "skip";
+}
+
+function counts(c) {
+  return [h("span", {}, `${c.passed} passed`), h("span", {}, `${c.failed} failed`),
+    c.skipped ? h("span", {}, `${c.skipped} skipped`) : null];
+}
+
+function pair(row) {
+  return `${row.platform} / ${row.browser}`;
+}
+
+function showCost(cost) {
+  if (!cost) return;
+  const kinds = Object.entries(cost.byKind || {}).map(([k, n]) => `${n} ${k}`).join(", ");
+  costLine.textContent = `This view cost ${cost.requests} bucket request${cost.requests === 1 ? "" : "s"}` +
+    (kinds ? ` (${kinds})` : "") + `, ${cost.bytesIn} bytes in, about $${Number(cost.usd).toFixed(7)}.`;
+  costLine.dataset.requests = String(cost.requests);
+}
+
+// ----- data ---------------------------------------------------------------------------------
+
+async function api(path, params) {
+  const response = await fetch(`/api/${path}?` + new URLSearchParams(params || {}).toString(),
+    { headers: { accept: "application/json" } });
+  const body = await response.json().catch(() => ({ error: `the server answered ${response.status}` }));
+  if (!response.ok) throw new Error(body.error || `the server answered ${response.status}`);
+  showCost(body.cost);
+  return body;
+}
+
+// ----- filters (state in the URL) -----------------------------------------------------------
+
+function filterBar(state, options) {
+  const controls = options.map(([name, label, values]) => {
+    const select = h("select", { name, onchange: (e) => {
+      const next = { ...state, [name]: e.target.value };
+      if (!e.target.value) delete next[name];
+      navigate(next);
+    } }, h("option", { value: "" }, "all"), values.map((v) => h("option", { value: v, selected: state[name] === v }, v)));
+    return h("label", {}, label, select);
+  });
+  return h("form", { class: "filters", role: "search" }, controls);
+}
+
+const STATUSES = ["failed", "passed", "skipped"];
+
+// ----- views --------------------------------------------------------------------------------
+
+async function matrixView(state) {
+  const data = await api("matrix");
+  let suites = data.suites;
+  if (state.suite) suites = suites.filter((s) => s === state.suite);
+  const rows = data.rows.filter((row) => {
+    if (state.platform && row.platform !== state.platform) return false;
+    if (state.browser && row.browser !== state.browser) return false;
+    if (!state.status) return true;
+    if (row.error) return state.status === "failed";
+    return suites.some((s) => row.cells[s] && row.cells[s][state.status] > 0);
+  });
+  const distinct = (field) => [...new Set(data.rows.map((r) => r[field]))].sort();
+  const head = h("tr", {}, h("th", { scope: "col" }, "platform / runtime"), h("th", { scope: "col" }, "newest run"),
+    suites.map((s) => h("th", { scope: "col" }, s)));
+  const body = rows.map((row) => {
+    const label = h("th", { scope: "row" }, link({ view: "pair", platform: row.platform, browser: row.browser }, pair(row)));
+    const run = h("td", {}, link({ view: "run", key: row.key }, row.version || "?"), " · ", when(row.time));
+    if (row.error) {
+      return h("tr", { "data-pair": pair(row) }, label, run,
+        h("td", { class: "error", colspan: Math.max(1, suites.length) }, `The newest run could not be loaded: ${row.error}`));
+    }
+    const cells = suites.map((s) => {
+      const c = row.cells[s];
+      return h("td", { class: `cell ${verdict(c)}`, "data-suite": s },
+        c ? counts(c) : h("span", {}, "not run"));
+    });
+    return h("tr", { "data-pair": pair(row) }, label, run, cells);
+  });
+  show(
+    h("h2", {}, "Newest run per platform and runtime"),
+    filterBar(state, [["platform", "platform", distinct("platform")], ["browser", "runtime", distinct("browser")],
+      ["suite", "suite", data.suites], ["status", "with a test that", STATUSES]]),
+    data.rows.length === 0
+      ? h("p", { class: "note" }, "The bucket holds no runs yet.")
+      : h("table", { id: "matrix" }, h("thead", {}, head), h("tbody", {}, body)),
+    data.morePairs ? h("p", { class: "note" }, "More pairs are in the bucket than the 50 shown.") : null,
+  );
+  performance.mark("matrix-rendered");
+}
+
+function runRows(runs, withPair, picked) {
+  return runs.map((run) => h("tr", { "data-key": run.key },
+    picked ? h("td", {}, h("input", { type: "checkbox", "aria-label": `compare ${run.key}`, value: run.key,
+      onchange: (e) => picked(e.target) })) : null,
+    withPair ? h("td", {}, link({ view: "pair", platform: run.platform, browser: run.browser }, pair(run))) : null,
+    h("td", {}, link({ view: "run", key: run.key }, run.key)),
+    h("td", {}, run.version || "?"), h("td", {}, when(run.time)),
+    run.error ? h("td", { class: "error" }, `cannot be read: ${run.error}`)
+      : h("td", { class: verdict(run.summary) }, counts(run.summary))));
+}
+
+/** A link to a view, with a class (the strip's runs carry their verdict). */
+function classedLink(params, cls, ...children) {
+  const a = link(params, ...children);
+  a.className = cls;
+  return a;
+}
+
+async function pagedView(title, fetchPage, withPair, extra) {
+  const strip = h("ol", { class: "strip", "aria-label": "runs, newest first" });
+  const chosen = [];
+  const compare = h("p", {});
+  // The two runs chosen last, compared older (the greater name: reverse timestamps) to newer.
+  const showCompare = () => {
+    const [a, b] = chosen.slice(-2);
+    compare.replaceChildren(b === undefined ? h("span", { class: "muted" }, "Choose two runs to compare them.")
+      : link({ view: "diff", from: a > b ? a : b, to: a > b ? b : a }, "Compare the two runs chosen"));
+  };
+  const picked = (box) => {
+    if (box.checked) chosen.push(box.value);
+    else chosen.splice(chosen.indexOf(box.value), 1);
+    showCompare();
+  };
+  const rows = h("tbody", {});
+  const more = h("button", { type: "button" }, "Load more");
+  let after = null;
+  const load = async () => {
+    const page = await fetchPage(after);
+    strip.append(...runStrip(page.runs, withPair));
+    rows.append(...runRows(page.runs, withPair, picked));
+    after = page.next;
+    more.hidden = !after;
+    return page;
+  };
+  more.addEventListener("click", () => load().catch(fail));
+  const first = await load();
+  showCompare();
+  show(h("h2", {}, title), extra ? extra(first) : null, strip,
+    h("table", { id: "runs" }, h("thead", {}, h("tr", {}, h("th", {}, "compare"), withPair ? h("th", {}, "pair") : null,
+      h("th", {}, "run"), h("th", {}, "version"), h("th", {}, "stored"), h("th", {}, "tests"))), rows),
+    more, compare);
+}
+
+/** Runs as a strip of boxes, newest first. */
+function runStrip(runs, withPair) {
+  return runs.map((run) => h("li", {},
+    classedLink({ view: "run", key: run.key }, run.error ? "fail" : verdict(run.summary),
+      withPair ? `${pair(run)} · ` : "",
+      run.error ? "unreadable" : `${run.summary.passed} passed, ${run.summary.failed} failed`, " · ", age(run.time))));
+}
+
+function pairView(state) {
+  return pagedView(`History of ${state.platform} / ${state.browser}`,
+    (after) => api("history", { platform: state.platform, browser: state.browser, ...(after ? { after } : {}) }),
+    false,
+    (first) => first.flaky.length === 0 ? h("p", { class: "note" }, "No flaky test among these runs.")
+      : h("section", { id: "flaky" }, h("h3", {}, "Flaky (passed and failed on one version)"),
+        h("ul", {}, first.flaky.map((t) => h("li", {}, `${t.suite}: ${t.name} (version ${t.version})`)))));
+}
+
+function latestView() {
+  return pagedView("Latest runs across every pair", (after) => api("latest", after ? { after } : {}), true);
+}
+
+async function runView(state) {
+  const run = await api("run", { key: state.key });
+  const header = [h("h2", {}, `${pair(run)} · version ${run.version || "?"}`),
+    h("p", {}, link({ view: "pair", platform: run.platform, browser: run.browser }, "History of this pair"), " · stored ",
+      when(run.time), run.tool ? ` · ${run.tool.name}${run.tool.version ? " " + run.tool.version : ""}` : "",
+      run.previous ? [" · ", link({ view: "diff", from: run.previous, to: run.key }, "Changes since the previous run")] : "")];
+  if (run.error) return show(...header, h("p", { class: "error" }, `This run cannot be read: ${run.error}`));
+  const tests = run.tests.filter((t) => (!state.suite || t.suite === state.suite) && (!state.status || t.status === state.status));
+  const suites = [...new Set(run.tests.map((t) => t.suite))];
+  show(...header,
+    h("p", { class: verdict(run.summary) }, counts(run.summary)),
+    filterBar(state, [["suite", "suite", suites], ["status", "status", [...STATUSES, "pending", "other"]]]),
+    h("table", { id: "tests" },
+      h("thead", {}, h("tr", {}, h("th", {}, "suite"), h("th", {}, "test"), h("th", {}, "status"), h("th", {}, "ms"))),
+      h("tbody", {}, tests.map((t) => h("tr", { "data-status": t.status },
+        h("td", {}, t.suite),
+        h("td", {}, t.name, t.flaky ? h("span", { class: "badge" }, "flaky") : null,
+          t.message ? h("pre", { class: "message" }, t.message) : null),
+        h("td", { class: verdict({ passed: t.status === "passed" ? 1 : 0, failed: t.status === "failed" ? 1 : 0 }) }, t.status),
+        h("td", {}, String(t.duration)))))));
+}
+
+async function diffView(state) {
+  const d = await api("diff", { from: state.from, to: state.to });
+  const section = (id, title, tests) => h("section", { id },
+    h("h3", {}, `${title} (${tests.length})`),
+    tests.length === 0 ? h("p", { class: "note" }, "None.")
+      : h("ul", {}, tests.map((t) => h("li", {}, `${t.suite}: ${t.name} — ${t.status}`,
+        t.message ? h("pre", { class: "message" }, t.message) : null))));
+  const side = (run) => [link({ view: "run", key: run.key }, run.key), ` (${run.version || "?"}, `, when(run.time), ")"];
+  show(h("h2", {}, "Changes between two runs"),
+    h("p", {}, "From ", side(d.from), " to ", side(d.to)),
+    section("newly-failing", "Newly failing", d.newlyFailing),
+    section("newly-passing", "Newly passing", d.newlyPassing),
+    section("added", "Added", d.added),
+    section("removed", "Removed", d.removed));
+}
+
+// ----- routing ------------------------------------------------------------------------------
+
+const VIEWS = { matrix: matrixView, pair: pairView, latest: latestView, run: runView, diff: diffView };
+
+function fail(error) {
+  show(h("p", { class: "error", role: "alert" }, `This view could not be built: ${error.message}`));
+}
+
+function render() {
+  const state = Object.fromEntries(new URLSearchParams(location.search));
+  const view = VIEWS[state.view || "matrix"] || matrixView;
+  costLine.textContent = "";
+  return view(state).catch(fail);
+}
+
+function navigate(state) {
+  history.pushState(null, "", "/?" + new URLSearchParams(state).toString());
+  render();
+}
+
+document.addEventListener("click", (e) => {
+  const a = e.target.closest && e.target.closest("a[data-nav]");
+  if (!a || e.ctrlKey || e.metaKey || e.shiftKey || e.button !== 0) return;
+  e.preventDefault();
+  history.pushState(null, "", a.getAttribute("href"));
+  render();
+});
+window.addEventListener("popstate", render);
+render();

@@ -1,0 +1,97 @@
+//! The matrix page: three static files (no build step) and the JSON views they read. Every
+//! answer says `nosniff`; the page's Content-Security-Policy allows scripts, styles and
+//! requests from this server only, and no inline script.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::{Query, State};
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, ETAG, IF_NONE_MATCH};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde_json::json;
+
+use crate::view::{View, ViewError, Viewer};
+
+/// The page's own files, served as they are.
+const ASSETS: [(&str, &str, &str); 3] = [
+    ("/", "text/html; charset=utf-8", include_str!("../page/index.html")),
+    ("/app.js", "text/javascript; charset=utf-8", include_str!("../page/app.js")),
+    ("/app.css", "text/css; charset=utf-8", include_str!("../page/app.css")),
+];
+
+/// The policy of every answer: nothing but this server's own script, style and data.
+pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
+     connect-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+
+pub fn router(viewer: Arc<Viewer>) -> Router {
+    let mut router = Router::new();
+    for (path, content_type, body) in ASSETS {
+        router = router.route(path, get(move |headers: HeaderMap| async move { asset(&headers, content_type, body) }));
+    }
+    router
+        .route("/api/matrix", get(|State(v): State<Arc<Viewer>>| answer(v, |v, _| v.matrix(), Params::new())))
+        .route("/api/history", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, history, q)))
+        .route("/api/latest", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, latest, q)))
+        .route("/api/run", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, run, q)))
+        .route("/api/diff", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, diff, q)))
+        .with_state(viewer)
+}
+
+type Params = HashMap<String, String>;
+
+fn history(v: &Viewer, q: &Params) -> View {
+    v.history(required(q, "platform")?, required(q, "browser")?, q.get("after").map(String::as_str))
+}
+
+fn latest(v: &Viewer, q: &Params) -> View {
+    v.latest(q.get("after").map(String::as_str))
+}
+
+fn run(v: &Viewer, q: &Params) -> View {
+    v.run(required(q, "key")?)
+}
+
+fn diff(v: &Viewer, q: &Params) -> View {
+    v.diff(required(q, "from")?, required(q, "to")?)
+}
+
+fn required<'q>(q: &'q Params, name: &str) -> Result<&'q str, ViewError> {
+    q.get(name).map(String::as_str).ok_or_else(|| ViewError::BadRequest(format!("the parameter {name:?} is missing")))
+}
+
+/// Builds a view off the async threads (the library's calls wait for their answers).
+async fn answer(viewer: Arc<Viewer>, build: fn(&Viewer, &Params) -> View, params: Params) -> Response {
+    let built = tokio::task::spawn_blocking(move || build(&viewer, &params)).await;
+    let (status, body) = match built {
+        Ok(Ok(view)) => (StatusCode::OK, view),
+        Ok(Err(ViewError::BadRequest(why))) => (StatusCode::BAD_REQUEST, json!({"error": why})),
+        Ok(Err(ViewError::NotFound(why))) => (StatusCode::NOT_FOUND, json!({"error": why})),
+        Ok(Err(ViewError::Failed(why))) => (StatusCode::BAD_GATEWAY, json!({"error": why})),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, json!({"error": format!("the view failed: {e}")})),
+    };
+    let mut response = (status, Json(body)).into_response();
+    response.headers_mut().insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// A static file, revalidated by its etag (the build's content hash).
+fn asset(headers: &HeaderMap, content_type: &'static str, body: &'static str) -> Response {
+    let etag = format!("\"{:016x}\"", fnv1a(body.as_bytes()));
+    let cached = headers.get(IF_NONE_MATCH).and_then(|v| v.to_str().ok()).is_some_and(|v| v == etag);
+    let mut response = if cached {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        ([(CONTENT_TYPE, content_type)], body).into_response()
+    };
+    let headers = response.headers_mut();
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert(ETAG, HeaderValue::from_str(&etag).expect("hex is a header value"));
+    response
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
+}

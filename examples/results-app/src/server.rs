@@ -1,0 +1,55 @@
+//! `objstore-results serve`: the page and its views beside the collector, on one address.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::http::header::{CONTENT_SECURITY_POLICY, REFERRER_POLICY, X_CONTENT_TYPE_OPTIONS, X_FRAME_OPTIONS};
+use axum::http::{HeaderValue, StatusCode};
+use axum::Router;
+use tower_http::set_header::SetResponseHeaderLayer;
+
+use crate::collector::{self, Config};
+use crate::page;
+use crate::post::Writer;
+use crate::view::Viewer;
+
+/// Serves until the process is interrupted; `ready` hears the address bound. When the
+/// configured address is taken and `any_port` is set, an address the system picks is used.
+pub async fn serve(
+    config: Config,
+    writer: Writer,
+    viewer: Arc<Viewer>,
+    any_port: bool,
+    ready: impl FnOnce(SocketAddr),
+) -> std::io::Result<()> {
+    let listener = match tokio::net::TcpListener::bind(config.listen).await {
+        Err(e) if any_port && e.kind() == std::io::ErrorKind::AddrInUse => {
+            tokio::net::TcpListener::bind(SocketAddr::new(config.listen.ip(), 0)).await?
+        }
+        other => other?,
+    };
+    ready(listener.local_addr()?);
+    let app = router(config, writer, viewer);
+    axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await
+}
+
+pub fn router(config: Config, writer: Writer, viewer: Arc<Viewer>) -> Router {
+    let header = |name, value| SetResponseHeaderLayer::overriding(name, HeaderValue::from_static(value));
+    collector::router(config, writer)
+        .merge(page::router(viewer))
+        .fallback(|| async {
+            collector::error(
+                StatusCode::NOT_FOUND,
+                "no such address: the page is at /, runs are posted to /results",
+                None,
+            )
+        })
+        .layer(header(X_CONTENT_TYPE_OPTIONS, "nosniff"))
+        .layer(header(CONTENT_SECURITY_POLICY, page::CONTENT_SECURITY_POLICY))
+        .layer(header(REFERRER_POLICY, "no-referrer"))
+        .layer(header(X_FRAME_OPTIONS, "DENY"))
+}
