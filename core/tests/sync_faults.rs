@@ -201,6 +201,29 @@ fn values_of_serves_the_others_when_one_object_cannot_be_used() {
     assert_eq!(peer.count(), 3, "not downloaded again");
 }
 
+/// In an immutable store a name is never reused, so an object that cannot be used stays so: a
+/// later read of it is its error again with no request at all (a page showing it costs nothing).
+#[test]
+fn an_immutable_stores_unusable_object_is_not_asked_for_again() {
+    let peer = Peer::start(vec![
+        WithHeaders(vec!["etag: \"e-b\"".into()], b"not json".to_vec()),
+        Answer(200, br#"{"v": 1}"#.to_vec()),
+    ]);
+    let dir = TempDir::new().unwrap();
+    let options = json!({"bucket": "b", "endpoint": peer.endpoint(), "retries": 0, "conditionalWrites": true});
+    let schema = schema_with(&[("docs", json!({"format": "objstore", "immutable": true, "Options": options}))]);
+    let mut db = open(&dir.path().join("c.sqlite3"), schema);
+    let err = db.values_of("docs", &[key("b")]).unwrap_err();
+    assert!(err.to_string().contains("not JSON"), "{err}");
+    for _ in 0..3 {
+        assert_eq!(db.values_of("docs", &[key("a"), key("b")]).unwrap(), vec![Some(json!({"v": 1})), None]);
+        let err = db.get("docs", &key("b")).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::RemoteData, "{err}");
+        assert!(err.to_string().contains("not JSON"), "{err}");
+    }
+    assert_eq!(peer.count(), 2, "one GET of b, one of a; nothing asked again");
+}
+
 #[test]
 fn a_vendor_metadata_prefix_goes_out_and_comes_back() {
     let peer = Peer::start(vec![

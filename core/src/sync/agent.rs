@@ -300,8 +300,13 @@ impl Agent {
         let (name, wanted) = (store.to_string(), keys.to_vec());
         let locals = port.exec(move |db| db.local_copies(&name, &wanted))?;
         let asks = self.asks(store, &locals, freshness);
+        // An immutable store's object that could not be used stays so: its name is never reused.
+        let mut unusable: Vec<String> = match s.config.immutable {
+            true => locals.iter().filter(|l| !l.present).filter_map(|l| l.state.as_ref()?.unusable.clone()).collect(),
+            false => Vec::new(),
+        };
         if asks.is_empty() {
-            return Ok(());
+            return Self::unusable_error(store, keys, unusable);
         }
         let what = format!("reading store {store:?}");
         self.may_contact(&what)?;
@@ -312,7 +317,6 @@ impl Agent {
             s.bucket.get(name, validators, token)
         });
         let mut changes = Vec::new();
-        let mut unusable = Vec::new();
         for ((id, _, never_synced), answer) in asks.into_iter().zip(answers) {
             self.breaker.record(&answer);
             match answer {
@@ -333,7 +337,11 @@ impl Agent {
             _ => None,
         }));
         self.apply(port, changes)?;
-        // The others are served; a read of one key that cannot be used is that key's error.
+        Self::unusable_error(store, keys, unusable)
+    }
+
+    /// The others are served; a read of one key that cannot be used is that key's error.
+    fn unusable_error(store: &str, keys: &[Key], mut unusable: Vec<String>) -> Result<()> {
         match unusable.pop() {
             Some(reason) if keys.len() == 1 => {
                 Err(Error::RemoteData { what: format!("reading store {store:?}"), reason })
@@ -360,7 +368,9 @@ impl Agent {
                 && (s.config.immutable
                     || freshness == Freshness::Cached
                     || (listed_fresh && etag.is_some() && listed.and_then(|l| l.get(&local.id)) == etag));
-            if current {
+            let kept_unusable =
+                !local.present && s.config.immutable && local.state.as_ref().is_some_and(|st| st.unusable.is_some());
+            if current || kept_unusable {
                 continue;
             }
             let validators = match (&local.state, local.present) {

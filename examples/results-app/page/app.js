@@ -30,15 +30,16 @@ function link(params, ...children) {
 }
 
 function show(...nodes) {
-  main.replaceChildren(...nodes);
+  main.replaceChildren(...nodes.flat().filter((n) => n !== null && n !== undefined && n !== false));
 }
 
 // ----- formatting ---------------------------------------------------------------------------
 
 function age(ms) {
   if (typeof ms !== "number") return "unknown age";
-  const s = Math.max(0, Math.round((Date.now() - ms) / 1000));
-  if (s < 60) return `${s} s ago`;
+  const s = Math.round((Date.now() - ms) / 1000);
+  if (s < -60) return "in the future (a clock or a name is wrong)";
+  if (s < 60) return `${Math.max(0, s)} s ago`;
   if (s < 3600) return `${Math.floor(s / 60)} min ago`;
   if (s < 86400) return `${Math.floor(s / 3600)} h ago`;
   return `${Math.floor(s / 86400)} d ago`;

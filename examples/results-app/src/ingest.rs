@@ -1,10 +1,10 @@
-//! A report file as a run: JUnit XML or CTRF JSON (told apart by content), with the platform,
+//! A report file as a run: JUnit XML, CTRF JSON or a plain test log (told apart by content), with the platform,
 //! runtime and version from the command line, the report, or this machine.
 
 use serde_json::Value;
 
 use crate::format::{check_label, Results, Run, Status, Summary, Test, Tool};
-use crate::junit;
+use crate::{junit, textlog};
 
 /// The largest report file taken (a run of ten thousand tests is far less).
 pub const MAX_REPORT_BYTES: usize = 16 * 1024 * 1024;
@@ -36,7 +36,12 @@ pub fn ingest(file: &str, bytes: &[u8], labels: &Labels) -> Result<Run, String> 
             let results = junit::parse(bytes).map_err(|e| format!("{file}:{}: {}", e.line, e.reason))?;
             (blank(results), Default::default())
         }
-        _ => return Err(format!("{file}: neither JUnit XML nor CTRF JSON")),
+        _ => match std::str::from_utf8(bytes) {
+            Ok(text) if textlog::recognises(text) => {
+                (blank(textlog::parse(text).map_err(|e| format!("{file}: {e}"))?), Default::default())
+            }
+            _ => return Err(format!("{file}: neither JUnit XML, CTRF JSON nor a cargo test or C harness log")),
+        },
     };
     let pick = |given: &Option<String>, reported: Option<String>| given.clone().or(reported);
     run.platform = pick(&labels.platform, from_report.platform).unwrap_or_else(this_platform);

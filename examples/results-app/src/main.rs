@@ -18,6 +18,7 @@ mod page;
 mod post;
 mod server;
 mod table;
+mod textlog;
 mod view;
 
 use std::path::PathBuf;
@@ -174,7 +175,7 @@ fn serve(args: &[String], start: bool) -> Result<(), String> {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
     runtime
         .block_on(server::serve(config, writer, Arc::new(viewer), start, |addr| {
-            println!("objstore-results: the matrix is at http://{addr}/ (runs are posted to http://{addr}/results; Ctrl-C stops)")
+            println!("objstore-results: the page is at http://{addr}/ and runs are posted to http://{addr}/results")
         }))
         .map_err(|e| format!("serving: {e}"))
 }

@@ -26,6 +26,7 @@ impl Collector {
         let mut command = Command::new(env!("CARGO_BIN_EXE_objstore-results"));
         command.args(["serve", "--listen", "127.0.0.1:0"]).args(args).stdout(Stdio::piped());
         command.env("OBJSTORE_RESULTS", format!("file://{}", bucket.display()));
+        command.env("XDG_CACHE_HOME", dir.path().join("cache"));
         command.env_remove("OBJSTORE_RESULTS_PREFIX").env_remove("OBJSTORE_COLLECTOR_TOKENS");
         for (k, v) in env {
             command.env(k, v);

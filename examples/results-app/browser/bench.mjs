@@ -1,0 +1,116 @@
+// The page's speed (issue 16): 10,000 runs over 50 platform/runtime pairs in a file:// bucket,
+// the page loaded in headless Chromium, cold (an empty cache) and warm (a reload within the
+// refractory period), timed by the page itself (performance mark "matrix-rendered", from the
+// start of navigation). The baseline, measured in the same run, is the same page over an empty
+// bucket: the page's fixed cost. Writes the figures under "page" in target/bench/app.json.
+//   node bench.mjs [--runs N] [--pairs P]
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { launch, root, run, scratch, startApp } from "./support.mjs";
+
+const arg = (name, fallback) => {
+  const i = process.argv.indexOf(name);
+  return i > 0 ? Number(process.argv[i + 1]) : fallback;
+};
+const RUNS = arg("--runs", 10_000);
+const PAIRS = arg("--pairs", 50);
+const WARM_LOADS = 7;
+const TOKEN = "bench-token";
+const SUITES = ["crud", "cursor", "event", "transaction", "query", "sql"];
+
+/** A run with 36 tests, one failing now and then. */
+function sample(i) {
+  const tests = [];
+  for (const suite of SUITES) {
+    for (let t = 0; t < 6; t++) tests.push([suite, `${suite} test ${t}`, (i + t) % 97 === 0 ? "failed" : "passed"]);
+  }
+  const pair = i % PAIRS;
+  return run(`platform-${pair % 5}`, `runtime-${Math.floor(pair / 5)}`, "0.1.0", tests);
+}
+
+async function seed(url) {
+  let next = 0;
+  const worker = async () => {
+    while (next < RUNS) {
+      const body = sample(next++);
+      const response = await fetch(new URL("results", url), {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${TOKEN}` },
+        body: JSON.stringify(body),
+      });
+      if (response.status !== 201) throw new Error(`seeding: ${response.status} ${await response.text()}`);
+    }
+  };
+  await Promise.all(Array.from({ length: 16 }, worker));
+}
+
+/** Loads the page `times` times in one tab: [{ms, requests}] per load, the first one cold. */
+async function loads(browser, url, times) {
+  const page = await browser.newPage();
+  const out = [];
+  for (let i = 0; i < times; i++) {
+    await (i === 0 ? page.goto(url) : page.reload());
+    await page.waitForFunction(() => performance.getEntriesByName("matrix-rendered").length > 0);
+    const ms = await page.evaluate(() => performance.getEntriesByName("matrix-rendered")[0].startTime);
+    const requests = Number(await page.getAttribute("#cost", "data-requests"));
+    const rows = await page.$$eval("#matrix tbody tr", (trs) => trs.length).catch(() => 0);
+    out.push({ ms, requests, rows });
+  }
+  await page.close();
+  return out;
+}
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+const browser = await launch();
+const work = scratch();
+const empty = scratch();
+const apps = [];
+try {
+  const emptyApp = await startApp(empty.dir, ["--token", TOKEN]);
+  apps.push(emptyApp);
+  const baseline = await loads(browser, emptyApp.url, WARM_LOADS);
+  console.log("page: baseline measured; seeding");
+
+  let app = await startApp(work.dir, ["--token", TOKEN, "--per-minute", "100000000", "--burst", "100000000"]);
+  apps.push(app);
+  const seeding = Date.now();
+  await seed(app.url);
+  const seededIn = Date.now() - seeding;
+  // A fresh server and cache: the first load is cold.
+  await app.stop();
+  app = await startApp(work.dir, ["--cache", join(work.dir, "cold-cache.sqlite3")]);
+  apps.push(app);
+  console.log(`page: seeded ${RUNS} runs in ${((Date.now() - seeding) / 1000).toFixed(1)} s; loading the page`);
+  const measured = await loads(browser, app.url, WARM_LOADS + 1);
+  const [cold, ...warm] = measured;
+  if (cold.rows !== PAIRS) throw new Error(`the matrix shows ${cold.rows} rows, not ${PAIRS}`);
+
+  const assets = ["", "app.js", "app.css"].map((p) => readFileSync(join(root, "examples/results-app/page", p || "index.html")).length);
+  const warmMs = median(warm.map((w) => w.ms));
+  const baselineMs = median(baseline.slice(1).map((b) => b.ms));
+  const figures = {
+    runs: RUNS, pairs: PAIRS, seeded_in_ms: seededIn,
+    cold: { ms: Math.round(cold.ms), requests: cold.requests, request_target: Math.ceil(RUNS / 1000) + PAIRS + 1 },
+    warm: { median_ms: Math.round(warmMs), requests: warm.map((w) => w.requests), target_ms: 200 },
+    empty_bucket_warm_median_ms: Math.round(baselineMs),
+    warm_vs_empty_bucket: Number((warmMs / baselineMs).toFixed(2)),
+    asset_bytes: assets.reduce((a, b) => a + b, 0),
+  };
+  console.log(`page: ${RUNS} runs over ${PAIRS} pairs (seeded through the collector in ${(seededIn / 1000).toFixed(1)} s)`);
+  console.log(`  cold load: ${figures.cold.ms} ms to a rendered matrix, ${cold.requests} bucket requests (target ≤ ${figures.cold.request_target})`);
+  console.log(`  warm load: median ${figures.warm.ms ?? figures.warm.median_ms} ms of ${warm.length} (target < 200 ms), requests ${figures.warm.requests.join(", ")}`);
+  console.log(`  baseline (the page over an empty bucket, warm): median ${figures.empty_bucket_warm_median_ms} ms; warm/baseline ${figures.warm_vs_empty_bucket}×`);
+  console.log(`  the page's own files: ${figures.asset_bytes} bytes, no build step`);
+  const out = join(root, "target/bench/app.json");
+  mkdirSync(join(root, "target/bench"), { recursive: true });
+  const all = existsSync(out) ? JSON.parse(readFileSync(out, "utf8")) : {};
+  all.page = figures;
+  writeFileSync(out, JSON.stringify(all, null, 2) + "\n");
+  console.log(`  written to ${out}`);
+} finally {
+  for (const app of apps) await app.stop();
+  await browser.close();
+  work.remove();
+  empty.remove();
+}

@@ -1,0 +1,297 @@
+// The results page in headless Chromium against the app serving a seeded file:// bucket.
+import assert from "node:assert/strict";
+import { createServer } from "node:http";
+import { once } from "node:events";
+import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import { launch, post, root, run, scratch, sleep, startApp } from "./support.mjs";
+
+const TOKEN = "page-test-token";
+const EVIL_SUITE = `<img src=x onerror="window.__pwned='suite'">`;
+const EVIL_NAME = `<script>window.__pwned='name'</script>`;
+const EVIL_MESSAGE = `<img src=x onerror="window.__pwned='message'">`;
+
+let work, app, browser, allowedOrigin, otherOrigin;
+/** The seeded runs, oldest first, with the keys the collector stored them under. */
+const seeded = [];
+
+/** A page that posts a run to the collector from its own origin (for the CORS tests). */
+async function originServer() {
+  const server = createServer((_, res) => res.end("<!doctype html><title>other page</title>"));
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  return { server, url: `http://127.0.0.1:${server.address().port}` };
+}
+
+/** Pair A: 30 runs of one version; `cursor: walk` fails in two of them (flaky); the newest adds a
+ * test, drops one and fails `crud: add`. */
+function pairA(i) {
+  const newest = i === 29;
+  return run("linux-x86_64", "python-3.11", "0.1.0", [
+    ["crud", "put and get", "passed"],
+    ["crud", "add", newest ? "failed" : "passed", newest ? "add over an existing key was accepted" : undefined],
+    newest ? ["crud", "new test", "passed"] : ["sql", "old", "passed"],
+    ["cursor", "walk", i % 10 === 3 ? "failed" : "passed", i % 10 === 3 ? "visited p0003 twice" : undefined],
+    ["sql", "select", "passed"],
+    ["transaction", "rollback", "skipped"],
+  ]);
+}
+
+before(async () => {
+  work = scratch();
+  const allowed = await originServer();
+  const other = await originServer();
+  allowedOrigin = allowed;
+  otherOrigin = other;
+  app = await startApp(work.dir, ["--token", TOKEN, "--origin", allowed.url]);
+  const seed = async (body) => {
+    seeded.push({ body, key: await post(app.url, body, TOKEN) });
+    await sleep(2); // one run per millisecond: names order the runs of a pair by time
+  };
+  for (let i = 0; i < 30; i++) await seed(pairA(i));
+  await seed(run("macos-arm64", "node-20", "0.2.0", [["event", "ready", "passed"], ["query", "page", "passed"]]));
+  await seed(run("macos-arm64", "node-20", "0.2.0", [["event", "ready", "passed"], ["event", "off", "passed"],
+    ["query", "page", "failed", "page 2 repeated a record"], ["reporter", "publish", "passed"]]));
+  await seed(run("linux-x86_64", "evil-1", "0.1.0", [[EVIL_SUITE, EVIL_NAME, "failed", EVIL_MESSAGE]]));
+  // A pair whose newest object is not a run at all (written around the library).
+  const broken = join(work.dir, "bucket/results/linux-x86_64/broken");
+  mkdirSync(broken, { recursive: true });
+  writeFileSync(join(broken, "0000000000001-garbage"), "this is not JSON {");
+  browser = await launch();
+});
+
+after(async () => {
+  await browser?.close();
+  await app?.stop();
+  allowedOrigin?.server.close();
+  otherOrigin?.server.close();
+  work?.remove();
+});
+
+/** The newest seeded run of each pair, as the matrix must show it. */
+function expectedRows() {
+  const newest = new Map();
+  for (const { body, key } of seeded) newest.set(`${body.platform} / ${body.browser}`, { body, key });
+  return newest;
+}
+
+function cellText(tests, suite) {
+  const of = tests.filter((t) => t.suite === suite);
+  if (of.length === 0) return "not run";
+  const n = (s) => of.filter((t) => t.status === s).length;
+  return `${n("passed")} passed${n("failed")} failed` + (n("skipped") ? `${n("skipped")} skipped` : "");
+}
+
+async function matrixPage(query = "") {
+  const page = await browser.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(e));
+  await page.goto(app.url + query);
+  await page.waitForSelector("#matrix, .note, .error");
+  return { page, errors };
+}
+
+test("the first view costs bucket requests and a reload within the refractory period costs none", async () => {
+  const { page } = await matrixPage();
+  const first = Number(await page.getAttribute("#cost", "data-requests"));
+  assert.ok(first >= 2, `a cold view lists and fetches (${first} requests)`);
+  assert.match(await page.textContent("#cost"), /This view cost \d+ bucket requests \(.*LIST.*\), \d+ bytes in, about \$0\.\d+/);
+  await page.reload();
+  await page.waitForSelector("#matrix");
+  assert.equal(await page.getAttribute("#cost", "data-requests"), "0");
+  assert.match(await page.textContent("#cost"), /cost 0 bucket requests/);
+  await page.close();
+});
+
+test("the matrix matches the seeded bucket cell by cell, with a row for the pair whose run cannot be read", async () => {
+  const { page, errors } = await matrixPage();
+  const columns = await page.$$eval("#matrix thead th", (ths) => ths.map((th) => th.textContent));
+  assert.deepEqual(columns, ["platform / runtime", "newest run", "crud", "cursor", "event", "transaction", "query",
+    "sql", EVIL_SUITE, "reporter"]);
+  const shown = await page.$$eval("#matrix tbody tr", (trs) => trs.map((tr) => ({
+    pair: tr.dataset.pair,
+    run: tr.querySelector("td").textContent,
+    cells: [...tr.querySelectorAll("td.cell")].map((td) => ({ suite: td.dataset.suite, text: td.textContent, verdict: td.classList[1] })),
+    error: tr.querySelector("td.error")?.textContent,
+  })));
+  const expected = expectedRows();
+  assert.deepEqual(shown.map((r) => r.pair).sort(), [...expected.keys(), "linux-x86_64 / broken"].sort());
+  for (const row of shown) {
+    if (row.pair === "linux-x86_64 / broken") {
+      assert.match(row.error, /newest run could not be loaded: .*not JSON/);
+      continue;
+    }
+    const { body } = expected.get(row.pair);
+    assert.match(row.run, new RegExp(`^${body.version.replaceAll(".", "\\.")} · \\d+ (s|min) ago$`));
+    for (const cell of row.cells) {
+      assert.equal(cell.text, cellText(body.results.tests, cell.suite), `${row.pair}, ${cell.suite}`);
+      const failed = body.results.tests.some((t) => t.suite === cell.suite && t.status === "failed");
+      const passed = body.results.tests.some((t) => t.suite === cell.suite && t.status === "passed");
+      assert.equal(cell.verdict, failed ? "fail" : passed ? "pass" : cell.text === "not run" ? "none" : "skip");
+    }
+    assert.equal(row.cells.length, 8);
+  }
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test("a result whose fields hold <script> and <img onerror> shows as text and runs nothing", async () => {
+  const { page } = await matrixPage();
+  const evilKey = seeded.find((s) => s.body.browser === "evil-1").key;
+  await page.click(`a[href*="${encodeURIComponent(evilKey)}"]`);
+  await page.waitForSelector("#tests");
+  assert.equal(await page.textContent("#tests tbody td:nth-child(1)"), EVIL_SUITE);
+  assert.match(await page.textContent("#tests tbody td:nth-child(2)"), new RegExp(EVIL_NAME.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")));
+  assert.equal(await page.textContent("#tests pre.message"), EVIL_MESSAGE);
+  assert.equal(await page.$$eval("main img, main script", (n) => n.length), 0);
+  await sleep(200);
+  assert.equal(await page.evaluate(() => window.__pwned), undefined);
+  await page.close();
+});
+
+test("every answer says nosniff and the page's policy allows no inline script", async () => {
+  for (const path of ["", "app.js", "app.css", "api/matrix", "api/run?key=no/such/run", "results", "nowhere"]) {
+    const response = await fetch(app.url + path);
+    assert.equal(response.headers.get("x-content-type-options"), "nosniff", path);
+    const csp = response.headers.get("content-security-policy");
+    assert.match(csp, /script-src 'self'(;|$)/, path);
+    assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval/, path);
+  }
+  assert.equal((await fetch(app.url + "api/run?key=no/such/run")).status, 404);
+  assert.equal((await fetch(app.url + "api/run?key=not-a-key")).status, 400);
+  assert.equal((await fetch(app.url + "api/history?platform=linux-x86_64")).status, 400);
+});
+
+test("a pair's history: 25 runs newest first, more by key, the flaky test, a run's failures, back and forward", async () => {
+  const { page } = await matrixPage();
+  await page.click('a:text-is("linux-x86_64 / python-3.11")');
+  await page.waitForSelector("#runs");
+  assert.match(page.url(), /view=pair&platform=linux-x86_64&browser=python-3.11$/);
+  const pairKeys = seeded.filter((s) => s.body.browser === "python-3.11").map((s) => s.key).reverse();
+  const listed = () => page.$$eval("#runs tbody tr", (trs) => trs.map((tr) => tr.dataset.key));
+  assert.deepEqual(await listed(), pairKeys.slice(0, 25));
+  assert.equal(await page.$$eval("ol.strip li", (li) => li.length), 25);
+  await page.click("text=Load more");
+  await page.waitForFunction(() => document.querySelectorAll("#runs tbody tr").length === 30);
+  assert.deepEqual(await listed(), pairKeys);
+  assert.equal(await page.isHidden("text=Load more"), true);
+  assert.match(await page.textContent("#flaky"), /cursor: walk \(version 0\.1\.0\)/);
+
+  await page.click(`#runs a[href*="${encodeURIComponent(pairKeys[0])}"]`);
+  await page.waitForSelector("#tests");
+  const failed = await page.$$eval('#tests tr[data-status="failed"]', (trs) => trs.map((tr) => tr.textContent));
+  assert.deepEqual(failed.length, 1);
+  assert.match(failed[0], /add.*add over an existing key was accepted/);
+  const walk = await page.textContent('#tests tr:has-text("walk")');
+  assert.match(walk, /flaky/);
+  await page.goBack();
+  await page.waitForSelector("#runs");
+  assert.match(page.url(), /view=pair/);
+  await page.goForward();
+  await page.waitForSelector("#tests");
+  assert.match(page.url(), new RegExp(`view=run&key=${encodeURIComponent(pairKeys[0])}$`));
+  await page.close();
+});
+
+test("a diff of two runs: newly failing, newly passing, added and removed", async () => {
+  const keys = seeded.filter((s) => s.body.browser === "python-3.11").map((s) => s.key);
+  const page = await browser.newPage();
+  // A permalink opened directly: the newest run against the one before it.
+  await page.goto(`${app.url}?view=run&key=${encodeURIComponent(keys[29])}`);
+  await page.click("text=Changes since the previous run");
+  await page.waitForSelector("#newly-failing");
+  assert.match(page.url(), new RegExp(`view=diff&from=${encodeURIComponent(keys[28])}&to=${encodeURIComponent(keys[29])}$`));
+  assert.match(await page.textContent("#newly-failing"), /Newly failing \(1\).*crud: add — failed/s);
+  assert.match(await page.textContent("#newly-passing"), /Newly passing \(0\)/);
+  assert.match(await page.textContent("#added"), /Added \(1\).*crud: new test — passed/s);
+  assert.match(await page.textContent("#removed"), /Removed \(1\).*sql: old — passed/s);
+  // Two runs chosen in the history: run 3 (walk failed) against run 4 (walk passed).
+  await page.goto(`${app.url}?view=pair&platform=linux-x86_64&browser=python-3.11`);
+  await page.click("text=Load more");
+  await page.check(`input[value="${keys[4]}"]`);
+  await page.check(`input[value="${keys[3]}"]`);
+  await page.click("text=Compare the two runs chosen");
+  await page.waitForSelector("#newly-passing");
+  assert.match(await page.textContent("#newly-passing"), /Newly passing \(1\).*cursor: walk — passed/s);
+  assert.match(await page.textContent("#newly-failing"), /Newly failing \(0\)/);
+  await page.close();
+});
+
+test("filters by platform, runtime, suite and status live in the URL and survive a reload and the back button", async () => {
+  const { page } = await matrixPage();
+  const pairs = () => page.$$eval("#matrix tbody tr", (trs) => trs.map((tr) => tr.dataset.pair).sort());
+  await page.selectOption('select[name="platform"]', "macos-arm64");
+  await page.waitForFunction(() => location.search.includes("platform=macos-arm64"));
+  await page.waitForFunction(() => document.querySelectorAll("#matrix tbody tr").length === 1);
+  assert.deepEqual(await pairs(), ["macos-arm64 / node-20"]);
+  await page.reload();
+  await page.waitForSelector("#matrix");
+  assert.deepEqual(await pairs(), ["macos-arm64 / node-20"]);
+  await page.goBack();
+  await page.waitForFunction(() => document.querySelectorAll("#matrix tbody tr").length === 4);
+
+  await page.goto(`${app.url}?status=failed&suite=crud`);
+  await page.waitForSelector("#matrix");
+  assert.deepEqual(await page.$$eval("#matrix thead th", (th) => th.map((t) => t.textContent).slice(2)), ["crud"]);
+  assert.deepEqual(await pairs(), ["linux-x86_64 / broken", "linux-x86_64 / python-3.11"]);
+  await page.goto(`${app.url}?status=passed&browser=node-20`);
+  await page.waitForSelector("#matrix");
+  assert.deepEqual(await pairs(), ["macos-arm64 / node-20"]);
+
+  // A run's tests by status.
+  const key = seeded.at(-2).key;
+  await page.goto(`${app.url}?view=run&key=${encodeURIComponent(key)}&status=failed`);
+  await page.waitForSelector("#tests");
+  assert.deepEqual(await page.$$eval("#tests tbody tr", (trs) => trs.map((tr) => tr.dataset.status)), ["failed"]);
+  await page.close();
+});
+
+test("the latest runs across every pair, 25 at a time", async () => {
+  const page = await browser.newPage();
+  await page.goto(`${app.url}?view=latest`);
+  await page.waitForSelector("#runs");
+  const rows = () => page.$$eval("#runs tbody tr", (trs) => trs.map((tr) => tr.dataset.key));
+  const first = await rows();
+  assert.equal(first.length, 25);
+  // Newest first: the unreadable object's name claims the newest time, then the seeds backwards.
+  assert.deepEqual(first.slice(1), seeded.map((s) => s.key).reverse().slice(0, 24));
+  await page.click("text=Load more");
+  await page.waitForFunction(() => document.querySelectorAll("#runs tbody tr").length === 34);
+  assert.equal(new Set(await rows()).size, 34);
+  await page.close();
+});
+
+test("a page on an allowed origin posts a run through the collector; another origin is refused by the browser", async () => {
+  const page = await browser.newPage();
+  const body = run("linux-x86_64", "chromium-148", "0.1.0", [["crud", "posted from a page", "passed"]]);
+  const send = (url) => page.evaluate(async ([url, body]) => {
+    try {
+      const response = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+      return { status: response.status, body: await response.json() };
+    } catch (e) {
+      return { refused: String(e) };
+    }
+  }, [url, body]);
+  const before = readdirSync(join(work.dir, "bucket/results/linux-x86_64"));
+  await page.goto(otherOrigin.url);
+  const refused = await send(app.url + "results");
+  assert.match(refused.refused ?? "", /TypeError: Failed to fetch/);
+  assert.deepEqual(readdirSync(join(work.dir, "bucket/results/linux-x86_64")), before, "nothing stored for the other origin");
+  await page.goto(allowedOrigin.url);
+  const stored = await send(app.url + "results");
+  assert.equal(stored.status, 201, JSON.stringify(stored));
+  assert.match(stored.body.key, /^linux-x86_64\/chromium-148\/\d{13}-[0-9a-f]{16}$/);
+  await page.close();
+});
+
+test("a screenshot of the matrix", async () => {
+  const page = await browser.newPage({ viewport: { width: 1400, height: 600 } });
+  await page.goto(app.url);
+  await page.waitForSelector("#matrix");
+  const path = join(root, "target/app/matrix.png");
+  mkdirSync(join(root, "target/app"), { recursive: true });
+  await page.screenshot({ path, fullPage: true });
+  assert.ok(readdirSync(join(root, "target/app")).includes("matrix.png"));
+  await page.close();
+});

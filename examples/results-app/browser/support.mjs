@@ -1,0 +1,81 @@
+// What the browser tests and the page benchmark share: the app as a real process on loopback,
+// runs in the stored format, and Debian's Chromium driven by playwright-core.
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createInterface } from "node:readline";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+
+export const root = join(dirname(fileURLToPath(import.meta.url)), "../../..");
+const binary = process.env.OBJSTORE_RESULTS_BIN || join(root, "target/debug/objstore-results");
+
+export function scratch() {
+  const dir = mkdtempSync(join(tmpdir(), "objstore-results-page-"));
+  return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** `objstore-results serve` on a free port over the file:// bucket in `dir`. */
+export async function startApp(dir, args = []) {
+  const cache = args.includes("--cache") ? [] : ["--cache", join(dir, "cache.sqlite3")];
+  const child = spawn(binary, ["serve", "--listen", "127.0.0.1:0", ...cache, ...args], {
+    env: { ...process.env, OBJSTORE_RESULTS: `file://${join(dir, "bucket")}`, OBJSTORE_RESULTS_PREFIX: "" },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const lines = createInterface({ input: child.stdout });
+  const [line] = await Promise.race([
+    once(lines, "line"),
+    once(child, "exit").then(([code]) => { throw new Error(`objstore-results serve exited with ${code}`); }),
+  ]);
+  const url = line.match(/page is at (http:\/\/\S+\/)/)?.[1];
+  if (!url) throw new Error(`unexpected first line: ${line}`);
+  return {
+    url,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = once(child, "exit");
+      child.kill();
+      await exited;
+    },
+  };
+}
+
+/** A run as the app stores it; `tests` are [suite, name, status, message?]. */
+export function run(platform, browser, version, tests) {
+  const list = tests.map(([suite, name, status, message]) => ({ name, status, duration: 1, suite, ...(message ? { message } : {}) }));
+  const count = (s) => list.filter((t) => t.status === s).length;
+  const now = Date.now();
+  return {
+    platform, browser, version,
+    results: {
+      tool: { name: "page-test" },
+      summary: { tests: list.length, passed: count("passed"), failed: count("failed"), skipped: count("skipped"),
+        pending: count("pending"), other: count("other"), start: now, stop: now },
+      tests: list,
+    },
+  };
+}
+
+/** Posts `body` to the collector with a bearer token; the stored key. */
+export async function post(url, body, token) {
+  const response = await fetch(new URL("results", url), {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
+    body: JSON.stringify(body),
+  });
+  const answer = await response.json();
+  if (response.status !== 201) throw new Error(`post answered ${response.status}: ${JSON.stringify(answer)}`);
+  return answer.key;
+}
+
+export function launch() {
+  return chromium.launch({
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    // The test command runs as root in CI containers, where Chromium's sandbox cannot start.
+    args: ["--no-sandbox", "--disable-dev-shm-usage"],
+  });
+}
+
+export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
