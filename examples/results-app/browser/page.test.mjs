@@ -160,6 +160,10 @@ test("every answer says nosniff and the page's policy allows no inline script", 
   }
   assert.equal((await fetch(app.url + "api/run?key=no/such/run")).status, 404);
   assert.equal((await fetch(app.url + "api/run?key=not-a-key")).status, 400);
+  assert.equal((await fetch(app.url + "api/run?key=" + encodeURIComponent("../../etc"))).status, 400);
+  const long = await fetch(app.url + "api/diff?from=" + "x".repeat(4000) + "&to=a/b/c");
+  assert.equal(long.status, 400);
+  assert.ok((await long.text()).length < 300, "the error names a short prefix of the input");
   assert.equal((await fetch(app.url + "api/history?platform=linux-x86_64")).status, 400);
 });
 

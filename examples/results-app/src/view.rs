@@ -412,7 +412,7 @@ fn paged(mut keys: Vec<String>) -> (Vec<String>, Option<String>) {
 /// The platform and browser a run's name carries.
 fn pair_of(key: &str) -> Result<(String, String), ViewError> {
     match key.split('/').collect::<Vec<_>>()[..] {
-        [platform, browser, run] if !platform.is_empty() && !browser.is_empty() && !run.is_empty() => {
+        [platform, browser, run] if [platform, browser, run].iter().all(|s| !matches!(*s, "" | "." | "..")) => {
             Ok((platform.to_string(), browser.to_string()))
         }
         _ => Err(ViewError::BadRequest(format!("{:?} is not a run's name (platform/browser/run)", clip(key)))),
