@@ -27,7 +27,7 @@ pub use executor::{AsyncDatabase, ExecutorOptions, DEFAULT_IDLE_TRANSACTION_TIME
 pub use key::Key;
 pub use keypath::{lookup, KeyPath};
 pub use ops::ScanOptions;
-pub use query::{Condition, CursorItem, Op, Plan, Query, Step};
+pub use query::{Condition, CursorItem, Literal, Op, Plan, Query, Step};
 pub use range::{ByteRange, KeyRange};
 pub use replica::{Change, RefusedWrite, Resolution, SyncStatus};
 pub use schema::{IndexSchema, Schema, StoreSchema};

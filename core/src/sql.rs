@@ -21,7 +21,7 @@ use sqlparser::parser::Parser;
 use crate::database::{Database, Mode, Tx};
 use crate::error::{Error, Result};
 use crate::keypath::lookup;
-use crate::query::{exec_merge_patch, Op, Query, Step};
+use crate::query::{Op, Query, Step};
 
 /// What a statement gives back.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,10 +33,29 @@ pub enum SqlOutput {
 }
 
 enum Statement {
-    Select { query: Query, columns: Columns, limit: Option<usize> },
-    Insert { store: String, records: Vec<Value>, replace: bool },
-    Update { query: Query, patch: Value },
-    Delete { query: Query },
+    Select {
+        query: Query,
+        columns: Columns,
+        limit: Option<usize>,
+    },
+    Insert {
+        store: String,
+        records: Vec<Value>,
+        replace: bool,
+    },
+    /// `SET path = value, ...`: each value replaces what is at its path.
+    Update {
+        query: Query,
+        assignments: Vec<(String, Value)>,
+    },
+    Delete {
+        query: Query,
+    },
+    /// `EXPLAIN SELECT ...`: the plan, as one row `{"plan": text}`.
+    Explain {
+        query: Query,
+        columns: Columns,
+    },
 }
 
 enum Columns {
@@ -73,7 +92,9 @@ pub fn target(sql: &str, params: &[Value]) -> Result<(String, Mode)> {
 
 fn target_of(statement: &Statement) -> (String, Mode) {
     match statement {
-        Statement::Select { query, .. } => (query.store().to_string(), Mode::ReadOnly),
+        Statement::Select { query, .. } | Statement::Explain { query, .. } => {
+            (query.store().to_string(), Mode::ReadOnly)
+        }
         Statement::Insert { store, .. } => (store.clone(), Mode::ReadWrite),
         Statement::Update { query, .. } | Statement::Delete { query } => (query.store().to_string(), Mode::ReadWrite),
     }
@@ -98,7 +119,22 @@ fn run(tx: &mut Tx<'_>, statement: Statement) -> Result<SqlOutput> {
             }
             Ok(SqlOutput::Changed(n))
         }
-        Statement::Update { query, patch } => query.patch_in(tx, &patch).map(SqlOutput::Changed),
+        Statement::Update { query, assignments } => query
+            .rewrite_in(tx, |record| {
+                for (path, value) in &assignments {
+                    set_path(record, path, value.clone());
+                }
+            })
+            .map(SqlOutput::Changed),
+        Statement::Explain { query, columns } => {
+            let plan = query.explain_in(tx)?;
+            let text = match counts_only(&query, &columns) {
+                true if plan.is_exact() => format!("count: {plan}, counted without reading records"),
+                true => format!("count: {plan}"),
+                false => plan.to_string(),
+            };
+            Ok(SqlOutput::Rows(vec![serde_json::json!({ "plan": text })]))
+        }
         Statement::Delete { query } => query.delete_in(tx).map(SqlOutput::Changed),
     }
 }
@@ -122,6 +158,11 @@ fn select(tx: &mut Tx<'_>, query: &mut Query, columns: &Columns, limit: Option<u
             if limit == 0 {
                 return Ok(SqlOutput::Rows(Vec::new()));
             }
+            if counts_only(query, columns) {
+                // The planner's count: from the index or the store alone when the range is exact.
+                let n = query.count_in(tx)?;
+                return Ok(SqlOutput::Rows(vec![serde_json::json!({ aggregates[0].2.clone(): n })]));
+            }
             let mut totals: Vec<Totals> = aggregates.iter().map(|_| Totals::default()).collect();
             query.open_in(tx, |item| {
                 for ((aggregate, field, _), total) in aggregates.iter().zip(&mut totals) {
@@ -140,6 +181,12 @@ fn select(tx: &mut Tx<'_>, query: &mut Query, columns: &Columns, limit: Option<u
             Ok(SqlOutput::Rows(vec![Value::Object(row)]))
         }
     }
+}
+
+/// `SELECT COUNT(*)` and nothing else, with no OFFSET: the query's own count answers it.
+fn counts_only(query: &Query, columns: &Columns) -> bool {
+    matches!(columns, Columns::Aggregates(a) if matches!(a.as_slice(), [(Aggregate::Count, None, _)]))
+        && query.skip == 0
 }
 
 /// Running totals of one aggregate. MIN and MAX compare in key order; SUM and AVG use numbers.
@@ -226,6 +273,13 @@ fn parse(sql: &str, params: &[Value]) -> Result<Statement> {
     let mut params = Params { values: params, next: 0, used: 0 };
     let statement = match statements.remove(0) {
         ast::Statement::Query(query) => parse_select(*query, &mut params)?,
+        ast::Statement::Explain { statement, analyze: false, verbose: false, .. } => match *statement {
+            ast::Statement::Query(query) => match parse_select(*query, &mut params)? {
+                Statement::Select { query, columns, .. } => Statement::Explain { query, columns },
+                _ => unreachable!("parse_select makes a Select"),
+            },
+            other => return Err(unsupported(format!("EXPLAIN of {}", first_word(&other.to_string())))),
+        },
         ast::Statement::Insert(insert) => parse_insert(insert, &mut params)?,
         ast::Statement::Update(update) => parse_update(update, &mut params)?,
         ast::Statement::Delete(delete) => parse_delete(delete, &mut params)?,
@@ -283,6 +337,7 @@ fn parse_select(query: ast::Query, params: &mut Params) -> Result<Statement> {
         if descending == Some(true) {
             q = q.reverse();
         }
+        q.nulls_sorted = true;
     }
     let mut limit = None;
     match query.limit_clause {
@@ -307,27 +362,28 @@ fn parse_select(query: ast::Query, params: &mut Params) -> Result<Statement> {
 }
 
 fn parse_columns(projection: Vec<SelectItem>) -> Result<Columns> {
+    let count = projection.len();
     let mut fields = Vec::new();
     let mut aggregates = Vec::new();
     for item in projection {
         let (expr, alias) = match item {
-            SelectItem::Wildcard(_) => {
-                if !fields.is_empty() || !aggregates.is_empty() {
-                    return Err(unsupported("* next to other columns"));
-                }
-                return Ok(Columns::All);
-            }
+            SelectItem::Wildcard(_) if count == 1 => return Ok(Columns::All),
+            SelectItem::Wildcard(_) => return Err(unsupported("* next to other columns")),
             SelectItem::UnnamedExpr(expr) => (expr, None),
             SelectItem::ExprWithAlias { expr, alias } => (expr, Some(alias.value)),
             other => return Err(unsupported(format!("the column {other}"))),
         };
-        let name = alias.unwrap_or_else(|| expr.to_string());
+        // A column is named as written, without the quotes of a quoted identifier.
         match &expr {
             Expr::Function(function) => {
                 let (aggregate, field) = parse_aggregate(function)?;
+                let name = alias.unwrap_or_else(|| format!("{}({})", function.name, field.as_deref().unwrap_or("*")));
                 aggregates.push((aggregate, field, name));
             }
-            _ => fields.push((field_name(&expr)?, name)),
+            _ => {
+                let field = field_name(&expr)?;
+                fields.push((field.clone(), alias.unwrap_or(field)));
+            }
         }
     }
     match (fields.is_empty(), aggregates.is_empty()) {
@@ -458,6 +514,12 @@ fn add_conditions(query: Query, expr: Expr, params: &mut Params) -> Result<Query
                 Ok(field) => (field, op, value(&right, params)?),
                 Err(_) => (field_name(&right)?, flipped, value(&left, params)?),
             };
+            if operand.is_null() {
+                return Err(Error::InvalidArgument(format!(
+                    "SQL: {field} {} NULL is never true in SQL (IS NULL is not supported)",
+                    op.symbol()
+                )));
+            }
             query.filter_json(&field, op.symbol(), &operand)
         }
         Expr::Like { negated: false, any: false, expr, pattern, escape_char: None } => {
@@ -520,7 +582,7 @@ fn parse_insert(insert: ast::Insert, params: &mut Params) -> Result<Statement> {
             }
             let mut record = Value::Object(Map::new());
             for (column, expr) in columns.iter().zip(&row) {
-                exec_merge_patch(&mut record, &nested(column, value(expr, params)?));
+                set_path(&mut record, column, value(expr, params)?);
             }
             record
         };
@@ -529,13 +591,22 @@ fn parse_insert(insert: ast::Insert, params: &mut Params) -> Result<Statement> {
     Ok(Statement::Insert { store, records, replace })
 }
 
-/// `{"a": {"b": value}}` for the path `a.b`.
-fn nested(path: &str, value: Value) -> Value {
-    path.rsplit('.').fold(value, |inner, segment| {
-        let mut map = Map::new();
-        map.insert(segment.to_string(), inner);
-        Value::Object(map)
-    })
+/// Puts `value` at the dotted `path` of `record`, replacing what is there (nulls included) and
+/// making the objects on the way (a non-object on the way is replaced by one).
+fn set_path(record: &mut Value, path: &str, value: Value) {
+    let mut node = record;
+    let mut segments = path.split('.').peekable();
+    while let Some(segment) = segments.next() {
+        if !node.is_object() {
+            *node = Value::Object(Map::new());
+        }
+        let map = node.as_object_mut().expect("made an object above");
+        if segments.peek().is_none() {
+            map.insert(segment.to_string(), value);
+            return;
+        }
+        node = map.entry(segment.to_string()).or_insert(Value::Null);
+    }
 }
 
 fn parse_update(update: ast::Update, params: &mut Params) -> Result<Statement> {
@@ -543,22 +614,18 @@ fn parse_update(update: ast::Update, params: &mut Params) -> Result<Statement> {
         return Err(unsupported("UPDATE with FROM, RETURNING, ORDER BY or LIMIT"));
     }
     let store = single_table(std::slice::from_ref(&update.table))?;
-    let mut patch = Value::Object(Map::new());
+    let mut assignments = Vec::new();
     for assignment in &update.assignments {
         let ast::AssignmentTarget::ColumnName(column) = &assignment.target else {
             return Err(unsupported("assigning to a tuple of columns"));
         };
-        let new_value = value(&assignment.value, params)?;
-        if new_value.is_null() {
-            return Err(unsupported(format!("SET {column} = NULL (null would remove the field)")));
-        }
-        exec_merge_patch(&mut patch, &nested(&object_name(column)?, new_value));
+        assignments.push((object_name(column)?, value(&assignment.value, params)?));
     }
     let mut query = Query::from(&store);
     if let Some(selection) = update.selection {
         query = add_conditions(query, selection, params)?;
     }
-    Ok(Statement::Update { query, patch })
+    Ok(Statement::Update { query, assignments })
 }
 
 fn parse_delete(delete: ast::Delete, params: &mut Params) -> Result<Statement> {

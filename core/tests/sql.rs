@@ -145,4 +145,87 @@ for_each_mechanism! {
             .list(&mut db, 100).unwrap().iter().map(|r| r["id"].as_i64().unwrap()).collect();
         assert_eq!(by_sql, by_builder);
     }
+
+    fn booleans_and_null_are_compared_as_residual_filters(kind) {
+        let mut db = open(kind, Some(SCHEMA));
+        execute(&mut db, "INSERT INTO runs (id, platform, ok) VALUES (1, 'linux', TRUE), (2, 'linux', FALSE), (3, 'macos', TRUE), (4, 'linux', NULL)", &[]).unwrap();
+        assert_eq!(ids(execute(&mut db, "SELECT * FROM runs WHERE ok = TRUE ORDER BY id", &[]).unwrap()), vec![1, 3]);
+        assert_eq!(ids(execute(&mut db, "SELECT * FROM runs WHERE ok = ? AND platform = 'linux'", &[json!(true)]).unwrap()), vec![1]);
+        assert_eq!(ids(execute(&mut db, "SELECT * FROM runs WHERE FALSE = ok", &[]).unwrap()), vec![2]);
+        let mut by_json = Query::from_json(&json!({"from": "runs", "where": [["ok", "=", false]]})).unwrap();
+        assert_eq!(by_json.list(&mut db, 10).unwrap()[0]["id"], json!(2));
+        let mut nulls = Query::from_json(&json!({"from": "runs", "where": [["platform", "==", "linux"], ["ok", "=", null]]})).unwrap();
+        assert_eq!(nulls.list(&mut db, 10).unwrap()[0]["id"], json!(4), "== is an alias of =; null matches a null field");
+        let plan = Query::from("runs").filter("platform", Op::Eq, "linux").filter_json("ok", "=", &json!(true)).unwrap().explain(&mut db).unwrap();
+        assert_eq!(plan.to_string(), "scan index \"platform\", range: platform = \"linux\", residual filter: ok = true, no sort");
+        assert_eq!(rows(execute(&mut db, "SELECT COUNT(*) FROM runs WHERE ok = TRUE", &[]).unwrap()), vec![json!({"COUNT(*)": 2})]);
+        for (sql, says) in [
+            ("SELECT * FROM runs WHERE ok < TRUE", "compare with = only"),
+            ("SELECT * FROM runs WHERE ok = NULL", "NULL is never true"),
+        ] {
+            assert!(execute(&mut db, sql, &[]).unwrap_err().to_string().contains(says), "{sql}");
+        }
+        let err = Query::from_json(&json!({"from": "runs", "where": [["ok", "!=", true]]})).unwrap_err();
+        assert!(err.to_string().contains("unknown comparison \"!=\" (known: = (or ==)"), "{err}");
+    }
+
+    fn quoted_identifiers_name_columns_without_their_quotes(kind) {
+        let mut db = seeded(kind);
+        let out = execute(&mut db, r#"SELECT "browser", "meta.v", meta.v, MAX("age") FROM runs WHERE id = 3"#, &[]);
+        assert!(out.unwrap_err().to_string().contains("mixing aggregates"));
+        let out = execute(&mut db, r#"SELECT "browser", "meta.v" FROM runs WHERE "id" = 3"#, &[]).unwrap();
+        assert_eq!(rows(out), vec![json!({"browser": "rust", "meta.v": 3})]);
+        let out = execute(&mut db, r#"SELECT MAX("age"), count(*) FROM runs"#, &[]).unwrap();
+        assert_eq!(rows(out), vec![json!({"MAX(age)": 41, "count(*)": 5})]);
+    }
+
+    fn order_by_never_changes_the_row_set(kind) {
+        let mut db = seeded(kind);
+        execute(&mut db, "INSERT INTO runs (id, platform, age) VALUES (6, 'linux', NULL), (7, 'linux', TRUE), (8, 'linux', 'old')", &[]).unwrap();
+        execute(&mut db, "INSERT INTO runs (id, platform) VALUES (9, 'beos')", &[]).unwrap();
+        // Missing, null and non-key values sort as NULL: first ascending (by key among them).
+        assert_eq!(ids(execute(&mut db, "SELECT * FROM runs ORDER BY age", &[]).unwrap()), vec![6, 7, 9, 5, 2, 4, 1, 3, 8]);
+        assert_eq!(ids(execute(&mut db, "SELECT * FROM runs ORDER BY age DESC", &[]).unwrap()), vec![8, 3, 1, 4, 2, 5, 9, 7, 6]);
+        assert_eq!(ids(execute(&mut db, "SELECT * FROM runs WHERE platform = 'linux' ORDER BY age LIMIT 4", &[]).unwrap()), vec![6, 7, 2, 4]);
+        assert_eq!(rows(execute(&mut db, "SELECT COUNT(*) FROM runs ORDER BY age", &[]).unwrap()), vec![json!({"COUNT(*)": 9})]);
+        assert_eq!(rows(execute(&mut db, "SELECT COUNT(*) FROM runs", &[]).unwrap()), vec![json!({"COUNT(*)": 9})]);
+        // The query builder keeps its documented rule: an order needs its field, as an index.
+        assert_eq!(Query::from("runs").order("age").count(&mut db).unwrap(), 6);
+    }
+
+    fn update_set_and_insert_columns_replace_values_at_their_paths(kind) {
+        let mut db = seeded(kind);
+        let get = |db: &mut TestDb, id: i64| rows(execute(db, "SELECT * FROM runs WHERE id = ?", &[json!(id)]).unwrap()).remove(0);
+        execute(&mut db, "UPDATE runs SET meta = ? WHERE id = 1", &[json!({"a": 1})]).unwrap();
+        assert_eq!(get(&mut db, 1)["meta"], json!({"a": 1}), "SET replaces, it does not merge");
+        execute(&mut db, "UPDATE runs SET meta.v = NULL, browser = NULL WHERE id = 2", &[]).unwrap();
+        let two = get(&mut db, 2);
+        assert_eq!((two["meta"].clone(), two.get("browser").cloned()), (json!({"v": null}), Some(Value::Null)));
+        execute(&mut db, "INSERT INTO runs (id, doc, x, deep.er) VALUES (10, ?, NULL, 1)", &[json!({"x": null, "y": 1})]).unwrap();
+        assert_eq!(get(&mut db, 10), json!({"id": 10, "doc": {"x": null, "y": 1}, "x": null, "deep": {"er": 1}}));
+        assert_eq!(execute(&mut db, "UPDATE runs SET age = 1 WHERE id = 10", &[]).unwrap(), SqlOutput::Changed(1));
+        assert_eq!(execute(&mut db, "UPDATE runs SET age = 1 WHERE id = 10", &[]).unwrap(), SqlOutput::Changed(0), "nothing new");
+    }
+
+    fn select_star_with_more_columns_is_refused(kind) {
+        let mut db = seeded(kind);
+        for sql in ["SELECT *, browser FROM runs", "SELECT browser, * FROM runs"] {
+            assert!(execute(&mut db, sql, &[]).unwrap_err().to_string().contains("* next to other columns"), "{sql}");
+        }
+    }
+
+    fn count_with_an_indexed_equality_is_counted_from_the_index(kind) {
+        let mut db = seeded(kind);
+        let plan = |db: &mut TestDb, sql: &str| rows(execute(db, sql, &[]).unwrap())[0]["plan"].as_str().unwrap().to_string();
+        assert_eq!(
+            plan(&mut db, "EXPLAIN SELECT COUNT(*) FROM runs WHERE platform = 'linux'"),
+            "count: scan index \"platform\", range: platform = \"linux\", no sort, counted without reading records"
+        );
+        assert_eq!(
+            plan(&mut db, "EXPLAIN SELECT COUNT(*) FROM runs WHERE platform = 'linux' AND browser = 'rust'"),
+            "count: scan index \"platform\", range: platform = \"linux\", residual filter: browser = \"rust\", no sort"
+        );
+        assert_eq!(plan(&mut db, "EXPLAIN SELECT * FROM runs WHERE age > 26"), "scan store, whole range, residual filter: age > 26, no sort");
+        assert_eq!(rows(execute(&mut db, "SELECT COUNT(*) AS n FROM runs WHERE platform = 'linux'", &[]).unwrap()), vec![json!({"n": 3})]);
+    }
 }

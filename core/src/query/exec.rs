@@ -109,6 +109,14 @@ type VisitMatch<'a> = &'a mut dyn FnMut(&[u8], &[u8], Stored) -> Result<bool>;
 /// The encoded order key of a record: one field's key, or an array of several. `None` when a
 /// field is missing or not a valid key.
 fn order_key(query: &Query, record: &Value) -> Option<Vec<u8>> {
+    if query.nulls_sorted {
+        // Each field as [] (NULL: missing or not a key, before any value) or [key].
+        let fields = query.order.iter().map(|field| {
+            let key = lookup(record, field).and_then(|v| Key::from_json(v).ok());
+            Key::Array(key.into_iter().collect())
+        });
+        return Key::Array(fields.collect()).encode().ok();
+    }
     let mut keys = Vec::with_capacity(query.order.len());
     for field in &query.order {
         keys.push(Key::from_json(lookup(record, field)?).ok()?);
@@ -420,14 +428,14 @@ pub(super) fn open(
     }
 }
 
-pub(super) fn patch(tx: &mut Tx<'_>, query: &Query, patch: &Value) -> Result<u64> {
+pub(super) fn rewrite(tx: &mut Tx<'_>, query: &Query, change: impl Fn(&mut Value)) -> Result<u64> {
     let info = tx.db.store_for(&query.store, true)?;
     let mut changed = 0;
     for (pk, record) in collect_all(tx.db, &info, query)? {
-        let mut merged = record.clone();
-        merge_patch(&mut merged, patch);
-        if merged != record {
-            replace(tx, &info, &Key::decode(&pk)?, merged)?;
+        let mut new = record.clone();
+        change(&mut new);
+        if new != record {
+            replace(tx, &info, &Key::decode(&pk)?, new)?;
             changed += 1;
         }
     }

@@ -6,8 +6,9 @@
 //!
 //! Semantics: a condition compares keys in key order, but never across types (`age > 30`
 //! matches numbers only); a record whose field is missing or not a valid key matches no
-//! condition. `order(fields)` returns only records that have every order field, as an index
-//! would. `list(n)` pages by keyset: each call resumes after the last record it returned.
+//! condition. `true`, `false` and `null` compare by equality only, as a residual filter.
+//! `order(fields)` returns only records that have every order field, as an index would (SQL's
+//! ORDER BY keeps every row, sorting missing values as NULL). `list(n)` pages by keyset: each call resumes after the last record it returned.
 
 mod exec;
 mod plan;
@@ -19,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::key::Key;
 use crate::keypath::lookup;
 
-pub(crate) use exec::merge_patch as exec_merge_patch;
+use exec::merge_patch;
 pub use exec::{CursorItem, Step};
 pub use plan::Plan;
 
@@ -37,6 +38,7 @@ pub enum Op {
 impl Op {
     pub fn parse(text: &str) -> Result<Op> {
         Ok(match text {
+            // `==` is an alias, for callers used to it.
             "=" | "==" => Op::Eq,
             "<" => Op::Lt,
             "<=" => Op::Le,
@@ -45,7 +47,7 @@ impl Op {
             "starts" => Op::Starts,
             other => {
                 return Err(Error::InvalidArgument(format!(
-                    "unknown comparison {other:?} (known: =, <, <=, >, >=, starts)"
+                    "unknown comparison {other:?} (known: = (or ==), <, <=, >, >=, starts)"
                 )))
             }
         })
@@ -99,6 +101,26 @@ impl Condition {
     }
 }
 
+/// A comparison with `true`, `false` or `null`, which are not keys: never served by an index,
+/// checked against each record (equality only).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Literal {
+    pub field: String,
+    pub value: Value,
+}
+
+impl Literal {
+    fn matches(&self, record: &Value) -> bool {
+        lookup(record, &self.field) == Some(&self.value)
+    }
+}
+
+impl std::fmt::Display for Literal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} = {}", self.field, self.value)
+    }
+}
+
 impl std::fmt::Display for Condition {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} {} {}", self.field, self.op.symbol(), self.value)
@@ -118,7 +140,11 @@ pub(crate) struct Position {
 pub struct Query {
     pub(crate) store: String,
     pub(crate) conditions: Vec<Condition>,
+    pub(crate) literals: Vec<Literal>,
     pub(crate) order: Vec<String>,
+    /// SQL's ORDER BY: records missing an order field (or holding a non-key there) stay, sorted
+    /// as NULL, first ascending. Without it an order keeps only records that have its fields.
+    pub(crate) nulls_sorted: bool,
     pub(crate) reverse: bool,
     pub(crate) unique: bool,
     pub(crate) select: Option<Vec<String>>,
@@ -133,7 +159,9 @@ impl Query {
         Query {
             store: store.to_string(),
             conditions: Vec::new(),
+            literals: Vec::new(),
             order: Vec::new(),
+            nulls_sorted: false,
             reverse: false,
             unique: false,
             select: None,
@@ -201,9 +229,21 @@ impl Query {
         self
     }
 
-    /// Adds a condition given as text and JSON, as the bindings and SQL do.
-    pub fn filter_json(self, field: &str, op: &str, value: &Value) -> Result<Query> {
+    /// Adds a condition given as text and JSON, as the bindings and SQL do. `true`, `false`
+    /// and `null` are not keys: they compare by equality, as a residual filter.
+    pub fn filter_json(mut self, field: &str, op: &str, value: &Value) -> Result<Query> {
         let op = Op::parse(op)?;
+        if matches!(value, Value::Bool(_) | Value::Null) {
+            if op != Op::Eq {
+                return Err(Error::InvalidArgument(format!(
+                    "field {field:?} {} {value}: true, false and null compare with = only",
+                    op.symbol()
+                )));
+            }
+            self.literals.push(Literal { field: field.to_string(), value: value.clone() });
+            self.reset();
+            return Ok(self);
+        }
         let key = Key::from_json(value).map_err(|e| match e {
             Error::InvalidKey { reason, .. } => {
                 Error::InvalidArgument(format!("cannot compare field {field:?} with {value}: {reason}"))
@@ -267,7 +307,7 @@ impl Query {
     }
 
     pub(crate) fn matches(&self, record: &Value) -> bool {
-        self.conditions.iter().all(|c| c.matches(record))
+        self.conditions.iter().all(|c| c.matches(record)) && self.literals.iter().all(|l| l.matches(record))
     }
 
     /// The record cut down to the selected fields.
@@ -365,7 +405,13 @@ impl Query {
     }
 
     pub fn patch_in(&self, tx: &mut Tx<'_>, patch: &Value) -> Result<u64> {
-        exec::patch(tx, self, patch)
+        self.rewrite_in(tx, |record| merge_patch(record, patch))
+    }
+
+    /// Rewrites every matching record with `change`; returns how many changed. A change may
+    /// not move a record to another key.
+    pub fn rewrite_in(&self, tx: &mut Tx<'_>, change: impl Fn(&mut Value)) -> Result<u64> {
+        exec::rewrite(tx, self, change)
     }
 
     /// Removes every matching record; returns how many went.

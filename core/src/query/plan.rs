@@ -42,6 +42,13 @@ pub struct Plan {
     pub(crate) exact: bool,
 }
 
+impl Plan {
+    /// Whether the range holds exactly the matching records (a count reads no record).
+    pub fn is_exact(&self) -> bool {
+        self.exact
+    }
+}
+
 impl fmt::Display for Plan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.source {
@@ -80,8 +87,11 @@ struct Fit {
 
 pub(crate) fn plan(info: &StoreInfo, query: &Query) -> Result<Plan> {
     validate(query)?;
+    // An index lacks the records missing its fields: usable when those could not be returned
+    // anyway (a condition or, unless missing values sort as NULL, the order needs the field).
+    let ordered = if query.nulls_sorted { &[][..] } else { &query.order[..] };
     let constrained: Vec<&str> =
-        query.conditions.iter().map(|c| c.field.as_str()).chain(query.order.iter().map(String::as_str)).collect();
+        query.conditions.iter().map(|c| c.field.as_str()).chain(ordered.iter().map(String::as_str)).collect();
 
     let mut best: Option<(Candidate, Fit)> = None;
     for candidate in candidates(info) {
@@ -102,6 +112,7 @@ pub(crate) fn plan(info: &StoreInfo, query: &Query) -> Result<Plan> {
         .enumerate()
         .filter(|(i, _)| !fit.served.contains(i))
         .map(|(_, c)| c.to_string())
+        .chain(query.literals.iter().map(ToString::to_string))
         .collect();
     let order_implied = query.order.iter().all(|f| candidate.fields.contains(&f.as_str()));
     Ok(Plan {
