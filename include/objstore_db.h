@@ -244,8 +244,11 @@ const char *objstore_status_name(int32_t status);
  "syncThreads": n}`. Durability "normal" (the default) keeps a commit through a crash of the
  process, "full" (an fsync per commit) through a crash of the machine too. One process at a
  time opens a file: a second open fails with OBJSTORE_STATUS_STORAGE naming the file.
- `on_open` fires once with the schema as stored (`{"version", "stores"}`, plus `"warnings"`:
- [text] when a bucket is known to ignore conditional writes) or the error. Sync credentials
+ `on_open` fires once with the schema as stored (`{"version", "stores", "previousVersion"}`:
+ the version before this open, null for a new database; plus `"warnings"`: [text] when a
+ bucket is known to ignore conditional writes) or the error. A schema without a version
+ keeps the stored one, or takes the next one when it changed; a given version lower than the
+ stored one is OBJSTORE_STATUS_SCHEMA naming both. Sync credentials
  (`accessKeyId`, `secretAccessKey`, `sessionToken` in a Sync block's Options) are used but
  never stored in the file; without them the standard AWS variables and the shared AWS files
  (`AWS_PROFILE`) are read. Requests may be made at once: they run after the open, or fail
@@ -838,6 +841,19 @@ enum objstore_status objstore_db_sync_stats(const struct objstore_db *db,
                                             bool reset,
                                             char **result_out,
                                             char **error_out);
+
+/*
+ The schema as the database has it now: `{"version", "stores"}` (default index names filled
+ in, no credentials).
+
+ # Safety
+ As `objstore_db_put`.
+ */
+enum objstore_status objstore_db_schema(const struct objstore_db *db,
+                                        objstore_callback done,
+                                        void *user_data,
+                                        uint64_t *request_out,
+                                        char **error_out);
 
 /*
  The writes the bucket refused, kept until resolved: a JSON array of `{"sequence", "store",

@@ -109,6 +109,8 @@ pub struct Database {
     /// The settings of the stores mirrored in buckets, by store. The engine only queues their
     /// writes; the sync agent talks to the buckets.
     synced: HashMap<String, SyncConfig>,
+    /// The schema version the file had before this open (`None`: the database is new).
+    previous_version: Option<u64>,
 }
 
 impl Database {
@@ -137,6 +139,7 @@ impl Database {
             finished: VecDeque::new(),
             key_generators: HashMap::new(),
             synced: HashMap::new(),
+            previous_version: None,
         };
         db.mech.begin(true)?;
         // The Sync blocks are checked before the schema is stored, so that a bad one can be
@@ -166,6 +169,12 @@ impl Database {
         &self.catalog.schema
     }
 
+    /// The schema version before this open: `None` for a new database, else the version it
+    /// had (lower than [`Schema::version`] when the open migrated it).
+    pub fn previous_version(&self) -> Option<u64> {
+        self.previous_version
+    }
+
     /// Loads the stored schema, then stores `given` (new, or migrated to). Secrets an older
     /// version stored in the file are taken out of it and used where none were given.
     fn load_or_migrate(&mut self, given: Option<Schema>, secrets: &mut Secrets) -> Result<()> {
@@ -184,7 +193,7 @@ impl Database {
             (None, given) => {
                 self.catalog = Catalog::empty();
                 if let Some(schema) = given {
-                    self.catalog.schema.version = schema.version;
+                    self.catalog.schema.version = schema.version.max(1);
                     for store in &schema.stores {
                         self.catalog.create_store(mech, store)?;
                     }
@@ -192,12 +201,20 @@ impl Database {
                 self.catalog.save(mech)
             }
             (Some(stored), None) => {
+                self.previous_version = Some(stored.schema.version);
                 self.catalog = stored;
                 Ok(())
             }
-            (Some(stored), Some(schema)) => {
+            (Some(stored), Some(mut schema)) => {
+                self.previous_version = Some(stored.schema.version);
                 self.catalog = stored;
-                let (stored_version, given_version) = (self.catalog.schema.version, schema.version);
+                let stored_version = self.catalog.schema.version;
+                if schema.version == 0 {
+                    // No version given: a changed schema is the next version (YDN-DB's rule).
+                    let changed = self.catalog.schema.difference(&schema).is_some();
+                    schema.version = if changed { stored_version + 1 } else { stored_version };
+                }
+                let given_version = schema.version;
                 if given_version < stored_version {
                     return Err(Error::VersionTooLow {
                         database: self.name.clone(),
@@ -473,7 +490,11 @@ impl Database {
         let wants_ready = filter.wants(EventKind::Ready, None);
         let id = self.listeners.add(filter, listener);
         if wants_ready {
-            self.listeners.dispatch_to(id, &Event::lifecycle(EventKind::Ready, None));
+            let versions = serde_json::json!({"version": self.catalog.schema.version,
+                "previousVersion": self.previous_version});
+            let mut ready = Event::lifecycle(EventKind::Ready, None);
+            ready.value = Some(versions);
+            self.listeners.dispatch_to(id, &ready);
         }
         id
     }

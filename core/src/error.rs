@@ -31,10 +31,10 @@ pub enum ErrorCode {
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("unknown store {store:?}{}", known_list(.known))]
+    #[error("unknown store {}{}", clip(.store), known_list(.known))]
     UnknownStore { store: String, known: Vec<String> },
 
-    #[error("unknown index {index:?} on store {store:?}{}", known_list(.known))]
+    #[error("unknown index {} on store {}{}", clip(.index), clip(.store), known_list(.known))]
     UnknownIndex { store: String, index: String, known: Vec<String> },
 
     #[error("invalid key{}: {reason}", key_context(.store, .key_path))]
@@ -70,11 +70,15 @@ pub enum Error {
     #[error("schema of database {database:?} changed without a higher version (stored version {stored}, given {given}): {change}; raise the version to migrate")]
     SchemaChanged { database: String, stored: u64, given: u64, change: String },
 
-    #[error("database {database:?} is at version {stored}, newer than the schema's version {given}")]
+    #[error("database {database:?} is at version {stored}, newer than the schema's version {given}; give version {stored} or higher, or no version")]
     VersionTooLow { database: String, stored: u64, given: u64 },
 
     #[error("database {database:?} did not open: {reason}")]
     NotOpen { database: String, code: ErrorCode, reason: String },
+
+    /// A transaction body that gave up with an outcome of its own (a C body's status).
+    #[error("{message}")]
+    Aborted { code: ErrorCode, message: String },
 
     #[error("database {0:?} is closed")]
     Closed(String),
@@ -125,7 +129,7 @@ impl Error {
             Error::ReadOnly { .. } => ErrorCode::ReadOnly,
             Error::TransactionInactive { .. } => ErrorCode::TransactionInactive,
             Error::InvalidSchema(_) | Error::SchemaChanged { .. } | Error::VersionTooLow { .. } => ErrorCode::Schema,
-            Error::NotOpen { code, .. } => *code,
+            Error::NotOpen { code, .. } | Error::Aborted { code, .. } => *code,
             Error::Closed(_) => ErrorCode::Closed,
             Error::Cancelled(_) => ErrorCode::Cancelled,
             Error::Busy { .. } => ErrorCode::Busy,
@@ -211,7 +215,18 @@ fn known_list(known: &[String]) -> String {
     if known.is_empty() {
         String::new()
     } else {
-        format!(" (known: {})", known.join(", "))
+        // Quoted, so that a name holding a comma reads as one name.
+        let names: Vec<String> = known.iter().map(|k| format!("{k:?}")).collect();
+        format!(" (known: {})", names.join(", "))
+    }
+}
+
+/// An input echoed in a message: quoted, and cut to its first 60 characters with its length
+/// when long, so that a huge input does not come back whole.
+pub(crate) fn clip(text: &str) -> String {
+    match text.char_indices().nth(60) {
+        None => format!("{text:?}"),
+        Some((end, _)) => format!("{:?}… ({} bytes)", &text[..end], text.len()),
     }
 }
 

@@ -9,11 +9,31 @@ use crate::error::{Error, Result};
 use crate::key::Key;
 
 /// A key path as written in a schema: `"a.b"` or `["a", "b.c"]`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum KeyPath {
     Single(String),
     Compound(Vec<String>),
+}
+
+/// Read by hand, so that a wrong one is named in the schema's words (serde's untagged enums
+/// say only that no variant matched, naming the Rust type).
+impl<'de> Deserialize<'de> for KeyPath {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<KeyPath, D::Error> {
+        let wrong = |found: &Value| {
+            serde::de::Error::custom(format!(
+                "a key path is a field path (\"a.b\") or an array of them ([\"a\", \"b\"]), not {}",
+                crate::error::clip(&found.to_string())
+            ))
+        };
+        match Value::deserialize(deserializer)? {
+            Value::String(path) => Ok(KeyPath::Single(path)),
+            Value::Array(items) if !items.is_empty() && items.iter().all(Value::is_string) => {
+                Ok(KeyPath::Compound(items.into_iter().map(|i| i.as_str().unwrap_or_default().to_string()).collect()))
+            }
+            other => Err(wrong(&other)),
+        }
+    }
 }
 
 impl KeyPath {

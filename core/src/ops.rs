@@ -288,7 +288,7 @@ pub(crate) fn write(
                 store: store.into(),
                 what: "an inline key path",
                 reason: format!(
-                    "the key comes from the record's {path:?} field, so key {given} must not be passed as well"
+                    "the key comes from the record's {path} field, so key {given} must not be passed as well"
                 ),
             })
         }

@@ -90,10 +90,13 @@ impl KeyRange {
         let bad = |why: &str| {
             Error::InvalidArgument(format!("key range {}: {why}", crate::key::truncate(&value.to_string(), 80)))
         };
-        let map = value.as_object().ok_or_else(|| bad("must be an object"))?;
+        const SHAPES: &str = "{\"only\": key}, {\"lower\": key, \"lowerOpen\"?: bool, \"upper\": key, \"upperOpen\"?: bool} (either bound may be left out) or {\"starts\": prefix}";
+        const FIELDS: [&str; 6] = ["only", "lower", "upper", "lowerOpen", "upperOpen", "starts"];
+        let map = value.as_object().ok_or_else(|| bad(&format!("must be an object: {SHAPES}")))?;
         for field in map.keys() {
-            if !["only", "lower", "upper", "lowerOpen", "upperOpen", "starts"].contains(&field.as_str()) {
-                return Err(bad(&format!("unknown field {field:?}")));
+            if !FIELDS.contains(&field.as_str()) {
+                let known = FIELDS.join(", ");
+                return Err(bad(&format!("unknown field {} (known: {known})", crate::error::clip(field))));
             }
         }
         let key = |name: &str| map.get(name).map(Key::from_json).transpose();
@@ -114,7 +117,7 @@ impl KeyRange {
             }
             (Some(key), None) => Ok(KeyRange::Lower { key, open: flag("lowerOpen")? }),
             (None, Some(key)) => Ok(KeyRange::Upper { key, open: flag("upperOpen")? }),
-            (None, None) => Err(bad("needs only, lower, upper or starts")),
+            (None, None) => Err(bad(&format!("needs only, lower, upper or starts: {SHAPES}"))),
         }
     }
 }

@@ -14,7 +14,9 @@ use crate::keypath::KeyPath;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Schema {
-    #[serde(default = "default_version")]
+    /// As YDN-DB has it: 0 (not given) means "whatever the stored one is", moved up by one when
+    /// the schema changed; a given version must be at least the stored one.
+    #[serde(default)]
     pub version: u64,
     #[serde(default)]
     pub stores: Vec<StoreSchema>,
@@ -49,10 +51,6 @@ pub struct IndexSchema {
     pub unique: bool,
     #[serde(default)]
     pub multi_entry: bool,
-}
-
-fn default_version() -> u64 {
-    1
 }
 
 /// The options of a Sync block that are secrets: they reach the sync layer but are never stored

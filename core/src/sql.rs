@@ -266,7 +266,7 @@ impl Params<'_> {
 
 fn parse(sql: &str, params: &[Value]) -> Result<Statement> {
     let mut statements = Parser::parse_sql(&GenericDialect {}, sql)
-        .map_err(|e| Error::InvalidArgument(format!("SQL: cannot parse {sql:?}: {e}")))?;
+        .map_err(|e| Error::InvalidArgument(format!("SQL: cannot parse {}: {e}", crate::error::clip(sql))))?;
     if statements.len() != 1 {
         return Err(Error::InvalidArgument(format!("SQL: expected one statement, found {}", statements.len())));
     }

@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use objstore_db_core::{Error, ErrorCode, Key, KeyRange, ScanOptions};
+use objstore_db_core::{Error, ErrorCode, EventFilter, EventKind, Key, KeyRange, ScanOptions};
 use serde_json::json;
 
 fn names(values: &[serde_json::Value]) -> Vec<String> {
@@ -417,6 +417,40 @@ mod migration {
         assert!(matches!(err, Error::VersionTooLow { stored: 2, given: 1, .. }), "{err}");
     }
 
+    /// YDN-DB's rule: a schema without a version keeps the stored version when unchanged and
+    /// takes the next one when it changed; the open tells the version before.
+    #[test]
+    fn a_schema_without_a_version_migrates_by_one_when_it_changed() {
+        let unversioned = PEOPLE.replace("\"version\": 1,", "");
+        assert_ne!(unversioned, PEOPLE);
+        let mut db = seeded().reopen(Some(&unversioned)).unwrap();
+        assert_eq!((db.schema().version, db.previous_version()), (1, Some(1)), "the same schema: unchanged");
+        let with_age =
+            unversioned.replace("{\"keyPath\": \"name\"}", "{\"keyPath\": \"name\"}, {\"keyPath\": \"age\"}");
+        db = db.reopen(Some(&with_age)).unwrap();
+        assert_eq!((db.schema().version, db.previous_version()), (2, Some(1)));
+        assert_eq!(
+            numbers(&db.keys("people", &ScanOptions::new().index("age").range(KeyRange::only(36))).unwrap()),
+            vec![1, 5]
+        );
+        db = db.reopen(Some(&with_age)).unwrap();
+        assert_eq!((db.schema().version, db.previous_version()), (2, Some(2)));
+        db = db.reopen(Some(&unversioned)).unwrap();
+        assert_eq!((db.schema().version, db.previous_version()), (3, Some(2)), "dropping the index is a change too");
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = seen.clone();
+        db.subscribe(
+            EventFilter::kinds(&[EventKind::Ready]),
+            Box::new(move |e| sink.lock().unwrap().push(e.value.clone())),
+        );
+        assert_eq!(seen.lock().unwrap().clone(), vec![Some(json!({"version": 3, "previousVersion": 2}))]);
+        let err = db.reopen(Some(V2)).err().unwrap();
+        assert!(matches!(err, Error::VersionTooLow { stored: 3, given: 2, .. }), "{err}");
+        assert!(err.to_string().contains("at version 3, newer than the schema's version 2"), "{err}");
+        let fresh = open(objstore_db_core::MechanismKind::Sqlite, Some(&unversioned));
+        assert_eq!((fresh.schema().version, fresh.previous_version()), (1, None), "a new database starts at 1");
+    }
+
     #[test]
     fn a_migration_that_breaks_a_unique_index_rolls_back_whole() {
         let v2 = PEOPLE
@@ -488,4 +522,33 @@ fn opening_on_a_full_disk_says_the_disk_is_full() {
     let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{text}");
     assert!(text.contains("1 passed"), "the inner run ran the test: {text}");
+}
+
+/// Messages a person can use: an echoed input is cut short with its length, names are in the
+/// schema's words (no Rust types, no internal tables), lists of names are unambiguous.
+#[test]
+fn messages_echo_inputs_short_and_name_things_in_the_schemas_words() {
+    let mut db = open(
+        objstore_db_core::MechanismKind::Memory,
+        Some(r#"{"stores": [{"name": "a, b"}, {"name": "c", "keyPath": "id"}]}"#),
+    );
+    let huge = "s".repeat(1 << 20);
+    let err = db.put(&huge, json!(1), Some(Key::from(1))).unwrap_err().to_string();
+    assert!(err.len() < 300 && err.contains("(1048576 bytes)"), "{}", &err[..err.len().min(400)]);
+    assert!(err.contains(r#"(known: "a, b", "c")"#), "{err}");
+    let bad_sql = format!("SELEKT {}", "x".repeat(5 << 20));
+    let err = objstore_db_core::sql::execute(&mut db, &bad_sql, &[]).unwrap_err().to_string();
+    assert!(err.len() < 600 && err.contains("bytes)"), "{}", &err[..err.len().min(700)]);
+    let err =
+        objstore_db_core::Schema::from_json(r#"{"stores": [{"name": "s", "keyPath": 5}]}"#).unwrap_err().to_string();
+    assert!(
+        err.contains("a key path is a field path") && !err.contains("untagged") && !err.contains("KeyPath"),
+        "{err}"
+    );
+    let err = db.put("c", json!({"id": 1}), Some(Key::from(1))).unwrap_err().to_string();
+    assert!(err.contains("the record's id field") && !err.contains("Single"), "{err}");
+    let err = KeyRange::from_json(&json!(5)).unwrap_err().to_string();
+    assert!(err.contains(r#"{"only": key}"#) && err.contains(r#""lowerOpen"?: bool"#), "{err}");
+    let err = KeyRange::from_json(&json!({"min": 1})).unwrap_err().to_string();
+    assert!(err.contains(r#"unknown field "min" (known: only, lower, upper, lowerOpen, upperOpen, starts)"#), "{err}");
 }

@@ -131,6 +131,8 @@ pub struct ObjstoreCursor {
 /// The transaction inside an `objstore_db_transaction` body (opaque).
 pub struct ObjstoreTx {
     ops: *mut TxOps<'static, 'static>,
+    /// The last operation that failed, so that a body returning its status ends with its error.
+    failed: Option<(i32, String)>,
 }
 
 /// Turns a completion callback into a blocking step for test harnesses (opaque): pass
@@ -141,7 +143,35 @@ pub struct ObjstoreWaiter {
 }
 
 pub(crate) fn status_of(error: &Error) -> ObjstoreStatus {
-    match error.code() {
+    status_of_code(error.code())
+}
+
+const CODES: [ErrorCode; 16] = [
+    ErrorCode::NotFound,
+    ErrorCode::InvalidKey,
+    ErrorCode::InvalidArgument,
+    ErrorCode::Constraint,
+    ErrorCode::ReadOnly,
+    ErrorCode::TransactionInactive,
+    ErrorCode::Schema,
+    ErrorCode::Closed,
+    ErrorCode::Cancelled,
+    ErrorCode::Storage,
+    ErrorCode::Internal,
+    ErrorCode::Conflict,
+    ErrorCode::Network,
+    ErrorCode::Remote,
+    ErrorCode::RemoteData,
+    ErrorCode::Busy,
+];
+
+/// The error code a status a caller returned stands for (a status it made up: none).
+fn code_of_status(status: i32) -> Option<ErrorCode> {
+    CODES.into_iter().find(|code| status_of_code(*code) as i32 == status)
+}
+
+fn status_of_code(code: ErrorCode) -> ObjstoreStatus {
+    match code {
         ErrorCode::NotFound => ObjstoreStatus::NotFound,
         ErrorCode::InvalidKey => ObjstoreStatus::InvalidKey,
         ErrorCode::InvalidArgument => ObjstoreStatus::InvalidArgument,
@@ -385,8 +415,11 @@ pub extern "C" fn objstore_status_name(status: i32) -> *const c_char {
 /// "syncThreads": n}`. Durability "normal" (the default) keeps a commit through a crash of the
 /// process, "full" (an fsync per commit) through a crash of the machine too. One process at a
 /// time opens a file: a second open fails with OBJSTORE_STATUS_STORAGE naming the file.
-/// `on_open` fires once with the schema as stored (`{"version", "stores"}`, plus `"warnings"`:
-/// [text] when a bucket is known to ignore conditional writes) or the error. Sync credentials
+/// `on_open` fires once with the schema as stored (`{"version", "stores", "previousVersion"}`:
+/// the version before this open, null for a new database; plus `"warnings"`: [text] when a
+/// bucket is known to ignore conditional writes) or the error. A schema without a version
+/// keeps the stored one, or takes the next one when it changed; a given version lower than the
+/// stored one is OBJSTORE_STATUS_SCHEMA naming both. Sync credentials
 /// (`accessKeyId`, `secretAccessKey`, `sessionToken` in a Sync block's Options) are used but
 /// never stored in the file; without them the standard AWS variables and the shared AWS files
 /// (`AWS_PROFILE`) are read. Requests may be made at once: they run after the open, or fail
@@ -791,14 +824,21 @@ pub unsafe extern "C" fn objstore_db_transaction(
         let run = move |ops: &mut TxOps| {
             let body = body;
             // The handle lives only during the call; the lifetimes are erased for C.
-            let mut handle = ObjstoreTx { ops: (ops as *mut TxOps).cast() };
-            match (body.0)(body.1, &mut handle) {
-                0 => Ok(()),
-                status => Err(Error::InvalidArgument(format!(
-                    "the transaction body returned {} ({status}); everything it did was rolled back",
-                    CStr::from_ptr(objstore_status_name(status)).to_string_lossy()
-                ))),
+            let mut handle = ObjstoreTx { ops: (ops as *mut TxOps).cast(), failed: None };
+            let status = (body.0)(body.1, &mut handle);
+            if status == 0 {
+                return Ok(());
             }
+            // The body's status is the outcome: with the error of the operation that gave it,
+            // when one did.
+            let name = CStr::from_ptr(objstore_status_name(status)).to_string_lossy();
+            let message = match handle.failed {
+                Some((failed, why)) if failed == status => {
+                    format!("{why}; the transaction body returned {name}, so everything it did was rolled back")
+                }
+                _ => format!("the transaction body returned {name} ({status}); everything it did was rolled back"),
+            };
+            Err(Error::Aborted { code: code_of_status(status).unwrap_or(ErrorCode::InvalidArgument), message })
         };
         db.run_body(&stores, mode, run, move |r| done.deliver(r.map(|()| Value::Null)))
     })
@@ -818,7 +858,8 @@ unsafe fn tx_op(
     }
     call(error_out, || {
         let tx = tx.as_mut().ok_or_else(|| Error::InvalidArgument("the transaction handle is NULL".into()))?;
-        let result = op(&mut *tx.ops)?.to_string();
+        let result =
+            op(&mut *tx.ops).inspect_err(|e| tx.failed = Some((status_of(e) as i32, e.to_string())))?.to_string();
         if !result_out.is_null() {
             if !result_len.is_null() {
                 *result_len = result.len();
@@ -1361,6 +1402,25 @@ pub unsafe extern "C" fn objstore_db_sync_stats(
         }
         *result_out = c_string(db_ref(db)?.sync_stats(reset).to_string()).into_raw();
         Ok(())
+    })
+}
+
+/// The schema as the database has it now: `{"version", "stores"}` (default index names filled
+/// in, no credentials).
+///
+/// # Safety
+/// As `objstore_db_put`.
+#[no_mangle]
+pub unsafe extern "C" fn objstore_db_schema(
+    db: *const ObjstoreDb,
+    done: ObjstoreCallback,
+    user_data: *mut c_void,
+    request_out: *mut u64,
+    error_out: *mut *mut c_char,
+) -> ObjstoreStatus {
+    request(error_out, request_out, || {
+        let (db, done) = (db_ref(db)?, completion(done, user_data)?);
+        db.schema(move |r| done.deliver(r))
     })
 }
 

@@ -209,7 +209,9 @@ fn prepared<'c>(
 }
 
 fn failed<'p>(path: &'p str, what: &'static str, t: TableId) -> impl FnOnce(rusqlite::Error) -> Error + 'p {
-    move |source| Error::Storage { context: format!("{what} on table t{t} of {path:?}"), source }
+    // The table's number is internal: the file and the step are what a person can act on.
+    let _ = t;
+    move |source| Error::Storage { context: format!("{what} in database file {path:?}"), source }
 }
 
 fn reverse_scan(statement: Statement) -> bool {

@@ -60,7 +60,8 @@ impl Stats {
             "total": self.total(),
             "bytesSent": self.bytes_sent,
             "bytesReceived": self.bytes_received,
-            "costUsd": self.cost_usd(),
+            // Rounded to a billionth of a dollar: no float noise (7.000000000000001e-5) in reports.
+            "costUsd": (self.cost_usd() * 1e9).round() / 1e9,
             "conditionalWrites": self.conditional_writes,
         })
     }

@@ -466,7 +466,7 @@ impl Agent {
                 _ => {
                     return Err(Error::RemoteData {
                         what: what(),
-                        reason: format!("the record's {path:?} field should be {id:?}, the object's name"),
+                        reason: format!("the record's {path} field should be {id:?}, the object's name"),
                     })
                 }
             }

@@ -245,3 +245,49 @@ mod tests {
         assert_eq!(parse_error(b"<html/>"), None);
     }
 }
+
+/// Fuzzed listings (issue 12): bytes from a bucket are untrusted, so any body, and any mangling
+/// of a valid one, is a page or an error that says why, never a panic or a hang. Cases:
+/// `PROPTEST_CASES` (256 by default; set it higher to fuzz longer).
+#[cfg(test)]
+mod fuzz {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    const VALID: &str = r#"<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><Name>b</Name><IsTruncated>true</IsTruncated><NextContinuationToken>t&amp;1</NextContinuationToken><Contents><Key>a/b&lt;1&gt;</Key><ETag>&quot;e1&quot;</ETag><Size>12</Size><LastModified>2026-11-22T00:00:00.000Z</LastModified></Contents><CommonPrefixes><Prefix>p/</Prefix></CommonPrefixes></ListBucketResult>"#;
+
+    fn parse_both(xml: &[u8]) {
+        for version in [ListVersion::V1, ListVersion::V2] {
+            match parse_list(xml, version) {
+                Ok(page) => assert!(page.objects.iter().all(|o| !o.key.is_empty() || o.key.is_empty())),
+                Err(why) => assert!(!why.is_empty()),
+            }
+        }
+        let _ = parse_error(xml);
+    }
+
+    proptest! {
+        #[test]
+        fn any_bytes(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
+            parse_both(&bytes);
+        }
+
+        #[test]
+        fn a_valid_listing_mangled(cut in 0..VALID.len(), at in 0..VALID.len(), insert in "[<>&;/\"a-z0-9 ]{0,12}") {
+            parse_both(&VALID.as_bytes()[..cut]);
+            let mut mangled = VALID.as_bytes().to_vec();
+            let at = at.min(mangled.len());
+            mangled.splice(at..at, insert.bytes());
+            parse_both(&mangled);
+        }
+
+        #[test]
+        fn deep_or_wide_documents(depth in 0usize..300, wide in 0usize..300) {
+            let nested = format!("<ListBucketResult>{}{}</ListBucketResult>", "<a>".repeat(depth), "</a>".repeat(depth));
+            parse_both(nested.as_bytes());
+            let many = format!("<ListBucketResult>{}</ListBucketResult>", "<Contents><Key>k</Key></Contents>".repeat(wide));
+            parse_both(many.as_bytes());
+        }
+    }
+}

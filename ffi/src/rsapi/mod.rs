@@ -127,7 +127,8 @@ enum Outcome<T, W> {
 
 impl Db {
     /// Opens on a worker thread. Argument errors are returned at once; the open itself
-    /// completes through `done` with `{"version", "stores"}` of the schema as stored, and
+    /// completes through `done` with `{"version", "stores"}` of the schema as stored,
+    /// `"previousVersion"` (the version before this open, `null` for a new database), and
     /// `"warnings"` when a bucket is known to ignore conditional writes (the bindings raise
     /// them as their language's warnings).
     pub fn open(
@@ -152,6 +153,7 @@ impl Db {
             executor,
             move |db| {
                 let mut opened = parse("schema", &db.schema().to_json())?;
+                opened["previousVersion"] = json!(db.previous_version());
                 if Agent::is_needed(db.schema()) {
                     let agent = Agent::new(db)?;
                     let warnings = agent.warnings();
