@@ -162,3 +162,21 @@ fn at_path(error: Error, path: &str) -> Error {
         other => other,
     }
 }
+
+/// Puts `value` at the dotted `path` of `record`, replacing what is there (nulls included) and
+/// making the objects on the way (a non-object on the way is replaced by one).
+pub(crate) fn set(record: &mut Value, path: &str, value: Value) {
+    let mut node = record;
+    let mut segments = path.split('.').peekable();
+    while let Some(segment) = segments.next() {
+        if !node.is_object() {
+            *node = Value::Object(Map::new());
+        }
+        let map = node.as_object_mut().expect("made an object above");
+        if segments.peek().is_none() {
+            map.insert(segment.to_string(), value);
+            return;
+        }
+        node = map.entry(segment.to_string()).or_insert(Value::Null);
+    }
+}

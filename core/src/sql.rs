@@ -122,7 +122,7 @@ fn run(tx: &mut Tx<'_>, statement: Statement) -> Result<SqlOutput> {
         Statement::Update { query, assignments } => query
             .rewrite_in(tx, |record| {
                 for (path, value) in &assignments {
-                    set_path(record, path, value.clone());
+                    crate::keypath::set(record, path, value.clone());
                 }
             })
             .map(SqlOutput::Changed),
@@ -582,31 +582,13 @@ fn parse_insert(insert: ast::Insert, params: &mut Params) -> Result<Statement> {
             }
             let mut record = Value::Object(Map::new());
             for (column, expr) in columns.iter().zip(&row) {
-                set_path(&mut record, column, value(expr, params)?);
+                crate::keypath::set(&mut record, column, value(expr, params)?);
             }
             record
         };
         records.push(record);
     }
     Ok(Statement::Insert { store, records, replace })
-}
-
-/// Puts `value` at the dotted `path` of `record`, replacing what is there (nulls included) and
-/// making the objects on the way (a non-object on the way is replaced by one).
-fn set_path(record: &mut Value, path: &str, value: Value) {
-    let mut node = record;
-    let mut segments = path.split('.').peekable();
-    while let Some(segment) = segments.next() {
-        if !node.is_object() {
-            *node = Value::Object(Map::new());
-        }
-        let map = node.as_object_mut().expect("made an object above");
-        if segments.peek().is_none() {
-            map.insert(segment.to_string(), value);
-            return;
-        }
-        node = map.entry(segment.to_string()).or_insert(Value::Null);
-    }
 }
 
 fn parse_update(update: ast::Update, params: &mut Params) -> Result<Statement> {

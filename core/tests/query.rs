@@ -237,4 +237,50 @@ for_each_mechanism! {
         assert!(err.to_string().contains("true, false and null compare with = only"), "{err}");
         assert_eq!(Query::from("nope").list(&mut db, 1).unwrap_err().code(), ErrorCode::NotFound);
     }
+
+    /// multiEntry as in IndexedDB: a condition on the field matches any element; ordering by
+    /// it reads index entries, one row per distinct element (unique: one per element); patch,
+    /// delete and count through it reach the matching records.
+    fn multi_entry_fields_in_queries(kind) {
+        let mut db = open(kind, Some(r#"{"stores": [{"name": "posts", "keyPath": "id", "indexes": [{"keyPath": "tags", "multiEntry": true}]}]}"#));
+        for post in [json!({"id": 1, "tags": ["b", "a"]}), json!({"id": 2, "tags": ["c"]}), json!({"id": 3, "tags": "a"}),
+                     json!({"id": 4}), json!({"id": 5, "tags": ["a", "a", "d", true]}), json!({"id": 6, "tags": []})] {
+            db.put("posts", post, None).unwrap();
+        }
+        let list = |db: &mut TestDb, q: Query| ids(&q.select(&["id"]).list(db, 100).unwrap());
+        let tagged = || Query::from("posts").filter("tags", Op::Eq, "a");
+        assert_eq!(list(&mut db, tagged()), vec![1, 3, 5]);
+        assert_eq!(tagged().explain(&mut db).unwrap().to_string(), "scan index \"tags\", range: tags = \"a\", no sort");
+        assert_eq!(tagged().count(&mut db).unwrap(), 3);
+        // A range without ordering by the field: each record once.
+        assert_eq!(list(&mut db, Query::from("posts").filter("tags", Op::Ge, "c")), vec![2, 5]);
+        // Ordered by the field: the index's entries.
+        let by_tag = || Query::from("posts").order("tags");
+        assert_eq!(list(&mut db, by_tag()), vec![1, 3, 5, 1, 2, 5]);
+        assert_eq!(list(&mut db, by_tag().reverse()), vec![5, 2, 1, 5, 3, 1]);
+        assert_eq!(list(&mut db, by_tag().unique()), vec![1, 1, 2, 5]);
+        assert_eq!(list(&mut db, by_tag().filter("tags", Op::Ge, "b")), vec![1, 2, 5]);
+        assert_eq!(by_tag().count(&mut db).unwrap(), 6);
+        let mut paged = by_tag();
+        let mut pages = Vec::new();
+        loop {
+            let page = paged.list(&mut db, 4).unwrap();
+            if page.is_empty() { break; }
+            pages.extend(page.iter().map(|r| r["id"].as_i64().unwrap()));
+        }
+        assert_eq!(pages, vec![1, 3, 5, 1, 2, 5]);
+        let mut keys = Vec::new();
+        by_tag().open(&mut db, objstore_db_core::Mode::ReadOnly, |item| {
+            keys.push(item.key.to_json());
+            Ok(objstore_db_core::Step::Continue)
+        }).unwrap();
+        assert_eq!(keys, vec![json!("a"), json!("a"), json!("a"), json!("b"), json!("c"), json!("d")]);
+        // Writes through it reach each matching record once.
+        assert_eq!(by_tag().patch(&mut db, &json!({"seen": true})).unwrap(), 4);
+        assert_eq!(Query::from("posts").filter("tags", Op::Ge, "c").delete(&mut db).unwrap(), 2);
+        assert_eq!(list(&mut db, Query::from("posts").filter("seen", Op::Eq, 1)), Vec::<i64>::new());
+        assert_eq!(Query::from("posts").count(&mut db).unwrap(), 4);
+        let sql = objstore_db_core::sql::execute(&mut db, "SELECT id FROM posts WHERE tags = 'a' ORDER BY id DESC", &[]).unwrap();
+        assert_eq!(sql, objstore_db_core::sql::SqlOutput::Rows(vec![json!({"id": 3}), json!({"id": 1})]));
+    }
 }

@@ -12,12 +12,13 @@ use proptest::prelude::*;
 use serde_json::{json, Value};
 
 const SCHEMA: &str = r#"{"stores": [{"name": "s", "keyPath": "id", "indexes": [
-  {"keyPath": "a"}, {"keyPath": "b"}, {"keyPath": ["a", "b"]}, {"keyPath": ["b", "id"]}
+  {"keyPath": "a"}, {"keyPath": "b"}, {"keyPath": ["a", "b"]}, {"keyPath": ["b", "id"]},
+  {"keyPath": "t", "multiEntry": true}
 ]}]}"#;
 
 #[derive(Debug, Clone)]
 enum Step {
-    Put { id: i64, a: Option<Value>, b: Option<i64> },
+    Put { id: i64, a: Option<Value>, b: Option<i64>, t: Option<Value> },
     Remove { low: i64, high: i64 },
     Query(QuerySpec),
 }
@@ -40,13 +41,24 @@ fn condition() -> impl Strategy<Value = (&'static str, Op, Value)> {
     prop_oneof![
         (Just("id"), op.clone(), (0i64..12).prop_map(Value::from)),
         (Just("a"), op.clone(), a_value()),
-        (Just("b"), op, (0i64..3).prop_map(Value::from)),
+        (Just("b"), op.clone(), (0i64..3).prop_map(Value::from)),
         (Just("a"), Just(Op::Starts), prop::sample::select(vec!["x", "y", ""]).prop_map(Value::from)),
+        (Just("t"), op, a_value()),
+        (Just("t"), Just(Op::Starts), prop::sample::select(vec!["x", "y"]).prop_map(Value::from)),
     ]
 }
 
 fn query_spec() -> impl Strategy<Value = QuerySpec> {
-    let orders = prop::sample::select(vec![vec![], vec!["a"], vec!["b"], vec!["a", "b"], vec!["id"], vec!["b", "a"]]);
+    let orders = prop::sample::select(vec![
+        vec![],
+        vec!["a"],
+        vec!["b"],
+        vec!["a", "b"],
+        vec!["id"],
+        vec!["b", "a"],
+        vec!["t"],
+        vec!["t", "b"],
+    ]);
     (prop::collection::vec(condition(), 0..3), orders, any::<bool>(), any::<bool>(), 1usize..4).prop_map(
         |(conditions, order, reverse, unique, page)| {
             let unique = unique && !order.is_empty();
@@ -57,15 +69,26 @@ fn query_spec() -> impl Strategy<Value = QuerySpec> {
 
 fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
-        4 => (0i64..12, prop::option::weighted(0.8, a_value()), prop::option::weighted(0.8, 0i64..3))
-            .prop_map(|(id, a, b)| Step::Put { id, a, b }),
+        4 => (0i64..12, prop::option::weighted(0.8, a_value()), prop::option::weighted(0.8, 0i64..3), prop::option::weighted(0.8, t_value()))
+            .prop_map(|(id, a, b, t)| Step::Put { id, a, b, t }),
         1 => (0i64..12, 0i64..4).prop_map(|(low, len)| Step::Remove { low, high: low + len }),
         3 => query_spec().prop_map(Step::Query),
     ]
 }
 
-fn record(id: i64, a: &Option<Value>, b: &Option<i64>) -> Value {
+/// A multiEntry field: an array of values (repeats and a non-key among them), or one value.
+fn t_value() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        3 => prop::collection::vec(prop_oneof![4 => a_value(), 1 => Just(Value::Bool(true))], 0..4).prop_map(Value::Array),
+        1 => a_value(),
+    ]
+}
+
+fn record(id: i64, a: &Option<Value>, b: &Option<i64>, t: &Option<Value>) -> Value {
     let mut r = json!({"id": id});
+    if let Some(t) = t {
+        r["t"] = t.clone();
+    }
     if let Some(a) = a {
         r["a"] = a.clone();
     }
@@ -98,7 +121,17 @@ fn field_key(record: &Value, field: &str) -> Option<Key> {
     record.get(field).and_then(|v| Key::from_json(v).ok())
 }
 
-fn model_matches(record: &Value, (field, op, value): &(&str, Op, Value)) -> bool {
+/// On the multiEntry field `t`, an array matches when any element does.
+fn model_matches(record: &Value, condition: &(&str, Op, Value)) -> bool {
+    match record.get(condition.0) {
+        Some(Value::Array(items)) if condition.0 == "t" => {
+            items.iter().any(|item| model_matches(&json!({"t": item}), condition))
+        }
+        _ => model_matches_value(record, condition),
+    }
+}
+
+fn model_matches_value(record: &Value, (field, op, value): &(&str, Op, Value)) -> bool {
     let (Some(found), want) = (field_key(record, field), Key::from_json(value).unwrap()) else { return false };
     let same_type = std::mem::discriminant(&found) == std::mem::discriminant(&want);
     match op {
@@ -123,8 +156,32 @@ fn model_query(records: &BTreeMap<i64, Value>, spec: &QuerySpec) -> Vec<(Option<
     if spec.order.is_empty() {
         return matching.map(|r| (None, r.clone())).collect();
     }
-    let mut rows: Vec<(Key, i64, Value)> =
-        matching.filter_map(|r| order_key(r, &spec.order).map(|k| (k, r["id"].as_i64().unwrap(), r.clone()))).collect();
+    // Ordered by `t`, the rows are its entries: one per distinct element that is a key and meets
+    // the conditions on `t`, as IndexedDB's multiEntry index has them.
+    let entries = |r: &Value| -> Vec<Value> {
+        if !spec.order.contains(&"t") {
+            return vec![r.clone()];
+        }
+        let elements = match r.get("t") {
+            Some(Value::Array(items)) => items.clone(),
+            Some(one) => vec![one.clone()],
+            None => vec![],
+        };
+        let mut out: Vec<Value> = Vec::new();
+        for element in elements.into_iter().filter(|e| Key::from_json(e).is_ok()) {
+            let mut entry = r.clone();
+            entry["t"] = element;
+            let meets = spec.conditions.iter().filter(|c| c.0 == "t").all(|c| model_matches_value(&entry, c));
+            if meets && !out.iter().any(|o| o["t"] == entry["t"]) {
+                out.push(entry);
+            }
+        }
+        out
+    };
+    let mut rows: Vec<(Key, i64, Value)> = matching
+        .flat_map(|r| entries(r).into_iter().map(move |e| (e, r.clone())))
+        .filter_map(|(e, r)| order_key(&e, &spec.order).map(|k| (k, r["id"].as_i64().unwrap(), r)))
+        .collect();
     rows.sort_by(|x, y| (&x.0, x.1).cmp(&(&y.0, y.1)));
     if spec.unique {
         rows.dedup_by(|later, earlier| later.0 == earlier.0); // keeps the lowest id of each group
@@ -159,8 +216,8 @@ fn run_case(steps: Vec<Step>, dir: &std::path::Path) -> Result<(), TestCaseError
 
     for step in steps {
         match step {
-            Step::Put { id, a, b } => {
-                let r = record(id, &a, &b);
+            Step::Put { id, a, b, t } => {
+                let r = record(id, &a, &b, &t);
                 sqlite.put("s", r.clone(), None).unwrap();
                 memory.put("s", r.clone(), None).unwrap();
                 model.insert(id, r);
@@ -203,7 +260,16 @@ fn run_case(steps: Vec<Step>, dir: &std::path::Path) -> Result<(), TestCaseError
                     "the model disagrees on which records, {:?}",
                     spec
                 );
-                if !spec.order.is_empty() {
+                if spec.order.contains(&"t") {
+                    // Rows are entries: the records, in entry order (ties by id), must agree.
+                    let in_order = |rows: &[Value]| rows.iter().map(|r| r["id"].as_i64().unwrap()).collect::<Vec<_>>();
+                    prop_assert_eq!(
+                        in_order(&whole),
+                        in_order(&expected_records),
+                        "the model disagrees on entries, {:?}",
+                        spec
+                    );
+                } else if !spec.order.is_empty() {
                     let got_keys: Vec<Option<Key>> = whole.iter().map(|r| order_key(r, &spec.order)).collect();
                     let want_keys: Vec<Option<Key>> = expected.iter().map(|(k, _)| k.clone()).collect();
                     prop_assert_eq!(got_keys, want_keys, "the model disagrees on order, {:?}", spec);

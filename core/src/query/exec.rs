@@ -125,6 +125,30 @@ fn order_key(query: &Query, record: &Value) -> Option<Vec<u8>> {
     key.encode().ok()
 }
 
+/// The order keys of a record's entries when the order names multiEntry `field`: one per
+/// distinct element that is a key and meets the conditions on the field (a value that is not
+/// an array is one element), as the index holds them.
+fn entry_order_keys(query: &Query, record: &Value, field: &str) -> Vec<Vec<u8>> {
+    let elements: Vec<Value> = match lookup(record, field) {
+        Some(Value::Array(items)) => items.clone(),
+        Some(other) => vec![other.clone()],
+        None => Vec::new(),
+    };
+    let mut keys: Vec<Vec<u8>> = elements
+        .into_iter()
+        .filter(|element| Key::from_json(element).is_ok())
+        .filter_map(|element| {
+            let mut entry = record.clone();
+            crate::keypath::set(&mut entry, field, element);
+            let meets = query.conditions.iter().filter(|c| c.field == field).all(|c| c.matches(&entry, false));
+            meets.then(|| order_key(query, &entry)).flatten()
+        })
+        .collect();
+    keys.sort();
+    keys.dedup();
+    keys
+}
+
 /// Reads the plan's source in its order, after `after`, passing (sort key, primary key, record)
 /// of every record that matches the conditions.
 fn read_source(
@@ -138,12 +162,23 @@ fn read_source(
     let store = &info.schema.name;
     // The range answers the served conditions exactly; only the rest need checking.
     let check = !plan.residual.is_empty();
+    // Reading a multiEntry index's entries: a condition on its field is met by the entry's
+    // element (the index key), not by any element of the record's array.
+    let entry_field = plan.entries.as_deref().filter(|_| plan.reads_entries);
     let mut matched = |sort: &[u8], pk: &[u8], bytes: &[u8]| {
         if !check {
             return visit(sort, pk, Stored::Text(bytes.to_vec()));
         }
         let value = decode_record(store, bytes)?;
-        if query.matches(&value) {
+        let matches = match entry_field {
+            Some(field) => {
+                let mut entry = value.clone();
+                crate::keypath::set(&mut entry, field, Key::decode(sort)?.to_json());
+                query.matches(&entry, &plan.multi)
+            }
+            None => query.matches(&value, &plan.multi),
+        };
+        if matches {
             visit(sort, pk, Stored::Decoded(value))
         } else {
             Ok(true)
@@ -183,9 +218,11 @@ fn stream(
         Unique { on: query.unique, skip_group: after.and_then(|p| p.group.clone()), pending: None, stopped: false };
     if plan.sort.is_none() {
         read_source(db, info, query, plan, after, &mut |sort, pk, mut value| {
-            let group = match query.unique {
-                true => Some(order_key(query, value.value(store)?).unwrap_or_default()),
-                false => None,
+            let group = match (query.unique, &plan.entries) {
+                // Rows are a multiEntry index's entries: one group per element, its index key.
+                (true, Some(_)) => Some(sort.to_vec()),
+                (true, None) => Some(order_key(query, value.value(store)?).unwrap_or_default()),
+                (false, _) => None,
             };
             unique.offer(Row { sort: sort.to_vec(), pk: pk.to_vec(), value, group }, visit)
         })?;
@@ -194,10 +231,21 @@ fn stream(
 
     // No candidate gives the order: sort the matches in memory by (order key, primary key).
     let mut rows = Vec::new();
+    // A multiEntry index meets a record once per element in range: its entries come from the
+    // record itself, once.
+    let mut expanded = std::collections::HashSet::new();
     read_source(db, info, query, plan, None, &mut |_, pk, mut value| {
-        if let Some(sort) = order_key(query, value.value(store)?) {
+        if plan.reads_entries && !expanded.insert(pk.to_vec()) {
+            return Ok(true);
+        }
+        let record = value.value(store)?;
+        let sorts = match &plan.entries {
+            Some(field) => entry_order_keys(query, record, field),
+            None => order_key(query, record).into_iter().collect(),
+        };
+        for sort in sorts {
             let group = query.unique.then(|| sort.clone());
-            rows.push(Row { sort, pk: pk.to_vec(), value, group });
+            rows.push(Row { sort, pk: pk.to_vec(), value: Stored::Decoded(record.clone()), group });
         }
         Ok(true)
     })?;
@@ -373,12 +421,16 @@ pub(super) fn count(tx: &mut Tx<'_>, query: &Query) -> Result<u64> {
     Ok(n)
 }
 
-/// Every matching (primary key, record), in order; for writes that must not run mid-scan.
+/// Every matching (primary key, record), in order, each record once (rows of a multiEntry
+/// order are entries: a record can be several); for writes that must not run mid-scan.
 fn collect_all(db: &mut Database, info: &StoreInfo, query: &Query) -> Result<Vec<(Vec<u8>, Value)>> {
     let plan = plan(info, query)?;
     let mut rows = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     stream(db, info, query, &plan, None, &mut |row, _| {
-        rows.push((row.pk, row.value.into_value(&info.schema.name)?));
+        if seen.insert(row.pk.clone()) {
+            rows.push((row.pk, row.value.into_value(&info.schema.name)?));
+        }
         Ok(true)
     })?;
     Ok(rows)

@@ -73,9 +73,18 @@ pub struct Condition {
 }
 
 impl Condition {
-    /// Whether a record satisfies this condition.
-    pub(crate) fn matches(&self, record: &Value) -> bool {
-        let Some(found) = lookup(record, &self.field).and_then(|v| Key::from_json(v).ok()) else {
+    /// Whether a record satisfies this condition. On a multiEntry field (`multi`) an array
+    /// matches when any of its elements does, as the index holds one entry per element.
+    pub(crate) fn matches(&self, record: &Value, multi: bool) -> bool {
+        match lookup(record, &self.field) {
+            Some(Value::Array(items)) if multi => items.iter().any(|item| self.matches_value(item)),
+            Some(found) => self.matches_value(found),
+            None => false,
+        }
+    }
+
+    fn matches_value(&self, value: &Value) -> bool {
+        let Ok(found) = Key::from_json(value) else {
             return false;
         };
         match self.op {
@@ -306,8 +315,10 @@ impl Query {
         &self.conditions
     }
 
-    pub(crate) fn matches(&self, record: &Value) -> bool {
-        self.conditions.iter().all(|c| c.matches(record)) && self.literals.iter().all(|l| l.matches(record))
+    /// Whether a record matches; `multi` names the store's multiEntry fields.
+    pub(crate) fn matches(&self, record: &Value, multi: &[String]) -> bool {
+        self.conditions.iter().all(|c| c.matches(record, multi.contains(&c.field)))
+            && self.literals.iter().all(|l| l.matches(record))
     }
 
     /// The record cut down to the selected fields.

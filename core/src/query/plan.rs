@@ -40,6 +40,13 @@ pub struct Plan {
     pub(crate) range: ByteRange,
     /// The range holds exactly the matching records: a count needs no record read.
     pub(crate) exact: bool,
+    /// The store's multiEntry fields: a condition on one matches any element of an array.
+    pub(crate) multi: Vec<String>,
+    /// The multiEntry field the query orders by, if any: its rows are index entries, one per
+    /// element (and `unique` keeps one per distinct element), as in IndexedDB.
+    pub(crate) entries: Option<String>,
+    /// The source is a multiEntry index: each record comes once per element in range.
+    pub(crate) reads_entries: bool,
 }
 
 impl Plan {
@@ -75,6 +82,8 @@ struct Candidate<'a> {
     table: TableId,
     fields: Vec<&'a str>,
     compound: bool,
+    /// A multiEntry index: one entry per element of its field's array.
+    multi: bool,
 }
 
 /// What one candidate would do for the query.
@@ -93,13 +102,24 @@ pub(crate) fn plan(info: &StoreInfo, query: &Query) -> Result<Plan> {
     let constrained: Vec<&str> =
         query.conditions.iter().map(|c| c.field.as_str()).chain(ordered.iter().map(String::as_str)).collect();
 
+    let multi: Vec<String> = info.indexes.iter().filter(|i| i.multi_entry).map(|i| i.key_path.display_name()).collect();
+    let entries = query.order.iter().find(|f| multi.contains(f)).cloned();
     let mut best: Option<(Candidate, Fit)> = None;
     for candidate in candidates(info) {
-        let usable = candidate.source == Source::Store || candidate.fields.iter().all(|f| constrained.contains(f));
+        let usable = match candidate.multi {
+            // Its entries are the rows when the query orders by its field; otherwise it may only
+            // serve an equality, which meets each record at most once (elements are distinct).
+            true => {
+                let field = candidate.fields[0];
+                (entries.as_deref() == Some(field) && !query.nulls_sorted)
+                    || query.conditions.iter().any(|c| c.field == field && c.op == Op::Eq)
+            }
+            false => candidate.source == Source::Store || candidate.fields.iter().all(|f| constrained.contains(f)),
+        };
         if !usable {
             continue;
         }
-        let fit = fit(&candidate, query)?;
+        let fit = fit(&candidate, query, entries.is_some())?;
         if best.as_ref().is_none_or(|(_, b)| fit.score > b.score) {
             best = Some((candidate, fit));
         }
@@ -123,6 +143,9 @@ pub(crate) fn plan(info: &StoreInfo, query: &Query) -> Result<Plan> {
         source: candidate.source,
         table: candidate.table,
         range: fit.range,
+        multi,
+        entries,
+        reads_entries: candidate.multi,
     })
 }
 
@@ -149,13 +172,15 @@ fn candidates(info: &StoreInfo) -> Vec<Candidate<'_>> {
         table: info.data,
         compound: info.schema.key_path.as_ref().is_some_and(KeyPath::is_compound),
         fields: store_fields,
+        multi: false,
     }];
-    for index in info.indexes.iter().filter(|i| !i.multi_entry) {
+    for index in &info.indexes {
         out.push(Candidate {
             source: Source::Index(index.name.clone()),
             table: index.table,
             fields: path_fields(&index.key_path),
             compound: index.key_path.is_compound(),
+            multi: index.multi_entry,
         });
     }
     out
@@ -169,7 +194,7 @@ fn path_fields(path: &KeyPath) -> Vec<&str> {
     }
 }
 
-fn fit(candidate: &Candidate, query: &Query) -> Result<Fit> {
+fn fit(candidate: &Candidate, query: &Query, entries: bool) -> Result<Fit> {
     let conditions = &query.conditions;
     let condition_on =
         |field: &str, ops: &[Op]| conditions.iter().position(|c| c.field == field && ops.contains(&c.op));
@@ -195,7 +220,10 @@ fn fit(candidate: &Candidate, query: &Query) -> Result<Fit> {
     let mut range =
         if base.is_empty() { ByteRange::all() } else { ByteRange { high: prefix_successor(&base), low: base.clone() } };
 
-    if let Some(next) = candidate.fields.get(prefix.len()) {
+    // A multiEntry index serves ranges only when its entries are the rows: otherwise a record
+    // with two elements in range would come twice.
+    let ranges = !candidate.multi || entries;
+    if let Some(next) = candidate.fields.get(prefix.len()).filter(|_| ranges) {
         let starts = condition_on(next, &[Op::Starts]);
         let lower = condition_on(next, &[Op::Gt, Op::Ge]);
         let mut upper = condition_on(next, &[Op::Lt, Op::Le]);
