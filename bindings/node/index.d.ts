@@ -201,7 +201,7 @@ export class Storage extends Operations {
   readonly name: string;
   /** Resolves once open with the schema as stored, and `warnings` (also given to
    * process.emitWarning as 'ObjstoreDbSyncWarning') when a bucket ignores conditional writes. */
-  readonly ready: Request<{ version: number; stores: StoreSchema[]; warnings?: string[] }>;
+  readonly ready: Request<{ version: number; previousVersion: number | null; stores: StoreSchema[]; warnings?: string[] }>;
   readonly closed: boolean;
   onReady(callback: (error?: ObjstoreError) => void): void;
   /** Runs `fn(tx)` in one transaction: committed when it returns, aborted when it throws. */

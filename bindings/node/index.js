@@ -480,13 +480,14 @@ class Storage extends Operations {
       throw fromNative(error);
     }
     this._db = opened[0];
-    /** Resolves with `{version, stores, warnings?}` once open (warnings also go to
+    /** Resolves with `{version, previousVersion, stores, warnings?}` once open (previousVersion:
+     * the version before this open, null for a new database; warnings also go to
      * process.emitWarning); rejects with why it could not open. */
     this.ready = decorate(opened[1]);
     this.ready.then(
       (opened) => {
         for (const text of opened?.warnings ?? []) process.emitWarning(text, 'ObjstoreDbSyncWarning');
-        this._emit('ready', { kind: 'ready' });
+        this._emit('ready', { kind: 'ready', value: { version: opened?.version, previousVersion: opened?.previousVersion ?? null } });
       },
       (error) => this._emit('error', { kind: 'error', message: error.message, error }),
     );

@@ -303,6 +303,54 @@ static void a_transaction_body_commits_or_rolls_back_whole(void) {
     waiter_done(&w);
 }
 
+/* add, values_of and clear are as complete inside a transaction as outside: in an explicit one
+   and in a body. */
+static int32_t add_read_and_clear(void *data, objstore_tx *tx) {
+    (void)data;
+    if (objstore_tx_put(tx, "notes", J("{\"text\": \"kept\"}"), J("\"k\""), true, NULL, NULL, NULL) != OK) return OBJSTORE_STATUS_INTERNAL;
+    if (objstore_tx_put(tx, "notes", J("{\"text\": \"again\"}"), J("\"k\""), true, NULL, NULL, NULL) != OBJSTORE_STATUS_CONSTRAINT) return OBJSTORE_STATUS_INTERNAL;
+    char *found = NULL;
+    size_t found_len = 0;
+    if (objstore_tx_values_of(tx, "notes", J("[\"k\", \"none\"]"), &found, &found_len, NULL) != OK) return OBJSTORE_STATUS_INTERNAL;
+    int ok = found != NULL && strcmp(found, "[{\"text\":\"kept\"},null]") == 0;
+    objstore_string_free(found);
+    if (!ok) return OBJSTORE_STATUS_INTERNAL;
+    return objstore_tx_clear(tx, "people", NULL);
+}
+
+static void add_values_of_and_clear_inside_transactions(void) {
+    waiter w;
+    waiter_init(&w);
+    objstore_db *db = open_seeded(&w);
+    CHECK(objstore_db_begin(db, J("[\"people\", \"notes\"]"), OBJSTORE_MODE_READWRITE, on_done, &w, NULL, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    uint64_t tx = strtoull(w.result, NULL, 10);
+    CHECK(objstore_db_add(db, tx, "notes", J("{\"text\": \"one\"}"), J("\"a\""), on_done, &w, NULL, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK(objstore_db_add(db, tx, "notes", J("{\"text\": \"two\"}"), J("\"a\""), on_done, &w, NULL, NULL) == OK);
+    CHECK(wait_for(&w) == OBJSTORE_STATUS_CONSTRAINT);
+    CHECK(objstore_db_values_of(db, tx, "notes", J("[\"a\"]"), 0, on_done, &w, NULL, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_STR(w.result, "[{\"text\":\"one\"}]");
+    CHECK(objstore_db_clear(db, tx, "notes", on_done, &w, NULL, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK(objstore_db_commit(db, tx, on_done, &w, NULL, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK(objstore_db_read(db, 0, "notes", OBJSTORE_READ_COUNT, NULL, 0, 0, on_done, &w, NULL, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_STR(w.result, "0");
+    CHECK(objstore_db_transaction(db, J("[\"people\", \"notes\"]"), OBJSTORE_MODE_READWRITE, add_read_and_clear, NULL, on_done, &w, NULL, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK(objstore_db_read(db, 0, "people", OBJSTORE_READ_COUNT, NULL, 0, 0, on_done, &w, NULL, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_STR(w.result, "0");
+    CHECK(objstore_db_get(db, 0, "notes", J("\"k\""), 0, on_done, &w, NULL, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_STR(w.result, "{\"text\":\"kept\"}");
+    close_db(db, &w);
+    waiter_done(&w);
+}
+
 static void explicit_begin_commit_and_abort(void) {
     waiter w;
     waiter_init(&w);
@@ -405,6 +453,33 @@ static void sql_runs_with_bound_parameters(void) {
           OBJSTORE_STATUS_INVALID_ARGUMENT);
     CHECK_CONTAINS(error, "the operator OR");
     objstore_string_free(error);
+    close_db(db, &w);
+    waiter_done(&w);
+}
+
+/* The statement decides the mode: a SELECT runs in a read-only transaction, a DELETE there is
+   READ_ONLY. A query's unique needs no order: one record per key of the index it reads. */
+static void sql_takes_its_mode_from_the_statement_and_unique_needs_no_order(void) {
+    waiter w;
+    waiter_init(&w);
+    objstore_db *db = open_seeded(&w);
+    CHECK(objstore_db_begin(db, J("[\"people\"]"), OBJSTORE_MODE_READONLY, on_done, &w, NULL, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    uint64_t tx = strtoull(w.result, NULL, 10);
+    CHECK(objstore_db_sql(db, tx, "SELECT COUNT(*) AS n FROM people WHERE city = ?", J("[\"oslo\"]"), on_done, &w, NULL, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_STR(w.result, "{\"rows\":[{\"n\":2}]}");
+    CHECK(objstore_db_sql(db, tx, "DELETE FROM people", NULL, 0, on_done, &w, NULL, NULL) == OK);
+    CHECK(wait_for(&w) == OBJSTORE_STATUS_READ_ONLY);
+    CHECK(objstore_db_abort(db, tx, on_done, &w, NULL, NULL) == OK);
+    objstore_status ended = wait_for(&w);
+    CHECK(ended == OK || ended == OBJSTORE_STATUS_TRANSACTION_INACTIVE);
+    objstore_query *q = NULL;
+    CHECK(objstore_query_new(db, J("{\"from\": \"people\", \"where\": [[\"city\", \"=\", \"oslo\"]], \"unique\": true, \"select\": [\"city\"]}"), &q, NULL) == OK);
+    CHECK(objstore_query_list(q, 0, 10, 0, on_done, &w, NULL, NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_STR(w.result, "[{\"city\":\"oslo\"}]");
+    objstore_query_free(q);
     close_db(db, &w);
     waiter_done(&w);
 }
@@ -765,9 +840,11 @@ int main(int argc, char **argv) {
     RUN("cursor", a_cursor_streams_updates_deletes_and_stops);
     RUN("event", events_arrive_after_commit_and_stop_after_unsubscribe);
     RUN("transaction", a_transaction_body_commits_or_rolls_back_whole);
+    RUN("transaction", add_values_of_and_clear_inside_transactions);
     RUN("transaction", explicit_begin_commit_and_abort);
     RUN("query", list_pages_continue_and_explain_shows_the_plan);
     RUN("sql", sql_runs_with_bound_parameters);
+    RUN("sql", sql_takes_its_mode_from_the_statement_and_unique_needs_no_order);
     RUN("misuse", nulls_are_refused_with_a_message_and_no_callback);
     RUN("misuse", bad_utf8_and_bad_json_are_named);
     RUN("misuse", use_after_close_and_double_close_report_closed);

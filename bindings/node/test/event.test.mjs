@@ -74,12 +74,21 @@ test('ready and onReady after the open; error and a rejected ready when it canno
   const good = new Storage(path.join(tempDir(), 'ok.sqlite3'), SCHEMA);
   /** @type {unknown[]} */
   const events = [];
-  good.on('ready', (e) => events.push(e.kind));
+  good.on('ready', (e) => events.push(e.kind, e.value));
   const fromOnReady = await new Promise((resolve) => good.onReady(resolve));
   assert.equal(fromOnReady, undefined);
   await settle();
-  assert.deepEqual(events, ['ready']);
+  assert.deepEqual(events, ['ready', { version: 1, previousVersion: null }]);
   await good.close();
+  // A schema without a version that changed is the next version (YDN-DB's rule).
+  const changed = JSON.parse(JSON.stringify(SCHEMA));
+  delete changed.version;
+  changed.stores[0].indexes = [...(changed.stores[0].indexes ?? []), { keyPath: 'nickname' }];
+  const again = new Storage(good.name, changed);
+  const opened = await again.ready;
+  assert.deepEqual([opened.version, opened.previousVersion], [2, 1]);
+  assert.equal((await again.getSchema()).version, 2);
+  await again.close();
 
   const bad = new Storage(path.join(tempDir(), 'no', 'such', 'dir', 'x.sqlite3'), SCHEMA);
   /** @type {unknown[]} */

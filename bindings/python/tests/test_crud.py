@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+from typing import Any
 
 import pytest
 
@@ -91,3 +92,18 @@ async def test_an_int_key_a_double_cannot_hold_is_refused_suggesting_a_string(db
         await db.get("people", snowflake)
     assert await db.put("people", {"id": str(snowflake), "email": "s@x"}) == str(snowflake)
     assert await db.count("people") == 1
+
+
+async def test_schema_versions_as_ydn_db_has_them(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = str(tmp_path / "versions.sqlite3")
+    schema: dict[str, Any] = {"stores": [{"name": "people", "keyPath": "id"}]}
+    async with objstore_db.open(path, schema) as db:
+        assert (db.version, db.previous_version) == (1, None)
+    async with objstore_db.open(path, schema) as db:
+        assert (db.version, db.previous_version) == (1, 1)
+    schema["stores"][0]["indexes"] = [{"keyPath": "city"}]
+    async with objstore_db.open(path, schema) as db:
+        assert (db.version, db.previous_version) == (2, 1)
+        assert (await db.schema())["version"] == 2
+    with pytest.raises(objstore_db.ObjstoreError, match="at version 2, newer than the schema's version 1"):
+        await objstore_db.open(path, {**schema, "version": 1})

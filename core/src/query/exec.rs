@@ -220,7 +220,9 @@ fn stream(
         read_source(db, info, query, plan, after, &mut |sort, pk, mut value| {
             let group = match (query.unique, &plan.entries) {
                 // Rows are a multiEntry index's entries: one group per element, its index key.
+                // ... or, with no order, the key of the index (or store) the plan reads.
                 (true, Some(_)) => Some(sort.to_vec()),
+                (true, None) if query.order.is_empty() => Some(sort.to_vec()),
                 (true, None) => Some(order_key(query, value.value(store)?).unwrap_or_default()),
                 (false, _) => None,
             };

@@ -281,6 +281,8 @@ impl Query {
     }
 
     /// One record per distinct value of the order fields: the one with the lowest primary key.
+    /// Without an order, one per key of the index the plan reads (as a `nextunique` cursor on
+    /// it): `filter("city", Op::Eq, "oslo").unique()` gives one record.
     pub fn unique(mut self) -> Query {
         self.unique = true;
         self.reset();

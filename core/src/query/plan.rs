@@ -159,9 +159,6 @@ fn validate(query: &Query) -> Result<()> {
         }
         c.value.encode().map_err(|e| e.in_store(&query.store, Some(&c.field)))?;
     }
-    if query.unique && query.order.is_empty() {
-        return Err(Error::InvalidArgument("unique() needs order(field): it keeps one record per order value".into()));
-    }
     Ok(())
 }
 

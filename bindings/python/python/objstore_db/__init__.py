@@ -520,10 +520,13 @@ class Transaction(_Store):
 class Database(_Store):
     """An open database. Close it with `await db.close()` or `async with`."""
 
-    def __init__(self, native: Any, name: str) -> None:
+    def __init__(self, native: Any, name: str, version: int = 1, previous_version: Optional[int] = None) -> None:
         self._native = native
         self._tx = None
         self.name = name
+        #: The schema version now, and before this open (None: the database is new).
+        self.version = version
+        self.previous_version = previous_version
         _open_databases.add(self)
 
     def _cancel(self, request: int) -> bool:
@@ -655,7 +658,8 @@ class _Opening(collections.abc.Coroutine[Any, Any, "Database"]):
         opened = await future
         for text in opened.get("warnings", []) if isinstance(opened, dict) else []:
             warnings.warn(text, SyncWarning, stacklevel=3)
-        self._db = Database(native, name)
+        opened = opened if isinstance(opened, dict) else {}
+        self._db = Database(native, name, int(opened.get("version", 1)), opened.get("previousVersion"))
         return self._db
 
     def __await__(self) -> Generator[Any, None, Database]:
