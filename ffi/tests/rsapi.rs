@@ -350,3 +350,22 @@ fn a_store_without_prefetch_reads_what_it_holds_until_prefetch_brings_it_in_line
     close(&writer);
     close(&reader);
 }
+
+/// A prefetch of a store that is not synced is the caller's mistake, named as such (not a
+/// network error), in a database with synced stores and in one without.
+#[test]
+fn a_prefetch_of_an_unsynced_store_is_an_invalid_argument() {
+    let dir = TempDir::new().unwrap();
+    let endpoint = format!("file://{}", dir.path().join("bucket").display());
+    let schema = json!({"stores": [{"name": "notes", "keyPath": "id"},
+        {"name": "synced", "Sync": {"format": "objstore", "Options": {"bucket": "b", "endpoint": endpoint}}}]});
+    let db = open_db(dir.path().join("s.sqlite3").to_str().unwrap(), &schema, json!({}));
+    let err = wait(|done| db.prefetch("notes", done)).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidArgument, "{err}");
+    assert!(err.to_string().contains("\"notes\" is not synced"), "{err}");
+    wait(|done| db.prefetch("synced", done)).unwrap();
+    close(&db);
+    let plain = open_db(dir.path().join("p.sqlite3").to_str().unwrap(), &local_schema(), json!({}));
+    assert_eq!(wait(|done| plain.prefetch("notes", done)).unwrap_err().code(), ErrorCode::InvalidArgument);
+    close(&plain);
+}
