@@ -96,6 +96,8 @@ async function publish(report, env) {
     endpoint: env.OBJSTORE_RESULTS || '',
     prefix: env.OBJSTORE_RESULTS_PREFIX || '',
     metadata: ['platform', 'browser', 'version'],
+    // A marker per run, so that a viewer's warm refresh is one LIST.
+    changeLog: true,
   };
   if (env.AWS_ACCESS_KEY_ID) {
     Object.assign(options, {

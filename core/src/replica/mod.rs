@@ -56,6 +56,11 @@ pub struct StoreState {
     pub held: BTreeSet<String>,
     /// Whether a prefetch ever completed for this store in this database.
     pub prefetched: bool,
+    /// When the last full listing completed (ms since the epoch).
+    pub listed_at_ms: Option<u64>,
+    /// When the store's change log was last read (or the full listing began), in ms since the
+    /// epoch.
+    pub changes_since_ms: Option<u64>,
 }
 
 /// One thing the agent learnt from the bucket.
@@ -71,8 +76,11 @@ pub enum Change {
     Sent { sequence: u64, etag: Option<String> },
     /// The bucket refused outbox write `sequence`: kept as a refused write, local data kept.
     Refused { sequence: u64, code: String, message: String, conflict: bool },
-    /// A prefetch of the store completed at this time (ms since the epoch).
+    /// A full listing of the store completed at this time (ms since the epoch).
     Prefetched { store: String, at_ms: u64 },
+    /// The store's change log was read (or a full listing began) at this time (ms since the
+    /// epoch): the next read starts a window before it.
+    ChangesRead { store: String, since_ms: u64 },
     /// The bucket's version of an object cannot be used: a local copy is kept (no cache is lost
     /// to a bad object), and the version is remembered so that it is not fetched again until it
     /// changes.
@@ -89,6 +97,7 @@ impl Change {
             | Change::Unusable { store, .. }
             | Change::Describe { store, .. }
             | Change::Prefetched { store, .. }
+            | Change::ChangesRead { store, .. }
             | Change::ConditionalWrites { store, .. } => Some(store),
             Change::Sent { .. } | Change::Refused { .. } => None,
         }
@@ -298,7 +307,14 @@ impl Database {
         let mech = self.mech_mut();
         let mut held: BTreeSet<String> = state::pending_ids(mech, store)?.into_iter().collect();
         held.extend(state::refused(mech)?.into_iter().filter(|r| r.entry.store == store).map(|r| r.entry.id));
-        Ok(StoreState { known: state::all(mech, store)?, held, prefetched: state::prefetched(mech, store)? })
+        let listed_at_ms = state::prefetched_at(mech, store)?;
+        Ok(StoreState {
+            known: state::all(mech, store)?,
+            held,
+            prefetched: listed_at_ms.is_some(),
+            listed_at_ms,
+            changes_since_ms: state::changes_read(mech, store)?,
+        })
     }
 
     /// Applies what the agent learnt in one transaction (at most [`MAX_BATCH`] changes).
@@ -491,6 +507,7 @@ fn apply_one(tx: &mut Tx<'_>, change: Change) -> Result<()> {
             Ok(())
         }
         Change::Prefetched { store, at_ms } => state::mark_prefetched(tx.db.mech_mut(), &store, at_ms),
+        Change::ChangesRead { store, since_ms } => state::mark_changes_read(tx.db.mech_mut(), &store, since_ms),
         Change::ConditionalWrites { bucket, honoured, .. } => {
             state::note_conditional_writes(tx.db.mech_mut(), &bucket, honoured)
         }

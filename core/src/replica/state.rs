@@ -6,6 +6,7 @@
 //!   pending?" is one lookup, never a walk of the outbox;
 //! - writes the bucket refused, kept until the application resolves them (`sync/r/<sequence>`);
 //! - when each store last completed a prefetch (`sync/l/<store>`), so a cold store is known;
+//! - when each store's change log was last read (`sync/g/<store>`, see `sync::changelog`);
 //! - whether a bucket honours conditional writes, once learnt (`sync/c/<bucket address>`).
 //!
 //! Store names and object ids are length-prefixed, so no store's keys are a prefix of another's.
@@ -25,6 +26,7 @@ const PENDING: &[u8] = b"sync/p/";
 const REFUSED: &[u8] = b"sync/r/";
 const PREFETCHED: &[u8] = b"sync/l/";
 const CONDITIONS: &[u8] = b"sync/c/";
+const CHANGES_READ: &[u8] = b"sync/g/";
 
 /// The validators of the copy of an object that the local store holds.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -160,6 +162,7 @@ pub fn all(mech: &mut dyn Mechanism, store: &str) -> Result<HashMap<String, Obje
 pub fn forget_store(mech: &mut dyn Mechanism, store: &str) -> Result<()> {
     let ids: Vec<String> = all(mech, store)?.into_keys().collect();
     ids.iter().try_for_each(|id| forget(mech, store, id))?;
+    mech.delete(META_TABLE, &keyed(CHANGES_READ, store))?;
     mech.delete(META_TABLE, &keyed(PREFETCHED, store))
 }
 
@@ -303,8 +306,22 @@ pub fn mark_prefetched(mech: &mut dyn Mechanism, store: &str, at_ms: u64) -> Res
     mech.put(META_TABLE, &keyed(PREFETCHED, store), &at_ms.to_be_bytes())
 }
 
-pub fn prefetched(mech: &mut dyn Mechanism, store: &str) -> Result<bool> {
-    Ok(mech.get(META_TABLE, &keyed(PREFETCHED, store))?.is_some())
+/// When the last full prefetch of `store` completed (ms since the epoch).
+pub fn prefetched_at(mech: &mut dyn Mechanism, store: &str) -> Result<Option<u64>> {
+    read_ms(mech, &keyed(PREFETCHED, store))
+}
+
+pub fn mark_changes_read(mech: &mut dyn Mechanism, store: &str, since_ms: u64) -> Result<()> {
+    mech.put(META_TABLE, &keyed(CHANGES_READ, store), &since_ms.to_be_bytes())
+}
+
+/// When `store`'s change log was last read (or the full listing before it began).
+pub fn changes_read(mech: &mut dyn Mechanism, store: &str) -> Result<Option<u64>> {
+    read_ms(mech, &keyed(CHANGES_READ, store))
+}
+
+fn read_ms(mech: &mut dyn Mechanism, key: &[u8]) -> Result<Option<u64>> {
+    Ok(mech.get(META_TABLE, key)?.map(|v| v.try_into().map_or(0, u64::from_be_bytes)))
 }
 
 // ----- what buckets can do ------------------------------------------------------------------

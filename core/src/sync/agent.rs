@@ -24,7 +24,8 @@ use serde_json::{Map, Value};
 use super::bucket::{
     etag_of, list_all, Bucket, Fetched, ListRequest, Metadata, Object, ObjectInfo, Precondition, Validators,
 };
-use super::config::{Format, Prefetch, SyncConfig};
+use super::changelog;
+use super::config::{ChangeLogConfig, Format, Prefetch, SyncConfig};
 pub use super::token::Token;
 use super::{open_bucket, parallel, time, Accounting, Stats};
 use crate::database::Database;
@@ -32,7 +33,7 @@ use crate::error::{Error, Result};
 use crate::events::EventKind;
 use crate::key::Key;
 use crate::keypath::KeyPath;
-use crate::replica::{object_id, Change, LocalCopy, ObjectState, OutboxItem, WriteOp, MAX_BATCH};
+use crate::replica::{object_id, Change, LocalCopy, ObjectState, OutboxItem, StoreState, WriteOp, MAX_BATCH};
 use crate::schema::Schema;
 
 /// How the agent reaches the database: each call is one ordinary request.
@@ -99,6 +100,28 @@ struct Seen {
     listed: HashMap<String, String>,
 }
 
+/// How a prefetch learns what changed in the bucket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Listing {
+    /// From the change log when the store keeps one and a full listing is not due.
+    Changes,
+    /// A full listing.
+    Full,
+}
+
+/// What a listing or the change log says of a store's objects.
+#[derive(Default)]
+struct Learnt {
+    /// Objects as a listing describes them (a full listing: every one).
+    described: Vec<(String, ObjectInfo)>,
+    /// Objects held locally that the bucket no longer has.
+    vanished: Vec<String>,
+    /// A full listing: the store's every object is in `described`.
+    complete: bool,
+    /// How far the change log is read after this.
+    changes_since_ms: Option<u64>,
+}
+
 /// Fails fast after a failure to reach the bucket, for a backoff that doubles up to a minute.
 #[derive(Default)]
 struct Breaker {
@@ -145,6 +168,8 @@ pub struct Agent {
     /// One flush at a time: two would read the same outbox entries and send each twice (a
     /// background flush after a commit and an explicit one meet often).
     flushing: Mutex<()>,
+    /// Change-log markers refused since the last report, by store.
+    marker_failures: Mutex<Vec<(String, String)>>,
 }
 
 impl Agent {
@@ -179,6 +204,7 @@ impl Agent {
             offline: AtomicBool::new(false),
             breaker: Breaker::default(),
             flushing: Mutex::default(),
+            marker_failures: Mutex::default(),
         })
     }
 
@@ -489,7 +515,7 @@ impl Agent {
     /// Prefetches `store` as its setting says, unless within the refractory period.
     pub fn refresh(&self, port: &mut impl Port, store: &str, token: &Token) -> Result<()> {
         match self.stores.get(store).and_then(|s| s.config.prefetch) {
-            Some(mode) if !self.refractory_fresh(store) => self.prefetch_as(port, store, mode, token),
+            Some(mode) if !self.refractory_fresh(store) => self.prefetch_as(port, store, mode, Listing::Changes, token),
             _ => Ok(()),
         }
     }
@@ -497,63 +523,59 @@ impl Agent {
     /// Prefetches `store` as its setting says, now (a read found it cold, or asked for fresh).
     pub fn prefetch_for_read(&self, port: &mut impl Port, store: &str, token: &Token) -> Result<()> {
         let mode = self.stores.get(store).and_then(|s| s.config.prefetch).unwrap_or(Prefetch::Meta);
-        self.prefetch_as(port, store, mode, token)
+        self.prefetch_as(port, store, mode, Listing::Changes, token)
     }
 
     /// Lists the store's objects now and brings the local copy in line, whatever the
-    /// refractory period: new and changed objects are fetched (or, for an objstore-meta store,
-    /// described) and vanished ones removed. Explicit prefetches always fetch bodies; a store's
-    /// `prefetch: meta` setting only governs the automatic ones.
+    /// refractory period and the change log: new and changed objects are fetched (or, for an
+    /// objstore-meta store, described) and vanished ones removed. Explicit prefetches always
+    /// fetch bodies; a store's `prefetch: meta` setting only governs the automatic ones.
     pub fn prefetch(&self, port: &mut impl Port, store: &str, token: &Token) -> Result<()> {
-        self.prefetch_as(port, store, Prefetch::Full, token)
+        self.prefetch_as(port, store, Prefetch::Full, Listing::Full, token)
     }
 
-    fn prefetch_as(&self, port: &mut impl Port, store: &str, mode: Prefetch, token: &Token) -> Result<()> {
+    fn prefetch_as(
+        &self,
+        port: &mut impl Port,
+        store: &str,
+        mode: Prefetch,
+        listing: Listing,
+        token: &Token,
+    ) -> Result<()> {
         let s = self.store(store)?;
         if s.config.format == Format::Rest {
             return Err(Error::InvalidArgument(format!("store {store:?} uses the rest format, which has no listing")));
         }
         let what = format!("prefetching store {store:?}");
         self.may_contact(&what)?;
-        let request = ListRequest {
-            prefix: s.config.location.prefix.clone(),
-            version: s.config.list_version,
-            ..Default::default()
-        };
-        let listing = list_all(&*s.bucket, &request, token);
-        self.breaker.record(&listing);
-        let listing = listing.inspect_err(|e| self.report_offline(port, store, e))?;
-        let listed: Vec<(String, ObjectInfo)> = listing
-            .objects
-            .into_iter()
-            .filter_map(|o| Some((o.key.strip_prefix(&s.config.location.prefix)?.to_string(), o)))
-            // Empty names, "folder" markers (`prefix/`, made by consoles) and names with empty,
-            // `.` or `..` segments (no record can be written back under them) are not records.
-            .filter(|(id, _)| object_id(store, &Key::String(id.clone())).is_ok())
-            .collect();
         let name = store.to_string();
         let local = port.exec(move |db| db.store_state(&name))?;
-        let listed_ids: HashSet<&str> = listed.iter().map(|(id, _)| id.as_str()).collect();
+        let started_ms = now_ms();
+        let learnt = match (&s.config.change_log, local.changes_since_ms, local.listed_at_ms) {
+            (Some(log), Some(since), Some(listed_at))
+                if listing == Listing::Changes
+                    && u128::from(started_ms.saturating_sub(listed_at)) < log.relist_every.as_millis() =>
+            {
+                self.read_change_log(store, log, since, started_ms, &local, token)
+            }
+            _ => self.list_everything(store, &local, started_ms, token),
+        };
+        let learnt = learnt.inspect_err(|e| self.report_offline(port, store, e))?;
         let immutable = s.config.immutable;
         let is_new_or_changed = |id: &str, etag: &str| match local.known.get(id) {
             None => true,
-            Some(k) => !immutable && k.etag.as_deref() != Some(etag),
+            Some(k) => !immutable && (etag.is_empty() || k.etag.as_deref() != Some(etag)),
         };
-        let vanished: Vec<String> = if immutable {
-            Vec::new()
-        } else {
-            local
-                .known
-                .keys()
-                .filter(|id| !listed_ids.contains(id.as_str()) && !local.held.contains(*id))
-                .cloned()
-                .collect()
-        };
-        let changed: Vec<&(String, ObjectInfo)> =
-            listed.iter().filter(|(id, o)| !local.held.contains(id) && is_new_or_changed(id, &o.etag)).collect();
+        let vanished: Vec<&String> =
+            learnt.vanished.iter().filter(|id| !immutable && !local.held.contains(*id)).collect();
+        let changed: Vec<&(String, ObjectInfo)> = learnt
+            .described
+            .iter()
+            .filter(|(id, o)| !local.held.contains(id) && is_new_or_changed(id, &o.etag))
+            .collect();
 
         let mut changes: Vec<Change> = Vec::new();
-        for id in &vanished {
+        for id in vanished {
             changes.extend(self.changes_for(store, id, Fetched::Missing)?);
         }
         match (s.config.format, mode) {
@@ -587,14 +609,150 @@ impl Agent {
             }
         }
         token.check(&what)?;
-        let at_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
-        changes.push(Change::Prefetched { store: store.to_string(), at_ms });
+        if learnt.complete {
+            changes.push(Change::Prefetched { store: store.to_string(), at_ms: now_ms() });
+        }
+        if let Some(since_ms) = learnt.changes_since_ms {
+            changes.push(Change::ChangesRead { store: store.to_string(), since_ms });
+        }
         self.apply(port, changes)?;
         let mut seen = self.seen();
         let entry = seen.entry(store.to_string()).or_default();
         entry.at = Some(Instant::now());
-        entry.listed = listed.into_iter().map(|(id, o)| (id, o.etag)).collect();
+        if learnt.complete {
+            entry.listed.clear();
+        } else {
+            // The change log speaks of some objects: the others are as held.
+            entry.listed = local.known.iter().filter_map(|(id, k)| Some((id.clone(), k.etag.clone()?))).collect();
+            for id in &learnt.vanished {
+                entry.listed.remove(id);
+            }
+        }
+        entry.listed.extend(learnt.described.into_iter().map(|(id, o)| (id, o.etag)));
         Ok(())
+    }
+
+    /// Every object under the store's prefix, in one listing or, where the key layout starts
+    /// with a field, one per name of that field, side by side (bounded by `concurrency`): the
+    /// wall time of a cold listing follows the largest of them, not the bucket.
+    fn list_everything(&self, store: &str, local: &StoreState, started_ms: u64, token: &Token) -> Result<Learnt> {
+        let s = &self.stores[store];
+        let prefix = &s.config.location.prefix;
+        let request = ListRequest { prefix: prefix.clone(), version: s.config.list_version, ..Default::default() };
+        let fans_out = s.config.key_layout.as_ref().is_some_and(|layout| {
+            layout.len() > 1 && matches!(layout.first(), Some(super::config::LayoutSegment::Field(_)))
+        });
+        let objects = if fans_out {
+            let top = ListRequest { delimiter: Some("/".into()), ..request.clone() };
+            let top = list_all(&*s.bucket, &top, token);
+            self.breaker.record(&top);
+            let top = top?;
+            let log = format!("{prefix}{}", changelog::DIR);
+            let folders: Vec<&String> = top.common_prefixes.iter().filter(|p| **p != log).collect();
+            let listings = parallel(&folders, s.config.concurrency, |folder| {
+                let request = ListRequest { prefix: folder.to_string(), ..request.clone() };
+                let listing = list_all(&*s.bucket, &request, token);
+                self.breaker.record(&listing);
+                listing
+            });
+            let mut objects = top.objects;
+            for listing in listings {
+                objects.extend(listing?.objects);
+            }
+            objects
+        } else {
+            let listing = list_all(&*s.bucket, &request, token);
+            self.breaker.record(&listing);
+            listing?.objects
+        };
+        let described: Vec<(String, ObjectInfo)> = objects
+            .into_iter()
+            .filter_map(|o| Some((o.key.strip_prefix(prefix.as_str())?.to_string(), o)))
+            // Empty names, "folder" markers (`prefix/`, made by consoles), names with empty,
+            // `.` or `..` segments (no record can be written back under them) and the change
+            // log are not records.
+            .filter(|(id, _)| !id.starts_with(changelog::DIR) && object_id(store, &Key::String(id.clone())).is_ok())
+            .collect();
+        let listed: HashSet<&str> = described.iter().map(|(id, _)| id.as_str()).collect();
+        let vanished = local.known.keys().filter(|id| !listed.contains(id.as_str())).cloned().collect();
+        Ok(Learnt {
+            described,
+            vanished,
+            complete: true,
+            changes_since_ms: s.config.change_log.as_ref().map(|_| started_ms),
+        })
+    }
+
+    /// What the change log says happened since the read at `since_ms` (and the window before
+    /// it): one listing, usually one page.
+    /// An object with markers from several writers, or a put marker without its version, is
+    /// asked about (a HEAD): writers' clocks may order their markers wrongly.
+    fn read_change_log(
+        &self,
+        store: &str,
+        log: &ChangeLogConfig,
+        since_ms: u64,
+        started_ms: u64,
+        local: &StoreState,
+        token: &Token,
+    ) -> Result<Learnt> {
+        let s = &self.stores[store];
+        let window = log.window.as_millis() as u64;
+        let log = log.prefix.as_str();
+        let request = ListRequest {
+            prefix: log.to_string(),
+            start_after: Some(changelog::start_after(log, since_ms, window)),
+            version: s.config.list_version,
+            ..Default::default()
+        };
+        let listing = list_all(&*s.bucket, &request, token);
+        self.breaker.record(&listing);
+        let markers: Vec<changelog::Marker> =
+            listing?.objects.iter().filter_map(|o| changelog::parse(log, o)).collect();
+        // The last marker of each object, and whether other writers left markers for it too
+        // (their clocks may order them wrongly).
+        let mut latest: HashMap<&str, (&changelog::Marker, bool)> = HashMap::new();
+        for marker in &markers {
+            if object_id(store, &Key::String(marker.id.clone())).is_err() {
+                continue;
+            }
+            let entry = latest.entry(marker.id.as_str()).or_insert((marker, false));
+            *entry = (marker, entry.1 || entry.0.writer != marker.writer);
+        }
+        let mut unsure = Vec::new();
+        // The next read starts a window before this one: markers land within it.
+        let mut learnt = Learnt { changes_since_ms: Some(started_ms), ..Learnt::default() };
+        for (id, (marker, several_writers)) in latest {
+            let held = local.known.get(id).and_then(|k| k.etag.as_ref());
+            match &marker.op {
+                _ if several_writers => unsure.push(id.to_string()),
+                // Markers already acted on name the version held: they cost nothing.
+                changelog::Op::Put { etag: Some(etag), .. } if held == Some(etag) => {}
+                changelog::Op::Put { size, etag: Some(etag) } => learnt.described.push((
+                    id.to_string(),
+                    ObjectInfo {
+                        key: s.object_key(id),
+                        etag: etag.clone(),
+                        last_modified: marker.last_modified.clone(),
+                        size: *size,
+                        metadata: None,
+                    },
+                )),
+                changelog::Op::Put { etag: None, .. } => unsure.push(id.to_string()),
+                changelog::Op::Remove if local.known.contains_key(id) => learnt.vanished.push(id.to_string()),
+                changelog::Op::Remove => {}
+            }
+        }
+        let answers = parallel(&unsure, s.config.concurrency, |id| s.bucket.head(&s.object_key(id), token));
+        for (id, answer) in unsure.into_iter().zip(answers) {
+            self.breaker.record(&answer);
+            match answer? {
+                Some((info, metadata)) => learnt.described.push((id, ObjectInfo { metadata: Some(metadata), ..info })),
+                None if local.known.contains_key(&id) => learnt.vanished.push(id),
+                None => {}
+            }
+        }
+        Ok(learnt)
     }
 
     /// Fetches and applies one chunk of a full prefetch. One unusable object must not keep
@@ -734,6 +892,7 @@ impl Agent {
             }
             self.apply(port, changes)?;
         }
+        self.report_marker_failures(port)?;
         report.pending = port.exec(|db| db.outbox_len())?;
         Ok(report)
     }
@@ -806,7 +965,58 @@ impl Agent {
         })
     }
 
+    /// Sends one write and, for a store that keeps a change log, its marker after it. A marker
+    /// that cannot be written fails the write, which is sent again later: its body already in
+    /// place then counts as sent, and the marker follows.
     fn send(&self, item: &OutboxItem, token: &Token) -> Result<Option<String>> {
+        let etag = self.send_object(item, token)?;
+        let Some(log) = self.stores.get(&item.entry.store).and_then(|s| s.config.change_log.as_ref()) else {
+            return Ok(etag);
+        };
+        let op = match (&item.entry.value, item.entry.op) {
+            (Some(value), op) if op != WriteOp::Delete => {
+                let size = serde_json::to_vec(value).map_or(0, |b| b.len() as u64);
+                changelog::Op::Put { size, etag: etag.clone() }
+            }
+            _ => changelog::Op::Remove,
+        };
+        let s = &self.stores[&item.entry.store];
+        let marker = changelog::marker_name(&log.prefix, now_ms(), &item.entry.id, &op);
+        match s.bucket.put(&marker, b"", &Metadata::new(), &Precondition::None, false, token) {
+            Ok(_) => Ok(etag),
+            Err(e) if e.is_offline() || matches!(e, Error::Remote { status: 500.., .. }) => Err(e),
+            // Refused for good: the write stands, and readers learn of it at their next full
+            // listing. An error event says so.
+            Err(e) => {
+                let message = format!(
+                    "the write of {:?} reached the bucket but its change-log marker was refused ({e}): readers see it at their next full listing",
+                    item.entry.id
+                );
+                self.lock_marker_failures().push((item.entry.store.clone(), message));
+                Ok(etag)
+            }
+        }
+    }
+
+    fn lock_marker_failures(&self) -> std::sync::MutexGuard<'_, Vec<(String, String)>> {
+        self.marker_failures.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Says what markers were refused, as error events.
+    fn report_marker_failures(&self, port: &mut impl Port) -> Result<()> {
+        let failures = std::mem::take(&mut *self.lock_marker_failures());
+        if failures.is_empty() {
+            return Ok(());
+        }
+        port.exec(move |db| {
+            for (store, message) in failures {
+                db.emit_sync_event(EventKind::Error, &store, message);
+            }
+            Ok(())
+        })
+    }
+
+    fn send_object(&self, item: &OutboxItem, token: &Token) -> Result<Option<String>> {
         let entry = &item.entry;
         let s = self.store(&entry.store).map_err(|_| {
             Error::InvalidArgument(format!(
@@ -987,4 +1197,8 @@ fn delete_is_safe(s: &SyncedStore, name: &str, item: &OutboxItem, token: &Token)
 /// Whether the bucket's object is exactly `body` (S3 etags of single-part uploads are MD5s).
 fn holds_body(s: &SyncedStore, name: &str, body: &[u8], token: &Token) -> bool {
     matches!(held_version(s, name, Some(&etag_of(body)), token), Ok(Held::TheKnownVersion))
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }

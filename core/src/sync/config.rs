@@ -86,6 +86,10 @@ struct OptionsBlock {
     #[serde(default)]
     insecure_tls: bool,
     ca_file: Option<String>,
+    #[serde(default)]
+    change_log: bool,
+    relist_every_ms: Option<u64>,
+    change_log_window_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -134,6 +138,20 @@ pub struct SyncConfig {
     pub insecure_tls: bool,
     /// Trust the certificate authorities in this PEM file instead of the built-in roots.
     pub ca_file: Option<String>,
+    /// Writes leave a marker in the change log, and refreshes read it (see `sync::changelog`).
+    pub change_log: Option<ChangeLogConfig>,
+}
+
+/// A store's change log: where its markers are, and how often the whole prefix is listed
+/// anyway (for writers that leave no markers).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChangeLogConfig {
+    /// `{prefix}.objstore-changes/`.
+    pub prefix: String,
+    pub relist_every: Duration,
+    /// How far back each read of the log starts: the clock skew between clients and the time
+    /// a write takes to land, that the log tolerates.
+    pub window: Duration,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -144,6 +162,8 @@ pub enum LayoutSegment {
 
 const DEFAULT_REFRACTORY_MS: u64 = 5000;
 const DEFAULT_MAX_OBJECT_BYTES: u64 = 16 * 1024 * 1024;
+const DEFAULT_RELIST_EVERY_MS: u64 = 60 * 60 * 1000;
+const DEFAULT_CHANGE_LOG_WINDOW_MS: u64 = 60 * 1000;
 
 impl SyncConfig {
     /// Reads a store's `Sync` block; `env` looks up environment variables (the standard `AWS_*`
@@ -221,6 +241,19 @@ impl SyncConfig {
         }
         let key_layout = o.key_layout.as_deref().map(parse_layout).transpose().map_err(bad)?;
         let custom_endpoint = !endpoint.ends_with(".amazonaws.com");
+        if (o.relist_every_ms.is_some() || o.change_log_window_ms.is_some()) && !o.change_log {
+            return Err(bad(
+                "Options.relistEveryMs and Options.changeLogWindowMs apply only with Options.changeLog: true".into(),
+            ));
+        }
+        if o.change_log && block.format == Format::Rest {
+            return Err(bad("the rest format has no listing, so it cannot keep a change log".into()));
+        }
+        let change_log = o.change_log.then(|| ChangeLogConfig {
+            prefix: format!("{}{}", o.prefix, super::changelog::DIR),
+            relist_every: Duration::from_millis(o.relist_every_ms.unwrap_or(DEFAULT_RELIST_EVERY_MS)),
+            window: Duration::from_millis(o.change_log_window_ms.unwrap_or(DEFAULT_CHANGE_LOG_WINDOW_MS)),
+        });
         Ok(SyncConfig {
             format: block.format,
             immutable: block.immutable,
@@ -243,6 +276,7 @@ impl SyncConfig {
             max_object_bytes: o.max_object_bytes.unwrap_or(DEFAULT_MAX_OBJECT_BYTES),
             insecure_tls: o.insecure_tls,
             ca_file: o.ca_file,
+            change_log,
         })
     }
 
@@ -413,6 +447,8 @@ mod tests {
             (json!({"format": "objstore", "Options": {"bucket": "b", "accessKeyId": "x"}}), "both"),
             (json!({"format": "objstore", "Options": {"bucket": "b", "keyLayout": "{a}x/{b}"}}), "whole segment"),
             (json!({"format": "objstore", "prefetch": "some", "Options": {"bucket": "b"}}), "some"),
+            (json!({"format": "objstore", "Options": {"bucket": "b", "relistEveryMs": 5}}), "changeLog"),
+            (json!({"format": "rest", "Options": {"changeLog": true}}), "change log"),
         ] {
             let err = SyncConfig::from_json("s", &block, &no_env).unwrap_err().to_string();
             assert!(err.contains("store \"s\"") && err.contains(expect), "{block}: {err}");

@@ -7,6 +7,7 @@
 pub mod accounting;
 pub mod agent;
 pub mod bucket;
+pub mod changelog;
 pub mod config;
 mod dirwalk;
 mod http;
@@ -28,7 +29,7 @@ pub use bucket::{
     etag_of, list_all, Bucket, Fetched, ListPage, ListRequest, ListVersion, Metadata, ObjectInfo, Precondition,
     Validators,
 };
-pub use config::{Format, Prefetch, SyncConfig};
+pub use config::{ChangeLogConfig, Format, Prefetch, SyncConfig};
 pub use runner::Runner;
 
 use crate::error::Result;

@@ -139,6 +139,8 @@ class Publisher:
             "endpoint": self.endpoint,
             "prefix": self.prefix,
             "metadata": ["platform", "browser", "version"],
+            # A marker per run, so that a viewer's warm refresh is one LIST.
+            "changeLog": True,
         }
         if os.environ.get("AWS_ACCESS_KEY_ID"):
             options["accessKeyId"] = os.environ["AWS_ACCESS_KEY_ID"]

@@ -1,0 +1,160 @@
+//! A store's change log: what makes a warm refresh with nothing new one request, whatever the
+//! number of objects.
+//!
+//! A writer whose store has `Options.changeLog: true` follows each write that reached the
+//! bucket with an empty marker object named
+//!
+//! ```text
+//! {prefix}.objstore-changes/{ms:013}-{writer:016x}-{n:08x}/{op}/{id}
+//! ```
+//!
+//! where `ms` is the writer's clock, `writer` a random number per process, `n` a counter, `op`
+//! `p{size}.{etag}` for a put (the etag without quotes) or `d` for a remove, and `id` the
+//! object's name under the prefix. Names sort by time, and carry everything a listing says of
+//! the object but its metadata headers, so a reader lists the log after the last time it read
+//! (one LIST, empty when nothing is new) and asks the bucket only about objects whose version
+//! it does not hold.
+//!
+//! Clocks differ and a marker can land after a later one: a reader lists from a window
+//! (`Options.changeLogWindowMs`, a minute unless set) before the time of its last read, so the
+//! window must cover the clock skew between clients and the time a write takes to land.
+//! Markers it already acted on cost nothing (their version is the one it holds); a refresh
+//! with no write in the window before it lists nothing. Writers without the log are caught by
+//! a full listing every `Options.relistEveryMs` (an hour unless set) and by an explicit
+//! prefetch. The log is never pruned by the library: an S3 lifecycle rule expiring
+//! `{prefix}.objstore-changes/` after a day keeps it small, as long as readers list in full at
+//! least that often.
+
+use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::OnceLock;
+
+use super::bucket::ObjectInfo;
+
+/// The log's folder under a store's prefix. Listings of the store leave it out.
+pub const DIR: &str = ".objstore-changes/";
+
+/// What a marker says happened to an object.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Op {
+    /// A put of `size` bytes at version `etag` (quoted, as S3 gives it), when the writer knew it.
+    Put {
+        size: u64,
+        etag: Option<String>,
+    },
+    Remove,
+}
+
+/// A marker read from a listing of the log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Marker {
+    /// The writer's clock when it wrote the marker, in ms since the epoch.
+    pub at_ms: u64,
+    /// The writer's random number: one writer's markers are in the order it wrote them.
+    pub writer: String,
+    pub id: String,
+    pub op: Op,
+    /// When the bucket took the marker (ISO 8601, from the listing).
+    pub last_modified: String,
+}
+
+/// The name of a new marker for `op` on object `id`, under the log at `log`.
+pub fn marker_name(log: &str, now_ms: u64, id: &str, op: &Op) -> String {
+    static WRITER: OnceLock<u64> = OnceLock::new();
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    // A random number per process: two writers in one millisecond never share a name.
+    let writer = *WRITER.get_or_init(|| std::collections::hash_map::RandomState::new().build_hasher().finish());
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let op = match op {
+        Op::Put { size, etag } => {
+            let etag = etag.as_deref().map(|e| e.trim_matches('"')).filter(|e| is_name_safe(e)).unwrap_or("");
+            format!("p{size}.{etag}")
+        }
+        Op::Remove => "d".to_string(),
+    };
+    format!("{log}{now_ms:013}-{writer:016x}-{n:08x}/{op}/{id}")
+}
+
+/// Where a listing of the log starts to find every marker written after `since_ms`, on a
+/// writer's clock that may be `window_ms` behind (or a marker that took that long to land).
+pub fn start_after(log: &str, since_ms: u64, window_ms: u64) -> String {
+    format!("{log}{:013}", since_ms.saturating_sub(window_ms))
+}
+
+/// Reads a listed marker; `None` for anything in the log that is not one.
+pub fn parse(log: &str, info: &ObjectInfo) -> Option<Marker> {
+    let rest = info.key.strip_prefix(log)?;
+    let (stamp, rest) = rest.split_once('/')?;
+    let (op, id) = rest.split_once('/')?;
+    let at_ms = stamp.get(..13).filter(|d| d.bytes().all(|b| b.is_ascii_digit()))?.parse().ok()?;
+    let writer = stamp.get(14..)?.split('-').next()?.to_string();
+    let op = match op {
+        "d" => Op::Remove,
+        _ => {
+            let (size, etag) = op.strip_prefix('p')?.split_once('.')?;
+            Op::Put {
+                size: size.parse().ok()?,
+                etag: (!etag.is_empty() && is_name_safe(etag)).then(|| format!("\"{etag}\"")),
+            }
+        }
+    };
+    if id.is_empty() {
+        return None;
+    }
+    Some(Marker { at_ms, writer, id: id.to_string(), op, last_modified: info.last_modified.clone() })
+}
+
+/// Etags go into names as they are only when made of letters, digits and dashes (MD5s and
+/// multipart etags are).
+fn is_name_safe(etag: &str) -> bool {
+    !etag.is_empty() && etag.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listed(key: String) -> ObjectInfo {
+        ObjectInfo {
+            key,
+            etag: "\"x\"".into(),
+            last_modified: "2026-11-25T10:00:00.000Z".into(),
+            size: 0,
+            metadata: None,
+        }
+    }
+
+    #[test]
+    fn a_marker_names_the_object_and_its_version_and_reads_back() {
+        let log = "runs/.objstore-changes/";
+        let put = Op::Put { size: 42, etag: Some("\"0123abcd-2\"".into()) };
+        let name = marker_name(log, 1_764_000_000_000, "linux/node-20/0001", &put);
+        let marker = parse(log, &listed(name.clone())).unwrap();
+        assert_eq!((marker.at_ms, marker.id.as_str(), &marker.op), (1_764_000_000_000, "linux/node-20/0001", &put));
+        let removed = parse(log, &listed(marker_name(log, 5, "a", &Op::Remove))).unwrap();
+        assert_eq!((removed.at_ms, removed.op), (5, Op::Remove));
+        assert_ne!(marker_name(log, 5, "a", &Op::Remove), marker_name(log, 5, "a", &Op::Remove), "names never repeat");
+    }
+
+    #[test]
+    fn names_sort_by_time_and_listings_start_a_window_back() {
+        let log = "p/.objstore-changes/";
+        let early = marker_name(log, 999, "b", &Op::Remove);
+        let late = marker_name(log, 1_000, "a", &Op::Remove);
+        assert!(early < late);
+        assert!(start_after(log, 60_999, 60_000) < early && early.as_str() > start_after(log, 0, 0).as_str());
+        assert!(start_after(log, 61_000, 60_000) > early);
+    }
+
+    #[test]
+    fn an_odd_etag_is_left_out_and_other_objects_in_the_log_are_not_markers() {
+        let log = "p/.objstore-changes/";
+        let odd = marker_name(log, 7, "a", &Op::Put { size: 1, etag: Some("\"a/b\"".into()) });
+        assert_eq!(parse(log, &listed(odd)).unwrap().op, Op::Put { size: 1, etag: None });
+        for key in
+            ["p/.objstore-changes/x", "p/.objstore-changes/12/p1.e/", "p/.objstore-changes/abcdefghijklm/d/a", "p/a"]
+        {
+            assert_eq!(parse(log, &listed(key.to_string())), None, "{key}");
+        }
+    }
+}

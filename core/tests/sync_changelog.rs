@@ -1,0 +1,299 @@
+//! The change log (`Options.changeLog`): a warm refresh with nothing new is one LIST whatever
+//! the number of objects, new objects cost one request each, writers without the log are
+//! caught by the periodic full listing, and a write whose marker could not be written is
+//! finished later without losing or repeating anything. Each scenario runs on the `file://`
+//! bucket, moto and Garage.
+
+mod sync_support;
+
+use std::path::Path;
+use std::time::Duration;
+
+use objstore_db_core::sync::{list_all, open_bucket, ListRequest, Metadata, Precondition, SyncConfig, Token};
+use objstore_db_core::{Key, KeyRange, ScanOptions};
+use serde_json::{json, Value};
+use sync_support::*;
+use tempfile::TempDir;
+
+fn key(s: &str) -> Key {
+    Key::String(s.to_string())
+}
+
+/// The Sync options of each bucket kind, under a prefix of the test's own.
+fn places(test: &str, dir: &Path) -> Vec<(&'static str, Value)> {
+    let local = json!({"bucket": "b", "endpoint": format!("file://{}", dir.join("bucket").display())});
+    vec![
+        ("file", local),
+        ("moto", signed_options(&server("moto"), "moto", "MOTO_SIGNED_BUCKET", &unique_prefix(test))),
+        ("garage", signed_options(&server("garage"), "garage", "GARAGE_BUCKET", &unique_prefix(test))),
+    ]
+}
+
+fn with(options: &Value, extra: Value) -> Value {
+    let mut options = options.clone();
+    for (k, v) in extra.as_object().unwrap() {
+        options[k] = v.clone();
+    }
+    options
+}
+
+/// A store syncing with `options` plus `extra`, under `sync` (format, prefetch, …).
+fn store(name: &str, options: &Value, extra: Value, sync: Value) -> (String, Value) {
+    let mut block = sync;
+    block["Options"] = with(options, extra);
+    (name.to_string(), block)
+}
+
+fn client(path: &Path, stores: &[(String, Value)]) -> Client {
+    let stores: Vec<(&str, Value)> = stores.iter().map(|(n, b)| (n.as_str(), b.clone())).collect();
+    open(path, schema_with(&stores))
+}
+
+fn objects_under(options: &Value) -> Vec<String> {
+    let config = SyncConfig::from_json("x", &json!({"format": "objstore", "Options": options}), &|_| None).unwrap();
+    let bucket = open_bucket(&config, Default::default()).unwrap();
+    let prefix = options["prefix"].as_str().unwrap_or("").to_string();
+    let listing = list_all(&*bucket, &ListRequest { prefix: prefix.clone(), ..Default::default() }, &Token::default());
+    listing.unwrap().objects.into_iter().map(|o| o.key[prefix.len()..].to_string()).collect()
+}
+
+#[test]
+fn a_warm_refresh_with_nothing_new_is_one_list_and_new_objects_one_get_each() {
+    let dir = TempDir::new().unwrap();
+    for (place, options) in places("changelog-warm", dir.path()) {
+        let log = json!({"changeLog": true});
+        let writes = [store("docs", &options, log.clone(), json!({"format": "objstore"}))];
+        let reads = [store(
+            "docs",
+            &options,
+            log.clone(),
+            json!({"format": "objstore", "prefetch": "full", "prefetchRefractoryPeriod": 0}),
+        )];
+        let mut writer = client(&dir.path().join(format!("{place}-w.sqlite3")), &writes);
+        for i in 0..25 {
+            writer.put("docs", json!({"i": i}), Some(key(&format!("d{i:02}")))).unwrap();
+        }
+        let reader_path = dir.path().join(format!("{place}-r.sqlite3"));
+        let mut reader = client(&reader_path, &reads);
+        assert_eq!(reader.count("docs", &ScanOptions::new()).unwrap(), 25, "{place}");
+        let cold = reader.take_sync_stats();
+        assert_eq!((cold.count("LIST"), cold.count("GET")), (1, 25), "{place}: {cold:?}");
+
+        for round in 0..2 {
+            assert_eq!(reader.count("docs", &ScanOptions::new()).unwrap(), 25);
+            let warm = reader.take_sync_stats();
+            assert_eq!((warm.total(), warm.count("LIST")), (1, 1), "{place}, round {round}: {warm:?}");
+        }
+
+        writer.put("docs", json!({"i": "new"}), Some(key("new"))).unwrap();
+        writer.put("docs", json!({"i": "changed"}), Some(key("d03"))).unwrap();
+        writer.remove("docs", &KeyRange::only("d07")).unwrap();
+        let values = reader.values("docs", &ScanOptions::new()).unwrap();
+        let warm = reader.take_sync_stats();
+        assert_eq!((warm.count("LIST"), warm.count("GET"), warm.total()), (1, 2, 3), "{place}: {warm:?}");
+        assert_eq!(values.len(), 25, "{place}: one new, one gone");
+        assert!(values.contains(&json!({"i": "changed"})) && values.contains(&json!({"i": "new"})), "{place}");
+        assert!(!values.contains(&json!({"i": 7})), "{place}: the removal is followed");
+
+        // A reopened database reads the log from where it left off.
+        drop(reader);
+        let mut reader = client(&reader_path, &reads);
+        assert_eq!(reader.count("docs", &ScanOptions::new()).unwrap(), 25);
+        let reopened = reader.take_sync_stats();
+        assert_eq!((reopened.total(), reopened.count("LIST")), (1, 1), "{place}: {reopened:?}");
+
+        // The log is not part of the store: a client without it lists only the records.
+        let plain = [store("docs", &options, json!({}), json!({"format": "objstore", "prefetch": "full"}))];
+        let mut other = client(&dir.path().join(format!("{place}-plain.sqlite3")), &plain);
+        assert_eq!(other.count("docs", &ScanOptions::new()).unwrap(), 25, "{place}");
+        let names = objects_under(&options);
+        assert_eq!(
+            names.iter().filter(|n| n.starts_with(".objstore-changes/")).count(),
+            28,
+            "{place}: one marker per write"
+        );
+    }
+}
+
+#[test]
+fn descriptions_come_from_the_markers_with_no_request_per_object() {
+    let dir = TempDir::new().unwrap();
+    for (place, options) in places("changelog-meta", dir.path()) {
+        let log = json!({"changeLog": true});
+        let layout = json!({"changeLog": true, "keyLayout": "{platform}/{browser}/{run}"});
+        let writes = [store("results", &options, log.clone(), json!({"format": "objstore", "immutable": true}))];
+        let reads = [
+            store("results", &options, log.clone(), json!({"format": "objstore", "immutable": true})),
+            store(
+                "results-meta",
+                &options,
+                layout,
+                json!({"format": "objstore-meta", "prefetch": "meta", "prefetchRefractoryPeriod": 0}),
+            ),
+        ];
+        let mut writer = client(&dir.path().join(format!("{place}-w.sqlite3")), &writes);
+        let pairs = [("linux", "node-20"), ("linux", "c"), ("mac", "python"), ("win", "rust")];
+        for (n, (platform, browser)) in pairs.iter().cycle().take(12).enumerate() {
+            let name = format!("{platform}/{browser}/{:04}", 100 - n);
+            writer.put("results", json!({"n": n}), Some(key(&name))).unwrap();
+        }
+        let mut reader = client(&dir.path().join(format!("{place}-r.sqlite3")), &reads);
+        let newest = ScanOptions::new().index("platform, browser").unique().limit(50);
+        assert_eq!(reader.keys("results-meta", &newest).unwrap().len(), 4);
+        let cold = reader.take_sync_stats();
+        // The key layout starts with a field: the platforms are listed side by side.
+        assert_eq!(
+            (cold.count("LIST"), cold.total()),
+            (4, 4),
+            "{place}: a delimiter listing, then 3 platforms: {cold:?}"
+        );
+
+        let fresh: Vec<String> = pairs.iter().map(|(p, b)| format!("{p}/{b}/0001")).collect();
+        for name in &fresh {
+            writer.put("results", json!({"n": "new"}), Some(key(name))).unwrap();
+        }
+        let shown: Vec<Key> = reader.keys("results-meta", &newest).unwrap();
+        let warm = reader.take_sync_stats();
+        assert_eq!((warm.count("LIST"), warm.total()), (1, 1), "{place}: {warm:?}");
+        let mut expected: Vec<Key> = fresh.iter().map(|n| key(n)).collect();
+        expected.sort_by_key(|k| format!("{k:?}").replace('/', "\u{0}"));
+        assert_eq!(shown, expected, "{place}: by platform, then browser");
+        let record = reader.get("results-meta", &key("mac/python/0001")).unwrap().unwrap();
+        assert_eq!(record["metadata"]["platform"], "mac", "{place}");
+        assert_eq!(record["size"], json!(br#"{"n":"new"}"#.len()), "{place}");
+        assert!(record["etag"].as_str().unwrap().starts_with('"'), "{place}: {record}");
+        let values = reader.values_of("results", &shown).unwrap();
+        assert!(values.iter().all(|v| v == &Some(json!({"n": "new"}))), "{place}");
+        assert_eq!(reader.take_sync_stats().count("GET"), 4, "{place}");
+    }
+}
+
+#[test]
+fn writers_without_the_log_are_caught_by_the_full_listing_at_its_interval_and_on_demand() {
+    let dir = TempDir::new().unwrap();
+    for (place, options) in places("changelog-relist", dir.path()) {
+        let reads = [store(
+            "docs",
+            &options,
+            json!({"changeLog": true, "relistEveryMs": 3000}),
+            json!({"format": "objstore", "prefetch": "full", "prefetchRefractoryPeriod": 0}),
+        )];
+        let plain = [store("docs", &options, json!({}), json!({"format": "objstore"}))];
+        let mut quiet = client(&dir.path().join(format!("{place}-quiet.sqlite3")), &plain);
+        quiet.put("docs", json!({"v": 1}), Some(key("a"))).unwrap();
+        let mut reader = client(&dir.path().join(format!("{place}-r.sqlite3")), &reads);
+        assert_eq!(reader.count("docs", &ScanOptions::new()).unwrap(), 1);
+        quiet.put("docs", json!({"v": 2}), Some(key("b"))).unwrap();
+        assert_eq!(reader.count("docs", &ScanOptions::new()).unwrap(), 1, "{place}: no marker, not seen yet");
+        reader.prefetch("docs").unwrap();
+        assert_eq!(reader.count("docs", &ScanOptions::new()).unwrap(), 2, "{place}: an explicit prefetch lists all");
+        quiet.put("docs", json!({"v": 3}), Some(key("c"))).unwrap();
+        reader.take_sync_stats();
+        assert_eq!(reader.count("docs", &ScanOptions::new()).unwrap(), 2);
+        std::thread::sleep(Duration::from_millis(3100));
+        assert_eq!(reader.count("docs", &ScanOptions::new()).unwrap(), 3, "{place}: the interval's full listing");
+    }
+}
+
+#[test]
+fn a_marker_landing_late_with_an_older_time_is_still_read() {
+    let dir = TempDir::new().unwrap();
+    for (place, options) in places("changelog-skew", dir.path()) {
+        let log = json!({"changeLog": true});
+        let docs = [store(
+            "docs",
+            &options,
+            log.clone(),
+            json!({"format": "objstore", "prefetch": "full", "prefetchRefractoryPeriod": 0}),
+        )];
+        let mut writer = client(&dir.path().join(format!("{place}-w.sqlite3")), &docs);
+        writer.put("docs", json!({"v": 1}), Some(key("now"))).unwrap();
+        let mut reader = client(&dir.path().join(format!("{place}-r.sqlite3")), &docs);
+        assert_eq!(reader.count("docs", &ScanOptions::new()).unwrap(), 1);
+        writer.put("docs", json!({"v": 2}), Some(key("newer"))).unwrap();
+        assert_eq!(reader.count("docs", &ScanOptions::new()).unwrap(), 2);
+        // A writer whose clock is half a minute behind: its object and marker land now.
+        let config = SyncConfig::from_json("x", &json!({"format": "objstore", "Options": options}), &|_| None).unwrap();
+        let bucket = open_bucket(&config, Default::default()).unwrap();
+        let prefix = options["prefix"].as_str().unwrap_or("");
+        let body = br#"{"v":3}"#;
+        let etag =
+            bucket.put(&format!("{prefix}late"), body, &Metadata::new(), &Precondition::None, false, &Token::default());
+        let etag = etag.unwrap().unwrap_or_default();
+        let behind =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64 - 30_000;
+        let marker = format!(
+            "{prefix}.objstore-changes/{behind:013}-00000000000000ff-00000000/p{}.{}/late",
+            body.len(),
+            etag.trim_matches('"')
+        );
+        bucket.put(&marker, b"", &Metadata::new(), &Precondition::None, false, &Token::default()).unwrap();
+        reader.take_sync_stats();
+        assert_eq!(reader.count("docs", &ScanOptions::new()).unwrap(), 3, "{place}");
+        let stats = reader.take_sync_stats();
+        assert_eq!(
+            (stats.count("LIST"), stats.count("GET")),
+            (1, 1),
+            "{place}: markers acted on cost nothing: {stats:?}"
+        );
+    }
+}
+
+#[test]
+fn a_write_whose_marker_did_not_land_is_finished_later_once() {
+    use Misbehaviour::*;
+    let peer = Peer::start(vec![
+        Answer(200, vec![]), // the object
+        Reset,               // its marker: the connection drops
+        Answer(412, vec![]), // the object again, on If-None-Match: it is there
+        Answer(304, vec![]), // is it this very body? yes
+        Answer(200, vec![]), // the marker
+    ]);
+    let dir = TempDir::new().unwrap();
+    let options = json!({"bucket": "b", "endpoint": peer.endpoint(), "accessKeyId": "id", "secretAccessKey": "s",
+        "region": "us-east-1", "retries": 0, "conditionalWrites": true, "changeLog": true});
+    let docs = [store("docs", &options, json!({}), json!({"format": "objstore"}))];
+    let mut writer = client(&dir.path().join("w.sqlite3"), &docs);
+    writer.db.put("docs", json!({"v": 1}), Some(key("doc"))).unwrap();
+    let report = writer.agent.flush(&mut writer.db, &Token::default()).unwrap();
+    assert_eq!((report.sent, report.pending), (0, 1), "{report:?}");
+    assert!(report.offline.is_some(), "{report:?}");
+    writer.set_offline(false); // no backoff left: the test goes on at once
+    let report = writer.agent.flush(&mut writer.db, &Token::default()).unwrap();
+    assert_eq!((report.sent, report.pending, report.rejected.len()), (1, 0, 0), "{report:?}");
+    let seen = peer.seen.lock().unwrap().clone();
+    let lines: Vec<&str> = seen.iter().map(|h| h.lines().next().unwrap()).collect();
+    assert_eq!(lines.len(), 5, "{lines:?}");
+    assert!(lines[0].starts_with("PUT /b/doc ") && lines[2].starts_with("PUT /b/doc "), "{lines:?}");
+    assert!(seen[2].to_ascii_lowercase().contains("if-none-match: *"), "the second send cannot overwrite: {}", seen[2]);
+    assert!(lines[3].starts_with("GET /b/doc "), "{lines:?}");
+    assert!(lines[1].contains("/b/.objstore-changes/") && lines[4].contains("/b/.objstore-changes/"), "{lines:?}");
+    assert_eq!(writer.agent.flush(&mut writer.db, &Token::default()).unwrap().sent, 0, "nothing is sent twice");
+    assert_eq!(peer.count(), 5);
+}
+
+#[test]
+fn a_refused_marker_leaves_the_write_standing_and_says_so() {
+    use Misbehaviour::*;
+    // A policy that lets this writer put objects but not markers.
+    let denied = b"<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>".to_vec();
+    let peer = Peer::start(vec![Answer(200, vec![]), Answer(403, denied)]);
+    let dir = TempDir::new().unwrap();
+    let options = json!({"bucket": "b", "endpoint": peer.endpoint(), "accessKeyId": "id", "secretAccessKey": "s",
+        "region": "us-east-1", "retries": 0, "conditionalWrites": true, "changeLog": true});
+    let docs = [store("docs", &options, json!({}), json!({"format": "objstore"}))];
+    let mut writer = client(&dir.path().join("w.sqlite3"), &docs);
+    let errors = record_events(&mut writer.db, &[objstore_db_core::EventKind::Error]);
+    writer.db.put("docs", json!({"v": 1}), Some(key("doc"))).unwrap();
+    let report = writer.flush().unwrap();
+    assert_eq!((report.sent, report.pending, report.rejected.len()), (1, 0, 0), "{report:?}");
+    let events = errors.lock().unwrap().clone();
+    assert_eq!(events.len(), 1, "{events:?}");
+    let message = events[0].message.clone().unwrap_or_default();
+    assert!(
+        message.contains("\"doc\"") && message.contains("change-log marker") && message.contains("403"),
+        "{message}"
+    );
+    assert_eq!(writer.db.refused_writes().unwrap().len(), 0);
+    assert_eq!(peer.count(), 2);
+}
