@@ -227,13 +227,21 @@ pub struct Relay {
     target: String,
     up: Arc<AtomicBool>,
     listener: Mutex<Option<thread::JoinHandle<()>>>,
+    /// Added before each request goes on, as a distant region would add.
+    latency: Duration,
 }
 
 impl Relay {
     pub fn new(target: &str) -> Relay {
+        Relay::with_latency(target, Duration::ZERO)
+    }
+
+    /// A relay that holds each request `latency` before passing it on: a request's first
+    /// bytes after the previous answer (or on a new connection) wait, the rest flow.
+    pub fn with_latency(target: &str, latency: Duration) -> Relay {
         let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let target = target.trim_start_matches("http://").to_string();
-        Relay { port, target, up: Arc::new(AtomicBool::new(false)), listener: Mutex::new(None) }
+        Relay { port, target, up: Arc::new(AtomicBool::new(false)), listener: Mutex::new(None), latency }
     }
 
     pub fn endpoint(&self) -> String {
@@ -244,15 +252,21 @@ impl Relay {
         let listener = TcpListener::bind(("127.0.0.1", self.port)).unwrap();
         listener.set_nonblocking(true).unwrap();
         self.up.store(true, Ordering::SeqCst);
-        let (up, target) = (self.up.clone(), self.target.clone());
+        let (up, target, latency) = (self.up.clone(), self.target.clone(), self.latency);
         let handle = thread::spawn(move || {
             while up.load(Ordering::SeqCst) {
                 match listener.accept() {
                     Ok((client, _)) => {
                         client.set_nonblocking(false).unwrap();
                         let Ok(server) = TcpStream::connect(&target) else { continue };
-                        pipe(client.try_clone().unwrap(), server.try_clone().unwrap(), up.clone());
-                        pipe(server, client, up.clone());
+                        let _ = (client.set_nodelay(true), server.set_nodelay(true));
+                        // Set when an answer went back: the next bytes from the client start
+                        // a new request.
+                        let answered = Arc::new(AtomicBool::new(true));
+                        let request = Delay { latency, before: answered.clone(), after: None };
+                        let answer = Delay { latency: Duration::ZERO, before: Arc::default(), after: Some(answered) };
+                        pipe(client.try_clone().unwrap(), server.try_clone().unwrap(), up.clone(), request);
+                        pipe(server, client, up.clone(), answer);
                     }
                     Err(_) => thread::sleep(Duration::from_millis(5)),
                 }
@@ -275,7 +289,15 @@ impl Drop for Relay {
     }
 }
 
-fn pipe(mut from: TcpStream, mut to: TcpStream, up: Arc<AtomicBool>) {
+/// What a relay's pipe waits for: `latency` before bytes that follow a flag set by the other
+/// direction (`before`), and which flag it sets for the other direction (`after`).
+struct Delay {
+    latency: Duration,
+    before: Arc<AtomicBool>,
+    after: Option<Arc<AtomicBool>>,
+}
+
+fn pipe(mut from: TcpStream, mut to: TcpStream, up: Arc<AtomicBool>, delay: Delay) {
     thread::spawn(move || {
         from.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
         let mut buf = [0u8; 16384];
@@ -283,6 +305,12 @@ fn pipe(mut from: TcpStream, mut to: TcpStream, up: Arc<AtomicBool>) {
             match from.read(&mut buf) {
                 Ok(0) => break,
                 Ok(n) => {
+                    if !delay.latency.is_zero() && delay.before.swap(false, Ordering::SeqCst) {
+                        thread::sleep(delay.latency);
+                    }
+                    if let Some(flag) = &delay.after {
+                        flag.store(true, Ordering::SeqCst);
+                    }
                     if to.write_all(&buf[..n]).is_err() {
                         break;
                     }

@@ -29,7 +29,8 @@ pub fn stored(bucket_dir: &Path) -> BTreeMap<String, Value> {
     while let Some(dir) = pending.pop() {
         let Ok(entries) = std::fs::read_dir(&dir) else { continue };
         for path in entries.flatten().map(|e| e.path()) {
-            if path.file_name().is_some_and(|n| n == ".objstore") {
+            // The local bucket's records, and the change log's markers, are not runs.
+            if path.file_name().is_some_and(|n| n == ".objstore" || n == ".objstore-changes") {
                 continue;
             }
             if path.is_dir() {
