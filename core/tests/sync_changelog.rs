@@ -323,3 +323,50 @@ fn a_refused_marker_leaves_the_write_standing_and_says_so() {
     assert_eq!(writer.db.refused_writes().unwrap().len(), 0);
     assert_eq!(peer.count(), 2);
 }
+
+#[test]
+fn the_newest_per_pair_of_a_cold_store_costs_requests_by_pairs_not_by_objects() {
+    let dir = TempDir::new().unwrap();
+    let all = places("first-per-pair", dir.path());
+    for (place, options) in all.into_iter().filter(|(place, _)| *place != "moto") {
+        let config = SyncConfig::from_json("x", &json!({"format": "objstore", "Options": options}), &|_| None).unwrap();
+        let bucket = open_bucket(&config, Default::default()).unwrap();
+        let prefix = options["prefix"].as_str().unwrap_or("").to_string();
+        // linux: three pairs of 600 names (more than a page), mac: one pair of 5.
+        let mut names: Vec<String> = ["node", "python", "rust"]
+            .iter()
+            .flat_map(|b| (0..600).map(move |n| format!("linux/{b}/{n:04}")))
+            .collect();
+        names.extend((0..5).map(|n| format!("mac/c/{n:04}")));
+        objstore_db_core::sync::parallel(&names, 16, |name| {
+            let body = br#"{"v":1}"#;
+            bucket.put(
+                &format!("{prefix}{name}"),
+                body,
+                &Metadata::new(),
+                &Precondition::None,
+                false,
+                &Token::default(),
+            )
+        })
+        .into_iter()
+        .for_each(|put| drop(put.unwrap()));
+        let layout = json!({"keyLayout": "{platform}/{browser}/{run}"});
+        let meta = [store("meta", &options, layout, json!({"format": "objstore-meta", "prefetch": "meta"}))];
+        let mut reader = client(&dir.path().join(format!("{place}-r.sqlite3")), &meta);
+        let newest = ScanOptions::new().index("platform, browser").unique().limit(50);
+        let firsts = reader.keys("meta", &newest).unwrap();
+        assert_eq!(firsts, ["linux/node/0000", "linux/python/0000", "linux/rust/0000", "mac/c/0000"].map(key).to_vec());
+        let stats = reader.take_sync_stats();
+        // The platforms; each one's first page; linux's pairs after that page; the first name
+        // of the one pair that page did not reach.
+        assert_eq!((stats.count("LIST"), stats.total()), (5, 5), "{place}: {stats:?}");
+        assert!(reader.db.count("meta", &ScanOptions::new()).unwrap() < 1805, "{place}: only part is listed");
+        assert_eq!(reader.keys("meta", &newest).unwrap().len(), 4);
+        assert_eq!(reader.take_sync_stats().total(), 0, "{place}: the same view again is served");
+        // Any other read wants every object.
+        assert_eq!(reader.count("meta", &ScanOptions::new()).unwrap(), 1805, "{place}");
+        let stats = reader.take_sync_stats();
+        assert!(stats.count("LIST") >= 2, "{place}: {stats:?}");
+    }
+}

@@ -303,13 +303,31 @@ impl Database {
 
     /// Validators and held objects of a synced store, for a prefetch.
     pub fn store_state(&mut self, store: &str) -> Result<StoreState> {
+        self.store_state_of(store, None)
+    }
+
+    /// The same with the validators of only `ids` (a change log's few objects, not a
+    /// 100k-object store's every one); `None` for all.
+    pub fn store_state_of(&mut self, store: &str, ids: Option<&[String]>) -> Result<StoreState> {
         self.synced_or_error(store)?;
         let mech = self.mech_mut();
         let mut held: BTreeSet<String> = state::pending_ids(mech, store)?.into_iter().collect();
         held.extend(state::refused(mech)?.into_iter().filter(|r| r.entry.store == store).map(|r| r.entry.id));
         let listed_at_ms = state::prefetched_at(mech, store)?;
+        let known = match ids {
+            None => state::all(mech, store)?,
+            Some(ids) => {
+                let mut known = HashMap::new();
+                for id in ids {
+                    if let Some(found) = state::load(mech, store, id)? {
+                        known.insert(id.clone(), found);
+                    }
+                }
+                known
+            }
+        };
         Ok(StoreState {
-            known: state::all(mech, store)?,
+            known,
             held,
             prefetched: listed_at_ms.is_some(),
             listed_at_ms,

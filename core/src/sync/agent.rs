@@ -22,7 +22,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde_json::{Map, Value};
 
 use super::bucket::{
-    etag_of, list_all, Bucket, Fetched, ListRequest, Metadata, Object, ObjectInfo, Precondition, Validators,
+    etag_of, list_all, Bucket, Fetched, ListPage, ListRequest, Metadata, Object, ObjectInfo, Precondition, Validators,
 };
 use super::changelog;
 use super::config::{ChangeLogConfig, Format, Prefetch, SyncConfig};
@@ -84,6 +84,9 @@ struct SyncedStore {
     key_path: Option<KeyPath>,
     /// Objstore-meta stores that describe the same objects, kept in step with this one.
     meta_siblings: Vec<String>,
+    /// Indexes over the key layout's first two fields (`metadata.a, metadata.b` for a layout
+    /// `{a}/{b}/…`): a unique scan of one reads the first name of each pair.
+    pair_indexes: Vec<String>,
 }
 
 impl SyncedStore {
@@ -98,6 +101,12 @@ struct Seen {
     at: Option<Instant>,
     /// Etags by id: within the refractory period a copy with the same etag is current.
     listed: HashMap<String, String>,
+    /// The local copy holds every object the bucket held (a full listing, and what the change
+    /// log said since), not only the first of each pair.
+    complete: bool,
+    /// When the first name of each pair was listed (ms since the epoch), for a store not
+    /// listed in full: the change log goes on from there.
+    first_per_pair_at_ms: Option<u64>,
 }
 
 /// How a prefetch learns what changed in the bucket.
@@ -107,6 +116,9 @@ enum Listing {
     Changes,
     /// A full listing.
     Full,
+    /// The first name of each pair of the key layout's first two fields, unless the change log
+    /// can say what changed (a cold view of the newest run per pair).
+    FirstPerPair,
 }
 
 /// What a listing or the change log says of a store's objects.
@@ -120,6 +132,8 @@ struct Learnt {
     complete: bool,
     /// How far the change log is read after this.
     changes_since_ms: Option<u64>,
+    /// Only the first name of each pair was listed (all of them, when `complete`).
+    first_per_pair: bool,
 }
 
 /// Fails fast after a failure to reach the bucket, for a backoff that doubles up to a minute.
@@ -184,7 +198,8 @@ impl Agent {
         for (name, config) in db.sync_configs().clone() {
             let bucket = open_bucket(&config, accounting.clone())?;
             let key_path = schema.store(&name).and_then(|s| s.key_path.clone());
-            stores.insert(name, SyncedStore { config, bucket, key_path, meta_siblings: Vec::new() });
+            let pair_indexes = pair_indexes(&config, schema.store(&name).map_or(&[][..], |s| &s.indexes[..]));
+            stores.insert(name, SyncedStore { config, bucket, key_path, meta_siblings: Vec::new(), pair_indexes });
         }
         let locations: Vec<(String, SyncConfig)> = stores.iter().map(|(n, s)| (n.clone(), s.config.clone())).collect();
         for (name, synced) in stores.iter_mut() {
@@ -521,9 +536,53 @@ impl Agent {
     }
 
     /// Prefetches `store` as its setting says, now (a read found it cold, or asked for fresh).
-    pub fn prefetch_for_read(&self, port: &mut impl Port, store: &str, token: &Token) -> Result<()> {
+    /// A read of the first name of each pair (see [`Agent::reads_first_per_pair`]) of a store
+    /// not listed yet lists only those.
+    pub fn prefetch_for_read(
+        &self,
+        port: &mut impl Port,
+        store: &str,
+        first_per_pair: bool,
+        token: &Token,
+    ) -> Result<()> {
         let mode = self.stores.get(store).and_then(|s| s.config.prefetch).unwrap_or(Prefetch::Meta);
-        self.prefetch_as(port, store, mode, Listing::Changes, token)
+        let listing = if first_per_pair { Listing::FirstPerPair } else { Listing::Changes };
+        self.prefetch_as(port, store, mode, listing, token)
+    }
+
+    /// Whether `scan` of `store` reads only the first name of each pair of the key layout's
+    /// first two fields (the newest run per platform/runtime pair, in the results layout): a
+    /// unique, forward scan of an index over those fields, with no range.
+    pub fn reads_first_per_pair(&self, store: &str, scan: &crate::ScanOptions) -> bool {
+        self.stores.get(store).is_some_and(|s| {
+            scan.unique
+                && !scan.reverse
+                && scan.range.is_none()
+                && scan.index.as_ref().is_some_and(|index| s.pair_indexes.contains(index))
+        })
+    }
+
+    /// Whether the local copy of `store` holds every object (in this process: a full listing,
+    /// and the change log since), not only the first of each pair.
+    pub fn listed_in_full(&self, store: &str) -> bool {
+        self.seen().get(store).is_some_and(|s| s.complete)
+    }
+
+    /// Before `scan` of a prefetching store: lists it when this process has not (only the
+    /// first name of each pair, when that is all the scan reads), else refreshes it as
+    /// [`Agent::refresh`] does.
+    pub fn refresh_for(
+        &self,
+        port: &mut impl Port,
+        store: &str,
+        scan: &crate::ScanOptions,
+        token: &Token,
+    ) -> Result<()> {
+        let first_per_pair = self.reads_first_per_pair(store, scan);
+        if !self.prefetched_in_process(store) || !(first_per_pair || self.listed_in_full(store)) {
+            return self.prefetch_for_read(port, store, first_per_pair, token);
+        }
+        self.refresh(port, store, token)
     }
 
     /// Lists the store's objects now and brings the local copy in line, whatever the
@@ -549,18 +608,27 @@ impl Agent {
         let what = format!("prefetching store {store:?}");
         self.may_contact(&what)?;
         let name = store.to_string();
-        let local = port.exec(move |db| db.store_state(&name))?;
+        let summary = port.exec(move |db| db.store_state_of(&name, Some(&[])))?;
         let started_ms = now_ms();
-        let learnt = match (&s.config.change_log, local.changes_since_ms, local.listed_at_ms) {
+        let first_listed = self.seen().get(store).and_then(|s| s.first_per_pair_at_ms);
+        let last_listing = summary.listed_at_ms.max(first_listed);
+        let learnt = match (&s.config.change_log, summary.changes_since_ms, last_listing) {
             (Some(log), Some(since), Some(listed_at))
-                if listing == Listing::Changes
+                if listing != Listing::Full
                     && u128::from(started_ms.saturating_sub(listed_at)) < log.relist_every.as_millis() =>
             {
-                self.read_change_log(store, log, since, started_ms, &local, token)
+                self.read_change_log(port, store, log, since, started_ms, summary, token)
             }
-            _ => self.list_everything(store, &local, started_ms, token),
+            _ => {
+                let name = store.to_string();
+                let local = port.exec(move |db| db.store_state(&name))?;
+                match listing {
+                    Listing::FirstPerPair => self.list_first_per_pair(store, local, started_ms, token),
+                    _ => self.list_everything(store, local, started_ms, token),
+                }
+            }
         };
-        let learnt = learnt.inspect_err(|e| self.report_offline(port, store, e))?;
+        let (learnt, local) = learnt.inspect_err(|e| self.report_offline(port, store, e))?;
         let immutable = s.config.immutable;
         let is_new_or_changed = |id: &str, etag: &str| match local.known.get(id) {
             None => true,
@@ -619,14 +687,15 @@ impl Agent {
         let mut seen = self.seen();
         let entry = seen.entry(store.to_string()).or_default();
         entry.at = Some(Instant::now());
+        entry.complete = learnt.complete || (entry.complete || local.listed_at_ms.is_some()) && !learnt.first_per_pair;
+        if learnt.first_per_pair && !learnt.complete {
+            entry.first_per_pair_at_ms = Some(started_ms);
+        }
         if learnt.complete {
             entry.listed.clear();
-        } else {
-            // The change log speaks of some objects: the others are as held.
-            entry.listed = local.known.iter().filter_map(|(id, k)| Some((id.clone(), k.etag.clone()?))).collect();
-            for id in &learnt.vanished {
-                entry.listed.remove(id);
-            }
+        }
+        for id in &learnt.vanished {
+            entry.listed.remove(id);
         }
         entry.listed.extend(learnt.described.into_iter().map(|(id, o)| (id, o.etag)));
         Ok(())
@@ -635,7 +704,13 @@ impl Agent {
     /// Every object under the store's prefix, in one listing or, where the key layout starts
     /// with a field, one per name of that field, side by side (bounded by `concurrency`): the
     /// wall time of a cold listing follows the largest of them, not the bucket.
-    fn list_everything(&self, store: &str, local: &StoreState, started_ms: u64, token: &Token) -> Result<Learnt> {
+    fn list_everything(
+        &self,
+        store: &str,
+        local: StoreState,
+        started_ms: u64,
+        token: &Token,
+    ) -> Result<(Learnt, StoreState)> {
         let s = &self.stores[store];
         let prefix = &s.config.location.prefix;
         let request = ListRequest { prefix: prefix.clone(), version: s.config.list_version, ..Default::default() };
@@ -665,22 +740,85 @@ impl Agent {
             self.breaker.record(&listing);
             listing?
         };
-        let described: Vec<(String, ObjectInfo)> = objects
-            .into_iter()
-            .filter_map(|o| Some((o.key.strip_prefix(prefix.as_str())?.to_string(), o)))
-            // Empty names, "folder" markers (`prefix/`, made by consoles), names with empty,
-            // `.` or `..` segments (no record can be written back under them) and the change
-            // log are not records.
-            .filter(|(id, _)| !id.starts_with(changelog::DIR) && object_id(store, &Key::String(id.clone())).is_ok())
-            .collect();
-        let listed: HashSet<&str> = described.iter().map(|(id, _)| id.as_str()).collect();
-        let vanished = local.known.keys().filter(|id| !listed.contains(id.as_str())).cloned().collect();
-        Ok(Learnt {
+        let described = records(store, prefix, objects);
+        let learnt = Learnt {
+            vanished: vanished(&local, &described),
             described,
-            vanished,
             complete: true,
             changes_since_ms: s.config.change_log.as_ref().map(|_| started_ms),
-        })
+            first_per_pair: false,
+        };
+        Ok((learnt, local))
+    }
+
+    /// The first name of each pair of the key layout's first two fields, in four steps side
+    /// by side whatever the number of objects: the first field's values (a delimiter listing),
+    /// each value's first page, then, for values with more than a page, their later pairs (a
+    /// delimiter listing from the page's last name) and each one's first name (a one-key
+    /// page). When no value has more than a page, that was a full listing.
+    fn list_first_per_pair(
+        &self,
+        store: &str,
+        local: StoreState,
+        started_ms: u64,
+        token: &Token,
+    ) -> Result<(Learnt, StoreState)> {
+        let s = &self.stores[store];
+        let prefix = &s.config.location.prefix;
+        let base = ListRequest { prefix: prefix.clone(), version: s.config.list_version, ..Default::default() };
+        let recorded = |outcome: Result<ListPage>| {
+            self.breaker.record(&outcome);
+            outcome
+        };
+        let top = recorded(list_all(&*s.bucket, &ListRequest { delimiter: Some("/".into()), ..base.clone() }, token))?;
+        let log = format!("{prefix}{}", changelog::DIR);
+        let folders: Vec<&String> = top.common_prefixes.iter().filter(|p| **p != log).collect();
+        let first_pages = parallel(&folders, s.config.concurrency, |folder| {
+            recorded(s.bucket.list_page(&ListRequest { prefix: folder.to_string(), ..base.clone() }, token))
+        });
+        let mut objects = top.objects;
+        let mut longer: Vec<(String, String)> = Vec::new();
+        for (folder, page) in folders.iter().zip(first_pages) {
+            let page = page?;
+            if let (Some(_), Some(last)) = (&page.next, page.objects.last()) {
+                longer.push((folder.to_string(), last.key.clone()));
+            }
+            objects.extend(page.objects);
+        }
+        let later = parallel(&longer, s.config.concurrency, |(folder, last)| {
+            let request = ListRequest {
+                prefix: folder.clone(),
+                delimiter: Some("/".into()),
+                start_after: Some(last.clone()),
+                ..base.clone()
+            };
+            recorded(list_all(&*s.bucket, &request, token))
+        });
+        let mut pairs = Vec::new();
+        for ((_, last), listing) in longer.iter().zip(later) {
+            let listing = listing?;
+            // The pair the first page ended in has its first name on that page.
+            pairs.extend(listing.common_prefixes.into_iter().filter(|pair| !last.starts_with(pair.as_str())));
+            objects.extend(listing.objects);
+        }
+        let firsts = parallel(&pairs, s.config.concurrency, |pair| {
+            recorded(
+                s.bucket.list_page(&ListRequest { prefix: pair.clone(), max_keys: Some(1), ..base.clone() }, token),
+            )
+        });
+        for page in firsts {
+            objects.extend(page?.objects);
+        }
+        let described = records(store, prefix, objects);
+        let complete = longer.is_empty();
+        let learnt = Learnt {
+            vanished: if complete { vanished(&local, &described) } else { Vec::new() },
+            described,
+            complete,
+            changes_since_ms: s.config.change_log.as_ref().map(|_| started_ms),
+            first_per_pair: true,
+        };
+        Ok((learnt, local))
     }
 
     /// Every object of a listing but the change log's markers, which would otherwise fill a
@@ -714,15 +852,17 @@ impl Agent {
     /// it): one listing, usually one page.
     /// An object with markers from several writers, or a put marker without its version, is
     /// asked about (a HEAD): writers' clocks may order their markers wrongly.
+    #[allow(clippy::too_many_arguments)]
     fn read_change_log(
         &self,
+        port: &mut impl Port,
         store: &str,
         log: &ChangeLogConfig,
         since_ms: u64,
         started_ms: u64,
-        local: &StoreState,
+        summary: StoreState,
         token: &Token,
-    ) -> Result<Learnt> {
+    ) -> Result<(Learnt, StoreState)> {
         let s = &self.stores[store];
         let window = log.window.as_millis() as u64;
         let log = log.prefix.as_str();
@@ -736,6 +876,13 @@ impl Agent {
         self.breaker.record(&listing);
         let markers: Vec<changelog::Marker> =
             listing?.objects.iter().filter_map(|o| changelog::parse(log, o)).collect();
+        // The validators of the objects the markers name, not of the whole store.
+        let mut ids: Vec<String> = markers.iter().map(|m| m.id.clone()).collect();
+        ids.sort();
+        ids.dedup();
+        let name = store.to_string();
+        let known = port.exec(move |db| db.store_state_of(&name, Some(&ids)))?.known;
+        let local = StoreState { known, ..summary };
         // The last marker of each object, and whether other writers left markers for it too
         // (their clocks may order them wrongly).
         let mut latest: HashMap<&str, (&changelog::Marker, bool)> = HashMap::new();
@@ -779,7 +926,7 @@ impl Agent {
                 None => {}
             }
         }
-        Ok(learnt)
+        Ok((learnt, local))
     }
 
     /// Fetches and applies one chunk of a full prefetch. One unusable object must not keep
@@ -1228,4 +1375,38 @@ fn holds_body(s: &SyncedStore, name: &str, body: &[u8], token: &Token) -> bool {
 
 fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+/// The records among listed objects: their names under the prefix. Empty names, "folder"
+/// markers (`prefix/`, made by consoles), names with empty, `.` or `..` segments (no record can
+/// be written back under them) and the change log are not records.
+fn records(store: &str, prefix: &str, objects: Vec<ObjectInfo>) -> Vec<(String, ObjectInfo)> {
+    objects
+        .into_iter()
+        .filter_map(|o| Some((o.key.strip_prefix(prefix)?.to_string(), o)))
+        .filter(|(id, _)| !id.starts_with(changelog::DIR) && object_id(store, &Key::String(id.clone())).is_ok())
+        .collect()
+}
+
+/// What a full listing no longer has of what is held locally.
+fn vanished(local: &StoreState, listed: &[(String, ObjectInfo)]) -> Vec<String> {
+    let listed: HashSet<&str> = listed.iter().map(|(id, _)| id.as_str()).collect();
+    local.known.keys().filter(|id| !listed.contains(id.as_str())).cloned().collect()
+}
+
+/// The indexes of an objstore-meta store over its key layout's first two fields, by name.
+fn pair_indexes(config: &SyncConfig, indexes: &[crate::schema::IndexSchema]) -> Vec<String> {
+    use super::config::LayoutSegment::Field;
+    let Some([Field(a), Field(b), _, ..]) = config.key_layout.as_deref() else {
+        return Vec::new();
+    };
+    if config.format != Format::ObjstoreMeta {
+        return Vec::new();
+    }
+    let pair = KeyPath::Compound(vec![format!("metadata.{a}"), format!("metadata.{b}")]);
+    indexes
+        .iter()
+        .filter(|index| index.key_path == pair && !index.multi_entry)
+        .map(|index| index.name.clone().unwrap_or_else(|| index.key_path.display_name()))
+        .collect()
 }

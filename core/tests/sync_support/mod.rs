@@ -87,9 +87,9 @@ impl Client {
         outcome
     }
 
-    fn before_scan(&mut self, store: &str) -> Result<()> {
+    fn before_scan(&mut self, store: &str, scan: &ScanOptions) -> Result<()> {
         if self.agent.prefetches(store) {
-            self.agent.refresh(&mut self.db, store, &Token::default())?;
+            self.agent.refresh_for(&mut self.db, store, scan, &Token::default())?;
         }
         Ok(())
     }
@@ -120,7 +120,7 @@ impl Client {
 
     pub fn values_of(&mut self, store: &str, keys: &[Key]) -> Result<Vec<Option<Value>>> {
         if self.agent.is_synced(store) && !self.agent.is_offline() {
-            self.before_scan(store)?;
+            self.before_scan(store, &ScanOptions::new())?;
             self.agent.fetch(&mut self.db, store, keys, Freshness::Fresh, &Token::default())?;
             let _ = self.agent.flush(&mut self.db, &Token::default());
         }
@@ -128,17 +128,17 @@ impl Client {
     }
 
     pub fn count(&mut self, store: &str, scan: &ScanOptions) -> Result<u64> {
-        self.before_scan(store)?;
+        self.before_scan(store, scan)?;
         self.db.count(store, scan)
     }
 
     pub fn keys(&mut self, store: &str, scan: &ScanOptions) -> Result<Vec<Key>> {
-        self.before_scan(store)?;
+        self.before_scan(store, scan)?;
         self.db.keys(store, scan)
     }
 
     pub fn values(&mut self, store: &str, scan: &ScanOptions) -> Result<Vec<Value>> {
-        self.before_scan(store)?;
+        self.before_scan(store, scan)?;
         self.db.values(store, scan)
     }
 

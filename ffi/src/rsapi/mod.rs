@@ -28,8 +28,8 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use objstore_db_core::sync::runner::Remote;
 use objstore_db_core::sync::{Agent, Freshness, Runner, Token};
 use objstore_db_core::{
-    sql, AsyncDatabase, Database, Error, ExecutorOptions, Key, Mode, OpenOptions as CoreOpen, Resolution, Result, Tx,
-    TxId,
+    sql, AsyncDatabase, Database, Error, ExecutorOptions, Key, Mode, OpenOptions as CoreOpen, Resolution, Result,
+    ScanOptions, Tx, TxId,
 };
 use serde_json::{json, Value};
 
@@ -115,8 +115,18 @@ pub struct Db {
 
 /// What a read of a synced store needs from the agent before it can answer.
 enum Need {
-    Fetch { store: String, keys: Vec<Key>, freshness: Freshness },
-    Prefetch { store: String, cached: bool },
+    Fetch {
+        store: String,
+        keys: Vec<Key>,
+        freshness: Freshness,
+    },
+    /// `first_per_pair`: the read takes only the first name of each pair (see
+    /// `Agent::reads_first_per_pair`), so a cold store lists only those.
+    Prefetch {
+        store: String,
+        cached: bool,
+        first_per_pair: bool,
+    },
 }
 
 /// A first step's outcome: the answer, or the work to run again after the agent's step.
@@ -265,6 +275,25 @@ impl Db {
         T: Send + 'static,
         W: FnOnce(&mut Tx) -> Result<T> + Send + 'static,
     {
+        self.read_scanning(within, stores, read, keys, None, work, done)
+    }
+
+    /// As [`Db::read`], for a scan whose shape may spare the agent a full listing.
+    #[allow(clippy::too_many_arguments)]
+    fn read_scanning<T, W>(
+        &self,
+        within: Within,
+        stores: Vec<String>,
+        read: Read,
+        keys: Option<Vec<Key>>,
+        scan: Option<ScanOptions>,
+        work: W,
+        done: impl FnOnce(Result<T>) + Send + 'static,
+    ) -> Result<RequestId>
+    where
+        T: Send + 'static,
+        W: FnOnce(&mut Tx) -> Result<T> + Send + 'static,
+    {
         let reply = self.reply(done);
         if let Some(tx) = within {
             return self.submit(within, reply, move |db| work(&mut db.transaction(tx)?));
@@ -272,7 +301,7 @@ impl Db {
         let inner = self.inner.clone();
         let first = move |db: &mut Database| -> Result<Outcome<T, W>> {
             if let Some(agent) = inner.agent.get() {
-                if let Some(need) = need(agent, db, &stores, keys.as_deref(), read)? {
+                if let Some(need) = need(agent, db, &stores, keys.as_deref(), scan.as_ref(), read)? {
                     return Ok(Outcome::Later(work, need));
                 }
                 revalidate_later(&inner, agent, &stores, keys.as_deref());
@@ -312,11 +341,13 @@ impl Db {
             };
             let step = match &need {
                 Need::Fetch { store, keys, freshness } => agent.fetch(&mut port, store, keys, *freshness, &job_token),
-                Need::Prefetch { store, cached } => match agent.prefetch_for_read(&mut port, store, &job_token) {
-                    // A store read before keeps serving its copy while the bucket is away.
-                    Err(e) if *cached && e.is_offline() => Ok(()),
-                    other => other,
-                },
+                Need::Prefetch { store, cached, first_per_pair } => {
+                    match agent.prefetch_for_read(&mut port, store, *first_per_pair, &job_token) {
+                        // A store read before keeps serving its copy while the bucket is away.
+                        Err(e) if *cached && e.is_offline() => Ok(()),
+                        other => other,
+                    }
+                }
             };
             if let Err(e) = step {
                 return reply.deliver(Err(e));
@@ -500,9 +531,10 @@ impl Db {
         read: Read,
         done: impl FnOnce(Result<Value>) + Send + 'static,
     ) -> Result<RequestId> {
-        args::scan(scan)?;
+        let options = args::scan(scan)?;
         let (name, scan) = (store.to_string(), scan.cloned());
-        self.read(within, vec![name.clone()], read, None, move |tx| txops::read(tx, &name, kind, scan.as_ref()), done)
+        let work = move |tx: &mut Tx| txops::read(tx, &name, kind, scan.as_ref());
+        self.read_scanning(within, vec![store.to_string()], read, None, Some(options), work, done)
     }
 
     /// As [`Db::read_scan`], the result as JSON text: records as their stored texts.
@@ -515,16 +547,10 @@ impl Db {
         read: Read,
         done: impl FnOnce(Result<String>) + Send + 'static,
     ) -> Result<RequestId> {
-        args::scan(scan)?;
+        let options = args::scan(scan)?;
         let (name, scan) = (store.to_string(), scan.cloned());
-        self.read(
-            within,
-            vec![name.clone()],
-            read,
-            None,
-            move |tx| txops::read_text(tx, &name, kind, scan.as_ref()),
-            done,
-        )
+        let work = move |tx: &mut Tx| txops::read_text(tx, &name, kind, scan.as_ref());
+        self.read_scanning(within, vec![store.to_string()], read, None, Some(options), work, done)
     }
 
     /// Runs SQL with bound parameters: `{"rows": [...]}` for a SELECT, `{"changed": n}`
@@ -824,7 +850,14 @@ impl Db {
 }
 
 /// On the worker, before a read of a synced store: what the agent must do first, if anything.
-fn need(agent: &Agent, db: &mut Database, stores: &[String], keys: Option<&[Key]>, read: Read) -> Result<Option<Need>> {
+fn need(
+    agent: &Agent,
+    db: &mut Database,
+    stores: &[String],
+    keys: Option<&[Key]>,
+    scan: Option<&ScanOptions>,
+    read: Read,
+) -> Result<Option<Need>> {
     let freshness = if read.fresh { Freshness::Fresh } else { Freshness::Cached };
     let Some(store) = stores.iter().find(|s| agent.is_synced(s)) else {
         return Ok(None);
@@ -845,10 +878,14 @@ fn need(agent: &Agent, db: &mut Database, stores: &[String], keys: Option<&[Key]
     }
     // A fresh read lists, unless a listing within the refractory period (the least interval
     // between two, the seed's `prefetchRefractoryPeriod`) already answered for the bucket.
+    // A read of the first name of each pair is served by a store listed only that far; any
+    // other read wants it listed in full.
     let fresh = read.fresh && !agent.refractory_fresh(store);
-    if agent.prefetches(store) && (fresh || !agent.prefetched_in_process(store)) {
+    let first_per_pair = scan.is_some_and(|scan| agent.reads_first_per_pair(store, scan));
+    let listed = agent.prefetched_in_process(store) && (first_per_pair || agent.listed_in_full(store));
+    if agent.prefetches(store) && (fresh || !listed) {
         let cached = !fresh && db.store_state(store)?.prefetched;
-        return Ok(Some(Need::Prefetch { store: store.clone(), cached }));
+        return Ok(Some(Need::Prefetch { store: store.clone(), cached, first_per_pair }));
     }
     Ok(None)
 }
