@@ -976,95 +976,103 @@ impl Agent {
             if batch.is_empty() {
                 break;
             }
-            let mut present = self.send_ahead(port, &batch, &written, &held, &refused_objects, token);
-            let mut changes = Vec::new();
-            for mut item in batch {
-                after = item.sequence;
-                if let Err(e) = token.check("the flush") {
-                    self.apply(port, changes)?;
-                    return Err(e);
-                }
-                let object = (item.entry.store.clone(), item.entry.id.clone());
-                if let Some(etag) = written.get(&object) {
-                    item.known_etag = etag.clone();
-                }
-                if held.contains(&object) {
-                    continue;
-                }
-                let mut one_write_failed = false;
-                let outcome = if item.stacked || refused_objects.contains(&object) {
-                    Err(Error::Conflict {
-                        store: item.entry.store.clone(),
-                        key: item.entry.id.clone(),
-                        detail: "an earlier write to this object was refused, and this one was made on top of it"
-                            .into(),
-                    })
-                } else {
-                    self.may_contact("the outbox").and_then(|()| {
-                        let sent = match present.remove(&item.sequence) {
-                            Some(sent) => sent,
-                            None => self.learn_conditions(port, &item, token).and_then(|()| self.send(&item, token)),
-                        };
-                        // A server error on one write, right after a write that went well, may
-                        // be about that write alone: it is held aside rather than taken for a
-                        // failing server. Two in a row stop the flush.
-                        one_write_failed = !last_held && matches!(&sent, Err(Error::Remote { status: 500 | 501, .. }));
-                        if !one_write_failed {
-                            self.breaker.record(&sent);
+            // The first write of every object goes out together, then every second one, and
+            // so on: an object's writes stay in order, different objects' go side by side.
+            for wave in waves(batch) {
+                let mut present = self.send_ahead(port, &wave, &written, &held, &refused_objects, token);
+                let mut changes = Vec::new();
+                for mut item in wave {
+                    after = after.max(item.sequence);
+                    if let Err(e) = token.check("the flush") {
+                        self.apply(port, changes)?;
+                        return Err(e);
+                    }
+                    let object = (item.entry.store.clone(), item.entry.id.clone());
+                    if let Some(etag) = written.get(&object) {
+                        item.known_etag = etag.clone();
+                    }
+                    if held.contains(&object) {
+                        continue;
+                    }
+                    let mut one_write_failed = false;
+                    let outcome = if item.stacked || refused_objects.contains(&object) {
+                        Err(Error::Conflict {
+                            store: item.entry.store.clone(),
+                            key: item.entry.id.clone(),
+                            detail: "an earlier write to this object was refused, and this one was made on top of it"
+                                .into(),
+                        })
+                    } else {
+                        self.may_contact("the outbox").and_then(|()| {
+                            let sent = match present.remove(&item.sequence) {
+                                Some(sent) => sent,
+                                None => {
+                                    self.learn_conditions(port, &item, token).and_then(|()| self.send(&item, token))
+                                }
+                            };
+                            // A server error on one write, right after a write that went well, may
+                            // be about that write alone: it is held aside rather than taken for a
+                            // failing server. Two in a row stop the flush.
+                            one_write_failed =
+                                !last_held && matches!(&sent, Err(Error::Remote { status: 500 | 501, .. }));
+                            if !one_write_failed {
+                                self.breaker.record(&sent);
+                            }
+                            sent
+                        })
+                    };
+                    last_held = one_write_failed;
+                    match outcome {
+                        Err(e) if one_write_failed => {
+                            held.insert(object);
+                            let (store, message) = (item.entry.store.clone(), e.to_string());
+                            port.exec(move |db| {
+                                db.emit_sync_event(EventKind::Error, &store, message);
+                                Ok(())
+                            })?;
+                            report.held.push((item.sequence, e));
                         }
-                        sent
-                    })
-                };
-                last_held = one_write_failed;
-                match outcome {
-                    Err(e) if one_write_failed => {
-                        held.insert(object);
-                        let (store, message) = (item.entry.store.clone(), e.to_string());
-                        port.exec(move |db| {
-                            db.emit_sync_event(EventKind::Error, &store, message);
-                            Ok(())
-                        })?;
-                        report.held.push((item.sequence, e));
-                    }
-                    Ok(etag) => {
-                        written.insert(object, etag.clone());
-                        changes.push(Change::Sent { sequence: item.sequence, etag: etag.clone() });
-                        changes.extend(self.sent_meta(&item, etag));
-                        report.sent += 1;
-                    }
-                    Err(e) if e.is_offline() => {
-                        self.report_offline(port, &item.entry.store, &e);
-                        report.offline = Some(e);
-                        self.apply(port, changes)?;
-                        break 'batches;
-                    }
-                    Err(e)
-                        if e.refuses_the_write() || matches!(e, Error::Conflict { .. } | Error::InvalidArgument(_)) =>
-                    {
-                        refused_objects.insert(object);
-                        let error = as_conflict(&item, e);
-                        let conflict = matches!(error, Error::Conflict { .. });
-                        changes.push(Change::Refused {
-                            sequence: item.sequence,
-                            code: format!("{:?}", error.code()),
-                            message: error.to_string(),
-                            conflict,
-                        });
-                        report.rejected.push((item.sequence, error));
-                    }
-                    Err(e) => {
-                        let (store, message) = (item.entry.store.clone(), e.to_string());
-                        self.apply(port, changes)?;
-                        port.exec(move |db| {
-                            db.emit_sync_event(EventKind::Error, &store, message);
-                            Ok(())
-                        })?;
-                        report.blocked = Some(e);
-                        break 'batches;
+                        Ok(etag) => {
+                            written.insert(object, etag.clone());
+                            changes.push(Change::Sent { sequence: item.sequence, etag: etag.clone() });
+                            changes.extend(self.sent_meta(&item, etag));
+                            report.sent += 1;
+                        }
+                        Err(e) if e.is_offline() => {
+                            self.report_offline(port, &item.entry.store, &e);
+                            report.offline = Some(e);
+                            self.apply(port, changes)?;
+                            break 'batches;
+                        }
+                        Err(e)
+                            if e.refuses_the_write()
+                                || matches!(e, Error::Conflict { .. } | Error::InvalidArgument(_)) =>
+                        {
+                            refused_objects.insert(object);
+                            let error = as_conflict(&item, e);
+                            let conflict = matches!(error, Error::Conflict { .. });
+                            changes.push(Change::Refused {
+                                sequence: item.sequence,
+                                code: format!("{:?}", error.code()),
+                                message: error.to_string(),
+                                conflict,
+                            });
+                            report.rejected.push((item.sequence, error));
+                        }
+                        Err(e) => {
+                            let (store, message) = (item.entry.store.clone(), e.to_string());
+                            self.apply(port, changes)?;
+                            port.exec(move |db| {
+                                db.emit_sync_event(EventKind::Error, &store, message);
+                                Ok(())
+                            })?;
+                            report.blocked = Some(e);
+                            break 'batches;
+                        }
                     }
                 }
+                self.apply(port, changes)?;
             }
-            self.apply(port, changes)?;
         }
         self.report_marker_failures(port)?;
         report.pending = port.exec(|db| db.outbox_len())?;
@@ -1074,8 +1082,8 @@ impl Agent {
     /// Sends the first write of each object in `batch` at once, several at a time, so that one
     /// slow PUT (an fsync, a round trip) does not wait for another; answers by sequence number,
     /// for the in-order pass to acknowledge. Writes to one object stay in order (only the first
-    /// goes ahead), and a write whose object was refused, held or written in this flush waits
-    /// for that pass. A write sent here whose answer that pass never takes (it stopped first) is
+    /// goes ahead, on the version this flush wrote before), and a write whose object was
+    /// refused or held waits for that pass. A write sent here whose answer that pass never takes (it stopped first) is
     /// sent again next flush, where its own body already in place counts as sent.
     fn send_ahead(
         &self,
@@ -1087,16 +1095,20 @@ impl Agent {
         token: &Token,
     ) -> HashMap<u64, Result<Option<String>>> {
         let mut seen = HashSet::new();
-        let ahead: Vec<&OutboxItem> = batch
+        let ahead: Vec<OutboxItem> = batch
             .iter()
             .filter(|item| {
                 let object = (item.entry.store.clone(), item.entry.id.clone());
                 let first = seen.insert(object.clone());
-                first
-                    && !item.stacked
-                    && !written.contains_key(&object)
-                    && !held.contains(&object)
-                    && !refused.contains(&object)
+                first && !item.stacked && !held.contains(&object) && !refused.contains(&object)
+            })
+            .map(|item| {
+                // Made on the version this flush wrote before, if it did.
+                let mut item = item.clone();
+                if let Some(etag) = written.get(&(item.entry.store.clone(), item.entry.id.clone())) {
+                    item.known_etag = etag.clone();
+                }
+                item
             })
             .collect();
         let Some(first) = ahead.first() else { return HashMap::new() };
@@ -1409,4 +1421,20 @@ fn pair_indexes(config: &SyncConfig, indexes: &[crate::schema::IndexSchema]) -> 
         .filter(|index| index.key_path == pair && !index.multi_entry)
         .map(|index| index.name.clone().unwrap_or_else(|| index.key_path.display_name()))
         .collect()
+}
+
+/// A batch of outbox writes as waves: the first write of each object, then each one's second,
+/// and so on, each wave in outbox order.
+fn waves(batch: Vec<OutboxItem>) -> Vec<Vec<OutboxItem>> {
+    let mut count: HashMap<(String, String), usize> = HashMap::new();
+    let mut waves: Vec<Vec<OutboxItem>> = Vec::new();
+    for item in batch {
+        let n = count.entry((item.entry.store.clone(), item.entry.id.clone())).or_default();
+        if waves.len() <= *n {
+            waves.push(Vec::new());
+        }
+        waves[*n].push(item);
+        *n += 1;
+    }
+    waves
 }
