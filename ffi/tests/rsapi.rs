@@ -369,3 +369,39 @@ fn a_prefetch_of_an_unsynced_store_is_an_invalid_argument() {
     assert_eq!(wait(|done| plain.prefetch("notes", done)).unwrap_err().code(), ErrorCode::InvalidArgument);
     close(&plain);
 }
+
+/// The home view's read (a unique scan of the index over the layout's first two fields) of a
+/// cold store lists only the first name of each pair; any other read then lists it in full.
+#[test]
+fn the_newest_per_pair_is_read_without_listing_everything_and_other_reads_list_in_full() {
+    let dir = TempDir::new().unwrap();
+    let endpoint = format!("file://{}", dir.path().join("bucket").display());
+    let options = json!({"bucket": "b", "endpoint": endpoint});
+    let runs =
+        json!({"stores": [{"name": "runs", "keyPath": "name", "Sync": {"format": "objstore", "Options": options}}]});
+    let writer = open_db(dir.path().join("w.sqlite3").to_str().unwrap(), &runs, json!({"mechanism": "memory"}));
+    for runtime in ["node", "python"] {
+        let values: Vec<Value> = (0..1_100).map(|n| json!({"name": format!("linux/{runtime}/{n:04}")})).collect();
+        wait(|done| writer.put_many(None, "runs", values, done)).unwrap();
+    }
+    assert_eq!(wait(|done| writer.flush(done)).unwrap()["pending"], json!(0));
+    let mut meta = options.clone();
+    meta["keyLayout"] = json!("{platform}/{browser}/{run}");
+    let schema = json!({"stores": [{"name": "meta", "keyPath": "name",
+        "indexes": [{"name": "pair", "keyPath": ["metadata.platform", "metadata.browser"]}],
+        "Sync": {"format": "objstore-meta", "prefetch": "meta", "Options": meta}}]});
+    let reader = open_db(dir.path().join("r.sqlite3").to_str().unwrap(), &schema, json!({}));
+    let scan = |scan: Value, kind: ReadKind| {
+        wait(|done| reader.read_scan(None, "meta", kind, Some(&scan), Read::default(), done)).unwrap()
+    };
+    let newest = scan(json!({"index": "pair", "unique": true}), ReadKind::Keys);
+    assert_eq!(newest, json!(["linux/node/0000", "linux/python/0000"]));
+    let lists =
+        |stats: &Value| stats["requests"]["LIST"].as_object().map_or(0, |s| s.values().filter_map(Value::as_u64).sum());
+    // The platforms, linux's first page, its pairs after that page, python's first name.
+    assert_eq!(lists(&reader.sync_stats(true)), 4);
+    assert_eq!(scan(json!({}), ReadKind::Count), json!(2_200), "another read lists in full");
+    assert!(lists(&reader.sync_stats(true)) >= 2);
+    close(&writer);
+    close(&reader);
+}

@@ -751,11 +751,13 @@ impl Agent {
         Ok((learnt, local))
     }
 
-    /// The first name of each pair of the key layout's first two fields, in four steps side
-    /// by side whatever the number of objects: the first field's values (a delimiter listing),
-    /// each value's first page, then, for values with more than a page, their later pairs (a
-    /// delimiter listing from the page's last name) and each one's first name (a one-key
-    /// page). When no value has more than a page, that was a full listing.
+    /// The first name of each pair of the key layout's first two fields, whichever way costs
+    /// fewer requests: the first field's values (a delimiter listing), then each value's first
+    /// page side by side. A value whose first page ends inside its first pair has pairs of more
+    /// than a page: its later pairs are listed (a delimiter listing from the page's last name)
+    /// and each one's first name read (a one-key page), a request per pair. Any other value's
+    /// pairs are smaller than a page, so its listing goes on page by page (fewer requests than
+    /// one per pair), and the store is then listed in full.
     fn list_first_per_pair(
         &self,
         store: &str,
@@ -778,12 +780,24 @@ impl Agent {
         });
         let mut objects = top.objects;
         let mut longer: Vec<(String, String)> = Vec::new();
+        let mut going_on: Vec<(String, String)> = Vec::new();
         for (folder, page) in folders.iter().zip(first_pages) {
             let page = page?;
-            if let (Some(_), Some(last)) = (&page.next, page.objects.last()) {
-                longer.push((folder.to_string(), last.key.clone()));
+            if let (Some(next), Some(first), Some(last)) = (&page.next, page.objects.first(), page.objects.last()) {
+                let pair_of = |key: &str| key[folder.len()..].split('/').next().map(str::to_string);
+                match pair_of(&first.key) == pair_of(&last.key) {
+                    true => longer.push((folder.to_string(), last.key.clone())),
+                    false => going_on.push((folder.to_string(), next.clone())),
+                }
             }
             objects.extend(page.objects);
+        }
+        let rest = parallel(&going_on, s.config.concurrency, |(folder, next)| {
+            let request = ListRequest { prefix: folder.clone(), continuation: Some(next.clone()), ..base.clone() };
+            recorded(list_all(&*s.bucket, &request, token))
+        });
+        for listing in rest {
+            objects.extend(listing?.objects);
         }
         let later = parallel(&longer, s.config.concurrency, |(folder, last)| {
             let request = ListRequest {
