@@ -355,9 +355,10 @@ fn the_newest_per_pair_of_a_cold_store_costs_requests_by_pairs_not_by_objects() 
         })
         .into_iter()
         .for_each(|put| drop(put.unwrap()));
-        let layout = json!({"keyLayout": "{platform}/{browser}/{run}"});
+        let layout = json!({"keyLayout": "{platform}/{browser}/{run}", "changeLog": true});
         let meta = [store("meta", &options, layout, json!({"format": "objstore-meta", "prefetch": "meta"}))];
-        let mut reader = client(&dir.path().join(format!("{place}-r.sqlite3")), &meta);
+        let reader_path = dir.path().join(format!("{place}-r.sqlite3"));
+        let mut reader = client(&reader_path, &meta);
         let newest = ScanOptions::new().index("platform, browser").unique().limit(50);
         let firsts = reader.keys("meta", &newest).unwrap();
         let expected = ["linux/node/0000", "linux/python/0000", "mac/a/0000", "mac/b/0000", "mac/c/0000"];
@@ -370,6 +371,12 @@ fn the_newest_per_pair_of_a_cold_store_costs_requests_by_pairs_not_by_objects() 
         assert!(reader.db.count("meta", &ScanOptions::new()).unwrap() < 3_400, "{place}: only part is listed");
         assert_eq!(reader.keys("meta", &newest).unwrap().len(), 5);
         assert_eq!(reader.take_sync_stats().total(), 0, "{place}: the same view again is served");
+        // Reopened, the view goes on from the change log: one LIST.
+        drop(reader);
+        let mut reader = client(&reader_path, &meta);
+        assert_eq!(reader.keys("meta", &newest).unwrap(), expected.map(key).to_vec());
+        let reopened = reader.take_sync_stats();
+        assert_eq!((reopened.count("LIST"), reopened.total()), (1, 1), "{place}: {reopened:?}");
         // Any other read wants every object.
         assert_eq!(reader.count("meta", &ScanOptions::new()).unwrap(), 3_400, "{place}");
         let stats = reader.take_sync_stats();

@@ -58,6 +58,9 @@ pub struct StoreState {
     pub prefetched: bool,
     /// When the last full listing completed (ms since the epoch).
     pub listed_at_ms: Option<u64>,
+    /// When the first name of each pair was last listed (not every object), in ms since the
+    /// epoch.
+    pub pairs_listed_at_ms: Option<u64>,
     /// When the store's change log was last read (or the full listing began), in ms since the
     /// epoch.
     pub changes_since_ms: Option<u64>,
@@ -81,6 +84,9 @@ pub enum Change {
     /// The store's change log was read (or a full listing began) at this time (ms since the
     /// epoch): the next read starts a window before it.
     ChangesRead { store: String, since_ms: u64 },
+    /// The first name of each pair of the store's key layout was listed at this time (ms since
+    /// the epoch), not every object: the change log goes on from there.
+    PairsListed { store: String, at_ms: u64 },
     /// The bucket's version of an object cannot be used: a local copy is kept (no cache is lost
     /// to a bad object), and the version is remembered so that it is not fetched again until it
     /// changes.
@@ -98,6 +104,7 @@ impl Change {
             | Change::Describe { store, .. }
             | Change::Prefetched { store, .. }
             | Change::ChangesRead { store, .. }
+            | Change::PairsListed { store, .. }
             | Change::ConditionalWrites { store, .. } => Some(store),
             Change::Sent { .. } | Change::Refused { .. } => None,
         }
@@ -332,6 +339,7 @@ impl Database {
             prefetched: listed_at_ms.is_some(),
             listed_at_ms,
             changes_since_ms: state::changes_read(mech, store)?,
+            pairs_listed_at_ms: state::pairs_listed_at(mech, store)?,
         })
     }
 
@@ -526,6 +534,7 @@ fn apply_one(tx: &mut Tx<'_>, change: Change) -> Result<()> {
         }
         Change::Prefetched { store, at_ms } => state::mark_prefetched(tx.db.mech_mut(), &store, at_ms),
         Change::ChangesRead { store, since_ms } => state::mark_changes_read(tx.db.mech_mut(), &store, since_ms),
+        Change::PairsListed { store, at_ms } => state::mark_pairs_listed(tx.db.mech_mut(), &store, at_ms),
         Change::ConditionalWrites { bucket, honoured, .. } => {
             state::note_conditional_writes(tx.db.mech_mut(), &bucket, honoured)
         }

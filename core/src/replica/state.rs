@@ -6,7 +6,8 @@
 //!   pending?" is one lookup, never a walk of the outbox;
 //! - writes the bucket refused, kept until the application resolves them (`sync/r/<sequence>`);
 //! - when each store last completed a prefetch (`sync/l/<store>`), so a cold store is known;
-//! - when each store's change log was last read (`sync/g/<store>`, see `sync::changelog`);
+//! - when each store's change log was last read (`sync/g/<store>`, see `sync::changelog`),
+//!   and when only the first name of each pair was listed (`sync/f/<store>`);
 //! - whether a bucket honours conditional writes, once learnt (`sync/c/<bucket address>`).
 //!
 //! Store names and object ids are length-prefixed, so no store's keys are a prefix of another's.
@@ -27,6 +28,7 @@ const REFUSED: &[u8] = b"sync/r/";
 const PREFETCHED: &[u8] = b"sync/l/";
 const CONDITIONS: &[u8] = b"sync/c/";
 const CHANGES_READ: &[u8] = b"sync/g/";
+const PAIRS_LISTED: &[u8] = b"sync/f/";
 
 /// The validators of the copy of an object that the local store holds.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -163,6 +165,7 @@ pub fn forget_store(mech: &mut dyn Mechanism, store: &str) -> Result<()> {
     let ids: Vec<String> = all(mech, store)?.into_keys().collect();
     ids.iter().try_for_each(|id| forget(mech, store, id))?;
     mech.delete(META_TABLE, &keyed(CHANGES_READ, store))?;
+    mech.delete(META_TABLE, &keyed(PAIRS_LISTED, store))?;
     mech.delete(META_TABLE, &keyed(PREFETCHED, store))
 }
 
@@ -318,6 +321,15 @@ pub fn mark_changes_read(mech: &mut dyn Mechanism, store: &str, since_ms: u64) -
 /// When `store`'s change log was last read (or the full listing before it began).
 pub fn changes_read(mech: &mut dyn Mechanism, store: &str) -> Result<Option<u64>> {
     read_ms(mech, &keyed(CHANGES_READ, store))
+}
+
+pub fn mark_pairs_listed(mech: &mut dyn Mechanism, store: &str, at_ms: u64) -> Result<()> {
+    mech.put(META_TABLE, &keyed(PAIRS_LISTED, store), &at_ms.to_be_bytes())
+}
+
+/// When only the first name of each pair of `store` was last listed.
+pub fn pairs_listed_at(mech: &mut dyn Mechanism, store: &str) -> Result<Option<u64>> {
+    read_ms(mech, &keyed(PAIRS_LISTED, store))
 }
 
 fn read_ms(mech: &mut dyn Mechanism, key: &[u8]) -> Result<Option<u64>> {

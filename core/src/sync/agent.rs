@@ -104,17 +104,19 @@ struct Seen {
     /// The local copy holds every object the bucket held (a full listing, and what the change
     /// log said since), not only the first of each pair.
     complete: bool,
-    /// When the first name of each pair was listed (ms since the epoch), for a store not
-    /// listed in full: the change log goes on from there.
-    first_per_pair_at_ms: Option<u64>,
 }
 
 /// How a prefetch learns what changed in the bucket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Listing {
-    /// From the change log when the store keeps one and a full listing is not due.
-    Changes,
-    /// A full listing.
+    /// Every object, from the change log when the store keeps one and its last listing was a
+    /// full one within `relistEveryMs`, else a full listing.
+    Everything,
+    /// What the store holds brought up to date (a background refresh): from the change log
+    /// when its last listing, full or first-per-pair, is recent enough, else listed again the
+    /// same way.
+    AsHeld,
+    /// A full listing, whatever the change log.
     Full,
     /// The first name of each pair of the key layout's first two fields, unless the change log
     /// can say what changed (a cold view of the newest run per pair).
@@ -134,6 +136,8 @@ struct Learnt {
     changes_since_ms: Option<u64>,
     /// Only the first name of each pair was listed (all of them, when `complete`).
     first_per_pair: bool,
+    /// Read from the change log on top of a full listing: the store holds every object.
+    complete_before: bool,
 }
 
 /// Fails fast after a failure to reach the bucket, for a backoff that doubles up to a minute.
@@ -530,7 +534,7 @@ impl Agent {
     /// Prefetches `store` as its setting says, unless within the refractory period.
     pub fn refresh(&self, port: &mut impl Port, store: &str, token: &Token) -> Result<()> {
         match self.stores.get(store).and_then(|s| s.config.prefetch) {
-            Some(mode) if !self.refractory_fresh(store) => self.prefetch_as(port, store, mode, Listing::Changes, token),
+            Some(mode) if !self.refractory_fresh(store) => self.prefetch_as(port, store, mode, Listing::AsHeld, token),
             _ => Ok(()),
         }
     }
@@ -546,7 +550,7 @@ impl Agent {
         token: &Token,
     ) -> Result<()> {
         let mode = self.stores.get(store).and_then(|s| s.config.prefetch).unwrap_or(Prefetch::Meta);
-        let listing = if first_per_pair { Listing::FirstPerPair } else { Listing::Changes };
+        let listing = if first_per_pair { Listing::FirstPerPair } else { Listing::Everything };
         self.prefetch_as(port, store, mode, listing, token)
     }
 
@@ -610,21 +614,30 @@ impl Agent {
         let name = store.to_string();
         let summary = port.exec(move |db| db.store_state_of(&name, Some(&[])))?;
         let started_ms = now_ms();
-        let first_listed = self.seen().get(store).and_then(|s| s.first_per_pair_at_ms);
-        let last_listing = summary.listed_at_ms.max(first_listed);
-        let learnt = match (&s.config.change_log, summary.changes_since_ms, last_listing) {
+        // Whether the last listing was a full one, and when the log can go on from.
+        let (full_at, pairs_at) = (summary.listed_at_ms, summary.pairs_listed_at_ms);
+        let last_was_full = full_at.is_some() && full_at >= pairs_at;
+        let log_from = match listing {
+            Listing::Full => None,
+            // A first-per-pair listing since the full one missed the other objects' changes.
+            Listing::Everything => full_at.filter(|_| last_was_full),
+            Listing::AsHeld | Listing::FirstPerPair => full_at.max(pairs_at),
+        };
+        let pairs_only =
+            listing == Listing::FirstPerPair || (listing == Listing::AsHeld && pairs_at.is_some() && !last_was_full);
+        let learnt = match (&s.config.change_log, summary.changes_since_ms, log_from) {
             (Some(log), Some(since), Some(listed_at))
-                if listing != Listing::Full
-                    && u128::from(started_ms.saturating_sub(listed_at)) < log.relist_every.as_millis() =>
+                if u128::from(started_ms.saturating_sub(listed_at)) < log.relist_every.as_millis() =>
             {
                 self.read_change_log(port, store, log, since, started_ms, summary, token)
+                    .map(|(learnt, local)| (Learnt { complete_before: last_was_full, ..learnt }, local))
             }
             _ => {
                 let name = store.to_string();
                 let local = port.exec(move |db| db.store_state(&name))?;
-                match listing {
-                    Listing::FirstPerPair => self.list_first_per_pair(store, local, started_ms, token),
-                    _ => self.list_everything(store, local, started_ms, token),
+                match pairs_only {
+                    true => self.list_first_per_pair(store, local, started_ms, token),
+                    false => self.list_everything(store, local, started_ms, token),
                 }
             }
         };
@@ -683,14 +696,14 @@ impl Agent {
         if let Some(since_ms) = learnt.changes_since_ms {
             changes.push(Change::ChangesRead { store: store.to_string(), since_ms });
         }
+        if learnt.first_per_pair && !learnt.complete {
+            changes.push(Change::PairsListed { store: store.to_string(), at_ms: started_ms });
+        }
         self.apply(port, changes)?;
         let mut seen = self.seen();
         let entry = seen.entry(store.to_string()).or_default();
         entry.at = Some(Instant::now());
-        entry.complete = learnt.complete || (entry.complete || local.listed_at_ms.is_some()) && !learnt.first_per_pair;
-        if learnt.first_per_pair && !learnt.complete {
-            entry.first_per_pair_at_ms = Some(started_ms);
-        }
+        entry.complete = learnt.complete || learnt.complete_before;
         if learnt.complete {
             entry.listed.clear();
         }
@@ -747,6 +760,7 @@ impl Agent {
             complete: true,
             changes_since_ms: s.config.change_log.as_ref().map(|_| started_ms),
             first_per_pair: false,
+            complete_before: false,
         };
         Ok((learnt, local))
     }
@@ -831,6 +845,7 @@ impl Agent {
             complete,
             changes_since_ms: s.config.change_log.as_ref().map(|_| started_ms),
             first_per_pair: true,
+            complete_before: false,
         };
         Ok((learnt, local))
     }
