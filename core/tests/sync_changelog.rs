@@ -411,3 +411,73 @@ fn the_outbox_sends_objects_side_by_side_and_each_objects_writes_in_order() {
         assert_eq!(markers, 61, "{place}: a marker per write");
     }
 }
+
+#[test]
+fn a_pairs_first_name_removed_gives_way_to_the_next_with_and_without_the_log() {
+    let dir = TempDir::new().unwrap();
+    let options = json!({"bucket": "b", "endpoint": format!("file://{}", dir.path().join("bucket").display())});
+    let config = SyncConfig::from_json("x", &json!({"format": "objstore", "Options": options}), &|_| None).unwrap();
+    let bucket = open_bucket(&config, Default::default()).unwrap();
+    // Two pairs longer than a page: the first-per-pair listing enumerates them.
+    let names: Vec<String> =
+        ["node", "python"].iter().flat_map(|b| (0..1_100).map(move |n| format!("linux/{b}/{n:04}"))).collect();
+    objstore_db_core::sync::parallel(&names, 16, |name| {
+        bucket.put(name, br#"{"v":1}"#, &Metadata::new(), &Precondition::None, false, &Token::default())
+    })
+    .into_iter()
+    .for_each(|put| drop(put.unwrap()));
+    let newest = ScanOptions::new().index("platform, browser").unique();
+    for (n, log) in [(0, true), (1, false)] {
+        let layout = json!({"keyLayout": "{platform}/{browser}/{run}", "changeLog": log});
+        let sync = json!({"format": "objstore-meta", "prefetch": "meta", "prefetchRefractoryPeriod": 0});
+        let meta = [store("meta", &options, layout, sync)];
+        let mut reader = client(&dir.path().join(format!("r{n}.sqlite3")), &meta);
+        let before = reader.keys("meta", &newest).unwrap();
+        assert_eq!(
+            before,
+            [format!("linux/node/{:04}", n), format!("linux/python/{:04}", n)].map(|k| key(&k)).to_vec()
+        );
+        // Another client removes the first of each pair, with the log.
+        let writes = [store("docs", &options, json!({"changeLog": true}), json!({"format": "objstore"}))];
+        let mut writer = client(&dir.path().join(format!("w{n}.sqlite3")), &writes);
+        for pair in ["node", "python"] {
+            let first = format!("linux/{pair}/{n:04}");
+            writer.get("docs", &key(&first)).unwrap();
+            writer.remove("docs", &KeyRange::only(first.as_str())).unwrap();
+        }
+        reader.take_sync_stats();
+        let after = reader.keys("meta", &newest).unwrap();
+        let next = [format!("linux/node/{:04}", n + 1), format!("linux/python/{:04}", n + 1)];
+        assert_eq!(after, next.map(|k| key(&k)).to_vec(), "log: {log}");
+        let stats = reader.take_sync_stats();
+        if log {
+            // The log, and each pair's new first name.
+            assert_eq!((stats.count("LIST"), stats.total()), (3, 3), "{stats:?}");
+        }
+    }
+}
+
+/// A server that answers a first page with no names but says there is more: the listing goes
+/// on, and nothing held under that value is taken for gone.
+#[test]
+fn a_first_page_with_no_names_that_goes_on_is_followed() {
+    use Misbehaviour::*;
+    let page = |body: &str| Answer(200, format!("<ListBucketResult>{body}</ListBucketResult>").into_bytes());
+    let name = |key: &str| {
+        format!("<Contents><Key>{key}</Key><ETag>\"e\"</ETag><Size>2</Size><LastModified>2026-11-22T00:00:00.000Z</LastModified></Contents>")
+    };
+    let peer = Peer::start(vec![
+        page("<IsTruncated>false</IsTruncated><CommonPrefixes><Prefix>linux/</Prefix></CommonPrefixes>"),
+        page("<IsTruncated>true</IsTruncated><NextContinuationToken>t1</NextContinuationToken>"),
+        page(&format!("<IsTruncated>false</IsTruncated>{}{}", name("linux/node/0001"), name("linux/node/0002"))),
+    ]);
+    let dir = TempDir::new().unwrap();
+    let options = json!({"bucket": "b", "endpoint": peer.endpoint(), "accessKeyId": "id", "secretAccessKey": "s",
+        "region": "us-east-1", "retries": 0, "keyLayout": "{platform}/{browser}/{run}"});
+    let meta = [store("meta", &options, json!({}), json!({"format": "objstore-meta", "prefetch": "meta"}))];
+    let mut reader = client(&dir.path().join("r.sqlite3"), &meta);
+    let newest = ScanOptions::new().index("platform, browser").unique();
+    assert_eq!(reader.keys("meta", &newest).unwrap(), vec![key("linux/node/0001")]);
+    assert_eq!(peer.count(), 3, "the page after the empty one was asked for");
+    assert_eq!(reader.db.count("meta", &ScanOptions::new()).unwrap(), 2, "listed in full");
+}

@@ -188,6 +188,9 @@ pub struct Agent {
     flushing: Mutex<()>,
     /// Change-log markers refused since the last report, by store.
     marker_failures: Mutex<Vec<(String, String)>>,
+    /// One listing at a time: two (a read's and a background refresh's) would each record
+    /// how far the store was listed, and the later record could claim what neither saw.
+    listing: Mutex<()>,
 }
 
 impl Agent {
@@ -224,6 +227,7 @@ impl Agent {
             breaker: Breaker::default(),
             flushing: Mutex::default(),
             marker_failures: Mutex::default(),
+            listing: Mutex::default(),
         })
     }
 
@@ -611,6 +615,7 @@ impl Agent {
         }
         let what = format!("prefetching store {store:?}");
         self.may_contact(&what)?;
+        let _one_listing = self.listing.lock().unwrap_or_else(|p| p.into_inner());
         let name = store.to_string();
         let summary = port.exec(move |db| db.store_state_of(&name, Some(&[])))?;
         let started_ms = now_ms();
@@ -629,8 +634,14 @@ impl Agent {
             (Some(log), Some(since), Some(listed_at))
                 if u128::from(started_ms.saturating_sub(listed_at)) < log.relist_every.as_millis() =>
             {
-                self.read_change_log(port, store, log, since, started_ms, summary, token)
-                    .map(|(learnt, local)| (Learnt { complete_before: last_was_full, ..learnt }, local))
+                self.read_change_log(port, store, log, since, started_ms, summary, token).and_then(|(learnt, local)| {
+                    let learnt = Learnt { complete_before: last_was_full, ..learnt };
+                    // Held only first per pair: a pair whose first name went has a new one.
+                    match last_was_full || s.pair_indexes.is_empty() {
+                        true => Ok((learnt, local)),
+                        false => self.refill_pairs(store, learnt, token).map(|learnt| (learnt, local)),
+                    }
+                })
             }
             _ => {
                 let name = store.to_string();
@@ -797,11 +808,13 @@ impl Agent {
         let mut going_on: Vec<(String, String)> = Vec::new();
         for (folder, page) in folders.iter().zip(first_pages) {
             let page = page?;
-            if let (Some(next), Some(first), Some(last)) = (&page.next, page.objects.first(), page.objects.last()) {
-                let pair_of = |key: &str| key[folder.len()..].split('/').next().map(str::to_string);
-                match pair_of(&first.key) == pair_of(&last.key) {
-                    true => longer.push((folder.to_string(), last.key.clone())),
-                    false => going_on.push((folder.to_string(), next.clone())),
+            if let Some(next) = &page.next {
+                let pair_of = |o: &ObjectInfo| pair_prefix(folder, &o.key);
+                match (page.objects.first(), page.objects.last()) {
+                    (Some(first), Some(last)) if pair_of(first).is_some() && pair_of(first) == pair_of(last) => {
+                        longer.push((folder.to_string(), last.key.clone()))
+                    }
+                    _ => going_on.push((folder.to_string(), next.clone())),
                 }
             }
             objects.extend(page.objects);
@@ -829,18 +842,21 @@ impl Agent {
             pairs.extend(listing.common_prefixes.into_iter().filter(|pair| !last.starts_with(pair.as_str())));
             objects.extend(listing.objects);
         }
-        let firsts = parallel(&pairs, s.config.concurrency, |pair| {
-            recorded(
-                s.bucket.list_page(&ListRequest { prefix: pair.clone(), max_keys: Some(1), ..base.clone() }, token),
-            )
-        });
-        for page in firsts {
-            objects.extend(page?.objects);
+        let firsts = parallel(&pairs, s.config.concurrency, |pair| self.first_of_pair(store, pair, token));
+        for first in firsts {
+            objects.extend(first?);
         }
         let described = records(store, prefix, objects);
         let complete = longer.is_empty();
+        let vanished = match complete {
+            true => vanished(&local, &described),
+            false => {
+                let enumerated: HashSet<&str> = longer.iter().map(|(folder, _)| folder.as_str()).collect();
+                vanished_in_part(prefix, &local, &described, &folders, &enumerated)
+            }
+        };
         let learnt = Learnt {
-            vanished: if complete { vanished(&local, &described) } else { Vec::new() },
+            vanished,
             described,
             complete,
             changes_since_ms: s.config.change_log.as_ref().map(|_| started_ms),
@@ -848,6 +864,56 @@ impl Agent {
             complete_before: false,
         };
         Ok((learnt, local))
+    }
+
+    /// For a store held first per pair: the new first name of each pair whose first name the
+    /// change log removed.
+    fn refill_pairs(&self, store: &str, mut learnt: Learnt, token: &Token) -> Result<Learnt> {
+        let prefix = &self.stores[store].config.location.prefix;
+        let mut pairs: Vec<String> = learnt
+            .vanished
+            .iter()
+            .filter_map(|id| {
+                let (folder, _) = id.split_once('/')?;
+                pair_prefix(&format!("{prefix}{folder}/"), &format!("{prefix}{id}"))
+            })
+            .collect();
+        pairs.sort();
+        pairs.dedup();
+        let concurrency = self.stores[store].config.concurrency;
+        for first in parallel(&pairs, concurrency, |pair| self.first_of_pair(store, pair, token)) {
+            for (id, object) in records(store, prefix, first?) {
+                if !learnt.described.iter().any(|(known, _)| *known == id) {
+                    learnt.described.push((id, object));
+                }
+            }
+        }
+        Ok(learnt)
+    }
+
+    /// The first record of a pair (`{prefix}{a}/{b}/`): a one-key page, and the next ones
+    /// while what they hold is not a record (a console's folder marker).
+    fn first_of_pair(&self, store: &str, pair: &str, token: &Token) -> Result<Vec<ObjectInfo>> {
+        let s = &self.stores[store];
+        let prefix = &s.config.location.prefix;
+        let mut request = ListRequest {
+            prefix: pair.to_string(),
+            max_keys: Some(1),
+            version: s.config.list_version,
+            ..Default::default()
+        };
+        loop {
+            let page = s.bucket.list_page(&request, token);
+            self.breaker.record(&page);
+            let page = page?;
+            let found = !records(store, prefix, page.objects.clone()).is_empty();
+            match page.next {
+                Some(next) if !found && request.continuation.as_ref() != Some(&next) => {
+                    request.continuation = Some(next)
+                }
+                _ => return Ok(page.objects),
+            }
+        }
     }
 
     /// Every object of a listing but the change log's markers, which would otherwise fill a
@@ -864,14 +930,15 @@ impl Agent {
             let reached_the_log = page.objects.iter().any(|o| o.key >= log.prefix);
             objects.extend(page.objects.into_iter().take_while(|o| o.key < log.prefix));
             match page.next {
-                Some(next) if !reached_the_log => {
+                Some(next) if !reached_the_log && before.continuation.as_ref() != Some(&next) => {
                     before = ListRequest { max_keys: None, continuation: Some(next), ..before };
                 }
                 _ => break,
             }
         }
-        // `0` follows `/`: nothing under the log's folder sorts after this.
-        let after_the_log = format!("{}0", log.prefix.trim_end_matches('/'));
+        // Markers start with a digit: `~` sorts after every one of them, and before any name
+        // outside the log's folder that sorts after it.
+        let after_the_log = format!("{}~", log.prefix);
         let after = ListRequest { start_after: Some(after_the_log), ..request.clone() };
         objects.extend(list_all(&*s.bucket, &after, token)?.objects);
         Ok(objects)
@@ -928,7 +995,8 @@ impl Agent {
         for (id, (marker, several_writers)) in latest {
             let held = local.known.get(id).and_then(|k| k.etag.as_ref());
             match &marker.op {
-                _ if several_writers => unsure.push(id.to_string()),
+                // Markers carry no metadata headers: a store that keeps them from listings asks.
+                _ if several_writers || s.config.list_metadata => unsure.push(id.to_string()),
                 // Markers already acted on name the version held: they cost nothing.
                 changelog::Op::Put { etag: Some(etag), .. } if held == Some(etag) => {}
                 changelog::Op::Put { size, etag: Some(etag) } => learnt.described.push((
@@ -1199,7 +1267,7 @@ impl Agent {
         let marker = changelog::marker_name(&log.prefix, now_ms(), &item.entry.id, &op);
         match s.bucket.put(&marker, b"", &Metadata::new(), &Precondition::None, false, token) {
             Ok(_) => Ok(etag),
-            Err(e) if e.is_offline() || matches!(e, Error::Remote { status: 500.., .. }) => Err(e),
+            Err(e) if e.is_offline() || matches!(e, Error::Remote { status: 408 | 429 | 500.., .. }) => Err(e),
             // Refused for good: the write stands, and readers learn of it at their next full
             // listing. An error event says so.
             Err(e) => {
@@ -1466,4 +1534,53 @@ fn waves(batch: Vec<OutboxItem>) -> Vec<Vec<OutboxItem>> {
         *n += 1;
     }
     waves
+}
+
+/// The pair a key belongs to under `folder` (`{prefix}{a}/`): `{prefix}{a}/{b}/`, when the key
+/// has a name below it.
+fn pair_prefix(folder: &str, key: &str) -> Option<String> {
+    let (pair, rest) = key.strip_prefix(folder)?.split_once('/')?;
+    (!rest.is_empty()).then(|| format!("{folder}{pair}/"))
+}
+
+/// What a first-per-pair listing says is gone of what is held: objects of a first field's
+/// value no longer listed; in values listed in full, objects not listed; in values enumerated
+/// by pair, objects of pairs no longer listed and objects before their pair's first name.
+fn vanished_in_part(
+    prefix: &str,
+    local: &StoreState,
+    listed: &[(String, ObjectInfo)],
+    folders: &[&String],
+    enumerated: &HashSet<&str>,
+) -> Vec<String> {
+    let listed_ids: HashSet<&str> = listed.iter().map(|(id, _)| id.as_str()).collect();
+    let mut firsts: HashMap<String, &str> = HashMap::new();
+    for (_, object) in listed {
+        let folder = folders.iter().find(|f| enumerated.contains(f.as_str()) && object.key.starts_with(f.as_str()));
+        if let Some(pair) = folder.and_then(|f| pair_prefix(f, &object.key)) {
+            let first = firsts.entry(pair).or_insert(object.key.as_str());
+            *first = (*first).min(object.key.as_str());
+        }
+    }
+    local
+        .known
+        .keys()
+        .filter(|id| {
+            if listed_ids.contains(id.as_str()) {
+                return false;
+            }
+            let key = format!("{prefix}{id}");
+            let Some(folder) = folders.iter().find(|f| key.starts_with(f.as_str())) else {
+                return true; // a root name (listed in full) or a first field's value gone
+            };
+            if !enumerated.contains(folder.as_str()) {
+                return true; // listed in full
+            }
+            match pair_prefix(folder, &key).and_then(|pair| firsts.get(&pair).copied()) {
+                Some(first) => key.as_str() < first,
+                None => true,
+            }
+        })
+        .cloned()
+        .collect()
 }
