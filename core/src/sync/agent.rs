@@ -22,7 +22,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde_json::{Map, Value};
 
 use super::bucket::{
-    etag_of, list_all, Bucket, Fetched, ListPage, ListRequest, Metadata, Object, ObjectInfo, Precondition, Validators,
+    etag_of, list_all, Bucket, Fetched, ListRequest, Metadata, Object, ObjectInfo, Precondition, Validators,
 };
 use super::changelog;
 use super::config::{ChangeLogConfig, Format, Prefetch, SyncConfig};
@@ -742,27 +742,17 @@ impl Agent {
             layout.len() > 1 && matches!(layout.first(), Some(super::config::LayoutSegment::Field(_)))
         });
         let objects = if fans_out {
-            let top = ListRequest { delimiter: Some("/".into()), ..request.clone() };
-            let top = list_all(&*s.bucket, &top, token);
-            self.breaker.record(&top);
-            let top = top?;
-            let log = format!("{prefix}{}", changelog::DIR);
-            let folders: Vec<&String> = top.common_prefixes.iter().filter(|p| **p != log).collect();
+            let (mut objects, folders) = self.first_field_values(s, &request, token)?;
             let listings = parallel(&folders, s.config.concurrency, |folder| {
                 let request = ListRequest { prefix: folder.to_string(), ..request.clone() };
-                let listing = list_all(&*s.bucket, &request, token);
-                self.breaker.record(&listing);
-                listing
+                self.recorded(list_all(&*s.bucket, &request, token))
             });
-            let mut objects = top.objects;
             for listing in listings {
                 objects.extend(listing?.objects);
             }
             objects
         } else {
-            let listing = self.list_around_the_log(s, &request, token);
-            self.breaker.record(&listing);
-            listing?
+            self.recorded(self.list_around_the_log(s, &request, token))?
         };
         let described = records(store, prefix, objects);
         let learnt = Learnt {
@@ -793,17 +783,11 @@ impl Agent {
         let s = &self.stores[store];
         let prefix = &s.config.location.prefix;
         let base = ListRequest { prefix: prefix.clone(), version: s.config.list_version, ..Default::default() };
-        let recorded = |outcome: Result<ListPage>| {
-            self.breaker.record(&outcome);
-            outcome
-        };
-        let top = recorded(list_all(&*s.bucket, &ListRequest { delimiter: Some("/".into()), ..base.clone() }, token))?;
-        let log = format!("{prefix}{}", changelog::DIR);
-        let folders: Vec<&String> = top.common_prefixes.iter().filter(|p| **p != log).collect();
+        let (mut objects, folders) = self.first_field_values(s, &base, token)?;
+        let folders: Vec<&String> = folders.iter().collect();
         let first_pages = parallel(&folders, s.config.concurrency, |folder| {
-            recorded(s.bucket.list_page(&ListRequest { prefix: folder.to_string(), ..base.clone() }, token))
+            self.recorded(s.bucket.list_page(&ListRequest { prefix: folder.to_string(), ..base.clone() }, token))
         });
-        let mut objects = top.objects;
         let mut longer: Vec<(String, String)> = Vec::new();
         let mut going_on: Vec<(String, String)> = Vec::new();
         for (folder, page) in folders.iter().zip(first_pages) {
@@ -821,7 +805,7 @@ impl Agent {
         }
         let rest = parallel(&going_on, s.config.concurrency, |(folder, next)| {
             let request = ListRequest { prefix: folder.clone(), continuation: Some(next.clone()), ..base.clone() };
-            recorded(list_all(&*s.bucket, &request, token))
+            self.recorded(list_all(&*s.bucket, &request, token))
         });
         for listing in rest {
             objects.extend(listing?.objects);
@@ -833,7 +817,7 @@ impl Agent {
                 start_after: Some(last.clone()),
                 ..base.clone()
             };
-            recorded(list_all(&*s.bucket, &request, token))
+            self.recorded(list_all(&*s.bucket, &request, token))
         });
         let mut pairs = Vec::new();
         for ((_, last), listing) in longer.iter().zip(later) {
@@ -864,6 +848,26 @@ impl Agent {
             complete_before: false,
         };
         Ok((learnt, local))
+    }
+
+    /// The names directly under the store's prefix and the first field's values (folders, the
+    /// change log's left out): one delimiter listing.
+    fn first_field_values(
+        &self,
+        s: &SyncedStore,
+        request: &ListRequest,
+        token: &Token,
+    ) -> Result<(Vec<ObjectInfo>, Vec<String>)> {
+        let top = ListRequest { delimiter: Some("/".into()), ..request.clone() };
+        let top = self.recorded(list_all(&*s.bucket, &top, token))?;
+        let log = format!("{}{}", s.config.location.prefix, changelog::DIR);
+        Ok((top.objects, top.common_prefixes.into_iter().filter(|p| *p != log).collect()))
+    }
+
+    /// An outcome, after the circuit breaker took note of it.
+    fn recorded<T>(&self, outcome: Result<T>) -> Result<T> {
+        self.breaker.record(&outcome);
+        outcome
     }
 
     /// For a store held first per pair: the new first name of each pair whose first name the
@@ -903,9 +907,7 @@ impl Agent {
             ..Default::default()
         };
         loop {
-            let page = s.bucket.list_page(&request, token);
-            self.breaker.record(&page);
-            let page = page?;
+            let page = self.recorded(s.bucket.list_page(&request, token))?;
             let found = !records(store, prefix, page.objects.clone()).is_empty();
             match page.next {
                 Some(next) if !found && request.continuation.as_ref() != Some(&next) => {
