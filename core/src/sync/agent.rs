@@ -264,11 +264,6 @@ impl Agent {
         self.stores.get(store).is_some_and(|s| !s.config.immutable && s.config.format != Format::ObjstoreMeta)
     }
 
-    /// Whether a prefetch of `store` completed in this process.
-    pub fn prefetched_in_process(&self, store: &str) -> bool {
-        self.seen().get(store).is_some_and(|s| s.at.is_some())
-    }
-
     /// Offline, the agent makes no requests: reads serve the cache, writes wait.
     pub fn set_offline(&self, offline: bool) {
         self.offline.store(offline, Ordering::Release);
@@ -570,10 +565,10 @@ impl Agent {
         })
     }
 
-    /// Whether the local copy of `store` holds every object (in this process: a full listing,
-    /// and the change log since), not only the first of each pair.
-    pub fn listed_in_full(&self, store: &str) -> bool {
-        self.seen().get(store).is_some_and(|s| s.complete)
+    /// Whether this process listed `store` far enough for a read: in full, or first per pair
+    /// for a read of only that.
+    pub fn listed_for(&self, store: &str, first_per_pair: bool) -> bool {
+        self.seen().get(store).is_some_and(|s| s.at.is_some() && (first_per_pair || s.complete))
     }
 
     /// Before `scan` of a prefetching store: lists it when this process has not (only the
@@ -587,7 +582,7 @@ impl Agent {
         token: &Token,
     ) -> Result<()> {
         let first_per_pair = self.reads_first_per_pair(store, scan);
-        if !self.prefetched_in_process(store) || !(first_per_pair || self.listed_in_full(store)) {
+        if !self.listed_for(store, first_per_pair) {
             return self.prefetch_for_read(port, store, first_per_pair, token);
         }
         self.refresh(port, store, token)

@@ -882,8 +882,7 @@ fn need(
     // other read wants it listed in full.
     let fresh = read.fresh && !agent.refractory_fresh(store);
     let first_per_pair = scan.is_some_and(|scan| agent.reads_first_per_pair(store, scan));
-    let listed = agent.prefetched_in_process(store) && (first_per_pair || agent.listed_in_full(store));
-    if agent.prefetches(store) && (fresh || !listed) {
+    if agent.prefetches(store) && (fresh || !agent.listed_for(store, first_per_pair)) {
         let cached = !fresh && db.store_state(store)?.prefetched;
         return Ok(Some(Need::Prefetch { store: store.clone(), cached, first_per_pair }));
     }
