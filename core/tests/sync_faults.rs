@@ -325,3 +325,127 @@ fn a_write_the_server_fails_on_does_not_block_the_writes_after_it() {
     assert!(db.refused_writes().unwrap().is_empty());
     assert_eq!(errors.lock().unwrap().len(), 2, "one error event per held write");
 }
+
+/// The methods of the requests the peer saw, in order.
+fn methods(peer: &Peer) -> Vec<String> {
+    peer.seen.lock().unwrap().iter().map(|h| h.split(' ').next().unwrap_or_default().to_string()).collect()
+}
+
+/// The probe asks about both conditions a write may carry: a server that honours
+/// `If-None-Match` but ignores `If-Match` is found out, and writes to it are checked by reading
+/// first (review N2).
+#[test]
+fn a_server_ignoring_if_match_is_found_out_by_the_probe() {
+    let peer = Peer::start(vec![
+        Answer(200, vec![]), // the probe object
+        Answer(412, vec![]), // If-None-Match: * honoured
+        Answer(200, vec![]), // If-Match on a version it never had: ignored
+        Answer(204, vec![]), // the probe removed
+        Answer(404, vec![]), // the write, checked by reading: nothing there
+        Answer(200, vec![]), // the write
+    ]);
+    let (_dir, mut db) = client(&peer.endpoint(), json!({"conditionalWrites": null, "retries": 0}));
+    db.put("docs", json!({"v": 1}), Some(key("k"))).unwrap();
+    assert_eq!(db.outbox_len().unwrap(), 0);
+    assert_eq!(db.sync_stats().conditional_writes.values().collect::<Vec<_>>(), vec![&false]);
+    assert_eq!(methods(&peer), ["PUT", "PUT", "PUT", "DELETE", "GET", "PUT"]);
+    let seen = peer.seen.lock().unwrap();
+    assert!(seen[2].to_ascii_lowercase().contains("if-match:"), "{}", seen[2]);
+}
+
+/// A server that answers 501 to a conditional header is settled as one that does not honour
+/// it: writes are checked by reading and sent, and it is not probed again (review N8).
+#[test]
+fn a_server_refusing_conditional_headers_is_settled_not_probed_forever() {
+    let not_implemented = b"<Error><Code>NotImplemented</Code><Message>A header you provided implies functionality that is not implemented</Message></Error>";
+    let peer = Peer::start(vec![
+        Answer(200, vec![]),                   // the probe object
+        Answer(501, not_implemented.to_vec()), // If-None-Match: * refused outright
+        Answer(204, vec![]),                   // the probe removed
+        Answer(404, vec![]),                   // k1 checked by reading
+        Answer(200, vec![]),                   // k1, sent without the header
+        Answer(404, vec![]),                   // k2 checked
+        Answer(200, vec![]),                   // k2
+    ]);
+    let (_dir, mut db) = client(&peer.endpoint(), json!({"conditionalWrites": null, "retries": 0}));
+    let errors = record_events(&mut db, &[EventKind::Error]);
+    db.put("docs", json!({"v": 1}), Some(key("k1"))).unwrap();
+    db.put("docs", json!({"v": 2}), Some(key("k2"))).unwrap();
+    assert_eq!(db.outbox_len().unwrap(), 0, "both writes sent");
+    assert_eq!(methods(&peer), ["PUT", "PUT", "DELETE", "GET", "PUT", "GET", "PUT"], "one probe");
+    assert!(!peer.seen.lock().unwrap()[4].to_ascii_lowercase().contains("if-none-match"));
+    let said = errors.lock().unwrap().iter().filter_map(|e| e.message.clone()).collect::<Vec<_>>();
+    assert!(said.iter().any(|m| m.contains("ignores conditional writes")), "{said:?}");
+}
+
+/// A probe that fails for another reason (a 500) is not asked again at every write: the writes
+/// wait, and the bucket is probed again after a while (review N8).
+#[test]
+fn a_failing_probe_is_not_repeated_at_every_flush() {
+    let peer =
+        Peer::start(vec![Answer(500, b"<Error><Code>InternalError</Code><Message>down</Message></Error>".to_vec())]);
+    let (_dir, mut db) = client(&peer.endpoint(), json!({"conditionalWrites": null, "retries": 0}));
+    db.put("docs", json!({"v": 1}), Some(key("k1"))).unwrap();
+    db.put("docs", json!({"v": 2}), Some(key("k2"))).unwrap();
+    db.put("docs", json!({"v": 3}), Some(key("k3"))).unwrap();
+    assert_eq!(peer.count(), 1, "{:?}", methods(&peer));
+    assert_eq!(db.outbox_len().unwrap(), 3, "every write waits");
+    assert!(db.refused_writes().unwrap().is_empty());
+}
+
+/// One bucket down, or refusing every request, stops neither the writes nor the reads of a
+/// store on another bucket: breakers and flush stops are per bucket (review N4).
+#[test]
+fn one_bucket_failing_stops_nothing_of_another() {
+    let refusing =
+        Peer::start(vec![Answer(403, b"<Error><Code>InvalidAccessKeyId</Code><Message>no</Message></Error>".to_vec())]);
+    let down = format!("http://127.0.0.1:{}", TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port());
+    for far in [down, refusing.endpoint()] {
+        let dir = TempDir::new().unwrap();
+        let near = json!({"bucket": "b", "endpoint": format!("file://{}", dir.path().join("bucket").display())});
+        let far = json!({"bucket": "b", "endpoint": far, "retries": 0, "conditionalWrites": true});
+        let schema = |stores: &[&str]| {
+            let all = [
+                ("far", json!({"format": "objstore", "Options": far})),
+                ("near", json!({"format": "objstore", "Options": near})),
+            ];
+            schema_with(&all.into_iter().filter(|(n, _)| stores.contains(n)).collect::<Vec<_>>())
+        };
+        let mut db = open(&dir.path().join("c.sqlite3"), schema(&["far", "near"]));
+        db.put("far", json!({"v": 1}), Some(key("k"))).unwrap(); // first in the outbox, and failing
+        db.put("near", json!({"v": 1}), Some(key("k"))).unwrap();
+        db.put("far", json!({"v": 2}), Some(key("k2"))).unwrap();
+        db.put("near", json!({"v": 2}), Some(key("k2"))).unwrap();
+        assert_eq!(db.outbox_len().unwrap(), 2, "only the far bucket's writes wait");
+        assert!(db.refused_writes().unwrap().is_empty(), "and they are not refused");
+        assert_eq!(db.sync_status("near", &key("k2")).unwrap(), objstore_db_core::SyncStatus::Synced);
+        // Another client writes to the near bucket: this one reads it though the far one fails.
+        let mut other = open(&dir.path().join("other.sqlite3"), schema(&["near"]));
+        other.put("near", json!({"by": "other"}), Some(key("k3"))).unwrap();
+        assert_eq!(db.get("near", &key("k3")).unwrap(), Some(json!({"by": "other"})));
+        assert!(db.get("far", &key("k3")).is_err(), "the far bucket still fails");
+    }
+}
+
+/// More than a page of writes held at the outbox's head (one object the server failed on)
+/// does not stop the writes behind them (review N11).
+#[test]
+fn writes_held_at_the_head_do_not_starve_the_rest() {
+    // The first write fails with a 500 (held, with the writes after it to the same object);
+    // every later request succeeds.
+    let peer = Peer::start(vec![
+        Answer(500, b"<Error><Code>InternalError</Code><Message>no</Message></Error>".to_vec()),
+        Answer(200, vec![]),
+    ]);
+    let (_dir, mut db) = client(&peer.endpoint(), json!({"retries": 0}));
+    db.set_offline(true);
+    for i in 0..150 {
+        db.db.put("docs", json!({"i": i}), Some(key("counter"))).unwrap();
+    }
+    db.db.put("docs", json!({"i": 0}), Some(key("other"))).unwrap();
+    db.set_offline(false);
+    let report = db.agent.flush(&mut db.db, &objstore_db_core::sync::Token::default()).unwrap();
+    assert_eq!((report.held.len(), report.sent, report.pending), (1, 1, 150), "{:?}", (report.held, report.sent));
+    assert_eq!(methods(&peer), ["PUT", "PUT"], "the held write, then the one behind the page");
+    assert_eq!(db.sync_status("docs", &key("other")).unwrap(), objstore_db_core::SyncStatus::Synced);
+}

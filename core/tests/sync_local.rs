@@ -7,7 +7,7 @@ mod sync_support;
 use std::path::Path;
 
 use objstore_db_core::sync::{list_all, open_bucket, ListRequest, ListVersion, SyncConfig, Token};
-use objstore_db_core::{ErrorCode, EventKind, Key, KeyRange, Resolution, ScanOptions, SyncStatus};
+use objstore_db_core::{Change, ErrorCode, EventKind, Key, KeyRange, Resolution, ScanOptions, SyncStatus};
 use serde_json::{json, Value};
 use sync_support::*;
 use tempfile::TempDir;
@@ -680,6 +680,32 @@ fn a_withdrawn_pending_write_never_lands() {
     assert!(!c.bucket_dir().join("b/k").exists());
     assert_eq!(a.withdraw_pending("docs", &key("k")).unwrap(), 0);
     assert!(a.withdraw_pending("nope", &key("k")).is_err());
+}
+
+/// An answer still on its way for a withdrawn write never settles a later write: outbox
+/// numbers are never given twice, and an answer names the write it is for (review N1).
+#[test]
+fn an_answer_for_a_withdrawn_write_never_settles_a_later_one() {
+    let c = Clients::new();
+    let mut a = c.client(1, &[("docs", json!({}))]);
+    a.set_offline(true);
+    a.put("docs", json!({"run": "A"}), Some(key("a"))).unwrap();
+    let in_flight = a.db.outbox_batch(0, 10).unwrap().remove(0);
+    assert_eq!(a.withdraw_pending("docs", &key("a")).unwrap(), 1);
+    a.put("docs", json!({"run": "C"}), Some(key("c"))).unwrap();
+    let waiting = a.db.outbox_batch(0, 10).unwrap();
+    assert_ne!(waiting[0].sequence, in_flight.sequence, "a withdrawn write's number is not given again");
+    // A's send lands late, with the number A had (and with C's, as a stale answer might).
+    for sequence in [in_flight.sequence, waiting[0].sequence] {
+        let late = Change::Sent { sequence, store: "docs".into(), id: "a".into(), etag: Some("\"a-etag\"".into()) };
+        a.db.apply_sync(vec![late]).unwrap();
+    }
+    assert_eq!(a.outbox_len().unwrap(), 1, "C still waits");
+    assert_eq!(a.sync_status("docs", &key("c")).unwrap(), SyncStatus::Pending);
+    a.set_offline(false);
+    assert_eq!(a.flush().unwrap().sent, 1);
+    assert!(c.bucket_dir().join("b/c").exists(), "C reaches the bucket");
+    assert_eq!(a.sync_status("docs", &key("c")).unwrap(), SyncStatus::Synced);
 }
 
 /// A flush sends the first write of each object together (several at a time), and still

@@ -354,3 +354,26 @@ fn a_server_that_ignores_conditional_writes_is_found_out_and_writes_are_checked_
         assert_eq!(again.take_sync_stats().count("PUT"), 1, "no probe again");
     }
 }
+
+/// A write whose answer was lost (it landed, its acknowledgement never came) meets its own
+/// body at the retry: it counts as sent, whether the server refuses the retry with a 412 (moto)
+/// or the library checks with a GET because the server ignores conditions (Garage) (review N3).
+#[test]
+fn a_write_that_landed_unacknowledged_is_sent_not_a_conflict_with_itself() {
+    for options in [garage(&unique_prefix("own")), moto_signed(&unique_prefix("own"))] {
+        let (_dir, mut a, mut b) = two_clients(&options, json!({}));
+        a.put("docs", json!({"probe": "first"}), Some(key("first"))).unwrap(); // learns the server
+                                                                               // The body a's next write will send is already in the bucket, put there as a's lost
+                                                                               // attempt would have.
+        b.put("docs", json!({"run": 7}), Some(key("k"))).unwrap();
+        let conflicts = record_events(&mut a, &[EventKind::Conflict]);
+        a.put("docs", json!({"run": 7}), Some(key("k"))).unwrap();
+        assert_eq!(a.refused_writes().unwrap(), vec![], "no conflict with its own copy");
+        assert!(conflicts.lock().unwrap().is_empty());
+        assert_eq!(a.outbox_len().unwrap(), 0);
+        // The version it holds is the bucket's: its next edit is conditional on it and lands.
+        a.put("docs", json!({"run": 8}), Some(key("k"))).unwrap();
+        assert_eq!(a.refused_writes().unwrap(), vec![]);
+        assert_eq!(b.get("docs", &key("k")).unwrap(), Some(json!({"run": 8})));
+    }
+}

@@ -1547,8 +1547,8 @@ pub unsafe extern "C" fn objstore_waiter_callback(
 /// Blocks until the waiter's request completes or `timeout_ms` passes. On completion, returns
 /// the request's status and, when `result_out` is not NULL, its result (JSON or the error
 /// message; free with objstore_string_free), and readies the waiter for another request. On
-/// timeout returns OBJSTORE_STATUS_TIMEOUT and the request goes on. Never call it from a
-/// callback.
+/// timeout returns OBJSTORE_STATUS_TIMEOUT and the request goes on. A timeout too long to
+/// reach (UINT64_MAX, say) waits for as long as it takes. Never call it from a callback.
 ///
 /// # Safety
 /// `waiter` is a live waiter; `result_out` is NULL or valid for a write.
@@ -1564,7 +1564,8 @@ pub unsafe extern "C" fn objstore_waiter_wait(
     let Some(waiter) = waiter.as_ref() else {
         return ObjstoreStatus::InvalidArgument;
     };
-    let deadline = Instant::now() + Duration::from_millis(timeout_ms);
+    // No deadline when it would overflow: the caller meant "wait forever".
+    let deadline = Instant::now().checked_add(Duration::from_millis(timeout_ms));
     let mut state = waiter.state.lock().unwrap_or_else(|p| p.into_inner());
     loop {
         if let Some((status, text)) = state.take() {
@@ -1573,11 +1574,16 @@ pub unsafe extern "C" fn objstore_waiter_wait(
             }
             return status;
         }
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return ObjstoreStatus::Timeout;
-        }
-        state = waiter.ready.wait_timeout(state, left).unwrap_or_else(|p| p.into_inner()).0;
+        state = match deadline {
+            None => waiter.ready.wait(state).unwrap_or_else(|p| p.into_inner()),
+            Some(deadline) => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return ObjstoreStatus::Timeout;
+                }
+                waiter.ready.wait_timeout(state, left).unwrap_or_else(|p| p.into_inner()).0
+            }
+        };
     }
 }
 

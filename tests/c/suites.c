@@ -682,6 +682,11 @@ static void waiter_cancel_and_busy(void) {
     CHECK(objstore_waiter_wait(lw, 10000, &result) == OK);
     CHECK_CONTAINS(result, "\"ada\"");
     objstore_string_free(result);
+    /* UINT64_MAX means "wait for as long as it takes", not an overflow. */
+    CHECK(objstore_db_get(db, 0, "people", J("2"), 0, objstore_waiter_callback, lw, NULL, NULL) == OK);
+    CHECK(objstore_waiter_wait(lw, UINT64_MAX, &result) == OK);
+    CHECK_CONTAINS(result, "\"bob\"");
+    objstore_string_free(result);
     /* Hold the worker with slow callbacks, queue a request behind them and cancel it. */
     waiter slow;
     waiter_init(&slow);

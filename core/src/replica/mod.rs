@@ -75,10 +75,12 @@ pub enum Change {
     Drop { store: String, id: String },
     /// An object's description in an objstore-meta store; metadata learnt before is kept.
     Describe { store: String, id: String, etag: String, updated: String, size: u64, fields: Map<String, Value> },
-    /// Outbox write `sequence` reached the bucket; `etag` is the new version's.
-    Sent { sequence: u64, etag: Option<String> },
-    /// The bucket refused outbox write `sequence`: kept as a refused write, local data kept.
-    Refused { sequence: u64, code: String, message: String, conflict: bool },
+    /// Outbox write `sequence`, to object `id` of `store`, reached the bucket; `etag` is the new
+    /// version's. An entry that is no longer that write (withdrawn) is left alone.
+    Sent { sequence: u64, store: String, id: String, etag: Option<String> },
+    /// The bucket refused outbox write `sequence` to object `id` of `store`: kept as a refused
+    /// write, local data kept.
+    Refused { sequence: u64, store: String, id: String, code: String, message: String, conflict: bool },
     /// A full listing of the store completed at this time (ms since the epoch).
     Prefetched { store: String, at_ms: u64 },
     /// The store's change log was read (or a full listing began) at this time (ms since the
@@ -265,10 +267,11 @@ impl Database {
             .ok_or_else(|| Error::InvalidArgument(format!("store {store:?} is not synced (it has no Sync block)")))
     }
 
-    /// Up to `limit` outbox writes in order, each with the version it was made on.
-    pub fn outbox_batch(&mut self, limit: usize) -> Result<Vec<OutboxItem>> {
+    /// Up to `limit` outbox writes in order after sequence number `after` (0 for the first),
+    /// each with the version it was made on.
+    pub fn outbox_batch(&mut self, after: u64, limit: usize) -> Result<Vec<OutboxItem>> {
         let mech = self.mech_mut();
-        let entries = state::outbox(mech, limit)?;
+        let entries = state::outbox(mech, after, limit)?;
         let refused = state::refused(mech)?;
         entries
             .into_iter()
@@ -422,7 +425,7 @@ impl Database {
                 Resolution::Overwrite => {
                     let op = if write.entry.op == WriteOp::Delete { WriteOp::Delete } else { WriteOp::Overwrite };
                     let mech = tx.db.mech_mut();
-                    let next = state::next_sequence(mech)?.max(sequence + 1);
+                    let next = state::next_sequence(mech)?;
                     state::push(mech, next, &OutboxEntry { op, ..write.entry.clone() })
                 }
             }
@@ -506,8 +509,8 @@ fn apply_one(tx: &mut Tx<'_>, change: Change) -> Result<()> {
             }
             state::save(tx.db.mech_mut(), &store, &id, &ObjectState { etag: Some(etag), ..Default::default() })
         }
-        Change::Sent { sequence, etag } => {
-            let Some(entry) = state::pop(tx.db.mech_mut(), sequence)? else {
+        Change::Sent { sequence, store, id, etag } => {
+            let Some(entry) = pop_answered(tx, sequence, &store, &id)? else {
                 return Ok(());
             };
             let mech = tx.db.mech_mut();
@@ -521,8 +524,8 @@ fn apply_one(tx: &mut Tx<'_>, change: Change) -> Result<()> {
             tx.db.emit(Event::sync(EventKind::Flushed, &entry.store, key, None, "sent".into()));
             Ok(())
         }
-        Change::Refused { sequence, code, message, conflict } => {
-            let Some(entry) = state::pop(tx.db.mech_mut(), sequence)? else {
+        Change::Refused { sequence, store, id, code, message, conflict } => {
+            let Some(entry) = pop_answered(tx, sequence, &store, &id)? else {
                 return Ok(());
             };
             let refused = RefusedWrite { sequence, entry: entry.clone(), code, message: message.clone() };
@@ -538,6 +541,16 @@ fn apply_one(tx: &mut Tx<'_>, change: Change) -> Result<()> {
         Change::ConditionalWrites { bucket, honoured, .. } => {
             state::note_conditional_writes(tx.db.mech_mut(), &bucket, honoured)
         }
+    }
+}
+
+/// Takes outbox entry `sequence` out for the answer the bucket gave to a write of object `id`
+/// of `store`, when that write still waits there: an answer never settles another write.
+fn pop_answered(tx: &mut Tx<'_>, sequence: u64, store: &str, id: &str) -> Result<Option<OutboxEntry>> {
+    let mech = tx.db.mech_mut();
+    match state::peek(mech, sequence)? {
+        Some(entry) if entry.store == store && entry.id == id => state::pop(mech, sequence),
+        _ => Ok(None),
     }
 }
 

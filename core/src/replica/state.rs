@@ -5,10 +5,12 @@
 //!   them by store and object (`sync/p/<store><id><sequence>`), so that "is this object
 //!   pending?" is one lookup, never a walk of the outbox;
 //! - writes the bucket refused, kept until the application resolves them (`sync/r/<sequence>`);
+//! - the last sequence number given (`sync/n`), so that no number is ever given twice;
 //! - when each store last completed a prefetch (`sync/l/<store>`), so a cold store is known;
 //! - when each store's change log was last read (`sync/g/<store>`, see `sync::changelog`),
 //!   and when only the first name of each pair was listed (`sync/f/<store>`);
-//! - whether a bucket honours conditional writes, once learnt (`sync/c/<bucket address>`).
+//! - whether a bucket honours conditional writes (`If-None-Match` and `If-Match`), once learnt
+//!   (`sync/c/<bucket address>`).
 //!
 //! Store names and object ids are length-prefixed, so no store's keys are a prefix of another's.
 
@@ -29,6 +31,7 @@ const PREFETCHED: &[u8] = b"sync/l/";
 const CONDITIONS: &[u8] = b"sync/c/";
 const CHANGES_READ: &[u8] = b"sync/g/";
 const PAIRS_LISTED: &[u8] = b"sync/f/";
+const LAST_SEQUENCE: &[u8] = b"sync/n";
 
 /// The validators of the copy of an object that the local store holds.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -211,10 +214,12 @@ pub fn pending_sequences(mech: &mut dyn Mechanism, store: &str, id: &str) -> Res
     Ok(sequences)
 }
 
-/// Up to `limit` entries of the outbox in order, with their sequence numbers.
-pub fn outbox(mech: &mut dyn Mechanism, limit: usize) -> Result<Vec<(u64, OutboxEntry)>> {
+/// Up to `limit` entries of the outbox in order after sequence number `after`, with their
+/// sequence numbers.
+pub fn outbox(mech: &mut dyn Mechanism, after: u64, limit: usize) -> Result<Vec<(u64, OutboxEntry)>> {
     let mut entries = Vec::new();
-    mech.scan(META_TABLE, &prefix_range(OUTBOX), false, true, &mut |k, v| {
+    let range = ByteRange { low: sequence_key(OUTBOX, after.saturating_add(1)), high: prefix_range(OUTBOX).high };
+    mech.scan(META_TABLE, &range, false, true, &mut |k, v| {
         entries.push((sequence_of(k), serde_json::from_slice(v).map_err(|e| unreadable("outbox entry", e))?));
         Ok(entries.len() < limit)
     })?;
@@ -259,16 +264,19 @@ pub fn pending_count(mech: &mut dyn Mechanism, store: &str) -> Result<u64> {
     mech.count(META_TABLE, &prefix_range(&keyed(PENDING, store)))
 }
 
-/// The sequence number after the last one used (outbox and refused writes both count, so a
-/// resolved write's number is never given to another).
+/// A sequence number never given before on this file, and remembered as given. Numbers only
+/// grow: a write acknowledged, withdrawn or resolved leaves its number behind, so that an answer
+/// still on its way for it can never be taken for a later write's. (A file from before the
+/// counter starts above its outbox and refused writes.)
 pub fn next_sequence(mech: &mut dyn Mechanism) -> Result<u64> {
-    let mut next = 1;
+    let mut next = read_number(mech, LAST_SEQUENCE)?.unwrap_or(0) + 1;
     for table in [OUTBOX, REFUSED] {
         mech.scan(META_TABLE, &prefix_range(table), true, false, &mut |k, _| {
             next = next.max(sequence_of(k) + 1);
             Ok(false)
         })?;
     }
+    mech.put(META_TABLE, LAST_SEQUENCE, &next.to_be_bytes())?;
     Ok(next)
 }
 
@@ -311,7 +319,7 @@ pub fn mark_prefetched(mech: &mut dyn Mechanism, store: &str, at_ms: u64) -> Res
 
 /// When the last full prefetch of `store` completed (ms since the epoch).
 pub fn prefetched_at(mech: &mut dyn Mechanism, store: &str) -> Result<Option<u64>> {
-    read_ms(mech, &keyed(PREFETCHED, store))
+    read_number(mech, &keyed(PREFETCHED, store))
 }
 
 pub fn mark_changes_read(mech: &mut dyn Mechanism, store: &str, since_ms: u64) -> Result<()> {
@@ -320,7 +328,7 @@ pub fn mark_changes_read(mech: &mut dyn Mechanism, store: &str, since_ms: u64) -
 
 /// When `store`'s change log was last read (or the full listing before it began).
 pub fn changes_read(mech: &mut dyn Mechanism, store: &str) -> Result<Option<u64>> {
-    read_ms(mech, &keyed(CHANGES_READ, store))
+    read_number(mech, &keyed(CHANGES_READ, store))
 }
 
 pub fn mark_pairs_listed(mech: &mut dyn Mechanism, store: &str, at_ms: u64) -> Result<()> {
@@ -329,24 +337,33 @@ pub fn mark_pairs_listed(mech: &mut dyn Mechanism, store: &str, at_ms: u64) -> R
 
 /// When only the first name of each pair of `store` was last listed.
 pub fn pairs_listed_at(mech: &mut dyn Mechanism, store: &str) -> Result<Option<u64>> {
-    read_ms(mech, &keyed(PAIRS_LISTED, store))
+    read_number(mech, &keyed(PAIRS_LISTED, store))
 }
 
-fn read_ms(mech: &mut dyn Mechanism, key: &[u8]) -> Result<Option<u64>> {
+fn read_number(mech: &mut dyn Mechanism, key: &[u8]) -> Result<Option<u64>> {
     Ok(mech.get(META_TABLE, key)?.map(|v| v.try_into().map_or(0, u64::from_be_bytes)))
 }
 
 // ----- what buckets can do ------------------------------------------------------------------
 
+/// How a probe's finding is stored. A file from before `If-Match` was probed holds 1 (only
+/// `If-None-Match` was seen honoured): read as not known, so the bucket is probed again.
+const HONOURS_BOTH: u8 = 3;
+const IGNORES: u8 = 0;
+
 pub fn note_conditional_writes(mech: &mut dyn Mechanism, bucket: &str, honoured: bool) -> Result<()> {
-    mech.put(META_TABLE, &keyed(CONDITIONS, bucket), &[u8::from(honoured)])
+    mech.put(META_TABLE, &keyed(CONDITIONS, bucket), &[if honoured { HONOURS_BOTH } else { IGNORES }])
 }
 
-/// Every bucket whose conditional writes were probed, and whether it honours them.
+/// Every bucket whose conditional writes were probed, and whether it honours both conditions.
 pub fn conditional_writes(mech: &mut dyn Mechanism) -> Result<HashMap<String, bool>> {
     let mut found = Vec::new();
     mech.scan(META_TABLE, &prefix_range(CONDITIONS), false, true, &mut |k, v| {
-        found.push((k[CONDITIONS.len() + 4..].to_vec(), v.first() == Some(&1)));
+        match v.first() {
+            Some(&HONOURS_BOTH) => found.push((k[CONDITIONS.len() + 4..].to_vec(), true)),
+            Some(&IGNORES) => found.push((k[CONDITIONS.len() + 4..].to_vec(), false)),
+            _ => {}
+        }
         Ok(true)
     })?;
     found.into_iter().map(|(bucket, honoured)| Ok((utf8(&bucket)?, honoured))).collect()

@@ -140,39 +140,58 @@ struct Learnt {
     complete_before: bool,
 }
 
-/// Fails fast after a failure to reach the bucket, for a backoff that doubles up to a minute.
+/// Fails fast after a failure to reach a bucket, for a backoff that doubles up to a minute.
+/// Kept per bucket (its address): one bucket down never stops requests to another, and another
+/// bucket's success never resets this one's backoff.
 #[derive(Default)]
 struct Breaker {
-    state: Mutex<Option<(Instant, Duration, String)>>,
+    tripped: Mutex<HashMap<String, Trip>>,
+}
+
+/// A bucket's breaker, open: until when, the backoff that led there, and why.
+struct Trip {
+    until: Instant,
+    backoff: Duration,
+    reason: String,
 }
 
 const BREAKER_FIRST: Duration = Duration::from_secs(1);
 const BREAKER_MAX: Duration = Duration::from_secs(60);
 
 impl Breaker {
-    fn check(&self, what: &str) -> Result<()> {
-        match &*self.state.lock().unwrap_or_else(|p| p.into_inner()) {
-            Some((until, _, reason)) if Instant::now() < *until => Err(Error::Unreachable {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Trip>> {
+        self.tripped.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn check(&self, bucket: &str, what: &str) -> Result<()> {
+        match self.lock().get(bucket) {
+            Some(trip) if Instant::now() < trip.until => Err(Error::Unreachable {
                 what: what.to_string(),
                 reason: format!(
-                    "{reason}; not retried for another {} ms",
-                    until.saturating_duration_since(Instant::now()).as_millis()
+                    "{}; not retried for another {} ms",
+                    trip.reason,
+                    trip.until.saturating_duration_since(Instant::now()).as_millis()
                 ),
             }),
             _ => Ok(()),
         }
     }
 
-    fn record<T>(&self, outcome: &Result<T>) {
-        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+    fn record<T>(&self, bucket: &str, outcome: &Result<T>) {
+        let mut tripped = self.lock();
         match outcome {
             Err(e) if e.is_offline() => {
-                let backoff = state.as_ref().map_or(BREAKER_FIRST, |(_, b, _)| (*b * 2).min(BREAKER_MAX));
-                *state = Some((Instant::now() + backoff, backoff, e.to_string()));
+                let backoff = tripped.get(bucket).map_or(BREAKER_FIRST, |t| (t.backoff * 2).min(BREAKER_MAX));
+                let trip = Trip { until: Instant::now() + backoff, backoff, reason: e.to_string() };
+                tripped.insert(bucket.to_string(), trip);
             }
-            Ok(_) => *state = None,
+            Ok(_) => drop(tripped.remove(bucket)),
             Err(_) => {}
         }
+    }
+
+    fn reset(&self) {
+        self.lock().clear();
     }
 }
 
@@ -191,7 +210,13 @@ pub struct Agent {
     /// One listing at a time: two (a read's and a background refresh's) would each record
     /// how far the store was listed, and the later record could claim what neither saw.
     listing: Mutex<()>,
+    /// Conditional-write probes that failed, by bucket: when, and why. Not asked again for
+    /// [`PROBE_RETRY`], so a failing probe costs its requests once, not once per write.
+    probe_failed: Mutex<HashMap<String, (Instant, String)>>,
 }
+
+/// How long a bucket whose conditional-write probe failed is left before it is probed again.
+const PROBE_RETRY: Duration = Duration::from_secs(30);
 
 impl Agent {
     /// An agent for the synced stores of `db`.
@@ -228,6 +253,7 @@ impl Agent {
             flushing: Mutex::default(),
             marker_failures: Mutex::default(),
             listing: Mutex::default(),
+            probe_failed: Mutex::default(),
         })
     }
 
@@ -269,7 +295,7 @@ impl Agent {
         self.offline.store(offline, Ordering::Release);
         if !offline {
             // Back online is a fresh start: no backoff left from before.
-            *self.breaker.state.lock().unwrap_or_else(|p| p.into_inner()) = None;
+            self.breaker.reset();
         }
     }
 
@@ -293,12 +319,17 @@ impl Agent {
             .ok_or_else(|| Error::InvalidArgument(format!("store {store:?} is not synced (it has no Sync block)")))
     }
 
-    /// Fails at once when no request may be made now.
-    fn may_contact(&self, what: &str) -> Result<()> {
+    /// Fails at once when no request may be made to `s`'s bucket now.
+    fn may_contact(&self, s: &SyncedStore, what: &str) -> Result<()> {
         if self.is_offline() {
             return Err(Error::Unreachable { what: what.to_string(), reason: "the database is set offline".into() });
         }
-        self.breaker.check(what)
+        self.breaker.check(&s.bucket.describe(), what)
+    }
+
+    /// Lets `s`'s bucket's breaker take note of an outcome.
+    fn note<T>(&self, s: &SyncedStore, outcome: &Result<T>) {
+        self.breaker.record(&s.bucket.describe(), outcome);
     }
 
     /// Whether a listing of `store` within its refractory period answered for the bucket.
@@ -353,7 +384,7 @@ impl Agent {
             return Self::unusable_error(store, keys, unusable);
         }
         let what = format!("reading store {store:?}");
-        self.may_contact(&what)?;
+        self.may_contact(s, &what)?;
         token.check(&what)?;
         let names: Vec<(String, Validators)> = asks.iter().map(|(id, v, _)| (s.object_key(id), v.clone())).collect();
         let answers = parallel(&names, s.config.concurrency, |(name, validators)| {
@@ -362,7 +393,7 @@ impl Agent {
         });
         let mut changes = Vec::new();
         for ((id, _, never_synced), answer) in asks.into_iter().zip(answers) {
-            self.breaker.record(&answer);
+            self.note(s, &answer);
             match answer {
                 // A record written before the store was synced is not the bucket's to remove.
                 Ok(Fetched::Missing) if never_synced => {}
@@ -609,7 +640,7 @@ impl Agent {
             return Err(Error::InvalidArgument(format!("store {store:?} uses the rest format, which has no listing")));
         }
         let what = format!("prefetching store {store:?}");
-        self.may_contact(&what)?;
+        self.may_contact(s, &what)?;
         let _one_listing = self.listing.lock().unwrap_or_else(|p| p.into_inner());
         let name = store.to_string();
         let summary = port.exec(move |db| db.store_state_of(&name, Some(&[])))?;
@@ -740,14 +771,14 @@ impl Agent {
             let (mut objects, folders) = self.first_field_values(s, &request, token)?;
             let listings = parallel(&folders, s.config.concurrency, |folder| {
                 let request = ListRequest { prefix: folder.to_string(), ..request.clone() };
-                self.recorded(list_all(&*s.bucket, &request, token))
+                self.recorded(s, list_all(&*s.bucket, &request, token))
             });
             for listing in listings {
                 objects.extend(listing?.objects);
             }
             objects
         } else {
-            self.recorded(self.list_around_the_log(s, &request, token))?
+            self.recorded(s, self.list_around_the_log(s, &request, token))?
         };
         let described = records(store, prefix, objects);
         let learnt = Learnt {
@@ -781,7 +812,7 @@ impl Agent {
         let (mut objects, folders) = self.first_field_values(s, &base, token)?;
         let folders: Vec<&String> = folders.iter().collect();
         let first_pages = parallel(&folders, s.config.concurrency, |folder| {
-            self.recorded(s.bucket.list_page(&ListRequest { prefix: folder.to_string(), ..base.clone() }, token))
+            self.recorded(s, s.bucket.list_page(&ListRequest { prefix: folder.to_string(), ..base.clone() }, token))
         });
         let mut longer: Vec<(String, String)> = Vec::new();
         let mut going_on: Vec<(String, String)> = Vec::new();
@@ -800,7 +831,7 @@ impl Agent {
         }
         let rest = parallel(&going_on, s.config.concurrency, |(folder, next)| {
             let request = ListRequest { prefix: folder.clone(), continuation: Some(next.clone()), ..base.clone() };
-            self.recorded(list_all(&*s.bucket, &request, token))
+            self.recorded(s, list_all(&*s.bucket, &request, token))
         });
         for listing in rest {
             objects.extend(listing?.objects);
@@ -812,7 +843,7 @@ impl Agent {
                 start_after: Some(last.clone()),
                 ..base.clone()
             };
-            self.recorded(list_all(&*s.bucket, &request, token))
+            self.recorded(s, list_all(&*s.bucket, &request, token))
         });
         let mut pairs = Vec::new();
         for ((_, last), listing) in longer.iter().zip(later) {
@@ -854,14 +885,14 @@ impl Agent {
         token: &Token,
     ) -> Result<(Vec<ObjectInfo>, Vec<String>)> {
         let top = ListRequest { delimiter: Some("/".into()), ..request.clone() };
-        let top = self.recorded(list_all(&*s.bucket, &top, token))?;
+        let top = self.recorded(s, list_all(&*s.bucket, &top, token))?;
         let log = format!("{}{}", s.config.location.prefix, changelog::DIR);
         Ok((top.objects, top.common_prefixes.into_iter().filter(|p| *p != log).collect()))
     }
 
-    /// An outcome, after the circuit breaker took note of it.
-    fn recorded<T>(&self, outcome: Result<T>) -> Result<T> {
-        self.breaker.record(&outcome);
+    /// An outcome, after `s`'s bucket's breaker took note of it.
+    fn recorded<T>(&self, s: &SyncedStore, outcome: Result<T>) -> Result<T> {
+        self.note(s, &outcome);
         outcome
     }
 
@@ -902,7 +933,7 @@ impl Agent {
             ..Default::default()
         };
         loop {
-            let page = self.recorded(s.bucket.list_page(&request, token))?;
+            let page = self.recorded(s, s.bucket.list_page(&request, token))?;
             let found = !records(store, prefix, page.objects.clone()).is_empty();
             match page.next {
                 Some(next) if !found && request.continuation.as_ref() != Some(&next) => {
@@ -966,7 +997,7 @@ impl Agent {
             ..Default::default()
         };
         let listing = list_all(&*s.bucket, &request, token);
-        self.breaker.record(&listing);
+        self.note(s, &listing);
         let markers: Vec<changelog::Marker> =
             listing?.objects.iter().filter_map(|o| changelog::parse(log, o)).collect();
         // The validators of the objects the markers name, not of the whole store.
@@ -1013,7 +1044,7 @@ impl Agent {
         }
         let answers = parallel(&unsure, s.config.concurrency, |id| s.bucket.head(&s.object_key(id), token));
         for (id, answer) in unsure.into_iter().zip(answers) {
-            self.breaker.record(&answer);
+            self.note(s, &answer);
             match answer? {
                 Some((info, metadata)) => learnt.described.push((id, ObjectInfo { metadata: Some(metadata), ..info })),
                 None if local.known.contains_key(&id) => learnt.vanished.push(id),
@@ -1040,7 +1071,7 @@ impl Agent {
         });
         let mut changes = Vec::new();
         for ((id, _), answer) in chunk.iter().zip(answers) {
-            self.breaker.record(&answer);
+            self.note(s, &answer);
             let answer = answer.inspect_err(|e| self.report_offline(port, store, e))?;
             changes.extend(self.changes_for(store, id, answer)?);
         }
@@ -1049,8 +1080,9 @@ impl Agent {
 
     // ----- writes -----------------------------------------------------------------------------
 
-    /// Sends the outbox in order until it is empty or the bucket cannot be reached. Each batch
-    /// of writes is acknowledged in one transaction.
+    /// Sends the outbox in order until it is empty. A bucket that cannot be reached, or that
+    /// refuses every request, is left for this flush: its writes wait, other buckets' go on.
+    /// Each batch of writes is acknowledged in one transaction.
     pub fn flush(&self, port: &mut impl Port, token: &Token) -> Result<FlushReport> {
         let _one_at_a_time = self.flushing.lock().unwrap_or_else(|p| p.into_inner());
         let mut report = FlushReport::default();
@@ -1062,18 +1094,23 @@ impl Agent {
         let mut written: HashMap<(String, String), Option<String>> = HashMap::new();
         // Objects whose write the server failed on in this flush: their later writes wait too.
         let mut held: HashSet<(String, String)> = HashSet::new();
-        let mut last_held = false;
+        // Buckets whose last write in this flush was held: a second server error stops them.
+        let mut held_last: HashSet<String> = HashSet::new();
+        // Buckets this flush stopped sending to.
+        let mut stopped: HashSet<String> = HashSet::new();
+        // The outbox is read in pages after the last write met, so that writes left waiting
+        // at its head (held, or for a stopped bucket) never hide the ones behind them.
         let mut after = 0;
-        'batches: loop {
-            let batch = port.exec(|db| db.outbox_batch(FLUSH_BATCH))?;
-            let batch: Vec<OutboxItem> = batch.into_iter().filter(|i| i.sequence > after).collect();
+        loop {
+            let batch = port.exec(move |db| db.outbox_batch(after, FLUSH_BATCH))?;
             if batch.is_empty() {
                 break;
             }
             // The first write of every object goes out together, then every second one, and
             // so on: an object's writes stay in order, different objects' go side by side.
             for wave in waves(batch) {
-                let mut present = self.send_ahead(port, &wave, &written, &held, &refused_objects, token);
+                let skipped = Skipped { held: &held, refused: &refused_objects, stopped: &stopped };
+                let mut present = self.send_ahead(port, &wave, &written, &skipped, token);
                 let mut changes = Vec::new();
                 for mut item in wave {
                     after = after.max(item.sequence);
@@ -1082,12 +1119,14 @@ impl Agent {
                         return Err(e);
                     }
                     let object = (item.entry.store.clone(), item.entry.id.clone());
+                    let bucket = self.stores.get(&item.entry.store).map(|s| s.bucket.describe());
+                    if held.contains(&object) || bucket.as_ref().is_some_and(|b| stopped.contains(b)) {
+                        continue;
+                    }
                     if let Some(etag) = written.get(&object) {
                         item.known_etag = etag.clone();
                     }
-                    if held.contains(&object) {
-                        continue;
-                    }
+                    let last_held = bucket.as_ref().is_some_and(|b| held_last.contains(b));
                     let mut one_write_failed = false;
                     let outcome = if item.stacked || refused_objects.contains(&object) {
                         Err(Error::Conflict {
@@ -1097,7 +1136,7 @@ impl Agent {
                                 .into(),
                         })
                     } else {
-                        self.may_contact("the outbox").and_then(|()| {
+                        self.may_send(&item).and_then(|()| {
                             let sent = match present.remove(&item.sequence) {
                                 Some(sent) => sent,
                                 None => {
@@ -1106,16 +1145,21 @@ impl Agent {
                             };
                             // A server error on one write, right after a write that went well, may
                             // be about that write alone: it is held aside rather than taken for a
-                            // failing server. Two in a row stop the flush.
+                            // failing server. Two in a row stop the bucket.
                             one_write_failed =
                                 !last_held && matches!(&sent, Err(Error::Remote { status: 500 | 501, .. }));
-                            if !one_write_failed {
-                                self.breaker.record(&sent);
+                            if let (false, Ok(s)) = (one_write_failed, self.store(&item.entry.store)) {
+                                self.note(s, &sent);
                             }
                             sent
                         })
                     };
-                    last_held = one_write_failed;
+                    if let Some(bucket) = &bucket {
+                        match one_write_failed {
+                            true => held_last.insert(bucket.clone()),
+                            false => held_last.remove(bucket),
+                        };
+                    }
                     match outcome {
                         Err(e) if one_write_failed => {
                             held.insert(object);
@@ -1128,15 +1172,19 @@ impl Agent {
                         }
                         Ok(etag) => {
                             written.insert(object, etag.clone());
-                            changes.push(Change::Sent { sequence: item.sequence, etag: etag.clone() });
+                            changes.push(Change::Sent {
+                                sequence: item.sequence,
+                                store: item.entry.store.clone(),
+                                id: item.entry.id.clone(),
+                                etag: etag.clone(),
+                            });
                             changes.extend(self.sent_meta(&item, etag));
                             report.sent += 1;
                         }
                         Err(e) if e.is_offline() => {
                             self.report_offline(port, &item.entry.store, &e);
-                            report.offline = Some(e);
-                            self.apply(port, changes)?;
-                            break 'batches;
+                            stopped.extend(bucket);
+                            report.offline.get_or_insert(e);
                         }
                         Err(e)
                             if e.refuses_the_write()
@@ -1147,6 +1195,8 @@ impl Agent {
                             let conflict = matches!(error, Error::Conflict { .. });
                             changes.push(Change::Refused {
                                 sequence: item.sequence,
+                                store: item.entry.store.clone(),
+                                id: item.entry.id.clone(),
                                 code: format!("{:?}", error.code()),
                                 message: error.to_string(),
                                 conflict,
@@ -1155,13 +1205,12 @@ impl Agent {
                         }
                         Err(e) => {
                             let (store, message) = (item.entry.store.clone(), e.to_string());
-                            self.apply(port, changes)?;
                             port.exec(move |db| {
                                 db.emit_sync_event(EventKind::Error, &store, message);
                                 Ok(())
                             })?;
-                            report.blocked = Some(e);
-                            break 'batches;
+                            stopped.extend(bucket);
+                            report.blocked.get_or_insert(e);
                         }
                     }
                 }
@@ -1171,6 +1220,15 @@ impl Agent {
         self.report_marker_failures(port)?;
         report.pending = port.exec(|db| db.outbox_len())?;
         Ok(report)
+    }
+
+    /// Fails at once when `item`'s bucket may not be contacted now (a store that no longer
+    /// syncs fails when it is sent, with the reason).
+    fn may_send(&self, item: &OutboxItem) -> Result<()> {
+        match self.store(&item.entry.store) {
+            Ok(s) => self.may_contact(s, "the outbox"),
+            Err(_) => Ok(()),
+        }
     }
 
     /// Sends the first write of each object in `batch` at once, several at a time, so that one
@@ -1184,8 +1242,7 @@ impl Agent {
         port: &mut impl Port,
         batch: &[OutboxItem],
         written: &HashMap<(String, String), Option<String>>,
-        held: &HashSet<(String, String)>,
-        refused: &HashSet<(String, String)>,
+        skipped: &Skipped<'_>,
         token: &Token,
     ) -> HashMap<u64, Result<Option<String>>> {
         let mut seen = HashSet::new();
@@ -1194,7 +1251,7 @@ impl Agent {
             .filter(|item| {
                 let object = (item.entry.store.clone(), item.entry.id.clone());
                 let first = seen.insert(object.clone());
-                first && !item.stacked && !held.contains(&object) && !refused.contains(&object)
+                first && !item.stacked && !skipped.object(&object) && !self.is_stopped(item, skipped.stopped)
             })
             .map(|item| {
                 // Made on the version this flush wrote before, if it did.
@@ -1207,7 +1264,7 @@ impl Agent {
             .collect();
         let Some(first) = ahead.first() else { return HashMap::new() };
         let concurrency = self.stores.get(&first.entry.store).map_or(1, |s| s.config.concurrency);
-        if ahead.len() < 2 || self.may_contact("the outbox").is_err() {
+        if ahead.len() < 2 || ahead.iter().any(|item| self.may_send(item).is_err()) {
             return HashMap::new();
         }
         // A bucket's conditional writes are learnt before its writes go out together.
@@ -1218,6 +1275,11 @@ impl Agent {
         }
         let answers = parallel(&ahead, concurrency, |item| self.send(item, token));
         ahead.iter().map(|item| item.sequence).zip(answers).collect()
+    }
+
+    /// Whether `item`'s bucket is one the flush stopped sending to.
+    fn is_stopped(&self, item: &OutboxItem, stopped: &HashSet<String>) -> bool {
+        self.stores.get(&item.entry.store).is_some_and(|s| stopped.contains(&s.bucket.describe()))
     }
 
     /// Before the first conditional write to an S3 bucket, probes whether it honours the
@@ -1234,7 +1296,20 @@ impl Agent {
             self.accounting.note_conditional_writes(&bucket, declared);
             return Ok(());
         }
-        let honoured = probe_conditional_writes(s, token)?;
+        let mut failed = self.probe_failed.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((at, why)) = failed.get(&bucket).filter(|(at, _)| at.elapsed() < PROBE_RETRY) {
+            return Err(Error::Unreachable {
+                what: format!("the conditional-write probe of {bucket}"),
+                reason: format!(
+                    "{why}; probed again in {} s",
+                    PROBE_RETRY.saturating_sub(at.elapsed()).as_secs().max(1)
+                ),
+            });
+        }
+        let honoured = probe_conditional_writes(s, token)
+            .inspect_err(|e| drop(failed.insert(bucket.clone(), (Instant::now(), e.to_string()))))?;
+        failed.remove(&bucket);
+        drop(failed);
         self.accounting.note_conditional_writes(&bucket, honoured);
         let store = item.entry.store.clone();
         port.exec(move |db| {
@@ -1314,13 +1389,17 @@ impl Agent {
         let body = serde_json::to_vec(value).expect("records serialise");
         // Only an overwrite the application chose replaces what the bucket holds unseen: a put
         // of an object this client never read must find no object there.
-        let condition = match (entry.op, &item.known_etag) {
+        let mut condition = match (entry.op, &item.known_etag) {
             (WriteOp::Overwrite, _) => Precondition::None,
             (WriteOp::Put, Some(etag)) => Precondition::Matches(etag.clone()),
             _ => Precondition::Absent,
         };
         if condition != Precondition::None && self.accounting.conditional_writes(&s.bucket.describe()) == Some(false) {
-            check_by_reading(s, &name, item.known_etag.as_deref(), &condition, token)?;
+            if let Some(own) = check_by_reading(s, &name, item.known_etag.as_deref(), &condition, &body, token)? {
+                return Ok(Some(own));
+            }
+            // Checked: a header the server ignores (or refuses outright) adds nothing.
+            condition = Precondition::None;
         }
         let metadata = s.config.metadata_of(value);
         match s.bucket.put(&name, &body, &metadata, &condition, entry.op == WriteOp::Create, token) {
@@ -1356,6 +1435,20 @@ impl Agent {
 /// Outbox writes read and acknowledged per transaction.
 const FLUSH_BATCH: usize = 100;
 
+/// What a flush leaves out of the writes it sends ahead: objects held or refused in this
+/// flush, and buckets it stopped sending to.
+struct Skipped<'a> {
+    held: &'a HashSet<(String, String)>,
+    refused: &'a HashSet<(String, String)>,
+    stopped: &'a HashSet<String>,
+}
+
+impl Skipped<'_> {
+    fn object(&self, object: &(String, String)) -> bool {
+        self.held.contains(object) || self.refused.contains(object)
+    }
+}
+
 /// A 412 is a conflict naming the object.
 fn as_conflict(item: &OutboxItem, error: Error) -> Error {
     match error {
@@ -1389,33 +1482,45 @@ fn probe_name(prefix: &str) -> String {
     format!("{prefix}.objstore-probe-{}-{nanos}/", std::process::id())
 }
 
-/// Whether the bucket honours `If-None-Match: *` on a PUT: a probe object is written, written
-/// again on that condition (412 if honoured), and removed.
+/// Whether the bucket honours both conditions a write may carry: a probe object is written,
+/// written again with `If-None-Match: *` and then with an `If-Match` naming a version it never
+/// had (each a 412 if honoured), and removed. A server that refuses a conditional header
+/// outright (501 Not Implemented, 400) does not honour it either: writes to it are checked by
+/// reading. Any other failure is the probe's error, asked again later.
 fn probe_conditional_writes(s: &SyncedStore, token: &Token) -> Result<bool> {
     let name = probe_name(&s.config.location.prefix);
     let none = Metadata::new();
     s.bucket.put(&name, b"", &none, &Precondition::None, false, token)?;
-    let again = s.bucket.put(&name, b"", &none, &Precondition::Absent, false, token);
-    let _ = s.bucket.delete(&name, token);
-    match again {
-        Ok(_) => Ok(false),
-        Err(Error::Remote { status: 412, .. }) => Ok(true),
-        Err(e) => Err(e),
+    let never_held = Precondition::Matches("\"objstore-probe-never-this-version\"".into());
+    let mut honoured = Ok(true);
+    for condition in [Precondition::Absent, never_held] {
+        match s.bucket.put(&name, b"", &none, &condition, false, token) {
+            Err(Error::Remote { status: 412, .. }) => continue,
+            Ok(_) | Err(Error::Remote { status: 400 | 501, .. }) => honoured = Ok(false),
+            Err(e) => honoured = Err(e),
+        }
+        break;
     }
+    let _ = s.bucket.delete(&name, token);
+    honoured
 }
 
 /// A conditional write to a bucket that ignores conditions: the condition is checked with a
-/// (conditional) GET first, and a failed one is the 412 the server would have given.
+/// (conditional) GET first, and a failed one is the 412 the server would have given. A bucket
+/// already holding exactly `body` took this write before (its answer was lost): that version's
+/// etag is returned, and nothing needs sending.
 fn check_by_reading(
     s: &SyncedStore,
     name: &str,
     known: Option<&str>,
     condition: &Precondition,
+    body: &[u8],
     token: &Token,
-) -> Result<()> {
+) -> Result<Option<String>> {
     let held = held_version(s, name, known, token)?;
     let holds = match (&held, condition) {
-        (Held::Nothing, Precondition::Absent) | (Held::TheKnownVersion, Precondition::Matches(_)) => return Ok(()),
+        (Held::Nothing, Precondition::Absent) | (Held::TheKnownVersion, Precondition::Matches(_)) => return Ok(None),
+        (Held::Another(etag), _) if *etag == etag_of(body) => return Ok(Some(etag.clone())),
         (Held::Another(etag), _) => format!("version {etag}"),
         (Held::TheKnownVersion, _) => "a version".to_string(),
         (Held::Nothing, _) => "no object".to_string(),

@@ -1,5 +1,6 @@
 //! `objstore-results serve`: the collector (the seed's proxy). Pages on allowed origins post a
-//! run as JSON or as an HTML form; CI posters with a bearer token. Each post is checked, capped,
+//! run as JSON or as an HTML form; with tokens configured, every poster shows one (a script can
+//! claim any origin), unless pages were explicitly let in without one. Each post is checked, capped,
 //! rate-limited per client, and stored create-only through the library: no post overwrites a
 //! stored result, and a post the bucket did not take leaves nothing behind but its error.
 
@@ -28,8 +29,12 @@ pub struct Config {
     pub listen: SocketAddr,
     /// Origins (`https://host[:port]`) whose pages may post; no other gets CORS headers.
     pub origins: Vec<String>,
-    /// Bearer tokens for posters without an origin (CI); none configured means none needed.
+    /// Bearer tokens; with any configured, every post needs one (an `Origin` header proves
+    /// nothing outside a browser). None configured means none needed.
     pub tokens: Vec<String>,
+    /// Pages on an allowed origin may post without a token (`--allow-anonymous-origins`): a
+    /// page cannot hold a secret, but any script can then post by claiming such an origin.
+    pub anonymous_origins: bool,
     /// The largest body taken (413 past it).
     pub max_bytes: usize,
     /// Posts per minute per client address, after a burst of `burst`.
@@ -46,6 +51,7 @@ impl Default for Config {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             origins: Vec::new(),
             tokens: Vec::new(),
+            anonymous_origins: false,
             max_bytes: 1024 * 1024,
             per_minute: 600,
             burst: 100,
@@ -145,17 +151,19 @@ async fn post_results(
     }
 }
 
-/// Who may post: a page on an allowed origin, or (without an origin) a poster with a token when
-/// tokens are configured.
+/// Who may post. An `Origin` not on the list is refused (a page of another site). With tokens
+/// configured, a post needs one of them whatever `Origin` it claims, since a script can claim
+/// any; only `anonymous_origins` lets allowed pages in without one.
 fn admit(config: &Config, headers: &HeaderMap) -> Option<Response> {
+    let mut allowed_page = false;
     if let Some(origin) = headers.get(ORIGIN) {
         let origin = origin.to_str().unwrap_or_default();
-        if config.origins.iter().any(|o| o == origin) {
-            return None;
+        if !config.origins.iter().any(|o| o == origin) {
+            return Some(error(StatusCode::FORBIDDEN, format!("origin {origin:?} may not post results here"), None));
         }
-        return Some(error(StatusCode::FORBIDDEN, format!("origin {origin:?} may not post results here"), None));
+        allowed_page = true;
     }
-    if config.tokens.is_empty() {
+    if config.tokens.is_empty() || (allowed_page && config.anonymous_origins) {
         return None;
     }
     let given = headers

@@ -31,7 +31,7 @@ use view::Viewer;
 
 const USAGE: &str = "usage: objstore-results [--listen ADDR] [--cache PATH]
        objstore-results post [--runtime R] [--platform P] [--version V] [--suite S] [--collector URL] FILE...
-       objstore-results serve [--listen ADDR] [--cache PATH] [--origin URL]... [--token T]... [--max-bytes N] [--per-minute N] [--burst N] [--timeout-secs N]
+       objstore-results serve [--listen ADDR] [--cache PATH] [--origin URL]... [--token T]... [--allow-anonymous-origins] [--max-bytes N] [--per-minute N] [--burst N] [--timeout-secs N]
        objstore-results matrix [--cache PATH]";
 
 fn main() -> ExitCode {
@@ -139,6 +139,10 @@ fn serve(args: &[String], start: bool) -> Result<(), String> {
     }
     let mut args = args.iter();
     while let Some(flag) = args.next() {
+        if flag == "--allow-anonymous-origins" && !start {
+            config.anonymous_origins = true;
+            continue;
+        }
         let value = args.next().ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))?;
         let number = |what: &str| value.parse::<u32>().map_err(|_| format!("{what} {value:?} is not a whole number"));
         match flag.as_str() {
@@ -162,6 +166,19 @@ fn serve(args: &[String], start: bool) -> Result<(), String> {
                 config.timeout = std::time::Duration::from_secs(number("--timeout-secs")?.into())
             }
             other => return Err(format!("unknown option {other}\n{USAGE}")),
+        }
+    }
+    if config.anonymous_origins {
+        if config.origins.is_empty() {
+            return Err(
+                "--allow-anonymous-origins lets pages on the --origin list post without a token: give an --origin"
+                    .into(),
+            );
+        }
+        if !config.tokens.is_empty() {
+            eprintln!(
+                "objstore-results: warning: --allow-anonymous-origins: posts claiming an allowed origin need no token, and any script can claim one"
+            );
         }
     }
     let target = post::Target::from_env();

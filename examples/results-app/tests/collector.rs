@@ -196,7 +196,7 @@ fn origins_preflights_and_forms() {
 }
 
 #[test]
-fn tokens_are_asked_of_posters_without_an_origin() {
+fn tokens_are_asked_of_every_poster_whatever_origin_it_claims() {
     let c = Collector::start(&["--origin", PAGE], &[("OBJSTORE_COLLECTOR_TOKENS", "ci-secret-1, ci-secret-2".into())]);
     let body = run("linux-x86_64", "rust-1.95");
     assert_eq!(post_json(&c.url, &[("authorization", "bearer ci-secret-1")], &body).status, 201, "the scheme's case");
@@ -204,8 +204,30 @@ fn tokens_are_asked_of_posters_without_an_origin() {
     assert_eq!((none.status, none.headers.get("www-authenticate").map(String::as_str)), (401, Some("Bearer")));
     assert_eq!(post_json(&c.url, &[("authorization", "Bearer wrong")], &body).status, 401);
     assert_eq!(post_json(&c.url, &[("authorization", "Bearer ci-secret-2")], &body).status, 201);
-    assert_eq!(post_json(&c.url, &[("origin", PAGE)], &body).status, 201, "a page on an allowed origin needs none");
+    // A script can claim an allowed origin: it proves nothing, so the token is still asked for.
+    let claimed = post_json(&c.url, &[("origin", PAGE)], &body);
+    assert_eq!(claimed.status, 401, "an allowed Origin does not stand in for a token");
+    assert!(claimed.body["error"].as_str().unwrap().contains("bearer token is required"), "{:?}", claimed.body);
+    assert_eq!(post_json(&c.url, &[("origin", PAGE), ("authorization", "Bearer wrong")], &body).status, 401);
+    assert_eq!(post_json(&c.url, &[("origin", PAGE), ("authorization", "Bearer ci-secret-1")], &body).status, 201);
     assert_eq!(c.stored().len(), 3);
+}
+
+#[test]
+fn pages_post_without_a_token_only_when_explicitly_allowed() {
+    let tokens = [("OBJSTORE_COLLECTOR_TOKENS", "ci-secret".to_string())];
+    let c = Collector::start(&["--origin", PAGE, "--allow-anonymous-origins"], &tokens);
+    let body = run("linux-x86_64", "rust-1.95");
+    assert_eq!(post_json(&c.url, &[("origin", PAGE)], &body).status, 201, "an allowed page, let in without a token");
+    assert_eq!(post_json(&c.url, &[], &body).status, 401, "a poster without an origin still needs one");
+    assert_eq!(post_json(&c.url, &[("origin", "https://evil.example")], &body).status, 403);
+    assert_eq!(c.stored().len(), 1);
+    let alone = Command::new(env!("CARGO_BIN_EXE_objstore-results"))
+        .args(["serve", "--allow-anonymous-origins"])
+        .output()
+        .unwrap();
+    assert!(!alone.status.success());
+    assert!(String::from_utf8_lossy(&alone.stderr).contains("give an --origin"), "{alone:?}");
 }
 
 #[test]
