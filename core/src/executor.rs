@@ -157,16 +157,24 @@ impl Queue {
         }
     }
 
-    fn enter(&self, may_wait: bool) {
+    /// Counts a request in, first waiting for room when `may_wait`; a close (`closing`) ends
+    /// the wait, and the caller then finds the database closed.
+    fn enter(&self, may_wait: bool, closing: &AtomicBool) {
         if may_wait && self.waiting.load(Ordering::SeqCst) >= self.capacity {
             let mut guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
             self.sleepers.fetch_add(1, Ordering::SeqCst);
-            while self.waiting.load(Ordering::SeqCst) >= self.capacity {
+            while self.waiting.load(Ordering::SeqCst) >= self.capacity && !closing.load(Ordering::SeqCst) {
                 guard = self.room.wait(guard).unwrap_or_else(|p| p.into_inner());
             }
             self.sleepers.fetch_sub(1, Ordering::SeqCst);
         }
         self.waiting.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Wakes every submitter waiting for room (the database is closing).
+    fn wake_all(&self) {
+        let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        self.room.notify_all();
     }
 
     fn leave(&self) {
@@ -184,7 +192,9 @@ impl Queue {
 pub struct AsyncDatabase {
     name: Arc<str>,
     /// Whether close was called. Submitters hold the read lock while they send, close takes
-    /// the write lock: no request can slip into the queue behind close's message.
+    /// the write lock: no request can slip into the queue behind close's message. Nobody waits
+    /// for room in the queue while holding it: close may be called from a callback on the
+    /// worker, which alone makes room.
     closed: RwLock<bool>,
     /// The same, read by the worker without the lock: requests still queued when close was
     /// called are cancelled, not run.
@@ -307,7 +317,8 @@ impl AsyncDatabase {
             return Err(Error::Closed(self.name.to_string()));
         }
         *closed = true;
-        self.closing.store(true, Ordering::Release);
+        self.closing.store(true, Ordering::SeqCst);
+        self.queue.wake_all();
         if let Err(mpsc::SendError(Message::Close(done))) = self.sender.send(Message::Close(Box::new(done))) {
             // The worker is gone (it can only end after close): nothing else will call back.
             let _ = catch_unwind(AssertUnwindSafe(|| done(Ok(()))));
@@ -336,8 +347,11 @@ impl AsyncDatabase {
         W: FnOnce(&mut Database) -> Result<T> + Send + 'static,
         C: FnOnce(Result<T>) + Send + 'static,
     {
+        // Room first, without the lock (see `closed`), then the lock and the check.
+        self.queue.enter(thread::current().id() != self.worker_id, &self.closing);
         let closed = self.closed.read().unwrap_or_else(|p| p.into_inner());
         if *closed {
+            self.queue.leave();
             return Err(Error::Closed(self.name.to_string()));
         }
         let task: Box<dyn Request> = Box::new(Task {
@@ -348,7 +362,6 @@ impl AsyncDatabase {
             database: self.name.clone(),
             _result: std::marker::PhantomData,
         });
-        self.queue.enter(thread::current().id() != self.worker_id);
         if let Err(mpsc::SendError(Message::Request(task))) = self.sender.send(Message::Request(task)) {
             self.queue.leave();
             // Only after close can the worker be gone; defuse the drop guard's callback.

@@ -233,3 +233,43 @@ fn Database_open_v2(path: &str) {
     let v2 = Schema::from_json(&PEOPLE.replace("\"version\": 1", "\"version\": 2")).unwrap();
     objstore_db_core::Database::open(path, Some(v2), &OpenOptions::default()).unwrap();
 }
+
+/// A completion on the worker may close the database while another thread waits for room in
+/// a full queue: neither waits for the other (review N6). The waiting request fails Closed or
+/// runs; close's callback comes.
+#[test]
+fn close_from_a_callback_while_a_submitter_waits_for_room() {
+    let (_dir, path) = temp_path();
+    let options = ExecutorOptions { queue_capacity: 1, ..Default::default() };
+    let (tx, rx) = mpsc::channel();
+    let db = Arc::new(
+        AsyncDatabase::open(&path, Some(parse(PEOPLE).unwrap()), options, move |r| tx.send(r).unwrap()).unwrap(),
+    );
+    rx.recv().unwrap().unwrap();
+    let (closed_tx, closed_rx) = mpsc::channel();
+    let closer = db.clone();
+    db.submit(
+        |db| db.count("people", &Default::default()),
+        move |_| {
+            // Hold the worker while the producer below fills the queue and waits for room.
+            thread::sleep(Duration::from_millis(200));
+            closer.close(move |r| closed_tx.send(r).unwrap()).unwrap();
+        },
+    )
+    .unwrap();
+    let producer = {
+        let db = db.clone();
+        thread::spawn(move || {
+            (0..20)
+                .map(|_| db.submit(|db| db.count("people", &Default::default()), |_| {}))
+                .filter(Result::is_err)
+                .count()
+        })
+    };
+    let closed = closed_rx.recv_timeout(Duration::from_secs(30));
+    assert!(
+        matches!(closed, Ok(Ok(()))),
+        "close's callback never came: the worker and the producer wait for each other"
+    );
+    assert!(producer.join().unwrap() > 0, "the producer's later requests find the database closed");
+}

@@ -100,33 +100,46 @@ impl Walk {
         Walk { db, cursor, visitor, own, visited: 0, failed: Arc::default(), done: Some(done) }
     }
 
+    /// The first batch: its id is the walk's, and a refusal is the caller's error.
     fn pull_first(self) -> Result<RequestId> {
-        let slot = Arc::new(Mutex::new(None::<Walk>));
-        let next = {
-            let slot = slot.clone();
-            move |batch: Result<Value>| {
-                if let Some(walk) = slot.lock().unwrap_or_else(|p| p.into_inner()).take() {
-                    walk.on_batch(batch)
-                }
+        let (slot, back) = Walk::slot();
+        // The walk is in its slot before the completion can look for it: the completion
+        // waits for the lock held here until then.
+        let mut parked = slot.lock().unwrap_or_else(|p| p.into_inner());
+        let id = self.cursor.next(BATCH, Read::default(), move |batch| {
+            if let Some(walk) = Walk::take(&back) {
+                walk.on_batch(batch)
             }
-        };
-        let id = self.cursor.next(BATCH, Read::default(), next)?;
-        *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(self);
+        })?;
+        *parked = Some(self);
         Ok(id)
     }
 
     fn pull(self) {
-        let slot = Arc::new(Mutex::new(None::<Walk>));
-        let back = slot.clone();
+        let (slot, back) = Walk::slot();
+        let mut parked = slot.lock().unwrap_or_else(|p| p.into_inner());
         let submitted = self.cursor.next(BATCH, Read::default(), move |batch| {
-            if let Some(walk) = back.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            if let Some(walk) = Walk::take(&back) {
                 walk.on_batch(batch)
             }
         });
         match submitted {
-            Ok(_) => *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(self),
-            Err(e) => self.finish(Err(e)),
+            Ok(_) => *parked = Some(self),
+            Err(e) => {
+                drop(parked);
+                self.finish(Err(e))
+            }
         }
+    }
+
+    /// Where a walk waits for a request's completion, and the completion's handle on it.
+    fn slot() -> (Arc<Mutex<Option<Walk>>>, Arc<Mutex<Option<Walk>>>) {
+        let slot = Arc::new(Mutex::new(None));
+        (slot.clone(), slot)
+    }
+
+    fn take(slot: &Mutex<Option<Walk>>) -> Option<Walk> {
+        slot.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 
     fn on_batch(mut self, batch: Result<Value>) {
@@ -160,7 +173,8 @@ impl Walk {
         let Some(last) = actions.len().checked_sub(1) else {
             return self.carry_on(stop);
         };
-        let slot = Arc::new(Mutex::new(None::<Walk>));
+        let (slot, _) = Walk::slot();
+        let mut parked = slot.lock().unwrap_or_else(|p| p.into_inner());
         for (i, (key, step)) in actions.into_iter().enumerate() {
             let (failed, back) = (self.failed.clone(), slot.clone());
             let note = move |r: Result<Value>| {
@@ -168,7 +182,7 @@ impl Walk {
                     failed.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
                 }
                 if i == last {
-                    if let Some(walk) = back.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                    if let Some(walk) = Walk::take(&back) {
                         walk.carry_on(stop);
                     }
                 }
@@ -178,10 +192,11 @@ impl Walk {
                 _ => self.cursor.delete(&key, note),
             };
             if let Err(e) = queued {
+                drop(parked);
                 return self.finish(Err(e));
             }
         }
-        *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(self);
+        *parked = Some(self);
     }
 
     fn carry_on(self, stop: bool) {
@@ -201,11 +216,21 @@ impl Walk {
         let Some(tx) = self.own else {
             return done(outcome.map(|()| Value::from(visited)));
         };
-        let submitted = match outcome {
-            Ok(()) => self.db.commit(tx, move |r| done(r.map(|()| Value::from(visited)))),
-            Err(e) => self.db.abort(tx, move |_| done(Err(e))),
+        // `done` is called once: by the commit or abort, or here when that was refused (the
+        // database closed, which rolled the transaction back).
+        let once = Arc::new(Mutex::new(Some(done)));
+        let call = |once: &Mutex<Option<Box<dyn FnOnce(Result<Value>) + Send>>>, r: Result<Value>| {
+            if let Some(done) = once.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                done(r)
+            }
         };
-        // Refused only after close, which completes nothing more.
-        let _ = submitted;
+        let back = once.clone();
+        let submitted = match outcome {
+            Ok(()) => self.db.commit(tx, move |r| call(&back, r.map(|()| Value::from(visited)))),
+            Err(e) => self.db.abort(tx, move |_| call(&back, Err(e))),
+        };
+        if let Err(refused) = submitted {
+            call(&once, Err(refused));
+        }
     }
 }

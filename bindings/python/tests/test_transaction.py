@@ -65,3 +65,29 @@ async def test_a_cancelled_task_never_leaves_its_transaction_open(db: objstore_d
         await task
     # Aborted: the database serves other requests again, and the write is gone.
     assert await db.count("people") == 0
+
+
+async def test_a_task_cancelled_while_its_transaction_begins_leaves_none_open(db: objstore_db.Database) -> None:
+    # Requests queued ahead keep begin() in flight when the task is cancelled.
+    ahead = [db.put("notes", f"n{i}") for i in range(2000)]
+
+    async def opens_a_transaction() -> None:
+        async with db.transaction("people", "readwrite") as tx:
+            await tx.put("people", {"id": 1, "name": "ada", "email": "a@x"})
+
+    task = asyncio.create_task(opens_a_transaction())
+    await asyncio.sleep(0)  # the task starts and asks for its transaction
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await asyncio.gather(*ahead)
+    # The transaction that opened for nobody is aborted as it opens: other requests are served
+    # again at once (not after the 30 s idle timeout).
+    for _ in range(500):
+        try:
+            assert await db.count("people") == 0
+            break
+        except objstore_db.BusyError:
+            await asyncio.sleep(0.01)
+    else:
+        pytest.fail("a transaction was left open with no owner")

@@ -493,8 +493,21 @@ class Transaction(_Store):
         return Query(self._db, store, self._tx)
 
     async def begin(self) -> "Transaction":
-        self._tx = await _call(self._native.begin, _dumps("stores", self._stores), self._mode)
+        begun = _request(self._native.begin, _dumps("stores", self._stores), self._mode)
+        try:
+            self._tx = await asyncio.shield(begun)
+        except asyncio.CancelledError:
+            # The transaction opens all the same: it is aborted as soon as it does, never left
+            # open with nobody to end it.
+            begun.add_done_callback(self._abort_unowned)
+            raise
         return self
+
+    def _abort_unowned(self, begun: "asyncio.Future[Any]") -> None:
+        if begun.cancelled() or begun.exception() is not None:
+            return
+        aborted = _request(self._native.abort, begun.result())
+        aborted.add_done_callback(lambda f: f.cancelled() or f.exception())
 
     async def commit(self) -> None:
         self._ended = True
