@@ -78,6 +78,9 @@ pub enum Change {
     /// Outbox write `sequence`, to object `id` of `store`, reached the bucket; `etag` is the new
     /// version's. An entry that is no longer that write (withdrawn) is left alone.
     Sent { sequence: u64, store: String, id: String, etag: Option<String> },
+    /// Outbox write `sequence`'s body reached the bucket as version `etag`, its change-log
+    /// marker did not: the write stays queued for the marker alone.
+    Landed { sequence: u64, store: String, id: String, etag: Option<String> },
     /// The bucket refused outbox write `sequence` to object `id` of `store`: kept as a refused
     /// write, local data kept.
     Refused { sequence: u64, store: String, id: String, code: String, message: String, conflict: bool },
@@ -108,7 +111,7 @@ impl Change {
             | Change::ChangesRead { store, .. }
             | Change::PairsListed { store, .. }
             | Change::ConditionalWrites { store, .. } => Some(store),
-            Change::Sent { .. } | Change::Refused { .. } => None,
+            Change::Sent { .. } | Change::Landed { .. } | Change::Refused { .. } => None,
         }
     }
 }
@@ -248,7 +251,7 @@ pub(crate) fn enqueue(
     let mech = db.mech_mut();
     // Read in the writing transaction, so that the number is the next one on this file.
     let sequence = state::next_sequence(mech)?;
-    state::push(mech, sequence, &OutboxEntry { store: store.to_string(), id, op, value: value.cloned() })
+    state::push(mech, sequence, &OutboxEntry { store: store.to_string(), id, op, value: value.cloned(), landed: None })
 }
 
 /// Metadata values go out as header values: control characters would break the request.
@@ -385,7 +388,9 @@ impl Database {
     fn outbox_stores(&mut self, changes: &[Change]) -> Result<Vec<String>> {
         let mut stores = Vec::new();
         for change in changes {
-            if let Change::Sent { sequence, .. } | Change::Refused { sequence, .. } = change {
+            if let Change::Sent { sequence, .. } | Change::Landed { sequence, .. } | Change::Refused { sequence, .. } =
+                change
+            {
                 if let Some(entry) = self.outbox_entry(*sequence)? {
                     stores.push(entry.store);
                 }
@@ -426,7 +431,7 @@ impl Database {
                     let op = if write.entry.op == WriteOp::Delete { WriteOp::Delete } else { WriteOp::Overwrite };
                     let mech = tx.db.mech_mut();
                     let next = state::next_sequence(mech)?;
-                    state::push(mech, next, &OutboxEntry { op, ..write.entry.clone() })
+                    state::push(mech, next, &OutboxEntry { op, landed: None, ..write.entry.clone() })
                 }
             }
         })
@@ -524,6 +529,15 @@ fn apply_one(tx: &mut Tx<'_>, change: Change) -> Result<()> {
             tx.db.emit(Event::sync(EventKind::Flushed, &entry.store, key, None, "sent".into()));
             Ok(())
         }
+        Change::Landed { sequence, store, id, etag } => {
+            let mech = tx.db.mech_mut();
+            match state::peek(mech, sequence)? {
+                Some(entry) if entry.store == store && entry.id == id => {
+                    state::push(mech, sequence, &OutboxEntry { landed: Some(etag.unwrap_or_default()), ..entry })
+                }
+                _ => Ok(()),
+            }
+        }
         Change::Refused { sequence, store, id, code, message, conflict } => {
             let Some(entry) = pop_answered(tx, sequence, &store, &id)? else {
                 return Ok(());
@@ -565,20 +579,28 @@ impl Database {
     /// record goes with no delete queued, in one transaction. For a caller that told its own
     /// client the write failed (the results collector, when the bucket did not take a post):
     /// it must not land later. A send already under way when this runs may still land; no
-    /// later one will. Returns how many writes were taken back.
+    /// later one will. A write whose body is known to have landed (only its change-log marker
+    /// is owed) is not taken back: it stays queued, the record stays, and the status stays
+    /// `pending`. Returns how many writes were taken back.
     pub fn withdraw_pending(&mut self, store: &str, key: &Key) -> Result<u64> {
         self.synced_or_error(store)?;
         let id = object_id(store, key)?;
         self.run_from_bucket(&[store], |tx| {
-            let sequences = state::pending_sequences(tx.db.mech_mut(), store, &id)?;
-            for &sequence in &sequences {
-                state::pop(tx.db.mech_mut(), sequence)?;
+            let (mut withdrawn, mut landed) = (0, false);
+            for sequence in state::pending_sequences(tx.db.mech_mut(), store, &id)? {
+                match state::peek(tx.db.mech_mut(), sequence)? {
+                    Some(entry) if entry.landed.is_some() => landed = true,
+                    _ => {
+                        state::pop(tx.db.mech_mut(), sequence)?;
+                        withdrawn += 1;
+                    }
+                }
             }
-            if !sequences.is_empty() {
+            if withdrawn > 0 && !landed {
                 tx.remove(store, &KeyRange::only(id.as_str()))?;
                 state::forget(tx.db.mech_mut(), store, &id)?;
             }
-            Ok(sequences.len() as u64)
+            Ok(withdrawn)
         })
     }
 

@@ -68,6 +68,10 @@ pub struct OutboxEntry {
     pub op: WriteOp,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<Value>,
+    /// The etag of this write's body, which reached the bucket while its change-log marker did
+    /// not: only the marker is still owed, and the write cannot be taken back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub landed: Option<String>,
 }
 
 /// A write the bucket refused, kept with why until the application resolves it.

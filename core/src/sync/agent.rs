@@ -207,6 +207,8 @@ pub struct Agent {
     flushing: Mutex<()>,
     /// Change-log markers refused since the last report, by store.
     marker_failures: Mutex<Vec<(String, String)>>,
+    /// Writes whose body landed while their marker did not, since the flush last noted them.
+    landed: Mutex<Vec<Change>>,
     /// One listing at a time: two (a read's and a background refresh's) would each record
     /// how far the store was listed, and the later record could claim what neither saw.
     listing: Mutex<()>,
@@ -252,6 +254,7 @@ impl Agent {
             breaker: Breaker::default(),
             flushing: Mutex::default(),
             marker_failures: Mutex::default(),
+            landed: Mutex::default(),
             listing: Mutex::default(),
             probe_failed: Mutex::default(),
         })
@@ -1115,7 +1118,7 @@ impl Agent {
                 for mut item in wave {
                     after = after.max(item.sequence);
                     if let Err(e) = token.check("the flush") {
-                        self.apply(port, changes)?;
+                        self.apply_wave(port, changes)?;
                         return Err(e);
                     }
                     let object = (item.entry.store.clone(), item.entry.id.clone());
@@ -1214,12 +1217,19 @@ impl Agent {
                         }
                     }
                 }
-                self.apply(port, changes)?;
+                self.apply_wave(port, changes)?;
             }
         }
         self.report_marker_failures(port)?;
         report.pending = port.exec(|db| db.outbox_len())?;
         Ok(report)
+    }
+
+    /// Applies a wave's acknowledgements, with what it learnt of bodies that landed without
+    /// their markers.
+    fn apply_wave(&self, port: &mut impl Port, mut changes: Vec<Change>) -> Result<()> {
+        changes.append(&mut self.landed.lock().unwrap_or_else(|p| p.into_inner()));
+        self.apply(port, changes)
     }
 
     /// Fails at once when `item`'s bucket may not be contacted now (a store that no longer
@@ -1324,7 +1334,11 @@ impl Agent {
     /// that cannot be written fails the write, which is sent again later: its body already in
     /// place then counts as sent, and the marker follows.
     fn send(&self, item: &OutboxItem, token: &Token) -> Result<Option<String>> {
-        let etag = self.send_object(item, token)?;
+        let etag = match &item.entry.landed {
+            // The body is in place from an earlier send: only the marker is owed.
+            Some(etag) => Some(etag.clone()).filter(|e| !e.is_empty()),
+            None => self.send_object(item, token)?,
+        };
         let Some(log) = self.stores.get(&item.entry.store).and_then(|s| s.config.change_log.as_ref()) else {
             return Ok(etag);
         };
@@ -1339,7 +1353,18 @@ impl Agent {
         let marker = changelog::marker_name(&log.prefix, now_ms(), &item.entry.id, &op);
         match s.bucket.put(&marker, b"", &Metadata::new(), &Precondition::None, false, token) {
             Ok(_) => Ok(etag),
-            Err(e) if e.is_offline() || matches!(e, Error::Remote { status: 408 | 429 | 500.., .. }) => Err(e),
+            Err(e) if e.is_offline() || matches!(e, Error::Remote { status: 408 | 429 | 500.., .. }) => {
+                if item.entry.landed.is_none() {
+                    let landed = Change::Landed {
+                        sequence: item.sequence,
+                        store: item.entry.store.clone(),
+                        id: item.entry.id.clone(),
+                        etag,
+                    };
+                    self.landed.lock().unwrap_or_else(|p| p.into_inner()).push(landed);
+                }
+                Err(e)
+            }
             // Refused for good: the write stands, and readers learn of it at their next full
             // listing. An error event says so.
             Err(e) => {

@@ -140,9 +140,15 @@ impl Writer {
             Some("refused") => StoreError::Refused(why(&["blocked", "rejected"])),
             _ => StoreError::Unavailable(why(&["offline", "held", "blocked"])),
         };
-        // The caller hears that the run was not stored: it must not land later either.
+        // The caller hears that the run was not stored: it must not land later either. A run
+        // whose body is already in the bucket (only its change-log marker is owed, and is sent
+        // later) cannot be taken back: it is stored, and said so.
         call(|done| db.withdraw_pending("results", &json!(key), done)).map_err(StoreError::Local)?;
-        Err(failed)
+        let status = call(|done| db.sync_status("results", &json!(key), done)).map_err(StoreError::Local)?;
+        match status.as_str() {
+            Some("pending") => Ok(key),
+            _ => Err(failed),
+        }
     }
 }
 
