@@ -484,3 +484,31 @@ fn a_first_page_with_no_names_that_goes_on_is_followed() {
     assert_eq!(peer.count(), 3, "the page after the empty one was asked for");
     assert_eq!(reader.db.count("meta", &ScanOptions::new()).unwrap(), 2, "listed in full");
 }
+
+/// A directory bucket has no lifecycle rule: a writer removes the markers no reader reads any
+/// more (older than twice the relist interval and the window), and keeps the rest (review N17).
+#[test]
+fn a_directory_buckets_log_is_pruned_by_its_writers() {
+    let dir = TempDir::new().unwrap();
+    let options = json!({"bucket": "b", "endpoint": format!("file://{}", dir.path().join("bucket").display()), "prefix": "runs/"});
+    let docs = [store("docs", &options, json!({"changeLog": true}), json!({"format": "objstore"}))];
+    let config = SyncConfig::from_json("x", &json!({"format": "objstore", "Options": options}), &|_| None).unwrap();
+    let bucket = open_bucket(&config, Default::default()).unwrap();
+    let old = "runs/.objstore-changes/0000000000001-00000000000000ff-00000000/d/gone";
+    bucket.put(old, b"", &Metadata::new(), &Precondition::None, false, &Token::default()).unwrap();
+    let log = dir.path().join("bucket/b/runs/.objstore-changes");
+    assert!(log.join("0000000000001-00000000000000ff-00000000").is_dir());
+    let mut writer = client(&dir.path().join("w.sqlite3"), &docs);
+    writer.put("docs", json!({"v": 1}), Some(key("new"))).unwrap();
+    let left: Vec<String> =
+        std::fs::read_dir(&log).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    assert_eq!(left.len(), 1, "the old marker went, the new one stays: {left:?}");
+    assert!(!left[0].starts_with("0000000000001-"), "{left:?}");
+    assert!(!dir
+        .path()
+        .join("bucket/b/.objstore/meta/runs/.objstore-changes/0000000000001-00000000000000ff-00000000")
+        .exists());
+    // A reader still finds the write through the log.
+    let mut reader = client(&dir.path().join("r.sqlite3"), &docs);
+    assert_eq!(reader.get("docs", &key("new")).unwrap(), Some(json!({"v": 1})));
+}

@@ -209,6 +209,8 @@ pub struct Agent {
     marker_failures: Mutex<Vec<(String, String)>>,
     /// Writes whose body landed while their marker did not, since the flush last noted them.
     landed: Mutex<Vec<Change>>,
+    /// When each store's change log was last pruned (directory buckets only).
+    log_pruned: Mutex<HashMap<String, Instant>>,
     /// One listing at a time: two (a read's and a background refresh's) would each record
     /// how far the store was listed, and the later record could claim what neither saw.
     listing: Mutex<()>,
@@ -216,6 +218,9 @@ pub struct Agent {
     /// [`PROBE_RETRY`], so a failing probe costs its requests once, not once per write.
     probe_failed: Mutex<HashMap<String, (Instant, String)>>,
 }
+
+/// How often a writer prunes a directory bucket's change log.
+const LOG_PRUNE_EVERY: Duration = Duration::from_secs(60);
 
 /// How long a bucket whose conditional-write probe failed is left before it is probed again.
 const PROBE_RETRY: Duration = Duration::from_secs(30);
@@ -255,6 +260,7 @@ impl Agent {
             flushing: Mutex::default(),
             marker_failures: Mutex::default(),
             landed: Mutex::default(),
+            log_pruned: Mutex::default(),
             listing: Mutex::default(),
             probe_failed: Mutex::default(),
         })
@@ -1352,7 +1358,10 @@ impl Agent {
         let s = &self.stores[&item.entry.store];
         let marker = changelog::marker_name(&log.prefix, now_ms(), &item.entry.id, &op);
         match s.bucket.put(&marker, b"", &Metadata::new(), &Precondition::None, false, token) {
-            Ok(_) => Ok(etag),
+            Ok(_) => {
+                self.prune_log(&item.entry.store, s, log);
+                Ok(etag)
+            }
             Err(e) if e.is_offline() || matches!(e, Error::Remote { status: 408 | 429 | 500.., .. }) => {
                 if item.entry.landed.is_none() {
                     let landed = Change::Landed {
@@ -1376,6 +1385,19 @@ impl Agent {
                 Ok(etag)
             }
         }
+    }
+
+    /// Removes the markers no reader reads any more, at most once a minute per store, where
+    /// the bucket has nothing of its own to expire them. A failure only means a larger log.
+    fn prune_log(&self, store: &str, s: &SyncedStore, log: &ChangeLogConfig) {
+        let mut pruned = self.log_pruned.lock().unwrap_or_else(|p| p.into_inner());
+        if pruned.get(store).is_some_and(|at| at.elapsed() < LOG_PRUNE_EVERY) {
+            return;
+        }
+        pruned.insert(store.to_string(), Instant::now());
+        drop(pruned);
+        let expiry = changelog::expiry_ms(now_ms(), log.relist_every.as_millis() as u64, log.window.as_millis() as u64);
+        let _ = s.bucket.expire_before(&log.prefix, &format!("{expiry:013}"));
     }
 
     fn lock_marker_failures(&self) -> std::sync::MutexGuard<'_, Vec<(String, String)>> {

@@ -116,6 +116,13 @@ pub trait Bucket: Send + Sync {
     ) -> Result<Option<String>>;
     /// Removes an object; removing one that is not there is not an error.
     fn delete(&self, key: &str, token: &Token) -> Result<()>;
+    /// Removes the folders directly under `prefix` whose names (after it) sort before
+    /// `before`, with everything in them; returns how many went. Only where nothing else
+    /// expires objects (a directory): an S3 bucket keeps its change log small with a lifecycle
+    /// rule, and does nothing here.
+    fn expire_before(&self, _prefix: &str, _before: &str) -> Result<u64> {
+        Ok(0)
+    }
     fn list_page(&self, request: &ListRequest, token: &Token) -> Result<ListPage>;
 }
 

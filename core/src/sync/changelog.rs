@@ -21,9 +21,11 @@
 //! Markers it already acted on cost nothing (their version is the one it holds); a refresh
 //! with no write in the window before it lists nothing. Writers without the log are caught by
 //! a full listing every `Options.relistEveryMs` (an hour unless set) and by an explicit
-//! prefetch. The log is never pruned by the library: an S3 lifecycle rule expiring
+//! prefetch. On S3 the library never prunes the log: a lifecycle rule expiring
 //! `{prefix}.objstore-changes/` after a day keeps it small, as long as readers list in full at
-//! least that often.
+//! least that often. A directory (`file://`) has no such rule: there a writer removes, at most
+//! once a minute, the markers older than twice `relistEveryMs` and the window (no reader that
+//! lists in full that often still reads them).
 
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -73,6 +75,11 @@ pub fn marker_name(log: &str, now_ms: u64, id: &str, op: &Op) -> String {
         Op::Remove => "d".to_string(),
     };
     format!("{log}{now_ms:013}-{writer:016x}-{n:08x}/{op}/{id}")
+}
+
+/// The oldest marker time a reader of the log still reads: older ones may be removed.
+pub fn expiry_ms(now_ms: u64, relist_every_ms: u64, window_ms: u64) -> u64 {
+    now_ms.saturating_sub(2 * (relist_every_ms + window_ms))
 }
 
 /// Where a listing of the log starts to find every marker written after `since_ms`, on a
