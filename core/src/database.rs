@@ -144,8 +144,10 @@ impl Database {
         db.mech.begin(true)?;
         // The Sync blocks are checked before the schema is stored, so that a bad one can be
         // mended at the same version.
-        let loaded =
-            db.load_or_migrate(schema, &mut secrets).and_then(|()| replica::configs(&db.catalog.schema, &secrets));
+        let loaded = db
+            .load_or_migrate(schema, &mut secrets)
+            .and_then(|()| sync_state::index_refused(&mut *db.mech))
+            .and_then(|()| replica::configs(&db.catalog.schema, &secrets));
         match loaded {
             Ok(synced) => {
                 db.mech.commit()?;

@@ -166,6 +166,72 @@ fn a_refused_write_resolved_by_overwrite_replaces_the_buckets_version() {
     assert!(err.to_string().contains(&format!("sequence number {}", refused[0].sequence)), "{err}");
 }
 
+/// Two offline edits of one object refused together: an overwrite of either sends the local
+/// copy (the later edit) over the bucket's version, and resolves both (review N9).
+#[test]
+fn an_overwrite_of_one_of_an_objects_refusals_resolves_them_all() {
+    let c = Clients::new();
+    let mut a = c.client(1, &[("docs", json!({}))]);
+    let mut b = c.client(2, &[("docs", json!({}))]);
+    a.put("docs", json!({"v": 0}), Some(key("d"))).unwrap();
+    b.get("docs", &key("d")).unwrap();
+    b.put("docs", json!({"v": "b"}), Some(key("d"))).unwrap();
+    a.set_offline(true);
+    a.put("docs", json!({"v": "a1"}), Some(key("d"))).unwrap();
+    a.put("docs", json!({"v": "a2"}), Some(key("d"))).unwrap();
+    a.set_offline(false);
+    assert_eq!(a.flush().unwrap().rejected.len(), 2);
+    let refused = a.refused_writes().unwrap();
+    a.resolve_refused(refused[0].sequence, Resolution::Overwrite).unwrap();
+    let report = a.flush().unwrap();
+    assert_eq!((report.sent, report.rejected.len()), (1, 0), "{report:?}");
+    assert_eq!(a.refused_writes().unwrap(), vec![]);
+    assert_eq!(b.get("docs", &key("d")).unwrap(), Some(json!({"v": "a2"})), "the local copy won");
+    assert_eq!(a.sync_status("docs", &key("d")).unwrap(), SyncStatus::Synced);
+}
+
+/// A refused remove resolved by overwrite removes the bucket's newer version (review N9).
+#[test]
+fn an_overwritten_refused_remove_removes_the_object() {
+    let c = Clients::new();
+    let mut a = c.client(1, &[("docs", json!({}))]);
+    let mut b = c.client(2, &[("docs", json!({}))]);
+    a.put("docs", json!({"v": 0}), Some(key("d"))).unwrap();
+    b.get("docs", &key("d")).unwrap();
+    b.put("docs", json!({"v": "b"}), Some(key("d"))).unwrap();
+    a.remove("docs", &KeyRange::only("d")).unwrap();
+    let refused = a.refused_writes().unwrap();
+    assert_eq!(refused.len(), 1, "the remove of a version a never saw is refused");
+    a.resolve_refused(refused[0].sequence, Resolution::Overwrite).unwrap();
+    assert_eq!(a.flush().unwrap().sent, 1);
+    assert_eq!(a.refused_writes().unwrap(), vec![]);
+    assert!(!c.bucket_dir().join("b/d").exists());
+    assert_eq!(b.get("docs", &key("d")).unwrap(), None);
+}
+
+/// A refused write of a store that no longer syncs can still be discarded (review residual of
+/// the first review's #1), and says why it cannot be overwritten.
+#[test]
+fn a_refused_write_of_a_store_that_no_longer_syncs_can_be_discarded() {
+    let c = Clients::new();
+    let mut a = c.client(1, &[("docs", json!({}))]);
+    let mut b = c.client(2, &[("docs", json!({}))]);
+    a.put("docs", json!({"v": 0}), Some(key("d"))).unwrap();
+    b.get("docs", &key("d")).unwrap();
+    b.put("docs", json!({"v": "b"}), Some(key("d"))).unwrap();
+    a.put("docs", json!({"v": "a"}), Some(key("d"))).unwrap();
+    let sequence = a.refused_writes().unwrap()[0].sequence;
+    drop(a);
+    let mut local = schema_with(&[("docs", Value::Null)]);
+    local.version = 2;
+    let mut a = open(&c.dir.path().join("client1.sqlite3"), local);
+    assert_eq!(a.refused_writes().unwrap().len(), 1, "kept through the change");
+    let err = a.resolve_refused(sequence, Resolution::Overwrite).unwrap_err();
+    assert!(err.to_string().contains("no longer syncs"), "{err}");
+    a.resolve_refused(sequence, Resolution::Discard).unwrap();
+    assert_eq!(a.refused_writes().unwrap(), vec![]);
+}
+
 #[test]
 fn values_of_fetches_only_what_is_not_cached() {
     let c = Clients::new();
@@ -336,10 +402,11 @@ fn writes_made_on_top_of_a_refused_one_are_not_sent_blind() {
     assert!(report.rejected.iter().all(|(_, e)| e.code() == ErrorCode::Conflict));
     assert_eq!(b.get("docs", &key("d")).unwrap(), Some(json!({"v": "b"})), "b's version stands");
     assert_eq!(a.get("docs", &key("d")).unwrap(), Some(json!({"v": "a2"})), "a keeps its data until resolved");
-    assert_eq!(a.refused_writes().unwrap().len(), 2);
-    for write in a.refused_writes().unwrap() {
-        a.resolve_refused(write.sequence, Resolution::Discard).unwrap();
-    }
+    let refused = a.refused_writes().unwrap();
+    assert_eq!(refused.len(), 2);
+    // The second was made on top of the first: discarding the first discards both.
+    a.resolve_refused(refused[0].sequence, Resolution::Discard).unwrap();
+    assert_eq!(a.refused_writes().unwrap(), vec![]);
     assert_eq!(a.get("docs", &key("d")).unwrap(), Some(json!({"v": "b"})));
 }
 

@@ -275,12 +275,11 @@ impl Database {
     pub fn outbox_batch(&mut self, after: u64, limit: usize) -> Result<Vec<OutboxItem>> {
         let mech = self.mech_mut();
         let entries = state::outbox(mech, after, limit)?;
-        let refused = state::refused(mech)?;
         entries
             .into_iter()
             .map(|(sequence, entry)| {
                 let known_etag = state::load(mech, &entry.store, &entry.id)?.and_then(|s| s.etag);
-                let stacked = refused.iter().any(|r| r.entry.store == entry.store && r.entry.id == entry.id);
+                let stacked = state::is_refused(mech, &entry.store, &entry.id)?;
                 Ok(OutboxItem { sequence, entry, known_etag, stacked })
             })
             .collect()
@@ -325,7 +324,7 @@ impl Database {
         self.synced_or_error(store)?;
         let mech = self.mech_mut();
         let mut held: BTreeSet<String> = state::pending_ids(mech, store)?.into_iter().collect();
-        held.extend(state::refused(mech)?.into_iter().filter(|r| r.entry.store == store).map(|r| r.entry.id));
+        held.extend(state::refused_ids(mech, store)?);
         let listed_at_ms = state::prefetched_at(mech, store)?;
         let known = match ids {
             None => state::all(mech, store)?,
@@ -408,30 +407,78 @@ impl Database {
         state::refused(self.mech_mut())
     }
 
-    /// Resolves refused write `sequence`: discard it (the bucket's version wins) or send it
-    /// again over whatever the bucket holds.
+    /// Resolves refused write `sequence`, and with it every other refused write of the same
+    /// object (each was made on top of the one before, so they stand or fall together):
+    /// - discard: the bucket's version wins: the local copy is dropped (unless a write made
+    ///   since waits to be sent), and the next read takes the bucket's version;
+    /// - overwrite: the local copy wins: it is sent over whatever the bucket holds (the writes
+    ///   to the object still waiting go unconditionally; with none, the local record is sent,
+    ///   or the object removed when there is no local record).
     pub fn resolve_refused(&mut self, sequence: u64, resolution: Resolution) -> Result<()> {
         let Some(write) = state::refused(self.mech_mut())?.into_iter().find(|w| w.sequence == sequence) else {
             return Err(Error::InvalidArgument(format!("there is no refused write with sequence number {sequence}")));
         };
-        let store = write.entry.store.clone();
+        let (store, id) = (write.entry.store.clone(), write.entry.id.clone());
+        if self.sync_config(&store).is_none() {
+            // The store was dropped, or no longer syncs: nothing can be sent for it, and
+            // nothing local stands on the refusal.
+            if resolution == Resolution::Overwrite {
+                return Err(Error::InvalidArgument(format!(
+                    "refused write {sequence} is of store {store:?}, which no longer syncs: it can only be discarded"
+                )));
+            }
+            if let Some(open) = self.active_transaction() {
+                return Err(Error::InvalidArgument(format!(
+                    "transaction {open} is still active; commit or abort it first"
+                )));
+            }
+            let mech = self.mech_mut();
+            mech.begin(true)?;
+            let taken = state::refused(mech).and_then(|all| {
+                all.into_iter()
+                    .filter(|w| w.entry.store == store && w.entry.id == id)
+                    .try_for_each(|w| state::take_refused(mech, w.sequence).map(drop))
+            });
+            return match taken {
+                Ok(()) => mech.commit(),
+                Err(e) => mech.rollback().and(Err(e)),
+            };
+        }
         self.run_from_bucket(&[store.as_str()], |tx| {
             let mech = tx.db.mech_mut();
-            state::take_refused(mech, sequence)?;
-            let id = write.entry.id.clone();
+            for sibling in state::refused(mech)?.into_iter().filter(|w| w.entry.store == store && w.entry.id == id) {
+                state::take_refused(mech, sibling.sequence)?;
+            }
+            let waiting = state::pending_sequences(mech, &store, &id)?;
             match resolution {
                 Resolution::Discard => {
-                    if !state::is_pending(tx.db.mech_mut(), &store, &id)? {
+                    if waiting.is_empty() {
                         tx.remove(&store, &KeyRange::only(id.as_str()))?;
                         state::forget(tx.db.mech_mut(), &store, &id)?;
                     }
                     Ok(())
                 }
-                Resolution::Overwrite => {
-                    let op = if write.entry.op == WriteOp::Delete { WriteOp::Delete } else { WriteOp::Overwrite };
+                Resolution::Overwrite if waiting.is_empty() => {
+                    let value = tx.get(&store, &Key::String(id.clone()))?;
                     let mech = tx.db.mech_mut();
                     let next = state::next_sequence(mech)?;
-                    state::push(mech, next, &OutboxEntry { op, landed: None, ..write.entry.clone() })
+                    let entry = OutboxEntry {
+                        store: store.clone(),
+                        id: id.clone(),
+                        op: WriteOp::Overwrite,
+                        value,
+                        landed: None,
+                    };
+                    state::push(mech, next, &entry)
+                }
+                Resolution::Overwrite => {
+                    let mech = tx.db.mech_mut();
+                    for sequence in waiting {
+                        if let Some(entry) = state::peek(mech, sequence)? {
+                            state::push(mech, sequence, &OutboxEntry { op: WriteOp::Overwrite, ..entry })?;
+                        }
+                    }
+                    Ok(())
                 }
             }
         })
@@ -519,7 +566,7 @@ fn apply_one(tx: &mut Tx<'_>, change: Change) -> Result<()> {
                 return Ok(());
             };
             let mech = tx.db.mech_mut();
-            if matches!(entry.op, WriteOp::Delete) {
+            if entry.op == WriteOp::Delete || entry.value.is_none() {
                 state::forget(mech, &entry.store, &entry.id)?;
             } else {
                 // Only the server's validators are kept: a local clock would make a wrong 304.

@@ -4,7 +4,8 @@
 //! - the outbox: writes not yet in the bucket, in order (`sync/o/<sequence>`), and an index of
 //!   them by store and object (`sync/p/<store><id><sequence>`), so that "is this object
 //!   pending?" is one lookup, never a walk of the outbox;
-//! - writes the bucket refused, kept until the application resolves them (`sync/r/<sequence>`);
+//! - writes the bucket refused, kept until the application resolves them (`sync/r/<sequence>`),
+//!   and an index of them by store and object (`sync/q/<store><id><sequence>`);
 //! - the last sequence number given (`sync/n`), so that no number is ever given twice;
 //! - when each store last completed a prefetch (`sync/l/<store>`), so a cold store is known;
 //! - when each store's change log was last read (`sync/g/<store>`, see `sync::changelog`),
@@ -27,6 +28,7 @@ const STATE: &[u8] = b"sync/s/";
 const OUTBOX: &[u8] = b"sync/o/";
 const PENDING: &[u8] = b"sync/p/";
 const REFUSED: &[u8] = b"sync/r/";
+const REFUSED_INDEX: &[u8] = b"sync/q/";
 const PREFETCHED: &[u8] = b"sync/l/";
 const CONDITIONS: &[u8] = b"sync/c/";
 const CHANGES_READ: &[u8] = b"sync/g/";
@@ -55,7 +57,8 @@ pub enum WriteOp {
     /// Create only: the object must not exist.
     Create,
     Delete,
-    /// Replace whatever the bucket holds: a refused write the application chose to retry.
+    /// Replace whatever the bucket holds (remove it, without a value): a refused write the
+    /// application chose to retry.
     Overwrite,
 }
 
@@ -104,8 +107,18 @@ fn state_key(store: &str, id: &str) -> Vec<u8> {
 }
 
 fn pending_prefix(store: &str, id: &str) -> Vec<u8> {
-    let mut key = keyed(PENDING, store);
+    object_prefix(PENDING, store, id)
+}
+
+fn object_prefix(table: &[u8], store: &str, id: &str) -> Vec<u8> {
+    let mut key = keyed(table, store);
     with_len(&mut key, id);
+    key
+}
+
+fn refused_index_key(entry: &OutboxEntry, sequence: u64) -> Vec<u8> {
+    let mut key = object_prefix(REFUSED_INDEX, &entry.store, &entry.id);
+    key.extend_from_slice(&sequence.to_be_bytes());
     key
 }
 
@@ -236,8 +249,12 @@ pub fn outbox_len(mech: &mut dyn Mechanism) -> Result<u64> {
 
 /// Whether a write to object `id` of `store` waits in the outbox: one index lookup.
 pub fn is_pending(mech: &mut dyn Mechanism, store: &str, id: &str) -> Result<bool> {
+    any_under(mech, &pending_prefix(store, id))
+}
+
+fn any_under(mech: &mut dyn Mechanism, prefix: &[u8]) -> Result<bool> {
     let mut found = false;
-    mech.scan(META_TABLE, &prefix_range(&pending_prefix(store, id)), false, false, &mut |_, _| {
+    mech.scan(META_TABLE, &prefix_range(prefix), false, false, &mut |_, _| {
         found = true;
         Ok(false)
     })?;
@@ -246,7 +263,17 @@ pub fn is_pending(mech: &mut dyn Mechanism, store: &str, id: &str) -> Result<boo
 
 /// The objects of `store` with writes waiting (proportional to those, not to the outbox).
 pub fn pending_ids(mech: &mut dyn Mechanism, store: &str) -> Result<HashSet<String>> {
-    let prefix = keyed(PENDING, store);
+    ids_under(mech, PENDING, store)
+}
+
+/// The objects of `store` with refused writes.
+pub fn refused_ids(mech: &mut dyn Mechanism, store: &str) -> Result<HashSet<String>> {
+    ids_under(mech, REFUSED_INDEX, store)
+}
+
+/// The objects of `store` that an index by store and object (`table`) names.
+fn ids_under(mech: &mut dyn Mechanism, table: &[u8], store: &str) -> Result<HashSet<String>> {
+    let prefix = keyed(table, store);
     let mut ids = HashSet::new();
     let mut failure = None;
     mech.scan(META_TABLE, &prefix_range(&prefix), false, false, &mut |k, _| {
@@ -288,7 +315,17 @@ pub fn next_sequence(mech: &mut dyn Mechanism) -> Result<u64> {
 
 pub fn refuse(mech: &mut dyn Mechanism, write: &RefusedWrite) -> Result<()> {
     let bytes = serde_json::to_vec(write).expect("refused writes serialise");
-    mech.put(META_TABLE, &sequence_key(REFUSED, write.sequence), &bytes)
+    mech.put(META_TABLE, &sequence_key(REFUSED, write.sequence), &bytes)?;
+    mech.put(META_TABLE, &refused_index_key(&write.entry, write.sequence), &[])
+}
+
+/// Indexes the refused writes of a file from before the index (a few: they are resolved by
+/// hand). Run at open; costs nothing when there are none.
+pub fn index_refused(mech: &mut dyn Mechanism) -> Result<()> {
+    for write in refused(mech)? {
+        mech.put(META_TABLE, &refused_index_key(&write.entry, write.sequence), &[])?;
+    }
+    Ok(())
 }
 
 pub fn refused(mech: &mut dyn Mechanism) -> Result<Vec<RefusedWrite>> {
@@ -306,13 +343,14 @@ pub fn take_refused(mech: &mut dyn Mechanism, sequence: u64) -> Result<Option<Re
         return Ok(None);
     };
     mech.delete(META_TABLE, &key)?;
-    serde_json::from_slice(&bytes).map(Some).map_err(|e| unreadable("refused write", e))
+    let write: RefusedWrite = serde_json::from_slice(&bytes).map_err(|e| unreadable("refused write", e))?;
+    mech.delete(META_TABLE, &refused_index_key(&write.entry, sequence))?;
+    Ok(Some(write))
 }
 
-/// Whether a refused write of object `id` waits for the application (a short table: refused
-/// writes are rare and resolved by hand).
+/// Whether a refused write of object `id` waits for the application: one index lookup.
 pub fn is_refused(mech: &mut dyn Mechanism, store: &str, id: &str) -> Result<bool> {
-    Ok(refused(mech)?.iter().any(|w| w.entry.store == store && w.entry.id == id))
+    any_under(mech, &object_prefix(REFUSED_INDEX, store, id))
 }
 
 // ----- prefetch markers ---------------------------------------------------------------------
