@@ -219,7 +219,8 @@ async fn read_run(config: &Config, request: Request) -> Result<Run, Refusal> {
             })?;
             fields.insert(name, value);
         }
-        return run_of_form(fields);
+        let (report, labels) = form_report(fields)?;
+        return ingest_aside("the report", report, labels).await.map_err(|e| bad(&e, Some(field_of(&e))));
     }
     let body = to_bytes(request.into_body(), config.max_bytes).await.map_err(|e| {
         // Only the cap is a 413; a body cut off or badly chunked is the client's 400.
@@ -230,12 +231,13 @@ async fn read_run(config: &Config, request: Request) -> Result<Run, Refusal> {
         }
     })?;
     if kind.starts_with("application/json") {
-        return ingest("the body", &body, &Labels::default()).map_err(|e| bad(&e, Some("report")));
+        return ingest_aside("the body", body, Labels::default()).await.map_err(|e| bad(&e, Some("report")));
     }
     if kind.starts_with("application/x-www-form-urlencoded") {
         let pairs: Vec<(String, String)> =
             serde_urlencoded_pairs(&body).map_err(|e| bad(&format!("the form is not urlencoded: {e}"), None))?;
-        return run_of_form(pairs.into_iter().map(|(k, v)| (k, Bytes::from(v))).collect());
+        let (report, labels) = form_report(pairs.into_iter().map(|(k, v)| (k, Bytes::from(v))).collect())?;
+        return ingest_aside("the report", report, labels).await.map_err(|e| bad(&e, Some(field_of(&e))));
     }
     Err(refusal(
         StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -249,7 +251,17 @@ fn bad(message: &str, field: Option<&str>) -> Refusal {
 }
 
 /// A form's run: each label checked on its own (a 400 names the field), then the report.
-fn run_of_form(mut fields: HashMap<String, Bytes>) -> Result<Run, Refusal> {
+/// Reads a report into a run on a thread of the blocking pool: parsing is CPU work, which on
+/// the runtime's own threads would hold up every other answer (the page's too), and which the
+/// post's deadline can only cut off from there.
+async fn ingest_aside(what: &'static str, report: Bytes, labels: Labels) -> Result<Run, String> {
+    tokio::task::spawn_blocking(move || ingest(what, &report, &labels))
+        .await
+        .unwrap_or_else(|_| Err(format!("reading {what} stopped unexpectedly")))
+}
+
+/// A form's report and the labels its fields give.
+fn form_report(mut fields: HashMap<String, Bytes>) -> Result<(Bytes, Labels), Refusal> {
     let mut text = |name: &str| -> Result<Option<String>, Refusal> {
         match fields.remove(name) {
             None => Ok(None),
@@ -278,7 +290,7 @@ fn run_of_form(mut fields: HashMap<String, Bytes>) -> Result<Run, Refusal> {
     if labels.runtime.is_none() {
         return Err(bad("the form has no browser field (the runtime, as python-3.11)", Some("browser")));
     }
-    ingest("the report", &report, &labels).map_err(|e| bad(&e, Some(field_of(&e))))
+    Ok((report, labels))
 }
 
 /// The field an ingest error is about.

@@ -182,11 +182,14 @@ fn on_open(
                 Some(label) if !message.is_empty() => format!("{label}: {message}"),
                 _ => message,
             };
-            if !message.is_empty() {
-                case.message = Some(match case.message.take() {
-                    Some(before) => format!("{before}\n{message}"),
-                    None => message,
-                });
+            // Appended in place: a case with many failures costs their length, not its square.
+            match (&mut case.message, message.is_empty()) {
+                (_, true) => {}
+                (Some(before), false) => {
+                    before.push('\n');
+                    before.push_str(&message);
+                }
+                (none, false) => *none = Some(message),
             }
         }
         _ => {}

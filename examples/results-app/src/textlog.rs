@@ -67,10 +67,18 @@ fn cargo_test(text: &str) -> Vec<Test> {
             messages.push((binary.clone(), name.to_string(), output.join("\n").trim().to_string()));
         }
     }
-    for (binary, name, output) in messages {
-        if let Some((_, test)) = tests.iter_mut().find(|(b, t)| *b == binary && t.name == name) {
-            test.message = Some(output);
-        }
+    // Each failure's output goes to its test through an index: a log of many tests and many
+    // failures costs their number, not its product.
+    let mut by_name: std::collections::HashMap<(&str, &str), usize> = std::collections::HashMap::new();
+    for (i, (binary, test)) in tests.iter().enumerate() {
+        by_name.entry((binary.as_str(), test.name.as_str())).or_insert(i);
+    }
+    let found: Vec<(usize, String)> = messages
+        .into_iter()
+        .filter_map(|(binary, name, output)| Some((*by_name.get(&(binary.as_str(), name.as_str()))?, output)))
+        .collect();
+    for (i, output) in found {
+        tests[i].1.message = Some(output);
     }
     tests.into_iter().map(|(_, t)| t).collect()
 }
