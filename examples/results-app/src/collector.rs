@@ -337,7 +337,7 @@ fn percent_decode(text: &str) -> Result<String, String> {
 }
 
 /// Token buckets per client address.
-struct Limiter {
+pub(crate) struct Limiter {
     per_second: f64,
     burst: f64,
     clients: Mutex<HashMap<IpAddr, (f64, Instant)>>,
@@ -347,12 +347,12 @@ struct Limiter {
 const REMEMBERED_CLIENTS: usize = 100_000;
 
 impl Limiter {
-    fn new(per_minute: u32, burst: u32) -> Limiter {
+    pub(crate) fn new(per_minute: u32, burst: u32) -> Limiter {
         Limiter { per_second: f64::from(per_minute) / 60.0, burst: f64::from(burst.max(1)), clients: Mutex::default() }
     }
 
     /// Takes one post from the client's bucket, or says how long until one is there.
-    fn take(&self, client: IpAddr) -> Result<(), Duration> {
+    pub(crate) fn take(&self, client: IpAddr) -> Result<(), Duration> {
         // An IPv6 client holds a /64 at least: it is one client, not 2^64 of them.
         let client = match client {
             IpAddr::V6(v6) => IpAddr::V6((u128::from(v6) & !((1u128 << 64) - 1)).into()),

@@ -3,16 +3,19 @@
 //! requests from this server only, and no inline script.
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::extract::{Query, State};
-use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, ETAG, IF_NONE_MATCH};
+use axum::extract::{ConnectInfo, Query, Request, State};
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, ETAG, IF_NONE_MATCH, RETRY_AFTER};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::json;
 
+use crate::collector::Limiter;
 use crate::view::{View, ViewError, Viewer};
 
 /// The page's own files, served as they are.
@@ -26,18 +29,47 @@ const ASSETS: [(&str, &str, &str); 3] = [
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
      connect-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 
+/// Views a client may ask for per minute, after a burst: a page load asks for a few; a loop
+/// over made-up keys is held back before it holds up everybody's views.
+const VIEWS_PER_MINUTE: u32 = 1200;
+const VIEW_BURST: u32 = 200;
+
 pub fn router(viewer: Arc<Viewer>) -> Router {
-    let mut router = Router::new();
-    for (path, content_type, body) in ASSETS {
-        router = router.route(path, get(move |headers: HeaderMap| async move { asset(&headers, content_type, body) }));
-    }
-    router
+    let limiter = Arc::new(Limiter::new(VIEWS_PER_MINUTE, VIEW_BURST));
+    let api = Router::new()
         .route("/api/matrix", get(|State(v): State<Arc<Viewer>>| answer(v, |v, _| v.matrix(), Params::new())))
         .route("/api/history", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, history, q)))
         .route("/api/latest", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, latest, q)))
         .route("/api/run", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, run, q)))
         .route("/api/diff", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, diff, q)))
-        .with_state(viewer)
+        .layer(middleware::from_fn_with_state(limiter, limited))
+        .with_state(viewer);
+    let mut router = Router::new();
+    for (path, content_type, body) in ASSETS {
+        router = router.route(path, get(move |headers: HeaderMap| async move { asset(&headers, content_type, body) }));
+    }
+    router.merge(api)
+}
+
+/// A 429 with `Retry-After` for a client past its rate of views.
+async fn limited(
+    State(limiter): State<Arc<Limiter>>,
+    ConnectInfo(client): ConnectInfo<SocketAddr>,
+    request: Request,
+    next: Next,
+) -> Response {
+    match limiter.take(client.ip()) {
+        Ok(()) => next.run(request).await,
+        Err(wait) => {
+            let mut refused = (
+                StatusCode::TOO_MANY_REQUESTS,
+                Json(json!({"error": "too many views from this address; try again later"})),
+            )
+                .into_response();
+            refused.headers_mut().insert(RETRY_AFTER, HeaderValue::from(wait.as_secs().max(1)));
+            refused
+        }
+    }
 }
 
 type Params = HashMap<String, String>;

@@ -9,6 +9,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::{mpsc, Mutex};
+use std::time::{Duration, Instant};
 
 use objstore_db::rsapi::{Db, OpenOptions, Read, ReadKind};
 use objstore_db_core::MechanismKind;
@@ -27,7 +28,14 @@ pub struct Viewer {
     db: Db,
     /// One view at a time, so that the requests counted during a view are that view's.
     building: Mutex<()>,
+    /// Runs found missing lately, and when: asked again, they cost no request for a while.
+    missing: Mutex<HashMap<String, Instant>>,
 }
+
+/// How long a run found missing is answered from memory.
+const MISSING_FOR: Duration = Duration::from_secs(10);
+/// Missing runs remembered at most (a loop of made-up keys must not grow it without bound).
+const MISSING_REMEMBERED: usize = 10_000;
 
 /// A view's answer: its data, and what it cost.
 pub type View = Result<Value, ViewError>;
@@ -80,7 +88,34 @@ impl Viewer {
         rx.recv()
             .map_err(|_| "the cache database went away".to_string())?
             .map_err(|e| format!("opening the cache {}: {e}", cache.display()))?;
-        Ok(Viewer { db, building: Mutex::new(()) })
+        Ok(Viewer { db, building: Mutex::new(()), missing: Mutex::default() })
+    }
+
+    /// Refuses a run the listing does not have (a made-up key costs no GET), or that was found
+    /// missing in the last [`MISSING_FOR`].
+    fn known(&self, db: &Db, key: &str) -> Result<(), ViewError> {
+        {
+            let mut missing = self.missing.lock().unwrap_or_else(|p| p.into_inner());
+            missing.retain(|_, at| at.elapsed() < MISSING_FOR);
+            if missing.contains_key(key) {
+                return Err(ViewError::NotFound(format!("no run {key:?}")));
+            }
+        }
+        let listed = call(|done| db.values_of(None, "results-meta", &json!([key]), Read::default(), done))?;
+        match listed.get(0).is_some_and(|v| !v.is_null()) {
+            true => Ok(()),
+            false => Err(self.gone(key)),
+        }
+    }
+
+    /// Remembers that run `key` is missing; the error to answer with.
+    fn gone(&self, key: &str) -> ViewError {
+        let mut missing = self.missing.lock().unwrap_or_else(|p| p.into_inner());
+        if missing.len() >= MISSING_REMEMBERED {
+            missing.clear();
+        }
+        missing.insert(key.to_string(), Instant::now());
+        ViewError::NotFound(format!("no run {key:?}"))
     }
 
     /// Lists the bucket now, whatever the refractory period (after this process wrote to it).
@@ -180,11 +215,12 @@ impl Viewer {
         let prefix = pair_prefix(&platform, &browser)?;
         let key = key.to_string();
         self.view(move |db| {
+            self.known(db, &key)?;
             let mut loaded = load(db, std::slice::from_ref(&key))?;
             let this = loaded.remove(0);
             let run = match &this.run {
                 Ok(run) => run,
-                Err(why) if why == MISSING => return Err(ViewError::NotFound(format!("no run {key:?}"))),
+                Err(why) if why == MISSING => return Err(self.gone(&key)),
                 Err(_) => return Ok(brief(&this)),
             };
             let previous = pair_keys(db, &prefix, Some(&key), 1)?.into_iter().next();
@@ -222,12 +258,15 @@ impl Viewer {
         }
         let keys = vec![from.to_string(), to.to_string()];
         self.view(move |db| {
+            for key in &keys {
+                self.known(db, key)?;
+            }
             let loaded = load(db, &keys)?;
             let mut runs = Vec::new();
             for l in &loaded {
                 match &l.run {
                     Ok(run) => runs.push(run),
-                    Err(why) if why == MISSING => return Err(ViewError::NotFound(format!("no run {:?}", l.key))),
+                    Err(why) if why == MISSING => return Err(self.gone(&l.key)),
                     Err(why) => return Err(ViewError::Failed(format!("run {:?} cannot be read: {why}", l.key))),
                 }
             }

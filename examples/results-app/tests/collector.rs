@@ -453,3 +453,22 @@ fn a_post_that_never_finishes_is_cut_off() {
     assert!(answer_text.starts_with("HTTP/1.1 408"), "{answer_text}");
     assert_eq!(post_json(&c.url, &[], &run("linux-x86_64", "c-gcc-12")).status, 201);
 }
+
+/// The page's views are rate-limited per client, and a made-up run key is a 404 answered from
+/// the listing (review N13).
+#[test]
+fn views_are_rate_limited_and_made_up_keys_are_not_found() {
+    let c = Collector::start(&[], &[]);
+    let page = c.url.trim_end_matches("results");
+    let get = |path: &str| answer(agent().get(&format!("{page}{path}")).call().unwrap());
+    let made_up = get("api/run?key=linux-x86_64/rust-1/0000000000001-00000000000000ff");
+    assert_eq!(made_up.status, 404, "{:?}", made_up.body);
+    assert!(made_up.body["error"].as_str().unwrap().contains("no run"), "{:?}", made_up.body);
+    let statuses: Vec<u16> = (0..300).map(|_| get("api/run?key=bad").status).collect();
+    assert_eq!(statuses[0], 400);
+    let limited = statuses.iter().position(|s| *s == 429).expect("a client past its rate is held back");
+    assert!(limited <= 200, "after the burst: {limited}");
+    let held = get("api/matrix");
+    assert_eq!(held.status, 429);
+    assert!(held.headers.contains_key("retry-after"));
+}
