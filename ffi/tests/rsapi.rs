@@ -405,3 +405,35 @@ fn the_newest_per_pair_is_read_without_listing_everything_and_other_reads_list_i
     close(&writer);
     close(&reader);
 }
+
+/// Reads that find a store cold together share one listing (review N12): ten counts at once
+/// cost one LIST, not ten.
+#[test]
+fn concurrent_reads_of_a_cold_store_share_one_listing() {
+    let dir = TempDir::new().unwrap();
+    let endpoint = format!("file://{}", dir.path().join("bucket").display());
+    let sync = json!({"format": "objstore", "prefetch": "full", "Options": {"bucket": "b", "endpoint": endpoint}});
+    let schema = json!({"stores": [{"name": "docs", "keyPath": "id", "Sync": sync}]});
+    let writer = open_db(dir.path().join("w.sqlite3").to_str().unwrap(), &schema, json!({"mechanism": "memory"}));
+    let values: Vec<Value> = (0..300).map(|n| json!({"id": format!("d{n:03}")})).collect();
+    wait(|done| writer.put_many(None, "docs", values, done)).unwrap();
+    assert_eq!(wait(|done| writer.flush(done)).unwrap()["pending"], json!(0));
+    let reader = open_db(dir.path().join("r.sqlite3").to_str().unwrap(), &schema, json!({}));
+    let (tx, rx) = mpsc::channel();
+    for _ in 0..10 {
+        let tx = tx.clone();
+        reader
+            .read_scan(None, "docs", ReadKind::Count, None, Read::default(), move |r: Result<Value>| {
+                let _ = tx.send(r);
+            })
+            .unwrap();
+    }
+    for _ in 0..10 {
+        assert_eq!(rx.recv_timeout(PATIENCE).unwrap().unwrap(), json!(300));
+    }
+    let stats = reader.sync_stats(true);
+    let lists: u64 = stats["requests"]["LIST"].as_object().map_or(0, |s| s.values().filter_map(Value::as_u64).sum());
+    assert_eq!(lists, 1, "{stats}");
+    close(&writer);
+    close(&reader);
+}

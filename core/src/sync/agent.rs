@@ -651,6 +651,17 @@ impl Agent {
         let what = format!("prefetching store {store:?}");
         self.may_contact(s, &what)?;
         let _one_listing = self.listing.lock().unwrap_or_else(|p| p.into_inner());
+        // Single flight: a read that waited here while another listing ran asks again whether
+        // it still needs one (an explicit prefetch always lists anew).
+        let still_needed = match listing {
+            Listing::Full => true,
+            Listing::Everything => !self.listed_for(store, false),
+            Listing::FirstPerPair => !self.listed_for(store, true),
+            Listing::AsHeld => !self.refractory_fresh(store),
+        };
+        if !still_needed {
+            return Ok(());
+        }
         let name = store.to_string();
         let summary = port.exec(move |db| db.store_state_of(&name, Some(&[])))?;
         let started_ms = now_ms();

@@ -5,6 +5,7 @@
 //! The runner holds the database weakly: dropping the last handle still closes it. Writes that
 //! cannot be sent are retried on a timer, which the agent's circuit breaker keeps cheap.
 
+use std::collections::HashSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -56,7 +57,13 @@ pub struct Runner {
     /// Writes may wait that the last flush could not send: the timer tries again.
     outbox_waiting: Arc<AtomicBool>,
     threads: Mutex<Vec<thread::JoinHandle<()>>>,
+    /// Background revalidations queued and not started, by what they revalidate.
+    revalidating: Arc<Mutex<HashSet<String>>>,
 }
+
+/// Background revalidations queued at most: past it a new one is dropped (a later read asks
+/// again), so a loop of cached reads never stacks thousands of requests in front of a flush.
+const REVALIDATIONS_QUEUED: usize = 64;
 
 impl Runner {
     /// Starts `threads` threads for `agent` beside `db`.
@@ -76,7 +83,14 @@ impl Runner {
             handles.push(handle);
         }
         let threads = Mutex::new(handles);
-        Ok(Runner { agent, jobs: Mutex::new(Some(sender)), flush_queued, outbox_waiting, threads })
+        Ok(Runner {
+            agent,
+            jobs: Mutex::new(Some(sender)),
+            flush_queued,
+            outbox_waiting,
+            threads,
+            revalidating: Arc::default(),
+        })
     }
 
     pub fn agent(&self) -> &Arc<Agent> {
@@ -101,6 +115,23 @@ impl Runner {
             queued.store(false, Ordering::Release);
             flush_noting(agent, db, &waiting);
         }));
+    }
+
+    /// Queues a background revalidation of `what` (a store, and the keys read), unless one of
+    /// the same is queued already or [`REVALIDATIONS_QUEUED`] are; whether it was queued.
+    pub fn revalidate_soon(&self, what: String, job: Job) -> bool {
+        {
+            let mut queued = self.revalidating.lock().unwrap_or_else(|p| p.into_inner());
+            if queued.len() >= REVALIDATIONS_QUEUED || !queued.insert(what.clone()) {
+                return false;
+            }
+        }
+        let queued = self.revalidating.clone();
+        let started = self.run(Box::new(move |agent, db| {
+            queued.lock().unwrap_or_else(|p| p.into_inner()).remove(&what);
+            job(agent, db)
+        }));
+        started.is_ok()
     }
 
     /// Stops taking jobs; the threads end after the job they are in (never joined).

@@ -907,12 +907,23 @@ fn revalidate_later(inner: &Arc<Inner>, agent: &Agent, stores: &[String], keys: 
     }
     let Some(runner) = inner.runner() else { return };
     let exec = inner.exec.clone();
-    let _ = runner.run(Box::new(move |agent, _| {
-        let token = Token::default();
-        let mut port = Remote::new(&exec, token.clone());
-        let _ = match keys {
-            Some(keys) => agent.fetch(&mut port, &store, &keys, Freshness::Fresh, &token),
-            None => agent.refresh(&mut port, &store, &token),
-        };
-    }));
+    // Reads of the same keys share one revalidation; at most a few are queued at a time.
+    let what = match &keys {
+        Some(keys) => format!(
+            "{store}\u{0}{}",
+            serde_json::to_string(&keys.iter().map(Key::to_string).collect::<Vec<_>>()).unwrap_or_default()
+        ),
+        None => store.clone(),
+    };
+    runner.revalidate_soon(
+        what,
+        Box::new(move |agent, _| {
+            let token = Token::default();
+            let mut port = Remote::new(&exec, token.clone());
+            let _ = match keys {
+                Some(keys) => agent.fetch(&mut port, &store, &keys, Freshness::Fresh, &token),
+                None => agent.refresh(&mut port, &store, &token),
+            };
+        }),
+    );
 }
