@@ -831,7 +831,7 @@ enum objstore_status objstore_db_set_offline(const struct objstore_db *db,
 
 /*
  Requests made to buckets so far: `{"requests": {kind: {status: n}}, "total",
- "bytes_sent", "bytes_received", "cost_usd"}` into `*result_out` (free with
+ "bytesSent", "bytesReceived", "costUsd", "conditionalWrites": {bucket: bool}}` into `*result_out` (free with
  objstore_string_free); `reset` starts the count again. Synchronous.
 
  # Safety

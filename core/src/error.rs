@@ -40,10 +40,10 @@ pub enum Error {
     #[error("invalid key{}: {reason}", key_context(.store, .key_path))]
     InvalidKey { store: Option<String>, key_path: Option<String>, reason: String },
 
-    #[error("record for store {store:?} has no usable key at key path {key_path:?} and the store does not generate keys (add the field, or give the store autoIncrement)")]
+    #[error("record for store {} has no usable key at key path {} and the store does not generate keys (add the field, or give the store autoIncrement)", clip(.store), clip(.key_path))]
     MissingKeyPath { store: String, key_path: String },
 
-    #[error("store {store:?} has {what}: {reason}")]
+    #[error("store {} has {what}: {reason}", clip(.store))]
     KeyConflict { store: String, what: &'static str, reason: String },
 
     #[error("bad JSON in {what}: {reason}")]
@@ -52,13 +52,13 @@ pub enum Error {
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
 
-    #[error("constraint error in store {store:?}: {detail}")]
+    #[error("constraint error in store {}: {detail}", clip(.store))]
     Constraint { store: String, detail: String },
 
-    #[error("cannot write to store {store:?} in a readonly transaction")]
+    #[error("cannot write to store {} in a readonly transaction", clip(.store))]
     ReadOnly { store: String },
 
-    #[error("store {store:?} is not in the scope of this transaction (scope: {scope:?})")]
+    #[error("store {} is not in the scope of this transaction (scope: {})", clip(.store), clip_list(.scope))]
     NotInScope { store: String, scope: Vec<String> },
 
     #[error("transaction {id} is not active: {reason}")]
@@ -86,7 +86,7 @@ pub enum Error {
     #[error("request cancelled: {0}")]
     Cancelled(String),
 
-    #[error("database {database:?} is busy: transaction {transaction} over {stores:?} is open, and a request outside it cannot run until it commits or aborts (make the request through the transaction, or after it)")]
+    #[error("database {} is busy: transaction {transaction} over {} is open, and a request outside it cannot run until it commits or aborts (make the request through the transaction, or after it)", clip(.database), clip_list(.stores))]
     Busy { database: String, transaction: u64, stores: Vec<String> },
 
     #[error("storage error in {context}: {source}")]
@@ -101,7 +101,7 @@ pub enum Error {
     #[error("cannot lock database file {path:?}: {reason}")]
     Lock { path: String, reason: String },
 
-    #[error("conflict in store {store:?} on {key:?}: {detail}; nothing was overwritten")]
+    #[error("conflict in store {} on {}: {detail}; nothing was overwritten", clip(.store), clip(.key))]
     Conflict { store: String, key: String, detail: String },
 
     #[error("cannot reach the bucket for {what}: {reason}")]
@@ -115,6 +115,15 @@ pub enum Error {
 
     #[error("internal error: {0}")]
     Internal(String),
+
+    /// A batch's write failed: which record of the batch (from 0), under which key if it had
+    /// one, and why.
+    #[error("record {position} of the batch of {count}{}: {source}", batch_key(.key))]
+    InBatch { position: usize, count: usize, key: Option<String>, source: Box<Error> },
+}
+
+fn batch_key(key: &Option<String>) -> String {
+    key.as_ref().map(|k| format!(" (key {k})")).unwrap_or_default()
 }
 
 impl Error {
@@ -143,6 +152,7 @@ impl Error {
             Error::Remote { .. } => ErrorCode::Remote,
             Error::RemoteData { .. } => ErrorCode::RemoteData,
             Error::Internal(_) => ErrorCode::Internal,
+            Error::InBatch { source, .. } => source.code(),
         }
     }
 
@@ -223,18 +233,130 @@ fn known_list(known: &[String]) -> String {
 
 /// An input echoed in a message: quoted, and cut to its first 60 characters with its length
 /// when long, so that a huge input does not come back whole.
-pub(crate) fn clip(text: &str) -> String {
+pub fn clip(text: &str) -> String {
     match text.char_indices().nth(60) {
         None => format!("{text:?}"),
         Some((end, _)) => format!("{:?}… ({} bytes)", &text[..end], text.len()),
     }
 }
 
+/// A list of names, each cut as [`clip`] does, and at most ten of them.
+fn clip_list(names: &[String]) -> String {
+    let shown: Vec<String> = names.iter().take(10).map(|n| clip(n)).collect();
+    match names.len() {
+        n if n > 10 => format!("[{}, … ({n} in all)]", shown.join(", ")),
+        _ => format!("[{}]", shown.join(", ")),
+    }
+}
+
 fn key_context(store: &Option<String>, key_path: &Option<String>) -> String {
     match (store, key_path) {
-        (Some(s), Some(p)) => format!(" in store {s:?} at key path {p:?}"),
-        (Some(s), None) => format!(" in store {s:?}"),
-        (None, Some(p)) => format!(" at key path {p:?}"),
+        (Some(s), Some(p)) => format!(" in store {} at key path {}", clip(s), clip(p)),
+        (Some(s), None) => format!(" in store {}", clip(s)),
+        (None, Some(p)) => format!(" at key path {}", clip(p)),
         (None, None) => String::new(),
+    }
+}
+
+/// A JSON reader's complaint about `what`, in the words of the schema rather than of the
+/// library that read it: "expected u64" becomes "a whole number is expected", `struct
+/// StoreSchema` "a store (an object)", "unknown variant" "unknown value", and so on.
+pub(crate) fn in_schema_words(error: &serde_json::Error) -> String {
+    let message = error.to_string();
+    let (said, place) = match message.rsplit_once(" at line ") {
+        Some((said, place)) => (said, format!(" (at line {place})")),
+        None => (message.as_str(), String::new()),
+    };
+    let quoted = |name: &str| format!("\"{}\"", name.trim_matches('`'));
+    let known = |list: &str| list.trim_start_matches("one of ").replace('`', "\"");
+    let words = if let Some(rest) = said.strip_prefix("invalid type: ").or_else(|| said.strip_prefix("invalid value: "))
+    {
+        match rest.split_once(", expected ") {
+            Some((found, expected)) => {
+                format!("{} where {} is expected", found_in_words(found), expected_in_words(expected))
+            }
+            None => rest.to_string(),
+        }
+    } else if let Some(rest) = said.strip_prefix("unknown variant ") {
+        let (value, expected) = rest.split_once(", expected ").unwrap_or((rest, ""));
+        format!("unknown value {} (known: {})", quoted(value), known(expected))
+    } else if let Some(rest) = said.strip_prefix("unknown field ") {
+        let (field, expected) = rest.split_once(", expected ").unwrap_or((rest, ""));
+        match expected {
+            "" | "nothing" => format!("unknown field {}", quoted(field)),
+            expected => format!("unknown field {} (known: {})", quoted(field), known(expected)),
+        }
+    } else if let Some(field) = said.strip_prefix("missing field ") {
+        format!("the field {} is missing", quoted(field))
+    } else if let Some(field) = said.strip_prefix("duplicate field ") {
+        format!("the field {} is given twice", quoted(field))
+    } else {
+        said.to_string()
+    };
+    format!("{words}{place}")
+}
+
+/// What serde found, as the schema's reader says it.
+fn found_in_words(found: &str) -> String {
+    let strip = |prefix: &str| found.strip_prefix(prefix).map(|v| v.trim_matches('`').to_string());
+    match found {
+        "map" => "an object".into(),
+        "sequence" => "a list".into(),
+        "null" | "unit value" => "null".into(),
+        _ => strip("integer ")
+            .or_else(|| strip("floating point "))
+            .or_else(|| strip("boolean "))
+            .or_else(|| found.strip_prefix("string ").map(|s| format!("the text {s}")))
+            .unwrap_or_else(|| found.to_string()),
+    }
+}
+
+/// What serde expected, as the schema's reader says it.
+fn expected_in_words(expected: &str) -> String {
+    match expected {
+        "u8" | "u16" | "u32" | "u64" | "usize" | "i32" | "i64" => "a whole number".into(),
+        "f64" | "f32" => "a number".into(),
+        "a sequence" => "a list".into(),
+        "a map" => "an object".into(),
+        "struct Schema" => "a schema (an object with \"stores\")".into(),
+        "struct StoreSchema" => "a store (an object with \"name\")".into(),
+        "struct IndexSchema" => "an index (an object with \"keyPath\")".into(),
+        "struct SyncBlock" => "a Sync block (an object with \"format\" and \"Options\")".into(),
+        "struct OptionsBlock" => "Sync options (an object)".into(),
+        other => {
+            other.strip_prefix("struct ").map_or_else(|| other.replace('`', "\""), |name| format!("an object ({name})"))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn said(json: &str) -> String {
+        let e = serde_json::from_str::<crate::Schema>(json).unwrap_err();
+        in_schema_words(&e)
+    }
+
+    #[test]
+    fn schema_errors_are_in_the_schemas_words() {
+        let cases = [
+            (
+                r#"{"stores": [{"name": "a", "indexes": [{"keyPath": "x", "unique": "yes"}]}]}"#,
+                r#"the text "yes" where a boolean is expected"#,
+            ),
+            (r#""just text""#, r#"the text "just text" where a schema (an object with "stores") is expected"#),
+            (r#"{"stores": [{"name": "a", "autoIncrement": 3}]}"#, "3 where a boolean is expected"),
+            (r#"{"stores": [1]}"#, r#"1 where a store (an object with "name") is expected"#),
+            (r#"{"stores": [{"name": "a", "bogus": 1}]}"#, r#"unknown field "bogus" (known: "#),
+            (r#"{"stores": [{"keyPath": "id"}]}"#, r#"the field "name" is missing"#),
+        ];
+        for (json, words) in cases {
+            let message = said(json);
+            assert!(message.contains(words), "{json}: {message}");
+            for serde in ["u64", "expected struct", "invalid type", "sequence", "`"] {
+                assert!(!message.contains(serde), "{json}: {message}");
+            }
+        }
     }
 }

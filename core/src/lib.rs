@@ -21,7 +21,7 @@ pub mod sql;
 pub mod sync;
 
 pub use database::{Database, Durability, MechanismKind, Mode, OpenOptions, Tx, TxId};
-pub use error::{Error, ErrorCode, Result};
+pub use error::{clip, Error, ErrorCode, Result};
 pub use events::{Event, EventFilter, EventKind, Listener, SubscriptionId};
 pub use executor::{AsyncDatabase, ExecutorOptions, DEFAULT_IDLE_TRANSACTION_TIMEOUT, DEFAULT_QUEUE_CAPACITY};
 pub use key::Key;

@@ -121,6 +121,39 @@ impl Tx<'_> {
         write(self.db, store, value, key, true)
     }
 
+    /// Writes a batch of records in order (`create`: each must be new), with their keys when
+    /// given; returns their keys. A failure names the batch's record: its position and key.
+    pub fn write_many(
+        &mut self,
+        store: &str,
+        values: Vec<Value>,
+        keys: Option<Vec<Key>>,
+        create: bool,
+    ) -> Result<Vec<Key>> {
+        let count = values.len();
+        if let Some(keys) = keys.as_ref().filter(|k| k.len() != count) {
+            return Err(Error::InvalidArgument(format!("a batch of {count} records was given {} keys", keys.len())));
+        }
+        let key_path = self.db.schema().store(store).and_then(|s| s.key_path.clone());
+        let mut keys = keys.map(Vec::into_iter);
+        let mut written = Vec::with_capacity(count);
+        for (position, value) in values.into_iter().enumerate() {
+            let given = keys.as_mut().and_then(Iterator::next);
+            let named = given.clone().or_else(|| key_path.as_ref().and_then(|p| p.extract(&value).ok().flatten()));
+            match write(self.db, store, value, given, create) {
+                Ok(key) => written.push(key),
+                Err(source) => {
+                    let key = named.map(|k| match k.to_json().to_string() {
+                        long if long.chars().count() > 60 => crate::error::clip(&long),
+                        short => short,
+                    });
+                    return Err(Error::InBatch { position, count, key, source: Box::new(source) });
+                }
+            }
+        }
+        Ok(written)
+    }
+
     pub fn get(&mut self, store: &str, key: &Key) -> Result<Option<Value>> {
         let info = self.db.store_for(store, false)?;
         let pk = key.encode().map_err(|e| e.in_store(store, None))?;

@@ -78,8 +78,8 @@ impl Schema {
     }
 
     pub fn from_json(text: &str) -> Result<Schema> {
-        let schema: Schema =
-            serde_json::from_str(text).map_err(|e| Error::BadJson { what: "schema".into(), reason: e.to_string() })?;
+        let schema: Schema = serde_json::from_str(text)
+            .map_err(|e| Error::BadJson { what: "schema".into(), reason: crate::error::in_schema_words(&e) })?;
         schema.normalized()
     }
 

@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use objstore_db_core::{Error, ErrorCode, EventFilter, EventKind, Key, KeyRange, ScanOptions};
+use objstore_db_core::{Error, ErrorCode, EventFilter, EventKind, Key, KeyRange, Mode, ScanOptions};
 use serde_json::json;
 
 fn names(values: &[serde_json::Value]) -> Vec<String> {
@@ -40,6 +40,22 @@ for_each_mechanism! {
         let key = db.put("people", person(7, "ada", "a@x", "paris", 36), None).unwrap();
         assert_eq!(key, Key::from(7));
         assert_eq!(db.get("people", &Key::from(7)).unwrap(), Some(person(7, "ada", "a@x", "paris", 36)));
+    }
+
+    fn a_batch_writes_whole_or_not_and_its_error_names_the_batchs_record(kind) {
+        let mut db = people(kind);
+        db.put("people", person(1, "ada", "ada@x", "paris", 36), None).unwrap();
+        let batch = vec![person(2, "bob", "bob@x", "oslo", 25), person(3, "cy", "cy@x", "rome", 30), person(4, "dee", "ada@x", "oslo", 41)];
+        let err = db.run(&["people"], Mode::ReadWrite, |tx| tx.write_many("people", batch.clone(), None, false)).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::Constraint, "{err}");
+        let message = err.to_string();
+        assert!(message.starts_with("record 2 of the batch of 3 (key 4): "), "{message}");
+        assert!(message.contains("email"), "the collision is still said: {message}");
+        assert_eq!(db.count("people", &ScanOptions::new()).unwrap(), 1, "nothing of the batch stays");
+        let keys = db.run(&["people"], Mode::ReadWrite, |tx| tx.write_many("people", batch[..2].to_vec(), None, true)).unwrap();
+        assert_eq!(keys, vec![Key::from(2), Key::from(3)]);
+        let err = db.run(&["people"], Mode::ReadWrite, |tx| tx.write_many("people", batch[..2].to_vec(), None, true)).unwrap_err();
+        assert!(err.to_string().starts_with("record 0 of the batch of 2 (key 2): "), "{err}");
     }
 
     fn get_of_a_missing_key_is_none(kind) {
@@ -347,7 +363,7 @@ for_each_mechanism! {
 
     fn bad_schemas_are_rejected_with_the_reason(kind) {
         for (schema, reason) in [
-            (r#"{"stores": [{"name": "a", "autoincrement": true}]}"#, "unknown field `autoincrement`"),
+            (r#"{"stores": [{"name": "a", "autoincrement": true}]}"#, "unknown field \"autoincrement\""),
             (r#"{"stores": [{"name": "a"}, {"name": "a"}]}"#, "store \"a\" is defined twice"),
             (r#"{"stores": [{"name": "a", "indexes": [{"keyPath": ["x", "y"], "multiEntry": true}]}]}"#, "multiEntry cannot be used with a compound key path"),
             (r#"{"stores": [{"name": "a", "keyPath": ["x", "y"], "autoIncrement": true}]}"#, "autoIncrement needs a single non-empty key path"),

@@ -52,6 +52,12 @@ impl Visitor {
     }
 }
 
+/// A walk's completion.
+type Done = Box<dyn FnOnce(Result<Value>) + Send>;
+
+/// A walk parked until a request of its completes.
+type Parked = Arc<Mutex<Option<Walk>>>;
+
 struct Walk {
     db: Db,
     cursor: Cursor,
@@ -61,7 +67,7 @@ struct Walk {
     visited: u64,
     /// The first failure of a queued update or delete.
     failed: Arc<Mutex<Option<Error>>>,
-    done: Option<Box<dyn FnOnce(Result<Value>) + Send>>,
+    done: Option<Done>,
 }
 
 /// Starts the walk; the returned id is its first request's.
@@ -133,7 +139,7 @@ impl Walk {
     }
 
     /// Where a walk waits for a request's completion, and the completion's handle on it.
-    fn slot() -> (Arc<Mutex<Option<Walk>>>, Arc<Mutex<Option<Walk>>>) {
+    fn slot() -> (Parked, Parked) {
         let slot = Arc::new(Mutex::new(None));
         (slot.clone(), slot)
     }
@@ -219,7 +225,7 @@ impl Walk {
         // `done` is called once: by the commit or abort, or here when that was refused (the
         // database closed, which rolled the transaction back).
         let once = Arc::new(Mutex::new(Some(done)));
-        let call = |once: &Mutex<Option<Box<dyn FnOnce(Result<Value>) + Send>>>, r: Result<Value>| {
+        let call = |once: &Mutex<Option<Done>>, r: Result<Value>| {
             if let Some(done) = once.lock().unwrap_or_else(|p| p.into_inner()).take() {
                 done(r)
             }

@@ -398,8 +398,9 @@ fn the_newest_per_pair_is_read_without_listing_everything_and_other_reads_list_i
     assert_eq!(newest, json!(["linux/node/0000", "linux/python/0000"]));
     let lists =
         |stats: &Value| stats["requests"]["LIST"].as_object().map_or(0, |s| s.values().filter_map(Value::as_u64).sum());
-    // The platforms, linux's first page, its pairs after that page, python's first name.
-    assert_eq!(lists(&reader.sync_stats(true)), 4);
+    // The store's first page (more follow), the platforms, linux's first page, its pairs
+    // after that page, python's first name.
+    assert_eq!(lists(&reader.sync_stats(true)), 5);
     assert_eq!(scan(json!({}), ReadKind::Count), json!(2_200), "another read lists in full");
     assert!(lists(&reader.sync_stats(true)) >= 2);
     close(&writer);
@@ -436,4 +437,43 @@ fn concurrent_reads_of_a_cold_store_share_one_listing() {
     assert_eq!(lists, 1, "{stats}");
     close(&writer);
     close(&reader);
+}
+
+/// A huge name given where a store is named comes back cut in the error, whatever the entry
+/// point (the C fuzzer met a 52 MB store name echoed whole).
+#[test]
+fn a_huge_store_name_is_cut_in_every_error() {
+    let dir = TempDir::new().unwrap();
+    let endpoint = format!("file://{}", dir.path().join("bucket").display());
+    let schema = json!({"stores": [{"name": "notes", "keyPath": "id"},
+        {"name": "synced", "Sync": {"format": "objstore", "Options": {"bucket": "b", "endpoint": endpoint}}}]});
+    let db = open_db(dir.path().join("h.sqlite3").to_str().unwrap(), &schema, json!({}));
+    let huge = "s".repeat(1 << 20);
+    let key = json!("k");
+    let errors: Vec<(&str, Error)> = vec![
+        ("get", wait(|done| db.get(None, &huge, &key, Read::default(), done)).unwrap_err()),
+        ("put", wait(|done| db.put(None, &huge, json!({"id": 1}), None, done)).unwrap_err()),
+        ("remove", wait(|done| db.remove(None, &huge, &key, done)).unwrap_err()),
+        ("clear", wait(|done| db.clear(None, &huge, done)).unwrap_err()),
+        ("count", wait(|done| db.read_scan(None, &huge, ReadKind::Count, None, Read::default(), done)).unwrap_err()),
+        ("prefetch", wait(|done| db.prefetch(&huge, done)).unwrap_err()),
+        ("sync_status", wait(|done| db.sync_status(&huge, &key, done)).unwrap_err()),
+        ("withdraw_pending", wait(|done| db.withdraw_pending(&huge, &key, done)).unwrap_err()),
+        ("begin", wait(|done| db.begin(&json!([huge.clone()]), Mode::ReadOnly, done)).unwrap_err()),
+        (
+            "query",
+            wait(|done| db.query(&json!({"from": huge.clone()}))?.list(None, 10, Read::default(), done)).unwrap_err(),
+        ),
+        ("sql", wait(|done| db.sql(None, &format!("SELECT * FROM {huge}"), None, done)).unwrap_err()),
+    ];
+    for (call, err) in errors {
+        let message = err.to_string();
+        assert!(message.len() < 500, "{call}: a {}-byte message: {}…", message.len(), &message[..200]);
+        assert!(message.contains("sss") && message.contains(&format!("{} bytes", huge.len())), "{call}: {message}");
+    }
+    let inside = wait(|done| db.begin(&json!(["notes"]), Mode::ReadOnly, done)).unwrap();
+    let err = wait(|done| db.get(Some(inside), &huge, &key, Read::default(), done)).unwrap_err();
+    assert!(err.to_string().len() < 500, "inside a transaction: {} bytes", err.to_string().len());
+    wait(|done| db.abort(inside, done)).unwrap();
+    close(&db);
 }

@@ -762,6 +762,10 @@ static void a_put_reaches_moto_and_another_client_reads_it(void) {
     char *stats = NULL;
     CHECK(objstore_db_sync_stats(reader, true, &stats, NULL) == OK);
     CHECK_CONTAINS(stats, "\"GET\":{\"200\":1,\"404\":1}");
+    /* The keys as the header documents them, as every binding spells them. */
+    CHECK_CONTAINS(stats, "\"bytesReceived\":");
+    CHECK_CONTAINS(stats, "\"costUsd\":");
+    CHECK_CONTAINS(stats, "\"conditionalWrites\":");
     objstore_string_free(stats);
     /* Cached and immutable: read again with no request. */
     CHECK(objstore_db_get(reader, 0, "results", J("\"linux/c/1\""), 0, on_done, &w, NULL, NULL) == OK);

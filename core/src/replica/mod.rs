@@ -266,8 +266,9 @@ fn check_metadata(config: &SyncConfig, store: &str, id: &str, value: &Value) -> 
 
 impl Database {
     fn synced_or_error(&self, store: &str) -> Result<&SyncConfig> {
-        self.sync_config(store)
-            .ok_or_else(|| Error::InvalidArgument(format!("store {store:?} is not synced (it has no Sync block)")))
+        self.sync_config(store).ok_or_else(|| {
+            Error::InvalidArgument(format!("store {} is not synced (it has no Sync block)", crate::error::clip(store)))
+        })
     }
 
     /// Up to `limit` outbox writes in order after sequence number `after` (0 for the first),

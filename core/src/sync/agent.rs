@@ -216,7 +216,7 @@ pub struct Agent {
     listing: Mutex<()>,
     /// Conditional-write probes that failed, by bucket: when, and why. Not asked again for
     /// [`PROBE_RETRY`], so a failing probe costs its requests once, not once per write.
-    probe_failed: Mutex<HashMap<String, (Instant, String)>>,
+    probe_failed: Mutex<HashMap<String, (Instant, Error)>>,
 }
 
 /// How often a writer prunes a directory bucket's change log.
@@ -323,9 +323,9 @@ impl Agent {
     }
 
     fn store(&self, store: &str) -> Result<&SyncedStore> {
-        self.stores
-            .get(store)
-            .ok_or_else(|| Error::InvalidArgument(format!("store {store:?} is not synced (it has no Sync block)")))
+        self.stores.get(store).ok_or_else(|| {
+            Error::InvalidArgument(format!("store {} is not synced (it has no Sync block)", crate::error::clip(store)))
+        })
     }
 
     /// Fails at once when no request may be made to `s`'s bucket now.
@@ -787,7 +787,9 @@ impl Agent {
         let fans_out = s.config.key_layout.as_ref().is_some_and(|layout| {
             layout.len() > 1 && matches!(layout.first(), Some(super::config::LayoutSegment::Field(_)))
         });
-        let objects = if fans_out {
+        let objects = if let Some(objects) = self.one_page_if_small(s, fans_out, &request, token)? {
+            objects
+        } else if fans_out {
             let (mut objects, folders) = self.first_field_values(s, &request, token)?;
             let listings = parallel(&folders, s.config.concurrency, |folder| {
                 let request = ListRequest { prefix: folder.to_string(), ..request.clone() };
@@ -829,6 +831,18 @@ impl Agent {
         let s = &self.stores[store];
         let prefix = &s.config.location.prefix;
         let base = ListRequest { prefix: prefix.clone(), version: s.config.list_version, ..Default::default() };
+        if let Some(objects) = self.one_page_if_small(s, true, &base, token)? {
+            let described = records(store, prefix, objects);
+            let learnt = Learnt {
+                vanished: vanished(&local, &described),
+                described,
+                complete: true,
+                changes_since_ms: s.config.change_log.as_ref().map(|_| started_ms),
+                first_per_pair: true,
+                complete_before: false,
+            };
+            return Ok((learnt, local));
+        }
         let (mut objects, folders) = self.first_field_values(s, &base, token)?;
         let folders: Vec<&String> = folders.iter().collect();
         let first_pages = parallel(&folders, s.config.concurrency, |folder| {
@@ -894,6 +908,23 @@ impl Agent {
             complete_before: false,
         };
         Ok((learnt, local))
+    }
+
+    /// A store that fits one listing page costs that page alone: before fanning out (`fans_out`)
+    /// by the key layout's first field, the first plain page is read, and when it is the last
+    /// one, it is the whole listing. `None` when more pages follow (the fan-out goes on).
+    fn one_page_if_small(
+        &self,
+        s: &SyncedStore,
+        fans_out: bool,
+        request: &ListRequest,
+        token: &Token,
+    ) -> Result<Option<Vec<ObjectInfo>>> {
+        if !fans_out {
+            return Ok(None);
+        }
+        let page = self.recorded(s, s.bucket.list_page(request, token))?;
+        Ok(page.next.is_none().then_some(page.objects))
     }
 
     /// The names directly under the store's prefix and the first field's values (folders, the
@@ -1325,16 +1356,11 @@ impl Agent {
         }
         let mut failed = self.probe_failed.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((at, why)) = failed.get(&bucket).filter(|(at, _)| at.elapsed() < PROBE_RETRY) {
-            return Err(Error::Unreachable {
-                what: format!("the conditional-write probe of {bucket}"),
-                reason: format!(
-                    "{why}; probed again in {} s",
-                    PROBE_RETRY.saturating_sub(at.elapsed()).as_secs().max(1)
-                ),
-            });
+            let left = PROBE_RETRY.saturating_sub(at.elapsed()).as_secs().max(1);
+            return Err(again(why, &format!("; the bucket is probed again in {left} s")));
         }
         let honoured = probe_conditional_writes(s, token)
-            .inspect_err(|e| drop(failed.insert(bucket.clone(), (Instant::now(), e.to_string()))))?;
+            .inspect_err(|e| drop(failed.insert(bucket.clone(), (Instant::now(), again(e, "")))))?;
         failed.remove(&bucket);
         drop(failed);
         self.accounting.note_conditional_writes(&bucket, honoured);
@@ -1532,6 +1558,23 @@ fn ignores_conditions(bucket: &str) -> String {
     format!(
         "the bucket {bucket} ignores conditional writes (If-Match, If-None-Match): each write is checked with a GET first, so a write another client makes between that check and the PUT can still be overwritten"
     )
+}
+
+/// The same failure again, with `note` added to what it says (the kind, and so how a flush
+/// treats it, stays).
+fn again(error: &Error, note: &str) -> Error {
+    match error {
+        Error::Remote { what, status, detail } => {
+            Error::Remote { what: what.clone(), status: *status, detail: format!("{detail}{note}") }
+        }
+        Error::RemoteData { what, reason } => {
+            Error::RemoteData { what: what.clone(), reason: format!("{reason}{note}") }
+        }
+        Error::Unreachable { what, reason } => {
+            Error::Unreachable { what: what.clone(), reason: format!("{reason}{note}") }
+        }
+        other => Error::Unreachable { what: "the conditional-write probe".into(), reason: format!("{other}{note}") },
+    }
 }
 
 /// The probe's object: a folder marker (a name ending in `/`), which listings leave out.

@@ -170,7 +170,8 @@ impl SyncConfig {
     /// ones) so that tests can pass their own.
     pub fn from_json(store: &str, block: &Value, env: &dyn Fn(&str) -> Option<String>) -> Result<SyncConfig> {
         let bad = |why: String| Error::InvalidSchema(format!("store {store:?}, Sync: {why}"));
-        let block: SyncBlock = serde_json::from_value(block.clone()).map_err(|e| bad(e.to_string()))?;
+        let block: SyncBlock =
+            serde_json::from_value(block.clone()).map_err(|e| bad(crate::error::in_schema_words(&e)))?;
         let o = block.options;
         // The shared AWS files are read only when the block and the variables leave something open.
         let profile = OnceCell::new();

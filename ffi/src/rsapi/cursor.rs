@@ -21,13 +21,16 @@ pub struct QueryHandle {
     db: Db,
     /// Kept outside the query's lock: the caller's thread never takes it.
     store: String,
+    /// The query as built, at its start: cursors copy it without the lock.
+    start: Arc<Query>,
     query: Arc<Mutex<Query>>,
 }
 
 impl QueryHandle {
     pub(super) fn new(db: Db, spec: &Value) -> Result<QueryHandle> {
         let query = Query::from_json(spec)?;
-        Ok(QueryHandle { db, store: query.store().to_string(), query: Arc::new(Mutex::new(query)) })
+        let store = query.store().to_string();
+        Ok(QueryHandle { db, store, start: Arc::new(query.clone()), query: Arc::new(Mutex::new(query)) })
     }
 
     pub fn store(&self) -> &str {
@@ -122,7 +125,9 @@ impl QueryHandle {
     /// A pull cursor over the matches from the start (this handle's paging is untouched).
     /// `mode` ReadWrite lets it update and delete what it returned.
     pub fn cursor(&self, within: Within, mode: Mode) -> Cursor {
-        let mut query = lock(&self.query).clone();
+        // From the query as built, never from the handle's locked state: a `list` running a
+        // sort on the worker does not hold up the caller (Python holds its GIL here).
+        let mut query = Query::clone(&self.start);
         query.reset();
         Cursor { db: self.db.clone(), store: self.store.clone(), within, mode, query: Arc::new(Mutex::new(query)) }
     }

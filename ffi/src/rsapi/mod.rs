@@ -407,10 +407,7 @@ impl Db {
         self.write(
             within,
             vec![name.clone()],
-            move |tx| {
-                let keys = values.into_iter().map(|v| tx.put(&name, v, None).map(|k| k.to_json()));
-                keys.collect::<Result<Vec<_>>>().map(Value::Array)
-            },
+            move |tx| Ok(Value::Array(tx.write_many(&name, values, None, false)?.iter().map(Key::to_json).collect())),
             done,
         )
     }
