@@ -869,8 +869,9 @@ enum objstore_status objstore_db_refused_writes(const struct objstore_db *db,
                                                 char **error_out);
 
 /*
- Resolves refused write `sequence`: `resolution` "discard" (the bucket's version wins) or
- "overwrite" (sent again over whatever the bucket holds). The result is `null`.
+ Resolves refused write `sequence`, and every other refused write of the same object with
+ it: `resolution` "discard" (the bucket's version wins) or "overwrite" (the local copy is
+ sent over whatever the bucket holds; a refused remove removes it). The result is `null`.
 
  # Safety
  As `objstore_db_put`.
@@ -940,8 +941,8 @@ void objstore_waiter_callback(void *user_data,
  Blocks until the waiter's request completes or `timeout_ms` passes. On completion, returns
  the request's status and, when `result_out` is not NULL, its result (JSON or the error
  message; free with objstore_string_free), and readies the waiter for another request. On
- timeout returns OBJSTORE_STATUS_TIMEOUT and the request goes on. Never call it from a
- callback.
+ timeout returns OBJSTORE_STATUS_TIMEOUT and the request goes on. A timeout too long to
+ reach (UINT64_MAX, say) waits for as long as it takes. Never call it from a callback.
 
  # Safety
  `waiter` is a live waiter; `result_out` is NULL or valid for a write.

@@ -628,7 +628,8 @@ class Storage extends Operations {
     return request(() => this._db.refusedWrites(waker));
   }
 
-  /** `resolution`: 'discard' (the bucket's version wins) or 'overwrite'. */
+  /** Resolves a refused write and every other refused write of its object: 'discard' (the
+   * bucket's version wins) or 'overwrite' (the local copy is sent over the bucket's). */
   resolveRefused(sequence, resolution) {
     return request(() => this._db.resolve(waker, sequence, resolution));
   }

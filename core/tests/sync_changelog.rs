@@ -217,6 +217,36 @@ fn writers_without_the_log_are_caught_by_the_full_listing_at_its_interval_and_on
     }
 }
 
+/// A writer whose clock is minutes off names its markers by the bucket's clock (from the
+/// `Date` of its answers): a reader's warm refresh, one LIST, finds its change at once, however
+/// far outside the window its own clock is.
+#[test]
+fn a_writer_whose_clock_is_minutes_off_loses_no_change() {
+    let dir = TempDir::new().unwrap();
+    for (place, options) in places("clock-off", dir.path()).into_iter().filter(|(place, _)| *place != "file") {
+        let docs = [store(
+            "docs",
+            &options,
+            json!({"changeLog": true}),
+            json!({"format": "objstore", "prefetch": "full", "prefetchRefractoryPeriod": 0}),
+        )];
+        for skew_minutes in [-7i64, 7] {
+            let mut writer = client(&dir.path().join(format!("{place}{skew_minutes}-w.sqlite3")), &docs);
+            writer.agent.skew_clock_for_tests(skew_minutes * 60_000);
+            let first = format!("first{skew_minutes}");
+            writer.put("docs", json!({"v": 1}), Some(key(&first))).unwrap();
+            let mut reader = client(&dir.path().join(format!("{place}{skew_minutes}-r.sqlite3")), &docs);
+            let before = reader.count("docs", &ScanOptions::new()).unwrap();
+            reader.take_sync_stats();
+            let later = format!("later{skew_minutes}");
+            writer.put("docs", json!({"v": 2}), Some(key(&later))).unwrap();
+            assert_eq!(reader.count("docs", &ScanOptions::new()).unwrap(), before + 1, "{place}, {skew_minutes} min");
+            let stats = reader.take_sync_stats();
+            assert_eq!(stats.count("LIST"), 1, "{place}: a warm refresh from the log: {stats:?}");
+        }
+    }
+}
+
 #[test]
 fn a_marker_landing_late_with_an_older_time_is_still_read() {
     let dir = TempDir::new().unwrap();

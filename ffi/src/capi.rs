@@ -1443,8 +1443,9 @@ pub unsafe extern "C" fn objstore_db_refused_writes(
     })
 }
 
-/// Resolves refused write `sequence`: `resolution` "discard" (the bucket's version wins) or
-/// "overwrite" (sent again over whatever the bucket holds). The result is `null`.
+/// Resolves refused write `sequence`, and every other refused write of the same object with
+/// it: `resolution` "discard" (the bucket's version wins) or "overwrite" (the local copy is
+/// sent over whatever the bucket holds; a refused remove removes it). The result is `null`.
 ///
 /// # Safety
 /// As `objstore_db_put`.

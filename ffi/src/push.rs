@@ -108,39 +108,36 @@ impl Walk {
 
     /// The first batch: its id is the walk's, and a refusal is the caller's error.
     fn pull_first(self) -> Result<RequestId> {
-        let (slot, back) = Walk::slot();
-        // The walk is in its slot before the completion can look for it: the completion
-        // waits for the lock held here until then.
-        let mut parked = slot.lock().unwrap_or_else(|p| p.into_inner());
-        let id = self.cursor.next(BATCH, Read::default(), move |batch| {
-            if let Some(walk) = Walk::take(&back) {
-                walk.on_batch(batch)
-            }
-        })?;
-        *parked = Some(self);
-        Ok(id)
+        let cursor = self.cursor.clone();
+        let (slot, back) = Walk::park(self);
+        cursor
+            .next(BATCH, Read::default(), move |batch| {
+                if let Some(walk) = Walk::take(&back) {
+                    walk.on_batch(batch)
+                }
+            })
+            // Refused: no completion comes, and the walk goes with the caller's error.
+            .inspect_err(|_| drop(Walk::take(&slot)))
     }
 
     fn pull(self) {
-        let (slot, back) = Walk::slot();
-        let mut parked = slot.lock().unwrap_or_else(|p| p.into_inner());
-        let submitted = self.cursor.next(BATCH, Read::default(), move |batch| {
+        let cursor = self.cursor.clone();
+        let (slot, back) = Walk::park(self);
+        let submitted = cursor.next(BATCH, Read::default(), move |batch| {
             if let Some(walk) = Walk::take(&back) {
                 walk.on_batch(batch)
             }
         });
-        match submitted {
-            Ok(_) => *parked = Some(self),
-            Err(e) => {
-                drop(parked);
-                self.finish(Err(e))
-            }
+        if let (Err(e), Some(walk)) = (submitted, Walk::take(&slot)) {
+            walk.finish(Err(e));
         }
     }
 
-    /// Where a walk waits for a request's completion, and the completion's handle on it.
-    fn slot() -> (Parked, Parked) {
-        let slot = Arc::new(Mutex::new(None));
+    /// Parks the walk where its next request's completion finds it, before that request is
+    /// submitted (the completion may come before the submitting call returns). Returns the
+    /// slot twice: one for the completion, one to take the walk back if the submit is refused.
+    fn park(walk: Walk) -> (Parked, Parked) {
+        let slot = Arc::new(Mutex::new(Some(walk)));
         (slot.clone(), slot)
     }
 
@@ -179,10 +176,10 @@ impl Walk {
         let Some(last) = actions.len().checked_sub(1) else {
             return self.carry_on(stop);
         };
-        let (slot, _) = Walk::slot();
-        let mut parked = slot.lock().unwrap_or_else(|p| p.into_inner());
+        let (cursor, failed) = (self.cursor.clone(), self.failed.clone());
+        let (slot, _) = Walk::park(self);
         for (i, (key, step)) in actions.into_iter().enumerate() {
-            let (failed, back) = (self.failed.clone(), slot.clone());
+            let (failed, back) = (failed.clone(), slot.clone());
             let note = move |r: Result<Value>| {
                 if let Err(e) = r {
                     failed.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
@@ -194,15 +191,17 @@ impl Walk {
                 }
             };
             let queued = match step {
-                Step::Update(value) => self.cursor.update(&key, value, note),
-                _ => self.cursor.delete(&key, note),
+                Step::Update(value) => cursor.update(&key, value, note),
+                _ => cursor.delete(&key, note),
             };
             if let Err(e) = queued {
-                drop(parked);
-                return self.finish(Err(e));
+                // The last action's completion will not come: the walk ends here.
+                if let Some(walk) = Walk::take(&slot) {
+                    walk.finish(Err(e));
+                }
+                return;
             }
         }
-        *parked = Some(self);
     }
 
     fn carry_on(self, stop: bool) {

@@ -413,7 +413,8 @@ fn the_newest_per_pair_is_read_without_listing_everything_and_other_reads_list_i
 fn concurrent_reads_of_a_cold_store_share_one_listing() {
     let dir = TempDir::new().unwrap();
     let endpoint = format!("file://{}", dir.path().join("bucket").display());
-    let sync = json!({"format": "objstore", "prefetch": "full", "Options": {"bucket": "b", "endpoint": endpoint}});
+    let sync = json!({"format": "objstore", "prefetch": "full", "prefetchRefractoryPeriod": 0,
+        "Options": {"bucket": "b", "endpoint": endpoint}});
     let schema = json!({"stores": [{"name": "docs", "keyPath": "id", "Sync": sync}]});
     let writer = open_db(dir.path().join("w.sqlite3").to_str().unwrap(), &schema, json!({"mechanism": "memory"}));
     let values: Vec<Value> = (0..300).map(|n| json!({"id": format!("d{n:03}")})).collect();
@@ -435,6 +436,11 @@ fn concurrent_reads_of_a_cold_store_share_one_listing() {
     let stats = reader.sync_stats(true);
     let lists: u64 = stats["requests"]["LIST"].as_object().map_or(0, |s| s.values().filter_map(Value::as_u64).sum());
     assert_eq!(lists, 1, "{stats}");
+    // A fresh read later still asks the bucket: sharing is for reads that waited together.
+    wait(|done| writer.put(None, "docs", json!({"id": "d300"}), None, done)).unwrap();
+    assert_eq!(wait(|done| writer.flush(done)).unwrap()["pending"], json!(0));
+    let fresh = wait(|done| reader.read_scan(None, "docs", ReadKind::Count, None, Read { fresh: true }, done));
+    assert_eq!(fresh.unwrap(), json!(301));
     close(&writer);
     close(&reader);
 }

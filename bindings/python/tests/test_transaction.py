@@ -68,8 +68,9 @@ async def test_a_cancelled_task_never_leaves_its_transaction_open(db: objstore_d
 
 
 async def test_a_task_cancelled_while_its_transaction_begins_leaves_none_open(db: objstore_db.Database) -> None:
-    # Requests queued ahead keep begin() in flight when the task is cancelled.
-    ahead = [db.put("notes", f"n{i}") for i in range(2000)]
+    # Requests queued ahead keep begin() in flight when the task is cancelled (tasks made
+    # first: each submits its put before the transaction's task asks to begin).
+    ahead = [asyncio.ensure_future(db.put("notes", f"n{i}")) for i in range(2000)]
 
     async def opens_a_transaction() -> None:
         async with db.transaction("people", "readwrite") as tx:

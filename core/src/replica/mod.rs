@@ -473,10 +473,13 @@ impl Database {
                     state::push(mech, next, &entry)
                 }
                 Resolution::Overwrite => {
+                    // Renumbered in order: an answer on its way for an old number (a flush
+                    // that read it before) then settles nothing.
                     let mech = tx.db.mech_mut();
                     for sequence in waiting {
-                        if let Some(entry) = state::peek(mech, sequence)? {
-                            state::push(mech, sequence, &OutboxEntry { op: WriteOp::Overwrite, ..entry })?;
+                        if let Some(entry) = state::pop(mech, sequence)? {
+                            let next = state::next_sequence(mech)?;
+                            state::push(mech, next, &OutboxEntry { op: WriteOp::Overwrite, ..entry })?;
                         }
                     }
                     Ok(())
@@ -634,19 +637,30 @@ impl Database {
         self.synced_or_error(store)?;
         let id = object_id(store, key)?;
         self.run_from_bucket(&[store], |tx| {
-            let (mut withdrawn, mut landed) = (0, false);
+            let (mut withdrawn, mut landed) = (0, None);
             for sequence in state::pending_sequences(tx.db.mech_mut(), store, &id)? {
                 match state::peek(tx.db.mech_mut(), sequence)? {
-                    Some(entry) if entry.landed.is_some() => landed = true,
+                    Some(entry) if entry.landed.is_some() => landed = Some(entry),
                     _ => {
                         state::pop(tx.db.mech_mut(), sequence)?;
                         withdrawn += 1;
                     }
                 }
             }
-            if withdrawn > 0 && !landed {
-                tx.remove(store, &KeyRange::only(id.as_str()))?;
-                state::forget(tx.db.mech_mut(), store, &id)?;
+            match (withdrawn, landed) {
+                (0, _) => {}
+                (_, None) => {
+                    tx.remove(store, &KeyRange::only(id.as_str()))?;
+                    state::forget(tx.db.mech_mut(), store, &id)?;
+                }
+                // The local copy goes back to what the bucket holds: the last write that landed.
+                (_, Some(entry)) => match entry.value {
+                    Some(value) => {
+                        let key = if tx.db.store_has_key_path(store)? { None } else { Some(Key::String(id.clone())) };
+                        tx.put(store, value, key)?;
+                    }
+                    None => drop(tx.remove(store, &KeyRange::only(id.as_str()))?),
+                },
             }
             Ok(withdrawn)
         })

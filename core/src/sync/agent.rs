@@ -15,7 +15,7 @@
 //!   per read.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -211,6 +211,9 @@ pub struct Agent {
     landed: Mutex<Vec<Change>>,
     /// When each store's change log was last pruned (directory buckets only).
     log_pruned: Mutex<HashMap<String, Instant>>,
+    /// How far this machine's clock is taken to be off, in ms: 0 but in tests that play a
+    /// writer whose clock is wrong.
+    clock_skew_ms: AtomicI64,
     /// One listing at a time: two (a read's and a background refresh's) would each record
     /// how far the store was listed, and the later record could claim what neither saw.
     listing: Mutex<()>,
@@ -261,6 +264,7 @@ impl Agent {
             marker_failures: Mutex::default(),
             landed: Mutex::default(),
             log_pruned: Mutex::default(),
+            clock_skew_ms: AtomicI64::new(0),
             listing: Mutex::default(),
             probe_failed: Mutex::default(),
         })
@@ -305,6 +309,7 @@ impl Agent {
         if !offline {
             // Back online is a fresh start: no backoff left from before.
             self.breaker.reset();
+            self.probe_failed.lock().unwrap_or_else(|p| p.into_inner()).clear();
         }
     }
 
@@ -326,6 +331,25 @@ impl Agent {
         self.stores.get(store).ok_or_else(|| {
             Error::InvalidArgument(format!("store {} is not synced (it has no Sync block)", crate::error::clip(store)))
         })
+    }
+
+    /// The time on `s`'s bucket's clock, in ms since the epoch: change-log markers are named,
+    /// and the log read, by it, so that writers' clocks that disagree lose no change (the
+    /// window then covers only the second a `Date` header rounds to, and late landings). This
+    /// machine's clock until the bucket's answers said otherwise.
+    fn bucket_now_ms(&self, s: &SyncedStore) -> u64 {
+        let skew = self.clock_skew_ms.load(Ordering::Relaxed);
+        let local = now_ms() as i64 + skew;
+        // The offset was measured against the true clock; this machine's reads `skew` off it.
+        let offset = s.bucket.clock_offset_ms().map_or(0, |o| o - skew);
+        (local + offset).max(0) as u64
+    }
+
+    /// Plays a machine whose clock is `ms` off (negative: behind), for tests of writers whose
+    /// clocks disagree. Not for applications.
+    #[doc(hidden)]
+    pub fn skew_clock_for_tests(&self, ms: i64) {
+        self.clock_skew_ms.store(ms, Ordering::Relaxed);
     }
 
     /// Fails at once when no request may be made to `s`'s bucket now.
@@ -605,6 +629,11 @@ impl Agent {
         })
     }
 
+    /// Whether a listing of `store` (of every object, when `complete`) completed after `asked`.
+    fn listed_after(&self, store: &str, asked: Instant, complete: bool) -> bool {
+        self.seen().get(store).is_some_and(|s| s.at.is_some_and(|at| at >= asked) && (s.complete || !complete))
+    }
+
     /// Whether this process listed `store` far enough for a read: in full, or first per pair
     /// for a read of only that.
     pub fn listed_for(&self, store: &str, first_per_pair: bool) -> bool {
@@ -650,21 +679,19 @@ impl Agent {
         }
         let what = format!("prefetching store {store:?}");
         self.may_contact(s, &what)?;
+        let asked = Instant::now();
         let _one_listing = self.listing.lock().unwrap_or_else(|p| p.into_inner());
-        // Single flight: a read that waited here while another listing ran asks again whether
-        // it still needs one (an explicit prefetch always lists anew).
-        let still_needed = match listing {
-            Listing::Full => true,
-            Listing::Everything => !self.listed_for(store, false),
-            Listing::FirstPerPair => !self.listed_for(store, true),
-            Listing::AsHeld => !self.refractory_fresh(store),
-        };
-        if !still_needed {
+        // Single flight: a read that waited here while another listing ran takes that one's
+        // answer when it completed after the read asked, and went as far as the read needs (an
+        // explicit prefetch always lists anew).
+        if listing != Listing::Full && self.listed_after(store, asked, listing == Listing::Everything) {
             return Ok(());
         }
         let name = store.to_string();
         let summary = port.exec(move |db| db.store_state_of(&name, Some(&[])))?;
-        let started_ms = now_ms();
+        let began = Instant::now();
+        let clock_known = s.bucket.clock_offset_ms().is_some();
+        let started_ms = self.bucket_now_ms(s);
         // Whether the last listing was a full one, and when the log can go on from.
         let (full_at, pairs_at) = (summary.listed_at_ms, summary.pairs_listed_at_ms);
         let last_was_full = full_at.is_some() && full_at >= pairs_at;
@@ -698,7 +725,13 @@ impl Agent {
                 }
             }
         };
-        let (learnt, local) = learnt.inspect_err(|e| self.report_offline(port, store, e))?;
+        let (mut learnt, local) = learnt.inspect_err(|e| self.report_offline(port, store, e))?;
+        // Begun before the bucket had told its clock: when that was on the bucket's clock.
+        let started_ms = match clock_known {
+            true => started_ms,
+            false => self.bucket_now_ms(s).saturating_sub(began.elapsed().as_millis() as u64),
+        };
+        learnt.changes_since_ms = learnt.changes_since_ms.map(|since| since.min(started_ms));
         let immutable = s.config.immutable;
         let is_new_or_changed = |id: &str, etag: &str| match local.known.get(id) {
             None => true,
@@ -748,7 +781,7 @@ impl Agent {
         }
         token.check(&what)?;
         if learnt.complete {
-            changes.push(Change::Prefetched { store: store.to_string(), at_ms: now_ms() });
+            changes.push(Change::Prefetched { store: store.to_string(), at_ms: self.bucket_now_ms(s) });
         }
         if let Some(since_ms) = learnt.changes_since_ms {
             changes.push(Change::ChangesRead { store: store.to_string(), since_ms });
@@ -1359,8 +1392,12 @@ impl Agent {
             let left = PROBE_RETRY.saturating_sub(at.elapsed()).as_secs().max(1);
             return Err(again(why, &format!("; the bucket is probed again in {left} s")));
         }
-        let honoured = probe_conditional_writes(s, token)
-            .inspect_err(|e| drop(failed.insert(bucket.clone(), (Instant::now(), again(e, "")))))?;
+        let honoured = probe_conditional_writes(s, token).inspect_err(|e| {
+            // A cancelled flush says nothing of the bucket.
+            if !matches!(e, Error::Cancelled(_)) {
+                failed.insert(bucket.clone(), (Instant::now(), again(e, "")));
+            }
+        })?;
         failed.remove(&bucket);
         drop(failed);
         self.accounting.note_conditional_writes(&bucket, honoured);
@@ -1393,7 +1430,7 @@ impl Agent {
             _ => changelog::Op::Remove,
         };
         let s = &self.stores[&item.entry.store];
-        let marker = changelog::marker_name(&log.prefix, now_ms(), &item.entry.id, &op);
+        let marker = changelog::marker_name(&log.prefix, self.bucket_now_ms(s), &item.entry.id, &op);
         match s.bucket.put(&marker, b"", &Metadata::new(), &Precondition::None, false, token) {
             Ok(_) => {
                 self.prune_log(&item.entry.store, s, log);
@@ -1433,7 +1470,8 @@ impl Agent {
         }
         pruned.insert(store.to_string(), Instant::now());
         drop(pruned);
-        let expiry = changelog::expiry_ms(now_ms(), log.relist_every.as_millis() as u64, log.window.as_millis() as u64);
+        let window = log.window.as_millis() as u64;
+        let expiry = changelog::expiry_ms(self.bucket_now_ms(s), log.relist_every.as_millis() as u64, window);
         let _ = s.bucket.expire_before(&log.prefix, &format!("{expiry:013}"));
     }
 
@@ -1597,6 +1635,9 @@ fn probe_conditional_writes(s: &SyncedStore, token: &Token) -> Result<bool> {
     for condition in [Precondition::Absent, never_held] {
         match s.bucket.put(&name, b"", &none, &condition, false, token) {
             Err(Error::Remote { status: 412, .. }) => continue,
+            // A 400 about every request (the region, the signature, an expired token) says
+            // nothing of the header.
+            Err(e @ Error::Remote { status: 400, .. }) if !e.refuses_the_write() => honoured = Err(e),
             Ok(_) | Err(Error::Remote { status: 400 | 501, .. }) => honoured = Ok(false),
             Err(e) => honoured = Err(e),
         }

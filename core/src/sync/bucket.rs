@@ -123,6 +123,11 @@ pub trait Bucket: Send + Sync {
     fn expire_before(&self, _prefix: &str, _before: &str) -> Result<u64> {
         Ok(0)
     }
+    /// The bucket's clock minus this machine's, in ms, as its answers last said (`None` until
+    /// one said; a directory shares this machine's clock).
+    fn clock_offset_ms(&self) -> Option<i64> {
+        None
+    }
     fn list_page(&self, request: &ListRequest, token: &Token) -> Result<ListPage>;
 }
 

@@ -8,16 +8,19 @@
 //! {prefix}.objstore-changes/{ms:013}-{writer:016x}-{n:08x}/{op}/{id}
 //! ```
 //!
-//! where `ms` is the writer's clock, `writer` a random number per process, `n` a counter, `op`
+//! where `ms` is the bucket's clock as the writer reads it (its own, corrected by the `Date` of
+//! the bucket's answers), `writer` a random number per process, `n` a counter, `op`
 //! `p{size}.{etag}` for a put (the etag without quotes) or `d` for a remove, and `id` the
 //! object's name under the prefix. Names sort by time, and carry everything a listing says of
 //! the object but its metadata headers, so a reader lists the log after the last time it read
 //! (one LIST, empty when nothing is new) and asks the bucket only about objects whose version
 //! it does not hold.
 //!
-//! Clocks differ and a marker can land after a later one: a reader lists from a window
-//! (`Options.changeLogWindowMs`, a minute unless set) before the time of its last read, so the
-//! window must cover the clock skew between clients and the time a write takes to land.
+//! Clocks differ and a marker can land after a later one: readers and writers both go by the
+//! bucket's clock, and a reader lists from a window (`Options.changeLogWindowMs`, a minute
+//! unless set) before the time of its last read, which covers what is left of the skew (a
+//! `Date` has whole seconds; a writer that never heard from the bucket uses its own clock) and
+//! the time a write takes to land.
 //! Markers it already acted on cost nothing (their version is the one it holds); a refresh
 //! with no write in the window before it lists nothing. Writers without the log are caught by
 //! a full listing every `Options.relistEveryMs` (an hour unless set) and by an explicit

@@ -3,6 +3,7 @@
 //! credentials, retries with backoff on what may pass (no answer, 429, 5xx), a size cap on every
 //! body, and every attempt counted.
 
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -22,6 +23,9 @@ pub struct HttpBucket {
     agent: ureq::Agent,
     config: SyncConfig,
     accounting: Arc<Accounting>,
+    /// The server's clock minus this machine's, in ms, as the last `Date` header said
+    /// (`i64::MIN` before any did).
+    clock_offset_ms: AtomicI64,
 }
 
 /// One answer: status, headers and the (capped) body.
@@ -56,7 +60,7 @@ impl HttpBucket {
             .tls_config(tls)
             .build()
             .into();
-        Ok(HttpBucket { agent, config, accounting })
+        Ok(HttpBucket { agent, config, accounting, clock_offset_ms: AtomicI64::new(i64::MIN) })
     }
 
     /// The URL of an object (`Some(key)`) or of the bucket itself, with its query.
@@ -150,6 +154,11 @@ impl HttpBucket {
         // Options.maxObjectBytes is about objects; listing pages and error bodies have their own.
         let limit = if kind == "GET" { self.config.max_object_bytes } else { OTHER_BODY_LIMIT };
         let (answer, cut) = read_answer(response, limit, method == "HEAD");
+        if let Some(offset) =
+            answer.header("date").and_then(|date| super::time::offset_from_now_ms(date, SystemTime::now()))
+        {
+            self.clock_offset_ms.store(offset, Ordering::Relaxed);
+        }
         // What crossed the wire is counted, also for a body refused or cut off part way.
         self.accounting.record(kind, status, body.len() as u64, answer.body.len() as u64);
         match cut {
@@ -192,6 +201,10 @@ impl HttpBucket {
 impl Bucket for HttpBucket {
     fn describe(&self) -> String {
         self.url(None, &[])
+    }
+
+    fn clock_offset_ms(&self) -> Option<i64> {
+        Some(self.clock_offset_ms.load(Ordering::Relaxed)).filter(|o| *o != i64::MIN)
     }
 
     fn get(&self, key: &str, validators: &Validators, token: &Token) -> Result<Fetched> {

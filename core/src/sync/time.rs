@@ -29,6 +29,15 @@ pub fn http_date_to_iso(date: &str) -> String {
     httpdate::parse_http_date(date).map(iso).unwrap_or_else(|_| date.to_string())
 }
 
+/// How far the clock that wrote HTTP date `date` is ahead of `now` (behind: negative), in ms;
+/// `None` when it is not a date. (The date has whole seconds: the offset is good to a second.)
+pub fn offset_from_now_ms(date: &str, now: SystemTime) -> Option<i64> {
+    let then = httpdate::parse_http_date(date).ok()?;
+    let ms = |t: SystemTime| t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
+    // Whole seconds on the server's side: its clock is taken as half a second past them.
+    Some(ms(then) + 500 - ms(now))
+}
+
 /// Howard Hinnant's days-to-civil: days since 1970-01-01 to (year, month, day).
 fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;

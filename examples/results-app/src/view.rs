@@ -91,9 +91,10 @@ impl Viewer {
         Ok(Viewer { db, building: Mutex::new(()), missing: Mutex::default() })
     }
 
-    /// Refuses a run the listing does not have (a made-up key costs no GET), or that was found
-    /// missing in the last [`MISSING_FOR`].
-    fn known(&self, db: &Db, key: &str) -> Result<(), ViewError> {
+    /// Whether the listing has run `key` (one not listed yet may be a run posted a moment ago,
+    /// and is still asked of the bucket); a run found missing in the last [`MISSING_FOR`] is a
+    /// 404 at once, with no request.
+    fn listed(&self, db: &Db, key: &str) -> Result<bool, ViewError> {
         {
             let mut missing = self.missing.lock().unwrap_or_else(|p| p.into_inner());
             missing.retain(|_, at| at.elapsed() < MISSING_FOR);
@@ -102,10 +103,7 @@ impl Viewer {
             }
         }
         let listed = call(|done| db.values_of(None, "results-meta", &json!([key]), Read::default(), done))?;
-        match listed.get(0).is_some_and(|v| !v.is_null()) {
-            true => Ok(()),
-            false => Err(self.gone(key)),
-        }
+        Ok(listed.get(0).is_some_and(|v| !v.is_null()))
     }
 
     /// Remembers that run `key` is missing; the error to answer with.
@@ -152,7 +150,7 @@ impl Viewer {
             let mut keys = keys(db, "results-meta", &scan)?;
             let more = keys.len() > PAIRS;
             keys.truncate(PAIRS);
-            let loaded = load(db, &keys)?;
+            let loaded = load(db, &keys, true)?;
             let mut suites: Vec<String> =
                 loaded.iter().filter_map(|l| l.run.as_ref().ok()).flat_map(Run::suites).collect();
             sort_suites(&mut suites);
@@ -180,7 +178,7 @@ impl Viewer {
         self.view(|db| {
             let keys = pair_keys(db, &prefix, after, PAGE + 1)?;
             let (page, next) = paged(keys);
-            let loaded = load(db, &page)?;
+            let loaded = load(db, &page, true)?;
             let runs: Vec<&Run> = loaded.iter().filter_map(|l| l.run.as_ref().ok()).collect();
             let flaky: Vec<Value> = flaky(&runs)
                 .into_iter()
@@ -203,7 +201,7 @@ impl Viewer {
                 scan["range"] = json!({"lower": run, "lowerOpen": true});
             }
             let (page, next) = paged(keys(db, "results-meta", &scan)?);
-            let loaded = load(db, &page)?;
+            let loaded = load(db, &page, true)?;
             Ok(json!({"runs": loaded.iter().map(brief).collect::<Vec<_>>(), "next": next}))
         })
     }
@@ -215,8 +213,8 @@ impl Viewer {
         let prefix = pair_prefix(&platform, &browser)?;
         let key = key.to_string();
         self.view(move |db| {
-            self.known(db, &key)?;
-            let mut loaded = load(db, std::slice::from_ref(&key))?;
+            let listed = self.listed(db, &key)?;
+            let mut loaded = load(db, std::slice::from_ref(&key), listed)?;
             let this = loaded.remove(0);
             let run = match &this.run {
                 Ok(run) => run,
@@ -224,7 +222,7 @@ impl Viewer {
                 Err(_) => return Ok(brief(&this)),
             };
             let previous = pair_keys(db, &prefix, Some(&key), 1)?.into_iter().next();
-            let recent = load(db, &pair_keys(db, &prefix, None, PAGE)?)?;
+            let recent = load(db, &pair_keys(db, &prefix, None, PAGE)?, true)?;
             let same_version: Vec<&Run> = recent
                 .iter()
                 .filter_map(|l| l.run.as_ref().ok())
@@ -258,10 +256,11 @@ impl Viewer {
         }
         let keys = vec![from.to_string(), to.to_string()];
         self.view(move |db| {
+            let mut listed = true;
             for key in &keys {
-                self.known(db, key)?;
+                listed &= self.listed(db, key)?;
             }
-            let loaded = load(db, &keys)?;
+            let loaded = load(db, &keys, listed)?;
             let mut runs = Vec::new();
             for l in &loaded {
                 match &l.run {
@@ -344,7 +343,9 @@ fn pair_keys(db: &Db, prefix: &str, after: Option<&str>, limit: usize) -> Result
 }
 
 /// The runs under `keys`, fetched where not cached (immutable: a cached run costs nothing).
-fn load(db: &Db, keys: &[String]) -> Result<Vec<Loaded>, ViewError> {
+/// `listed`: the listing has them, so one the bucket does not give is asked why (a second,
+/// conditional request); a key the listing never had is simply missing.
+fn load(db: &Db, keys: &[String], listed: bool) -> Result<Vec<Loaded>, ViewError> {
     if keys.is_empty() {
         return Ok(Vec::new());
     }
@@ -357,7 +358,8 @@ fn load(db: &Db, keys: &[String]) -> Result<Vec<Loaded>, ViewError> {
         .map(|(key, body)| {
             let (platform, browser) = pair_of(key).unwrap_or_default();
             let run = match body {
-                Value::Null => Err(why_missing(db, key)),
+                Value::Null if listed => Err(why_missing(db, key)),
+                Value::Null => Err(MISSING.to_string()),
                 body => serde_json::from_value::<Run>(body)
                     .map_err(|e| format!("not a run: {e}"))
                     .and_then(|run| run.check().map(|()| run)),

@@ -135,7 +135,8 @@ impl QueryHandle {
 
 /// A pull cursor. Outside a transaction each step reads a consistent batch of its own and the
 /// next one resumes after the last record returned (keyset), so records written between steps
-/// are seen or not by their key. Dropping it closes it.
+/// are seen or not by their key. Dropping it closes it; a clone shares its position.
+#[derive(Clone)]
 pub struct Cursor {
     db: Db,
     store: String,

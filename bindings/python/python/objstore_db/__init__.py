@@ -612,6 +612,8 @@ class Database(_Store):
         return result
 
     async def resolve(self, sequence: int, resolution: str) -> None:
+        """Resolves a refused write and every other refused write of its object: "discard" (the
+        bucket's version wins) or "overwrite" (the local copy is sent over the bucket's)."""
         await _call(self._native.resolve, sequence, resolution)
 
     async def sync_status(self, store: str, key: Key) -> str:
