@@ -128,8 +128,10 @@ impl Walk {
                 walk.on_batch(batch)
             }
         });
-        if let (Err(e), Some(walk)) = (submitted, Walk::take(&slot)) {
-            walk.finish(Err(e));
+        if let Err(e) = submitted {
+            if let Some(walk) = Walk::take(&slot) {
+                walk.finish(Err(e));
+            }
         }
     }
 

@@ -192,27 +192,40 @@ pub fn configs(schema: &Schema, secrets: &Secrets) -> Result<HashMap<String, Syn
     Ok(configs)
 }
 
-/// The object name a key stands for: synced stores are keyed by non-empty strings whose
-/// `/`-separated segments are neither empty, `.` nor `..` and that hold no control characters,
-/// so that no proxy or server can normalise a name into another prefix or bucket.
-pub fn object_id(store: &str, key: &Key) -> Result<String> {
+/// The object name a key stands for, on a bucket of `config`'s kind. Any name S3 takes is
+/// taken — 1 to 1,024 bytes, empty segments (`a//b`), tabs, carriage returns and other control
+/// characters included — but:
+/// - NUL, which C strings and many tools cannot carry;
+/// - a `.` or `..` segment, which a proxy or server may normalise into another prefix;
+/// - a trailing `/`, which S3 tools take for a folder (and listings leave out);
+/// - on a directory bucket (`file://`), an empty segment (a leading or doubled `/`), which a
+///   file system cannot hold.
+pub fn object_id(config: &SyncConfig, store: &str, key: &Key) -> Result<String> {
     let bad = |reason: String| Error::InvalidKey { store: Some(store.to_string()), key_path: None, reason };
     let Key::String(id) = key else {
         return Err(bad(format!("a synced store is keyed by object names (non-empty strings), not {key}")));
     };
+    let directory = config.location.endpoint.starts_with("file://");
     let why = if id.is_empty() {
         Some("it is empty")
-    } else if id.chars().any(char::is_control) {
-        Some("it holds a control character")
-    } else if id.split('/').any(|segment| segment.is_empty()) {
-        Some("it has an empty segment (a leading, trailing or doubled '/')")
+    } else if id.len() > 1024 {
+        Some("it is longer than the 1,024 bytes a bucket takes")
+    } else if id.contains('\0') {
+        Some("it holds a NUL character")
     } else if id.split('/').any(|segment| segment == "." || segment == "..") {
-        Some("it has a '.' or '..' segment")
+        Some("it has a '.' or '..' segment, which URLs normalise away")
+    } else if id.ends_with('/') {
+        Some("it ends with '/', which bucket tools take for a folder")
+    } else if directory && id.split('/').any(str::is_empty) {
+        return Err(bad(format!(
+            "object name {} cannot be used in a directory bucket (file://): it has an empty segment (a leading or doubled '/'), which a file system cannot hold (an S3 bucket can)",
+            crate::error::clip(id)
+        )));
     } else {
         None
     };
     match why {
-        Some(why) => Err(bad(format!("object name {id:?} cannot be used in a bucket: {why}"))),
+        Some(why) => Err(bad(format!("object name {} cannot be used in a bucket: {why}", crate::error::clip(id)))),
         None => Ok(id.clone()),
     }
 }
@@ -238,7 +251,7 @@ pub(crate) fn enqueue(
             "store {store:?} mirrors object metadata (objstore-meta) and is read-only; write to the store that holds the objects"
         )));
     }
-    let id = object_id(store, key)?;
+    let id = object_id(config, store, key)?;
     if config.immutable && replaced && op != WriteOp::Delete {
         return Err(Error::Constraint {
             store: store.to_string(),
@@ -298,8 +311,8 @@ impl Database {
 
     /// What the local store holds for `keys` of a synced store: point lookups only.
     pub fn local_copies(&mut self, store: &str, keys: &[Key]) -> Result<Vec<LocalCopy>> {
-        self.synced_or_error(store)?;
-        let ids = keys.iter().map(|k| object_id(store, k)).collect::<Result<Vec<_>>>()?;
+        let config = self.synced_or_error(store)?;
+        let ids = keys.iter().map(|k| object_id(config, store, k)).collect::<Result<Vec<_>>>()?;
         self.run_single_read(store, |tx| {
             keys.iter()
                 .zip(ids)
@@ -490,13 +503,13 @@ impl Database {
 
     /// The sync state of the record under `key`.
     pub fn sync_status(&mut self, store: &str, key: &Key) -> Result<SyncStatus> {
-        if self.sync_config(store).is_none() {
+        let Some(config) = self.sync_config(store) else {
             if !self.has_store(store) {
                 return Err(self.unknown_store(store));
             }
             return Ok(SyncStatus::Local);
-        }
-        let id = object_id(store, key)?;
+        };
+        let id = object_id(config, store, key)?;
         let mech = self.mech_mut();
         Ok(if state::is_refused(mech, store, &id)? {
             SyncStatus::Refused
@@ -634,8 +647,7 @@ impl Database {
     /// is owed) is not taken back: it stays queued, the record stays, and the status stays
     /// `pending`. Returns how many writes were taken back.
     pub fn withdraw_pending(&mut self, store: &str, key: &Key) -> Result<u64> {
-        self.synced_or_error(store)?;
-        let id = object_id(store, key)?;
+        let id = object_id(self.synced_or_error(store)?, store, key)?;
         self.run_from_bucket(&[store], |tx| {
             let (mut withdrawn, mut landed) = (0, None);
             for sequence in state::pending_sequences(tx.db.mech_mut(), store, &id)? {

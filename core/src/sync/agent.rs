@@ -404,7 +404,7 @@ impl Agent {
             // Descriptions come from listings, never from GETs of the objects.
             return Ok(());
         }
-        keys.iter().try_for_each(|k| object_id(store, k).map(drop))?;
+        keys.iter().try_for_each(|k| object_id(&s.config, store, k).map(drop))?;
         let (name, wanted) = (store.to_string(), keys.to_vec());
         let locals = port.exec(move |db| db.local_copies(&name, &wanted))?;
         let asks = self.asks(store, &locals, freshness);
@@ -597,7 +597,9 @@ impl Agent {
     /// Prefetches `store` as its setting says, unless within the refractory period.
     pub fn refresh(&self, port: &mut impl Port, store: &str, token: &Token) -> Result<()> {
         match self.stores.get(store).and_then(|s| s.config.prefetch) {
-            Some(mode) if !self.refractory_fresh(store) => self.prefetch_as(port, store, mode, Listing::AsHeld, token),
+            Some(mode) if !self.refractory_fresh(store) => {
+                self.prefetch_as(port, store, mode, Listing::AsHeld, Instant::now(), token)
+            }
             _ => Ok(()),
         }
     }
@@ -605,16 +607,22 @@ impl Agent {
     /// Prefetches `store` as its setting says, now (a read found it cold, or asked for fresh).
     /// A read of the first name of each pair (see [`Agent::reads_first_per_pair`]) of a store
     /// not listed yet lists only those.
+    /// `asked`: when the read found it needed the listing; one that completed since serves it
+    /// (reads that find a store cold together share one listing).
     pub fn prefetch_for_read(
         &self,
         port: &mut impl Port,
         store: &str,
         first_per_pair: bool,
+        asked: Instant,
         token: &Token,
     ) -> Result<()> {
         let mode = self.stores.get(store).and_then(|s| s.config.prefetch).unwrap_or(Prefetch::Meta);
         let listing = if first_per_pair { Listing::FirstPerPair } else { Listing::Everything };
-        self.prefetch_as(port, store, mode, listing, token)
+        if self.listed_after(store, asked, listing == Listing::Everything) {
+            return Ok(());
+        }
+        self.prefetch_as(port, store, mode, listing, asked, token)
     }
 
     /// Whether `scan` of `store` reads only the first name of each pair of the key layout's
@@ -652,7 +660,7 @@ impl Agent {
     ) -> Result<()> {
         let first_per_pair = self.reads_first_per_pair(store, scan);
         if !self.listed_for(store, first_per_pair) {
-            return self.prefetch_for_read(port, store, first_per_pair, token);
+            return self.prefetch_for_read(port, store, first_per_pair, Instant::now(), token);
         }
         self.refresh(port, store, token)
     }
@@ -662,7 +670,7 @@ impl Agent {
     /// objstore-meta store, described) and vanished ones removed. Explicit prefetches always
     /// fetch bodies; a store's `prefetch: meta` setting only governs the automatic ones.
     pub fn prefetch(&self, port: &mut impl Port, store: &str, token: &Token) -> Result<()> {
-        self.prefetch_as(port, store, Prefetch::Full, Listing::Full, token)
+        self.prefetch_as(port, store, Prefetch::Full, Listing::Full, Instant::now(), token)
     }
 
     fn prefetch_as(
@@ -671,6 +679,7 @@ impl Agent {
         store: &str,
         mode: Prefetch,
         listing: Listing,
+        asked: Instant,
         token: &Token,
     ) -> Result<()> {
         let s = self.store(store)?;
@@ -679,7 +688,6 @@ impl Agent {
         }
         let what = format!("prefetching store {store:?}");
         self.may_contact(s, &what)?;
-        let asked = Instant::now();
         let _one_listing = self.listing.lock().unwrap_or_else(|p| p.into_inner());
         // Single flight: a read that waited here while another listing ran takes that one's
         // answer when it completed after the read asked, and went as far as the read needs (an
@@ -835,7 +843,7 @@ impl Agent {
         } else {
             self.recorded(s, self.list_around_the_log(s, &request, token))?
         };
-        let described = records(store, prefix, objects);
+        let described = records(s, store, objects);
         let learnt = Learnt {
             vanished: vanished(&local, &described),
             described,
@@ -865,7 +873,7 @@ impl Agent {
         let prefix = &s.config.location.prefix;
         let base = ListRequest { prefix: prefix.clone(), version: s.config.list_version, ..Default::default() };
         if let Some(objects) = self.one_page_if_small(s, true, &base, token)? {
-            let described = records(store, prefix, objects);
+            let described = records(s, store, objects);
             let learnt = Learnt {
                 vanished: vanished(&local, &described),
                 described,
@@ -923,7 +931,7 @@ impl Agent {
         for first in firsts {
             objects.extend(first?);
         }
-        let described = records(store, prefix, objects);
+        let described = records(s, store, objects);
         let complete = longer.is_empty();
         let vanished = match complete {
             true => vanished(&local, &described),
@@ -983,7 +991,8 @@ impl Agent {
     /// For a store held first per pair: the new first name of each pair whose first name the
     /// change log removed.
     fn refill_pairs(&self, store: &str, mut learnt: Learnt, token: &Token) -> Result<Learnt> {
-        let prefix = &self.stores[store].config.location.prefix;
+        let s = &self.stores[store];
+        let prefix = &s.config.location.prefix;
         let mut pairs: Vec<String> = learnt
             .vanished
             .iter()
@@ -994,9 +1003,8 @@ impl Agent {
             .collect();
         pairs.sort();
         pairs.dedup();
-        let concurrency = self.stores[store].config.concurrency;
-        for first in parallel(&pairs, concurrency, |pair| self.first_of_pair(store, pair, token)) {
-            for (id, object) in records(store, prefix, first?) {
+        for first in parallel(&pairs, s.config.concurrency, |pair| self.first_of_pair(store, pair, token)) {
+            for (id, object) in records(s, store, first?) {
                 if !learnt.described.iter().any(|(known, _)| *known == id) {
                     learnt.described.push((id, object));
                 }
@@ -1009,7 +1017,6 @@ impl Agent {
     /// while what they hold is not a record (a console's folder marker).
     fn first_of_pair(&self, store: &str, pair: &str, token: &Token) -> Result<Vec<ObjectInfo>> {
         let s = &self.stores[store];
-        let prefix = &s.config.location.prefix;
         let mut request = ListRequest {
             prefix: pair.to_string(),
             max_keys: Some(1),
@@ -1018,7 +1025,7 @@ impl Agent {
         };
         loop {
             let page = self.recorded(s, s.bucket.list_page(&request, token))?;
-            let found = !records(store, prefix, page.objects.clone()).is_empty();
+            let found = !records(s, store, page.objects.clone()).is_empty();
             match page.next {
                 Some(next) if !found && request.continuation.as_ref() != Some(&next) => {
                     request.continuation = Some(next)
@@ -1095,7 +1102,7 @@ impl Agent {
         // (their clocks may order them wrongly).
         let mut latest: HashMap<&str, (&changelog::Marker, bool)> = HashMap::new();
         for marker in &markers {
-            if object_id(store, &Key::String(marker.id.clone())).is_err() {
+            if object_id(&s.config, store, &Key::String(marker.id.clone())).is_err() {
                 continue;
             }
             let entry = latest.entry(marker.id.as_str()).or_insert((marker, false));
@@ -1731,13 +1738,16 @@ fn now_ms() -> u64 {
 }
 
 /// The records among listed objects: their names under the prefix. Empty names, "folder"
-/// markers (`prefix/`, made by consoles), names with empty, `.` or `..` segments (no record can
-/// be written back under them) and the change log are not records.
-fn records(store: &str, prefix: &str, objects: Vec<ObjectInfo>) -> Vec<(String, ObjectInfo)> {
+/// markers (`prefix/`, made by consoles), names no record can be written back under (see
+/// [`object_id`]) and the change log are not records.
+fn records(s: &SyncedStore, store: &str, objects: Vec<ObjectInfo>) -> Vec<(String, ObjectInfo)> {
+    let prefix = &s.config.location.prefix;
     objects
         .into_iter()
-        .filter_map(|o| Some((o.key.strip_prefix(prefix)?.to_string(), o)))
-        .filter(|(id, _)| !id.starts_with(changelog::DIR) && object_id(store, &Key::String(id.clone())).is_ok())
+        .filter_map(|o| Some((o.key.strip_prefix(prefix.as_str())?.to_string(), o)))
+        .filter(|(id, _)| {
+            !id.starts_with(changelog::DIR) && object_id(&s.config, store, &Key::String(id.clone())).is_ok()
+        })
         .collect()
 }
 

@@ -287,7 +287,9 @@ impl Bucket for HttpBucket {
     }
 
     fn list_page(&self, request: &ListRequest, token: &Token) -> Result<ListPage> {
-        let mut query: Vec<(&str, String)> = vec![("prefix", request.prefix.clone())];
+        // Names come back URL-encoded: XML cannot carry every character a name may hold (most
+        // control characters), and a server that ignores this sends them as they are.
+        let mut query: Vec<(&str, String)> = vec![("prefix", request.prefix.clone()), ("encoding-type", "url".into())];
         if let Some(d) = &request.delimiter {
             query.push(("delimiter", d.clone()));
         }

@@ -19,6 +19,9 @@ pub fn parse_list(xml: &[u8], version: ListVersion) -> Result<ListPage, ParseErr
     }
     let mut page = ListPage::default();
     let mut truncated = false;
+    // With `encoding-type=url` honoured, names (keys, prefixes, markers) are URL-encoded.
+    let encoded = doc.elements.iter().any(|e| e.path.len() == 2 && e.path[1] == "EncodingType" && e.text == "url");
+    let name = |text: &str| if encoded { url_decoded(text) } else { Ok(text.to_string()) };
     let (mut next_marker, mut next_token) = (None, None);
     for element in &doc.elements {
         match element.path.as_slice() {
@@ -29,12 +32,16 @@ pub fn parse_list(xml: &[u8], version: ListVersion) -> Result<ListPage, ParseErr
                     other => return Err(format!("IsTruncated is {other:?}, not true or false")),
                 }
             }
-            [_, field] if field == "NextMarker" => next_marker = Some(element.text.clone()),
+            [_, field] if field == "NextMarker" => next_marker = Some(name(&element.text)?),
             [_, field] if field == "NextContinuationToken" => next_token = Some(element.text.clone()),
             [_, group, field] if group == "CommonPrefixes" && field == "Prefix" => {
-                page.common_prefixes.push(element.text.clone())
+                page.common_prefixes.push(name(&element.text)?)
             }
-            [_, group] if group == "Contents" => page.objects.push(object_of(element)?),
+            [_, group] if group == "Contents" => {
+                let mut object = object_of(element)?;
+                object.key = name(&object.key)?;
+                page.objects.push(object)
+            }
             _ => {}
         }
     }
@@ -49,6 +56,33 @@ pub fn parse_list(xml: &[u8], version: ListVersion) -> Result<ListPage, ParseErr
         };
     }
     Ok(page)
+}
+
+/// A name as `encoding-type=url` sends it, decoded: `%XX` escapes, and `+` for a space (as
+/// AWS writes it; a `+` of the name itself comes as `%2B`).
+fn url_decoded(text: &str) -> Result<String, ParseError> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' => {
+                let hex = text.get(i + 1..i + 3).filter(|h| h.len() == 2);
+                let byte = hex.and_then(|h| u8::from_str_radix(h, 16).ok());
+                out.push(byte.ok_or_else(|| format!("the URL-encoded name {text:?} has a bad escape"))?);
+                i += 3;
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            b => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).map_err(|_| format!("the URL-encoded name {text:?} is not UTF-8"))
 }
 
 /// The `Code` and `Message` of an S3 error body, when it is one.
@@ -188,6 +222,20 @@ impl Document {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn url_encoded_names_are_decoded() {
+        let xml = br#"<ListBucketResult><EncodingType>url</EncodingType><IsTruncated>false</IsTruncated>
+            <Contents><Key>a%2F%2Fb%09tab%0D+x%2B</Key><ETag>"e"</ETag><Size>1</Size><LastModified>2026-11-22T00:00:00.000Z</LastModified></Contents>
+            <CommonPrefixes><Prefix>%C3%BC%2F</Prefix></CommonPrefixes></ListBucketResult>"#;
+        let page = parse_list(xml, ListVersion::V2).unwrap();
+        assert_eq!(page.objects[0].key, "a//b\ttab\r x+");
+        assert_eq!(page.common_prefixes, ["ü/"]);
+        let raw = br#"<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>a+b%20</Key><ETag>"e"</ETag><Size>1</Size><LastModified>2026-11-22T00:00:00.000Z</LastModified></Contents></ListBucketResult>"#;
+        assert_eq!(parse_list(raw, ListVersion::V2).unwrap().objects[0].key, "a+b%20", "not encoded: kept as sent");
+        let bad = br#"<ListBucketResult><EncodingType>url</EncodingType><IsTruncated>false</IsTruncated><Contents><Key>a%ZZ</Key><ETag>"e"</ETag><Size>1</Size><LastModified>x</LastModified></Contents></ListBucketResult>"#;
+        assert!(parse_list(bad, ListVersion::V2).unwrap_err().contains("bad escape"));
+    }
 
     const V2: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
 <ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Name>b</Name><Prefix>p/</Prefix>

@@ -122,10 +122,13 @@ enum Need {
     },
     /// `first_per_pair`: the read takes only the first name of each pair (see
     /// `Agent::reads_first_per_pair`), so a cold store lists only those.
+    /// `asked`: when the read found it needed a listing (one that completes after that serves
+    /// it too).
     Prefetch {
         store: String,
         cached: bool,
         first_per_pair: bool,
+        asked: std::time::Instant,
     },
 }
 
@@ -341,8 +344,8 @@ impl Db {
             };
             let step = match &need {
                 Need::Fetch { store, keys, freshness } => agent.fetch(&mut port, store, keys, *freshness, &job_token),
-                Need::Prefetch { store, cached, first_per_pair } => {
-                    match agent.prefetch_for_read(&mut port, store, *first_per_pair, &job_token) {
+                Need::Prefetch { store, cached, first_per_pair, asked } => {
+                    match agent.prefetch_for_read(&mut port, store, *first_per_pair, *asked, &job_token) {
                         // A store read before keeps serving its copy while the bucket is away.
                         Err(e) if *cached && e.is_offline() => Ok(()),
                         other => other,
@@ -881,7 +884,12 @@ fn need(
     let first_per_pair = scan.is_some_and(|scan| agent.reads_first_per_pair(store, scan));
     if agent.prefetches(store) && (fresh || !agent.listed_for(store, first_per_pair)) {
         let cached = !fresh && db.store_state(store)?.prefetched;
-        return Ok(Some(Need::Prefetch { store: store.clone(), cached, first_per_pair }));
+        return Ok(Some(Need::Prefetch {
+            store: store.clone(),
+            cached,
+            first_per_pair,
+            asked: std::time::Instant::now(),
+        }));
     }
     Ok(None)
 }
