@@ -95,6 +95,8 @@ async function matrixPage(query = "") {
 
 test("the first view costs bucket requests and a reload within the refractory period costs none", async () => {
   const { page } = await matrixPage();
+  // The page's "Loading…" note can answer matrixPage's wait before the view came back.
+  await page.waitForSelector("#cost[data-requests]");
   const first = Number(await page.getAttribute("#cost", "data-requests"));
   assert.ok(first >= 2, `a cold view lists and fetches (${first} requests)`);
   assert.match(await page.textContent("#cost"), /This view cost \d+ bucket requests \(.*LIST.*\), \d+ bytes in, about \$0\.\d+/);
