@@ -843,16 +843,7 @@ impl Agent {
         } else {
             self.recorded(s, self.list_around_the_log(s, &request, token))?
         };
-        let described = records(s, store, objects);
-        let learnt = Learnt {
-            vanished: vanished(&local, &described),
-            described,
-            complete: true,
-            changes_since_ms: s.config.change_log.as_ref().map(|_| started_ms),
-            first_per_pair: false,
-            complete_before: false,
-        };
-        Ok((learnt, local))
+        Ok((learnt_in_full(s, store, &local, objects, started_ms, false), local))
     }
 
     /// The first name of each pair of the key layout's first two fields, whichever way costs
@@ -873,16 +864,7 @@ impl Agent {
         let prefix = &s.config.location.prefix;
         let base = ListRequest { prefix: prefix.clone(), version: s.config.list_version, ..Default::default() };
         if let Some(objects) = self.one_page_if_small(s, true, &base, token)? {
-            let described = records(s, store, objects);
-            let learnt = Learnt {
-                vanished: vanished(&local, &described),
-                described,
-                complete: true,
-                changes_since_ms: s.config.change_log.as_ref().map(|_| started_ms),
-                first_per_pair: true,
-                complete_before: false,
-            };
-            return Ok((learnt, local));
+            return Ok((learnt_in_full(s, store, &local, objects, started_ms, true), local));
         }
         let (mut objects, folders) = self.first_field_values(s, &base, token)?;
         let folders: Vec<&String> = folders.iter().collect();
@@ -1749,6 +1731,26 @@ fn records(s: &SyncedStore, store: &str, objects: Vec<ObjectInfo>) -> Vec<(Strin
             !id.starts_with(changelog::DIR) && object_id(&s.config, store, &Key::String(id.clone())).is_ok()
         })
         .collect()
+}
+
+/// What a listing of every object of `store` (`objects`, begun at `started_ms`) says.
+fn learnt_in_full(
+    s: &SyncedStore,
+    store: &str,
+    local: &StoreState,
+    objects: Vec<ObjectInfo>,
+    started_ms: u64,
+    first_per_pair: bool,
+) -> Learnt {
+    let described = records(s, store, objects);
+    Learnt {
+        vanished: vanished(local, &described),
+        described,
+        complete: true,
+        changes_since_ms: s.config.change_log.as_ref().map(|_| started_ms),
+        first_per_pair,
+        complete_before: false,
+    }
 }
 
 /// What a full listing no longer has of what is held locally.
