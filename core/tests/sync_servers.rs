@@ -184,7 +184,7 @@ fn listings_agree_between_servers_and_the_local_bucket() {
         let mut seen = Vec::new();
         for version in [ListVersion::V2, ListVersion::V1] {
             for (delimiter, max) in [(None, Some(3)), (Some("/"), Some(2)), (Some("/"), None)] {
-                // moto's V1 listing pages wrongly with a delimiter (DESIGN §4).
+                // moto's V1 listing pages wrongly with a delimiter (README, "Known server quirks").
                 if name == "moto" && version == ListVersion::V1 && delimiter.is_some() && max.is_some() {
                     continue;
                 }

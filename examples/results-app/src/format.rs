@@ -1,4 +1,4 @@
-//! The result format (DESIGN §5), the one definition the reporters, `post` and the collector
+//! The result format (the app README's "The result format"), the one definition the reporters, `post` and the collector
 //! share: one object per run at `<platform>/<browser>/<reverse timestamp>-<run id>`, its body a
 //! record `{platform, browser, version, results}` whose `results` is a CTRF report with a suite
 //! named on every test, sent with the metadata headers platform, browser and version.

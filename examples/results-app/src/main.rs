@@ -1,4 +1,4 @@
-//! `objstore-results`: the results app of objstore-db (DESIGN §5), built on the library.
+//! `objstore-results`: the results app of objstore-db (see its README), built on the library.
 //!
 //!     objstore-results                 the main command: fill an empty bucket with the
 //!                                      conformance suites' results, print the matrix, serve

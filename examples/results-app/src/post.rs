@@ -51,7 +51,7 @@ impl Target {
         base.join("objstore-results").join(format!("{readable}-{hash:016x}.sqlite3"))
     }
 
-    /// The `results` store of DESIGN §5, immutable and create-only, syncing to this target;
+    /// The `results` store (the app README's "The result format"), immutable and create-only, syncing to this target;
     /// each run stored leaves a change-log marker, so a viewer's warm refresh is one LIST.
     pub fn schema(&self) -> Value {
         json!({"stores": [{"name": "results", "Sync": {"format": "objstore", "immutable": true, "Options": {
