@@ -1,0 +1,146 @@
+//! Conditional writes: whether a bucket honours `If-None-Match` and `If-Match` (a probe), and
+//! for one that does not, the same conditions checked by reading first. Also the version check
+//! a remove makes (S3 servers honour no conditional DELETE).
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use super::super::bucket::{etag_of, Fetched, Metadata, Precondition, Validators};
+use super::super::token::Token;
+use super::SyncedStore;
+use crate::error::{Error, Result};
+use crate::replica::OutboxItem;
+
+/// What a bucket that ignores conditional writes means for them: said at open and when found.
+pub(super) fn ignores_conditions(bucket: &str) -> String {
+    format!(
+        "the bucket {bucket} ignores conditional writes (If-Match, If-None-Match): each write is checked with a GET first, so a write another client makes between that check and the PUT can still be overwritten"
+    )
+}
+
+/// The same failure again, with `note` added to what it says (the kind, and so how a flush
+/// treats it, stays).
+pub(super) fn again(error: &Error, note: &str) -> Error {
+    match error {
+        Error::Remote { what, status, detail } => {
+            Error::Remote { what: what.clone(), status: *status, detail: format!("{detail}{note}") }
+        }
+        Error::RemoteData { what, reason } => {
+            Error::RemoteData { what: what.clone(), reason: format!("{reason}{note}") }
+        }
+        Error::Unreachable { what, reason } => {
+            Error::Unreachable { what: what.clone(), reason: format!("{reason}{note}") }
+        }
+        other => Error::Unreachable { what: "the conditional-write probe".into(), reason: format!("{other}{note}") },
+    }
+}
+
+/// The probe's object: a folder marker (a name ending in `/`), which listings leave out.
+fn probe_name(prefix: &str) -> String {
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    format!("{prefix}.objstore-probe-{}-{nanos}/", std::process::id())
+}
+
+/// Whether the bucket honours both conditions a write may carry: a probe object is written,
+/// written again with `If-None-Match: *` and then with an `If-Match` naming a version it never
+/// had (each a 412 if honoured), and removed. A server that refuses a conditional header
+/// outright (501 Not Implemented, 400) does not honour it either: writes to it are checked by
+/// reading. Any other failure is the probe's error, asked again later.
+pub(super) fn probe_conditional_writes(s: &SyncedStore, token: &Token) -> Result<bool> {
+    let name = probe_name(&s.config.location.prefix);
+    let none = Metadata::new();
+    s.bucket.put(&name, b"", &none, &Precondition::None, false, token)?;
+    let never_held = Precondition::Matches("\"objstore-probe-never-this-version\"".into());
+    let mut honoured = Ok(true);
+    for condition in [Precondition::Absent, never_held] {
+        match s.bucket.put(&name, b"", &none, &condition, false, token) {
+            Err(Error::Remote { status: 412, .. }) => continue,
+            // A 400 about every request (the region, the signature, an expired token) says
+            // nothing of the header.
+            Err(e @ Error::Remote { status: 400, .. }) if !e.refuses_the_write() => honoured = Err(e),
+            Ok(_) | Err(Error::Remote { status: 400 | 501, .. }) => honoured = Ok(false),
+            Err(e) => honoured = Err(e),
+        }
+        break;
+    }
+    let _ = s.bucket.delete(&name, token);
+    honoured
+}
+
+/// A conditional write to a bucket that ignores conditions: the condition is checked with a
+/// (conditional) GET first, and a failed one is the 412 the server would have given. A bucket
+/// already holding exactly `body` took this write before (its answer was lost): that version's
+/// etag is returned, and nothing needs sending.
+pub(super) fn check_by_reading(
+    s: &SyncedStore,
+    name: &str,
+    known: Option<&str>,
+    condition: &Precondition,
+    body: &[u8],
+    token: &Token,
+) -> Result<Option<String>> {
+    let held = held_version(s, name, known, token)?;
+    let holds = match (&held, condition) {
+        (Held::Nothing, Precondition::Absent) | (Held::TheKnownVersion, Precondition::Matches(_)) => return Ok(None),
+        (Held::Another(etag), _) if *etag == etag_of(body) => return Ok(Some(etag.clone())),
+        (Held::Another(etag), _) => format!("version {etag}"),
+        (Held::TheKnownVersion, _) => "a version".to_string(),
+        (Held::Nothing, _) => "no object".to_string(),
+    };
+    Err(Error::Remote {
+        what: format!("PUT {name}"),
+        status: 412,
+        detail: format!("the bucket holds {holds} (checked with a GET: this server ignores conditional writes)"),
+    })
+}
+
+/// What the bucket holds of an object, against the version a client knows.
+enum Held {
+    Nothing,
+    TheKnownVersion,
+    Another(String),
+}
+
+/// Asks the bucket which version of `name` it holds, as a GET conditional on `known` so a body
+/// crosses the wire only when it is another version. (A GET, not a HEAD: anonymous bucket
+/// policies grant `s3:GetObject`, and moto answers an anonymous HEAD 403 all the same.)
+fn held_version(s: &SyncedStore, name: &str, known: Option<&str>, token: &Token) -> Result<Held> {
+    let validators = Validators { etag: known.map(str::to_string), last_modified: None };
+    Ok(match s.bucket.get(name, &validators, token)? {
+        Fetched::Missing => Held::Nothing,
+        Fetched::NotModified => Held::TheKnownVersion,
+        Fetched::TooLarge { etag: Some(etag), .. } if Some(etag.as_str()) == known => Held::TheKnownVersion,
+        Fetched::TooLarge { etag, .. } => Held::Another(etag.unwrap_or_else(|| "(no etag)".into())),
+        Fetched::Found(object) => match object.etag {
+            Some(etag) if Some(etag.as_str()) == known => Held::TheKnownVersion,
+            Some(etag) => Held::Another(etag),
+            None => Held::Another("(no etag)".into()),
+        },
+    })
+}
+
+/// Whether a delete may go ahead: the bucket holds the version this client last saw. Another
+/// version is a 412 (a conflict); nothing there is `false` (nothing to delete). S3 has no
+/// conditional DELETE that moto and Garage honour, so the version is asked first: a write
+/// landing between that question and the DELETE is the one race left.
+pub(super) fn delete_is_safe(s: &SyncedStore, name: &str, item: &OutboxItem, token: &Token) -> Result<bool> {
+    let known = item.known_etag.as_deref();
+    let held = match held_version(s, name, known, token)? {
+        Held::Nothing => return Ok(false),
+        Held::TheKnownVersion if known.is_some() => return Ok(true),
+        Held::TheKnownVersion => "an unknown version".to_string(),
+        Held::Another(etag) => format!("version {etag}"),
+    };
+    Err(Error::Remote {
+        what: format!("DELETE {name}"),
+        status: 412,
+        detail: match known {
+            Some(etag) => format!("the bucket holds {held} where this client last saw {etag}"),
+            None => format!("the bucket holds {held}, which this client never read"),
+        },
+    })
+}
+
+/// Whether the bucket's object is exactly `body` (S3 etags of single-part uploads are MD5s).
+pub(super) fn holds_body(s: &SyncedStore, name: &str, body: &[u8], token: &Token) -> bool {
+    matches!(held_version(s, name, Some(&etag_of(body)), token), Ok(Held::TheKnownVersion))
+}
