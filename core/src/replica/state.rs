@@ -300,13 +300,19 @@ pub fn pending_count(mech: &mut dyn Mechanism, store: &str) -> Result<u64> {
 /// still on its way for it can never be taken for a later write's. (A file from before the
 /// counter starts above its outbox and refused writes.)
 pub fn next_sequence(mech: &mut dyn Mechanism) -> Result<u64> {
-    let mut next = read_number(mech, LAST_SEQUENCE)?.unwrap_or(0) + 1;
-    for table in [OUTBOX, REFUSED] {
-        mech.scan(META_TABLE, &prefix_range(table), true, false, &mut |k, _| {
-            next = next.max(sequence_of(k) + 1);
-            Ok(false)
-        })?;
-    }
+    let next = match read_number(mech, LAST_SEQUENCE)? {
+        Some(last) => last + 1,
+        None => {
+            let mut next = 1;
+            for table in [OUTBOX, REFUSED] {
+                mech.scan(META_TABLE, &prefix_range(table), true, false, &mut |k, _| {
+                    next = next.max(sequence_of(k) + 1);
+                    Ok(false)
+                })?;
+            }
+            next
+        }
+    };
     mech.put(META_TABLE, LAST_SEQUENCE, &next.to_be_bytes())?;
     Ok(next)
 }

@@ -87,6 +87,9 @@ pub enum Freshness {
 struct SyncedStore {
     config: SyncConfig,
     bucket: Arc<dyn Bucket>,
+    /// The bucket's address (`bucket.describe()`, made once): what breakers, flush stops and
+    /// probes are kept by.
+    address: String,
     key_path: Option<KeyPath>,
     /// Objstore-meta stores that describe the same objects, kept in step with this one.
     meta_siblings: Vec<String>,
@@ -192,7 +195,9 @@ impl Agent {
             let bucket = open_bucket(&config, accounting.clone())?;
             let key_path = schema.store(&name).and_then(|s| s.key_path.clone());
             let pair_indexes = pair_indexes(&config, schema.store(&name).map_or(&[][..], |s| &s.indexes[..]));
-            stores.insert(name, SyncedStore { config, bucket, key_path, meta_siblings: Vec::new(), pair_indexes });
+            let address = bucket.describe();
+            let synced = SyncedStore { config, bucket, address, key_path, meta_siblings: Vec::new(), pair_indexes };
+            stores.insert(name, synced);
         }
         let locations: Vec<(String, SyncConfig)> = stores.iter().map(|(n, s)| (n.clone(), s.config.clone())).collect();
         for (name, synced) in stores.iter_mut() {
@@ -226,7 +231,7 @@ impl Agent {
         let mut buckets: Vec<String> = self
             .stores
             .values()
-            .map(|s| s.bucket.describe())
+            .map(|s| s.address.clone())
             .filter(|b| self.accounting.conditional_writes(b) == Some(false))
             .collect();
         buckets.sort();
@@ -308,12 +313,12 @@ impl Agent {
         if self.is_offline() {
             return Err(Error::Unreachable { what: what.to_string(), reason: "the database is set offline".into() });
         }
-        self.breaker.check(&s.bucket.describe(), what)
+        self.breaker.check(&s.address, what)
     }
 
     /// Lets `s`'s bucket's breaker take note of an outcome.
     fn note<T>(&self, s: &SyncedStore, outcome: &Result<T>) {
-        self.breaker.record(&s.bucket.describe(), outcome);
+        self.breaker.record(&s.address, outcome);
     }
 
     /// Whether a listing of `store` within its refractory period answered for the bucket.
@@ -1143,7 +1148,7 @@ impl Agent {
                         return Err(e);
                     }
                     let object = (item.entry.store.clone(), item.entry.id.clone());
-                    let bucket = self.stores.get(&item.entry.store).map(|s| s.bucket.describe());
+                    let bucket = self.stores.get(&item.entry.store).map(|s| s.address.clone());
                     if held.contains(&object) || bucket.as_ref().is_some_and(|b| stopped.contains(b)) {
                         continue;
                     }
@@ -1310,7 +1315,7 @@ impl Agent {
 
     /// Whether `item`'s bucket is one the flush stopped sending to.
     fn is_stopped(&self, item: &OutboxItem, stopped: &HashSet<String>) -> bool {
-        self.stores.get(&item.entry.store).is_some_and(|s| stopped.contains(&s.bucket.describe()))
+        self.stores.get(&item.entry.store).is_some_and(|s| stopped.contains(&s.address))
     }
 
     /// Before the first conditional write to an S3 bucket, probes whether it honours the
@@ -1318,7 +1323,7 @@ impl Agent {
     /// in an error event.
     fn learn_conditions(&self, port: &mut impl Port, item: &OutboxItem, token: &Token) -> Result<()> {
         let Ok(s) = self.store(&item.entry.store) else { return Ok(()) };
-        let bucket = s.bucket.describe();
+        let bucket = s.address.clone();
         let probed = s.config.format == Format::Objstore && !s.config.location.endpoint.starts_with("file://");
         if item.entry.op == WriteOp::Overwrite || !probed || self.accounting.conditional_writes(&bucket).is_some() {
             return Ok(());
@@ -1456,7 +1461,7 @@ impl Agent {
             (WriteOp::Put, Some(etag)) => Precondition::Matches(etag.clone()),
             _ => Precondition::Absent,
         };
-        if condition != Precondition::None && self.accounting.conditional_writes(&s.bucket.describe()) == Some(false) {
+        if condition != Precondition::None && self.accounting.conditional_writes(&s.address) == Some(false) {
             if let Some(own) = check_by_reading(s, &name, item.known_etag.as_deref(), &condition, &body, token)? {
                 return Ok(Some(own));
             }
