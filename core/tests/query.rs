@@ -275,6 +275,20 @@ for_each_mechanism! {
             Ok(objstore_db_core::Step::Continue)
         }).unwrap();
         assert_eq!(keys, vec![json!("a"), json!("a"), json!("a"), json!("b"), json!("c"), json!("d")]);
+        // Selecting the field gives each row's element, as an index entry does; unique: the
+        // distinct elements. Selected beside it, or not selected, the record keeps its array.
+        let tags = |db: &mut TestDb, mut q: Query| -> Vec<Value> {
+            q.list(db, 100).unwrap().into_iter().map(|r| r["tags"].clone()).collect()
+        };
+        assert_eq!(tags(&mut db, tagged().select(&["tags"])), vec![json!("a"); 3]);
+        assert_eq!(tags(&mut db, tagged().select(&["tags"]).unique()), vec![json!("a")]);
+        assert_eq!(tags(&mut db, by_tag().select(&["tags"])), vec![json!("a"), json!("a"), json!("a"), json!("b"), json!("c"), json!("d")]);
+        assert_eq!(tags(&mut db, by_tag().select(&["tags"]).unique()), vec![json!("a"), json!("b"), json!("c"), json!("d")]);
+        assert_eq!(tags(&mut db, by_tag().select(&["tags"]).filter("tags", Op::Ge, "b").reverse()), vec![json!("d"), json!("c"), json!("b")]);
+        assert_eq!(tags(&mut db, tagged().order("id").select(&["id", "tags"])), vec![json!("a"); 3]);
+        assert_eq!(tags(&mut db, tagged())[0], json!(["b", "a"]));
+        let page = db.run(&["posts"], Mode::ReadOnly, |tx| tagged().select(&["id", "tags"]).list_text_in(tx, 2)).unwrap();
+        assert_eq!(page, r#"[{"id":1,"tags":"a"},{"id":3,"tags":"a"}]"#);
         // Writes through it reach each matching record once.
         assert_eq!(by_tag().patch(&mut db, &json!({"seen": true})).unwrap(), 4);
         assert_eq!(Query::from("posts").filter("tags", Op::Ge, "c").delete(&mut db).unwrap(), 2);

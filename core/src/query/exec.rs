@@ -59,6 +59,9 @@ struct Row {
     pk: Vec<u8>,
     value: Stored,
     group: Option<Vec<u8>>,
+    /// The element of the plan's multiEntry field this row is the index entry of, when the
+    /// query selects that field.
+    element: Option<Value>,
 }
 
 /// A matching record as it is stored (JSON text), decoded only when something looks inside
@@ -127,26 +130,49 @@ fn order_key(query: &Query, record: &Value) -> Option<Vec<u8>> {
 
 /// The order keys of a record's entries when the order names multiEntry `field`: one per
 /// distinct element that is a key and meets the conditions on the field (a value that is not
-/// an array is one element), as the index holds them.
-fn entry_order_keys(query: &Query, record: &Value, field: &str) -> Vec<Vec<u8>> {
+/// an array is one element), as the index holds them, each with its element.
+fn entry_order_keys(query: &Query, record: &Value, field: &str) -> Vec<(Vec<u8>, Value)> {
     let elements: Vec<Value> = match lookup(record, field) {
         Some(Value::Array(items)) => items.clone(),
         Some(other) => vec![other.clone()],
         None => Vec::new(),
     };
-    let mut keys: Vec<Vec<u8>> = elements
+    let mut keys: Vec<(Vec<u8>, Value)> = elements
         .into_iter()
         .filter(|element| Key::from_json(element).is_ok())
         .filter_map(|element| {
             let mut entry = record.clone();
-            crate::keypath::set(&mut entry, field, element);
+            crate::keypath::set(&mut entry, field, element.clone());
             let meets = query.conditions.iter().filter(|c| c.field == field).all(|c| c.matches(&entry, false));
-            meets.then(|| order_key(query, &entry)).flatten()
+            meets.then(|| order_key(query, &entry)).flatten().map(|key| (key, element))
         })
         .collect();
-    keys.sort();
-    keys.dedup();
+    keys.sort_by(|a, b| a.0.cmp(&b.0));
+    keys.dedup_by(|a, b| a.0 == b.0);
     keys
+}
+
+/// Whether rows carry their multiEntry element: the query selects the field the rows are
+/// index entries of.
+fn wants_element(query: &Query, plan: &Plan) -> bool {
+    let selected = |field: &String| query.select.as_ref().is_some_and(|fields| fields.contains(field));
+    plan.entry_field.as_ref().is_some_and(selected)
+}
+
+/// The element every row has when an equality on the entry field names it.
+fn named_element(query: &Query, plan: &Plan) -> Option<Value> {
+    let field = plan.entry_field.as_ref()?;
+    query.conditions.iter().find(|c| c.op == super::Op::Eq && &c.field == field).map(|c| c.value.to_json())
+}
+
+/// The element of a row read from the source in plan order: the one an equality names, else
+/// the index key the row was read by.
+fn source_element(query: &Query, plan: &Plan, sort: &[u8]) -> Result<Option<Value>> {
+    match named_element(query, plan) {
+        Some(element) => Ok(Some(element)),
+        None if plan.reads_entries => Ok(Some(Key::decode(sort)?.to_json())),
+        None => Ok(None),
+    }
 }
 
 /// Reads the plan's source in its order, after `after`, passing (sort key, primary key, record)
@@ -216,6 +242,7 @@ fn stream(
     let store = &info.schema.name;
     let mut unique =
         Unique { on: query.unique, skip_group: after.and_then(|p| p.group.clone()), pending: None, stopped: false };
+    let with_element = wants_element(query, plan);
     if plan.sort.is_none() {
         read_source(db, info, query, plan, after, &mut |sort, pk, mut value| {
             let group = match (query.unique, &plan.entries) {
@@ -226,7 +253,8 @@ fn stream(
                 (true, None) => Some(order_key(query, value.value(store)?).unwrap_or_default()),
                 (false, _) => None,
             };
-            unique.offer(Row { sort: sort.to_vec(), pk: pk.to_vec(), value, group }, visit)
+            let element = if with_element { source_element(query, plan, sort)? } else { None };
+            unique.offer(Row { sort: sort.to_vec(), pk: pk.to_vec(), value, group, element }, visit)
         })?;
         return unique.finish(visit);
     }
@@ -241,13 +269,17 @@ fn stream(
             return Ok(true);
         }
         let record = value.value(store)?;
-        let sorts = match &plan.entries {
-            Some(field) => entry_order_keys(query, record, field),
-            None => order_key(query, record).into_iter().collect(),
+        let sorts: Vec<(Vec<u8>, Option<Value>)> = match &plan.entries {
+            Some(field) => entry_order_keys(query, record, field).into_iter().map(|(k, e)| (k, Some(e))).collect(),
+            None => order_key(query, record).into_iter().map(|k| (k, None)).collect(),
         };
-        for sort in sorts {
+        for (sort, entry_element) in sorts {
             let group = query.unique.then(|| sort.clone());
-            rows.push(Row { sort, pk: pk.to_vec(), value: Stored::Decoded(record.clone()), group });
+            let element = match with_element {
+                true => named_element(query, plan).or(entry_element),
+                false => None,
+            };
+            rows.push(Row { sort, pk: pk.to_vec(), value: Stored::Decoded(record.clone()), group, element });
         }
         Ok(true)
     })?;
@@ -349,6 +381,7 @@ fn page(tx: &mut Tx<'_>, query: &mut Query, n: usize) -> Result<Vec<Stored>> {
     let db = &mut *tx.db;
     let info = db.store_for(&query.store, false)?;
     let plan = plan(&info, query)?;
+    let store = &info.schema.name;
     let (mut out, mut skip, mut last) = (Vec::new(), query.skip, None);
     stream(db, &info, query, &plan, query.position.as_ref(), &mut |row, position| {
         last = Some(position);
@@ -356,7 +389,7 @@ fn page(tx: &mut Tx<'_>, query: &mut Query, n: usize) -> Result<Vec<Stored>> {
             skip -= 1;
             return Ok(true);
         }
-        out.push(row.value);
+        out.push(with_element(row, &plan, store)?);
         Ok(out.len() < n)
     })?;
     query.skip = skip;
@@ -365,6 +398,15 @@ fn page(tx: &mut Tx<'_>, query: &mut Query, n: usize) -> Result<Vec<Stored>> {
     }
     query.exhausted = out.len() < n;
     Ok(out)
+}
+
+/// The row's record, its entry field holding the row's element when it carries one (the
+/// selection then gives the element, as an index entry does).
+fn with_element(row: Row, plan: &Plan, store: &str) -> Result<Stored> {
+    let (Some(element), Some(field)) = (row.element, &plan.entry_field) else { return Ok(row.value) };
+    let mut record = row.value.into_value(store)?;
+    crate::keypath::set(&mut record, field, element);
+    Ok(Stored::Decoded(record))
 }
 
 /// The next `n` matches as cursor items (key, primary key, unprojected record), resuming after

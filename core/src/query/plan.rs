@@ -47,6 +47,10 @@ pub struct Plan {
     pub(crate) entries: Option<String>,
     /// The source is a multiEntry index: each record comes once per element in range.
     pub(crate) reads_entries: bool,
+    /// The multiEntry field whose index entries the rows are, as IndexedDB would read them:
+    /// the order's, the source index's, or one an equality names. Selecting it gives each
+    /// row's element, not the record's array.
+    pub(crate) entry_field: Option<String>,
 }
 
 impl Plan {
@@ -135,6 +139,10 @@ pub(crate) fn plan(info: &StoreInfo, query: &Query) -> Result<Plan> {
         .chain(query.literals.iter().map(ToString::to_string))
         .collect();
     let order_implied = query.order.iter().all(|f| candidate.fields.contains(&f.as_str()));
+    let entry_field =
+        entries.clone().or_else(|| candidate.multi.then(|| candidate.fields[0].to_string())).or_else(|| {
+            query.conditions.iter().find(|c| c.op == Op::Eq && multi.contains(&c.field)).map(|c| c.field.clone())
+        });
     Ok(Plan {
         exact: residual.is_empty() && order_implied,
         served: fit.served.iter().map(|&i| query.conditions[i].to_string()).collect(),
@@ -146,6 +154,7 @@ pub(crate) fn plan(info: &StoreInfo, query: &Query) -> Result<Plan> {
         multi,
         entries,
         reads_entries: candidate.multi,
+        entry_field,
     })
 }
 
