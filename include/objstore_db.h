@@ -140,10 +140,6 @@ typedef enum objstore_status {
    */
   OBJSTORE_STATUS_REMOTE_DATA = 15,
   /*
-   An explicit transaction is open and the request is not part of it: it did not run.
-   */
-  OBJSTORE_STATUS_BUSY = 16,
-  /*
    `objstore_waiter_wait` timed out; the request is still running.
    */
   OBJSTORE_STATUS_TIMEOUT = 17,
@@ -445,8 +441,8 @@ enum objstore_status objstore_db_sql(const struct objstore_db *db,
 /*
  Starts an explicit transaction over the stores named (a JSON array or one name) in `mode`
  (OBJSTORE_MODE_*); the result is its id (a JSON number) to pass as `tx`. While it is open,
- requests outside it complete with OBJSTORE_STATUS_BUSY at once; an idle one is aborted
- after the idle timeout.
+ it starts when the one open now (if any) ends, and requests outside it wait for it to
+ end; an idle one is aborted after the idle timeout.
 
  # Safety
  As `objstore_db_put`.

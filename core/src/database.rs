@@ -402,15 +402,6 @@ impl Database {
         Ok(Tx { db: self, id })
     }
 
-    /// The error for a request made outside the open explicit transaction.
-    pub fn busy_error(&self) -> Option<Error> {
-        self.active.as_ref().map(|a| Error::Busy {
-            database: self.name.clone(),
-            transaction: a.id,
-            stores: a.scope.clone(),
-        })
-    }
-
     pub fn active_transaction(&self) -> Option<TxId> {
         self.active.as_ref().map(|a| a.id)
     }

@@ -25,8 +25,6 @@ pub enum ErrorCode {
     /// The bucket answered with something unusable: malformed XML, non-JSON, oversized.
     RemoteData,
     Internal,
-    /// An explicit transaction is open and the request is not part of it.
-    Busy,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -86,9 +84,6 @@ pub enum Error {
     #[error("request cancelled: {0}")]
     Cancelled(String),
 
-    #[error("database {} is busy: transaction {transaction} over {} is open, and a request outside it cannot run until it commits or aborts (make the request through the transaction, or after it)", clip(.database), clip_list(.stores))]
-    Busy { database: String, transaction: u64, stores: Vec<String> },
-
     #[error("storage error in {context}: {source}")]
     Storage { context: String, source: rusqlite::Error },
 
@@ -141,7 +136,6 @@ impl Error {
             Error::NotOpen { code, .. } | Error::Aborted { code, .. } => *code,
             Error::Closed(_) => ErrorCode::Closed,
             Error::Cancelled(_) => ErrorCode::Cancelled,
-            Error::Busy { .. } => ErrorCode::Busy,
             Error::Storage { .. } | Error::InUse { .. } | Error::DiskFull { .. } | Error::Lock { .. } => {
                 ErrorCode::Storage
             }

@@ -5,9 +5,11 @@
 //! in which their `submit` calls returned, across all threads). Each completion fires on the
 //! worker thread as soon as its request finishes, so completions arrive in that order too.
 //!
-//! Transactions never hold other requests hostage: while an explicit transaction is open, a
-//! request that is not part of it fails at once with `Busy`, naming the transaction (it is
-//! not queued behind it); an idle transaction is aborted after a timeout.
+//! Transactions wait their turn, as IndexedDB queues overlapping ones: while an explicit
+//! transaction is open, a request that is not part of it (a `begin` among them) waits, and
+//! those that waited run in their order once it ends; the transaction's own requests keep
+//! running meanwhile. A transaction left without a request for the idle timeout is aborted
+//! (its later requests fail naming the timeout), so a forgotten one holds nobody for long.
 //!
 //! Exactly once: a request completes with its result, with an error, or with `Cancelled` when
 //! its token was cancelled before it ran or the database closed first. A request made after
@@ -22,6 +24,7 @@
 //! submits beyond it waits for room (the worker itself never waits, so a completion may submit).
 
 use std::any::Any;
+use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -276,7 +279,8 @@ impl AsyncDatabase {
         self.send(part_of, Some(token), work, done)
     }
 
-    /// Starts an explicit transaction. Until it ends, other requests fail with `Busy`.
+    /// Starts an explicit transaction, after the one open now (if any) ends. Until it ends,
+    /// other requests wait for it.
     pub fn begin(
         &self,
         stores: Vec<String>,
@@ -452,23 +456,35 @@ impl Worker {
     fn serve(&self, db: &mut Database) -> Option<CloseDone> {
         let idle_limit = self.options.idle_transaction_timeout;
         let mut last_in_transaction = Instant::now();
+        // Requests that came while a transaction was open and are not part of it, in order.
+        // They have left the queue's count: the transaction's own requests never wait for
+        // room behind them.
+        let mut waiting: VecDeque<Box<dyn Request>> = VecDeque::new();
         loop {
             let active = db.active_transaction();
-            let timeout = active.map(|_| idle_limit.saturating_sub(last_in_transaction.elapsed()));
-            let message = match self.next(timeout) {
-                Ok(message) => message,
-                Err(RecvTimeoutError::Timeout) => {
-                    db.abort_active(&format!("aborted after {} ms without a request", idle_limit.as_millis()));
-                    continue;
-                }
-                Err(RecvTimeoutError::Disconnected) => {
-                    db.abort_active("the database closed");
-                    return None;
+            let turn = if active.is_none() { waiting.pop_front() } else { None };
+            let message = match turn {
+                Some(request) => Message::Request(request),
+                None => {
+                    let timeout = active.map(|_| idle_limit.saturating_sub(last_in_transaction.elapsed()));
+                    match self.next(timeout) {
+                        Ok(message) => message,
+                        Err(RecvTimeoutError::Timeout) => {
+                            db.abort_active(&format!("aborted after {} ms without a request", idle_limit.as_millis()));
+                            continue;
+                        }
+                        Err(RecvTimeoutError::Disconnected) => {
+                            db.abort_active("the database closed");
+                            self.cancel_all(waiting);
+                            return None;
+                        }
+                    }
                 }
             };
             match message {
                 Message::Close(done) => {
                     db.abort_active("the database closed");
+                    self.cancel_all(waiting);
                     return Some(done);
                 }
                 Message::Request(request) if self.closing.load(Ordering::Acquire) => {
@@ -478,14 +494,19 @@ impl Worker {
                     request.cancel(Error::Cancelled("the request was cancelled before it ran".into()));
                 }
                 Message::Request(request) if active.is_some() && request.transaction().is_none() => {
-                    let error = db.busy_error().unwrap_or_else(|| Error::Internal("no active transaction".into()));
-                    request.cancel(error);
+                    waiting.push_back(request);
                 }
                 Message::Request(request) => {
                     request.run(db);
                     last_in_transaction = Instant::now();
                 }
             }
+        }
+    }
+
+    fn cancel_all(&self, waiting: VecDeque<Box<dyn Request>>) {
+        for request in waiting {
+            request.cancel(Error::Cancelled(format!("database {:?} closed before it ran", self.name)));
         }
     }
 

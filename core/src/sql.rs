@@ -90,6 +90,21 @@ pub fn target(sql: &str, params: &[Value]) -> Result<(String, Mode)> {
     parse(sql, params).map(|statement| target_of(&statement))
 }
 
+/// The result columns a SELECT names, in order, and whether they are aggregates (one row);
+/// `None` for `SELECT *` and for statements that are not a SELECT. YDN-DB's `executeSql`
+/// answers with values for one column and with a number for one aggregate.
+pub fn columns(sql: &str, params: &[Value]) -> Result<Option<(Vec<String>, bool)>> {
+    Ok(match parse(sql, params)? {
+        Statement::Select { columns: Columns::Fields(fields), .. } => {
+            Some((fields.into_iter().map(|(_, name)| name).collect(), false))
+        }
+        Statement::Select { columns: Columns::Aggregates(aggregates), .. } => {
+            Some((aggregates.into_iter().map(|(_, _, name)| name).collect(), true))
+        }
+        _ => None,
+    })
+}
+
 fn target_of(statement: &Statement) -> (String, Mode) {
     match statement {
         Statement::Select { query, .. } | Statement::Explain { query, .. } => {

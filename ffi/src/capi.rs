@@ -58,8 +58,7 @@ pub enum ObjstoreStatus {
     Remote = 14,
     /// The bucket answered with something unusable (malformed XML, not JSON, oversized).
     RemoteData = 15,
-    /// An explicit transaction is open and the request is not part of it: it did not run.
-    Busy = 16,
+    // 16 was BUSY: requests now wait for an open transaction instead.
     /// `objstore_waiter_wait` timed out; the request is still running.
     Timeout = 17,
 }
@@ -146,7 +145,7 @@ pub(crate) fn status_of(error: &Error) -> ObjstoreStatus {
     status_of_code(error.code())
 }
 
-const CODES: [ErrorCode; 16] = [
+const CODES: [ErrorCode; 15] = [
     ErrorCode::NotFound,
     ErrorCode::InvalidKey,
     ErrorCode::InvalidArgument,
@@ -162,7 +161,6 @@ const CODES: [ErrorCode; 16] = [
     ErrorCode::Network,
     ErrorCode::Remote,
     ErrorCode::RemoteData,
-    ErrorCode::Busy,
 ];
 
 /// The error code a status a caller returned stands for (a status it made up: none).
@@ -187,7 +185,6 @@ fn status_of_code(code: ErrorCode) -> ObjstoreStatus {
         ErrorCode::Network => ObjstoreStatus::Network,
         ErrorCode::Remote => ObjstoreStatus::Remote,
         ErrorCode::RemoteData => ObjstoreStatus::RemoteData,
-        ErrorCode::Busy => ObjstoreStatus::Busy,
     }
 }
 
@@ -399,7 +396,6 @@ pub extern "C" fn objstore_status_name(status: i32) -> *const c_char {
         13 => "OBJSTORE_STATUS_NETWORK\0",
         14 => "OBJSTORE_STATUS_REMOTE\0",
         15 => "OBJSTORE_STATUS_REMOTE_DATA\0",
-        16 => "OBJSTORE_STATUS_BUSY\0",
         17 => "OBJSTORE_STATUS_TIMEOUT\0",
         _ => "OBJSTORE_STATUS_UNKNOWN\0",
     };
@@ -733,8 +729,8 @@ pub unsafe extern "C" fn objstore_db_sql(
 
 /// Starts an explicit transaction over the stores named (a JSON array or one name) in `mode`
 /// (OBJSTORE_MODE_*); the result is its id (a JSON number) to pass as `tx`. While it is open,
-/// requests outside it complete with OBJSTORE_STATUS_BUSY at once; an idle one is aborted
-/// after the idle timeout.
+/// it starts when the one open now (if any) ends, and requests outside it wait for it to
+/// end; an idle one is aborted after the idle timeout.
 ///
 /// # Safety
 /// As `objstore_db_put`.

@@ -1,6 +1,6 @@
 //! The request-oriented API the C ABI and the bindings sit on, proved where a binding would
-//! break: a cursor whose consumer awaits other requests between steps, a request while an
-//! explicit transaction is idle, cancellation of a queued request and of a fetch between its
+//! break: a cursor whose consumer awaits other requests between steps, a request waiting for an
+//! explicit transaction, cancellation of a queued request and of a fetch between its
 //! HTTP attempts, close racing requests from several threads, a transaction whose commit
 //! succeeds while the bucket refuses one of its writes, and a black-holed bucket that leaves
 //! cached reads and unsynced stores answering. The local tests run on both mechanisms; the
@@ -117,17 +117,23 @@ fn a_cursor_consumer_awaits_other_requests_between_steps() {
 }
 
 #[test]
-fn a_request_outside_an_idle_transaction_fails_at_once_naming_it() {
+fn a_request_outside_an_open_transaction_waits_for_it_to_end() {
     on_both_mechanisms(|db| {
         seed(&db, 1);
         let tx = wait(|done| db.begin(&json!(["notes"]), Mode::ReadWrite, done)).unwrap();
         wait(|done| db.put(Some(tx), "notes", json!({"id": 2}), None, done)).unwrap();
-        // The transaction is idle now; a request outside it is answered at once, not queued.
-        let err = wait(|done| db.get(None, "notes", &json!(1), Read::default(), done)).unwrap_err();
-        assert_eq!(err.code(), ErrorCode::Busy, "{err}");
-        assert!(err.to_string().contains(&format!("transaction {tx}")), "{err}");
+        // A read outside it and a second transaction wait; the open one's requests still run.
+        let (turns_tx, turns) = mpsc::channel();
+        let read_turn = turns_tx.clone();
+        let counted = move |r: Result<Value>| read_turn.send(format!("count {}", r.unwrap())).unwrap();
+        db.read_scan(None, "notes", ReadKind::Count, None, Read::default(), counted).unwrap();
+        db.begin(&json!("notes"), Mode::ReadOnly, move |r| turns_tx.send(format!("begun {}", r.is_ok())).unwrap())
+            .unwrap();
+        assert!(turns.recv_timeout(Duration::from_millis(300)).is_err(), "nothing outside ran while it was open");
+        wait(|done| db.put(Some(tx), "notes", json!({"id": 3}), None, done)).unwrap();
         wait(|done| db.commit(tx, done)).unwrap();
-        assert_eq!(count(&db), 2, "the transaction's write and the earlier one");
+        assert_eq!(turns.recv_timeout(PATIENCE).unwrap(), "count 3", "in order, after the commit, seeing it");
+        assert_eq!(turns.recv_timeout(PATIENCE).unwrap(), "begun true");
         close(&db);
     });
 }

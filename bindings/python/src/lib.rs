@@ -32,7 +32,6 @@ create_exception!(_native, ConflictError, ObjstoreError, "The bucket holds anoth
 create_exception!(_native, NetworkError, ObjstoreError, "The bucket could not be reached (offline).");
 create_exception!(_native, RemoteError, ObjstoreError, "The bucket refused a request.");
 create_exception!(_native, RemoteDataError, ObjstoreError, "The bucket answered with something unusable.");
-create_exception!(_native, BusyError, ObjstoreError, "A request outside an open explicit transaction.");
 create_exception!(_native, InternalError, ObjstoreError, "A bug in objstore-db: please report it.");
 
 fn py_err(error: &Error) -> PyErr {
@@ -52,7 +51,6 @@ fn py_err(error: &Error) -> PyErr {
         ErrorCode::Network => NetworkError::new_err(message),
         ErrorCode::Remote => RemoteError::new_err(message),
         ErrorCode::RemoteData => RemoteDataError::new_err(message),
-        ErrorCode::Busy => BusyError::new_err(message),
         ErrorCode::Internal => InternalError::new_err(message),
     }
 }
@@ -680,7 +678,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ("NetworkError", py.get_type::<NetworkError>()),
         ("RemoteError", py.get_type::<RemoteError>()),
         ("RemoteDataError", py.get_type::<RemoteDataError>()),
-        ("BusyError", py.get_type::<BusyError>()),
         ("InternalError", py.get_type::<InternalError>()),
     ] {
         m.add(name, class)?;

@@ -7,7 +7,7 @@
 //! - arguments are checked at once: a bad one is an `Err` from the call, with no callback;
 //! - cursors are pulled ([`Cursor::next`] gives a batch), each step an ordinary request, so a
 //!   caller may await anything between two steps;
-//! - a request outside an open explicit transaction fails at once with `Busy`, naming it;
+//! - a request outside an open explicit transaction waits for it to end (a `begin` too);
 //! - [`Db::close`]'s callback is the last callback the database makes; a request after close
 //!   is refused by the call (`Closed`); dropping the last handle closes without waiting.
 //!
@@ -406,11 +406,27 @@ impl Db {
         values: Vec<Value>,
         done: impl FnOnce(Result<Value>) + Send + 'static,
     ) -> Result<RequestId> {
+        self.write_many(within, store, values, None, false, done)
+    }
+
+    /// [`Db::put_many`] with a key per record (`keys`, for a store whose keys are not in its
+    /// records) and, with `create`, as `add`: a record whose key exists fails the batch,
+    /// naming it.
+    pub fn write_many(
+        &self,
+        within: Within,
+        store: &str,
+        values: Vec<Value>,
+        keys: Option<Vec<Value>>,
+        create: bool,
+        done: impl FnOnce(Result<Value>) + Send + 'static,
+    ) -> Result<RequestId> {
+        let keys = keys.map(|keys| keys.iter().map(Key::from_json).collect::<Result<Vec<_>>>()).transpose()?;
         let name = store.to_string();
         self.write(
             within,
             vec![name.clone()],
-            move |tx| Ok(Value::Array(tx.write_many(&name, values, None, false)?.iter().map(Key::to_json).collect())),
+            move |tx| Ok(Value::Array(tx.write_many(&name, values, keys, create)?.iter().map(Key::to_json).collect())),
             done,
         )
     }
@@ -581,7 +597,8 @@ impl Db {
     // ----- transactions -------------------------------------------------------------------------
 
     /// Starts an explicit transaction over `stores` (a name or an array of names); the result
-    /// is its id. Until it ends, requests outside it fail with `Busy`.
+    /// is its id. It starts once the transaction open now (if any) ends; until it ends,
+    /// requests outside it wait.
     pub fn begin(
         &self,
         stores: &Value,

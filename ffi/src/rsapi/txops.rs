@@ -71,9 +71,14 @@ pub(super) fn read_text(tx: &mut Tx, store: &str, kind: ReadKind, scan: Option<&
     }
 }
 
+/// `{"rows": [...]}` (with `"columns"` and `"aggregate"` when the SELECT names its columns)
+/// or `{"changed": n}`.
 pub(super) fn run_sql(tx: &mut Tx, text: &str, params: &[Value]) -> Result<Value> {
     Ok(match sql::execute_in(tx, text, params)? {
-        sql::SqlOutput::Rows(rows) => json!({ "rows": rows }),
+        sql::SqlOutput::Rows(rows) => match sql::columns(text, params)? {
+            Some((columns, aggregate)) => json!({ "rows": rows, "columns": columns, "aggregate": aggregate }),
+            None => json!({ "rows": rows }),
+        },
         sql::SqlOutput::Changed(n) => json!({ "changed": n }),
     })
 }

@@ -22,7 +22,6 @@ from typing import Any, AsyncGenerator, AsyncIterator, Awaitable, Callable, Gene
 
 from . import _native
 from ._native import (
-    BusyError,
     ClosedError,
     ConflictError,
     ConstraintError,
@@ -68,7 +67,6 @@ __all__ = [
     "NetworkError",
     "RemoteError",
     "RemoteDataError",
-    "BusyError",
     "InternalError",
     "SyncWarning",
 ]
