@@ -24,7 +24,6 @@ export interface ObjstoreError extends Error {
     | 'NETWORK'
     | 'REMOTE'
     | 'REMOTE_DATA'
-    | 'BUSY'
     | 'INTERNAL';
 }
 
@@ -42,19 +41,74 @@ export class KeyRange {
   static lowerBound(key: Key, open?: boolean): KeyRange;
   static upperBound(key: Key, open?: boolean): KeyRange;
   static bound(lower: Key, upper: Key, lowerOpen?: boolean, upperOpen?: boolean): KeyRange;
-  /** Every string key beginning with `prefix`. */
-  static starts(prefix: string): KeyRange;
+  /** Every string key beginning with `prefix`, or every array key whose leading elements are
+   * the array prefix's. */
+  static starts(prefix: string | Key[]): KeyRange;
+}
+
+/** A plain range object, as YDN-DB takes one. */
+export interface RangeObject {
+  lower?: Key;
+  upper?: Key;
+  lowerOpen?: boolean;
+  upperOpen?: boolean;
+}
+
+export type Range = KeyRange | RangeObject;
+
+/** A key in a named store (YDN-DB's `ydn.db.Key`). */
+export class DbKey {
+  constructor(store: string, id: Key, parent?: DbKey | { store: string; id: Key } | null);
+  constructor(key: { store: string; id: Key; parent?: DbKey | { store: string; id: Key } | null });
+  readonly store: string;
+  readonly id: Key;
+  readonly parent: DbKey | null;
+  getStoreName(): string;
+  getId(): Key;
+  getParent(): DbKey | null;
+  toJSON(): { store: string; id: Key; parent?: object };
 }
 
 export type EventKind = 'created' | 'updated' | 'deleted' | 'ready' | 'error' | 'fetched' | 'conflict' | 'offline' | 'flushed';
 
-export interface StorageEvent {
-  kind: EventKind;
-  store?: string | null;
-  key?: Key | null;
-  value?: any;
-  message?: string | null;
-  error?: Error;
+/** A change or sync event (YDN-DB's RecordEvent). */
+export class RecordEvent {
+  private constructor();
+  readonly kind: EventKind;
+  readonly type: EventKind;
+  readonly name: 'RecordEvent';
+  readonly store?: string | null;
+  readonly key?: Key | null;
+  readonly value?: any;
+  readonly message?: string | null;
+  getKey(): Key | null | undefined;
+  getValue(): any;
+  getStoreName(): string | null | undefined;
+}
+
+export type StorageEvent = RecordEvent;
+
+/** The open's outcome (YDN-DB's ReadyEvent). */
+export class ReadyEvent {
+  private constructor();
+  readonly kind: 'ready';
+  readonly type: 'ready';
+  readonly name: 'ReadyEvent';
+  readonly value: { version: number; previousVersion: number | null };
+  getVersion(): number;
+  /** NaN for a new database. */
+  getOldVersion(): number;
+}
+
+/** A failed open or a listener that threw (YDN-DB's ErrorEvent). */
+export class ErrorEvent {
+  private constructor();
+  readonly kind: 'error';
+  readonly type: 'error';
+  readonly name: 'ErrorEvent';
+  readonly message: string;
+  readonly error: Error;
+  getError(): Error;
 }
 
 /** One record under a cursor. */
@@ -73,18 +127,26 @@ export type Op = '=' | '==' | '>' | '>=' | '<' | '<=' | '!=' | 'starts' | '^';
 
 export class Query<T = any> implements AsyncIterable<Cursor<T>> {
   private constructor();
-  where(field: string, op: Op, value: Json | Key): Query<T>;
-  and(field: string, op: Op, value: Json | Key): Query<T>;
-  order(...fields: string[]): Query<T>;
+  /** A condition; `op2, value2` bound the other side: where('age', '>', 1, '<=', 20). */
+  where(field: string, op: Op, value: Json | Key, op2?: Op, value2?: Json | Key): Query<T>;
+  and(field: string, op: Op, value: Json | Key, op2?: Op, value2?: Json | Key): Query<T>;
+  order(...fields: (string | string[])[]): Query<T>;
   reverse(): Query<T>;
-  unique(): Query<T>;
+  /** unique() or unique(true): one record per order key; unique(false) turns it off. */
+  unique(on?: boolean): Query<T>;
+  /** select(field): list gives the field's values; select([fields]): objects; select('*'): records. */
+  select(field: string): Query<any>;
+  select(fields: string[]): Query<any>;
   select(...fields: string[]): Query<any>;
-  /** The next `n` records; each call continues where the last ended. */
-  list(n: number): Request<T[]>;
+  /** The next `limit` (default 100) records; each call continues where the last ended. */
+  list(limit?: number): Request<T[]>;
   count(): Request<number>;
   explain(): Request<string>;
-  /** Merges a JSON merge patch into every match; resolves with how many changed. */
+  /** patch({field: value}) (a JSON merge patch), patch(field, value) or patch([fields],
+   * [values]); resolves with how many changed. */
   patch(patch: object): Request<number>;
+  patch(field: string, value: Json): Request<number>;
+  patch(fields: string[], values: Json[]): Request<number>;
   /** Removes every match; resolves with how many went. */
   delete(): Request<number>;
   /** Streams every match to `callback`; return false (or a promise of it) to stop. */
@@ -92,45 +154,64 @@ export class Query<T = any> implements AsyncIterable<Cursor<T>> {
   [Symbol.asyncIterator](): AsyncIterator<Cursor<T>>;
 }
 
-/** The record operations, outside a transaction (Storage) or inside one (Transaction). */
+/** The record operations, outside a transaction (Storage) or inside one (Transaction), in
+ * YDN-DB's forms. */
 export class Operations {
   protected constructor();
-  put(store: string, value: object, key?: Key): Request<Key>;
-  put(store: string, values: object[]): Request<Key[]>;
-  add(store: string, value: object, key?: Key): Request<Key>;
+  /** An array is many records (all or none), with a key each when `keys` is given. */
+  put(store: string, values: (object | Json)[], keys?: Key[]): Request<Key[]>;
+  put(store: string, value: object | Json, key?: Key): Request<Key>;
+  add(store: string, values: (object | Json)[], keys?: Key[]): Request<Key[]>;
+  add(store: string, value: object | Json, key?: Key): Request<Key>;
   get<T = any>(store: string, key: Key): Request<T | undefined>;
-  remove(store: string, keyOrRange: Key | KeyRange): Request<number>;
-  clear(store: string): Request<void>;
-  count(store: string, range?: KeyRange | null): Request<number>;
-  count(store: string, index: string, range?: KeyRange | Key | null): Request<number>;
-  keys(store: string, range?: KeyRange | null, limit?: number, offset?: number, reverse?: boolean): Request<Key[]>;
+  remove(store: string, keyOrRange: Key | Range): Request<number>;
+  remove(store: string, index: string, range: Range | Key): Request<number>;
+  /** clear(store): 1; clear([stores]) and clear(): how many stores; clear(store, range): how many records. */
+  clear(store?: string | string[] | null): Request<number>;
+  clear(store: string, range: Range): Request<number>;
+  count(stores: string[]): Request<number[]>;
+  count(store: string, range?: Range | null): Request<number>;
+  count(store: string, index: string, range?: Range | Key | null, unique?: boolean): Request<number>;
+  /** At most `limit` (default 100) primary keys. */
+  keys(store: string, range?: Range | null, limit?: number, offset?: number, reverse?: boolean): Request<Key[]>;
   keys(
     store: string,
-    index: string | null,
-    range?: KeyRange | Key | null,
+    index: string,
+    range?: Range | Key | null,
     limit?: number,
     offset?: number,
     reverse?: boolean,
     unique?: boolean,
   ): Request<Key[]>;
+  values<T = any>(keys: DbKey[]): Request<(T | undefined)[]>;
   values<T = any>(store: string, keys: Key[]): Request<(T | undefined)[]>;
-  values<T = any>(store: string, range?: KeyRange | null, limit?: number, offset?: number, reverse?: boolean): Request<T[]>;
+  /** At most `limit` (default 100) records. */
+  values<T = any>(store: string, range?: Range | null, limit?: number, offset?: number, reverse?: boolean): Request<T[]>;
   values<T = any>(
     store: string,
     index: string,
-    range?: KeyRange | Key | null,
+    range?: Range | Key | null,
     limit?: number,
     offset?: number,
     reverse?: boolean,
     unique?: boolean,
   ): Request<T[]>;
-  from<T = any>(store: string): Query<T>;
-  /** Rows of a SELECT, or how many records another statement changed. */
-  executeSql(sql: string, params?: (Json | Key)[]): Request<any[] | number>;
+  /** A query; with `op, value` (and `op2, value2`) over a range of primary keys. */
+  from<T = any>(store: string, op?: Op, value?: Key, op2?: Op, value2?: Key): Query<T>;
+  /** Rows of a SELECT (one column: its values; one aggregate: a number), or how many records
+   * another statement changed. */
+  executeSql(sql: string, params?: (Json | Key)[]): Request<any>;
 }
 
 export class Transaction extends Operations {
   private constructor();
+  /** Rolls the transaction back; the run rejects. */
+  abort(): void;
+}
+
+/** What run() returns: its request, which abort() rolls back. */
+export interface RunRequest<R> extends Request<R> {
+  abort(): void;
 }
 
 export interface SyncOptions {
@@ -204,13 +285,26 @@ export class Storage extends Operations {
   readonly ready: Request<{ version: number; previousVersion: number | null; stores: StoreSchema[]; warnings?: string[] }>;
   readonly closed: boolean;
   onReady(callback: (error?: ObjstoreError) => void): void;
-  /** Runs `fn(tx)` in one transaction: committed when it returns, aborted when it throws. */
-  run<R>(fn: (tx: Transaction) => R | Promise<R>, storeNames: string | string[], mode?: 'readonly' | 'readwrite'): Request<R>;
+  /** Runs `fn(tx)` in one transaction over `storeNames` (null: every store), after the one
+   * open now: committed when it returns, aborted when it throws or on abort(). */
+  run<R>(
+    fn: (tx: Transaction) => R | Promise<R>,
+    storeNames?: string | string[] | null,
+    mode?: 'readonly' | 'readwrite',
+  ): RunRequest<R>;
   getSchema(): Request<Schema>;
+  /** The name it was opened with. */
+  getName(): string;
+  /** 'sqlite' or 'memory'. */
+  getType(): 'sqlite' | 'memory';
+  addEventListener(kind: 'ready', listener: (event: ReadyEvent) => void): this;
+  addEventListener(kind: 'error', listener: (event: ErrorEvent) => void): this;
   addEventListener(kind: EventKind | EventKind[], listener: (event: StorageEvent) => void): this;
-  removeEventListener(kind: EventKind | EventKind[], listener: (event: StorageEvent) => void): this;
+  removeEventListener(kind: EventKind | EventKind[], listener: (event: any) => void): this;
+  on(kind: 'ready', listener: (event: ReadyEvent) => void): this;
+  on(kind: 'error', listener: (event: ErrorEvent) => void): this;
   on(kind: EventKind | EventKind[], listener: (event: StorageEvent) => void): this;
-  off(kind: EventKind | EventKind[], listener: (event: StorageEvent) => void): this;
+  off(kind: EventKind | EventKind[], listener: (event: any) => void): this;
   flush(): Request<FlushReport>;
   prefetch(store: string): Request<void>;
   setOffline(offline?: boolean): void;
@@ -225,5 +319,8 @@ export class Storage extends Operations {
   /** Resolves after every other request of this database has settled. */
   close(): Request<void>;
 }
+
+/** YDN-DB's names: `new ydn.db.Storage(...)`, `ydn.db.KeyRange`, `new ydn.db.Key(store, id)`. */
+export const ydn: { db: { Storage: typeof Storage; KeyRange: typeof KeyRange; Key: typeof DbKey } };
 
 export const version: string;

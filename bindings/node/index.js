@@ -177,19 +177,76 @@ class KeyRange {
     return new KeyRange({ lower: keyJson(lower), upper: keyJson(upper), lowerOpen, upperOpen });
   }
 
-  /** Every string key beginning with `prefix`. */
+  /** Every string key beginning with `prefix`, or with an array prefix every array key whose
+   * leading elements are the prefix's (a compound index's leading fields). */
   static starts(prefix) {
-    if (typeof prefix !== 'string') throw codedError('INVALID_KEY', 'KeyRange.starts takes a string prefix');
-    return new KeyRange({ starts: prefix });
+    if (typeof prefix !== 'string' && !Array.isArray(prefix)) {
+      throw codedError('INVALID_KEY', 'KeyRange.starts takes a string or an array prefix');
+    }
+    return new KeyRange({ starts: keyJson(prefix) });
   }
 }
 
+const RANGE_FIELDS = ['lower', 'upper', 'lowerOpen', 'upperOpen'];
+
+function isPlainRange(value) {
+  if (value === null || typeof value !== 'object' || Object.getPrototypeOf(value) !== Object.prototype) return false;
+  const fields = Object.keys(value);
+  return fields.length > 0 && fields.every((f) => RANGE_FIELDS.includes(f));
+}
+
+/** A KeyRange, a plain `{lower, upper, lowerOpen, upperOpen}` object (as YDN-DB takes), or a key. */
 function rangeSpec(keyOrRange) {
   if (keyOrRange instanceof KeyRange) return keyOrRange.spec;
+  if (isPlainRange(keyOrRange)) {
+    const spec = { lowerOpen: !!keyOrRange.lowerOpen, upperOpen: !!keyOrRange.upperOpen };
+    if (keyOrRange.lower != null) spec.lower = keyJson(keyOrRange.lower);
+    if (keyOrRange.upper != null) spec.upper = keyJson(keyOrRange.upper);
+    return spec;
+  }
   return { only: keyJson(keyOrRange) };
 }
 
+/** A key in a named store (YDN-DB's `ydn.db.Key`): `new Key(store, id, parent?)` or
+ * `new Key({store, id, parent})`. `values([keys])` reads the keys of several stores at once. */
+class DbKey {
+  constructor(store, id, parent) {
+    if (store !== null && typeof store === 'object') ({ store, id, parent } = store);
+    if (typeof store !== 'string' || store === '') {
+      throw codedError('INVALID_ARGUMENT', `a Key needs a store name, not ${JSON.stringify(store)}`);
+    }
+    keyJson(id);
+    this.store = store;
+    this.id = id;
+    this.parent = parent == null ? null : parent instanceof DbKey ? parent : new DbKey(parent);
+  }
+
+  getStoreName() {
+    return this.store;
+  }
+
+  getId() {
+    return this.id;
+  }
+
+  getParent() {
+    return this.parent;
+  }
+
+  toJSON() {
+    const json = { store: this.store, id: this.id };
+    if (this.parent) json.parent = this.parent.toJSON();
+    return json;
+  }
+}
+
+/** YDN-DB's default number of records for keys, values and a query's list. */
+const DEFAULT_LIMIT = 100;
+
 function scanText(index, range, limit, offset, reverse, unique) {
+  if (limit != null && !(Number.isInteger(limit) && limit >= 0)) {
+    throw codedError('INVALID_ARGUMENT', `limit must be a whole number of records, not ${JSON.stringify(limit)}`);
+  }
   const scan = { offset: offset || 0, reverse: !!reverse, unique: !!unique };
   if (index != null) scan.index = index;
   if (range != null) scan.range = rangeSpec(range);
@@ -238,15 +295,27 @@ const OPS = { '=': '==', '==': '==', '>': '>', '>=': '>=', '<': '<', '<=': '<=',
 
 /** A query over one store, built step by step (YDN-DB's `from(store).where(...)`). */
 class Query {
-  constructor(storage, store, tx) {
+  /** `keyBounds`: YDN-DB's `from(store, op, value, op2?, value2?)`, a range of primary keys. */
+  constructor(storage, store, tx, keyBounds) {
     this._storage = storage;
     this._tx = tx;
     this._spec = { from: store };
     this._native = null;
+    this._keyBounds = keyBounds && keyBounds[0] !== undefined ? keyBounds : null;
+    this._pick = null; // select(field): the field whose values list gives
+  }
+
+  /** The native query, built at its first run (primary-key bounds need the schema, known once open). */
+  _run(make) {
+    return request(() => {
+      if (this._native !== null || this._keyBounds === null || this._storage._schema) return make(this._built());
+      return this._storage.ready.then(() => make(this._built()));
+    });
   }
 
   _built() {
     if (this._native === null) {
+      if (this._keyBounds !== null) this._boundKeys();
       try {
         this._native = this._storage._db.query(JSON.stringify(this._spec));
       } catch (error) {
@@ -256,59 +325,92 @@ class Query {
     return this._native;
   }
 
+  _boundKeys() {
+    const store = (this._storage._schema.stores || []).find((s) => s.name === this._spec.from);
+    const keyPath = store && store.keyPath;
+    if (typeof keyPath !== 'string' || keyPath === '') {
+      throw codedError(
+        'INVALID_ARGUMENT',
+        `from(${JSON.stringify(this._spec.from)}, op, value): the store needs a single keyPath to range its keys; use values(store, KeyRange) instead`,
+      );
+    }
+    const [op, value, op2, value2] = this._keyBounds;
+    this._keyBounds = null;
+    this.where(keyPath, op, value, op2, value2);
+  }
+
   _with(field, value) {
     if (this._native !== null) throw codedError('INVALID_ARGUMENT', 'a query cannot change after it has run; build a new one');
     this._spec[field] = value;
     return this;
   }
 
-  /** `op`: '=', '>', '>=', '<', '<=', '!=' or 'starts'. */
-  where(field, op, value) {
-    const known = OPS[op] || op;
-    return this._with('where', (this._spec.where || []).concat([[field, known, keyJsonOrValue(value)]]));
+  /** `op`: '=', '>', '>=', '<', '<=', '!=' or 'starts' ('^'); a second `op2, value2` bounds the
+   * other side (YDN-DB's `where(field, '>', 1, '<=', 20)`). */
+  where(field, op, value, op2, value2) {
+    const conditions = (this._spec.where || []).concat([[field, OPS[op] || op, keyJsonOrValue(value)]]);
+    if (op2 !== undefined) conditions.push([field, OPS[op2] || op2, keyJsonOrValue(value2)]);
+    return this._with('where', conditions);
   }
 
-  and(field, op, value) {
-    return this.where(field, op, value);
+  and(field, op, value, op2, value2) {
+    return this.where(field, op, value, op2, value2);
   }
 
+  /** order(field), order([fields]) or order(field, field2, ...). */
   order(...fields) {
-    return this._with('order', fields);
+    return this._with('order', fields.flat());
   }
 
   reverse() {
     return this._with('reverse', true);
   }
 
-  unique() {
-    return this._with('unique', true);
+  /** unique() or unique(true): one record per order key; unique(false) turns it off again. */
+  unique(on = true) {
+    if (typeof on !== 'boolean') throw codedError('INVALID_ARGUMENT', `unique takes true or false, not ${JSON.stringify(on)}`);
+    return this._with('unique', on);
   }
 
+  /** select(field): list gives that field's values (of a multiEntry index read by it, the
+   * entry's element); select([fields]) or select(f1, f2): objects of those fields;
+   * select('*'): whole records. */
   select(...fields) {
-    return this._with('select', fields);
+    const one = fields.length === 1 && typeof fields[0] === 'string';
+    if (one && fields[0] === '*') {
+      this._pick = null;
+      return this._with('select', undefined);
+    }
+    this._pick = one ? fields[0] : null;
+    return this._with('select', fields.flat());
   }
 
-  /** The next `n` records; each call continues where the last ended. */
-  list(n) {
-    return request(() => this._built().list(waker, n, false, this._tx));
+  /** The next `limit` (YDN-DB's default: 100) records; each call continues where the last ended. */
+  list(limit = DEFAULT_LIMIT) {
+    const pick = this._pick;
+    return this._run((native) => {
+      const page = native.list(waker, limit, false, this._tx);
+      return pick === null ? page : page.then((rows) => rows.map((row) => fieldOf(row, pick)));
+    });
   }
 
   count() {
-    return request(() => this._built().count(waker, false, this._tx));
+    return this._run((native) => native.count(waker, false, this._tx));
   }
 
   explain() {
-    return request(() => this._built().explain(waker, this._tx));
+    return this._run((native) => native.explain(waker, this._tx));
   }
 
-  /** Merges `patch` (a JSON merge patch) into every match; resolves with how many changed. */
-  patch(patch) {
-    return request(() => this._built().patch(waker, valueJson('patch', patch), this._tx));
+  /** Changes every match: patch({field: value, ...}) (a JSON merge patch), patch(field, value)
+   * or patch([fields], [values]) (fields may be dotted paths); resolves with how many changed. */
+  patch(fieldsOrPatch, values) {
+    return this._run((native) => native.patch(waker, valueJson('patch', mergePatch(fieldsOrPatch, values)), this._tx));
   }
 
   /** Removes every match; resolves with how many went. */
   delete() {
-    return request(() => this._built().delete(waker, this._tx));
+    return this._run((native) => native.delete(waker, this._tx));
   }
 
   /** Streams every match to `callback(cursor)`, `batch` records per request with flat memory.
@@ -316,8 +418,8 @@ class Query {
    * record) and may return false to stop. What it throws rejects the promise and stops the
    * stream; changes it made before stay. Resolves with how many records it saw. */
   open(callback, mode = 'readonly', batch = 100) {
-    return request(async () => {
-      const cursor = this._built().cursor(mode, this._tx);
+    return this._run(async (native) => {
+      const cursor = native.cursor(mode, this._tx);
       let seen = 0;
       for (;;) {
         const items = await cursor.next(waker, batch, false);
@@ -335,6 +437,7 @@ class Query {
 
   /** `for await (const cursor of query)`: the same stream as an async iterator. */
   async *[Symbol.asyncIterator]() {
+    if (this._native === null && this._keyBounds !== null && !this._storage._schema) await this._storage.ready;
     const cursor = this._built().cursor('readwrite', this._tx);
     for (;;) {
       const items = await cursor.next(waker, 100, false);
@@ -348,6 +451,40 @@ class Query {
   }
 }
 
+/** The value at a dotted path of a record (undefined where it is missing). */
+function fieldOf(record, path) {
+  let node = record;
+  for (const segment of path.split('.')) {
+    if (node === null || typeof node !== 'object') return undefined;
+    node = node[segment];
+  }
+  return node;
+}
+
+/** YDN-DB's patch forms as one JSON merge patch. */
+function mergePatch(fieldsOrPatch, values) {
+  if (values === undefined) {
+    if (fieldsOrPatch === null || typeof fieldsOrPatch !== 'object' || Array.isArray(fieldsOrPatch)) {
+      throw codedError('INVALID_ARGUMENT', 'patch takes an object, (field, value) or ([fields], [values])');
+    }
+    return fieldsOrPatch;
+  }
+  const fields = Array.isArray(fieldsOrPatch) ? fieldsOrPatch : [fieldsOrPatch];
+  const given = Array.isArray(fieldsOrPatch) ? values : [values];
+  if (!Array.isArray(given) || given.length !== fields.length) {
+    throw codedError('INVALID_ARGUMENT', `patch([fields], [values]) needs one value per field: ${fields.length} fields`);
+  }
+  const patch = {};
+  fields.forEach((field, i) => {
+    if (typeof field !== 'string' || field === '') throw codedError('INVALID_ARGUMENT', `patch: a field is a name or a dotted path, not ${JSON.stringify(field)}`);
+    const segments = field.split('.');
+    let node = patch;
+    for (const segment of segments.slice(0, -1)) node = node[segment] = node[segment] || {};
+    node[segments[segments.length - 1]] = given[i];
+  });
+  return patch;
+}
+
 function keyJsonOrValue(value) {
   if (value instanceof Date || value instanceof Uint8Array || Array.isArray(value)) return keyJson(value);
   return value;
@@ -356,24 +493,34 @@ function keyJsonOrValue(value) {
 // ----- the record operations, outside a transaction or inside one --------------------------------
 
 class Operations {
-  /** Writes one record (replacing one under the same key) or an array of records; resolves
-   * with the key, or the keys. */
+  /** put(store, value, key?) resolves with the key; put(store, [values], [keys]?) writes them
+   * all in one transaction (all or none) and resolves with their keys. */
   put(store, value, key) {
-    if (Array.isArray(value) && key === undefined) {
-      return requestThen(() => this._db.putMany(waker, store, valueJson('values', value), this._tx), keysJs);
-    }
+    if (Array.isArray(value)) return this._writeMany(store, value, key, false);
     return requestThen(
       () => this._db.put(waker, store, valueJson('value', value), key === undefined ? null : keyText(key), this._tx),
       keyJs,
     );
   }
 
-  /** Writes a new record; an existing key rejects with CONSTRAINT. */
+  /** As put, but each record must be new: an existing key rejects with CONSTRAINT (for an
+   * array, naming the record, and nothing of it is written). */
   add(store, value, key) {
+    if (Array.isArray(value)) return this._writeMany(store, value, key, true);
     return requestThen(
       () => this._db.add(waker, store, valueJson('value', value), key === undefined ? null : keyText(key), this._tx),
       keyJs,
     );
+  }
+
+  _writeMany(store, values, keys, create) {
+    return requestThen(() => {
+      if (keys !== undefined && !Array.isArray(keys)) {
+        throw codedError('INVALID_ARGUMENT', 'the keys of an array of records are an array too, one key per record');
+      }
+      const keysText = keys === undefined ? null : JSON.stringify(keys.map(keyJson));
+      return this._db.writeMany(waker, store, valueJson('values', values), keysText, create, this._tx);
+    }, keysJs);
   }
 
   /** The record under `key`, or undefined. */
@@ -381,31 +528,56 @@ class Operations {
     return request(() => this._db.get(waker, store, keyText(key), false, this._tx));
   }
 
-  /** Removes the record under a key, or the records in a KeyRange; resolves with how many. */
-  remove(store, keyOrRange) {
-    return request(() => this._db.remove(waker, store, JSON.stringify(rangeSpec(keyOrRange)), this._tx));
+  /** remove(store, key), remove(store, keyRange) or remove(store, index, keyRange) (the
+   * records whose index key is in range); resolves with how many went. */
+  remove(store, indexOrKey, range) {
+    if (range === undefined) {
+      return request(() => this._db.remove(waker, store, JSON.stringify(rangeSpec(indexOrKey)), this._tx));
+    }
+    return this._inStores([store], 'readwrite', async (tx) => {
+      const keys = keysJs(await tx._db.scan(waker, store, 'keys', scanText(indexOrKey, range), false, tx._tx));
+      let removed = 0;
+      for (const key of keys) removed += await tx.remove(store, key);
+      return removed;
+    });
   }
 
-  clear(store) {
-    return request(() => this._db.clear(waker, store, this._tx));
+  /** clear(store) (resolves with 1), clear([stores]) and clear() (every store; resolve with
+   * how many stores were cleared), or clear(store, keyRange) (resolves with how many records
+   * went), as YDN-DB counts them. */
+  clear(stores, range) {
+    if (typeof stores === 'string' && range !== undefined) return this.remove(stores, range);
+    if (typeof stores === 'string') return requestThen(() => this._db.clear(waker, stores, this._tx), () => 1);
+    return this._inStores(stores === undefined || stores === null ? null : stores, 'readwrite', async (tx, names) => {
+      for (const name of names) await tx._db.clear(waker, name, tx._tx);
+      return names.length;
+    });
   }
 
-  /** count(store), count(store, range) or count(store, index, range). */
-  count(store, index, range) {
-    if (index instanceof KeyRange) [index, range] = [undefined, index];
-    return request(() => this._db.scan(waker, store, 'count', scanText(index, range), false, this._tx));
+  /** count(store), count(store, keyRange), count(store, index, keyRange?, unique?) or
+   * count([stores]) (an array of counts, read in one transaction). */
+  count(store, index, range, unique) {
+    if (Array.isArray(store)) {
+      if (index !== undefined) return request(() => Promise.reject(codedError('INVALID_ARGUMENT', 'count([stores]) takes no other argument')));
+      return this._inStores(store, 'readonly', (tx, names) => Promise.all(names.map((name) => tx.count(name))));
+    }
+    if (typeof index !== 'string') [index, range, unique] = [undefined, index, undefined];
+    return request(() => this._db.scan(waker, store, 'count', scanText(index, range, undefined, 0, false, unique), false, this._tx));
   }
 
-  /** Primary keys: keys(store, index?, range?, limit?, offset?, reverse?, unique?), or
-   * keys(store, range, limit?, offset?, reverse?). */
+  /** Primary keys, at most `limit` (YDN-DB's default: 100): keys(store, keyRange?, limit?,
+   * offset?, reverse?) or keys(store, index, keyRange?, limit?, offset?, reverse?, unique?). */
   keys(store, index, range, limit, offset, reverse, unique) {
-    if (index instanceof KeyRange) [index, range, limit, offset, reverse, unique] = [undefined, index, range, limit, offset, reverse];
-    return requestThen(() => this._db.scan(waker, store, 'keys', scanText(index, range, limit, offset, reverse, unique), false, this._tx), keysJs);
+    if (typeof index !== 'string') [index, range, limit, offset, reverse, unique] = [undefined, index, range, limit, offset, false];
+    const scan = () => scanText(index, range, limit === undefined || limit === null ? DEFAULT_LIMIT : limit, offset, reverse, unique);
+    return requestThen(() => this._db.scan(waker, store, 'keys', scan(), false, this._tx), keysJs);
   }
 
-  /** Records: values(store, [keys]) (undefined where there is none), values(store, range?,
-   * limit?, offset?, reverse?), or values(store, index, range?, limit?, offset?, reverse?, unique?). */
+  /** Records, at most `limit` (default 100): values(store, keyRange?, limit?, offset?,
+   * reverse?), values(store, index, keyRange?, limit?, offset?, reverse?, unique?),
+   * values(store, [keys]) or values([Key, ...]) (undefined where there is none). */
   values(store, index, range, limit, offset, reverse, unique) {
+    if (Array.isArray(store)) return this._valuesOfKeys(store);
     if (Array.isArray(index)) {
       const keys = index;
       return requestThen(
@@ -413,37 +585,140 @@ class Operations {
         (found) => found.map(nullToUndefined),
       );
     }
-    if (index instanceof KeyRange || index === null || index === undefined) {
-      if (typeof range !== 'object' || range === null) [index, range, limit, offset, reverse, unique] = [undefined, index, range, limit, offset, reverse];
+    if (typeof index !== 'string') [index, range, limit, offset, reverse, unique] = [undefined, index, range, limit, offset, false];
+    const scan = () => scanText(index, range, limit === undefined || limit === null ? DEFAULT_LIMIT : limit, offset, reverse, unique);
+    return request(() => this._db.scan(waker, store, 'values', scan(), false, this._tx));
+  }
+
+  _valuesOfKeys(keys) {
+    const wrong = keys.find((key) => !(key instanceof DbKey));
+    if (wrong !== undefined) {
+      return request(() => Promise.reject(codedError('INVALID_ARGUMENT', `values([keys]) takes Keys (new Key(store, id)), not ${String(wrong)}`)));
     }
-    return request(() => this._db.scan(waker, store, 'values', scanText(index, range, limit, offset, reverse, unique), false, this._tx));
+    const stores = [...new Set(keys.map((key) => key.store))];
+    return this._inStores(stores, 'readonly', async (tx) => {
+      const found = new Map();
+      for (const store of stores) {
+        const ids = keys.filter((key) => key.store === store).map((key) => key.id);
+        const values = await tx.values(store, ids);
+        ids.forEach((id, i) => found.set(`${store}\u0000${keyText(id)}`, values[i]));
+      }
+      return keys.map((key) => found.get(`${key.store}\u0000${keyText(key.id)}`));
+    });
   }
 
-  from(store) {
-    return new Query(this._storage, store, this._tx);
+  /** A query: from(store), or from(store, op, value, op2?, value2?) over a range of primary keys. */
+  from(store, op, value, op2, value2) {
+    return new Query(this._storage, store, this._tx, [op, value, op2, value2]);
   }
 
-  /** One SQL statement of the subset, with `?` parameters: resolves with the rows of a SELECT,
-   * or with how many records another statement changed. */
+  /** One SQL statement of the subset, with `?` parameters, answered as YDN-DB does: a SELECT
+   * of one column gives its values, of one aggregate (COUNT(*)) a number, otherwise rows;
+   * another statement gives how many records it changed. */
   executeSql(sql, params) {
     return requestThen(
       () => this._db.sql(waker, sql, params === undefined ? null : valueJson('SQL parameters', params.map(keyJsonOrValue)), this._tx),
-      (result) => ('rows' in result ? result.rows : result.changed),
+      sqlAnswer,
     );
   }
+
+  /** Runs `work(tx, names)` over `stores` (null: every store): in this transaction when there
+   * is one, else in one of its own. */
+  _inStores(stores, mode, work) {
+    if (this._tx !== null) {
+      return request(async () => work(this, stores === null ? await this._storage._storeNames() : stores));
+    }
+    return request(async () => {
+      const names = stores === null ? await this._storage._storeNames() : stores;
+      return this._storage.run((tx) => work(tx, names), names, mode);
+    });
+  }
+}
+
+function sqlAnswer(result) {
+  if (!('rows' in result)) return result.changed;
+  const { rows, columns, aggregate } = result;
+  if (!columns || columns.length !== 1) return rows;
+  if (aggregate) return rows.length === 0 ? undefined : rows[0][columns[0]];
+  return rows.map((row) => row[columns[0]]);
 }
 
 function nullToUndefined(value) {
   return value === null ? undefined : value;
 }
 
-/** The operations of one transaction: what `run` hands its function. */
+/** The operations of one transaction: what `run` hands its function. `abort()` rolls it back
+ * (the run then rejects). */
 class Transaction extends Operations {
-  constructor(storage, tx) {
+  constructor(storage, tx, abort) {
     super();
     this._storage = storage;
     this._db = storage._db;
     this._tx = tx;
+    this._abort = abort;
+  }
+
+  abort() {
+    this._abort();
+  }
+}
+
+// ----- events -----------------------------------------------------------------------------------
+
+/** A change or sync event (YDN-DB's RecordEvent): `kind` (also `type`), `store`, `key` and
+ * `value` as fields, and YDN-DB's getKey(), getValue() and getStoreName(). */
+class RecordEvent {
+  constructor(event) {
+    Object.assign(this, event);
+    this.name = 'RecordEvent';
+    this.type = event.kind;
+    if (event.key !== undefined && event.key !== null) this.key = keyJs(event.key);
+  }
+
+  getKey() {
+    return this.key;
+  }
+
+  getValue() {
+    return this.value;
+  }
+
+  getStoreName() {
+    return this.store;
+  }
+}
+
+/** The open's outcome (YDN-DB's ReadyEvent): getVersion(), and getOldVersion(), NaN for a new
+ * database; `value` holds both as `{version, previousVersion}` (null for a new one). */
+class ReadyEvent {
+  constructor(version, previousVersion) {
+    this.kind = 'ready';
+    this.type = 'ready';
+    this.name = 'ReadyEvent';
+    this.value = { version, previousVersion };
+  }
+
+  getVersion() {
+    return this.value.version;
+  }
+
+  getOldVersion() {
+    return this.value.previousVersion === null ? NaN : this.value.previousVersion;
+  }
+}
+
+/** A failed open or a listener that threw (YDN-DB's ErrorEvent): `message` and getError(). */
+class ErrorEvent {
+  constructor(message, error) {
+    this.kind = 'error';
+    this.type = 'error';
+    this.name = 'ErrorEvent';
+    this.message = message;
+    this.error = error;
+  }
+
+  getError() {
+    return this.error;
   }
 }
 
@@ -461,8 +736,10 @@ class Storage extends Operations {
     this.name = name;
     this._storage = this;
     this._tx = null;
+    this._schema = null; // the schema as opened: known once ready
     this._listeners = new Map(); // kind -> [{listener, subscription}]
     const { mechanism = 'sqlite', sync, durability, idleTransactionTimeoutMs, queueCapacity, syncThreads } = options;
+    this._mechanism = mechanism;
     if (sync) {
       schema = typeof schema === 'string' ? JSON.parse(schema) : schema || { stores: [] };
       for (const store of schema.stores || []) if (store.name in sync) store.Sync = sync[store.name];
@@ -486,10 +763,11 @@ class Storage extends Operations {
     this.ready = decorate(opened[1]);
     this.ready.then(
       (opened) => {
+        this._schema = opened;
         for (const text of opened?.warnings ?? []) process.emitWarning(text, 'ObjstoreDbSyncWarning');
-        this._emit('ready', { kind: 'ready', value: { version: opened?.version, previousVersion: opened?.previousVersion ?? null } });
+        this._emit('ready', new ReadyEvent(opened?.version, opened?.previousVersion ?? null));
       },
-      (error) => this._emit('error', { kind: 'error', message: error.message, error }),
+      (error) => this._emit('error', new ErrorEvent(error.message, error)),
     );
   }
 
@@ -498,23 +776,61 @@ class Storage extends Operations {
     this.ready.then(() => callback(), (error) => callback(error));
   }
 
-  /** Runs `fn(tx)` in one transaction over `storeNames`: committed when it returns (or its
-   * promise resolves), aborted when it throws; resolves with what it returned. While it is
-   * open, requests outside it reject with BUSY. */
+  /** Runs `fn(tx)` in one transaction over `storeNames` (null: every store) in `mode`
+   * ('readonly', the default, or 'readwrite'): committed when it returns (or its promise
+   * resolves), aborted when it throws; resolves with what it returned. It starts when the
+   * transaction open now (if any) ends; requests outside it wait for it. The request's
+   * `abort()` (or `tx.abort()`) rolls it back, and the run then rejects. */
   run(fn, storeNames, mode = 'readonly') {
-    return request(async () => {
-      const stores = JSON.stringify(typeof storeNames === 'string' ? [storeNames] : storeNames);
-      const id = await this._db.begin(waker, stores, mode);
-      let result;
+    let id = null;
+    let aborted = null;
+    let ended = false;
+    const abort = () => {
+      if (ended) throw codedError('TRANSACTION_INACTIVE', 'abort(): the transaction has already ended');
+      if (aborted) return;
+      aborted = codedError('TRANSACTION_INACTIVE', `transaction ${id === null ? '(not yet begun)' : id} was aborted by abort()`);
+      if (id !== null) this._db.abort(waker, id).catch(() => {});
+    };
+    const run = request(async () => {
       try {
-        result = await fn(new Transaction(this, id));
-      } catch (error) {
-        await this._db.abort(waker, id).catch(() => {});
-        throw error;
+        const names = storeNames == null ? await this._storeNames() : typeof storeNames === 'string' ? [storeNames] : storeNames;
+        id = await this._db.begin(waker, JSON.stringify(names), mode);
+        if (aborted) {
+          await this._db.abort(waker, id).catch(() => {});
+          throw aborted;
+        }
+        let result;
+        try {
+          result = await fn(new Transaction(this, id, abort));
+        } catch (error) {
+          if (!aborted) await this._db.abort(waker, id).catch(() => {});
+          throw aborted || error;
+        }
+        if (aborted) throw aborted;
+        await this._db.commit(waker, id);
+        return result;
+      } finally {
+        ended = true;
       }
-      await this._db.commit(waker, id);
-      return result;
     });
+    run.abort = abort;
+    return run;
+  }
+
+  /** The names of the stores, as the database has them now. */
+  async _storeNames() {
+    const schema = await this._db.schema(waker);
+    return (schema.stores || []).map((store) => store.name);
+  }
+
+  /** The name the database was opened with (YDN-DB's getName). */
+  getName() {
+    return this.name;
+  }
+
+  /** The storage mechanism: 'sqlite' or 'memory' (YDN-DB's getType). */
+  getType() {
+    return this._mechanism;
   }
 
   /** The schema as the database has it. */
@@ -539,7 +855,7 @@ class Storage extends Operations {
       this._listeners.set(k, list);
       if (k === 'ready' || k === 'error') continue; // raised here, from the open's outcome and listener failures
       const subscription = nextSubscription++;
-      listeners.set(subscription, (event) => this._call(listener, event));
+      listeners.set(subscription, (event) => this._call(listener, new RecordEvent(event)));
       entry.subscription = this._db.subscribe(waker, subscription, JSON.stringify({ kinds: [k] })).then(
         (id) => ({ id, subscription }),
         () => null,
@@ -577,7 +893,7 @@ class Storage extends Operations {
     try {
       listener(event);
     } catch (error) {
-      this._emit('error', { kind: 'error', message: `an event listener threw: ${error && error.message}`, error });
+      this._emit('error', new ErrorEvent(`an event listener threw: ${error && error.message}`, error));
     }
   }
 
@@ -591,7 +907,7 @@ class Storage extends Operations {
       try {
         listener(event);
       } catch (error) {
-        if (kind !== 'error') this._emit('error', { kind: 'error', message: `an event listener threw: ${error && error.message}`, error });
+        if (kind !== 'error') this._emit('error', new ErrorEvent(`an event listener threw: ${error && error.message}`, error));
         else process.emitWarning(`objstore-db: an error listener threw: ${error && error.message}`);
       }
     }
@@ -662,4 +978,19 @@ class Storage extends Operations {
   }
 }
 
-module.exports = { Storage, KeyRange, Query, Transaction, Cursor, version: native.version() };
+/** YDN-DB's names: `new ydn.db.Storage(...)`, `ydn.db.KeyRange`, `new ydn.db.Key(store, id)`. */
+const ydn = { db: { Storage, KeyRange, Key: DbKey } };
+
+module.exports = {
+  Storage,
+  KeyRange,
+  DbKey,
+  Query,
+  Transaction,
+  Cursor,
+  RecordEvent,
+  ReadyEvent,
+  ErrorEvent,
+  ydn,
+  version: native.version(),
+};

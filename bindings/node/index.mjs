@@ -1,5 +1,5 @@
 // ESM entry: the same module as require('objstore-db').
 import api from './index.js';
 
-export const { Storage, KeyRange, Query, Transaction, Cursor, version } = api;
+export const { Storage, KeyRange, DbKey, Query, Transaction, Cursor, RecordEvent, ReadyEvent, ErrorEvent, ydn, version } = api;
 export default api;

@@ -43,7 +43,6 @@ fn code_of(code: ErrorCode) -> &'static str {
         ErrorCode::Network => "NETWORK",
         ErrorCode::Remote => "REMOTE",
         ErrorCode::RemoteData => "REMOTE_DATA",
-        ErrorCode::Busy => "BUSY",
         ErrorCode::Internal => "INTERNAL",
     }
 }
@@ -331,25 +330,31 @@ impl Database {
         waker.request(&env, |done| self.db.add(tx_id(tx), &store, value, key.as_ref(), done))
     }
 
+    /// Many records in one transaction, with a key each when `keys` is given; `create`: as add.
     #[napi]
-    pub fn put_many(
+    pub fn write_many(
         &self,
         env: Env,
         waker: &Waker,
         store: String,
         values: String,
+        keys: Option<String>,
+        create: bool,
         tx: Option<f64>,
     ) -> napi::Result<sys::napi_value> {
-        let values = checked!(
+        let array = |what: &str, text: &str| match parse(what, text)? {
+            Value::Array(items) => Ok(items),
+            other => Err(Error::InvalidArgument(format!(
+                "{what}: expected an array, got {}",
+                objstore_db_core::clip(&other.to_string())
+            ))),
+        };
+        let (values, keys) = checked!(
             waker,
             env,
-            match parse("values", &values) {
-                Ok(Value::Array(values)) => Ok(values),
-                Ok(other) => Err(Error::InvalidArgument(format!("values: expected an array, got {other}"))),
-                Err(e) => Err(e),
-            }
+            (|| Ok::<_, Error>((array("values", &values)?, keys.as_deref().map(|k| array("keys", k)).transpose()?)))()
         );
-        waker.request(&env, |done| self.db.put_many(tx_id(tx), &store, values, done))
+        waker.request(&env, |done| self.db.write_many(tx_id(tx), &store, values, keys, create, done))
     }
 
     /// The record as stored (`null` when there is none).

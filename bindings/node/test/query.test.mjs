@@ -18,7 +18,8 @@ for (const mechanism of MECHANISMS) {
       const db = await openDb(t, mechanism, { people: true });
       const older = db.from('people').where('age', '>', 24).and('city', '=', 'oslo').reverse();
       assert.deepEqual((await older.list(10)).map((p) => p.id), [4, 2]);
-      assert.deepEqual(await db.from('people').order('city').unique().select('city').list(10), [{ city: 'oslo' }, { city: 'paris' }]);
+      assert.deepEqual(await db.from('people').order('city').unique().select('city').list(10), ['oslo', 'paris']);
+      assert.deepEqual(await db.from('people').order('city').unique().select(['city']).list(10), [{ city: 'oslo' }, { city: 'paris' }]);
       assert.equal(await db.from('people').where('name', 'starts', 'd').count(), 1);
       assert.match(JSON.stringify(await db.from('people').where('city', '=', 'paris').order('age').explain()), /city, age/);
     });
