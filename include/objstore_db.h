@@ -423,7 +423,9 @@ enum objstore_status objstore_db_read(const struct objstore_db *db,
 /*
  Runs one SQL statement with bound parameters (`params_json`: a JSON array, or NULL); the
  store and whether it writes come from the statement. The result is `{"rows": [...]}` for a
- SELECT and `{"changed": n}` otherwise.
+ SELECT, with `"columns"` (the names it selects, in order) and `"aggregate"` (true for
+ COUNT/MIN/MAX/SUM/AVG: one row) unless it is `SELECT *`, and `{"changed": n}` (records
+ written) for INSERT, UPDATE and DELETE.
 
  # Safety
  As `objstore_db_put`.

@@ -123,7 +123,7 @@ export class Cursor<T = any> {
   clear(): Request<unknown>;
 }
 
-export type Op = '=' | '==' | '>' | '>=' | '<' | '<=' | '!=' | 'starts' | '^';
+export type Op = '=' | '==' | '>' | '>=' | '<' | '<=' | 'starts' | '^';
 
 export class Query<T = any> implements AsyncIterable<Cursor<T>> {
   private constructor();
@@ -163,7 +163,8 @@ export class Operations {
   put(store: string, value: object | Json, key?: Key): Request<Key>;
   add(store: string, values: (object | Json)[], keys?: Key[]): Request<Key[]>;
   add(store: string, value: object | Json, key?: Key): Request<Key>;
-  get<T = any>(store: string, key: Key): Request<T | undefined>;
+  /** `fresh`: ask the bucket before answering (a synced store otherwise answers from its cache). */
+  get<T = any>(store: string, key: Key, options?: { fresh?: boolean }): Request<T | undefined>;
   remove(store: string, keyOrRange: Key | Range): Request<number>;
   remove(store: string, index: string, range: Range | Key): Request<number>;
   /** clear(store): 1; clear([stores]) and clear(): how many stores; clear(store, range): how many records. */

@@ -291,7 +291,7 @@ class Cursor {
   }
 }
 
-const OPS = { '=': '==', '==': '==', '>': '>', '>=': '>=', '<': '<', '<=': '<=', '!=': '!=', starts: 'starts', '^': 'starts' };
+const OPS = { '=': '==', '==': '==', '>': '>', '>=': '>=', '<': '<', '<=': '<=', starts: 'starts', '^': 'starts' };
 
 /** A query over one store, built step by step (YDN-DB's `from(store).where(...)`). */
 class Query {
@@ -345,7 +345,7 @@ class Query {
     return this;
   }
 
-  /** `op`: '=', '>', '>=', '<', '<=', '!=' or 'starts' ('^'); a second `op2, value2` bounds the
+  /** `op`: '=' ('=='), '>', '>=', '<', '<=' or 'starts' ('^'); a second `op2, value2` bounds the
    * other side (YDN-DB's `where(field, '>', 1, '<=', 20)`). */
   where(field, op, value, op2, value2) {
     const conditions = (this._spec.where || []).concat([[field, OPS[op] || op, keyJsonOrValue(value)]]);
@@ -523,9 +523,10 @@ class Operations {
     }, keysJs);
   }
 
-  /** The record under `key`, or undefined. */
-  get(store, key) {
-    return request(() => this._db.get(waker, store, keyText(key), false, this._tx));
+  /** The record under `key`, or undefined. A synced store answers from its cache (fetching
+   * what it does not hold); `{fresh: true}` asks the bucket first, as Python's and C's do. */
+  get(store, key, options) {
+    return request(() => this._db.get(waker, store, keyText(key), !!(options && options.fresh), this._tx));
   }
 
   /** remove(store, key), remove(store, keyRange) or remove(store, index, keyRange) (the

@@ -85,6 +85,10 @@ for_each_mechanism! {
         assert_eq!(found, vec![4, 1, 3]);
         let plan = Query::from("runs").filter("browser", Op::Eq, "rust").order("age").explain(&mut db).unwrap();
         assert!(plan.to_string().contains("scan index \"age\""), "the age index gives the order: {plan}");
+        // A misspelt order field lists nothing; the plan says why that can be.
+        assert!(Query::from("runs").order("agee").list(&mut db, 10).unwrap().is_empty());
+        let typo = Query::from("runs").order("agee").explain(&mut db).unwrap().to_string();
+        assert!(typo.ends_with("sort in memory by agee (a record without an order field is left out: is each name right?)"), "{typo}");
     }
 
     fn a_compound_index_serves_equality_then_range_and_order(kind) {

@@ -440,13 +440,13 @@ static void sql_runs_with_bound_parameters(void) {
     objstore_db *db = open_seeded(&w);
     CHECK(objstore_db_sql(db, 0, "SELECT name, age FROM people WHERE city = ? ORDER BY age DESC", J("[\"oslo\"]"), on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
-    CHECK_STR(w.result, "{\"rows\":[{\"name\":\"dee\",\"age\":41},{\"name\":\"bob\",\"age\":25}]}");
+    CHECK_STR(w.result, "{\"rows\":[{\"name\":\"dee\",\"age\":41},{\"name\":\"bob\",\"age\":25}],\"columns\":[\"name\",\"age\"],\"aggregate\":false}");
     CHECK(objstore_db_sql(db, 0, "UPDATE people SET city = ? WHERE age < 30", J("[\"x' OR '1'='1\"]"), on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
     CHECK_STR(w.result, "{\"changed\":2}");
     CHECK(objstore_db_sql(db, 0, "SELECT COUNT(*) AS n FROM people WHERE city = 'x'' OR ''1''=''1'", NULL, 0, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
-    CHECK_STR(w.result, "{\"rows\":[{\"n\":2}]}");
+    CHECK_STR(w.result, "{\"rows\":[{\"n\":2}],\"columns\":[\"n\"],\"aggregate\":true}");
     /* A statement outside the subset is refused at the call, with no callback. */
     char *error = NULL;
     CHECK(objstore_db_sql(db, 0, "SELECT * FROM people WHERE id = 1 OR id = 2", NULL, 0, on_done, &w, NULL, &error) ==
@@ -468,7 +468,7 @@ static void sql_takes_its_mode_from_the_statement_and_unique_needs_no_order(void
     uint64_t tx = strtoull(w.result, NULL, 10);
     CHECK(objstore_db_sql(db, tx, "SELECT COUNT(*) AS n FROM people WHERE city = ?", J("[\"oslo\"]"), on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);
-    CHECK_STR(w.result, "{\"rows\":[{\"n\":2}]}");
+    CHECK_STR(w.result, "{\"rows\":[{\"n\":2}],\"columns\":[\"n\"],\"aggregate\":true}");
     CHECK(objstore_db_sql(db, tx, "DELETE FROM people", NULL, 0, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OBJSTORE_STATUS_READ_ONLY);
     CHECK(objstore_db_abort(db, tx, on_done, &w, NULL, NULL) == OK);
@@ -522,6 +522,11 @@ static void bad_utf8_and_bad_json_are_named(void) {
     objstore_string_free(error);
     CHECK(objstore_db_put(db, 0, "people", J("{\"id\": 1,"), NULL, 0, on_done, &w, NULL, &error) == OBJSTORE_STATUS_INVALID_ARGUMENT);
     CHECK_CONTAINS(error, "bad JSON in value_json");
+    objstore_string_free(error);
+    /* A string key without its quotes: the message shows how to write it in C. */
+    CHECK(objstore_db_get(db, 0, "people", J("r4"), 0, on_done, &w, NULL, &error) == OBJSTORE_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(error, "bad JSON in key_json");
+    CHECK_CONTAINS(error, "(in C source \"\\\"r4\\\"\")");
     objstore_string_free(error);
     CHECK(objstore_db_put(db, 0, "people", J("{\"id\": null}"), NULL, 0, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OBJSTORE_STATUS_INVALID_KEY);

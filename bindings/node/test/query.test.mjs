@@ -36,6 +36,9 @@ for (const mechanism of MECHANISMS) {
       const db = await openDb(t, mechanism, { people: true });
       // @ts-expect-error: an unknown operator, on purpose
       await assert.rejects(db.from('people').where('age', '~', 1).list(1), { code: 'INVALID_ARGUMENT', message: /~/ });
+      // @ts-expect-error: no "not equal" in YDN-DB's operators; the refusal lists them all
+      await assert.rejects(db.from('people').where('age', '!=', 1).list(1), { code: 'INVALID_ARGUMENT', message: /"!=".*starts \(or \^\)/ });
+      assert.deepEqual((await db.from('people').where('name', '^', 'd').list()).map((p) => p.id), [4]);
       const q = db.from('people');
       await q.list(1);
       assert.throws(() => q.where('age', '>', 1), { code: 'INVALID_ARGUMENT' });

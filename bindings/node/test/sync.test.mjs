@@ -28,6 +28,10 @@ for (const name of /** @type {const} */ (['moto', 'garage'])) {
       assert.equal(await reader.get('results', 'linux/node/none'), undefined);
       const stats = reader.syncStats(true);
       assert.deepEqual(stats.requests.GET, { 200: 1, 404: 1 }, JSON.stringify(stats));
+      // A cached record answers from the cache; {fresh: true} asks the bucket first.
+      await writer.put('results', { ok: false }, 'linux/node/1');
+      assert.equal((await writer.flush()).pending, 0);
+      assert.deepEqual(await reader.get('results', 'linux/node/1', { fresh: true }), { ok: false });
       await reader.prefetch('results');
       assert.equal(await reader.count('results'), 1);
       assert.equal(await reader.syncStatus('results', 'linux/node/1'), 'synced');

@@ -44,10 +44,11 @@ impl Op {
             "<=" => Op::Le,
             ">" => Op::Gt,
             ">=" => Op::Ge,
-            "starts" => Op::Starts,
+            // `^` is YDN-DB's spelling.
+            "starts" | "^" => Op::Starts,
             other => {
                 return Err(Error::InvalidArgument(format!(
-                    "unknown comparison {other:?} (known: = (or ==), <, <=, >, >=, starts)"
+                    "unknown comparison {other:?} (known: = (or ==), <, <=, >, >=, starts (or ^))"
                 )))
             }
         })

@@ -36,6 +36,9 @@ pub struct Plan {
     pub residual: Vec<String>,
     /// The fields sorted by in memory, when no candidate gives the order.
     pub sort: Option<Vec<String>>,
+    /// A record without an order field is left out (the order is not `nulls_sorted`): said
+    /// in the plan, since a misspelt field then lists nothing.
+    pub(crate) drops_missing: bool,
     pub(crate) table: TableId,
     pub(crate) range: ByteRange,
     /// The range holds exactly the matching records: a count needs no record read.
@@ -75,6 +78,11 @@ impl fmt::Display for Plan {
             write!(f, ", residual filter: {}", self.residual.join(" and "))?;
         }
         match &self.sort {
+            Some(fields) if self.drops_missing => write!(
+                f,
+                ", sort in memory by {} (a record without an order field is left out: is each name right?)",
+                fields.join(", ")
+            ),
             Some(fields) => write!(f, ", sort in memory by {}", fields.join(", ")),
             None => write!(f, ", no sort"),
         }
@@ -148,6 +156,7 @@ pub(crate) fn plan(info: &StoreInfo, query: &Query) -> Result<Plan> {
         served: fit.served.iter().map(|&i| query.conditions[i].to_string()).collect(),
         residual,
         sort: (!fit.gives_order).then(|| query.order.clone()),
+        drops_missing: !query.order.is_empty() && !query.nulls_sorted,
         source: candidate.source,
         table: candidate.table,
         range: fit.range,

@@ -32,10 +32,56 @@ use view::Viewer;
 const USAGE: &str = "usage: objstore-results [--listen ADDR] [--cache PATH]
        objstore-results post [--runtime R] [--platform P] [--version V] [--suite S] [--collector URL] FILE...
        objstore-results serve [--listen ADDR] [--cache PATH] [--origin URL]... [--token T]... [--allow-anonymous-origins] [--max-bytes N] [--per-minute N] [--burst N] [--timeout-secs N]
-       objstore-results matrix [--cache PATH]";
+       objstore-results matrix [--cache PATH]
+       objstore-results --help";
+
+/// `--help`: every command and option, and the settings read from the environment.
+const HELP: &str = "objstore-results: test results in a bucket, read back as a feature matrix.
+
+  objstore-results [--listen ADDR] [--cache PATH]
+      The main command: fills an empty bucket with this machine's conformance run, prints the
+      matrix and serves the page (another port when ADDR, default 127.0.0.1:8080, is taken).
+
+  objstore-results post [options] FILE...
+      Stores test reports as runs: JUnit XML (pytest, node --test, ctest, GoogleTest, nextest),
+      CTRF JSON, or cargo test / C harness logs. Every file is read before anything is stored.
+      --runtime R, --platform P, --version V   label the run (default: from the report, else this machine)
+      --suite S          the suite of a report that does not name one
+      --collector URL    post to a running `serve` (http://host:port or its /results) instead of
+                         writing to the bucket; OBJSTORE_COLLECTOR_TOKEN is sent as its bearer token
+
+  objstore-results serve [options]
+      Serves the page (/) and the collector (POST /results).
+      --listen ADDR      address:port (default 127.0.0.1:8080)
+      --cache PATH       the viewer's SQLite cache (default: one per bucket in ~/.cache/objstore-results)
+      --origin URL       a page origin allowed to post (repeatable); CORS allows only these
+      --token T          a bearer token a post must carry (repeatable; also OBJSTORE_COLLECTOR_TOKENS,
+                         comma-separated, kept out of process listings)
+      --allow-anonymous-origins   pages on the --origin list may post without a token
+      --max-bytes N, --per-minute N, --burst N, --timeout-secs N   the size cap, the per-client
+                         rate limit and the request timeout
+
+  objstore-results matrix [--cache PATH]
+      Prints the matrix: one row per platform / runtime, one column per suite.
+
+Where runs live (every command says which bucket it opened):
+  OBJSTORE_RESULTS         file://DIR (default file://./results; objects in DIR/BUCKET/) or an S3
+                           endpoint http(s)://host:port, signed with the standard AWS_* settings
+  OBJSTORE_RESULTS_BUCKET  the bucket (default results)
+  OBJSTORE_RESULTS_PREFIX  a key prefix inside it (default none)
+";
+
+/// Whether the arguments ask for help (anywhere: `post --help` too).
+fn wants_help(args: &[String]) -> bool {
+    args.iter().any(|a| matches!(a.as_str(), "--help" | "-h" | "help"))
+}
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if wants_help(&args) {
+        print!("{HELP}");
+        return ExitCode::SUCCESS;
+    }
     let outcome = match args.split_first() {
         Some((command, rest)) if command == "post" => post_files(rest),
         Some((command, rest)) if command == "serve" => serve(rest, false),
@@ -88,8 +134,15 @@ fn post_files(args: &[String]) -> Result<(), String> {
         })
         .collect::<Result<Vec<_>, String>>()?;
     let writer = match &collector {
-        None => Some(post::Writer::open(&post::Target::from_env())?),
-        Some(_) => None,
+        None => {
+            let target = post::Target::from_env();
+            eprintln!("objstore-results: storing runs in {}", target.describe());
+            Some(post::Writer::open(&target)?)
+        }
+        Some(url) => {
+            eprintln!("objstore-results: posting runs to the collector at {}", post::collector_url(url));
+            None
+        }
     };
     for (file, run) in files.iter().zip(&runs) {
         let key = match (&writer, &collector) {
@@ -99,9 +152,11 @@ fn post_files(args: &[String]) -> Result<(), String> {
         };
         let summary = &run.results.summary;
         println!(
-            "{file}: {} tests ({} failed; suites {}) stored as {key}",
+            "{file}: {} tests ({} passed, {} failed, {} skipped; suites {}) stored as {key}",
             summary.tests,
+            summary.passed,
             summary.failed,
+            summary.skipped,
             run.suites().join(", ")
         );
     }
@@ -120,7 +175,15 @@ fn print_matrix(args: &[String]) -> Result<(), String> {
         [flag, path] if flag == "--cache" => Some(PathBuf::from(path)),
         _ => return Err(USAGE.to_string()),
     };
-    let viewer = open_viewer(&post::Target::from_env(), cache)?;
+    let target = post::Target::from_env();
+    eprintln!("objstore-results: reading {}", target.describe());
+    if let Some(dir) = target.missing_directory() {
+        return Err(format!(
+            "no runs: {} does not exist (set OBJSTORE_RESULTS to where runs are, or post some first)",
+            dir.display()
+        ));
+    }
+    let viewer = open_viewer(&target, cache)?;
     let matrix = viewer.matrix().map_err(|e| e.to_string())?;
     print!("{}", table::render(&matrix, now_ms()));
     Ok(())
@@ -182,6 +245,7 @@ fn serve(args: &[String], start: bool) -> Result<(), String> {
         }
     }
     let target = post::Target::from_env();
+    eprintln!("objstore-results: serving {}", target.describe());
     let viewer = open_viewer(&target, cache)?;
     let writer = post::Writer::open(&target)?;
     if start {

@@ -35,6 +35,22 @@ impl Target {
         }
     }
 
+    /// What a command says it opened: `bucket "results" at file:///... (prefix "p/")`.
+    pub fn describe(&self) -> String {
+        match self.prefix.as_str() {
+            "" => format!("bucket {:?} at {}", self.bucket, self.endpoint),
+            prefix => format!("bucket {:?} at {} (prefix {prefix:?})", self.bucket, self.endpoint),
+        }
+    }
+
+    /// A `file://` target (its objects live in `<dir>/<bucket>/`) whose directory does not
+    /// exist holds no runs: a read says so rather
+    /// than creating it.
+    pub fn missing_directory(&self) -> Option<std::path::PathBuf> {
+        let dir = std::path::PathBuf::from(self.endpoint.strip_prefix("file://")?).join(&self.bucket);
+        (!dir.exists()).then_some(dir)
+    }
+
     /// Where a viewer of this target keeps its cache unless told: one SQLite file per target
     /// under `$XDG_CACHE_HOME/objstore-results` (else `~/.cache/objstore-results`).
     pub fn default_cache(&self) -> std::path::PathBuf {
@@ -179,9 +195,21 @@ impl Drop for Writer {
     }
 }
 
+/// The collector's address for runs: a URL naming only the server (`http://host:port`) means
+/// its `/results`.
+pub fn collector_url(url: &str) -> String {
+    let trimmed = url.trim_end_matches('/');
+    let path_starts = trimmed.split_once("://").map_or(0, |(scheme, _)| scheme.len() + 3);
+    match trimmed[path_starts..].contains('/') {
+        true => url.to_string(),
+        false => format!("{trimmed}/results"),
+    }
+}
+
 /// Posts `run` to a collector (`OBJSTORE_COLLECTOR_TOKEN` is sent as its bearer token);
 /// returns the key it stored the run under.
 pub fn send_to_collector(url: &str, run: &Run) -> Result<String, String> {
+    let url = &collector_url(url);
     let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
     let mut request = agent.post(url).header("content-type", "application/json");
     if let Some(token) = std::env::var("OBJSTORE_COLLECTOR_TOKEN").ok().filter(|t| !t.is_empty()) {

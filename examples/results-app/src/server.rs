@@ -48,6 +48,14 @@ pub fn router(config: Config, writer: Writer, viewer: Arc<Viewer>) -> Router {
                 None,
             )
         })
+        // A POST to the page (a collector URL without /results) is answered as JSON too.
+        .method_not_allowed_fallback(|| async {
+            collector::error(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "the page and its /api answer GET; runs are posted to /results",
+                None,
+            )
+        })
         .layer(header(X_CONTENT_TYPE_OPTIONS, "nosniff"))
         .layer(header(CONTENT_SECURITY_POLICY, page::CONTENT_SECURITY_POLICY))
         .layer(header(REFERRER_POLICY, "no-referrer"))

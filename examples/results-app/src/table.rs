@@ -30,6 +30,7 @@ pub fn render(matrix: &Value, now_ms: u64) -> String {
                     line.push(match cell.is_object() {
                         false => "-".into(),
                         true if n("failed") > 0 => format!("FAIL {}/{}/{}", n("passed"), n("failed"), n("skipped")),
+                        true if n("passed") == 0 => format!("skip {}/{}/{}", n("passed"), n("failed"), n("skipped")),
                         true => format!("ok {}/{}/{}", n("passed"), n("failed"), n("skipped")),
                     });
                 }
@@ -57,7 +58,9 @@ pub fn render(matrix: &Value, now_ms: u64) -> String {
     if rows.is_empty() {
         out.push_str("(no runs in the bucket)\n");
     }
-    out.push_str("cells: passed/failed/skipped of the newest run; FAIL marks a failure\n");
+    out.push_str(
+        "cells: passed/failed/skipped of the newest run; FAIL marks a failure, skip a suite where nothing ran\n",
+    );
     out
 }
 
@@ -70,5 +73,23 @@ pub fn age(time: Option<u64>, now_ms: u64) -> String {
         60..=3599 => format!("{} min", s / 60),
         3600..=86399 => format!("{} h", s / 3600),
         _ => format!("{} d", s / 86400),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    /// A suite where nothing ran (every test skipped) is neither ok nor FAIL.
+    #[test]
+    fn cells_say_ok_fail_or_skip() {
+        let matrix = json!({"suites": ["crud", "sql", "query"], "rows": [{"platform": "linux", "browser": "c",
+            "version": "1", "time": 0, "cells": {
+                "crud": {"passed": 3, "failed": 0, "skipped": 1},
+                "sql": {"passed": 2, "failed": 1, "skipped": 0},
+                "query": {"passed": 0, "failed": 0, "skipped": 4}}}]});
+        let table = super::render(&matrix, 0);
+        let row = table.lines().nth(1).unwrap();
+        assert!(row.contains("ok 3/0/1") && row.contains("FAIL 2/1/0") && row.contains("skip 0/0/4"), "{table}");
     }
 }

@@ -402,14 +402,15 @@ fn a_post_the_bucket_cannot_take_is_a_503() {
 fn post_sends_runs_to_a_collector() {
     let c = Collector::start(&["--token", "ci-token"], &[]);
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pytest-9.xml");
-    let post = |token: &str| {
+    let post_to = |url: &str, token: &str| {
         Command::new(env!("CARGO_BIN_EXE_objstore-results"))
-            .args(["post", "--runtime", "python-3.11", "--collector", &c.url])
+            .args(["post", "--runtime", "python-3.11", "--collector", url])
             .arg(&fixture)
             .env("OBJSTORE_COLLECTOR_TOKEN", token)
             .output()
             .unwrap()
     };
+    let post = |token: &str| post_to(&c.url, token);
     let refused = post("wrong");
     assert!(!refused.status.success());
     assert!(String::from_utf8_lossy(&refused.stderr).contains("401"), "{}", String::from_utf8_lossy(&refused.stderr));
@@ -420,7 +421,21 @@ fn post_sends_runs_to_a_collector() {
     let (key, run) = stored.iter().next().unwrap();
     assert!(String::from_utf8_lossy(&sent.stdout).contains(key.as_str()));
     assert_eq!(run["results"]["summary"]["tests"], 4);
-    // Anything but POST /results is a JSON error too.
+    // The server's own address means its /results; the summary counts every outcome.
+    let server_only = c.url.trim_end_matches("/results").to_string();
+    let to_root = post_to(&format!("{server_only}/"), "ci-token");
+    assert!(to_root.status.success(), "{}", String::from_utf8_lossy(&to_root.stderr));
+    assert_eq!(c.stored().len(), 2);
+    let summary = String::from_utf8_lossy(&to_root.stdout);
+    assert!(summary.contains("passed") && summary.contains("skipped"), "{summary}");
+    // Anything but POST /results is a JSON error too, a POST to the page included.
+    let to_page = send(&format!("{server_only}/"), &[], "application/json", b"{}");
+    assert_eq!(
+        (to_page.status, to_page.body["error"].as_str().is_some_and(|e| e.contains("/results"))),
+        (405, true),
+        "{}",
+        to_page.body
+    );
     let lost = answer(agent().get(&format!("{}/../elsewhere", c.url.trim_end_matches("/results"))).call().unwrap());
     assert_eq!((lost.status, lost.body["error"].is_string()), (404, true));
     let wrong_method = answer(agent().get(&c.url).call().unwrap());

@@ -29,6 +29,41 @@ fn stored(bucket: &Path) -> Vec<(String, Value)> {
     support::stored(bucket).into_iter().collect()
 }
 
+/// `--help` explains every command, option and setting; a read of a bucket that is not there
+/// says which one and creates nothing.
+#[test]
+fn help_explains_and_a_read_names_the_bucket_it_opened() {
+    let help = Command::new(env!("CARGO_BIN_EXE_objstore-results")).args(["post", "--help"]).output().unwrap();
+    assert!(help.status.success());
+    let text = String::from_utf8_lossy(&help.stdout);
+    for needed in [
+        "--collector URL",
+        "OBJSTORE_COLLECTOR_TOKEN",
+        "OBJSTORE_RESULTS_BUCKET",
+        "matrix",
+        "--allow-anonymous-origins",
+    ] {
+        assert!(text.contains(needed), "{needed} is explained: {text}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let nowhere = dir.path().join("nowhere");
+    let matrix = Command::new(env!("CARGO_BIN_EXE_objstore-results"))
+        .arg("matrix")
+        .env("OBJSTORE_RESULTS", format!("file://{}", nowhere.display()))
+        .env("XDG_CACHE_HOME", dir.path().join("cache"))
+        .env_remove("OBJSTORE_RESULTS_BUCKET")
+        .env_remove("OBJSTORE_RESULTS_PREFIX")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&matrix.stderr);
+    assert!(!matrix.status.success(), "{said}");
+    assert!(
+        said.contains("bucket \"results\"") && said.contains(&nowhere.join("results").display().to_string()),
+        "{said}"
+    );
+    assert!(!nowhere.exists(), "a read creates no bucket");
+}
+
 #[test]
 fn reports_of_every_producer_are_stored_in_the_layout() {
     let dir = tempfile::tempdir().unwrap();

@@ -10,7 +10,19 @@ use objstore_db_core::{
 use serde_json::{json, Value};
 
 pub fn parse(what: &str, text: &str) -> Result<Value> {
-    serde_json::from_str(text).map_err(|e| Error::BadJson { what: what.to_string(), reason: e.to_string() })
+    serde_json::from_str(text).map_err(|e| {
+        // A bare word where JSON wants a value is, nearly always, a string key without quotes.
+        let bare_word = e.is_syntax() && text.trim().chars().next().is_some_and(char::is_alphabetic);
+        let reason = match bare_word {
+            true => {
+                let quoted = Value::String(text.trim().chars().take(40).collect()).to_string();
+                let in_c = format!("\"{}\"", quoted.replace('\\', "\\\\").replace('"', "\\\""));
+                format!("{e}; a string is JSON with quotes: {quoted} (in C source {in_c})")
+            }
+            false => e.to_string(),
+        };
+        Error::BadJson { what: what.to_string(), reason }
+    })
 }
 
 /// A key (`5`, `"a"`, `[1, 2]`) or a key range object (`{"lower": 1, "upper": 9}`).

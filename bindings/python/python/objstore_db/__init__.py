@@ -466,7 +466,10 @@ class _Store:
         return _request(self._native.scan, store, "values", scan, fresh=fresh, tx=self._tx, cancel=self._cancel)
 
     def sql(self, text: str, params: Optional[Sequence[Any]] = None) -> "asyncio.Future[Any]":
-        """Runs one statement of the SQL subset with `?` parameters bound."""
+        """Runs one statement of the SQL subset with `?` parameters bound. A SELECT answers
+        `{"rows": [...]}`, with `"columns"` (the names it selects, in order) and `"aggregate"`
+        (True for COUNT/MIN/MAX/SUM/AVG: one row) unless it is `SELECT *`; INSERT, UPDATE and
+        DELETE answer `{"changed": n}`, how many records they wrote."""
         params_text = None if params is None else _dumps("SQL parameters", [_key_json(p) if isinstance(p, (bytes, datetime.datetime, tuple)) else p for p in params])
         return _request(self._native.sql, text, params_text, tx=self._tx)
 
