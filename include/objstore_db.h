@@ -140,6 +140,11 @@ typedef enum objstore_status {
    */
   OBJSTORE_STATUS_REMOTE_DATA = 15,
   /*
+   Retired, never returned: requests now wait for an open transaction. Kept so that the
+   number is not given to another status and code naming it still compiles.
+   */
+  OBJSTORE_STATUS_BUSY = 16,
+  /*
    `objstore_waiter_wait` timed out; the request is still running.
    */
   OBJSTORE_STATUS_TIMEOUT = 17,
@@ -442,9 +447,10 @@ enum objstore_status objstore_db_sql(const struct objstore_db *db,
 
 /*
  Starts an explicit transaction over the stores named (a JSON array or one name) in `mode`
- (OBJSTORE_MODE_*); the result is its id (a JSON number) to pass as `tx`. While it is open,
- it starts when the one open now (if any) ends, and requests outside it wait for it to
- end; an idle one is aborted after the idle timeout.
+ (OBJSTORE_MODE_*); the result is its id (a JSON number) to pass as `tx`. It starts when
+ the transaction open now (if any) ends. While it is open, requests outside it wait for it
+ to end (so a thread holding it must not wait on one of those); one left without a request
+ for the idle timeout is aborted.
 
  # Safety
  As `objstore_db_put`.
@@ -785,13 +791,15 @@ enum objstore_status objstore_db_unsubscribe(const struct objstore_db *db,
                                              char **error_out);
 
 /*
- Sends the outbox of synced stores now; the result is `{"sent", "pending", "rejected":
- [{"sequence", "code", "message"}], "held": [...], "offline"?, "blocked"?}`: `rejected` writes
- the bucket refused (kept, see `objstore_db_refused_writes`), `held` writes the server failed
- on (5xx) while it took others — they stay queued and do not block writes to other objects;
- `offline` why the bucket could not be reached, `blocked` why it refused every request
- (credentials, a wrong region): those writes wait. (Writes are also sent in the background
- after each commit.)
+ Sends the outbox of synced stores now; the result is `{"sent", "pending", "refused",
+ "rejected": [{"sequence", "code", "message"}], "held": [...], "offline"?, "blocked"?}`.
+ Writes are also sent in the background after each commit, so `sent`, `rejected` and `held`
+ are what this call did, while `pending` (writes still waiting) and `refused` (refused writes
+ awaiting `objstore_db_resolve`, whoever met the refusal) count every write. `rejected`
+ writes the bucket refused (kept, see `objstore_db_refused_writes`), `held` writes the server
+ failed on (5xx) while it took others — they stay queued and do not block writes to other
+ objects; `offline` why the bucket could not be reached, `blocked` why it refused every
+ request (credentials, a wrong region): those writes wait.
 
  # Safety
  As `objstore_db_put`.

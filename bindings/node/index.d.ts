@@ -172,12 +172,13 @@ export class Operations {
   clear(store: string, range: Range): Request<number>;
   count(stores: string[]): Request<number[]>;
   count(store: string, range?: Range | null): Request<number>;
-  count(store: string, index: string, range?: Range | Key | null, unique?: boolean): Request<number>;
+  /** A null index before a range is the index form without an index. */
+  count(store: string, index: string | null, range?: Range | Key | null, unique?: boolean): Request<number>;
   /** At most `limit` (default 100) primary keys. */
   keys(store: string, range?: Range | null, limit?: number, offset?: number, reverse?: boolean): Request<Key[]>;
   keys(
     store: string,
-    index: string,
+    index: string | null,
     range?: Range | Key | null,
     limit?: number,
     offset?: number,
@@ -190,7 +191,7 @@ export class Operations {
   values<T = any>(store: string, range?: Range | null, limit?: number, offset?: number, reverse?: boolean): Request<T[]>;
   values<T = any>(
     store: string,
-    index: string,
+    index: string | null,
     range?: Range | Key | null,
     limit?: number,
     offset?: number,
@@ -266,9 +267,16 @@ export interface FlushedWrite {
   message: string;
 }
 
+/** The background sender sends writes too: `sent`, `rejected` and `held` are what this flush
+ * did; `pending` and `refused` count every write, whoever sent it. */
 export interface FlushReport {
+  /** Writes this flush brought to the bucket. */
   sent: number;
+  /** Writes still waiting (0: every write made before the flush reached the bucket or was refused). */
   pending: number;
+  /** Refused writes awaiting resolveRefused, those the background sender met included. */
+  refused: number;
+  /** Writes the bucket refused during this flush (also kept in refusedWrites). */
   rejected: FlushedWrite[];
   /** Writes the server failed on (5xx) while it took others: queued, tried again next flush. */
   held: FlushedWrite[];

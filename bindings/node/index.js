@@ -240,6 +240,15 @@ class DbKey {
   }
 }
 
+/** Whether a call is YDN-DB's range-first form `(store, range, limit, ...)` rather than the index
+ * form `(store, index, range, ...)`: the second argument does not name an index, and is not a
+ * null index followed by a range. */
+function rangeFirst(index, range) {
+  if (typeof index === 'string') return false;
+  if (index === null || index === undefined) return !(range instanceof KeyRange || isPlainRange(range));
+  return true;
+}
+
 /** YDN-DB's default number of records for keys, values and a query's list. */
 const DEFAULT_LIMIT = 100;
 
@@ -308,9 +317,15 @@ class Query {
   /** The native query, built at its first run (primary-key bounds need the schema, known once open). */
   _run(make) {
     return request(() => {
-      if (this._native !== null || this._keyBounds === null || this._storage._schema) return make(this._built());
-      return this._storage.ready.then(() => make(this._built()));
+      if (this._native !== null || this._keyBounds === null || this._knowsStore()) return make(this._built());
+      return this._storage._freshSchema(this._tx).then(() => make(this._built()));
     });
+  }
+
+  /** Whether the schema at hand has this query's store (else it may be newer than the open). */
+  _knowsStore() {
+    const schema = this._storage._schema;
+    return !!schema && (schema.stores || []).some((s) => s.name === this._spec.from);
   }
 
   _built() {
@@ -437,7 +452,7 @@ class Query {
 
   /** `for await (const cursor of query)`: the same stream as an async iterator. */
   async *[Symbol.asyncIterator]() {
-    if (this._native === null && this._keyBounds !== null && !this._storage._schema) await this._storage.ready;
+    if (this._native === null && this._keyBounds !== null && !this._knowsStore()) await this._storage._freshSchema(this._tx);
     const cursor = this._built().cursor('readwrite', this._tx);
     for (;;) {
       const items = await cursor.next(waker, 100, false);
@@ -496,7 +511,7 @@ class Operations {
   /** put(store, value, key?) resolves with the key; put(store, [values], [keys]?) writes them
    * all in one transaction (all or none) and resolves with their keys. */
   put(store, value, key) {
-    if (Array.isArray(value)) return this._writeMany(store, value, key, false);
+    if (Array.isArray(value) && (key === undefined || Array.isArray(key))) return this._writeMany(store, value, key, false);
     return requestThen(
       () => this._db.put(waker, store, valueJson('value', value), key === undefined ? null : keyText(key), this._tx),
       keyJs,
@@ -506,7 +521,7 @@ class Operations {
   /** As put, but each record must be new: an existing key rejects with CONSTRAINT (for an
    * array, naming the record, and nothing of it is written). */
   add(store, value, key) {
-    if (Array.isArray(value)) return this._writeMany(store, value, key, true);
+    if (Array.isArray(value) && (key === undefined || Array.isArray(key))) return this._writeMany(store, value, key, true);
     return requestThen(
       () => this._db.add(waker, store, valueJson('value', value), key === undefined ? null : keyText(key), this._tx),
       keyJs,
@@ -515,9 +530,6 @@ class Operations {
 
   _writeMany(store, values, keys, create) {
     return requestThen(() => {
-      if (keys !== undefined && !Array.isArray(keys)) {
-        throw codedError('INVALID_ARGUMENT', 'the keys of an array of records are an array too, one key per record');
-      }
       const keysText = keys === undefined ? null : JSON.stringify(keys.map(keyJson));
       return this._db.writeMany(waker, store, valueJson('values', values), keysText, create, this._tx);
     }, keysJs);
@@ -562,14 +574,14 @@ class Operations {
       if (index !== undefined) return request(() => Promise.reject(codedError('INVALID_ARGUMENT', 'count([stores]) takes no other argument')));
       return this._inStores(store, 'readonly', (tx, names) => Promise.all(names.map((name) => tx.count(name))));
     }
-    if (typeof index !== 'string') [index, range, unique] = [undefined, index, undefined];
+    if (rangeFirst(index, range)) [index, range, unique] = [undefined, index, undefined];
     return request(() => this._db.scan(waker, store, 'count', scanText(index, range, undefined, 0, false, unique), false, this._tx));
   }
 
   /** Primary keys, at most `limit` (YDN-DB's default: 100): keys(store, keyRange?, limit?,
    * offset?, reverse?) or keys(store, index, keyRange?, limit?, offset?, reverse?, unique?). */
   keys(store, index, range, limit, offset, reverse, unique) {
-    if (typeof index !== 'string') [index, range, limit, offset, reverse, unique] = [undefined, index, range, limit, offset, false];
+    if (rangeFirst(index, range)) [index, range, limit, offset, reverse, unique] = [undefined, index, range, limit, offset, false];
     const scan = () => scanText(index, range, limit === undefined || limit === null ? DEFAULT_LIMIT : limit, offset, reverse, unique);
     return requestThen(() => this._db.scan(waker, store, 'keys', scan(), false, this._tx), keysJs);
   }
@@ -586,7 +598,7 @@ class Operations {
         (found) => found.map(nullToUndefined),
       );
     }
-    if (typeof index !== 'string') [index, range, limit, offset, reverse, unique] = [undefined, index, range, limit, offset, false];
+    if (rangeFirst(index, range)) [index, range, limit, offset, reverse, unique] = [undefined, index, range, limit, offset, false];
     const scan = () => scanText(index, range, limit === undefined || limit === null ? DEFAULT_LIMIT : limit, offset, reverse, unique);
     return request(() => this._db.scan(waker, store, 'values', scan(), false, this._tx));
   }
@@ -623,12 +635,11 @@ class Operations {
     );
   }
 
-  /** Runs `work(tx, names)` over `stores` (null: every store): in this transaction when there
-   * is one, else in one of its own. */
+  /** Runs `work(tx, names)` over `stores` (null: every store; in a transaction, every store of
+   * its scope, since a request outside it would wait for it): in this transaction when there is
+   * one, else in one of its own. */
   _inStores(stores, mode, work) {
-    if (this._tx !== null) {
-      return request(async () => work(this, stores === null ? await this._storage._storeNames() : stores));
-    }
+    if (this._tx !== null) return request(async () => work(this, stores === null ? this._scope : stores));
     return request(async () => {
       const names = stores === null ? await this._storage._storeNames() : stores;
       return this._storage.run((tx) => work(tx, names), names, mode);
@@ -651,11 +662,12 @@ function nullToUndefined(value) {
 /** The operations of one transaction: what `run` hands its function. `abort()` rolls it back
  * (the run then rejects). */
 class Transaction extends Operations {
-  constructor(storage, tx, abort) {
+  constructor(storage, tx, scope, abort) {
     super();
     this._storage = storage;
     this._db = storage._db;
     this._tx = tx;
+    this._scope = scope;
     this._abort = abort;
   }
 
@@ -802,7 +814,7 @@ class Storage extends Operations {
         }
         let result;
         try {
-          result = await fn(new Transaction(this, id, abort));
+          result = await fn(new Transaction(this, id, names, abort));
         } catch (error) {
           if (!aborted) await this._db.abort(waker, id).catch(() => {});
           throw aborted || error;
@@ -822,6 +834,14 @@ class Storage extends Operations {
   async _storeNames() {
     const schema = await this._db.schema(waker);
     return (schema.stores || []).map((store) => store.name);
+  }
+
+  /** The schema after the open, read again when not inside transaction `tx` (a request outside
+   * a transaction would wait for it): a store may have been made since the open. */
+  async _freshSchema(tx) {
+    await this.ready;
+    if (tx === null || tx === undefined) this._schema = await this._db.schema(waker);
+    return this._schema;
   }
 
   /** The name the database was opened with (YDN-DB's getName). */
@@ -916,7 +936,8 @@ class Storage extends Operations {
 
   // ----- sync -------------------------------------------------------------------------------
 
-  /** Sends waiting writes now; resolves with `{sent, pending, ...}`. */
+  /** Sends waiting writes now; resolves with `{sent, pending, refused, rejected, held, ...}`
+   * (sent, rejected, held: what this call did; pending, refused: every write). */
   flush() {
     return request(() => this._db.flush(waker));
   }

@@ -2,14 +2,16 @@
 //! request completes exactly once through its completion callback.
 //!
 //! Ordering guarantee: requests run one at a time, in the order they were submitted (the order
-//! in which their `submit` calls returned, across all threads). Each completion fires on the
-//! worker thread as soon as its request finishes, so completions arrive in that order too.
+//! in which their `submit` calls returned, across all threads), except that while an explicit
+//! transaction is open its own requests run ahead of those waiting for it (below). Each
+//! completion fires on the worker thread as soon as its request finishes.
 //!
 //! Transactions wait their turn, as IndexedDB queues overlapping ones: while an explicit
 //! transaction is open, a request that is not part of it (a `begin` among them) waits, and
 //! those that waited run in their order once it ends; the transaction's own requests keep
 //! running meanwhile. A transaction left without a request for the idle timeout is aborted
-//! (its later requests fail naming the timeout), so a forgotten one holds nobody for long.
+//! (its later requests fail naming the timeout and how many requests waited for it), so a
+//! forgotten one holds nobody for long. A waiting request that is cancelled completes at once.
 //!
 //! Exactly once: a request completes with its result, with an error, or with `Cancelled` when
 //! its token was cancelled before it ran or the database closed first. A request made after
@@ -20,8 +22,10 @@
 //! file, and only then calls `done` — the last callback the database makes. Dropping a handle
 //! closes without waiting: no thread is ever joined, so a finalizer cannot deadlock.
 //!
-//! Backpressure: at most `queue_capacity` requests wait; a thread other than the worker that
-//! submits beyond it waits for room (the worker itself never waits, so a completion may submit).
+//! Backpressure: at most `queue_capacity` requests wait (those waiting for a transaction
+//! included); a thread other than the worker that submits beyond it waits for room. The worker
+//! itself never waits (a completion may submit), nor does a request that is part of a
+//! transaction (the transaction must be able to end).
 
 use std::any::Any;
 use std::collections::VecDeque;
@@ -115,6 +119,8 @@ type CloseDone = Box<dyn FnOnce(Result<()>) + Send>;
 
 enum Message {
     Request(Box<dyn Request>),
+    /// A request was cancelled: those waiting for a transaction are looked at again.
+    Wake,
     Close(CloseDone),
 }
 
@@ -171,6 +177,12 @@ impl Queue {
             }
             self.sleepers.fetch_sub(1, Ordering::SeqCst);
         }
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Counts in again a request taken off the channel that waits for a transaction: it still
+    /// takes room.
+    fn recount(&self) {
         self.waiting.fetch_add(1, Ordering::SeqCst);
     }
 
@@ -330,6 +342,12 @@ impl AsyncDatabase {
         Ok(())
     }
 
+    /// Tells the worker that a request's token was cancelled, so that a request waiting for an
+    /// open transaction completes (Cancelled) now rather than when the transaction ends.
+    pub fn wake(&self) {
+        let _ = self.sender.send(Message::Wake);
+    }
+
     pub fn is_closed(&self) -> bool {
         *self.closed.read().unwrap_or_else(|p| p.into_inner())
     }
@@ -351,8 +369,10 @@ impl AsyncDatabase {
         W: FnOnce(&mut Database) -> Result<T> + Send + 'static,
         C: FnOnce(Result<T>) + Send + 'static,
     {
-        // Room first, without the lock (see `closed`), then the lock and the check.
-        self.queue.enter(thread::current().id() != self.worker_id, &self.closing);
+        // Room first, without the lock (see `closed`), then the lock and the check. A
+        // transaction's own request never waits for room: what fills the queue may be waiting
+        // for that transaction to end.
+        self.queue.enter(thread::current().id() != self.worker_id && transaction.is_none(), &self.closing);
         let closed = self.closed.read().unwrap_or_else(|p| p.into_inner());
         if *closed {
             self.queue.leave();
@@ -457,20 +477,22 @@ impl Worker {
         let idle_limit = self.options.idle_transaction_timeout;
         let mut last_in_transaction = Instant::now();
         // Requests that came while a transaction was open and are not part of it, in order.
-        // They have left the queue's count: the transaction's own requests never wait for
-        // room behind them.
+        // They still count in the queue (backpressure), until they run or are cancelled.
         let mut waiting: VecDeque<Box<dyn Request>> = VecDeque::new();
         loop {
             let active = db.active_transaction();
             let turn = if active.is_none() { waiting.pop_front() } else { None };
             let message = match turn {
-                Some(request) => Message::Request(request),
+                Some(request) => {
+                    self.queue.leave();
+                    Message::Request(request)
+                }
                 None => {
                     let timeout = active.map(|_| idle_limit.saturating_sub(last_in_transaction.elapsed()));
                     match self.next(timeout) {
                         Ok(message) => message,
                         Err(RecvTimeoutError::Timeout) => {
-                            db.abort_active(&format!("aborted after {} ms without a request", idle_limit.as_millis()));
+                            db.abort_active(&idle_reason(idle_limit, waiting.len()));
                             continue;
                         }
                         Err(RecvTimeoutError::Disconnected) => {
@@ -487,6 +509,14 @@ impl Worker {
                     self.cancel_all(waiting);
                     return Some(done);
                 }
+                Message::Wake => {
+                    let (cancelled, kept) = waiting.into_iter().partition(|r| r.is_cancelled());
+                    waiting = kept;
+                    for request in cancelled {
+                        self.queue.leave();
+                        request.cancel(Error::Cancelled("the request was cancelled before it ran".into()));
+                    }
+                }
                 Message::Request(request) if self.closing.load(Ordering::Acquire) => {
                     request.cancel(Error::Cancelled(format!("database {:?} closed before it ran", self.name)));
                 }
@@ -494,6 +524,7 @@ impl Worker {
                     request.cancel(Error::Cancelled("the request was cancelled before it ran".into()));
                 }
                 Message::Request(request) if active.is_some() && request.transaction().is_none() => {
+                    self.queue.recount();
                     waiting.push_back(request);
                 }
                 Message::Request(request) => {
@@ -506,6 +537,7 @@ impl Worker {
 
     fn cancel_all(&self, waiting: VecDeque<Box<dyn Request>>) {
         for request in waiting {
+            self.queue.leave();
             request.cancel(Error::Cancelled(format!("database {:?} closed before it ran", self.name)));
         }
     }
@@ -526,6 +558,7 @@ impl Worker {
         while let Ok(message) = self.next(None) {
             match message {
                 Message::Request(request) => request.cancel(error()),
+                Message::Wake => {}
                 Message::Close(done) => {
                     self.cancel_queued();
                     let _ = catch_unwind(AssertUnwindSafe(|| done(Ok(()))));
@@ -533,6 +566,16 @@ impl Worker {
                 }
             }
         }
+    }
+}
+
+/// Why an idle transaction was aborted: the timeout, and how many requests waited for it (a
+/// request awaited inside a transaction but made outside it waits for it to end).
+fn idle_reason(limit: Duration, waiting: usize) -> String {
+    let reason = format!("aborted after {} ms without a request", limit.as_millis());
+    match waiting {
+        0 => reason,
+        n => format!("{reason}, while {n} request(s) outside it waited for it to end (a request awaited inside a transaction must be made through it)"),
     }
 }
 

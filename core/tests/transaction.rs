@@ -159,6 +159,47 @@ for_each_mechanism! {
         assert_eq!(call(&db, |db| db.count("people", &ScanOptions::new())).unwrap(), 1);
     }
 
+    /// A request waiting for a transaction that is cancelled completes at once (Cancelled),
+    /// not when the transaction ends; requests waiting for it still take room in the queue, and
+    /// the transaction's own requests never wait for that room.
+    fn waiting_requests_can_be_cancelled_and_count_for_backpressure(kind) {
+        let (_dir, path) = temp_path();
+        let options = ExecutorOptions { open: OpenOptions { mechanism: kind, ..Default::default() }, queue_capacity: 2, ..Default::default() };
+        let db = std::sync::Arc::new(AsyncDatabase::open(&path, Some(parse(PEOPLE).unwrap()), options, |r| r.unwrap()).unwrap());
+        let (begun_tx, begun_rx) = mpsc::channel();
+        db.begin(vec!["people".into()], Mode::ReadWrite, move |r| begun_tx.send(r.unwrap()).unwrap()).unwrap();
+        let t = begun_rx.recv().unwrap();
+        let token = objstore_db_core::sync::Token::default();
+        let (cancelled_tx, cancelled_rx) = mpsc::channel();
+        db.submit_as(None, token.clone(), |db| db.count("people", &ScanOptions::new()), move |r| cancelled_tx.send(r).unwrap()).unwrap();
+        token.cancel();
+        db.wake();
+        let err = cancelled_rx.recv_timeout(Duration::from_secs(30)).expect("it completes while the transaction is open").unwrap_err();
+        assert_eq!(err.code(), ErrorCode::Cancelled, "{err}");
+        // Two requests wait for the transaction and fill the queue; a third submitter waits for
+        // room, while the transaction's own requests go on.
+        let (outside_tx, outside_rx) = mpsc::channel();
+        for _ in 0..2 {
+            let done = outside_tx.clone();
+            db.submit(|db| db.count("people", &ScanOptions::new()), move |r| done.send(r.unwrap()).unwrap()).unwrap();
+        }
+        let third = {
+            let (db, done) = (db.clone(), outside_tx.clone());
+            std::thread::spawn(move || db.submit(|db| db.count("people", &ScanOptions::new()), move |r| done.send(r.unwrap()).unwrap()).unwrap())
+        };
+        for id in 1..=3 {
+            let (put_tx, put_rx) = mpsc::channel();
+            db.submit_in(t, move |tx| tx.put("people", person(id, "ada", &format!("{id}@x"), "paris", 36), None), move |r| put_tx.send(r).unwrap()).unwrap();
+            put_rx.recv_timeout(Duration::from_secs(30)).expect("the transaction's own request is not held").unwrap();
+        }
+        let (done_tx, done_rx) = mpsc::channel();
+        db.commit(t, move |r| done_tx.send(r).unwrap()).unwrap();
+        done_rx.recv().unwrap().unwrap();
+        third.join().unwrap();
+        let counts: Vec<u64> = (0..3).map(|_| outside_rx.recv_timeout(Duration::from_secs(30)).unwrap()).collect();
+        assert_eq!(counts, vec![3, 3, 3], "each ran after the commit and saw it");
+    }
+
     fn an_idle_explicit_transaction_is_aborted_and_work_then_runs(kind) {
         let (_dir, path) = temp_path();
         let options = ExecutorOptions { open: OpenOptions { mechanism: kind, ..Default::default() }, idle_transaction_timeout: Duration::from_millis(200), ..Default::default() };
@@ -176,5 +217,6 @@ for_each_mechanism! {
         db.submit_in(t, |tx| tx.get("people", &Key::from(1)), move |r| late_tx.send(r).unwrap()).unwrap();
         let err = late_rx.recv().unwrap().unwrap_err();
         assert!(err.to_string().contains("aborted after 200 ms without a request"), "{err}");
+        assert!(err.to_string().contains("while 1 request(s) outside it waited for it to end"), "{err}");
     }
 }

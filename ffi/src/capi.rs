@@ -58,7 +58,9 @@ pub enum ObjstoreStatus {
     Remote = 14,
     /// The bucket answered with something unusable (malformed XML, not JSON, oversized).
     RemoteData = 15,
-    // 16 was BUSY: requests now wait for an open transaction instead.
+    /// Retired, never returned: requests now wait for an open transaction. Kept so that the
+    /// number is not given to another status and code naming it still compiles.
+    Busy = 16,
     /// `objstore_waiter_wait` timed out; the request is still running.
     Timeout = 17,
 }
@@ -396,6 +398,7 @@ pub extern "C" fn objstore_status_name(status: i32) -> *const c_char {
         13 => "OBJSTORE_STATUS_NETWORK\0",
         14 => "OBJSTORE_STATUS_REMOTE\0",
         15 => "OBJSTORE_STATUS_REMOTE_DATA\0",
+        16 => "OBJSTORE_STATUS_BUSY\0",
         17 => "OBJSTORE_STATUS_TIMEOUT\0",
         _ => "OBJSTORE_STATUS_UNKNOWN\0",
     };
@@ -730,9 +733,10 @@ pub unsafe extern "C" fn objstore_db_sql(
 // ----- transactions -------------------------------------------------------------------------------
 
 /// Starts an explicit transaction over the stores named (a JSON array or one name) in `mode`
-/// (OBJSTORE_MODE_*); the result is its id (a JSON number) to pass as `tx`. While it is open,
-/// it starts when the one open now (if any) ends, and requests outside it wait for it to
-/// end; an idle one is aborted after the idle timeout.
+/// (OBJSTORE_MODE_*); the result is its id (a JSON number) to pass as `tx`. It starts when
+/// the transaction open now (if any) ends. While it is open, requests outside it wait for it
+/// to end (so a thread holding it must not wait on one of those); one left without a request
+/// for the idle timeout is aborted.
 ///
 /// # Safety
 /// As `objstore_db_put`.
@@ -1323,13 +1327,15 @@ pub unsafe extern "C" fn objstore_db_unsubscribe(
 
 // ----- sync -------------------------------------------------------------------------------------
 
-/// Sends the outbox of synced stores now; the result is `{"sent", "pending", "rejected":
-/// [{"sequence", "code", "message"}], "held": [...], "offline"?, "blocked"?}`: `rejected` writes
-/// the bucket refused (kept, see `objstore_db_refused_writes`), `held` writes the server failed
-/// on (5xx) while it took others — they stay queued and do not block writes to other objects;
-/// `offline` why the bucket could not be reached, `blocked` why it refused every request
-/// (credentials, a wrong region): those writes wait. (Writes are also sent in the background
-/// after each commit.)
+/// Sends the outbox of synced stores now; the result is `{"sent", "pending", "refused",
+/// "rejected": [{"sequence", "code", "message"}], "held": [...], "offline"?, "blocked"?}`.
+/// Writes are also sent in the background after each commit, so `sent`, `rejected` and `held`
+/// are what this call did, while `pending` (writes still waiting) and `refused` (refused writes
+/// awaiting `objstore_db_resolve`, whoever met the refusal) count every write. `rejected`
+/// writes the bucket refused (kept, see `objstore_db_refused_writes`), `held` writes the server
+/// failed on (5xx) while it took others — they stay queued and do not block writes to other
+/// objects; `offline` why the bucket could not be reached, `blocked` why it refused every
+/// request (credentials, a wrong region): those writes wait.
 ///
 /// # Safety
 /// As `objstore_db_put`.

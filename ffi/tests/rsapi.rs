@@ -130,6 +130,14 @@ fn a_request_outside_an_open_transaction_waits_for_it_to_end() {
         db.begin(&json!("notes"), Mode::ReadOnly, move |r| turns_tx.send(format!("begun {}", r.is_ok())).unwrap())
             .unwrap();
         assert!(turns.recv_timeout(Duration::from_millis(300)).is_err(), "nothing outside ran while it was open");
+        // A waiting request that is cancelled completes at once, while the transaction is open.
+        let (cancelled_tx, cancelled) = mpsc::channel();
+        let id = db
+            .read_scan(None, "notes", ReadKind::Count, None, Read::default(), move |r| cancelled_tx.send(r).unwrap())
+            .unwrap();
+        assert!(db.cancel(id));
+        let err = cancelled.recv_timeout(PATIENCE).expect("cancelled at once").unwrap_err();
+        assert_eq!(err.code(), ErrorCode::Cancelled, "{err}");
         wait(|done| db.put(Some(tx), "notes", json!({"id": 3}), None, done)).unwrap();
         wait(|done| db.commit(tx, done)).unwrap();
         assert_eq!(turns.recv_timeout(PATIENCE).unwrap(), "count 3", "in order, after the commit, seeing it");

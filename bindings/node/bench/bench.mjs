@@ -196,7 +196,8 @@ const SIDES = {
     return {
       put: (records) => db.put('bench', records),
       get: (id) => db.get('bench', id),
-      range: (age) => db.values('bench', 'age', KeyRange.only(age)),
+      // Every record of the age (values stops at YDN-DB's default of 100 otherwise).
+      range: (age) => db.values('bench', 'age', KeyRange.only(age), RECORDS / AGES),
       page: (city) => db.from('bench').where('city', '=', city).order('age').list(20),
       close: () => db.close(),
     };

@@ -332,6 +332,7 @@ impl Database {
 
     /// Many records in one transaction, with a key each when `keys` is given; `create`: as add.
     #[napi]
+    #[allow(clippy::too_many_arguments)]
     pub fn write_many(
         &self,
         env: Env,

@@ -76,7 +76,7 @@ test('a bucket that ignores conditional writes (Garage) is found out, and a reop
     assert.equal((await first.ready).warnings, undefined, 'nothing known yet');
     await first.put('docs', { v: 1 }, 'k');
     const report = await first.flush();
-    assert.deepEqual([report.pending, report.rejected, report.held], [0, [], []]);
+    assert.deepEqual([report.pending, report.refused, report.rejected, report.held], [0, 0, [], []]);
     assert.deepEqual(Object.values(first.syncStats().conditionalWrites), [false]);
   } finally {
     await first.close();

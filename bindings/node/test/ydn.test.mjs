@@ -28,6 +28,8 @@ for (const mechanism of MECHANISMS) {
       assert.equal(await db.count('people', 'city', null, true), 2, 'unique: one per city');
       assert.deepEqual(await db.count(['people', 'notes']), [4, 150]);
       assert.deepEqual(await db.keys('people', null, 2), [1, 2]);
+      assert.equal(await db.count('people', null, KeyRange.bound(2, 3)), 2, 'a null index before a range');
+      assert.deepEqual((await db.values('people', null, { lower: 2 }, 1)).map((p) => p.id), [2]);
       assert.deepEqual(await db.keys('people', KeyRange.lowerBound(1, true), 2, 1, true), [3, 2]);
       assert.deepEqual(await db.keys('people', { lower: 2, upper: 3 }), [2, 3], 'a plain range object');
       assert.deepEqual(await db.keys('people', 'city', KeyRange.only('oslo')), [2, 4], 'primary keys by index');
@@ -88,12 +90,16 @@ for (const mechanism of MECHANISMS) {
         message: /record \d+ of the batch of 2/,
       });
       assert.equal(await db.get('people', 7), undefined, 'nothing of a refused batch is written');
-      await assert.rejects(db.put('notes', ['z'], /** @type {any} */ ('k3')), { code: 'INVALID_ARGUMENT', message: /keys/ });
+      assert.equal(await db.put('notes', ['z'], 'k3'), 'k3', 'an array under one key is one record');
+      assert.deepEqual(await db.get('notes', 'k3'), ['z']);
+      await assert.rejects(db.put('notes', ['a', 'b'], ['k4']), { code: 'INVALID_ARGUMENT', message: /2 records was given 1 keys/ });
       assert.equal(await db.remove('people', 'city', KeyRange.only('oslo')), 2);
       assert.deepEqual(await db.keys('people'), [1, 3, 5, 6]);
       assert.equal(await db.clear('people', KeyRange.bound(5, 6)), 2);
       assert.equal(await db.clear('notes'), 1);
       assert.equal(await db.clear(['notes', 'people']), 2);
+      await db.put('notes', 'again');
+      assert.equal(await db.run((tx) => tx.clear(), ['notes'], 'readwrite'), 1, 'in a transaction: every store of its scope');
       await db.put('notes', 'again');
       assert.equal(await db.clear(), 2, 'every store');
       assert.deepEqual(await db.count(['people', 'notes']), [0, 0]);

@@ -309,6 +309,11 @@ impl Database {
         state::outbox_len(self.mech_mut())
     }
 
+    /// Refused writes waiting for a resolution.
+    pub fn refused_len(&mut self) -> Result<u64> {
+        state::refused_len(self.mech_mut())
+    }
+
     /// What the local store holds for `keys` of a synced store: point lookups only.
     pub fn local_copies(&mut self, store: &str, keys: &[Key]) -> Result<Vec<LocalCopy>> {
         let config = self.synced_or_error(store)?;

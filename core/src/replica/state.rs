@@ -247,6 +247,11 @@ pub fn outbox_len(mech: &mut dyn Mechanism) -> Result<u64> {
     mech.count(META_TABLE, &prefix_range(OUTBOX))
 }
 
+/// How many refused writes wait for a resolution.
+pub fn refused_len(mech: &mut dyn Mechanism) -> Result<u64> {
+    mech.count(META_TABLE, &prefix_range(REFUSED))
+}
+
 /// Whether a write to object `id` of `store` waits in the outbox: one index lookup.
 pub fn is_pending(mech: &mut dyn Mechanism, store: &str, id: &str) -> Result<bool> {
     any_under(mech, &pending_prefix(store, id))

@@ -54,16 +54,21 @@ impl Port for Database {
     }
 }
 
-/// What a flush did.
+/// What a flush did, and where the writes stand after it. The background sender sends writes
+/// too: `sent` and `rejected` count what this flush itself sent, `pending` and `refused` every
+/// write, whoever sent it.
 #[derive(Debug, Default)]
 pub struct FlushReport {
-    /// Writes that reached the bucket.
+    /// Writes this flush brought to the bucket.
     pub sent: u64,
-    /// Writes still waiting.
+    /// Writes still waiting (0: every write made before the flush reached the bucket or was
+    /// refused).
     pub pending: u64,
-    /// Writes the bucket refused, by outbox sequence number: kept as refused writes (see
-    /// `Database::refused_writes`), their local data untouched.
+    /// Writes the bucket refused during this flush, by outbox sequence number: kept as refused
+    /// writes (see `Database::refused_writes`), their local data untouched.
     pub rejected: Vec<(u64, Error)>,
+    /// Refused writes waiting for a resolution, those the background sender met included.
+    pub refused: u64,
     /// Why sending stopped, when the bucket could not be reached.
     pub offline: Option<Error>,
     /// Why sending stopped, when the bucket refused every request (credentials, a wrong region,
@@ -1248,6 +1253,7 @@ impl Agent {
         }
         self.report_marker_failures(port)?;
         report.pending = port.exec(|db| db.outbox_len())?;
+        report.refused = port.exec(|db| db.refused_len())?;
         Ok(report)
     }
 

@@ -71,9 +71,15 @@ Where runs live (every command says which bucket it opened):
   OBJSTORE_RESULTS_PREFIX  a key prefix inside it (default none)
 ";
 
-/// Whether the arguments ask for help (anywhere: `post --help` too).
+/// Whether the arguments ask for help: `help`, `--help` or `-h` alone, or after a command
+/// (`post --help`); elsewhere they are an option's value or a file name.
 fn wants_help(args: &[String]) -> bool {
-    args.iter().any(|a| matches!(a.as_str(), "--help" | "-h" | "help"))
+    let asks = |a: &String| matches!(a.as_str(), "--help" | "-h" | "help");
+    match args {
+        [only] => asks(only),
+        [command, flag] => ["post", "serve", "matrix"].contains(&command.as_str()) && flag != "help" && asks(flag),
+        _ => false,
+    }
 }
 
 fn main() -> ExitCode {

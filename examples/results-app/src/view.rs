@@ -378,12 +378,17 @@ fn why_missing(db: &Db, key: &str) -> String {
     }
 }
 
-/// A run in a list: its name, labels, time and counts, or why it cannot be shown.
+/// A run in a list: its name, labels, time and counts, or why it cannot be shown. Its time is
+/// when the report says the run started, else when it was stored (`stored`).
 fn brief(l: &Loaded) -> Value {
-    let mut row = json!({"key": l.key, "platform": l.platform, "browser": l.browser, "time": stored_at(&l.key)});
+    let stored = stored_at(&l.key);
+    let mut row = json!({"key": l.key, "platform": l.platform, "browser": l.browser, "time": stored, "stored": stored});
     match &l.run {
         Ok(run) => {
             let s = &run.results.summary;
+            if s.start > 0 {
+                row["time"] = json!(s.start);
+            }
             row["version"] = json!(run.version);
             row["summary"] = json!({"tests": s.tests, "passed": s.passed, "failed": s.failed,
                 "skipped": s.skipped + s.pending + s.other});
@@ -474,4 +479,29 @@ fn pair_prefix(platform: &str, browser: &str) -> Result<String, ViewError> {
         }
     }
     Ok(format!("{platform}/{browser}/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn loaded(start: u64) -> Loaded {
+        let run = json!({"platform": "linux", "browser": "c", "version": "1", "results": {"tool": {"name": "ctest"},
+            "summary": {"tests": 0, "passed": 0, "failed": 0, "skipped": 0, "pending": 0, "other": 0,
+                        "start": start, "stop": start}, "tests": []}});
+        let key = crate::format::object_key("linux", "c", 1_795_000_000_000, "aa");
+        Loaded { key, platform: "linux".into(), browser: "c".into(), run: Ok(serde_json::from_value(run).unwrap()) }
+    }
+
+    /// A run's age counts from when its report says it ran, not from when it was posted.
+    #[test]
+    fn a_run_is_dated_by_its_report() {
+        let dated = brief(&loaded(1_577_836_800_000));
+        assert_eq!(
+            (dated["time"].as_u64(), dated["stored"].as_u64()),
+            (Some(1_577_836_800_000), Some(1_795_000_000_000))
+        );
+        let undated = brief(&loaded(0));
+        assert_eq!(undated["time"].as_u64(), Some(1_795_000_000_000), "no timestamp in the report: when it was stored");
+    }
 }

@@ -421,6 +421,13 @@ impl Db {
         create: bool,
         done: impl FnOnce(Result<Value>) + Send + 'static,
     ) -> Result<RequestId> {
+        if let Some(keys) = keys.as_ref().filter(|k| k.len() != values.len()) {
+            return Err(Error::InvalidArgument(format!(
+                "a batch of {} records was given {} keys (one per record)",
+                values.len(),
+                keys.len()
+            )));
+        }
         let keys = keys.map(|keys| keys.iter().map(Key::from_json).collect::<Result<Vec<_>>>()).transpose()?;
         let name = store.to_string();
         self.write(
@@ -704,10 +711,12 @@ impl Db {
         }
     }
 
-    /// Sends the outbox now: `{"sent", "pending", "rejected": [{"sequence", "code",
-    /// "message"}], "held": [...the same], "offline"?, "blocked"?}`. Refused writes are also
-    /// kept (see `refused_writes`); held ones stay queued; an unreachable bucket is reported,
-    /// not an error.
+    /// Sends the outbox now: `{"sent", "pending", "refused", "rejected": [{"sequence", "code",
+    /// "message"}], "held": [...the same], "offline"?, "blocked"?}`. The background sender sends
+    /// writes too: `sent`, `rejected` and `held` are what this flush did; `pending` (writes still
+    /// waiting) and `refused` (refused writes awaiting `resolve`, whoever met the refusal) count
+    /// every write. Refused writes are kept (see `refused_writes`); held ones stay queued; an
+    /// unreachable bucket is reported, not an error.
     pub fn flush(&self, done: impl FnOnce(Result<Value>) + Send + 'static) -> Result<RequestId> {
         self.agent_job(done, |agent, port, token| {
             let report = agent.flush(port, token)?;
@@ -716,7 +725,7 @@ impl Db {
                     .map(|(sequence, e)| json!({"sequence": sequence, "code": format!("{:?}", e.code()), "message": e.to_string()}))
                     .collect()
             };
-            let mut out = json!({"sent": report.sent, "pending": report.pending,
+            let mut out = json!({"sent": report.sent, "pending": report.pending, "refused": report.refused,
                 "rejected": writes(&report.rejected), "held": writes(&report.held)});
             if let Some(e) = report.offline {
                 out["offline"] = json!(e.to_string());
@@ -823,6 +832,8 @@ impl Db {
         match self.inner.requests.pending.lock().unwrap_or_else(|p| p.into_inner()).get(&id) {
             Some((token, _)) => {
                 token.cancel();
+                // A request waiting for an open transaction completes now, not when it ends.
+                self.inner.exec.wake();
                 true
             }
             None => false,

@@ -591,8 +591,11 @@ class Database(_Store):
     # ----- sync -----------------------------------------------------------------------------
 
     async def flush(self) -> dict[str, Any]:
-        """Sends waiting writes now: `{"sent", "pending", "rejected": [{"sequence", "code",
-        "message"}], "held": [...], "offline"?, "blocked"?}` — rejected writes are kept in
+        """Sends waiting writes now: `{"sent", "pending", "refused", "rejected": [{"sequence",
+        "code", "message"}], "held": [...], "offline"?, "blocked"?}`. The background sender
+        sends writes too: `sent`, `rejected` and `held` are what this call did; `pending`
+        (writes still waiting) and `refused` (refused writes awaiting resolve_refused(),
+        whoever met the refusal) count every write. Rejected writes are kept in
         refused_writes(), held ones (a 5xx from the server) stay queued."""
         result: dict[str, Any] = await _call(self._native.flush, cancel=self._cancel)
         return result
