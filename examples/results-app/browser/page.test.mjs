@@ -302,3 +302,26 @@ test("a screenshot of the matrix", async () => {
   assert.ok(readdirSync(join(root, "target/app")).includes("matrix.png"));
   await page.close();
 });
+
+test("a run shows a failure's text, its output and earlier attempts as text; a pass on a retry is marked", async () => {
+  const body = run("linux-x86_64", "rust-1.95", "0.1.0", [["crud", "retried", "passed"], ["crud", "broke", "failed", "assertion failed"]]);
+  Object.assign(body.results.tests[0], { retries: 1, flaky: true,
+    retryAttempts: [{ attempt: 1, status: "failed", message: "first try <b>failed</b>" }] });
+  Object.assign(body.results.tests[1], { trace: "at src/lib.rs:12\n<img src=x onerror=\"window.__pwned='trace'\">", stdout: ["printed"] });
+  const key = await post(app.url, body, TOKEN);
+  const page = await browser.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(e));
+  await page.goto(`${app.url}?view=run&key=${encodeURIComponent(key)}`);
+  await page.waitForSelector("#tests");
+  const retried = await page.textContent('#tests tr:has-text("retried")');
+  assert.match(retried, /passed on retry/);
+  assert.match(retried, /attempt 1: failed/);
+  assert.match(retried, /first try <b>failed<\/b>/);
+  const broke = await page.textContent('#tests tr:has-text("broke")');
+  assert.match(broke, /at src\/lib\.rs:12/);
+  assert.match(broke, /printed/);
+  assert.equal(await page.evaluate(() => window.__pwned), undefined);
+  assert.deepEqual(errors, []);
+  await page.close();
+});

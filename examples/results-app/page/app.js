@@ -234,10 +234,20 @@ async function runView(state) {
       h("thead", {}, h("tr", {}, h("th", {}, "suite"), h("th", {}, "test"), h("th", {}, "status"), h("th", {}, "ms"))),
       h("tbody", {}, tests.map((t) => h("tr", { "data-status": t.status },
         h("td", {}, t.suite),
-        h("td", {}, t.name, t.flaky ? h("span", { class: "badge" }, "flaky") : null,
-          t.message ? h("pre", { class: "message" }, t.message) : null),
+        h("td", {}, t.name, t.flaky ? h("span", { class: "badge" }, t.retries && t.status === "passed" ? "passed on retry" : "flaky") : null,
+          t.message ? h("pre", { class: "message" }, t.message) : null,
+          testText(t)),
         h("td", { class: verdict({ passed: t.status === "passed" ? 1 : 0, failed: t.status === "failed" ? 1 : 0 }) }, t.status),
         h("td", {}, String(t.duration)))))));
+}
+
+/** A test's failure text, its output and its earlier attempts, as text. */
+function testText(t) {
+  const block = (label, text) => text ? h("details", { class: "text" }, h("summary", {}, label), h("pre", {}, text)) : null;
+  const attempts = (t.retryAttempts || []).map((a) => h("li", {}, `attempt ${a.attempt}: ${a.status}`,
+    a.message ? h("pre", { class: "message" }, a.message) : null, a.trace ? h("pre", {}, a.trace) : null));
+  return [block("trace", t.trace), block("stderr", (t.stderr || []).join("\n")), block("stdout", (t.stdout || []).join("\n")),
+    attempts.length ? h("details", { class: "attempts" }, h("summary", {}, `${attempts.length} earlier attempt(s)`), h("ol", {}, attempts)) : null];
 }
 
 async function diffView(state) {

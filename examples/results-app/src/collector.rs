@@ -275,6 +275,7 @@ fn form_report(mut fields: HashMap<String, Bytes>) -> Result<(Bytes, Labels), Re
         runtime: text("browser")?,
         version: text("version")?,
         suite: text("suite")?,
+        default_suite: None,
     };
     for (field, value) in [
         ("platform", &labels.platform),

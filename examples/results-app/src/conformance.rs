@@ -10,7 +10,7 @@ use objstore_db::rsapi::{Db, OpenOptions, Read, ReadKind};
 use objstore_db_core::{MechanismKind, Mode, Result as CoreResult};
 use serde_json::{json, Value};
 
-use crate::format::{Results, Run, Status, Summary, Test, Tool};
+use crate::format::{Detail, Results, Run, Status, Summary, Test, Tool};
 use crate::ingest::this_platform;
 use crate::post::call;
 
@@ -56,6 +56,7 @@ pub fn run(scratch: &std::path::Path, runtime: &str) -> Result<Run, String> {
                 duration: (began.elapsed().as_secs_f64() * 1000.0 * 100.0).round() / 100.0,
                 suite: suite.to_string(),
                 message: outcome.err(),
+                detail: Detail::default(),
             });
         }
     }

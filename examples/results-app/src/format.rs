@@ -72,6 +72,74 @@ pub struct Test {
     pub suite: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// What else the report says of the test (CTRF's names).
+    #[serde(flatten)]
+    pub detail: Detail,
+}
+
+/// A test's text beyond its message, and its earlier attempts, as CTRF names them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Detail {
+    /// The failure's or error's body: a stack trace, an assertion's report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stdout: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stderr: Vec<String>,
+    /// Attempts before the last one.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub retries: u64,
+    /// Failed, then passed on a retry.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub flaky: bool,
+    #[serde(default, rename = "retryAttempts", skip_serializing_if = "Vec::is_empty")]
+    pub retry_attempts: Vec<Attempt>,
+}
+
+/// One earlier attempt of a test (the last one is the test's own status).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Attempt {
+    pub attempt: u64,
+    pub status: Status,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<String>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// The most text kept of one test (message, trace, output and attempts together), by default.
+pub const TEXT_PER_TEST: usize = 8 * 1024;
+
+impl Test {
+    /// Keeps at most `limit` bytes of the test's text, in order of use: the message, the trace,
+    /// stderr, stdout, then the attempts'. What is cut says how much was.
+    pub fn cap_text(&mut self, limit: usize) {
+        let mut left = limit;
+        let mut keep = |text: &mut String| {
+            if text.len() > left {
+                let cut = text.len() - left;
+                let mut end = left;
+                while !text.is_char_boundary(end) {
+                    end -= 1;
+                }
+                text.truncate(end);
+                text.push_str(&format!("\n… [cut: {cut} more bytes]"));
+            }
+            left = left.saturating_sub(text.len());
+        };
+        let d = &mut self.detail;
+        let texts =
+            self.message.iter_mut().chain(d.trace.iter_mut()).chain(d.stderr.iter_mut()).chain(d.stdout.iter_mut());
+        texts.for_each(&mut keep);
+        for a in &mut d.retry_attempts {
+            a.message.iter_mut().chain(a.trace.iter_mut()).for_each(&mut keep);
+        }
+    }
 }
 
 fn whole_or_fraction<S: serde::Serializer>(ms: &f64, out: S) -> Result<S::Ok, S::Error> {
@@ -214,7 +282,14 @@ mod tests {
     }
 
     fn test(suite: &str, status: Status) -> Test {
-        Test { name: format!("{suite} test"), status, duration: 1.5, suite: suite.into(), message: None }
+        Test {
+            name: format!("{suite} test"),
+            status,
+            duration: 1.5,
+            suite: suite.into(),
+            message: None,
+            detail: Detail::default(),
+        }
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::format::{check_label, Results, Run, Status, Summary, Test, Tool};
+use crate::format::{check_label, Attempt, Detail, Results, Run, Status, Summary, Test, Tool, TEXT_PER_TEST};
 use crate::{junit, textlog};
 
 /// The largest report file taken (a run of ten thousand tests is far less).
@@ -15,8 +15,22 @@ pub struct Labels {
     pub platform: Option<String>,
     pub runtime: Option<String>,
     pub version: Option<String>,
-    /// The suite of tests whose report names none.
+    /// The suite of every test (`--suite`), whatever the report says.
     pub suite: Option<String>,
+    /// The suite of a test whose report names none: the file's name, for `post`.
+    pub default_suite: Option<String>,
+}
+
+impl Labels {
+    /// These labels for the report file `file`: its name is the suite of tests that name none
+    /// (`crud.test.mjs` → `crud`).
+    pub fn for_file(&self, file: &str) -> Labels {
+        let name = std::path::Path::new(file).file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+        // Up to its first dot: `crud.test.mjs`, `crud.xml` and `crud.junit.xml` are `crud`.
+        let stem = name.split('.').next().unwrap_or_default().to_string();
+        let suite = junit::suite_name(&[stem], "");
+        Labels { default_suite: Some(suite).filter(|s| !s.is_empty()), ..self.clone() }
+    }
 }
 
 /// This machine as a platform label: `linux-x86_64`.
@@ -49,14 +63,58 @@ pub fn ingest(file: &str, bytes: &[u8], labels: &Labels) -> Result<Run, String> 
         format!("{file}: the report does not say its runtime; give it (--runtime python-3.11, node-20, c-gcc-12, rust-1.95)")
     })?;
     run.version = pick(&labels.version, from_report.version).unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_string());
+    // `--suite` names every test's suite; a test whose report names none takes the default
+    // (the file's name, for `post`).
     if let Some(suite) = &labels.suite {
         check_label("suite", suite).map_err(|e| format!("{file}: {e}"))?;
-        for test in run.results.tests.iter_mut().filter(|t| t.suite.is_empty()) {
-            test.suite = suite.clone();
+    }
+    for test in run.results.tests.iter_mut() {
+        match (&labels.suite, &labels.default_suite) {
+            (Some(suite), _) => test.suite = suite.clone(),
+            (None, Some(default)) if test.suite.is_empty() => test.suite = default.clone(),
+            _ => {}
         }
+        test.cap_text(TEXT_PER_TEST);
     }
     run.check().map_err(|e| format!("{file}: {e}"))?;
     Ok(run)
+}
+
+/// A CTRF test's trace, output and attempts (`stdout`/`stderr` as CTRF's lists of lines, or
+/// as one text).
+fn ctrf_detail(t: &Value) -> Result<Detail, String> {
+    let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
+    let lines = |name: &str| -> Result<Vec<String>, String> {
+        match t.get(name) {
+            None | Some(Value::Null) => Ok(Vec::new()),
+            Some(Value::String(s)) => Ok(vec![s.clone()]),
+            Some(Value::Array(items)) => {
+                Ok(vec![items.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("\n")])
+            }
+            Some(_) => Err(format!("{name} must be text or a list of lines")),
+        }
+    };
+    let mut attempts = Vec::new();
+    for (i, a) in t.get("retryAttempts").and_then(Value::as_array).into_iter().flatten().enumerate() {
+        let status = match a.get("status").and_then(Value::as_str) {
+            Some("passed") => Status::Passed,
+            Some("skipped") => Status::Skipped,
+            Some("pending") => Status::Pending,
+            Some("other") => Status::Other,
+            _ => Status::Failed,
+        };
+        let attempt = a.get("attempt").and_then(Value::as_u64).unwrap_or(i as u64 + 1);
+        attempts.push(Attempt { attempt, status, message: text(a.get("message")), trace: text(a.get("trace")) });
+    }
+    let retries = t.get("retries").and_then(Value::as_u64).unwrap_or(attempts.len() as u64);
+    Ok(Detail {
+        trace: text(t.get("trace")),
+        stdout: lines("stdout")?.into_iter().filter(|s| !s.is_empty()).collect(),
+        stderr: lines("stderr")?.into_iter().filter(|s| !s.is_empty()).collect(),
+        retries,
+        flaky: t.get("flaky").and_then(Value::as_bool).unwrap_or(false),
+        retry_attempts: attempts,
+    })
 }
 
 #[derive(Default)]
@@ -114,11 +172,9 @@ fn from_ctrf(file: &str, bytes: &[u8], labels: &Labels) -> Result<(Run, Reported
             Some(Value::Array(path)) => path.last().and_then(Value::as_str).unwrap_or_default().to_string(),
             Some(_) => return Err(format!("{} must be text", field("suite"))),
         };
-        if suite.is_empty() {
-            return Err(format!("{} is missing: every test names its suite (or give --suite)", field("suite")));
-        }
         let message = text(t.get("message"));
-        parsed.push(Test { name, status, duration, suite, message });
+        let detail = ctrf_detail(t).map_err(|why| format!("{}{why}", field("")))?;
+        parsed.push(Test { name, status, duration, suite, message, detail });
     }
     let summary = results.get("summary");
     let stamp = |k: &str| summary.and_then(|s| s.get(k)).and_then(Value::as_u64).unwrap_or(0);

@@ -3,12 +3,15 @@
 //! teardown error after a failure; node nests suites under an attribute-less `<testsuites>` and
 //! keeps totals in comments; ctest marks disabled tests with `status=` and no `<skipped>`;
 //! times carry 3 to 9 decimals and timestamps may lack a zone. A DTD or an entity other than
-//! XML's own is refused (no expansion), and every error names the line.
+//! XML's own is refused (no expansion), and every error names the line. The failure's text is
+//! kept (the bodies of `<failure>` and `<error>`, `<system-out>`, `<system-err>`), and so is every
+//! earlier attempt (surefire's and nextest's `flakyFailure`, `flakyError`, `rerunFailure`,
+//! `rerunError`): a test that failed and then passed is flaky, never a plain pass.
 
 use quick_xml::events::{BytesStart, Event};
 use quick_xml::Reader;
 
-use crate::format::{Results, Status, Summary, Test, Tool};
+use crate::format::{Attempt, Detail, Results, Status, Summary, Test, Tool};
 
 /// A parse failure, at a line of the input.
 #[derive(Debug, PartialEq)]
@@ -25,10 +28,39 @@ const MAX_TESTS: usize = 200_000;
 struct Case {
     name: String,
     classname: String,
-    suite_path: Vec<String>,
+    /// Every `<testsuite>` name from the root: tests of one name in two suites are two tests.
+    path: Vec<String>,
     seconds: f64,
     status: Status,
+    /// node's todo: it stays pending whether its body passes or fails.
+    todo: bool,
     message: Option<String>,
+    trace: String,
+    stdout: String,
+    stderr: String,
+    attempts: Vec<Attempt>,
+}
+
+/// Where the text being read goes: the element that holds it, and its depth.
+#[derive(Clone, Copy, PartialEq)]
+enum Sink {
+    Trace,
+    Stdout,
+    Stderr,
+    Attempt,
+}
+
+impl Case {
+    fn sink(&mut self, sink: Sink) -> &mut String {
+        match sink {
+            Sink::Trace => &mut self.trace,
+            Sink::Stdout => &mut self.stdout,
+            Sink::Stderr => &mut self.stderr,
+            Sink::Attempt => {
+                self.attempts.last_mut().map_or(&mut self.trace, |a| a.trace.get_or_insert_with(String::new))
+            }
+        }
+    }
 }
 
 /// Converts JUnit XML to CTRF results.
@@ -36,7 +68,9 @@ pub fn parse(xml: &[u8]) -> Result<Results, JunitError> {
     let text = std::str::from_utf8(xml)
         .map_err(|e| JunitError { line: line_at(xml, e.valid_up_to()), reason: "the file is not UTF-8".into() })?;
     let mut reader = Reader::from_str(text);
-    reader.config_mut().trim_text(true);
+    // Text is kept as written (an entity splits it into parts whose spaces matter).
+    reader.config_mut().trim_text(false);
+    let mut capture: Option<(Sink, usize)> = None;
     let mut suites: Vec<String> = Vec::new();
     let mut cases: Vec<Case> = Vec::new();
     let mut count = 0usize;
@@ -66,6 +100,9 @@ pub fn parse(xml: &[u8]) -> Result<Results, JunitError> {
                 open += 1;
                 saw_root = true;
                 on_open(&e, &mut count, &mut suites, &mut current, &mut start_ms, &mut total_seconds).map_err(fail)?;
+                if let (None, Some(_), Some(sink)) = (capture, current.as_ref(), sink_of(e.name().as_ref())) {
+                    capture = Some((sink, open));
+                }
             }
             Event::Empty(e) => {
                 saw_root = true;
@@ -73,13 +110,39 @@ pub fn parse(xml: &[u8]) -> Result<Results, JunitError> {
                 on_close(e.name().as_ref(), &mut suites, &mut cases, &mut current);
             }
             Event::End(e) => {
+                if capture.is_some_and(|(_, depth)| depth == open) {
+                    capture = None;
+                }
                 open = open.saturating_sub(1);
                 on_close(e.name().as_ref(), &mut suites, &mut cases, &mut current);
             }
+            Event::Text(t) => {
+                if let (Some((sink, _)), Some(case)) = (capture, current.as_mut()) {
+                    case.sink(sink).push_str(&t.decode().map_err(|e| fail(e.to_string()))?);
+                }
+            }
+            Event::CData(t) => {
+                if let (Some((sink, _)), Some(case)) = (capture, current.as_mut()) {
+                    case.sink(sink).push_str(&t.decode().map_err(|e| fail(e.to_string()))?);
+                }
+            }
             Event::GeneralRef(r) => {
                 let name = String::from_utf8_lossy(r.as_ref()).to_string();
-                if !matches!(name.as_str(), "amp" | "lt" | "gt" | "quot" | "apos") && !name.starts_with('#') {
-                    return Err(fail(format!("the entity &{name}; is not XML's own (no DTD entities are expanded)")));
+                let known = match name.as_str() {
+                    "amp" => Some('&'),
+                    "lt" => Some('<'),
+                    "gt" => Some('>'),
+                    "quot" => Some('"'),
+                    "apos" => Some('\''),
+                    _ if name.starts_with('#') => r.resolve_char_ref().map_err(|e| fail(e.to_string()))?,
+                    _ => {
+                        return Err(fail(format!(
+                            "the entity &{name}; is not XML's own (no DTD entities are expanded)"
+                        )))
+                    }
+                };
+                if let (Some((sink, _)), Some(case), Some(c)) = (capture, current.as_mut(), known) {
+                    case.sink(sink).push(c);
                 }
             }
             Event::Eof => break,
@@ -89,16 +152,7 @@ pub fn parse(xml: &[u8]) -> Result<Results, JunitError> {
     if !saw_root {
         return Err(JunitError { line: 1, reason: "the file holds no <testsuites> or <testsuite>".into() });
     }
-    let tests: Vec<Test> = cases
-        .into_iter()
-        .map(|c| Test {
-            suite: suite_name(&c.suite_path, &c.classname),
-            name: if c.classname.is_empty() { c.name } else { format!("{}::{}", c.classname, c.name) },
-            status: c.status,
-            duration: (c.seconds * 1e9).round() / 1e6, // milliseconds, to the nanosecond
-            message: c.message,
-        })
-        .collect();
+    let tests: Vec<Test> = cases.into_iter().map(into_test).collect();
     let start = start_ms.unwrap_or(0);
     let stop = start.saturating_add((total_seconds * 1000.0).round() as u64);
     Ok(Results {
@@ -107,6 +161,51 @@ pub fn parse(xml: &[u8]) -> Result<Results, JunitError> {
         tests,
         environment: Default::default(),
     })
+}
+
+/// The element whose text a test keeps, and where.
+fn sink_of(element: &[u8]) -> Option<Sink> {
+    match element {
+        b"failure" | b"error" => Some(Sink::Trace),
+        b"system-out" => Some(Sink::Stdout),
+        b"system-err" => Some(Sink::Stderr),
+        b"flakyFailure" | b"flakyError" | b"rerunFailure" | b"rerunError" => Some(Sink::Attempt),
+        _ => None,
+    }
+}
+
+/// A case as a test: its suite (the outermost telling `<testsuite>`, else the classname), its
+/// name with the suites inside that one (`nested > deep`), its text and attempts.
+fn into_test(c: Case) -> Test {
+    let telling = c.path.iter().position(|s| !is_generic(s));
+    let suite = suite_name(&telling.map(|i| vec![c.path[i].clone()]).unwrap_or_default(), &c.classname);
+    let inner: Vec<&str> = match telling {
+        Some(i) => c.path[i + 1..].iter().map(String::as_str).filter(|s| !is_generic(s)).collect(),
+        None => Vec::new(),
+    };
+    let within = inner.iter().map(|s| format!("{s} > ")).collect::<String>() + &c.name;
+    let text = |t: String| Some(t.trim().to_string()).filter(|t| !t.is_empty());
+    let lines = |t: String| text(t).into_iter().collect::<Vec<_>>();
+    let flaky = c.status == Status::Passed && !c.attempts.is_empty();
+    Test {
+        suite,
+        name: if c.classname.is_empty() { within } else { format!("{}::{within}", c.classname) },
+        status: c.status,
+        duration: (c.seconds * 1e9).round() / 1e6, // milliseconds, to the nanosecond
+        message: c.message,
+        detail: Detail {
+            trace: text(c.trace),
+            stdout: lines(c.stdout),
+            stderr: lines(c.stderr),
+            retries: c.attempts.len() as u64,
+            flaky,
+            retry_attempts: c
+                .attempts
+                .into_iter()
+                .map(|a| Attempt { trace: a.trace.and_then(&text), ..a })
+                .collect(),
+        },
+    }
 }
 
 fn on_open(
@@ -149,32 +248,50 @@ fn on_open(
             }
             *count += 1;
             let name = attr("name")?.ok_or("a <testcase> has no name")?;
-            let status = match attr("status")?.as_deref() {
-                // ctest: disabled and not-run tests carry only this attribute.
-                Some("disabled" | "notrun" | "skipped") => Status::Skipped,
-                _ => Status::Passed,
-            };
+            // ctest: disabled and not-run tests carry only `status`; GoogleTest says a skipped
+            // or disabled test with `result` (or, before 1.10, `status="notrun"`).
+            let skipped = matches!(attr("status")?.as_deref(), Some("disabled" | "notrun" | "skipped"))
+                || matches!(attr("result")?.as_deref(), Some("skipped" | "suppressed"));
             *current = Some(Case {
                 name,
                 classname: attr("classname")?.unwrap_or_default(),
-                suite_path: suites.iter().find(|s| !is_generic(s)).cloned().into_iter().collect(),
+                path: suites.clone(),
                 seconds: seconds(attr("time")?.as_deref(), "testcase")?,
-                status,
+                status: if skipped { Status::Skipped } else { Status::Passed },
+                todo: false,
                 message: None,
+                trace: String::new(),
+                stdout: String::new(),
+                stderr: String::new(),
+                attempts: Vec::new(),
             });
         }
-        kind @ (b"failure" | b"error" | b"skipped" | b"flakyFailure" | b"rerunFailure") => {
+        kind @ (b"flakyFailure" | b"flakyError" | b"rerunFailure" | b"rerunError") => {
+            // An earlier attempt; the test's own status is its last one's.
+            let Some(case) = current.as_mut() else { return Ok(()) };
+            let message = attr("message")?.filter(|m| !m.is_empty());
+            let message = match kind.ends_with(b"Error") {
+                true => message.map(|m| format!("error: {m}")),
+                false => message,
+            };
+            let attempt = case.attempts.len() as u64 + 1;
+            case.attempts.push(Attempt { attempt, status: Status::Failed, message, trace: None });
+        }
+        kind @ (b"failure" | b"error" | b"skipped") => {
             let Some(case) = current.as_mut() else { return Ok(()) };
             let (status, label) = match kind {
-                // node's todo tests are CTRF's pending ones.
-                b"skipped" if attr("type")?.as_deref() == Some("todo") => (Status::Pending, None),
+                // node's todo tests are CTRF's pending ones, whatever their body did.
+                b"skipped" if attr("type")?.as_deref() == Some("todo") => {
+                    case.todo = true;
+                    (Status::Pending, None)
+                }
                 b"skipped" => (Status::Skipped, None),
                 b"error" => (Status::Failed, Some("error")),
-                // nextest's flaky runs passed in the end.
-                b"flakyFailure" | b"rerunFailure" => return Ok(()),
                 _ => (Status::Failed, None),
             };
-            if case.status != Status::Failed {
+            if case.todo {
+                case.status = Status::Pending;
+            } else if case.status != Status::Failed {
                 case.status = status;
             }
             let message = attr("message")?.unwrap_or_default();
@@ -205,21 +322,31 @@ fn on_close(name: &[u8], suites: &mut Vec<String>, cases: &mut Vec<Case>, curren
         b"testcase" => {
             let Some(case) = current.take() else { return };
             // pytest writes a second <testcase> for an error in teardown after a failure: one
-            // test, the worse outcome, both messages. It follows the first at once.
+            // test, both messages. It follows the first at once and says so; any other case of
+            // the same name is a test of its own.
+            let teardown = case.message.as_deref().is_some_and(|m| m.contains("failed on teardown"));
             let same = cases
                 .last_mut()
-                .filter(|c| c.name == case.name && c.classname == case.classname && c.suite_path == case.suite_path);
+                .filter(|c| teardown && c.name == case.name && c.classname == case.classname && c.path == case.path);
             match same {
-                Some(earlier) if case.status == Status::Failed || earlier.status == Status::Failed => {
-                    if case.status == Status::Failed {
-                        earlier.status = Status::Failed;
-                    }
+                Some(earlier) => {
+                    earlier.status = Status::Failed;
                     earlier.message = match (earlier.message.take(), case.message) {
                         (Some(a), Some(b)) => Some(format!("{a}\n{b}")),
                         (a, b) => a.or(b),
                     };
+                    for (into, more) in [
+                        (&mut earlier.trace, case.trace),
+                        (&mut earlier.stdout, case.stdout),
+                        (&mut earlier.stderr, case.stderr),
+                    ] {
+                        if !more.trim().is_empty() {
+                            into.push('\n');
+                            into.push_str(&more);
+                        }
+                    }
                 }
-                _ => cases.push(case),
+                None => cases.push(case),
             }
         }
         _ => {}
@@ -383,6 +510,74 @@ mod tests {
         assert!(parse(comma).is_err(), "1,5 is not read as 15");
         let far = b"<testsuite timestamp=\"99999999999999999-01-01T00:00:00Z\"><testcase name=\"a\"/></testsuite>";
         assert!(parse(far).unwrap_err().reason.contains("ISO 8601"));
+    }
+
+    /// The failure's text is kept as written (entities and CDATA resolved), with the output;
+    /// a ctest failure's reason is in its output.
+    #[test]
+    fn failure_bodies_and_output_are_kept() {
+        let xml = br#"<testsuite name="crud"><testcase name="a" classname="m">
+  <failure message="boom">at m.py:12 &amp; <![CDATA[x < y]]></failure>
+  <system-out>printed</system-out><system-err>warned</system-err>
+</testcase></testsuite>"#;
+        let r = parse(xml).unwrap();
+        let t = &r.tests[0];
+        assert_eq!(t.message.as_deref(), Some("boom"));
+        assert_eq!(t.detail.trace.as_deref(), Some("at m.py:12 & x < y"));
+        assert_eq!(
+            (t.detail.stdout.clone(), t.detail.stderr.clone()),
+            (vec!["printed".to_string()], vec!["warned".to_string()])
+        );
+        let ctest = parse(include_bytes!("../tests/fixtures/ctest.xml")).unwrap();
+        let disabled = ctest.tests.iter().find(|t| t.name.contains("disabled")).unwrap();
+        assert_eq!(disabled.detail.stdout, vec!["Disabled".to_string()]);
+        let node = parse(include_bytes!("../tests/fixtures/node-20.xml")).unwrap();
+        let failed = node.tests.iter().find(|t| t.name.ends_with("fails")).unwrap();
+        assert!(failed.detail.trace.as_deref().unwrap().contains("crud.test.mjs:5:30"), "{failed:?}");
+    }
+
+    /// Every earlier attempt is kept: failed then passed is flaky (a pass, never a plain one);
+    /// failed every time is a failure with its retries.
+    #[test]
+    fn attempts_are_kept_and_a_pass_on_retry_is_flaky() {
+        let xml = br#"<testsuites><testsuite name="core">
+<testcase name="flaky" classname="c"><flakyFailure message="first"><stackTrace>trace 1</stackTrace></flakyFailure><flakyError message="second"/></testcase>
+<testcase name="broken" classname="c"><rerunFailure message="again"/><failure message="last">trace 2</failure></testcase>
+<testcase name="steady" classname="c"/>
+</testsuite></testsuites>"#;
+        let r = parse(xml).unwrap();
+        let by = |n: &str| r.tests.iter().find(|t| t.name.ends_with(n)).unwrap();
+        let flaky = by("flaky");
+        assert_eq!((flaky.status, flaky.detail.flaky, flaky.detail.retries), (Status::Passed, true, 2));
+        assert_eq!(flaky.detail.retry_attempts[0].message.as_deref(), Some("first"));
+        assert_eq!(flaky.detail.retry_attempts[0].trace.as_deref(), Some("trace 1"));
+        assert_eq!(flaky.detail.retry_attempts[1].message.as_deref(), Some("error: second"));
+        let broken = by("broken");
+        assert_eq!((broken.status, broken.detail.flaky, broken.detail.retries), (Status::Failed, false, 1));
+        assert_eq!(broken.detail.trace.as_deref(), Some("trace 2"));
+        assert_eq!((by("steady").detail.retries, by("steady").detail.flaky), (0, false));
+    }
+
+    /// Two tests of one name in two describe blocks stay two tests, each named by its block; a
+    /// todo whose body fails stays todo; GoogleTest's skipped and disabled tests are skipped.
+    #[test]
+    fn tests_keep_their_names_and_their_kind() {
+        let xml = br#"<testsuites><testsuite name="crud">
+<testsuite name="A"><testcase name="works" classname="test"><failure message="no"/></testcase></testsuite>
+<testsuite name="B"><testcase name="works" classname="test"/></testsuite>
+<testcase name="later" classname="test"><skipped type="todo" message="true"/><failure message="body failed"/></testcase>
+<testcase name="gskip" status="run" result="skipped" classname="G"/>
+<testcase name="DISABLED_g" status="notrun" result="suppressed" classname="G"/>
+</testsuite></testsuites>"#;
+        let r = parse(xml).unwrap();
+        let names: Vec<&str> = r.tests.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["test::A > works", "test::B > works", "test::later", "G::gskip", "G::DISABLED_g"]);
+        assert_eq!(r.tests[0].status, Status::Failed);
+        assert_eq!(r.tests[1].status, Status::Passed);
+        assert_eq!(r.tests[2].status, Status::Pending, "todo stays todo");
+        assert!(r.tests[2].message.as_deref().unwrap().contains("body failed"));
+        assert_eq!((r.tests[3].status, r.tests[4].status), (Status::Skipped, Status::Skipped));
+        assert!(r.tests.iter().all(|t| t.suite == "crud"));
     }
 
     #[test]

@@ -46,7 +46,8 @@ const HELP: &str = "objstore-results: test results in a bucket, read back as a f
       Stores test reports as runs: JUnit XML (pytest, node --test, ctest, GoogleTest, nextest),
       CTRF JSON, or cargo test / C harness logs. Every file is read before anything is stored.
       --runtime R, --platform P, --version V   label the run (default: from the report, else this machine)
-      --suite S          the suite of a report that does not name one
+      --suite S          every test's suite (default: what the report says, else the file's
+                         name: crud.test.mjs → crud)
       --collector URL    post to a running `serve` (http://host:port or its /results) instead of
                          writing to the bucket; OBJSTORE_COLLECTOR_TOKEN is sent as its bearer token
 
@@ -136,7 +137,7 @@ fn post_files(args: &[String]) -> Result<(), String> {
         .iter()
         .map(|file| {
             let bytes = std::fs::read(file).map_err(|e| format!("{file}: {e}"))?;
-            ingest::ingest(file, &bytes, &labels)
+            ingest::ingest(file, &bytes, &labels.for_file(file))
         })
         .collect::<Result<Vec<_>, String>>()?;
     let writer = match &collector {

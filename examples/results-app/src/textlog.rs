@@ -3,7 +3,7 @@
 //! the test file's name up to its first `_`, a unit test's first module, or `doc`), and the
 //! project's C harness (`ok   SUITE: NAME` / `FAIL SUITE: NAME`, its failure lines before).
 
-use crate::format::{Results, Status, Summary, Test, Tool};
+use crate::format::{Detail, Results, Status, Summary, Test, Tool};
 
 /// Whether `text` is one of the logs this module reads.
 pub fn recognises(text: &str) -> bool {
@@ -55,7 +55,10 @@ fn cargo_test(text: &str) -> Vec<Test> {
                 b if b.starts_with("doc:") => "doc".to_string(),
                 b => b.to_string(),
             };
-            tests.push((binary.clone(), Test { name: name.to_string(), status, duration: 0.0, suite, message: None }));
+            tests.push((
+                binary.clone(),
+                Test { name: name.to_string(), status, duration: 0.0, suite, message: None, detail: Detail::default() },
+            ));
         } else if let Some(name) = line.strip_prefix("---- ").and_then(|l| l.strip_suffix(" stdout ----")) {
             let mut output = Vec::new();
             while let Some(next) = lines.peek() {
@@ -112,7 +115,14 @@ fn harness(text: &str) -> Vec<Test> {
         match harness_line(line) {
             Some((suite, name, status)) => {
                 let message = (status == Status::Failed && !said.is_empty()).then(|| said.join("\n"));
-                tests.push(Test { name: name.into(), status, duration: 0.0, suite: suite.into(), message });
+                tests.push(Test {
+                    name: name.into(),
+                    status,
+                    duration: 0.0,
+                    suite: suite.into(),
+                    message,
+                    detail: Detail::default(),
+                });
                 said.clear();
             }
             None if line.starts_with("  ") => said.push(line.trim()),

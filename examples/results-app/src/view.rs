@@ -237,6 +237,14 @@ impl Viewer {
                     if let Some(message) = &t.message {
                         test["message"] = json!(message);
                     }
+                    // The trace, output and earlier attempts, under CTRF's names; a pass on a
+                    // retry is flaky too.
+                    if let Ok(Value::Object(detail)) = serde_json::to_value(&t.detail) {
+                        for (field, value) in detail {
+                            test[field] = value;
+                        }
+                    }
+                    test["flaky"] = json!(flaky.contains(&id) || t.detail.flaky);
                     test
                 })
                 .collect();

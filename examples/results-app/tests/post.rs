@@ -6,7 +6,7 @@ mod support;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 use support::server;
 
 fn fixture(name: &str) -> String {
@@ -95,24 +95,31 @@ fn reports_of_every_producer_are_stored_in_the_layout() {
 }
 
 #[test]
-fn a_report_that_names_no_suite_needs_one_and_labels_are_checked() {
+fn a_test_that_names_no_suite_takes_the_files_name_and_labels_are_checked() {
     let dir = tempfile::tempdir().unwrap();
+    // node's top-level test names no suite: the file's name (node-20.xml → node-20) does.
     let out = post(dir.path(), &["--runtime", "node-20", &fixture("node-20.xml")]);
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("suite"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let runs = stored(dir.path());
+    let tests = runs[0].1["results"]["tests"].as_array().unwrap().clone();
+    let suite_of =
+        |name: &str| tests.iter().find(|t| t["name"].as_str().unwrap().contains(name)).unwrap()["suite"].clone();
+    assert_eq!((suite_of("top level"), suite_of("deep")), (json!("node-20"), json!("crud")));
     let out = post(dir.path(), &["--runtime", "node/20", "--suite", "crud", &fixture("node-20.xml")]);
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("browser \"node/20\" holds '/'"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(stored(dir.path()).is_empty());
-    let out = post(dir.path(), &["--runtime", "node-20", "--suite", "crud", &fixture("node-20.xml")]);
+    assert_eq!(stored(dir.path()).len(), 1, "the refused post stored nothing");
+    // --suite names every test's suite, whatever the report says.
+    let other = tempfile::tempdir().unwrap();
+    let out = post(other.path(), &["--runtime", "node-20", "--suite", "sql", &fixture("node-20.xml")]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let runs = stored(dir.path());
+    let runs = stored(other.path());
     let suites: Vec<&str> =
         runs[0].1["results"]["tests"].as_array().unwrap().iter().map(|t| t["suite"].as_str().unwrap()).collect();
-    assert!(suites.iter().all(|s| *s == "crud"), "{suites:?}");
+    assert!(suites.iter().all(|s| *s == "sql"), "{suites:?}");
 }
 
 #[test]
