@@ -116,28 +116,46 @@ fn is_zero(n: &u64) -> bool {
 pub const TEXT_PER_TEST: usize = 8 * 1024;
 
 impl Test {
-    /// Keeps at most `limit` bytes of the test's text, in order of use: the message, the trace,
-    /// stderr, stdout, then the attempts'. What is cut says how much was.
+    /// Keeps at most about `limit` bytes of the test's text (message, trace, output and the
+    /// attempts'): over it, short texts stay whole and the long ones share the rest, each cut
+    /// saying how much was.
     pub fn cap_text(&mut self, limit: usize) {
-        let mut left = limit;
-        let mut keep = |text: &mut String| {
-            if text.len() > left {
-                let cut = text.len() - left;
-                let mut end = left;
+        let d = &mut self.detail;
+        let mut texts: Vec<&mut String> = self
+            .message
+            .iter_mut()
+            .chain(d.trace.iter_mut())
+            .chain(d.stderr.iter_mut())
+            .chain(d.stdout.iter_mut())
+            .collect();
+        for a in &mut d.retry_attempts {
+            texts.extend(a.message.iter_mut().chain(a.trace.iter_mut()));
+        }
+        if texts.iter().map(|t| t.len()).sum::<usize>() <= limit {
+            return;
+        }
+        // The level that shares `limit`: texts shorter than it stay whole, the rest are cut to it.
+        let mut lengths: Vec<usize> = texts.iter().map(|t| t.len()).collect();
+        lengths.sort_unstable();
+        let (mut left, mut share) = (limit, 0);
+        for (i, len) in lengths.iter().enumerate() {
+            let fair = left / (lengths.len() - i);
+            if *len > fair {
+                share = fair;
+                break;
+            }
+            left -= len;
+        }
+        for text in texts {
+            if text.len() > share {
+                let cut = text.len() - share;
+                let mut end = share;
                 while !text.is_char_boundary(end) {
                     end -= 1;
                 }
                 text.truncate(end);
-                text.push_str(&format!("\n… [cut: {cut} more bytes]"));
+                text.push_str(&format!("… [cut: {cut} more bytes]"));
             }
-            left = left.saturating_sub(text.len());
-        };
-        let d = &mut self.detail;
-        let texts =
-            self.message.iter_mut().chain(d.trace.iter_mut()).chain(d.stderr.iter_mut()).chain(d.stdout.iter_mut());
-        texts.for_each(&mut keep);
-        for a in &mut d.retry_attempts {
-            a.message.iter_mut().chain(a.trace.iter_mut()).for_each(&mut keep);
         }
     }
 }

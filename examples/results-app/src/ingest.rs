@@ -190,3 +190,29 @@ fn from_ctrf(file: &str, bytes: &[u8], labels: &Labels) -> Result<(Run, Reported
     };
     Ok((blank(results), reported))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// CTRF's trace, output and attempts are kept; a long text is cut to the cap, saying so.
+    #[test]
+    fn ctrf_text_and_attempts_are_kept_and_capped() {
+        let report = serde_json::json!({"results": {"tool": {"name": "pytest"}, "tests": [
+            {"name": "a", "status": "passed", "duration": 1, "suite": "crud", "retries": 2, "flaky": true,
+             "retryAttempts": [{"attempt": 1, "status": "failed", "message": "first"}, {"status": "failed", "trace": "t2"}]},
+            {"name": "b", "status": "failed", "duration": 1, "suite": "crud", "message": "boom",
+             "trace": "x".repeat(20_000), "stdout": ["one", "two"], "stderr": "err"}]}});
+        let labels = Labels { runtime: Some("python-3.11".into()), ..Labels::default() };
+        let run = ingest("r.json", report.to_string().as_bytes(), &labels).unwrap();
+        let (a, b) = (&run.results.tests[0], &run.results.tests[1]);
+        assert_eq!((a.detail.retries, a.detail.flaky, a.detail.retry_attempts.len()), (2, true, 2));
+        assert_eq!(a.detail.retry_attempts[1].attempt, 2);
+        assert_eq!(
+            (b.detail.stdout.clone(), b.detail.stderr.clone()),
+            (vec!["one\ntwo".to_string()], vec!["err".to_string()])
+        );
+        let trace = b.detail.trace.as_deref().unwrap();
+        assert!(trace.len() < TEXT_PER_TEST + 64 && trace.ends_with("more bytes]"), "{}", trace.len());
+    }
+}
