@@ -42,7 +42,10 @@ export function suiteOf(file) {
   return base.replace(/[._-](test|spec)$/, '').replace(/^test[._-]/, '');
 }
 
-/** @typedef {{name: string, status: string, duration: number, suite: string, message?: string}} CtrfTest */
+/** @typedef {{name: string, status: string, duration: number, suite: string, message?: string, trace?: string}} CtrfTest */
+
+/** The most text kept of a failure (the results app's cap). */
+const TEXT_CAP = 8 * 1024;
 
 /**
  * The CTRF report of what `source` said.
@@ -58,7 +61,12 @@ async function collect(source) {
     const status = data.skip ? 'skipped' : data.todo ? 'pending' : type === 'test:pass' ? 'passed' : 'failed';
     /** @type {CtrfTest} */
     const test = { name: data.name, status, duration: Math.round(data.details?.duration_ms ?? 0), suite: suiteOf(data.file) };
-    if (status === 'failed') test.message = String(data.details?.error?.cause ?? data.details?.error ?? '').slice(0, 4000);
+    if (status === 'failed') {
+      // The assertion's own error (node wraps it), its one-line reason and its stack.
+      const error = data.details?.error?.cause ?? data.details?.error;
+      test.message = String(error?.message ?? error ?? '').slice(0, TEXT_CAP);
+      if (error?.stack) test.trace = String(error.stack).slice(0, TEXT_CAP);
+    }
     tests.push(test);
   }
   const count = (/** @type {string} */ status) => tests.filter((t) => t.status === status).length;

@@ -60,7 +60,7 @@ test('a run is published as one object with a CTRF body and its metadata', async
   });
   try {
     const report = await viewer.get('results', key);
-    /** @type {Record<string, {status: string, suite: string, message?: string}>} */
+    /** @type {Record<string, {status: string, suite: string, message?: string, trace?: string}>} */
     const tests = Object.fromEntries(report.results.tests.map((/** @type {any} */ t) => [t.name, t]));
     assert.deepEqual(
       Object.fromEntries(Object.entries(tests).map(([n, t]) => [n, t.status])),
@@ -68,6 +68,7 @@ test('a run is published as one object with a CTRF body and its metadata', async
     );
     assert.ok(Object.values(tests).every((t) => t.suite === 'crud'));
     assert.match(tests.fails.message ?? '', /arithmetic/);
+    assert.match(tests.fails.trace ?? '', /crud\.test\.mjs:\d+/, 'the stack names the line');
     assert.equal(report.results.summary.tests, 3);
     const described = await viewer.get('results-meta', key);
     const { platform, browser, version: published } = described.metadata;

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pathlib
 import re
+from typing import Any
 
 import pytest
 
@@ -27,16 +28,8 @@ def test_skipped():
 """
 
 
-async def test_a_run_is_published_as_one_object_with_a_ctrf_body(pytester: pytest.Pytester, tmp_path: pathlib.Path) -> None:
-    bucket_dir = tmp_path / "bucket"
-    pytester.makepyfile(test_crud=SAMPLE)
-    result = pytester.runpytest_subprocess(f"--objstore-results=file://{bucket_dir}", "--objstore-bucket=results")
-    result.assert_outcomes(passed=1, failed=1, skipped=1)
-    published = [line for line in result.outlines if "results published" in line]
-    assert published, result.outlines
-    key = published[0].rsplit(" as ", 1)[1]
-    assert re.fullmatch(rf"{re.escape(platform_name())}/{re.escape(runtime_name())}/\d{{13}}-[0-9a-f]{{8}}", key), key
-
+def viewer_schema(bucket_dir: pathlib.Path) -> dict[str, Any]:
+    """The results app's two stores over the plugin's bucket."""
     options = {"bucket": "results", "endpoint": f"file://{bucket_dir}"}
     meta_options = {**options, "keyLayout": "{platform}/{browser}/{run}"}
     schema = {
@@ -50,6 +43,20 @@ async def test_a_run_is_published_as_one_object_with_a_ctrf_body(pytester: pytes
             },
         ]
     }
+    return schema
+
+
+async def test_a_run_is_published_as_one_object_with_a_ctrf_body(pytester: pytest.Pytester, tmp_path: pathlib.Path) -> None:
+    bucket_dir = tmp_path / "bucket"
+    pytester.makepyfile(test_crud=SAMPLE)
+    result = pytester.runpytest_subprocess(f"--objstore-results=file://{bucket_dir}", "--objstore-bucket=results")
+    result.assert_outcomes(passed=1, failed=1, skipped=1)
+    published = [line for line in result.outlines if "results published" in line]
+    assert published, result.outlines
+    key = published[0].rsplit(" as ", 1)[1]
+    assert re.fullmatch(rf"{re.escape(platform_name())}/{re.escape(runtime_name())}/\d{{13}}-[0-9a-f]{{8}}", key), key
+
+    schema = viewer_schema(bucket_dir)
     async with objstore_db.open(str(tmp_path / "viewer.sqlite3"), schema) as viewer:
         report = await viewer.get("results", key)
         assert report["platform"] == platform_name()
@@ -67,6 +74,52 @@ async def test_a_run_is_published_as_one_object_with_a_ctrf_body(pytester: pytes
         assert described["metadata"]["platform"] == platform_name()
         assert described["metadata"]["browser"] == runtime_name()
         assert described["metadata"]["version"] == objstore_db.__version__
+
+
+RETRIES = """
+import pathlib
+
+import pytest
+
+@pytest.fixture
+def breaks_on_teardown():
+    yield
+    raise RuntimeError("teardown broke")
+
+def test_fails_then_teardown_fails(breaks_on_teardown):
+    print("said something")
+    assert False, "call failed"
+
+COUNT = pathlib.Path(__file__).with_suffix(".count")
+
+@pytest.mark.flaky(reruns=2)
+def test_passes_on_retry():
+    n = int(COUNT.read_text()) if COUNT.exists() else 0
+    COUNT.write_text(str(n + 1))
+    assert n >= 1, "the first attempt fails"
+"""
+
+
+async def test_failure_text_output_and_reruns_are_kept(pytester: pytest.Pytester, tmp_path: pathlib.Path) -> None:
+    """A failure's trace and output are published; a teardown error joins its test; a test that
+    pytest-rerunfailures ran again and that then passed is flaky, with its earlier attempt."""
+    bucket_dir = tmp_path / "bucket"
+    pytester.makepyfile(test_retry=RETRIES)
+    result = pytester.runpytest_subprocess(f"--objstore-results=file://{bucket_dir}", "--objstore-bucket=results")
+    assert result.parseoutcomes() == {"passed": 1, "failed": 1, "errors": 1, "rerun": 1}, result.outlines
+    key = [line for line in result.outlines if "results published" in line][0].rsplit(" as ", 1)[1]
+    async with objstore_db.open(str(tmp_path / "viewer.sqlite3"), viewer_schema(bucket_dir)) as viewer:
+        report = await viewer.get("results", key)
+    tests = {t["name"].rsplit("::", 1)[1]: t for t in report["results"]["tests"]}
+    assert len(tests) == 2 and report["results"]["summary"]["tests"] == 2, tests
+    broken = tests["test_fails_then_teardown_fails"]
+    assert broken["status"] == "failed"
+    assert "call failed" in broken["message"] and "error on teardown: RuntimeError: teardown broke" in broken["message"]
+    assert "assert False" in broken["trace"]
+    assert broken["stdout"] == ["said something\n"]
+    retried = tests["test_passes_on_retry"]
+    assert (retried["status"], retried["flaky"], retried["retries"]) == ("passed", True, 1)
+    assert "the first attempt fails" in retried["retryAttempts"][0]["message"]
 
 
 def test_it_is_off_unless_configured(pytester: pytest.Pytester) -> None:

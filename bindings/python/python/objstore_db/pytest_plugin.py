@@ -66,27 +66,64 @@ def suite_of(nodeid: str) -> str:
     return module[len("test_") :] if module.startswith("test_") else module
 
 
+TEXT_CAP = 8 * 1024
+
+
+def failure_text(report: pytest.TestReport) -> dict[str, str]:
+    """A failure's one-line reason (`message`) and its whole report (`trace`), as CTRF names them."""
+    trace = str(report.longreprtext)
+    crash = getattr(report.longrepr, "reprcrash", None)
+    message = str(getattr(crash, "message", "")) or (trace.strip().splitlines() or [""])[-1]
+    return {"message": message[:TEXT_CAP], "trace": trace[:TEXT_CAP]}
+
+
 class Publisher:
     def __init__(self, endpoint: str, bucket: str, prefix: str) -> None:
         self.endpoint, self.bucket, self.prefix = endpoint, bucket, prefix
         self.tests: list[dict[str, Any]] = []
+        # Earlier attempts (pytest-rerunfailures' reruns) of tests not yet decided.
+        self.attempts: dict[str, list[dict[str, Any]]] = {}
         self.start_ms = int(time.time() * 1000)
 
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-        outcome = yield
-        report: pytest.TestReport = outcome.get_result()
-        # The call phase decides, unless set-up failed or skipped the test.
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """One phase's report, as logged (after pytest-rerunfailures marked a rerun, and on the
+        controller under xdist): the call decides (unless set-up failed or skipped the test); a
+        rerun is an earlier attempt; a teardown error joins its test."""
+        # pytest-rerunfailures sets an outcome pytest's own types do not list.
+        outcome: str = report.outcome
+        if outcome == "rerun":
+            attempts = self.attempts.setdefault(report.nodeid, [])
+            attempts.append({"attempt": len(attempts) + 1, "status": "failed", **failure_text(report)})
+            return
+        if report.when == "teardown":
+            if report.outcome == "failed":
+                self.teardown_failed(report)
+            return
         if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
             test: dict[str, Any] = {
                 "name": report.nodeid,
-                "status": {"passed": "passed", "failed": "failed", "skipped": "skipped"}[report.outcome],
+                "status": {"passed": "passed", "failed": "failed", "skipped": "skipped"}.get(report.outcome, "other"),
                 "duration": round(report.duration * 1000),
                 "suite": suite_of(report.nodeid),
             }
             if report.outcome == "failed":
-                test["message"] = str(report.longreprtext)[:4000]
+                test.update(failure_text(report))
+            for name, text in (("stdout", report.capstdout), ("stderr", report.capstderr)):
+                if text:
+                    test[name] = [text[:TEXT_CAP]]
+            attempts = self.attempts.pop(report.nodeid, [])
+            if attempts:
+                test.update(retries=len(attempts), retryAttempts=attempts, flaky=report.outcome == "passed")
             self.tests.append(test)
+
+    def teardown_failed(self, report: pytest.TestReport) -> None:
+        for test in reversed(self.tests):
+            if test["name"] == report.nodeid:
+                text = failure_text(report)
+                test["status"] = "failed"
+                test["message"] = "\n".join(filter(None, [test.get("message"), "error on teardown: " + text["message"]]))
+                test["trace"] = "\n".join(filter(None, [test.get("trace"), text.get("trace")]))[:TEXT_CAP]
+                return
 
     def report(self) -> dict[str, Any]:
         def count(status: str) -> int:
@@ -98,7 +135,7 @@ class Publisher:
             "failed": count("failed"),
             "skipped": count("skipped"),
             "pending": 0,
-            "other": 0,
+            "other": count("other"),
             "start": self.start_ms,
             "stop": int(time.time() * 1000),
         }
