@@ -44,8 +44,15 @@ export function suiteOf(file) {
 
 /** @typedef {{name: string, status: string, duration: number, suite: string, message?: string, trace?: string}} CtrfTest */
 
-/** The most text kept of a failure (the results app's cap). */
+/** The most text kept of a failure (the results app's cap): a quarter for the message. */
 const TEXT_CAP = 8 * 1024;
+
+/** `text` cut to `room` characters, saying how much was cut. */
+function cut(text, room) {
+  if (text.length <= room) return text;
+  const kept = text.slice(0, room - 40);
+  return `${kept}… [cut: ${text.length - kept.length} more characters]`;
+}
 
 /**
  * The CTRF report of what `source` said.
@@ -64,8 +71,8 @@ async function collect(source) {
     if (status === 'failed') {
       // The assertion's own error (node wraps it), its one-line reason and its stack.
       const error = data.details?.error?.cause ?? data.details?.error;
-      test.message = String(error?.message ?? error ?? '').slice(0, TEXT_CAP);
-      if (error?.stack) test.trace = String(error.stack).slice(0, TEXT_CAP);
+      test.message = cut(String(error?.message ?? error ?? ''), TEXT_CAP / 4);
+      if (error?.stack) test.trace = cut(String(error.stack), (TEXT_CAP * 3) / 4);
     }
     tests.push(test);
   }

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import objstore_db
-from objstore_db.pytest_plugin import platform_name, runtime_name
+from objstore_db.pytest_plugin import TEXT_CAP, cap_text, platform_name, runtime_name
 
 
 SAMPLE = """
@@ -120,6 +120,17 @@ async def test_failure_text_output_and_reruns_are_kept(pytester: pytest.Pytester
     retried = tests["test_passes_on_retry"]
     assert (retried["status"], retried["flaky"], retried["retries"]) == ("passed", True, 1)
     assert "the first attempt fails" in retried["retryAttempts"][0]["message"]
+
+
+def test_a_tests_text_is_capped_as_the_app_caps_it() -> None:
+    test: dict[str, Any] = {"message": "short", "trace": "é" * 6000, "stdout": ["x" * 9000], "retryAttempts": [{"message": "y" * 500}]}
+    cap_text(test)
+    kept = len(test["message"].encode()) + len(test["trace"].encode()) + len(test["stdout"][0].encode())
+    assert kept + len(test["retryAttempts"][0]["message"]) <= TEXT_CAP
+    assert test["message"] == "short" and test["retryAttempts"][0]["message"] == "y" * 500
+    assert test["trace"].startswith("é") and test["trace"].endswith("more bytes]")
+    again = {**test, "stdout": list(test["stdout"])}
+    assert cap_text(again) == test, "capping twice changes nothing"
 
 
 def test_it_is_off_unless_configured(pytester: pytest.Pytester) -> None:

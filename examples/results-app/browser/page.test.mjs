@@ -322,6 +322,7 @@ test("a run shows a failure's text, its output and earlier attempts as text; a p
   assert.match(broke, /at src\/lib\.rs:12/);
   assert.match(broke, /printed/);
   assert.equal(await page.evaluate(() => window.__pwned), undefined);
+  assert.equal(await page.$$eval("#tests img, #tests b", (nodes) => nodes.length), 0, "markup in the text stays text");
   assert.deepEqual(errors, []);
   await page.close();
 });

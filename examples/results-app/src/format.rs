@@ -83,12 +83,12 @@ pub struct Detail {
     /// The failure's or error's body: a stack trace, an assertion's report.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, deserialize_with = "lines", skip_serializing_if = "Vec::is_empty")]
     pub stdout: Vec<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, deserialize_with = "lines", skip_serializing_if = "Vec::is_empty")]
     pub stderr: Vec<String>,
     /// Attempts before the last one.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, deserialize_with = "count", skip_serializing_if = "is_zero")]
     pub retries: u64,
     /// Failed, then passed on a retry.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -100,6 +100,7 @@ pub struct Detail {
 /// One earlier attempt of a test (the last one is the test's own status).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Attempt {
+    #[serde(default)]
     pub attempt: u64,
     pub status: Status,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -116,11 +117,14 @@ fn is_zero(n: &u64) -> bool {
 pub const TEXT_PER_TEST: usize = 8 * 1024;
 
 impl Test {
-    /// Keeps at most about `limit` bytes of the test's text (message, trace, output and the
-    /// attempts'): over it, short texts stay whole and the long ones share the rest, each cut
-    /// saying how much was.
+    /// Keeps at most `limit` bytes of the test's text (message, trace, output and the
+    /// attempts', of which the first and last ten are kept): over it, short texts stay whole and
+    /// the long ones share the rest, each cut saying how much was. Capping twice changes nothing.
     pub fn cap_text(&mut self, limit: usize) {
         let d = &mut self.detail;
+        if d.retry_attempts.len() > 2 * ATTEMPTS_KEPT {
+            d.retry_attempts.drain(ATTEMPTS_KEPT..d.retry_attempts.len() - ATTEMPTS_KEPT);
+        }
         let mut texts: Vec<&mut String> = self
             .message
             .iter_mut()
@@ -148,16 +152,42 @@ impl Test {
         }
         for text in texts {
             if text.len() > share {
-                let cut = text.len() - share;
-                let mut end = share;
+                // The note counts in the share, so that the whole stays within `limit`.
+                let room = share.saturating_sub(format!("… [cut: {} more bytes]", text.len()).len());
+                let mut end = room.min(text.len());
                 while !text.is_char_boundary(end) {
                     end -= 1;
                 }
+                let cut = text.len() - end;
                 text.truncate(end);
                 text.push_str(&format!("… [cut: {cut} more bytes]"));
             }
         }
     }
+}
+
+/// Of a test's many earlier attempts, how many of the first and of the last are kept.
+const ATTEMPTS_KEPT: usize = 10;
+
+/// A list of lines as CTRF writes it, or one text, or nothing (a stored run is read leniently).
+fn lines<'de, D: serde::Deserializer<'de>>(input: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Lines {
+        Many(Vec<String>),
+        One(String),
+        None(()),
+    }
+    Ok(match Lines::deserialize(input)? {
+        Lines::Many(lines) => lines,
+        Lines::One(line) => vec![line],
+        Lines::None(()) => Vec::new(),
+    })
+}
+
+/// A count, or nothing (null) as none.
+fn count<'de, D: serde::Deserializer<'de>>(input: D) -> Result<u64, D::Error> {
+    Ok(Option::<u64>::deserialize(input)?.unwrap_or(0))
 }
 
 fn whole_or_fraction<S: serde::Serializer>(ms: &f64, out: S) -> Result<S::Ok, S::Error> {
@@ -308,6 +338,46 @@ mod tests {
             message: None,
             detail: Detail::default(),
         }
+    }
+
+    /// Over the cap, short texts stay whole and long ones share the rest, within the cap, cut
+    /// on a character and saying so; capping again changes nothing; of many attempts the first
+    /// and last ten stay.
+    #[test]
+    fn a_tests_text_is_capped_once_and_fairly() {
+        let mut t = test("crud", Status::Failed);
+        t.message = Some("short".into());
+        t.detail.trace = Some("é".repeat(6_000));
+        t.detail.stdout = vec!["x".repeat(9_000)];
+        t.detail.retry_attempts = (1..=50)
+            .map(|n| Attempt { attempt: n, status: Status::Failed, message: Some(format!("try {n}")), trace: None })
+            .collect();
+        t.cap_text(TEXT_PER_TEST);
+        let texts = |t: &Test| -> usize {
+            t.message.iter().chain(t.detail.trace.iter()).chain(t.detail.stdout.iter()).map(String::len).sum::<usize>()
+                + t.detail.retry_attempts.iter().filter_map(|a| a.message.as_ref()).map(String::len).sum::<usize>()
+        };
+        assert!(texts(&t) <= TEXT_PER_TEST, "{}", texts(&t));
+        assert_eq!(t.message.as_deref(), Some("short"));
+        let trace = t.detail.trace.clone().unwrap();
+        assert!(trace.ends_with("more bytes]") && trace.starts_with('é'), "{}", &trace[..20]);
+        let attempts: Vec<u64> = t.detail.retry_attempts.iter().map(|a| a.attempt).collect();
+        assert_eq!(attempts, (1..=10).chain(41..=50).collect::<Vec<_>>());
+        let once = t.clone();
+        t.cap_text(TEXT_PER_TEST);
+        assert_eq!(t, once, "capping twice changes nothing");
+    }
+
+    /// A stored run is read leniently: output as one text or null, a null count, an attempt
+    /// without its number.
+    #[test]
+    fn odd_detail_fields_are_read_leniently() {
+        let t: Test = serde_json::from_value(serde_json::json!({"name": "a", "status": "passed", "duration": 1,
+            "suite": "crud", "stdout": "one text", "stderr": null, "retries": null,
+            "retryAttempts": [{"status": "failed"}]}))
+        .unwrap();
+        assert_eq!((t.detail.stdout, t.detail.stderr.len(), t.detail.retries), (vec!["one text".to_string()], 0, 0));
+        assert_eq!(t.detail.retry_attempts[0].attempt, 0);
     }
 
     #[test]

@@ -173,7 +173,9 @@ fn from_ctrf(file: &str, bytes: &[u8], labels: &Labels) -> Result<(Run, Reported
             Some(_) => return Err(format!("{} must be text", field("suite"))),
         };
         let message = text(t.get("message"));
-        let detail = ctrf_detail(t).map_err(|why| format!("{}{why}", field("")))?;
+        let mut detail = ctrf_detail(t).map_err(|why| format!("{}{why}", field("")))?;
+        // Failed, then passed: flaky, whether or not the report says so.
+        detail.flaky |= status == Status::Passed && detail.retry_attempts.iter().any(|a| a.status == Status::Failed);
         parsed.push(Test { name, status, duration, suite, message, detail });
     }
     let summary = results.get("summary");

@@ -100,7 +100,12 @@ pub fn parse(xml: &[u8]) -> Result<Results, JunitError> {
                 open += 1;
                 saw_root = true;
                 on_open(&e, &mut count, &mut suites, &mut current, &mut start_ms, &mut total_seconds).map_err(fail)?;
-                if let (None, Some(_), Some(sink)) = (capture, current.as_ref(), sink_of(e.name().as_ref())) {
+                if let (None, Some(case), Some(sink)) = (capture, current.as_mut(), sink_of(e.name().as_ref())) {
+                    // Texts of one kind (GoogleTest writes a <failure> per assertion) stay apart.
+                    let into = case.sink(sink);
+                    if !into.is_empty() {
+                        into.push('\n');
+                    }
                     capture = Some((sink, open));
                 }
             }
@@ -321,9 +326,13 @@ fn on_close(name: &[u8], suites: &mut Vec<String>, cases: &mut Vec<Case>, curren
             // test, both messages. It follows the first at once and says so; any other case of
             // the same name is a test of its own.
             let teardown = case.message.as_deref().is_some_and(|m| m.contains("failed on teardown"));
+            // Under xdist another test's case may come between: look a little further back.
             let same = cases
-                .last_mut()
-                .filter(|c| teardown && c.name == case.name && c.classname == case.classname && c.path == case.path);
+                .iter_mut()
+                .rev()
+                .take(64)
+                .filter(|_| teardown)
+                .find(|c| c.name == case.name && c.classname == case.classname && c.path == case.path);
             match same {
                 Some(earlier) => {
                     earlier.status = Status::Failed;

@@ -74,56 +74,90 @@ def failure_text(report: pytest.TestReport) -> dict[str, str]:
     trace = str(report.longreprtext)
     crash = getattr(report.longrepr, "reprcrash", None)
     message = str(getattr(crash, "message", "")) or (trace.strip().splitlines() or [""])[-1]
-    return {"message": message[:TEXT_CAP], "trace": trace[:TEXT_CAP]}
+    return {"message": message, "trace": trace}
+
+
+def cap_text(test: dict[str, Any]) -> dict[str, Any]:
+    """At most about TEXT_CAP bytes of a test's text, as the results app keeps it: short texts
+    stay whole, the long ones share the rest, each cut saying how much was."""
+    # Each text as (what holds it, where): a dict and its key, or a list and its index.
+    slots: list[tuple[Any, Any]] = [(test, k) for k in ("message", "trace") if test.get(k)]
+    slots += [(test[k], i) for k in ("stdout", "stderr") if k in test for i in range(len(test[k]))]
+    for attempt in test.get("retryAttempts", []):
+        slots += [(attempt, k) for k in ("message", "trace") if attempt.get(k)]
+    sizes = sorted(len(holder[where].encode()) for holder, where in slots)
+    if sum(sizes) <= TEXT_CAP:
+        return test
+    left, share = TEXT_CAP, 0
+    for i, size in enumerate(sizes):
+        fair = left // (len(sizes) - i)
+        if size > fair:
+            share = fair
+            break
+        left -= size
+    for holder, where in slots:
+        data = holder[where].encode()
+        if len(data) > share:
+            room = max(0, share - len(f"… [cut: {len(data)} more bytes]".encode()))
+            kept = data[:room].decode(errors="ignore")
+            holder[where] = f"{kept}… [cut: {len(data) - len(kept.encode())} more bytes]"
+    return test
 
 
 class Publisher:
     def __init__(self, endpoint: str, bucket: str, prefix: str) -> None:
         self.endpoint, self.bucket, self.prefix = endpoint, bucket, prefix
         self.tests: list[dict[str, Any]] = []
-        # Earlier attempts (pytest-rerunfailures' reruns) of tests not yet decided.
+        # Tests between their deciding report and their teardown, and the earlier attempts
+        # (pytest-rerunfailures' reruns) of tests not yet done.
+        self.held: dict[str, dict[str, Any]] = {}
         self.attempts: dict[str, list[dict[str, Any]]] = {}
         self.start_ms = int(time.time() * 1000)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """One phase's report, as logged (after pytest-rerunfailures marked a rerun, and on the
-        controller under xdist): the call decides (unless set-up failed or skipped the test); a
-        rerun is an earlier attempt; a teardown error joins its test."""
+        controller under xdist). A test is held from its deciding report (the call, or a set-up
+        that failed or skipped it) until its teardown, which may add an error; a rerun drops
+        what was held and keeps it as an earlier attempt."""
         # pytest-rerunfailures sets an outcome pytest's own types do not list.
         outcome: str = report.outcome
+        nodeid = report.nodeid
         if outcome == "rerun":
-            attempts = self.attempts.setdefault(report.nodeid, [])
-            attempts.append({"attempt": len(attempts) + 1, "status": "failed", **failure_text(report)})
+            self.held.pop(nodeid, None)
+            attempts = self.attempts.setdefault(nodeid, [])
+            # One attempt per rerun, though its call and its teardown may both say "rerun".
+            number = getattr(report, "rerun", len(attempts)) + 1
+            if attempts and attempts[-1]["attempt"] == number:
+                attempts[-1]["message"] += "\n" + failure_text(report)["message"]
+            else:
+                attempts.append({"attempt": number, "status": "failed", **failure_text(report)})
             return
-        if report.when == "teardown":
-            if report.outcome == "failed":
-                self.teardown_failed(report)
-            return
-        if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+        if report.when == "call" or (report.when == "setup" and outcome != "passed"):
             test: dict[str, Any] = {
-                "name": report.nodeid,
-                "status": {"passed": "passed", "failed": "failed", "skipped": "skipped"}.get(report.outcome, "other"),
+                "name": nodeid,
+                "status": {"passed": "passed", "failed": "failed", "skipped": "skipped"}.get(outcome, "other"),
                 "duration": round(report.duration * 1000),
-                "suite": suite_of(report.nodeid),
+                "suite": suite_of(nodeid),
             }
-            if report.outcome == "failed":
+            if outcome == "failed":
                 test.update(failure_text(report))
             for name, text in (("stdout", report.capstdout), ("stderr", report.capstderr)):
                 if text:
-                    test[name] = [text[:TEXT_CAP]]
-            attempts = self.attempts.pop(report.nodeid, [])
-            if attempts:
-                test.update(retries=len(attempts), retryAttempts=attempts, flaky=report.outcome == "passed")
-            self.tests.append(test)
-
-    def teardown_failed(self, report: pytest.TestReport) -> None:
-        for test in reversed(self.tests):
-            if test["name"] == report.nodeid:
-                text = failure_text(report)
-                test["status"] = "failed"
-                test["message"] = "\n".join(filter(None, [test.get("message"), "error on teardown: " + text["message"]]))
-                test["trace"] = "\n".join(filter(None, [test.get("trace"), text.get("trace")]))[:TEXT_CAP]
+                    test[name] = [text]
+            self.held[nodeid] = test
+        if report.when == "teardown":
+            done = self.held.pop(nodeid, None)
+            if done is None:
                 return
+            if outcome == "failed":
+                failure = failure_text(report)
+                done["status"] = "failed"
+                done["message"] = "\n".join(filter(None, [done.get("message"), "error on teardown: " + failure["message"]]))
+                done["trace"] = "\n".join(filter(None, [done.get("trace"), failure["trace"]]))
+            attempts = self.attempts.pop(nodeid, [])
+            if attempts:
+                done.update(retries=len(attempts), retryAttempts=attempts, flaky=done["status"] == "passed")
+            self.tests.append(cap_text(done))
 
     def report(self) -> dict[str, Any]:
         def count(status: str) -> int:
@@ -193,6 +227,7 @@ class Publisher:
 
 def pytest_configure(config: pytest.Config) -> None:
     endpoint = config.getoption("--objstore-results")
-    if endpoint:
+    # Under pytest-xdist only the controller publishes: the workers' reports reach it.
+    if endpoint and not hasattr(config, "workerinput"):
         publisher = Publisher(endpoint, config.getoption("--objstore-bucket"), config.getoption("--objstore-prefix"))
         config.pluginmanager.register(publisher, "objstore-db-publisher")
