@@ -292,6 +292,22 @@ test("a page on an allowed origin posts a run through the collector; another ori
   await page.close();
 });
 
+test("every view loads without a console error or a failed request", async () => {
+  const page = await browser.newPage();
+  const problems = [];
+  page.on("console", (m) => m.type() === "error" && problems.push(m.text()));
+  page.on("pageerror", (e) => problems.push(String(e)));
+  page.on("response", (r) => r.status() >= 400 && problems.push(`${r.status()} ${r.url()}`));
+  const key = seeded[seeded.length - 1].key;
+  for (const query of ["", "?view=latest", `?view=run&key=${encodeURIComponent(key)}`]) {
+    await page.goto(app.url + query);
+    await page.waitForSelector("#matrix, #runs, #tests");
+    await page.waitForLoadState("networkidle");
+  }
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
 test("a screenshot of the matrix", async () => {
   const page = await browser.newPage({ viewport: { width: 1400, height: 600 } });
   await page.goto(app.url);

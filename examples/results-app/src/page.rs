@@ -19,10 +19,12 @@ use crate::collector::Limiter;
 use crate::view::{View, ViewError, Viewer};
 
 /// The page's own files, served as they are.
-const ASSETS: [(&str, &str, &str); 3] = [
+const ASSETS: [(&str, &str, &str); 4] = [
     ("/", "text/html; charset=utf-8", include_str!("../page/index.html")),
     ("/app.js", "text/javascript; charset=utf-8", include_str!("../page/app.js")),
     ("/app.css", "text/css; charset=utf-8", include_str!("../page/app.css")),
+    // Named by the page, so that a browser does not ask for /favicon.ico (a 404 on every load).
+    ("/favicon.svg", "image/svg+xml", include_str!("../page/favicon.svg")),
 ];
 
 /// The policy of every answer: nothing but this server's own script, style and data.
