@@ -292,6 +292,18 @@ test("a page on an allowed origin posts a run through the collector; another ori
   await page.close();
 });
 
+test("a failing cell opens its run at that suite's failures, with their text", async () => {
+  const { page, errors } = await matrixPage();
+  await page.click('#matrix tr[data-pair="linux-x86_64 / python-3.11"] td.cell.fail[data-suite="crud"] a');
+  await page.waitForSelector("#tests");
+  assert.match(page.url(), /view=run&key=[^&]+&suite=crud&status=failed$/);
+  const shown = await page.$$eval("#tests tbody tr", (trs) => trs.map((tr) => tr.textContent));
+  assert.equal(shown.length, 1);
+  assert.match(shown[0], /add.*add over an existing key was accepted/);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 test("every view loads without a console error or a failed request", async () => {
   const page = await browser.newPage();
   const problems = [];

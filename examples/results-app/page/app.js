@@ -125,10 +125,12 @@ async function matrixView(state) {
       return h("tr", { "data-pair": pair(row) }, label, run,
         h("td", { class: "error", colspan: Math.max(1, suites.length) }, `The newest run could not be loaded: ${row.error}`));
     }
+    // A cell opens its run at that suite's tests; a failing one at its failures, with their text.
     const cells = suites.map((s) => {
       const c = row.cells[s];
+      const tests = c && { view: "run", key: row.key, suite: s, ...(c.failed > 0 ? { status: "failed" } : {}) };
       return h("td", { class: `cell ${verdict(c)}`, "data-suite": s },
-        c ? counts(c) : h("span", {}, "not run"));
+        c ? link(tests, counts(c)) : h("span", {}, "not run"));
     });
     return h("tr", { "data-pair": pair(row) }, label, run, cells);
   });
