@@ -168,8 +168,10 @@ fn from_ctrf(file: &str, bytes: &[u8], labels: &Labels) -> Result<(Run, Reported
         let suite = match t.get("suite") {
             None => labels.suite.clone().unwrap_or_default(),
             Some(Value::String(s)) => s.clone(),
-            // CTRF's newer form lists the suite path; its last step is the suite.
-            Some(Value::Array(path)) => path.last().and_then(Value::as_str).unwrap_or_default().to_string(),
+            // CTRF's newer form lists the suite path; its first step is the column.
+            Some(Value::Array(path)) => {
+                path.iter().filter_map(Value::as_str).find(|s| !s.is_empty()).unwrap_or_default().to_string()
+            }
             Some(_) => return Err(format!("{} must be text", field("suite"))),
         };
         let message = text(t.get("message"));

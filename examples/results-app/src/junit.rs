@@ -183,7 +183,9 @@ fn sink_of(element: &[u8]) -> Option<Sink> {
 /// name with the suites inside that one (`nested > deep`), its text and attempts.
 fn into_test(c: Case) -> Test {
     let telling = c.path.iter().position(|s| !is_generic(s));
-    let suite = suite_name(&telling.map(|i| vec![c.path[i].clone()]).unwrap_or_default(), &c.classname);
+    // ctest names each test's class after the test: that is no suite (the file's name is).
+    let classname = if c.classname == c.name { "" } else { c.classname.as_str() };
+    let suite = suite_name(&telling.map(|i| vec![c.path[i].clone()]).unwrap_or_default(), classname);
     let inner: Vec<&str> = match telling {
         Some(i) => c.path[i + 1..].iter().map(String::as_str).filter(|s| !is_generic(s)).collect(),
         None => Vec::new(),
@@ -370,7 +372,12 @@ pub fn suite_name(suite_path: &[String], classname: &str) -> String {
     else {
         return String::new();
     };
-    let ignored = |s: &&str| s.is_empty() || matches!(*s, "py" | "mjs" | "js" | "cjs" | "ts" | "test" | "rs");
+    // File extensions, and GoogleTest's parameter numbers (`TypedTest/0`), name no suite.
+    let ignored = |s: &&str| {
+        s.is_empty()
+            || matches!(*s, "py" | "mjs" | "js" | "cjs" | "ts" | "test" | "rs")
+            || s.bytes().all(|b| b.is_ascii_digit())
+    };
     let last = source.rsplit(['.', ':', '/', '\\']).find(|s| !ignored(s)).unwrap_or(source);
     let last = last.strip_prefix("test_").unwrap_or(last);
     let last = last.strip_suffix("_tests").or_else(|| last.strip_suffix("_test")).unwrap_or(last);
@@ -592,5 +599,11 @@ mod tests {
         assert_eq!(suite_name(&["objstore-db-core::transaction".into()], "x"), "transaction");
         assert_eq!(suite_name(&["pytest".into()], "bindings.python.tests.test_sql"), "sql");
         assert_eq!(suite_name(&["(empty)".into()], "test"), "");
+        assert_eq!(suite_name(&["TypedTest/0".into()], ""), "typedtest", "GoogleTest's parameter is no column");
+        let ctest = parse(include_bytes!("../tests/fixtures/ctest.xml")).unwrap();
+        assert!(
+            ctest.tests.iter().all(|t| t.suite.is_empty()),
+            "a ctest test's class is its own name: the file names the suite"
+        );
     }
 }
