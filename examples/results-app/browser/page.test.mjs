@@ -348,6 +348,7 @@ test("a run shows a failure's text, its output and earlier attempts as text; a p
   assert.match(retried, /first try <b>failed<\/b>/);
   const broke = await page.textContent('#tests tr:has-text("broke")');
   assert.match(broke, /at src\/lib\.rs:12/);
+  assert.equal(await page.textContent('#tests tr:has-text("broke") .where code'), "src/lib.rs:12", "file:line picked out");
   assert.match(broke, /printed/);
   assert.equal(await page.evaluate(() => window.__pwned), undefined);
   assert.equal(await page.$$eval("#tests img, #tests b", (nodes) => nodes.length), 0, "markup in the text stays text");

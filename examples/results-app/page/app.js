@@ -243,12 +243,21 @@ async function runView(state) {
         h("td", {}, String(t.duration)))))));
 }
 
+/** The first `file:line` a failure's text names (not the runtime's own files), or null. */
+function where(text) {
+  for (const [, place] of (text || "").matchAll(/([\w.\/\\-]+\.[A-Za-z]\w*:\d+)/g)) {
+    if (!/^(node:|internal\/)/.test(place)) return place;
+  }
+  return null;
+}
+
 /** A test's failure text, its output and its earlier attempts, as text. */
 function testText(t) {
+  const at = where(t.trace) || where(t.message);
   const block = (label, text) => text ? h("details", { class: "text" }, h("summary", {}, label), h("pre", {}, text)) : null;
   const attempts = (t.retryAttempts || []).map((a) => h("li", {}, `attempt ${a.attempt}: ${a.status}`,
     a.message ? h("pre", { class: "message" }, a.message) : null, a.trace ? h("pre", {}, a.trace) : null));
-  return [block("trace", t.trace), block("stderr", (t.stderr || []).join("\n")), block("stdout", (t.stdout || []).join("\n")),
+  return [at ? h("p", { class: "where" }, "at ", h("code", {}, at)) : null, block("trace", t.trace), block("stderr", (t.stderr || []).join("\n")), block("stdout", (t.stdout || []).join("\n")),
     attempts.length ? h("details", { class: "attempts" }, h("summary", {}, `${attempts.length} earlier attempt(s)`), h("ol", {}, attempts)) : null];
 }
 
