@@ -47,7 +47,11 @@ export function suiteOf(file) {
 /** The most text kept of a failure (the results app's cap): a quarter for the message. */
 const TEXT_CAP = 8 * 1024;
 
-/** `text` cut to `room` characters, saying how much was cut. */
+/**
+ * `text` cut to `room` characters, saying how much was cut.
+ * @param {string} text
+ * @param {number} room
+ */
 function cut(text, room) {
   if (text.length <= room) return text;
   const kept = text.slice(0, room - 40);
