@@ -1,6 +1,6 @@
 // A node:test reporter that publishes the run's results into a bucket through objstore-db, in
 // the results app's layout: one object per run at `<platform>/<runtime>/<reverse timestamp>-<run
-// id>`, its body a CTRF report with one `suite` per test file (`crud.test.mjs` is `crud`), its
+// id>/<file id>` (a run of one report file), its body a CTRF report with one `suite` per test file (`crud.test.mjs` is `crud`), its
 // metadata headers platform, browser (the runtime) and version.
 //
 //   OBJSTORE_RESULTS=file:///some/dir node --test --test-reporter=spec --test-reporter-destination=stdout \
@@ -126,7 +126,8 @@ async function publish(report, env) {
     });
   }
   const reverse = String(FAR_FUTURE_MS - Date.now()).padStart(13, '0');
-  const key = `${report.platform}/${report.browser}/${reverse}-${crypto.randomBytes(4).toString('hex')}`;
+  const hex = () => crypto.randomBytes(8).toString('hex');
+  const key = `${report.platform}/${report.browser}/${reverse}-${hex()}/${hex()}`;
   const db = new Storage('node-test-results', { stores: [{ name: 'results', Sync: { format: 'objstore', immutable: true, Options: options } }] }, { mechanism: 'memory' });
   try {
     await db.add('results', report, key);

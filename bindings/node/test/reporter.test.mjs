@@ -44,7 +44,7 @@ test('a run is published as one object with a CTRF body and its metadata', async
   const line = run.stdout.split('\n').find((l) => l.startsWith('objstore-db: results published'));
   assert.ok(line, run.stdout + run.stderr);
   const key = line.split(' as ')[1];
-  assert.match(key, new RegExp(`^${platformName()}/${runtimeName()}/\\d{13}-[0-9a-f]{8}$`));
+  assert.match(key, new RegExp(`^${platformName()}/${runtimeName()}/\\d{13}-[0-9a-f]{16}/[0-9a-f]{16}$`));
 
   const options = { bucket: 'results', endpoint: `file://${bucket}` };
   const viewer = new Storage(path.join(dir, 'viewer.sqlite3'), {
@@ -54,7 +54,7 @@ test('a run is published as one object with a CTRF body and its metadata', async
         name: 'results-meta',
         keyPath: 'name',
         indexes: [{ name: 'platform, browser', keyPath: ['metadata.platform', 'metadata.browser'] }],
-        Sync: { format: 'objstore-meta', prefetch: 'meta', Options: { ...options, keyLayout: '{platform}/{browser}/{run}' } },
+        Sync: { format: 'objstore-meta', prefetch: 'meta', Options: { ...options, keyLayout: '{platform}/{browser}/{run}/{file}' } },
       },
     ],
   });

@@ -31,7 +31,7 @@ def test_skipped():
 def viewer_schema(bucket_dir: pathlib.Path) -> dict[str, Any]:
     """The results app's two stores over the plugin's bucket."""
     options = {"bucket": "results", "endpoint": f"file://{bucket_dir}"}
-    meta_options = {**options, "keyLayout": "{platform}/{browser}/{run}"}
+    meta_options = {**options, "keyLayout": "{platform}/{browser}/{run}/{file}"}
     schema = {
         "stores": [
             {"name": "results", "Sync": {"format": "objstore", "immutable": True, "Options": options}},
@@ -54,7 +54,7 @@ async def test_a_run_is_published_as_one_object_with_a_ctrf_body(pytester: pytes
     published = [line for line in result.outlines if "results published" in line]
     assert published, result.outlines
     key = published[0].rsplit(" as ", 1)[1]
-    assert re.fullmatch(rf"{re.escape(platform_name())}/{re.escape(runtime_name())}/\d{{13}}-[0-9a-f]{{8}}", key), key
+    assert re.fullmatch(rf"{re.escape(platform_name())}/{re.escape(runtime_name())}/\d{{13}}-[0-9a-f]{{16}}/[0-9a-f]{{16}}", key), key
 
     schema = viewer_schema(bucket_dir)
     async with objstore_db.open(str(tmp_path / "viewer.sqlite3"), schema) as viewer:

@@ -5,7 +5,7 @@ import { once } from "node:events";
 import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { launch, post, root, run, scratch, sleep, startApp } from "./support.mjs";
+import { launch, post, root, run, runOf, scratch, sleep, startApp } from "./support.mjs";
 
 const TOKEN = "page-test-token";
 const EVIL_SUITE = `<img src=x onerror="window.__pwned='suite'">`;
@@ -47,7 +47,7 @@ before(async () => {
   // Pages cannot hold a token: the allowed one is let in without it, explicitly.
   app = await startApp(work.dir, ["--token", TOKEN, "--origin", allowed.url, "--allow-anonymous-origins"]);
   const seed = async (body) => {
-    seeded.push({ body, key: await post(app.url, body, TOKEN) });
+    seeded.push({ body, key: runOf(await post(app.url, body, TOKEN)) });
     await sleep(2); // one run per millisecond: names order the runs of a pair by time
   };
   for (let i = 0; i < 30; i++) await seed(pairA(i));
@@ -56,9 +56,9 @@ before(async () => {
     ["query", "page", "failed", "page 2 repeated a record"], ["reporter", "publish", "passed"]]));
   await seed(run("linux-x86_64", "evil-1", "0.1.0", [[EVIL_SUITE, EVIL_NAME, "failed", EVIL_MESSAGE]]));
   // A pair whose newest object is not a run at all (written around the library).
-  const broken = join(work.dir, "bucket/results/linux-x86_64/broken");
+  const broken = join(work.dir, "bucket/results/linux-x86_64/broken/0000000000001-garbage");
   mkdirSync(broken, { recursive: true });
-  writeFileSync(join(broken, "0000000000001-garbage"), "this is not JSON {");
+  writeFileSync(join(broken, "0123456789abcdef"), "this is not JSON {");
   browser = await launch();
 });
 
@@ -115,7 +115,8 @@ test("the matrix matches the seeded bucket cell by cell, with a row for the pair
   const shown = await page.$$eval("#matrix tbody tr", (trs) => trs.map((tr) => ({
     pair: tr.dataset.pair,
     run: tr.querySelector("td").textContent,
-    cells: [...tr.querySelectorAll("td.cell")].map((td) => ({ suite: td.dataset.suite, text: td.textContent, verdict: td.classList[1] })),
+    cells: [...tr.querySelectorAll("td.cell")].map((td) => ({ suite: td.dataset.suite, text: td.querySelector("a, span").textContent,
+      verdict: td.classList[1], classes: [...td.querySelectorAll(".badge")].map((b) => b.textContent) })),
     error: tr.querySelector("td.error")?.textContent,
   })));
   const expected = expectedRows();
@@ -135,6 +136,11 @@ test("the matrix matches the seeded bucket cell by cell, with a row for the pair
     }
     assert.equal(row.cells.length, 8);
   }
+  // Classes, by their rules: pair A's newest run fails `crud: add`, which passed in the run
+  // before at the same version (no commit named): a new failure, and flaky on that version.
+  const crud = shown.find((r) => r.pair === "linux-x86_64 / python-3.11").cells.find((c) => c.suite === "crud");
+  assert.deepEqual(crud.classes, ["1 flaky", "1 new failure"]);
+  assert.match(await page.textContent("dl.legend"), /new failure.*failed here and passed in the pair's previous run/s);
   assert.deepEqual(errors, []);
   await page.close();
 });
@@ -288,7 +294,7 @@ test("a page on an allowed origin posts a run through the collector; another ori
   await page.goto(allowedOrigin.url);
   const stored = await send(app.url + "results");
   assert.equal(stored.status, 201, JSON.stringify(stored));
-  assert.match(stored.body.key, /^linux-x86_64\/chromium-148\/\d{13}-[0-9a-f]{16}$/);
+  assert.match(stored.body.key, /^linux-x86_64\/chromium-148\/\d{13}-[0-9a-f]{16}\/[0-9a-f]{16}$/);
   await page.close();
 });
 
@@ -336,7 +342,7 @@ test("a run shows a failure's text, its output and earlier attempts as text; a p
   Object.assign(body.results.tests[0], { retries: 1, flaky: true,
     retryAttempts: [{ attempt: 1, status: "failed", message: "first try <b>failed</b>" }] });
   Object.assign(body.results.tests[1], { trace: "at src/lib.rs:12\n<img src=x onerror=\"window.__pwned='trace'\">", stdout: ["printed"] });
-  const key = await post(app.url, body, TOKEN);
+  const key = runOf(await post(app.url, body, TOKEN));
   const page = await browser.newPage();
   const errors = [];
   page.on("pageerror", (e) => errors.push(e));
@@ -352,6 +358,38 @@ test("a run shows a failure's text, its output and earlier attempts as text; a p
   assert.match(broke, /printed/);
   assert.equal(await page.evaluate(() => window.__pwned), undefined);
   assert.equal(await page.$$eval("#tests img, #tests b", (nodes) => nodes.length), 0, "markup in the text stays text");
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test("files posted for one CI run, by two jobs at different times, are one run: every suite, the commit, the CI page", async () => {
+  const ci = { run: "github-4242-1", commit: "0123456789abcdef", branch: "fix-cursor", url: "https://ci.example/runs/4242" };
+  const first = run("windows-x86_64", "c-msvc-19", "0.3.0", [["crud", "put", "passed"]]);
+  Object.assign(first, { ci: { ...ci, file: "crud.xml", job: "build (windows)" } });
+  first.results.environment = { build_type: "Debug" };
+  const second = run("windows-x86_64", "c-msvc-19", "0.3.0", [["sql", "select", "failed", "no such column"]]);
+  Object.assign(second, { ci: { ...ci, file: "sql.xml", job: "test (windows)" } });
+  const keys = [await post(app.url, first, TOKEN)];
+  await sleep(20);
+  keys.push(await post(app.url, second, TOKEN));
+  assert.equal(runOf(keys[0]), runOf(keys[1]), "one run segment for both files");
+  assert.notEqual(keys[0], keys[1]);
+  const { page, errors } = await matrixPage();
+  const row = '#matrix tr[data-pair="windows-x86_64 / c-msvc-19"]';
+  assert.equal(await page.textContent(`${row} td.cell[data-suite="crud"]`), "1 passed0 failed");
+  assert.equal(await page.textContent(`${row} td.cell[data-suite="sql"]`), "0 passed1 failed");
+  await page.click(`${row} td.cell[data-suite="sql"] a`);
+  await page.waitForSelector("#tests");
+  assert.match(await page.textContent("#view h2 + p"), /0123456789 on fix-cursor/);
+  assert.equal(await page.getAttribute("a.ci", "href"), ci.url);
+  assert.match(await page.textContent("#files"), /2 report files.*crud\.xml \(job build \(windows\)\): 1 tests.*sql\.xml/s);
+  assert.match(await page.textContent("ul.labels"), /build_type=Debug/);
+  assert.match(await page.textContent('#tests tr[data-status="failed"]'), /select \(sql\.xml\).*no such column/s);
+  // The history holds the run once.
+  await page.goto(`${app.url}?view=pair&platform=windows-x86_64&browser=c-msvc-19`);
+  await page.waitForSelector("#runs");
+  assert.deepEqual(await page.$$eval("#runs tbody tr", (trs) => trs.map((tr) => tr.dataset.key)), [runOf(keys[0])]);
+  assert.match(await page.textContent("#runs tbody"), /1 passed.*1 failed/s);
   assert.deepEqual(errors, []);
   await page.close();
 });

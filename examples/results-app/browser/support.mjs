@@ -58,7 +58,10 @@ export function run(platform, browser, version, tests) {
   };
 }
 
-/** Posts `body` to the collector with a bearer token; the stored key. */
+/** The run a stored file's key belongs to: `<platform>/<browser>/<run>`. */
+export const runOf = (key) => key.split("/").slice(0, 3).join("/");
+
+/** Posts `body` to the collector with a bearer token; the stored file's key. */
 export async function post(url, body, token) {
   const response = await fetch(new URL("results", url), {
     method: "POST",

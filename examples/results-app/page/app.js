@@ -17,7 +17,7 @@ function h(tag, attrs, ...children) {
     else if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
     else node.setAttribute(name, value === true ? "" : String(value));
   }
-  for (const child of children.flat()) {
+  for (const child of children.flat(Infinity)) {
     if (child === undefined || child === null || child === false) continue;
     node.append(child instanceof Node ? child : document.createTextNode(String(child)));
   }
@@ -65,6 +65,30 @@ function counts(c) {
 
 function pair(row) {
   return `${row.platform} / ${row.browser}`;
+}
+
+/** Where a run came from, in a few words: its commit (short) and branch. */
+function source(run) {
+  const ci = run.ci || {};
+  return [ci.commit ? ci.commit.slice(0, 10) : null, ci.branch].filter(Boolean).join(" on ") || "—";
+}
+
+/** The classes' rules, as a legend beside the view that shows them. */
+function legend(rules) {
+  return h("dl", { class: "legend", "aria-label": "classes and their rules" },
+    Object.entries(rules || {}).map(([name, rule]) => [h("dt", {}, h("span", { class: "badge" }, name)), h("dd", {}, rule)]));
+}
+
+/** A test's classes as badges (the rule as their title), each with the runs that show it. */
+function classBadges(classes, rules) {
+  return (classes || []).map((c) => h("span", { class: "class", "data-class": c.class },
+    h("span", { class: "badge", title: (rules || {})[c.class] }, c.class),
+    (c.evidence || []).map((key) => [" ", link({ view: "run", key }, key.split("/").slice(0, 2).join("/"))])));
+}
+
+/** A link out to the run's CI page; only http(s) (the server checks it too). */
+function ciLink(ci) {
+  return ci && /^https?:\/\//i.test(ci.url || "") ? h("a", { href: ci.url, rel: "noreferrer noopener", class: "ci" }, "CI run") : null;
 }
 
 function showCost(cost) {
@@ -129,8 +153,10 @@ async function matrixView(state) {
     const cells = suites.map((s) => {
       const c = row.cells[s];
       const tests = c && { view: "run", key: row.key, suite: s, ...(c.failed > 0 ? { status: "failed" } : {}) };
+      const classes = Object.entries((c && c.classes) || {}).map(([name, n]) =>
+        h("span", { class: "badge", "data-class": name, title: data.rules[name] }, `${n} ${name}`));
       return h("td", { class: `cell ${verdict(c)}`, "data-suite": s },
-        c ? link(tests, counts(c)) : h("span", {}, "not run"));
+        c ? link(tests, counts(c)) : h("span", {}, "not run"), classes);
     });
     return h("tr", { "data-pair": pair(row) }, label, run, cells);
   });
@@ -142,6 +168,7 @@ async function matrixView(state) {
       ? h("p", { class: "note" }, "The bucket holds no runs yet.")
       : h("table", { id: "matrix" }, h("thead", {}, head), h("tbody", {}, body)),
     data.morePairs ? h("p", { class: "note" }, "More pairs are in the bucket than the 50 shown.") : null,
+    data.rows.length ? legend(data.rules) : null,
   );
   performance.mark("matrix-rendered");
 }
@@ -152,7 +179,7 @@ function runRows(runs, withPair, picked) {
       onchange: (e) => picked(e.target) })) : null,
     withPair ? h("td", {}, link({ view: "pair", platform: run.platform, browser: run.browser }, pair(run))) : null,
     h("td", {}, link({ view: "run", key: run.key }, run.key)),
-    h("td", {}, run.version || "?"), h("td", {}, when(run.time)),
+    h("td", {}, run.version || "?"), h("td", { class: "source" }, source(run)), h("td", {}, when(run.time)),
     run.error ? h("td", { class: "error" }, `cannot be read: ${run.error}`)
       : h("td", { class: verdict(run.summary) }, counts(run.summary))));
 }
@@ -195,7 +222,7 @@ async function pagedView(title, fetchPage, withPair, extra) {
   showCompare();
   show(h("h2", {}, title), extra ? extra(first) : null, strip,
     h("table", { id: "runs" }, h("thead", {}, h("tr", {}, h("th", {}, "compare"), withPair ? h("th", {}, "pair") : null,
-      h("th", {}, "run"), h("th", {}, "version"), h("th", {}, "stored"), h("th", {}, "tests"))), rows),
+      h("th", {}, "run"), h("th", {}, "version"), h("th", {}, "commit"), h("th", {}, "ran"), h("th", {}, "tests"))), rows),
     more, compare);
 }
 
@@ -212,8 +239,8 @@ function pairView(state) {
     (after) => api("history", { platform: state.platform, browser: state.browser, ...(after ? { after } : {}) }),
     false,
     (first) => first.flaky.length === 0 ? h("p", { class: "note" }, "No flaky test among these runs.")
-      : h("section", { id: "flaky" }, h("h3", {}, "Flaky (passed and failed on one version)"),
-        h("ul", {}, first.flaky.map((t) => h("li", {}, `${t.suite}: ${t.name} (version ${t.version})`)))));
+      : h("section", { id: "flaky" }, h("h3", {}, "Flaky (passed and failed at one commit; at one version where runs name no commit)"),
+        h("ul", {}, first.flaky.map((t) => h("li", {}, `${t.suite}: ${t.name} (${t.basis})`)))));
 }
 
 function latestView() {
@@ -222,25 +249,37 @@ function latestView() {
 
 async function runView(state) {
   const run = await api("run", { key: state.key });
+  const ci = run.ci || {};
   const header = [h("h2", {}, `${pair(run)} · version ${run.version || "?"}`),
-    h("p", {}, link({ view: "pair", platform: run.platform, browser: run.browser }, "History of this pair"), " · stored ",
-      when(run.time), run.tool ? ` · ${run.tool.name}${run.tool.version ? " " + run.tool.version : ""}` : "",
+    h("p", {}, link({ view: "pair", platform: run.platform, browser: run.browser }, "History of this pair"), " · ran ",
+      when(run.time), ci.commit || ci.branch ? [" · ", h("span", { class: "source" }, source(run))] : null,
+      ci.url ? [" · ", ciLink(ci)] : null,
       run.previous ? [" · ", link({ view: "diff", from: run.previous, to: run.key }, "Changes since the previous run")] : "")];
   if (run.error) return show(...header, h("p", { class: "error" }, `This run cannot be read: ${run.error}`));
+  const files = run.files || [];
+  const fileName = (i) => files[i] && (files[i].file || files[i].key.split("/").pop());
+  const labels = Object.entries(run.labels || {});
   const tests = run.tests.filter((t) => (!state.suite || t.suite === state.suite) && (!state.status || t.status === state.status));
   const suites = [...new Set(run.tests.map((t) => t.suite))];
   show(...header,
     h("p", { class: verdict(run.summary) }, counts(run.summary)),
+    labels.length ? h("ul", { class: "labels", "aria-label": "labels" }, labels.map(([k, v]) => h("li", {}, `${k}=${v}`))) : null,
+    h("details", { id: "files" }, h("summary", {}, `${files.length} report file${files.length === 1 ? "" : "s"}`),
+      h("ul", {}, files.map((f) => h("li", {}, f.error ? h("span", { class: "error" }, `${f.key}: cannot be read: ${f.error}`)
+        : `${f.file || f.key}${f.job ? ` (job ${f.job})` : ""}: ${f.tests} tests, ${f.tool.name}${f.tool.version ? " " + f.tool.version : ""}`)))),
     filterBar(state, [["suite", "suite", suites], ["status", "status", [...STATUSES, "pending", "other"]]]),
     h("table", { id: "tests" },
       h("thead", {}, h("tr", {}, h("th", {}, "suite"), h("th", {}, "test"), h("th", {}, "status"), h("th", {}, "ms"))),
       h("tbody", {}, tests.map((t) => h("tr", { "data-status": t.status },
         h("td", {}, t.suite),
-        h("td", {}, t.name, t.flaky ? h("span", { class: "badge" }, t.retries && t.status === "passed" ? "passed on retry" : "flaky") : null,
+        h("td", {}, t.name, files.length > 1 ? h("span", { class: "muted" }, ` (${fileName(t.file)})`) : null, 
+          t.retries && t.status === "passed" && t.flaky ? h("span", { class: "badge" }, "passed on retry") : null,
+          classBadges(t.classes, run.rules),
           t.message ? h("pre", { class: "message" }, t.message) : null,
           testText(t)),
         h("td", { class: verdict({ passed: t.status === "passed" ? 1 : 0, failed: t.status === "failed" ? 1 : 0 }) }, t.status),
-        h("td", {}, String(t.duration)))))));
+        h("td", {}, String(t.duration)))))),
+    legend(run.rules));
 }
 
 /** The first `file:line` a failure's text names (not the runtime's own files), or null. */

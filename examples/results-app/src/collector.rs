@@ -19,7 +19,7 @@ use axum::{Json, Router};
 use serde_json::json;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
-use crate::format::{check_label, Run};
+use crate::format::{check_label, Ci, Run};
 use crate::ingest::{ingest, Labels};
 use crate::post::{StoreError, Writer};
 
@@ -276,7 +276,20 @@ fn form_report(mut fields: HashMap<String, Bytes>) -> Result<(Bytes, Labels), Re
         version: text("version")?,
         suite: text("suite")?,
         default_suite: None,
+        ci: Ci {
+            run: text("run")?,
+            commit: text("commit")?,
+            branch: text("branch")?,
+            url: text("url")?,
+            job: text("job")?,
+            file: None,
+        },
+        extra: Vec::new(),
     };
+    labels.ci.check().map_err(|e| {
+        let field = ["run", "commit", "branch", "url", "job"].into_iter().find(|f| e.starts_with(&format!("ci.{f} ")));
+        bad(&e, field)
+    })?;
     for (field, value) in [
         ("platform", &labels.platform),
         ("browser", &labels.runtime),

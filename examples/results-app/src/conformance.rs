@@ -71,6 +71,7 @@ pub fn run(scratch: &std::path::Path, runtime: &str) -> Result<Run, String> {
             tests,
             environment: Default::default(),
         },
+        ci: Default::default(),
     };
     run.check()?;
     Ok(run)

@@ -1,6 +1,7 @@
 //! The result format (the app README's "The result format"), the one definition the reporters, `post` and the collector
-//! share: one object per run at `<platform>/<browser>/<reverse timestamp>-<run id>`, its body a
-//! record `{platform, browser, version, results}` whose `results` is a CTRF report with a suite
+//! share: one object per report file at `<platform>/<browser>/<run>/<file id>`, where `<run>` is
+//! `<reverse timestamp>-<run id>` and every file of one run shares it; its body a record
+//! `{platform, browser, version, results, ci?}` whose `results` is a CTRF report with a suite
 //! named on every test, sent with the metadata headers platform, browser and version.
 
 use serde::{Deserialize, Serialize};
@@ -12,13 +13,85 @@ pub const FAR_FUTURE_MS: u64 = 9_999_999_999_999;
 /// The longest platform, browser or version label.
 pub const MAX_LABEL: usize = 64;
 
-/// A stored run: the labels the layout and the metadata carry, and the report.
+/// A stored report file of a run: the labels the layout and the metadata carry, the report, and
+/// where it came from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Run {
     pub platform: String,
     pub browser: String,
     pub version: String,
     pub results: Results,
+    #[serde(default, skip_serializing_if = "Ci::is_empty")]
+    pub ci: Ci,
+}
+
+/// Where a report came from: the CI run it is part of, the commit, branch and job, and the
+/// report file's name. Build-variant labels are the report's `environment`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Ci {
+    /// The run's identity (`github-9876543210-1`): every file posted for one CI run and attempt
+    /// carries the same, and is stored under the same `<run>` name segment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    /// The CI job's or run's page (http or https).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<String>,
+    /// The report file's name, as it was posted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+}
+
+impl Ci {
+    pub fn is_empty(&self) -> bool {
+        *self == Ci::default()
+    }
+
+    /// Checks what a page shows of it: a run id and commit as labels, an http(s) URL, short
+    /// texts without control characters.
+    pub fn check(&self) -> Result<(), String> {
+        if let Some(run) = &self.run {
+            check_label("ci.run", run)?;
+        }
+        if let Some(commit) = &self.commit {
+            check_label("ci.commit", commit)?;
+        }
+        for (field, text) in [("ci.branch", &self.branch), ("ci.job", &self.job), ("ci.file", &self.file)] {
+            if let Some(text) = text {
+                check_text(field, text, MAX_TEXT)?;
+            }
+        }
+        if let Some(url) = &self.url {
+            check_text("ci.url", url, MAX_URL)?;
+            let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+            if !matches!(scheme.as_deref(), Some("http" | "https")) || url.contains(char::is_whitespace) {
+                return Err(format!("ci.url {:?} must be an http or https URL without spaces", clip(url)));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The longest branch, job or file name kept.
+const MAX_TEXT: usize = 256;
+const MAX_URL: usize = 2048;
+/// The most build-variant labels (a report's `environment`), as JSON bytes.
+pub const MAX_ENVIRONMENT_BYTES: usize = 16 * 1024;
+
+/// A text a page shows on one line: 1 to `max` bytes, no control characters.
+pub fn check_text(field: &str, text: &str, max: usize) -> Result<(), String> {
+    if text.is_empty() || text.len() > max {
+        return Err(format!("{field} must be 1 to {max} bytes, not {}", text.len()));
+    }
+    match text.chars().find(|c| c.is_control()) {
+        Some(c) => Err(format!("{field} {:?} holds the control character {c:?}", clip(text))),
+        None => Ok(()),
+    }
 }
 
 /// CTRF's `results` (ctrf.io), with the fields the app reads.
@@ -215,10 +288,28 @@ impl Summary {
     }
 }
 
-/// The object name of a run: newest first within its pair, and two runs of one millisecond
-/// apart by their run ids.
-pub fn object_key(platform: &str, browser: &str, now_ms: u64, run_id: &str) -> String {
-    format!("{platform}/{browser}/{:013}-{run_id}", FAR_FUTURE_MS.saturating_sub(now_ms))
+/// A run's name segment: `<reverse timestamp>-<run id>`, so that runs sort newest first within
+/// their pair and two runs of one millisecond stay apart by their ids.
+pub fn run_segment(now_ms: u64, run_id: &str) -> String {
+    format!("{:013}-{run_id}", FAR_FUTURE_MS.saturating_sub(now_ms))
+}
+
+/// Whether `segment` is a run's name segment for run id `run_id`.
+pub fn is_run_segment(segment: &str, run_id: &str) -> bool {
+    segment
+        .split_once('-')
+        .is_some_and(|(stamp, id)| stamp.len() == 13 && stamp.bytes().all(|b| b.is_ascii_digit()) && id == run_id)
+}
+
+/// The object name of one report file of a run: `<platform>/<browser>/<run>/<file id>`.
+pub fn object_key(platform: &str, browser: &str, run: &str, file_id: &str) -> String {
+    format!("{platform}/{browser}/{run}/{file_id}")
+}
+
+/// Where a run's files are: `<platform>/<browser>/<run>` (a run's key in the views).
+pub fn run_key(object_key: &str) -> Option<&str> {
+    let (run, file) = object_key.rsplit_once('/')?;
+    (run.split('/').count() == 3 && !file.is_empty()).then_some(run)
 }
 
 /// A run id: 16 hex digits from the system's random source.
@@ -258,6 +349,11 @@ impl Run {
         if let Some(i) = self.results.tests.iter().position(|t| t.suite.trim().is_empty()) {
             return Err(format!("results.tests[{i}].suite is empty: every test names its suite"));
         }
+        self.ci.check()?;
+        let environment = serde_json::to_vec(&self.results.environment).map_or(0, |e| e.len());
+        if environment > MAX_ENVIRONMENT_BYTES {
+            return Err(format!("results.environment is {environment} bytes; at most {MAX_ENVIRONMENT_BYTES}"));
+        }
         if let Some(i) = self.results.tests.iter().position(|t| !t.duration.is_finite() || t.duration < 0.0) {
             return Err(format!("results.tests[{i}].duration must be a number of milliseconds, 0 or more"));
         }
@@ -269,11 +365,6 @@ impl Run {
             ));
         }
         Ok(())
-    }
-
-    /// The object name this run is stored under, at `now_ms`.
-    pub fn object_key(&self, now_ms: u64, run_id: &str) -> String {
-        object_key(&self.platform, &self.browser, now_ms, run_id)
     }
 
     /// The suites present, in the matrix's order: the six known ones first, then the others.
@@ -293,6 +384,11 @@ pub fn sort_suites(suites: &mut Vec<String>) {
     suites.dedup();
 }
 
+/// A 64-bit FNV-1a hash: names made of free text stay short and apart, ETags change with bodies.
+pub fn short_hash(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
+}
+
 /// `text` for an error message: whole when short, else its first 60 characters and its length.
 pub fn clip(text: &str) -> String {
     match text.char_indices().nth(60) {
@@ -301,10 +397,10 @@ pub fn clip(text: &str) -> String {
     }
 }
 
-/// When a run was stored, from its object name's reverse timestamp (`None` for a name outside
-/// the layout).
+/// When a run was first stored, from the reverse timestamp of its name (a run's or one of its
+/// files'; `None` for a name outside the layout).
 pub fn stored_at(name: &str) -> Option<u64> {
-    let run = name.rsplit('/').next()?;
+    let run = name.split('/').nth(2)?;
     let digits = run.split('-').next()?;
     let reverse: u64 = digits.parse().ok().filter(|_| digits.len() == 13)?;
     FAR_FUTURE_MS.checked_sub(reverse)
@@ -326,6 +422,7 @@ mod tests {
                 tests,
                 environment: Map::new(),
             },
+            ci: Ci::default(),
         }
     }
 
@@ -382,10 +479,14 @@ mod tests {
 
     #[test]
     fn keys_sort_newest_first_and_keep_one_millisecond_apart() {
-        let older = object_key("linux-x86_64", "c", 1_000, "aa");
-        let newer = object_key("linux-x86_64", "c", 2_000, "aa");
+        let older = object_key("linux-x86_64", "c", &run_segment(1_000, "aa"), "f1");
+        let newer = object_key("linux-x86_64", "c", &run_segment(2_000, "aa"), "f1");
         assert!(newer < older);
-        assert_eq!(newer, "linux-x86_64/c/9999999997999-aa");
+        assert_eq!(newer, "linux-x86_64/c/9999999997999-aa/f1");
+        assert_eq!(run_key(&newer), Some("linux-x86_64/c/9999999997999-aa"));
+        assert_eq!((stored_at(&newer), stored_at("linux-x86_64/c/9999999997999-aa")), (Some(2_000), Some(2_000)));
+        assert!(is_run_segment("9999999997999-aa", "aa") && !is_run_segment("99-aa", "aa"));
+        assert_eq!(run_key("a/b/c"), None);
         assert_ne!(new_run_id(), new_run_id());
         assert_eq!(new_run_id().len(), 16);
     }

@@ -3,7 +3,9 @@
 
 use serde_json::Value;
 
-use crate::format::{check_label, Attempt, Detail, Results, Run, Status, Summary, Test, Tool, TEXT_PER_TEST};
+use crate::format::{
+    check_label, check_text, Attempt, Ci, Detail, Results, Run, Status, Summary, Test, Tool, TEXT_PER_TEST,
+};
 use crate::{junit, textlog};
 
 /// The largest report file taken (a run of ten thousand tests is far less).
@@ -19,6 +21,11 @@ pub struct Labels {
     pub suite: Option<String>,
     /// The suite of a test whose report names none: the file's name, for `post`.
     pub default_suite: Option<String>,
+    /// The CI run, commit, branch, page and job (`--run`, ..., else the CI's environment); the
+    /// report's own (CTRF's `environment.commit`, `branchName`, `buildUrl`) fill what is missing.
+    pub ci: Ci,
+    /// Build-variant labels (`--label key=value`), added to the report's environment.
+    pub extra: Vec<(String, String)>,
 }
 
 impl Labels {
@@ -29,8 +36,17 @@ impl Labels {
         // Up to its first dot: `crud.test.mjs`, `crud.xml` and `crud.junit.xml` are `crud`.
         let stem = name.split('.').next().unwrap_or_default().to_string();
         let suite = junit::suite_name(&[stem], "");
-        Labels { default_suite: Some(suite).filter(|s| !s.is_empty()), ..self.clone() }
+        let ci = Ci { file: Some(name).filter(|n| !n.is_empty()), ..self.ci.clone() };
+        Labels { default_suite: Some(suite).filter(|s| !s.is_empty()), ci, ..self.clone() }
     }
+}
+
+/// A `--label key=value`: the key a label, the value a line of text.
+pub fn parse_label(given: &str) -> Result<(String, String), String> {
+    let (key, value) = given.split_once('=').ok_or_else(|| format!("--label {given:?} is not key=value"))?;
+    check_label("--label key", key)?;
+    check_text("--label value", value, 256)?;
+    Ok((key.to_string(), value.to_string()))
 }
 
 /// This machine as a platform label: `linux-x86_64`.
@@ -63,6 +79,22 @@ pub fn ingest(file: &str, bytes: &[u8], labels: &Labels) -> Result<Run, String> 
         format!("{file}: the report does not say its runtime; give it (--runtime python-3.11, node-20, c-gcc-12, rust-1.95)")
     })?;
     run.version = pick(&labels.version, from_report.version).unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_string());
+    // The command line and the CI's environment, then the report's own (a stored run's `ci`,
+    // CTRF's environment); the file's name is the one posted, where there is one.
+    let reported = |field: &str| run.results.environment.get(field).and_then(Value::as_str).map(str::to_string);
+    let own = std::mem::take(&mut run.ci);
+    let given = labels.ci.clone();
+    run.ci = Ci {
+        run: given.run.or(own.run),
+        commit: given.commit.or(own.commit).or_else(|| reported("commit")),
+        branch: given.branch.or(own.branch).or_else(|| reported("branchName")),
+        url: given.url.or(own.url).or_else(|| reported("buildUrl")),
+        job: given.job.or(own.job),
+        file: given.file.or(own.file),
+    };
+    for (key, value) in &labels.extra {
+        run.results.environment.insert(key.clone(), Value::String(value.clone()));
+    }
     // `--suite` names every test's suite; a test whose report names none takes the default
     // (the file's name, for `post`).
     if let Some(suite) = &labels.suite {
@@ -125,7 +157,7 @@ struct Reported {
 }
 
 fn blank(results: Results) -> Run {
-    Run { platform: String::new(), browser: String::new(), version: String::new(), results }
+    Run { platform: String::new(), browser: String::new(), version: String::new(), results, ci: Ci::default() }
 }
 
 /// CTRF as ctrf.io writes it (`{"results": ...}`), or a stored run (`{platform, browser,
@@ -192,7 +224,10 @@ fn from_ctrf(file: &str, bytes: &[u8], labels: &Labels) -> Result<(Run, Reported
         tests: parsed,
         environment,
     };
-    Ok((blank(results), reported))
+    let mut run = blank(results);
+    // A stored run's own origin (checked with the rest of the run).
+    run.ci = value.get("ci").cloned().and_then(|ci| serde_json::from_value(ci).ok()).unwrap_or_default();
+    Ok((run, reported))
 }
 
 #[cfg(test)]

@@ -6,12 +6,14 @@
 //! XML's own is refused (no expansion), and every error names the line. The failure's text is
 //! kept (the bodies of `<failure>` and `<error>`, `<system-out>`, `<system-err>`), and so is every
 //! earlier attempt (surefire's and nextest's `flakyFailure`, `flakyError`, `rerunFailure`,
-//! `rerunError`): a test that failed and then passed is flaky, never a plain pass.
+//! `rerunError`): a test that failed and then passed is flaky, never a plain pass. A suite's
+//! `<properties>` are the report's environment (build-variant labels).
 
 use quick_xml::events::{BytesStart, Event};
 use quick_xml::Reader;
+use serde_json::{Map, Value};
 
-use crate::format::{Attempt, Detail, Results, Status, Summary, Test, Tool};
+use crate::format::{check_label, check_text, Attempt, Detail, Results, Status, Summary, Test, Tool};
 
 /// A parse failure, at a line of the input.
 #[derive(Debug, PartialEq)]
@@ -24,6 +26,8 @@ pub struct JunitError {
 /// than a run holds: a small file must not cost a large memory.
 const MAX_DEPTH: usize = 64;
 const MAX_TESTS: usize = 200_000;
+/// The most `<property>` labels kept of a report.
+const MAX_PROPERTIES: usize = 32;
 
 struct Case {
     name: String,
@@ -79,6 +83,7 @@ pub fn parse(xml: &[u8]) -> Result<Results, JunitError> {
     let mut total_seconds = 0.0;
     let mut open = 0usize;
     let mut saw_root = false;
+    let mut properties = Map::new();
     loop {
         let event = reader
             .read_event()
@@ -99,7 +104,8 @@ pub fn parse(xml: &[u8]) -> Result<Results, JunitError> {
             Event::Start(e) => {
                 open += 1;
                 saw_root = true;
-                on_open(&e, &mut count, &mut suites, &mut current, &mut start_ms, &mut total_seconds).map_err(fail)?;
+                on_open(&e, &mut count, &mut suites, &mut current, &mut start_ms, &mut total_seconds, &mut properties)
+                    .map_err(fail)?;
                 if let (None, Some(case), Some(sink)) = (capture, current.as_mut(), sink_of(e.name().as_ref())) {
                     // Texts of one kind (GoogleTest writes a <failure> per assertion) stay apart.
                     let into = case.sink(sink);
@@ -111,7 +117,8 @@ pub fn parse(xml: &[u8]) -> Result<Results, JunitError> {
             }
             Event::Empty(e) => {
                 saw_root = true;
-                on_open(&e, &mut count, &mut suites, &mut current, &mut start_ms, &mut total_seconds).map_err(fail)?;
+                on_open(&e, &mut count, &mut suites, &mut current, &mut start_ms, &mut total_seconds, &mut properties)
+                    .map_err(fail)?;
                 on_close(e.name().as_ref(), &mut suites, &mut cases, &mut current);
             }
             Event::End(e) => {
@@ -164,7 +171,7 @@ pub fn parse(xml: &[u8]) -> Result<Results, JunitError> {
         tool: Tool { name: "junit".into(), version: None },
         summary: Summary::of(&tests, start, stop),
         tests,
-        environment: Default::default(),
+        environment: properties,
     })
 }
 
@@ -218,6 +225,7 @@ fn on_open(
     current: &mut Option<Case>,
     start_ms: &mut Option<u64>,
     total_seconds: &mut f64,
+    properties: &mut Map<String, Value>,
 ) -> Result<(), String> {
     let attr = |name: &str| -> Result<Option<String>, String> {
         for a in e.attributes() {
@@ -268,6 +276,15 @@ fn on_open(
                 stderr: String::new(),
                 attempts: Vec::new(),
             });
+        }
+        // A suite's properties are the run's build-variant labels (a test's own are not); the
+        // first few that are short labels, since some tools write every system property.
+        b"property" if current.is_none() && properties.len() < MAX_PROPERTIES => {
+            if let (Some(name), Some(value)) = (attr("name")?, attr("value")?) {
+                if check_label("property", &name).is_ok() && check_text("property", &value, 256).is_ok() {
+                    properties.entry(name).or_insert(Value::String(value));
+                }
+            }
         }
         kind @ (b"flakyFailure" | b"flakyError" | b"rerunFailure" | b"rerunError") => {
             // An earlier attempt; the test's own status is its last one's.

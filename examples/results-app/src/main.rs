@@ -9,6 +9,8 @@
 //! Results live in `OBJSTORE_RESULTS` (a `file://` directory, default `./results`, or an S3
 //! endpoint with the standard `AWS_*` settings), bucket `OBJSTORE_RESULTS_BUCKET` (`results`).
 
+mod ci;
+mod classes;
 mod collector;
 mod conformance;
 mod format;
@@ -30,7 +32,7 @@ use ingest::Labels;
 use view::Viewer;
 
 const USAGE: &str = "usage: objstore-results [--listen ADDR] [--cache PATH]
-       objstore-results post [--runtime R] [--platform P] [--version V] [--suite S] [--collector URL] FILE...
+       objstore-results post [--runtime R] [--platform P] [--version V] [--suite S] [--run ID] [--commit C] [--branch B] [--url U] [--job J] [--label K=V]... [--collector URL] FILE...
        objstore-results serve [--listen ADDR] [--cache PATH] [--origin URL]... [--token T]... [--allow-anonymous-origins] [--max-bytes N] [--per-minute N] [--burst N] [--timeout-secs N]
        objstore-results matrix [--cache PATH]
        objstore-results --help";
@@ -48,6 +50,14 @@ const HELP: &str = "objstore-results: test results in a bucket, read back as a f
       --runtime R, --platform P, --version V   label the run (default: from the report, else this machine)
       --suite S          every test's suite (default: what the report says, else the file's
                          name: crud.test.mjs → crud)
+      --run ID           the run the files belong to: every file posted with one ID, by any
+                         number of calls from any number of jobs, is one run (default: the CI's
+                         run id and attempt, from GitHub Actions, GitLab CI, Buildkite, CircleCI,
+                         Jenkins or Azure Pipelines; else each call is a run of its own)
+      --commit C, --branch B, --url U, --job J   where the run came from (default: the CI's
+                         environment, else the report's own)
+      --label K=V        a build-variant label (repeatable), beside the report's own
+                         (JUnit <properties>, CTRF environment)
       --collector URL    post to a running `serve` (http://host:port or its /results) instead of
                          writing to the bucket; OBJSTORE_COLLECTOR_TOKEN is sent as its bearer token
 
@@ -121,6 +131,16 @@ fn post_files(args: &[String]) -> Result<(), String> {
             "--platform" => &mut labels.platform,
             "--version" => &mut labels.version,
             "--suite" => &mut labels.suite,
+            "--run" => &mut labels.ci.run,
+            "--commit" => &mut labels.ci.commit,
+            "--branch" => &mut labels.ci.branch,
+            "--url" => &mut labels.ci.url,
+            "--job" => &mut labels.ci.job,
+            "--label" => {
+                let given = args.next().ok_or_else(|| format!("--label needs a value\n{USAGE}"))?;
+                labels.extra.push(ingest::parse_label(given)?);
+                continue;
+            }
             "--collector" => &mut collector,
             flag if flag.starts_with("--") => return Err(format!("unknown option {flag}\n{USAGE}")),
             file => {
@@ -133,6 +153,18 @@ fn post_files(args: &[String]) -> Result<(), String> {
     if files.is_empty() {
         return Err(USAGE.to_string());
     }
+    // What the command line does not say of the run comes from the CI's environment.
+    let detected = ci::detect(&|name| std::env::var(name).ok());
+    let given = std::mem::take(&mut labels.ci);
+    labels.ci = format::Ci {
+        run: given.run.or(detected.run),
+        commit: given.commit.or(detected.commit),
+        branch: given.branch.or(detected.branch),
+        url: given.url.or(detected.url),
+        job: given.job.or(detected.job),
+        file: None,
+    };
+    labels.ci.check().map_err(|e| e.replace("ci.", "--"))?;
     let runs = files
         .iter()
         .map(|file| {

@@ -113,7 +113,7 @@ async fn answer(viewer: Arc<Viewer>, build: fn(&Viewer, &Params) -> View, params
 
 /// A static file, revalidated by its etag (the build's content hash).
 fn asset(headers: &HeaderMap, content_type: &'static str, body: &'static str) -> Response {
-    let etag = format!("\"{:016x}\"", fnv1a(body.as_bytes()));
+    let etag = format!("\"{:016x}\"", crate::format::short_hash(body.as_bytes()));
     let cached = headers.get(IF_NONE_MATCH).and_then(|v| v.to_str().ok()).is_some_and(|v| v == etag);
     let mut response = if cached {
         StatusCode::NOT_MODIFIED.into_response()
@@ -124,8 +124,4 @@ fn asset(headers: &HeaderMap, content_type: &'static str, body: &'static str) ->
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     headers.insert(ETAG, HeaderValue::from_str(&etag).expect("hex is a header value"));
     response
-}
-
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
 }

@@ -1,14 +1,15 @@
 //! `objstore-results post`: runs written through the library, create-only, to the bucket (a
 //! `file://` directory by default, any S3 endpoint through the standard AWS settings).
 
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use objstore_db::rsapi::{Db, OpenOptions};
+use objstore_db::rsapi::{Db, OpenOptions, Read};
 use objstore_db_core::{MechanismKind, Result as CoreResult};
 use serde_json::{json, Value};
 
-use crate::format::{new_run_id, Run};
+use crate::format::{clip, is_run_segment, new_run_id, object_key, run_segment, short_hash, Run};
 
 /// Where results go.
 #[derive(Debug, Clone)]
@@ -63,8 +64,7 @@ impl Target {
             .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
             .skip(id.len().saturating_sub(80))
             .collect();
-        let hash = id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
-        base.join("objstore-results").join(format!("{readable}-{hash:016x}.sqlite3"))
+        base.join("objstore-results").join(format!("{readable}-{:016x}.sqlite3", short_hash(id.as_bytes())))
     }
 
     /// The `results` store (the app README's "The result format"), immutable and create-only, syncing to this target;
@@ -76,6 +76,10 @@ impl Target {
     }
 }
 
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
 /// A database that only writes runs: in memory, since what matters is in the bucket.
 /// Its database keeps a copy of each run it stored, so it is replaced by a fresh one after
 /// this many: a long-running collector's memory stays bounded.
@@ -84,6 +88,8 @@ const RUNS_PER_DATABASE: u64 = 256;
 pub struct Writer {
     target: Target,
     current: std::sync::Mutex<(Db, u64)>,
+    /// Files stored so far: a viewer beside this writer lists again when it grew.
+    stored: Arc<AtomicU64>,
 }
 
 /// Makes a request of the library and waits for its answer.
@@ -101,7 +107,12 @@ pub(crate) fn call<T: Send + 'static>(
 impl Writer {
     pub fn open(target: &Target) -> Result<Writer, String> {
         let db = Self::open_database(target)?;
-        Ok(Writer { target: target.clone(), current: std::sync::Mutex::new((db, 0)) })
+        Ok(Writer { target: target.clone(), current: std::sync::Mutex::new((db, 0)), stored: Arc::default() })
+    }
+
+    /// How many files this writer has stored, as it grows.
+    pub fn stored_count(&self) -> Arc<AtomicU64> {
+        self.stored.clone()
     }
 
     fn open_database(target: &Target) -> Result<Db, String> {
@@ -130,12 +141,68 @@ impl Writer {
     }
 
     /// Stores `run` under a new key and waits until the bucket holds it; returns the key. A run
-    /// the bucket did not take is an error, and nothing else was written.
+    /// the bucket did not take is an error, and nothing else was written. Files of one CI run
+    /// (`ci.run`) go under one run segment, whoever posts them.
     pub fn store(&self, run: &Run) -> Result<String, StoreError> {
-        let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
-        let key = run.object_key(now, &new_run_id());
         let db = self.database()?;
+        let segment = match &run.ci.run {
+            None => run_segment(now_ms(), &new_run_id()),
+            Some(id) => self.segment_of(&db, id)?,
+        };
+        let key = object_key(&run.platform, &run.browser, &segment, &new_run_id());
         let value = serde_json::to_value(run).map_err(|e| StoreError::Local(e.to_string()))?;
+        self.create(&db, &key, value)?;
+        self.stored.fetch_add(1, Ordering::Relaxed);
+        Ok(key)
+    }
+
+    /// The run segment of run `id`: the one its anchor (`.runs/<id>`, written create-only by
+    /// the first file of the run to arrive) holds, else a new one, anchored now. Of two posts
+    /// that race to anchor a run, the bucket keeps one anchor and the other reads it; a server
+    /// that ignores conditional writes (checked with a GET first) narrows the race to the
+    /// moment between that GET and the write.
+    fn segment_of(&self, db: &Db, id: &str) -> Result<String, StoreError> {
+        let anchor = json!(format!(".runs/{id}"));
+        let anchored = |db: &Db| -> Result<Option<String>, StoreError> {
+            let found = call(|done| db.get(None, "results", &anchor, Read { fresh: true }, done))
+                .map_err(StoreError::Unavailable)?;
+            match &found {
+                Value::Null => Ok(None),
+                Value::Object(o) => match o.get("segment").and_then(Value::as_str) {
+                    Some(segment) if is_run_segment(segment, id) => Ok(Some(segment.to_string())),
+                    _ => Err(StoreError::Refused(format!(
+                        "the bucket's anchor of run {id:?} is not a run's: {}",
+                        clip(&found.to_string())
+                    ))),
+                },
+                _ => Err(StoreError::Refused(format!(
+                    "the bucket's anchor of run {id:?} is not a run's: {}",
+                    clip(&found.to_string())
+                ))),
+            }
+        };
+        if let Some(segment) = anchored(db)? {
+            return Ok(segment);
+        }
+        let mine = run_segment(now_ms(), id);
+        match self.create(db, anchor.as_str().unwrap_or_default(), json!({"run": id, "segment": mine})) {
+            Ok(()) => Ok(mine),
+            Err(StoreError::Refused(why)) => {
+                // Another post anchored the run first: its anchor wins, and is read.
+                let refused = call(|done| db.refused_writes(done)).map_err(StoreError::Local)?;
+                let ours = refused.as_array().into_iter().flatten().find(|w| w["key"] == anchor);
+                let Some(sequence) = ours.and_then(|w| w["sequence"].as_u64()) else {
+                    return Err(StoreError::Refused(why));
+                };
+                call(|done| db.resolve(sequence, "discard", done)).map_err(StoreError::Local)?;
+                anchored(db)?.ok_or(StoreError::Refused(why))
+            }
+            Err(other) => Err(other),
+        }
+    }
+
+    /// Writes `value` under `key`, create-only, and waits until the bucket holds it.
+    fn create(&self, db: &Db, key: &str, value: Value) -> Result<(), StoreError> {
         call(|done| db.add(None, "results", value, Some(&json!(key)), done)).map_err(StoreError::Local)?;
         let report = call(|done| db.flush(done)).map_err(StoreError::Local)?;
         // The report covers every write the flush met (other posts' too): this run's outcome is
@@ -152,7 +219,7 @@ impl Writer {
                 .unwrap_or_else(|| "the bucket did not take it".into())
         };
         let failed = match status.as_str() {
-            Some("synced") => return Ok(key),
+            Some("synced") => return Ok(()),
             Some("refused") => StoreError::Refused(why(&["blocked", "rejected"])),
             _ => StoreError::Unavailable(why(&["offline", "held", "blocked"])),
         };
@@ -162,7 +229,7 @@ impl Writer {
         call(|done| db.withdraw_pending("results", &json!(key), done)).map_err(StoreError::Local)?;
         let status = call(|done| db.sync_status("results", &json!(key), done)).map_err(StoreError::Local)?;
         match status.as_str() {
-            Some("pending") => Ok(key),
+            Some("pending") => Ok(()),
             _ => Err(failed),
         }
     }

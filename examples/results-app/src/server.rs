@@ -29,6 +29,7 @@ pub async fn serve(
         other => other?,
     };
     ready(listener.local_addr()?);
+    viewer.follow(writer.stored_count());
     let app = router(config, writer, viewer);
     axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
         .with_graceful_shutdown(async {

@@ -8,14 +8,16 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
-use std::sync::{mpsc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use objstore_db::rsapi::{Db, OpenOptions, Read, ReadKind};
 use objstore_db_core::MechanismKind;
 use serde_json::{json, Map, Value};
 
-use crate::format::{clip, sort_suites, stored_at, Run, Status, Test};
+use crate::classes::{self, classify, Evidence, Seen, TestId};
+use crate::format::{clip, run_key, sort_suites, stored_at, Run, Status, Test};
 use crate::post::{call, Target};
 
 /// The pairs of the home view (the seed's limit).
@@ -28,8 +30,10 @@ pub struct Viewer {
     db: Db,
     /// One view at a time, so that the requests counted during a view are that view's.
     building: Mutex<()>,
-    /// Runs found missing lately, and when: asked again, they cost no request for a while.
+    /// Run keys found naming no files lately, and when: asked again, they cost no listing.
     missing: Mutex<HashMap<String, Instant>>,
+    /// The files a writer beside this viewer stored, and how many the last view had seen.
+    followed: Mutex<Option<(Arc<AtomicU64>, u64)>>,
 }
 
 /// How long a run found missing is answered from memory.
@@ -63,13 +67,44 @@ impl From<String> for ViewError {
     }
 }
 
-/// A stored run as a view shows it: its name, the labels its name carries, and its body, or
-/// why the body could not be used.
+/// A run as a view shows it: its key (`<platform>/<browser>/<run>`), the labels its name
+/// carries, and its report files, each read or with why it could not be.
 struct Loaded {
     key: String,
     platform: String,
     browser: String,
+    files: Vec<File>,
+}
+
+struct File {
+    key: String,
     run: Result<Run, String>,
+}
+
+impl Loaded {
+    /// The files that could be read, in key order.
+    fn reports(&self) -> impl Iterator<Item = &Run> {
+        self.files.iter().filter_map(|f| f.run.as_ref().ok())
+    }
+
+    /// Every test of the run, file after file, with the index of its file.
+    fn tests(&self) -> impl Iterator<Item = (usize, &Test)> {
+        self.files
+            .iter()
+            .enumerate()
+            .filter_map(|(i, f)| f.run.as_ref().ok().map(|r| (i, r)))
+            .flat_map(|(i, r)| r.results.tests.iter().map(move |t| (i, t)))
+    }
+
+    /// What flaky is keyed on: the run's commit where a file names one, else its version.
+    fn basis(&self) -> Option<String> {
+        let mut reports = self.reports();
+        let first = self.reports().next()?;
+        Some(match reports.find_map(|r| r.ci.commit.clone()) {
+            Some(commit) => format!("commit {commit}"),
+            None => format!("version {}", first.version),
+        })
+    }
 }
 
 impl Viewer {
@@ -88,32 +123,56 @@ impl Viewer {
         rx.recv()
             .map_err(|_| "the cache database went away".to_string())?
             .map_err(|e| format!("opening the cache {}: {e}", cache.display()))?;
-        Ok(Viewer { db, building: Mutex::new(()), missing: Mutex::default() })
+        Ok(Viewer { db, building: Mutex::new(()), missing: Mutex::default(), followed: Mutex::default() })
     }
 
-    /// Whether the listing has run `key` (one not listed yet may be a run posted a moment ago,
-    /// and is still asked of the bucket); a run found missing in the last [`MISSING_FOR`] is a
-    /// 404 at once, with no request.
-    fn listed(&self, db: &Db, key: &str) -> Result<bool, ViewError> {
+    /// Follows a writer's stored count (the collector's): a view after it stored a file lists
+    /// the bucket again, whatever the refractory period, so that what was posted shows at once.
+    pub fn follow(&self, stored: Arc<AtomicU64>) {
+        let seen = stored.load(Ordering::Relaxed);
+        *self.followed.lock().unwrap_or_else(|p| p.into_inner()) = Some((stored, seen));
+    }
+
+    /// Lists again when the followed writer stored something since the last view.
+    fn catch_up(&self, db: &Db) -> Result<(), ViewError> {
+        let mut followed = self.followed.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((stored, seen)) = followed.as_mut() {
+            let now = stored.load(Ordering::Relaxed);
+            if now != *seen {
+                call(|done| db.prefetch("results-meta", done))?;
+                *seen = now;
+            }
+        }
+        Ok(())
+    }
+
+    /// The run under `key` with its files. One the listing does not have may have been posted
+    /// a moment ago: the bucket is listed again (with the change log, one LIST) before it is a
+    /// 404, which is then remembered for [`MISSING_FOR`], so a made-up key costs one listing.
+    fn find_run(&self, db: &Db, key: &str) -> Result<Loaded, ViewError> {
+        let not_found = || ViewError::NotFound(format!("no run {key:?}"));
         {
             let mut missing = self.missing.lock().unwrap_or_else(|p| p.into_inner());
             missing.retain(|_, at| at.elapsed() < MISSING_FOR);
             if missing.contains_key(key) {
-                return Err(ViewError::NotFound(format!("no run {key:?}")));
+                return Err(not_found());
             }
         }
-        let listed = call(|done| db.values_of(None, "results-meta", &json!([key]), Read::default(), done))?;
-        Ok(listed.get(0).is_some_and(|v| !v.is_null()))
-    }
-
-    /// Remembers that run `key` is missing; the error to answer with.
-    fn gone(&self, key: &str) -> ViewError {
+        let loaded = load_runs(db, &[key.to_string()])?.remove(0);
+        if !loaded.files.is_empty() {
+            return Ok(loaded);
+        }
+        call(|done| db.prefetch("results-meta", done))?;
+        let loaded = load_runs(db, &[key.to_string()])?.remove(0);
+        if !loaded.files.is_empty() {
+            return Ok(loaded);
+        }
         let mut missing = self.missing.lock().unwrap_or_else(|p| p.into_inner());
         if missing.len() >= MISSING_REMEMBERED {
             missing.clear();
         }
         missing.insert(key.to_string(), Instant::now());
-        ViewError::NotFound(format!("no run {key:?}"))
+        Err(not_found())
     }
 
     /// Lists the bucket now, whatever the refractory period (after this process wrote to it).
@@ -125,6 +184,7 @@ impl Viewer {
     fn view(&self, build: impl FnOnce(&Db) -> View) -> View {
         let _one = self.building.lock().unwrap_or_else(|p| p.into_inner());
         self.db.sync_stats(true);
+        self.catch_up(&self.db)?;
         let mut view = build(&self.db)?;
         let stats = self.db.sync_stats(true);
         let by_kind: Map<String, Value> = stats["requests"]
@@ -143,46 +203,47 @@ impl Viewer {
         Ok(view)
     }
 
-    /// The home view: per pair (at most [`PAIRS`]), the newest run's counts per suite.
+    /// The home view: per pair (at most [`PAIRS`]), the newest run's counts per suite, every
+    /// file of that run counted, and how many of each suite's tests fall in each class.
     pub fn matrix(&self) -> View {
         self.view(|db| {
-            let scan = json!({"index": "platform, browser", "unique": true, "limit": PAIRS + 1});
-            let mut keys = keys(db, "results-meta", &scan)?;
-            let more = keys.len() > PAIRS;
-            keys.truncate(PAIRS);
-            let loaded = load(db, &keys, true)?;
+            let (pairs, more) = newest_runs(db)?;
+            let seen: Vec<Vec<Seen>> = pairs.iter().map(|runs| runs.iter().map(seen).collect()).collect();
             let mut suites: Vec<String> =
-                loaded.iter().filter_map(|l| l.run.as_ref().ok()).flat_map(Run::suites).collect();
+                pairs.iter().filter_map(|runs| runs.first()).flat_map(Loaded::reports).flat_map(Run::suites).collect();
             sort_suites(&mut suites);
-            let rows: Vec<Value> = loaded
+            let rows: Vec<Value> = pairs
                 .iter()
-                .map(|l| {
-                    let mut row = brief(l);
-                    if let Ok(run) = &l.run {
-                        row["cells"] = cells(run);
+                .zip(&seen)
+                .filter_map(|(runs, seen_runs)| {
+                    let newest = runs.first()?;
+                    let mut row = brief(newest);
+                    if newest.reports().next().is_some() {
+                        let e = evidence(&seen_runs[1..], &seen);
+                        row["cells"] = cells(newest, &seen_runs[0], &e);
                     }
-                    row
+                    Some(row)
                 })
                 .collect();
-            Ok(json!({"suites": suites, "rows": rows, "morePairs": more}))
+            Ok(json!({"suites": suites, "rows": rows, "morePairs": more, "rules": classes::rules()}))
         })
     }
 
     /// A pair's runs, newest first, [`PAGE`] at a time after the run `after` (paged by key),
-    /// with the tests that both passed and failed on one version among them.
+    /// with the tests that both passed and failed at one commit (or version) among them.
     pub fn history(&self, platform: &str, browser: &str, after: Option<&str>) -> View {
-        let prefix = pair_prefix(platform, browser)?;
-        if let Some(after) = after.filter(|a| !a.starts_with(&prefix)) {
-            return Err(ViewError::BadRequest(format!("after {after:?} is not a run of {platform}/{browser}")));
+        pair_prefix(platform, browser)?;
+        if let Some(after) = after {
+            if pair_of(after)? != (platform.to_string(), browser.to_string()) {
+                return Err(ViewError::BadRequest(format!("after {after:?} is not a run of {platform}/{browser}")));
+            }
         }
         self.view(|db| {
-            let keys = pair_keys(db, &prefix, after, PAGE + 1)?;
-            let (page, next) = paged(keys);
-            let loaded = load(db, &page, true)?;
-            let runs: Vec<&Run> = loaded.iter().filter_map(|l| l.run.as_ref().ok()).collect();
-            let flaky: Vec<Value> = flaky(&runs)
+            let (page, next) = paged(pair_runs(db, platform, browser, after, PAGE + 1)?);
+            let loaded = load_runs(db, &page)?;
+            let flaky: Vec<Value> = flaky(&loaded)
                 .into_iter()
-                .map(|(version, (suite, name, _))| json!({"version": version, "suite": suite, "name": name}))
+                .map(|(basis, (suite, name, _))| json!({"basis": basis, "suite": suite, "name": name}))
                 .collect();
             Ok(json!({"platform": platform, "browser": browser,
                 "runs": loaded.iter().map(brief).collect::<Vec<_>>(), "next": next, "flaky": flaky}))
@@ -191,49 +252,46 @@ impl Viewer {
 
     /// The latest runs across every pair, newest first, [`PAGE`] at a time after `after`.
     pub fn latest(&self, after: Option<&str>) -> View {
-        let after_run = match after {
+        let after = match after {
             None => None,
-            Some(key) => Some(run_segment(key)?),
+            Some(key) => {
+                let (platform, browser) = pair_of(key)?;
+                Some(json!([run_segment(key), platform, browser]))
+            }
         };
         self.view(|db| {
-            let mut scan = json!({"index": "run", "limit": PAGE + 1});
-            if let Some(run) = after_run {
-                scan["range"] = json!({"lower": run, "lowerOpen": true});
+            let mut scan = json!({"index": "run", "unique": true, "limit": PAGE + 1});
+            if let Some(after) = after {
+                scan["range"] = json!({"lower": after, "lowerOpen": true});
             }
-            let (page, next) = paged(keys(db, "results-meta", &scan)?);
-            let loaded = load(db, &page, true)?;
+            let (page, next) = paged(run_keys(&keys(db, "results-meta", &scan)?));
+            let loaded = load_runs(db, &page)?;
             Ok(json!({"runs": loaded.iter().map(brief).collect::<Vec<_>>(), "next": next}))
         })
     }
 
-    /// One run: its tests, each marked flaky when it both passed and failed among the pair's
-    /// last [`PAGE`] runs of the same version; and the pair's previous run, to diff against.
+    /// One run: its files and tests, each test with its classes (new failure, flaky, broken,
+    /// divergent: [`classes::RULES`]) weighed against the pair's [`PAGE`] runs before it and
+    /// every pair's newest runs; and the pair's previous run, to diff against.
     pub fn run(&self, key: &str) -> View {
         let (platform, browser) = pair_of(key)?;
-        let prefix = pair_prefix(&platform, &browser)?;
         let key = key.to_string();
         self.view(move |db| {
-            let listed = self.listed(db, &key)?;
-            let mut loaded = load(db, std::slice::from_ref(&key), listed)?;
-            let this = loaded.remove(0);
-            let run = match &this.run {
-                Ok(run) => run,
-                Err(why) if why == MISSING => return Err(self.gone(&key)),
-                Err(_) => return Ok(brief(&this)),
-            };
-            let previous = pair_keys(db, &prefix, Some(&key), 1)?.into_iter().next();
-            let recent = load(db, &pair_keys(db, &prefix, None, PAGE)?, true)?;
-            let same_version: Vec<&Run> = recent
-                .iter()
-                .filter_map(|l| l.run.as_ref().ok())
-                .filter(|r| r.version == run.version)
-                .chain(std::iter::once(run))
-                .collect();
-            let flaky: Vec<TestId> = flaky(&same_version).into_iter().map(|(_, t)| t).collect();
-            let tests: Vec<Value> = identified(&run.results.tests)
-                .map(|(id, t)| {
+            let this = self.find_run(db, &key)?;
+            if this.reports().next().is_none() {
+                return Ok(brief(&this));
+            }
+            let earlier = load_runs(db, &pair_runs(db, &platform, &browser, Some(&key), PAGE)?)?;
+            let previous = earlier.first().map(|l| l.key.clone());
+            let earlier: Vec<Seen> = earlier.iter().map(seen).collect();
+            let (pairs, _) = newest_runs(db)?;
+            let pairs: Vec<Vec<Seen>> = pairs.iter().map(|runs| runs.iter().map(seen).collect()).collect();
+            let e = evidence(&earlier, &pairs);
+            let this_seen = seen(&this);
+            let tests: Vec<Value> = identified(this.tests())
+                .map(|(id, (file, t))| {
                     let mut test = json!({"name": t.name, "suite": t.suite, "status": t.status,
-                        "duration": t.duration, "flaky": flaky.contains(&id)});
+                        "duration": t.duration, "file": file});
                     if let Some(message) = &t.message {
                         test["message"] = json!(message);
                     }
@@ -244,13 +302,25 @@ impl Viewer {
                             test[field] = value;
                         }
                     }
-                    test["flaky"] = json!(flaky.contains(&id) || t.detail.flaky);
+                    let classes = classify(&id, t, &this_seen, &e);
+                    test["flaky"] = json!(classes.iter().any(|c| c["class"] == "flaky"));
+                    test["classes"] = json!(classes);
                     test
                 })
                 .collect();
             let mut view = brief(&this);
-            view["tool"] = json!(run.results.tool);
+            view["files"] = json!(this
+                .files
+                .iter()
+                .map(|f| match &f.run {
+                    Ok(run) => json!({"key": f.key, "file": run.ci.file, "job": run.ci.job, "tool": run.results.tool,
+                        "version": run.version, "tests": run.results.tests.len()}),
+                    Err(why) => json!({"key": f.key, "error": why}),
+                })
+                .collect::<Vec<_>>());
+            view["labels"] = labels(&this);
             view["tests"] = json!(tests);
+            view["rules"] = classes::rules();
             view["previous"] = json!(previous);
             Ok(view)
         })
@@ -262,25 +332,21 @@ impl Viewer {
         for key in [from, to] {
             pair_of(key)?;
         }
-        let keys = vec![from.to_string(), to.to_string()];
+        let keys = [from.to_string(), to.to_string()];
         self.view(move |db| {
-            let mut listed = true;
+            let mut loaded = Vec::new();
             for key in &keys {
-                listed &= self.listed(db, key)?;
-            }
-            let loaded = load(db, &keys, listed)?;
-            let mut runs = Vec::new();
-            for l in &loaded {
-                match &l.run {
-                    Ok(run) => runs.push(run),
-                    Err(why) if why == MISSING => return Err(self.gone(&l.key)),
-                    Err(why) => return Err(ViewError::Failed(format!("run {:?} cannot be read: {why}", l.key))),
+                let run = self.find_run(db, key)?;
+                if run.reports().next().is_none() {
+                    let why = run.files.iter().find_map(|f| f.run.as_ref().err()).cloned().unwrap_or_default();
+                    return Err(ViewError::Failed(format!("run {key:?} cannot be read: {why}")));
                 }
+                loaded.push(run);
             }
-            let index = |run: &Run| -> BTreeMap<TestId, Test> {
-                identified(&run.results.tests).map(|(id, t)| (id, t.clone())).collect()
+            let index = |run: &Loaded| -> BTreeMap<TestId, Test> {
+                identified(run.tests()).map(|(id, (_, t))| (id, t.clone())).collect()
             };
-            let (before, after) = (index(runs[0]), index(runs[1]));
+            let (before, after) = (index(&loaded[0]), index(&loaded[1]));
             let entry = |t: &Test| {
                 let mut e = json!({"suite": t.suite, "name": t.name, "status": t.status});
                 if let Some(m) = &t.message {
@@ -315,23 +381,25 @@ impl Drop for Viewer {
 }
 
 /// The viewer's stores: `results` as the writers have it, and `results-meta`, one record per
-/// object from the listing, its labels from the key layout, with the indexes the views need.
+/// object from the listing, its labels from the key layout, with the indexes the views need:
+/// the newest file of each pair, each pair's runs, and every run across pairs, newest first.
 fn schema(target: &Target) -> Value {
     let mut schema = target.schema();
     let mut options = schema["stores"][0]["Sync"]["Options"].clone();
     options.as_object_mut().expect("the options are an object").remove("metadata");
-    options["keyLayout"] = json!("{platform}/{browser}/{run}");
+    options["keyLayout"] = json!("{platform}/{browser}/{run}/{file}");
     schema["stores"].as_array_mut().expect("a list of stores").push(json!({
         "name": "results-meta", "keyPath": "name",
         "indexes": [
             {"name": "platform, browser", "keyPath": ["metadata.platform", "metadata.browser"]},
-            {"name": "run", "keyPath": "metadata.run"}],
+            {"name": "pair runs", "keyPath": ["metadata.platform", "metadata.browser", "metadata.run"]},
+            {"name": "run", "keyPath": ["metadata.run", "metadata.platform", "metadata.browser"]}],
         "Sync": {"format": "objstore-meta", "prefetch": "meta", "Options": options}}));
     schema
 }
 
 /// The body of a name the listing had but the bucket no longer holds.
-const MISSING: &str = "the bucket no longer holds this run";
+const MISSING: &str = "the bucket no longer holds this file";
 
 fn keys(db: &Db, store: &str, scan: &Value) -> Result<Vec<String>, ViewError> {
     // `fresh`: listed unless a listing within the refractory period answered.
@@ -339,21 +407,60 @@ fn keys(db: &Db, store: &str, scan: &Value) -> Result<Vec<String>, ViewError> {
     Ok(found.as_array().into_iter().flatten().filter_map(|k| k.as_str().map(str::to_string)).collect())
 }
 
-/// A pair's run names after `after` (or from the newest), at most `limit`.
-fn pair_keys(db: &Db, prefix: &str, after: Option<&str>, limit: usize) -> Result<Vec<String>, ViewError> {
-    // Every name of the pair starts with "<platform>/<browser>/"; '0' follows '/'.
-    let end = format!("{}0", &prefix[..prefix.len() - 1]);
-    let range = match after {
-        Some(after) => json!({"lower": after, "lowerOpen": true, "upper": end, "upperOpen": true}),
-        None => json!({"lower": prefix, "upper": end, "upperOpen": true}),
-    };
-    keys(db, "results-meta", &json!({"range": range, "limit": limit}))
+/// The runs (their keys) of files named by `file_keys`, in order, each once.
+fn run_keys(file_keys: &[String]) -> Vec<String> {
+    let mut runs: Vec<String> = Vec::new();
+    for key in file_keys {
+        if let Some(run) = run_key(key).filter(|r| runs.last().map(String::as_str) != Some(*r)) {
+            runs.push(run.to_string());
+        }
+    }
+    runs
 }
 
-/// The runs under `keys`, fetched where not cached (immutable: a cached run costs nothing).
-/// `listed`: the listing has them, so one the bucket does not give is asked why (a second,
-/// conditional request); a key the listing never had is simply missing.
-fn load(db: &Db, keys: &[String], listed: bool) -> Result<Vec<Loaded>, ViewError> {
+/// A pair's runs after run `after` (or from the newest), at most `limit`.
+fn pair_runs(
+    db: &Db,
+    platform: &str,
+    browser: &str,
+    after: Option<&str>,
+    limit: usize,
+) -> Result<Vec<String>, ViewError> {
+    // Every run of the pair sorts between [platform, browser] and [platform, browser + "\0"].
+    let upper = json!([platform, format!("{browser}\u{0}")]);
+    let range = match after {
+        Some(after) => {
+            json!({"lower": [platform, browser, run_segment(after)], "lowerOpen": true, "upper": upper, "upperOpen": true})
+        }
+        None => json!({"lower": [platform, browser], "upper": upper, "upperOpen": true}),
+    };
+    let scan = json!({"index": "pair runs", "unique": true, "range": range, "limit": limit});
+    Ok(run_keys(&keys(db, "results-meta", &scan)?))
+}
+
+/// The runs under `run_keys` with their files, fetched where not cached (immutable: a cached
+/// file costs nothing).
+fn load_runs(db: &Db, run_keys: &[String]) -> Result<Vec<Loaded>, ViewError> {
+    let mut files_of = Vec::with_capacity(run_keys.len());
+    for key in run_keys {
+        // A run's files are named "<run>/<file id>"; '0' follows '/'.
+        let range = json!({"lower": format!("{key}/"), "upper": format!("{key}0"), "upperOpen": true});
+        files_of.push(keys(db, "results-meta", &json!({"range": range}))?);
+    }
+    let mut bodies = load(db, &files_of.concat())?.into_iter();
+    Ok(run_keys
+        .iter()
+        .zip(files_of)
+        .map(|(key, files)| {
+            let (platform, browser) = pair_of(key).unwrap_or_default();
+            let files = files.into_iter().map(|key| File { key, run: bodies.next().unwrap_or(Err(MISSING.into())) });
+            Loaded { key: key.clone(), platform, browser, files: files.collect() }
+        })
+        .collect())
+}
+
+/// The files under `keys` (which the listing has), as runs or why not.
+fn load(db: &Db, keys: &[String]) -> Result<Vec<Result<Run, String>>, ViewError> {
     if keys.is_empty() {
         return Ok(Vec::new());
     }
@@ -363,22 +470,18 @@ fn load(db: &Db, keys: &[String], listed: bool) -> Result<Vec<Loaded>, ViewError
     Ok(keys
         .iter()
         .zip(bodies.into_iter().chain(std::iter::repeat(Value::Null)))
-        .map(|(key, body)| {
-            let (platform, browser) = pair_of(key).unwrap_or_default();
-            let run = match body {
-                Value::Null if listed => Err(why_missing(db, key)),
-                Value::Null => Err(MISSING.to_string()),
-                body => serde_json::from_value::<Run>(body)
-                    .map_err(|e| format!("not a run: {e}"))
-                    .and_then(|run| run.check().map(|()| run)),
-            };
-            Loaded { key: key.clone(), platform, browser, run }
+        .map(|(key, body)| match body {
+            Value::Null => Err(why_missing(db, key)),
+            body => serde_json::from_value::<Run>(body)
+                .map_err(|e| format!("not a run: {e}"))
+                .and_then(|run| run.check().map(|()| run)),
         })
         .collect())
 }
 
-/// Why the bucket gave no run under `key`: the library's reason when the object cannot be
-/// used (asked of that key alone, a conditional request), else that it is gone.
+/// Why the bucket gave no file under `key`, which the listing has: the library's reason when
+/// the object cannot be used (asked of that key alone, a conditional request), else that it
+/// is gone.
 fn why_missing(db: &Db, key: &str) -> String {
     match call(|done| db.values_of(None, "results", &json!([key]), Read::default(), done)) {
         Err(reason) => reason,
@@ -386,64 +489,136 @@ fn why_missing(db: &Db, key: &str) -> String {
     }
 }
 
-/// A run in a list: its name, labels, time and counts, or why it cannot be shown. Its time is
-/// when the report says the run started, else when it was stored (`stored`).
+/// A run in a list: its name, labels, time, where it came from and its counts over every
+/// file, or why it cannot be shown. Its time is when its reports say it started, else when it
+/// was first stored (`stored`).
 fn brief(l: &Loaded) -> Value {
     let stored = stored_at(&l.key);
-    let mut row = json!({"key": l.key, "platform": l.platform, "browser": l.browser, "time": stored, "stored": stored});
-    match &l.run {
-        Ok(run) => {
-            let s = &run.results.summary;
-            if s.start > 0 {
-                row["time"] = json!(s.start);
-            }
-            row["version"] = json!(run.version);
-            row["summary"] = json!({"tests": s.tests, "passed": s.passed, "failed": s.failed,
-                "skipped": s.skipped + s.pending + s.other});
+    let mut row = json!({"key": l.key, "platform": l.platform, "browser": l.browser, "time": stored,
+        "stored": stored, "files": l.files.len()});
+    let reports: Vec<&Run> = l.reports().collect();
+    let Some(first) = reports.first() else {
+        let why = l.files.iter().find_map(|f| f.run.as_ref().err()).cloned();
+        row["error"] = json!(why.unwrap_or_else(|| MISSING.into()));
+        return row;
+    };
+    if let Some(start) = reports.iter().map(|r| r.results.summary.start).filter(|s| *s > 0).min() {
+        row["time"] = json!(start);
+    }
+    let mut versions: Vec<&str> = reports.iter().map(|r| r.version.as_str()).collect();
+    versions.dedup();
+    row["version"] = json!(versions.join(", "));
+    let ci = reports.iter().find(|r| r.ci.run.is_some() || r.ci.commit.is_some()).map_or(&first.ci, |r| &r.ci);
+    let mut ci = serde_json::to_value(ci).unwrap_or_default();
+    if let Some(ci) = ci.as_object_mut() {
+        ci.remove("file");
+        ci.remove("job");
+        if !ci.is_empty() {
+            row["ci"] = json!(ci);
         }
-        Err(why) => row["error"] = json!(why),
+    }
+    let sum = |f: fn(&crate::format::Summary) -> u64| reports.iter().map(|r| f(&r.results.summary)).sum::<u64>();
+    row["summary"] = json!({"tests": sum(|s| s.tests), "passed": sum(|s| s.passed), "failed": sum(|s| s.failed),
+        "skipped": sum(|s| s.skipped + s.pending + s.other)});
+    let unreadable = l.files.iter().filter(|f| f.run.is_err()).count();
+    if unreadable > 0 {
+        row["unreadable"] = json!(unreadable);
     }
     row
 }
 
-/// Passed, failed and skipped (pending and other with them) per suite.
-fn cells(run: &Run) -> Value {
-    let mut cells: HashMap<&str, [u64; 3]> = HashMap::new();
-    for t in &run.results.tests {
+/// The build-variant labels of a run's files: their environments' texts and numbers.
+fn labels(l: &Loaded) -> Value {
+    let mut labels = Map::new();
+    for report in l.reports() {
+        for (key, value) in &report.results.environment {
+            if let Some(text) = match value {
+                Value::String(s) => Some(s.clone()),
+                Value::Number(_) | Value::Bool(_) => Some(value.to_string()),
+                _ => None,
+            } {
+                labels.entry(key.clone()).or_insert(json!(text));
+            }
+        }
+    }
+    labels.into()
+}
+
+/// Passed, failed and skipped (pending and other with them) per suite, over every file, and
+/// how many of the suite's tests fall in each class (only those some test does).
+fn cells(l: &Loaded, this: &Seen, e: &Evidence) -> Value {
+    let mut cells: HashMap<&str, ([u64; 3], BTreeMap<String, u64>)> = HashMap::new();
+    for (id, (_, t)) in identified(l.tests()) {
         let column = match t.status {
             Status::Passed => 0,
             Status::Failed => 1,
             _ => 2,
         };
-        cells.entry(&t.suite).or_default()[column] += 1;
+        let cell = cells.entry(&t.suite).or_default();
+        cell.0[column] += 1;
+        for class in classify(&id, t, this, e) {
+            *cell.1.entry(class["class"].as_str().unwrap_or_default().to_string()).or_default() += 1;
+        }
     }
     cells
         .into_iter()
-        .map(|(suite, [p, f, s])| (suite.to_string(), json!({"passed": p, "failed": f, "skipped": s})))
+        .map(|(suite, ([p, f, s], classes))| {
+            (suite.to_string(), json!({"passed": p, "failed": f, "skipped": s, "classes": classes}))
+        })
         .collect::<Map<_, _>>()
         .into()
 }
 
-/// A test across runs: its suite, its name and which occurrence of that name it is.
-type TestId = (String, String, usize);
+/// Each pair's newest runs ([`classes::BROKEN_RUNS`], newest first), for at most [`PAIRS`]
+/// pairs; and whether the bucket holds more pairs.
+fn newest_runs(db: &Db) -> Result<(Vec<Vec<Loaded>>, bool), ViewError> {
+    let scan = json!({"index": "platform, browser", "unique": true, "limit": PAIRS + 1});
+    let mut newest = keys(db, "results-meta", &scan)?;
+    let more = newest.len() > PAIRS;
+    newest.truncate(PAIRS);
+    let mut runs_of = Vec::with_capacity(newest.len());
+    for key in &newest {
+        let (platform, browser) = run_key(key).map(pair_of).transpose()?.unwrap_or_default();
+        runs_of.push(pair_runs(db, &platform, &browser, None, classes::BROKEN_RUNS)?);
+    }
+    let mut loaded = load_runs(db, &runs_of.concat())?.into_iter();
+    Ok((runs_of.iter().map(|runs| loaded.by_ref().take(runs.len()).collect()).collect(), more))
+}
+
+/// A run as evidence for the classes of another's tests.
+fn seen(l: &Loaded) -> Seen {
+    Seen {
+        key: l.key.clone(),
+        pair: format!("{}/{}", l.platform, l.browser),
+        basis: l.basis(),
+        commit: l.reports().find_map(|r| r.ci.commit.clone()),
+        outcomes: identified(l.tests()).map(|(id, (_, t))| (id, t.status)).collect(),
+    }
+}
+
+/// The evidence for a run: the pair's runs before it, and every pair's newest runs.
+fn evidence<'a>(earlier: &'a [Seen], pairs: &'a [Vec<Seen>]) -> Evidence<'a> {
+    Evidence { earlier: earlier.iter().collect(), pairs: pairs.iter().map(|runs| runs.iter().collect()).collect() }
+}
 
 /// Tests with their identity: suite, name, and which occurrence of that name (suites run twice,
 /// once per mechanism, repeat names).
-fn identified(tests: &[Test]) -> impl Iterator<Item = (TestId, &Test)> {
+fn identified<'a, X>(tests: impl Iterator<Item = (X, &'a Test)>) -> impl Iterator<Item = (TestId, (X, &'a Test))> {
     let mut seen: HashMap<(&str, &str), usize> = HashMap::new();
-    tests.iter().map(move |t| {
+    tests.map(move |(x, t)| {
         let n = seen.entry((&t.suite, &t.name)).or_default();
         *n += 1;
-        ((t.suite.clone(), t.name.clone(), *n), t)
+        ((t.suite.clone(), t.name.clone(), *n), (x, t))
     })
 }
 
-/// Tests that both passed and failed among `runs` of one version: (version, test).
-fn flaky(runs: &[&Run]) -> Vec<(String, TestId)> {
+/// Tests that both passed and failed among `runs` at one commit (or version): (basis, test).
+fn flaky(runs: &[Loaded]) -> Vec<(String, TestId)> {
     let mut outcomes: BTreeMap<(String, TestId), [bool; 2]> = BTreeMap::new();
     for run in runs {
-        for (id, t) in identified(&run.results.tests) {
-            let seen = outcomes.entry((run.version.clone(), id)).or_default();
+        let Some(basis) = run.basis() else { continue };
+        for (id, (_, t)) in identified(run.tests()) {
+            let seen = outcomes.entry((basis.clone(), id)).or_default();
             match t.status {
                 Status::Passed => seen[0] = true,
                 Status::Failed => seen[1] = true,
@@ -463,7 +638,7 @@ fn paged(mut keys: Vec<String>) -> (Vec<String>, Option<String>) {
     (keys, next)
 }
 
-/// The platform and browser a run's name carries.
+/// The platform and browser a run's key (`<platform>/<browser>/<run>`) carries.
 fn pair_of(key: &str) -> Result<(String, String), ViewError> {
     match key.split('/').collect::<Vec<_>>()[..] {
         [platform, browser, run] if [platform, browser, run].iter().all(|s| !matches!(*s, "" | "." | "..")) => {
@@ -473,43 +648,92 @@ fn pair_of(key: &str) -> Result<(String, String), ViewError> {
     }
 }
 
-fn run_segment(key: &str) -> Result<String, ViewError> {
-    pair_of(key)?;
-    Ok(key.rsplit('/').next().unwrap_or_default().to_string())
+/// The run segment of a run's key (checked by [`pair_of`]).
+fn run_segment(key: &str) -> &str {
+    key.rsplit('/').next().unwrap_or_default()
 }
 
-/// The names of a pair's runs start with this. Any segment the bucket holds is a pair, even one
-/// our writers would refuse to make, so only the layout's shape is checked.
-fn pair_prefix(platform: &str, browser: &str) -> Result<String, ViewError> {
+/// Checks that a platform and browser can be name segments. Any segment the bucket holds is a
+/// pair, even one our writers would refuse to make, so only the layout's shape is checked.
+fn pair_prefix(platform: &str, browser: &str) -> Result<(), ViewError> {
     for (field, value) in [("platform", platform), ("browser", browser)] {
         if value.is_empty() || value.contains('/') {
             return Err(ViewError::BadRequest(format!("{field} {:?} is not a name segment", clip(value))));
         }
     }
-    Ok(format!("{platform}/{browser}/"))
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn loaded(start: u64) -> Loaded {
-        let run = json!({"platform": "linux", "browser": "c", "version": "1", "results": {"tool": {"name": "ctest"},
-            "summary": {"tests": 0, "passed": 0, "failed": 0, "skipped": 0, "pending": 0, "other": 0,
-                        "start": start, "stop": start}, "tests": []}});
-        let key = crate::format::object_key("linux", "c", 1_795_000_000_000, "aa");
-        Loaded { key, platform: "linux".into(), browser: "c".into(), run: Ok(serde_json::from_value(run).unwrap()) }
+    fn report(start: u64, commit: Option<&str>, tests: Value) -> Run {
+        let mut run: Run = serde_json::from_value(json!({"platform": "linux", "browser": "c", "version": "1",
+            "results": {"tool": {"name": "ctest"}, "summary": {"tests": 0, "passed": 0, "failed": 0, "skipped": 0,
+                "pending": 0, "other": 0, "start": start, "stop": start}, "tests": tests}}))
+        .unwrap();
+        run.results.summary = crate::format::Summary::of(&run.results.tests, start, start);
+        run.ci.commit = commit.map(str::to_string);
+        run
     }
 
-    /// A run's age counts from when its report says it ran, not from when it was posted.
+    fn loaded(at_ms: u64, files: Vec<Result<Run, String>>) -> Loaded {
+        let key = format!("linux/c/{}", crate::format::run_segment(at_ms, "aa"));
+        let files = files.into_iter().enumerate().map(|(i, run)| File { key: format!("{key}/f{i}"), run }).collect();
+        Loaded { key, platform: "linux".into(), browser: "c".into(), files }
+    }
+
+    fn one(suite: &str, name: &str, status: &str) -> Value {
+        json!({"name": name, "status": status, "duration": 1, "suite": suite})
+    }
+
+    /// A run's age counts from when its reports say it ran (the earliest), not from when it
+    /// was posted.
     #[test]
     fn a_run_is_dated_by_its_report() {
-        let dated = brief(&loaded(1_577_836_800_000));
+        let dated = brief(&loaded(1_795_000_000_000, vec![Ok(report(1_577_836_800_000, None, json!([])))]));
         assert_eq!(
             (dated["time"].as_u64(), dated["stored"].as_u64()),
             (Some(1_577_836_800_000), Some(1_795_000_000_000))
         );
-        let undated = brief(&loaded(0));
+        let undated = brief(&loaded(1_795_000_000_000, vec![Ok(report(0, None, json!([])))]));
         assert_eq!(undated["time"].as_u64(), Some(1_795_000_000_000), "no timestamp in the report: when it was stored");
+    }
+
+    /// A run of several files counts every file's tests, per suite and in all; a file that
+    /// cannot be read is counted as such and hides nothing else.
+    #[test]
+    fn a_run_of_many_files_counts_them_all() {
+        let run = loaded(
+            1_795_000_000_000,
+            vec![
+                Ok(report(5, Some("abc"), json!([one("crud", "a", "passed"), one("sql", "b", "failed")]))),
+                Err("not a run: missing field".into()),
+                Ok(report(3, None, json!([one("crud", "c", "passed"), one("event", "d", "skipped")]))),
+            ],
+        );
+        let row = brief(&run);
+        assert_eq!(row["summary"], json!({"tests": 4, "passed": 2, "failed": 1, "skipped": 1}));
+        assert_eq!(
+            (row["files"].as_u64(), row["unreadable"].as_u64(), row["time"].as_u64()),
+            (Some(3), Some(1), Some(3))
+        );
+        assert_eq!(row["ci"]["commit"], "abc");
+        let cells = cells(&run, &seen(&run), &evidence(&[], &[]));
+        assert_eq!(cells["crud"]["passed"], 2);
+        assert_eq!(cells["sql"]["failed"], 1);
+    }
+
+    /// Flaky is keyed on the commit: a test broken at one commit and fixed at the next is not
+    /// flaky; one that passed and failed at one commit is.
+    #[test]
+    fn flaky_is_keyed_on_the_commit() {
+        let run = |commit: &str, status: &str| {
+            loaded(1_795_000_000_000, vec![Ok(report(1, Some(commit), json!([one("crud", "a", status)])))])
+        };
+        assert!(flaky(&[run("c1", "failed"), run("c2", "passed")]).is_empty(), "fixed at the next commit");
+        let flaky = flaky(&[run("c1", "failed"), run("c1", "passed")]);
+        assert_eq!(flaky, vec![("commit c1".to_string(), ("crud".to_string(), "a".to_string(), 1))]);
     }
 }

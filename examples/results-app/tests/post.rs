@@ -14,14 +14,17 @@ fn fixture(name: &str) -> String {
 }
 
 fn post(bucket: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_objstore-results"))
-        .arg("post")
-        .args(args)
-        .env("OBJSTORE_RESULTS", format!("file://{}", bucket.display()))
-        .env_remove("OBJSTORE_RESULTS_PREFIX")
-        .env_remove("OBJSTORE_RESULTS_BUCKET")
-        .output()
-        .unwrap()
+    post_in(bucket, args, &[])
+}
+
+/// `post` with `env` set, outside any CI but the one `env` may name.
+fn post_in(bucket: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_objstore-results"));
+    command.arg("post").args(args).env("OBJSTORE_RESULTS", format!("file://{}", bucket.display()));
+    for name in support::CI_MARKERS.iter().chain(&["OBJSTORE_RESULTS_PREFIX", "OBJSTORE_RESULTS_BUCKET"]) {
+        command.env_remove(name);
+    }
+    command.envs(env.iter().copied()).output().unwrap()
 }
 
 /// Every stored run, in key order: (key, record).
@@ -81,7 +84,7 @@ fn reports_of_every_producer_are_stored_in_the_layout() {
         let parts: Vec<&str> = key.split('/').collect();
         assert_eq!(parts[..2], [platform.as_str(), "python-3.11"], "{key}");
         let (reverse, id) = parts[2].split_once('-').unwrap();
-        assert_eq!((reverse.len(), id.len()), (13, 16), "{key}");
+        assert_eq!((reverse.len(), id.len(), parts[3].len()), (13, 16, 16), "{key}");
         assert!(stdout.contains(key.as_str()), "the key is printed: {stdout}");
         assert_eq!(run["platform"], Value::String(platform.clone()));
         assert_eq!(run["browser"], "python-3.11");
@@ -156,8 +159,9 @@ fn ctrf_reports_and_stored_runs_are_read_back_alike() {
     .unwrap();
     let out = post(dir.path(), &[&ctrf.display().to_string()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let (key, run) = stored(dir.path()).remove(0);
+    let (key, mut run) = stored(dir.path()).remove(0);
     assert!(key.starts_with("linux-arm64/node-22/"), "the report's labels: {key}");
+    assert_eq!(run["ci"]["file"], "ctrf.json", "the file's name is kept");
     assert_eq!(run["results"]["summary"]["tests"], 2, "counted, not declared");
     assert_eq!(run["results"]["tests"][1]["suite"], "x", "a suite path's first step is the column");
     // What it stored, posted again, is read alike (one definition, both sides).
@@ -165,6 +169,7 @@ fn ctrf_reports_and_stored_runs_are_read_back_alike() {
     std::fs::write(&again, serde_json::to_vec(&run).unwrap()).unwrap();
     let other = tempfile::tempdir().unwrap();
     assert!(post(other.path(), &[&again.display().to_string()]).status.success());
+    run["ci"]["file"] = json!("again.json");
     assert_eq!(stored(other.path())[0].1, run);
 }
 
@@ -219,4 +224,116 @@ fn posts_reach_moto_and_garage_through_the_aws_variables() {
             assert_eq!(found.metadata.get("browser").map(String::as_str), Some("python-3.11"), "{name}");
         }
     }
+}
+
+/// Files posted for one run, by separate calls (separate CI jobs), are stored under one run
+/// segment and counted as one run; a call for no run is a run of its own. The run comes from
+/// `--run` or from the CI's environment, with its commit, branch and page; labels come from
+/// `--label` and the report's `<properties>`.
+#[test]
+fn files_posted_for_one_run_are_one_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let labelled = dir.path().join("crud.xml");
+    std::fs::write(
+        &labelled,
+        r#"<testsuite name="crud" tests="1"><properties><property name="build_type" value="Release"/></properties>
+           <testcase classname="crud" name="put" time="0.1"/></testsuite>"#,
+    )
+    .unwrap();
+    let alone = post(dir.path(), &["--runtime", "c-gcc-12", &fixture("ctest.xml")]);
+    assert!(alone.status.success());
+    let first = post(
+        dir.path(),
+        &[
+            "--runtime",
+            "c-gcc-12",
+            "--run",
+            "nightly-7",
+            "--commit",
+            "abc123",
+            "--label",
+            "sanitizer=asan",
+            &labelled.display().to_string(),
+        ],
+    );
+    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    let second = post(dir.path(), &["--runtime", "c-gcc-12", "--run", "nightly-7", &fixture("ctest.xml")]);
+    assert!(second.status.success(), "{}", String::from_utf8_lossy(&second.stderr));
+    let runs = stored(dir.path());
+    let segments: Vec<&str> = runs.iter().map(|(key, _)| key.split('/').nth(2).unwrap()).collect();
+    assert_eq!(runs.len(), 3);
+    let nightly: Vec<&(String, Value)> = runs.iter().filter(|(_, r)| r["ci"]["run"] == "nightly-7").collect();
+    assert_eq!(nightly.len(), 2);
+    assert_eq!(nightly[0].0.split('/').nth(2), nightly[1].0.split('/').nth(2), "one run segment: {segments:?}");
+    assert!(nightly[0].0.split('/').nth(2).unwrap().ends_with("-nightly-7"));
+    assert_eq!(segments.iter().collect::<std::collections::HashSet<_>>().len(), 2, "the lone call is a run of its own");
+    let labelled = runs.iter().find(|(_, r)| r["ci"]["file"] == "crud.xml").unwrap();
+    assert_eq!(labelled.1["ci"]["commit"], "abc123");
+    assert_eq!(labelled.1["results"]["environment"], json!({"build_type": "Release", "sanitizer": "asan"}));
+    assert!(dir.path().join("results/.runs/nightly-7").exists(), "the run's anchor");
+
+    // The matrix counts both files of the newest run: crud from one, ctest's from the other.
+    let matrix = Command::new(env!("CARGO_BIN_EXE_objstore-results"))
+        .args(["matrix", "--cache", &dir.path().join("cache.sqlite3").display().to_string()])
+        .env("OBJSTORE_RESULTS", format!("file://{}", dir.path().display()))
+        .env_remove("OBJSTORE_RESULTS_BUCKET")
+        .env_remove("OBJSTORE_RESULTS_PREFIX")
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&matrix.stdout);
+    assert!(matrix.status.success(), "{}", String::from_utf8_lossy(&matrix.stderr));
+    let row = table.lines().find(|l| l.contains("c-gcc-12")).unwrap();
+    let header = table.lines().next().unwrap();
+    assert!(header.contains("crud"), "{table}");
+    assert!(row.contains("ok 1/0/0"), "crud counted beside ctest's suites: {table}");
+
+    // In GitHub Actions, the run, attempt, commit, branch and page come from its variables.
+    let github = [
+        ("GITHUB_ACTIONS", "true"),
+        ("GITHUB_RUN_ID", "555"),
+        ("GITHUB_RUN_ATTEMPT", "2"),
+        ("GITHUB_SHA", "feedbeef"),
+        ("GITHUB_REF_NAME", "main"),
+        ("GITHUB_SERVER_URL", "https://github.com"),
+        ("GITHUB_REPOSITORY", "team/db"),
+    ];
+    let other = tempfile::tempdir().unwrap();
+    for file in ["pytest-9.xml", "nextest.xml"] {
+        let out = post_in(other.path(), &["--runtime", "python-3.11", &fixture(file)], &github);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let runs = stored(other.path());
+    let ci: Vec<&Value> = runs.iter().map(|(_, r)| &r["ci"]).collect();
+    assert_eq!(ci[0]["run"], "github-555-2");
+    assert_eq!((&ci[0]["commit"], &ci[0]["branch"]), (&json!("feedbeef"), &json!("main")));
+    assert_eq!(ci[0]["url"], "https://github.com/team/db/actions/runs/555/attempts/2");
+    let keys: Vec<&String> = runs.iter().map(|(key, _)| key).collect();
+    assert_eq!(keys[0].rsplit_once('/').unwrap().0, keys[1].rsplit_once('/').unwrap().0, "{keys:?}");
+
+    // Jobs that post at the same moment race to anchor the run: one anchor stands, and every
+    // file goes under it.
+    let raced = tempfile::tempdir().unwrap();
+    let posts: Vec<_> = (0..4)
+        .map(|_| {
+            let dir = raced.path().to_path_buf();
+            std::thread::spawn(move || post(&dir, &["--runtime", "c-gcc-12", "--run", "race", &fixture("ctest.xml")]))
+        })
+        .collect();
+    for done in posts {
+        let out = done.join().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let runs: std::collections::HashSet<String> =
+        stored(raced.path()).into_iter().map(|(key, _)| key.rsplit_once('/').unwrap().0.to_string()).collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+
+    // What is not a label or a URL is refused, naming the option, and nothing is stored.
+    for (flag, value, said) in
+        [("--run", "a/b", "--run"), ("--url", "javascript:alert(1)", "--url"), ("--label", "novalue", "--label")]
+    {
+        let out = post(other.path(), &["--runtime", "python-3.11", flag, value, &fixture("pytest-9.xml")]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && stderr.contains(said), "{flag}: {stderr}");
+    }
+    assert_eq!(stored(other.path()).len(), 2);
 }

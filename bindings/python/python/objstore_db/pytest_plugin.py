@@ -1,6 +1,6 @@
 """A pytest plugin that publishes a run's results into a bucket, through objstore-db, in the
-results app's layout: one object per run at `<platform>/<browser>/<reverse timestamp>-<run id>`,
-its body a CTRF report with one `suite` per test (the test module's name without `test_`), its
+results app's layout: one object per run at `<platform>/<browser>/<reverse timestamp>-<run
+id>/<file id>` (a run of one report file), its body a CTRF report with one `suite` per test (the test module's name without `test_`), its
 metadata headers platform, browser and version.
 
 Off unless configured:
@@ -189,7 +189,7 @@ class Publisher:
 
     def object_key(self) -> str:
         reverse = FAR_FUTURE_MS - int(time.time() * 1000)
-        return f"{platform_name()}/{runtime_name()}/{reverse:013d}-{uuid.uuid4().hex[:8]}"
+        return f"{platform_name()}/{runtime_name()}/{reverse:013d}-{uuid.uuid4().hex[:16]}/{uuid.uuid4().hex[:16]}"
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         try:

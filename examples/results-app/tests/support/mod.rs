@@ -21,6 +21,10 @@ pub fn server(name: &str) -> HashMap<String, String> {
         .collect()
 }
 
+/// The variables by which `post` knows it runs in CI: the tests clear them, so that a CI
+/// running these tests does not group their posts into its own run.
+pub const CI_MARKERS: [&str; 6] = ["GITHUB_ACTIONS", "GITLAB_CI", "BUILDKITE", "CIRCLECI", "JENKINS_URL", "TF_BUILD"];
+
 /// Every run the `results` bucket under `bucket_dir` holds: key → record.
 pub fn stored(bucket_dir: &Path) -> BTreeMap<String, Value> {
     let root = bucket_dir.join("results");
@@ -29,8 +33,9 @@ pub fn stored(bucket_dir: &Path) -> BTreeMap<String, Value> {
     while let Some(dir) = pending.pop() {
         let Ok(entries) = std::fs::read_dir(&dir) else { continue };
         for path in entries.flatten().map(|e| e.path()) {
-            // The local bucket's records, and the change log's markers, are not runs.
-            if path.file_name().is_some_and(|n| n == ".objstore" || n == ".objstore-changes") {
+            // The local bucket's records, the change log's markers and the runs' anchors are
+            // not runs.
+            if path.file_name().is_some_and(|n| n == ".objstore" || n == ".objstore-changes" || n == ".runs") {
                 continue;
             }
             if path.is_dir() {
