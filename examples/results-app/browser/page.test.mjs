@@ -393,3 +393,32 @@ test("files posted for one CI run, by two jobs at different times, are one run: 
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+test("above 12 columns suites are grouped by their first word; a group opens, and each test is two clicks away", async () => {
+  const body = run("linux-x86_64", "python-3.12", "0.4.0", [["unit/a", "one", "passed"], ["unit/b", "two", "passed"],
+    ["unit/c", "three", "failed", "three went wrong"], ["unit/d", "four", "passed"],
+    ["integration/x", "five", "passed"], ["integration/y", "six", "passed"]]);
+  await post(app.url, body, TOKEN);
+  const { page, errors } = await matrixPage();
+  const heads = () => page.$$eval("#matrix thead th", (ths) => ths.map((th) => th.textContent).slice(2));
+  const grouped = await heads();
+  assert.ok(grouped.length <= 12, grouped.join(" | "));
+  assert.ok(grouped.includes("unit/… (4)") && grouped.includes("integration/… (2)") && grouped.includes("crud"), grouped.join(" | "));
+  const row = '#matrix tr[data-pair="linux-x86_64 / python-3.12"]';
+  assert.equal(await page.textContent(`${row} td.cell[data-suite="unit"] a`), "3 passed1 failed");
+  // One click: the group's failures in the run.
+  await page.click(`${row} td.cell[data-suite="unit"] a`);
+  await page.waitForSelector("#tests");
+  assert.match(page.url(), /group=unit&status=failed/);
+  assert.deepEqual(await page.$$eval("#tests tbody tr", (trs) => trs.map((tr) => tr.textContent)).then((t) => t.length), 1);
+  assert.match(await page.textContent("#tests tbody"), /three went wrong/);
+  // The group's heading opens it into its suites.
+  await page.goBack();
+  await page.waitForSelector("#matrix");
+  await page.click('#matrix thead th[data-group="unit"] a');
+  await page.waitForFunction(() => location.search.includes("group=unit"));
+  await page.waitForSelector('#matrix thead th:text-is("unit/c")');
+  assert.deepEqual((await heads()).filter((h) => h.startsWith("unit")), ["unit/a", "unit/b", "unit/c", "unit/d"]);
+  assert.deepEqual(errors, []);
+  await page.close();
+});

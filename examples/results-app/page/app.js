@@ -128,10 +128,40 @@ const STATUSES = ["failed", "passed", "skipped"];
 
 // ----- views --------------------------------------------------------------------------------
 
+/** The suites that are columns as they are, at most 12 (`?columns=N`); above that, suites are
+ * grouped by their path's first word (`unit/crud` is in `unit`), and `?group=G` opens one. */
+function columnsOf(suites, state) {
+  const most = Number(state.columns) > 0 ? Number(state.columns) : 12;
+  if (suites.length <= most) return suites.map((s) => ({ name: s, suites: [s] }));
+  const columns = [];
+  for (const s of suites) {
+    const group = s.split("/")[0];
+    const open = state.group === group;
+    const found = columns.find((c) => c.group === group && !open);
+    if (found) found.suites.push(s);
+    else columns.push(open ? { name: s, suites: [s] } : { name: group, group, suites: [s] });
+  }
+  // A group of one suite of its own name is that suite.
+  return columns.map((c) => c.suites.length === 1 && c.suites[0] === c.name ? { name: c.name, suites: c.suites } : c);
+}
+
+/** A cell's counts and classes over several suites. */
+function sumCells(cells, suites) {
+  const present = suites.map((s) => cells[s]).filter(Boolean);
+  if (present.length === 0) return undefined;
+  const sum = { passed: 0, failed: 0, skipped: 0, classes: {} };
+  for (const c of present) {
+    for (const k of ["passed", "failed", "skipped"]) sum[k] += c[k];
+    for (const [name, n] of Object.entries(c.classes || {})) sum.classes[name] = (sum.classes[name] || 0) + n;
+  }
+  return sum;
+}
+
 async function matrixView(state) {
   const data = await api("matrix");
   let suites = data.suites;
   if (state.suite) suites = suites.filter((s) => s === state.suite);
+  const columns = columnsOf(suites, state);
   const rows = data.rows.filter((row) => {
     if (state.platform && row.platform !== state.platform) return false;
     if (state.browser && row.browser !== state.browser) return false;
@@ -141,21 +171,24 @@ async function matrixView(state) {
   });
   const distinct = (field) => [...new Set(data.rows.map((r) => r[field]))].sort();
   const head = h("tr", {}, h("th", { scope: "col" }, "platform / runtime"), h("th", { scope: "col" }, "newest run"),
-    suites.map((s) => h("th", { scope: "col" }, s)));
+    columns.map((c) => h("th", { scope: "col", "data-group": c.group },
+      c.group ? link({ ...state, group: c.group }, `${c.name}/… (${c.suites.length})`) : c.name)));
   const body = rows.map((row) => {
     const label = h("th", { scope: "row" }, link({ view: "pair", platform: row.platform, browser: row.browser }, pair(row)));
     const run = h("td", {}, link({ view: "run", key: row.key }, row.version || "?"), " · ", when(row.time));
     if (row.error) {
       return h("tr", { "data-pair": pair(row) }, label, run,
-        h("td", { class: "error", colspan: Math.max(1, suites.length) }, `The newest run could not be loaded: ${row.error}`));
+        h("td", { class: "error", colspan: Math.max(1, columns.length) }, `The newest run could not be loaded: ${row.error}`));
     }
-    // A cell opens its run at that suite's tests; a failing one at its failures, with their text.
-    const cells = suites.map((s) => {
-      const c = row.cells[s];
-      const tests = c && { view: "run", key: row.key, suite: s, ...(c.failed > 0 ? { status: "failed" } : {}) };
+    // A cell opens its run at that suite's (or group's) tests; a failing one at its failures,
+    // with their text.
+    const cells = columns.map((col) => {
+      const c = sumCells(row.cells, col.suites);
+      const which = col.group ? { group: col.group } : { suite: col.name };
+      const tests = c && { view: "run", key: row.key, ...which, ...(c.failed > 0 ? { status: "failed" } : {}) };
       const classes = Object.entries((c && c.classes) || {}).map(([name, n]) =>
         h("span", { class: "badge", "data-class": name, title: data.rules[name] }, `${n} ${name}`));
-      return h("td", { class: `cell ${verdict(c)}`, "data-suite": s },
+      return h("td", { class: `cell ${verdict(c)}`, "data-suite": col.name },
         c ? link(tests, counts(c)) : h("span", {}, "not run"), classes);
     });
     return h("tr", { "data-pair": pair(row) }, label, run, cells);
@@ -167,6 +200,8 @@ async function matrixView(state) {
     data.rows.length === 0
       ? h("p", { class: "note" }, "The bucket holds no runs yet.")
       : h("table", { id: "matrix" }, h("thead", {}, head), h("tbody", {}, body)),
+    columns.some((c) => c.group) ? h("p", { class: "note" },
+      `${suites.length} suites, grouped by their first word; a group's heading opens it.`) : null,
     data.morePairs ? h("p", { class: "note" }, "More pairs are in the bucket than the 50 shown.") : null,
     data.rows.length ? legend(data.rules) : null,
   );
@@ -259,7 +294,9 @@ async function runView(state) {
   const files = run.files || [];
   const fileName = (i) => files[i] && (files[i].file || files[i].key.split("/").pop());
   const labels = Object.entries(run.labels || {});
-  const tests = run.tests.filter((t) => (!state.suite || t.suite === state.suite) && (!state.status || t.status === state.status));
+  const inGroup = (t) => !state.group || t.suite === state.group || t.suite.startsWith(state.group + "/");
+  const tests = run.tests.filter((t) => (!state.suite || t.suite === state.suite) && inGroup(t) &&
+    (!state.status || t.status === state.status));
   const suites = [...new Set(run.tests.map((t) => t.suite))];
   show(...header,
     h("p", { class: verdict(run.summary) }, counts(run.summary)),

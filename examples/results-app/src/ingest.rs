@@ -35,7 +35,7 @@ impl Labels {
         let name = std::path::Path::new(file).file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
         // Up to its first dot: `crud.test.mjs`, `crud.xml` and `crud.junit.xml` are `crud`.
         let stem = name.split('.').next().unwrap_or_default().to_string();
-        let suite = junit::suite_name(&[stem], "");
+        let suite = junit::suite_name(Some(&stem), "");
         let ci = Ci { file: Some(name).filter(|n| !n.is_empty()), ..self.ci.clone() };
         Labels { default_suite: Some(suite).filter(|s| !s.is_empty()), ci, ..self.clone() }
     }

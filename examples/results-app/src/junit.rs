@@ -38,6 +38,8 @@ struct Case {
     status: Status,
     /// node's todo: it stays pending whether its body passes or fails.
     todo: bool,
+    /// ctest's first label (the test's `cmake_labels` property): its suite.
+    label: Option<String>,
     message: Option<String>,
     trace: String,
     stdout: String,
@@ -190,9 +192,11 @@ fn sink_of(element: &[u8]) -> Option<Sink> {
 /// name with the suites inside that one (`nested > deep`), its text and attempts.
 fn into_test(c: Case) -> Test {
     let telling = c.path.iter().position(|s| !is_generic(s));
-    // ctest names each test's class after the test: that is no suite (the file's name is).
-    let classname = if c.classname == c.name { "" } else { c.classname.as_str() };
-    let suite = suite_name(&telling.map(|i| vec![c.path[i].clone()]).unwrap_or_default(), classname);
+    // ctest names each test's class after the test: that is no suite (its first label is,
+    // else the file's name).
+    let ctest = c.classname == c.name;
+    let classname = if ctest { c.label.as_deref().unwrap_or_default() } else { c.classname.as_str() };
+    let suite = suite_name(telling.map(|i| c.path[i].as_str()), classname);
     let inner: Vec<&str> = match telling {
         Some(i) => c.path[i + 1..].iter().map(String::as_str).filter(|s| !is_generic(s)).collect(),
         None => Vec::new(),
@@ -270,6 +274,7 @@ fn on_open(
                 seconds: seconds(attr("time")?.as_deref(), "testcase")?,
                 status: if skipped { Status::Skipped } else { Status::Passed },
                 todo: false,
+                label: None,
                 message: None,
                 trace: String::new(),
                 stdout: String::new(),
@@ -277,9 +282,17 @@ fn on_open(
                 attempts: Vec::new(),
             });
         }
+        // ctest writes a test's labels as its `cmake_labels` property: the first is its suite.
+        b"property" if current.is_some() => {
+            if let (Some(case), Some("cmake_labels"), Some(labels)) =
+                (current.as_mut(), attr("name")?.as_deref(), attr("value")?)
+            {
+                case.label = labels.split(';').map(str::trim).find(|l| !l.is_empty()).map(str::to_string);
+            }
+        }
         // A suite's properties are the run's build-variant labels (a test's own are not); the
         // first few that are short labels, since some tools write every system property.
-        b"property" if current.is_none() && properties.len() < MAX_PROPERTIES => {
+        b"property" if properties.len() < MAX_PROPERTIES => {
             if let (Some(name), Some(value)) = (attr("name")?, attr("value")?) {
                 if check_label("property", &name).is_ok() && check_text("property", &value, 256).is_ok() {
                     properties.entry(name).or_insert(Value::String(value));
@@ -377,33 +390,60 @@ fn on_close(name: &[u8], suites: &mut Vec<String>, cases: &mut Vec<Case>, curren
     }
 }
 
-/// The suite a test belongs to: the outermost testsuite with a telling name (node's describe
-/// block, nextest's test binary), else the classname (pytest's module), shortened to the
-/// matrix's words (`tests.test_crud` → `crud`, `objstore-db-core::crud` → `crud`). Empty when
-/// neither tells (node's top-level tests, ctest): the caller names it.
-pub fn suite_name(suite_path: &[String], classname: &str) -> String {
-    let generic =
-        |s: &str| s.is_empty() || matches!(s, "pytest" | "test" | "tests" | "node" | "nextest-run" | "(empty)");
-    let Some(source) =
-        suite_path.iter().map(String::as_str).find(|s| !generic(s)).or(Some(classname).filter(|c| !generic(c)))
-    else {
+/// The suite a test belongs to, in the matrix's words: the outermost testsuite with a telling
+/// name (node's describe block, nextest's test binary, GoogleTest's test suite), else the
+/// classname (pytest's module, doctest's source file, ctest's label). Empty when neither tells
+/// (node's top-level tests, ctest without labels): the caller names it.
+///
+/// - Rust's `crate::file` is the file: `objstore-db-core::crud` → `crud`.
+/// - File extensions, GoogleTest's parameter numbers (`TypedTest/0`) and pytest's test class
+///   (`tests.test_api.TestUser`) name no suite.
+/// - Below the last `tests` folder, a module keeps its path, as `/`-separated words
+///   (`tests.unit.test_crud` → `unit/crud`): the page groups many columns by the first word.
+pub fn suite_name(testsuite: Option<&str>, classname: &str) -> String {
+    let from_suite = testsuite.filter(|s| !is_generic(s));
+    let Some(source) = from_suite.or(Some(classname).filter(|c| !is_generic(c))) else {
         return String::new();
     };
-    // File extensions, and GoogleTest's parameter numbers (`TypedTest/0`), name no suite.
+    if let Some((_, file)) = source.rsplit_once("::") {
+        return word(file);
+    }
     let ignored = |s: &&str| {
-        s.is_empty()
-            || matches!(*s, "py" | "mjs" | "js" | "cjs" | "ts" | "test" | "rs")
-            || s.bytes().all(|b| b.is_ascii_digit())
+        s.is_empty() || EXTENSIONS.contains(&s.to_ascii_lowercase().as_str()) || s.bytes().all(|b| b.is_ascii_digit())
     };
-    let last = source.rsplit(['.', ':', '/', '\\']).find(|s| !ignored(s)).unwrap_or(source);
-    let last = last.strip_prefix("test_").unwrap_or(last);
-    let last = last.strip_suffix("_tests").or_else(|| last.strip_suffix("_test")).unwrap_or(last);
-    last.to_ascii_lowercase()
+    let mut segments: Vec<&str> = source.split(['.', '/', '\\']).filter(|s| !ignored(s)).collect();
+    if from_suite.is_none() {
+        while segments.len() > 1 && segments.last().is_some_and(|s| s.starts_with(|c: char| c.is_ascii_uppercase())) {
+            segments.pop();
+        }
+    }
+    if let Some(last_folder) = segments.iter().rposition(|s| TEST_FOLDERS.contains(&s.to_ascii_lowercase().as_str())) {
+        if last_folder + 1 < segments.len() {
+            segments.drain(..=last_folder);
+        }
+    }
+    segments.iter().map(|s| word(s)).filter(|w| !w.is_empty()).collect::<Vec<_>>().join("/")
 }
 
-/// A suite name that tells nothing (a tool's own, or none).
+/// Extensions that name no suite (`test_math.cpp`, `unit_tests.exe`, `a.out`).
+const EXTENSIONS: [&str; 14] =
+    ["py", "mjs", "js", "cjs", "ts", "rs", "c", "cc", "cpp", "cxx", "h", "hpp", "exe", "out"];
+/// Folders that hold tests: what is below them is the suite.
+const TEST_FOLDERS: [&str; 4] = ["test", "tests", "spec", "specs"];
+
+/// `test_crud`, `crud_test`, `Crud_Tests` → `crud`.
+fn word(segment: &str) -> String {
+    let lower = segment.to_ascii_lowercase();
+    let word = lower.strip_prefix("test_").unwrap_or(&lower);
+    let word = word.strip_suffix("_tests").or_else(|| word.strip_suffix("_test")).unwrap_or(word);
+    word.to_string()
+}
+
+/// A suite name that tells nothing (a tool's own, Catch2's `global`, or none).
 fn is_generic(name: &str) -> bool {
-    name.is_empty() || matches!(name, "pytest" | "test" | "tests" | "node" | "nextest-run" | "(empty)")
+    name.is_empty()
+        || matches!(name, "pytest" | "test" | "tests" | "node" | "nextest-run" | "(empty)" | "global" | "AllTests")
+        || name.ends_with(".global")
 }
 
 fn seconds(value: Option<&str>, element: &str) -> Result<f64, String> {
@@ -609,14 +649,30 @@ mod tests {
         assert!(r.tests.iter().all(|t| t.suite == "crud"));
     }
 
+    /// ctest's test is in its first label's suite; without labels, the file's (none here).
+    #[test]
+    fn a_ctest_label_is_its_suite() {
+        let xml = br#"<testsuite name="(empty)">
+<testcase name="put" classname="put" status="run"><properties><property name="cmake_labels" value="storage;fast"/></properties></testcase>
+<testcase name="plain" classname="plain" status="run"><properties/></testcase></testsuite>"#;
+        let r = parse(xml).unwrap();
+        assert_eq!((r.tests[0].suite.as_str(), r.tests[1].suite.as_str()), ("storage", ""));
+        assert!(r.environment.is_empty(), "a test's own properties are no labels of the run");
+    }
+
     #[test]
     fn suite_names_are_shortened_to_the_matrix_words() {
-        let none: Vec<String> = Vec::new();
-        assert_eq!(suite_name(&none, "tests.test_crud"), "crud");
-        assert_eq!(suite_name(&["objstore-db-core::transaction".into()], "x"), "transaction");
-        assert_eq!(suite_name(&["pytest".into()], "bindings.python.tests.test_sql"), "sql");
-        assert_eq!(suite_name(&["(empty)".into()], "test"), "");
-        assert_eq!(suite_name(&["TypedTest/0".into()], ""), "typedtest", "GoogleTest's parameter is no column");
+        assert_eq!(suite_name(None, "tests.test_crud"), "crud");
+        assert_eq!(suite_name(Some("objstore-db-core::transaction"), "x"), "transaction");
+        assert_eq!(suite_name(Some("pytest"), "bindings.python.tests.test_sql"), "sql");
+        assert_eq!(suite_name(Some("(empty)"), "test"), "");
+        assert_eq!(suite_name(Some("TypedTest/0"), ""), "typedtest", "GoogleTest's parameter is no column");
+        assert_eq!(suite_name(Some("Inst/ParamTest"), "Inst/ParamTest"), "inst/paramtest");
+        assert_eq!(suite_name(None, "tests.test_api.TestUser"), "api", "pytest's class is no column");
+        assert_eq!(suite_name(None, "tests.unit.test_crud"), "unit/crud", "a module below tests keeps its path");
+        assert_eq!(suite_name(Some("tests"), "test_math.cpp"), "math", "doctest: the source file");
+        assert_eq!(suite_name(Some("unit_tests.exe"), "global"), "unit", "Catch2: the binary, not global");
+        assert_eq!(suite_name(Some("tests"), "tests.global"), "");
         let ctest = parse(include_bytes!("../tests/fixtures/ctest.xml")).unwrap();
         assert!(
             ctest.tests.iter().all(|t| t.suite.is_empty()),

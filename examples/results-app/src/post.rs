@@ -90,6 +90,8 @@ pub struct Writer {
     current: std::sync::Mutex<(Db, u64)>,
     /// Files stored so far: a viewer beside this writer lists again when it grew.
     stored: Arc<AtomicU64>,
+    /// One run anchored at a time: two posts of one run in this process find one anchor.
+    anchoring: std::sync::Mutex<()>,
 }
 
 /// Makes a request of the library and waits for its answer.
@@ -107,7 +109,12 @@ pub(crate) fn call<T: Send + 'static>(
 impl Writer {
     pub fn open(target: &Target) -> Result<Writer, String> {
         let db = Self::open_database(target)?;
-        Ok(Writer { target: target.clone(), current: std::sync::Mutex::new((db, 0)), stored: Arc::default() })
+        Ok(Writer {
+            target: target.clone(),
+            current: std::sync::Mutex::new((db, 0)),
+            stored: Arc::default(),
+            anchoring: Default::default(),
+        })
     }
 
     /// How many files this writer has stored, as it grows.
@@ -162,6 +169,7 @@ impl Writer {
     /// that ignores conditional writes (checked with a GET first) narrows the race to the
     /// moment between that GET and the write.
     fn segment_of(&self, db: &Db, id: &str) -> Result<String, StoreError> {
+        let _one = self.anchoring.lock().unwrap_or_else(|p| p.into_inner());
         let anchor = json!(format!(".runs/{id}"));
         let anchored = |db: &Db| -> Result<Option<String>, StoreError> {
             let found = call(|done| db.get(None, "results", &anchor, Read { fresh: true }, done))
