@@ -6,7 +6,7 @@ use serde_json::Value;
 use crate::format::{
     check_label, check_text, Attempt, Ci, Detail, Results, Run, Status, Summary, Test, Tool, TEXT_PER_TEST,
 };
-use crate::{junit, textlog};
+use crate::{junit, tap, textlog};
 
 /// The largest report file taken (a run of ten thousand tests is far less).
 pub const MAX_REPORT_BYTES: usize = 16 * 1024 * 1024;
@@ -35,7 +35,8 @@ impl Labels {
         let name = std::path::Path::new(file).file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
         // Up to its first dot: `crud.test.mjs`, `crud.xml` and `crud.junit.xml` are `crud`.
         let stem = name.split('.').next().unwrap_or_default().to_string();
-        let suite = junit::suite_name(Some(&stem), "");
+        // A name that tells nothing (`tests.xml`) is still the file's.
+        let suite = Some(junit::suite_name(Some(&stem), "")).filter(|s| !s.is_empty()).unwrap_or(stem.to_lowercase());
         let ci = Ci { file: Some(name).filter(|n| !n.is_empty()), ..self.ci.clone() };
         Labels { default_suite: Some(suite).filter(|s| !s.is_empty()), ci, ..self.clone() }
     }
@@ -67,10 +68,13 @@ pub fn ingest(file: &str, bytes: &[u8], labels: &Labels) -> Result<Run, String> 
             (blank(results), Default::default())
         }
         _ => match std::str::from_utf8(bytes) {
+            Ok(text) if tap::recognises(text) => {
+                (blank(tap::parse(text).map_err(|e| format!("{file}: {e}"))?), Default::default())
+            }
             Ok(text) if textlog::recognises(text) => {
                 (blank(textlog::parse(text).map_err(|e| format!("{file}: {e}"))?), Default::default())
             }
-            _ => return Err(format!("{file}: neither JUnit XML, CTRF JSON nor a cargo test or C harness log")),
+            _ => return Err(format!("{file}: neither JUnit XML, CTRF JSON, TAP nor a cargo test or C harness log")),
         },
     };
     let pick = |given: &Option<String>, reported: Option<String>| given.clone().or(reported);
@@ -206,6 +210,8 @@ fn from_ctrf(file: &str, bytes: &[u8], labels: &Labels) -> Result<(Run, Reported
             }
             Some(_) => return Err(format!("{} must be text", field("suite"))),
         };
+        // A test file's path (pytest-json-ctrf's) names its module, as pytest's JUnit does.
+        let suite = if junit::is_test_file(&suite) { junit::suite_name(None, &suite) } else { suite };
         let message = text(t.get("message"));
         let mut detail = ctrf_detail(t).map_err(|why| format!("{}{why}", field("")))?;
         // Failed, then passed: flaky, whether or not the report says so.

@@ -207,7 +207,14 @@ fn into_test(c: Case) -> Test {
     let flaky = c.status == Status::Passed && !c.attempts.is_empty();
     Test {
         suite,
-        name: if c.classname.is_empty() { within } else { format!("{}::{within}", c.classname) },
+        // A classname that is a source file's path (doctest's) is named by the file.
+        name: match c.classname.as_str() {
+            "" => within,
+            path if is_path(path) => format!("{}::{within}", file_name(path)),
+            // Catch2's `global` class says nothing.
+            generic if is_generic(generic) => within,
+            class => format!("{class}::{within}"),
+        },
         status: c.status,
         duration: (c.seconds * 1e9).round() / 1e6, // milliseconds, to the nanosecond
         message: c.message,
@@ -358,6 +365,28 @@ fn on_close(name: &[u8], suites: &mut Vec<String>, cases: &mut Vec<Case>, curren
             // test, both messages. It follows the first at once and says so; any other case of
             // the same name is a test of its own.
             let teardown = case.message.as_deref().is_some_and(|m| m.contains("failed on teardown"));
+            // pytest-rerunfailures writes each failed attempt as a <testcase> of the same name,
+            // with no failure in it, just before the next: those are the test's attempts.
+            let case = match cases.last() {
+                Some(last)
+                    if !teardown
+                        && last.name == case.name
+                        && last.classname == case.classname
+                        && last.path == case.path
+                        && last.status != Status::Skipped =>
+                {
+                    let earlier = cases.pop().expect("the last case");
+                    let mut attempts = earlier.attempts;
+                    let trace = Some(earlier.trace).filter(|t| !t.trim().is_empty());
+                    attempts.push(Attempt { attempt: 0, status: Status::Failed, message: earlier.message, trace });
+                    attempts.extend(case.attempts);
+                    for (n, a) in attempts.iter_mut().enumerate() {
+                        a.attempt = n as u64 + 1;
+                    }
+                    Case { attempts, ..case }
+                }
+                _ => case,
+            };
             // Under xdist another test's case may come between: look a little further back.
             let same = cases
                 .iter_mut()
@@ -401,7 +430,8 @@ fn on_close(name: &[u8], suites: &mut Vec<String>, cases: &mut Vec<Case>, curren
 /// - Below the last `tests` folder, a module keeps its path, as `/`-separated words
 ///   (`tests.unit.test_crud` → `unit/crud`): the page groups many columns by the first word.
 pub fn suite_name(testsuite: Option<&str>, classname: &str) -> String {
-    let from_suite = testsuite.filter(|s| !is_generic(s));
+    // A testsuite named by its binary's path (doctest's) is that binary.
+    let from_suite = testsuite.filter(|s| !is_generic(s)).map(|s| if is_path(s) { file_name(s) } else { s });
     let Some(source) = from_suite.or(Some(classname).filter(|c| !is_generic(c))) else {
         return String::new();
     };
@@ -423,6 +453,23 @@ pub fn suite_name(testsuite: Option<&str>, classname: &str) -> String {
         }
     }
     segments.iter().map(|s| word(s)).filter(|w| !w.is_empty()).collect::<Vec<_>>().join("/")
+}
+
+/// Whether `name` is a file's path (`/tmp/build/unit_tests`, `./tests`, `C:\\ci\\a.exe`) rather than
+/// a suite path (`Inst/ParamTest`).
+fn is_path(name: &str) -> bool {
+    name.starts_with(['/', '.']) || name.contains('\\') || name.as_bytes().get(1) == Some(&b':')
+}
+
+/// The last component of a path.
+fn file_name(path: &str) -> &str {
+    path.rsplit(['/', '\\']).next().unwrap_or(path)
+}
+
+/// Whether `suite` is a test file's path (`tests/unit/test_crud.py`), as some CTRF writers
+/// give it: its module is the suite.
+pub fn is_test_file(suite: &str) -> bool {
+    suite.rsplit_once('.').is_some_and(|(_, ext)| EXTENSIONS.contains(&ext.to_ascii_lowercase().as_str()))
 }
 
 /// Extensions that name no suite (`test_math.cpp`, `unit_tests.exe`, `a.out`).
@@ -640,7 +687,11 @@ mod tests {
 </testsuite></testsuites>"#;
         let r = parse(xml).unwrap();
         let names: Vec<&str> = r.tests.iter().map(|t| t.name.as_str()).collect();
-        assert_eq!(names, ["test::A > works", "test::B > works", "test::later", "G::gskip", "G::DISABLED_g"]);
+        assert_eq!(
+            names,
+            ["A > works", "B > works", "later", "G::gskip", "G::DISABLED_g"],
+            "node's class \"test\" says nothing"
+        );
         assert_eq!(r.tests[0].status, Status::Failed);
         assert_eq!(r.tests[1].status, Status::Passed);
         assert_eq!(r.tests[2].status, Status::Pending, "todo stays todo");

@@ -20,6 +20,7 @@ mod page;
 mod post;
 mod server;
 mod table;
+mod tap;
 mod textlog;
 mod view;
 

@@ -1,0 +1,140 @@
+//! Reports made by the real tools (`tests/producers/make-fixtures` ran each on the small
+//! projects beside it), posted as a user posts them. The counts below are worked out from those
+//! projects' sources, not from the app: each source file says what it holds.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+/// What a fixture must give: tests, passed, failed, skipped, pending, passed on retry; its suites.
+struct Expected {
+    file: &'static str,
+    counts: [u64; 6],
+    suites: &'static [&'static str],
+}
+
+const EXPECTED: &[Expected] = &[
+    // test_api.py: create passes; rename fails thrice (two reruns); skipped; flaky passes on its
+    // second attempt; a failure then a teardown error (one test, two reruns). unit: two passes.
+    Expected { file: "pytest-xunit2-reruns.xml", counts: [7, 4, 2, 1, 0, 1], suites: &["api", "unit/crud"] },
+    // The same without reruns: flaky fails.
+    Expected { file: "pytest-xunit1.xml", counts: [7, 3, 3, 1, 0, 0], suites: &["api", "unit/crud"] },
+    Expected { file: "pytest-xdist.xml", counts: [7, 3, 3, 1, 0, 0], suites: &["api", "unit/crud"] },
+    Expected { file: "pytest-ctrf.json", counts: [7, 3, 3, 1, 0, 0], suites: &["api", "unit/crud"] },
+    // crud.test.mjs: put > works passes, get > works fails, later is todo (its body fails),
+    // offline is skipped, top level passes.
+    Expected { file: "node-junit.xml", counts: [5, 2, 1, 1, 1, 0], suites: &["get", "node-junit", "put"] },
+    Expected { file: "node.tap", counts: [5, 2, 1, 1, 1, 0], suites: &["get", "node", "put"] },
+    // basic.t: a pass, a failure, a skip, a todo.
+    Expected { file: "perl.tap", counts: [4, 1, 1, 1, 1, 0], suites: &["perl"] },
+    // CMakeLists.txt: put passes, get fails, later is disabled, flaky fails (no repeat) ...
+    Expected { file: "ctest-labels.xml", counts: [4, 1, 2, 1, 0, 0], suites: &["ctest-labels"] },
+    // ... and passes with --repeat until-pass:3 (ctest's JUnit keeps only the last attempt).
+    Expected { file: "ctest-repeat.xml", counts: [4, 2, 1, 1, 0, 0], suites: &["ctest-repeat"] },
+    // sample_test.cpp: Put passes, Get fails, Offline skips, DISABLED_Later is disabled, two typed
+    // and two parameterised tests pass.
+    Expected { file: "gtest.xml", counts: [8, 5, 1, 2, 0, 0], suites: &["inst/paramtest", "storage", "typedtest"] },
+    // put passes, get fails, cursor's two sections pass.
+    Expected { file: "catch2.xml", counts: [4, 3, 1, 0, 0, 0], suites: &["catch2"] },
+    // put passes, get fails; doctest's JUnit reporter leaves the skipped test out.
+    Expected { file: "doctest.xml", counts: [2, 1, 1, 0, 0, 0], suites: &["doctest"] },
+    // lib.rs: put passes, get fails three times (retries = 2), flaky passes on its second
+    // attempt; nextest leaves the ignored test out.
+    Expected { file: "nextest-retries.xml", counts: [3, 2, 1, 0, 0, 1], suites: &["producers"] },
+];
+
+fn fixture(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name).display().to_string()
+}
+
+/// Every fixture posted in one call; the stored files by the fixture's name.
+fn posted() -> BTreeMap<String, Value> {
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_objstore-results"));
+    command.args(["post", "--runtime", "x-1"]).args(EXPECTED.iter().map(|e| fixture(e.file)));
+    command.env("OBJSTORE_RESULTS", format!("file://{}", dir.path().display()));
+    for name in support::CI_MARKERS.iter().chain(&["OBJSTORE_RESULTS_PREFIX", "OBJSTORE_RESULTS_BUCKET"]) {
+        command.env_remove(name);
+    }
+    let out = command.output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    support::stored(dir.path())
+        .into_values()
+        .map(|run| (run["ci"]["file"].as_str().unwrap().to_string(), run))
+        .collect()
+}
+
+fn tests_of(run: &Value) -> &Vec<Value> {
+    run["results"]["tests"].as_array().unwrap()
+}
+
+fn test<'r>(run: &'r Value, name_ends: &str) -> &'r Value {
+    tests_of(run).iter().find(|t| t["name"].as_str().unwrap().ends_with(name_ends)).unwrap()
+}
+
+#[test]
+fn every_producers_report_gives_its_counts_and_suites() {
+    let runs = posted();
+    for e in EXPECTED {
+        let run = &runs[e.file];
+        let s = &run["results"]["summary"];
+        let flaky = tests_of(run).iter().filter(|t| t["flaky"] == true).count() as u64;
+        let counts = ["tests", "passed", "failed", "skipped", "pending"].map(|k| s[k].as_u64().unwrap());
+        assert_eq!(
+            [counts[0], counts[1], counts[2], counts[3], counts[4], flaky],
+            e.counts,
+            "{}: tests, passed, failed, skipped, pending, flaky",
+            e.file
+        );
+        let mut suites: Vec<&str> = tests_of(run).iter().map(|t| t["suite"].as_str().unwrap()).collect();
+        suites.sort();
+        suites.dedup();
+        assert_eq!(suites, e.suites, "{}", e.file);
+    }
+}
+
+/// The failure's text each producer gives is kept, with its file and line.
+#[test]
+fn each_failure_keeps_its_text_and_place() {
+    let runs = posted();
+    let text = |t: &Value| format!("{} {}", t["message"].as_str().unwrap_or(""), t["trace"].as_str().unwrap_or(""));
+    let stdout = |t: &Value| t["stdout"].as_array().map(|l| format!("{l:?}")).unwrap_or_default();
+    for (file, name, wanted) in [
+        ("pytest-xunit2-reruns.xml", "test_rename", "tests/test_api.py:"),
+        ("pytest-ctrf.json", "test_rename", "the name did not change"),
+        ("node-junit.xml", "works", "get returned the wrong record"),
+        ("node.tap", "works", "crud.test.mjs:10:"),
+        ("perl.tap", "get finds it", "basic.t line 8"),
+        ("gtest.xml", "Storage::Get", "sample_test.cpp:"),
+        ("catch2.xml", "get finds it", "with expansion"),
+        ("doctest.xml", "get finds it", "sample_test.cpp:6"),
+        ("nextest-retries.xml", "storage::get", "src/lib.rs:"),
+    ] {
+        let t = tests_of(&runs[file])
+            .iter()
+            .find(|t| t["status"] == "failed" && t["name"].as_str().unwrap().ends_with(name))
+            .unwrap_or_else(|| panic!("{file}: no failed {name}"));
+        assert!(text(t).contains(wanted), "{file}: {name}: {}", text(t));
+    }
+    let ctest = test(&runs["ctest-labels.xml"], "get");
+    assert!(stdout(ctest).contains("crud.c:12: expected 2, got 3"), "ctest's reason is its output: {ctest}");
+
+    // Attempts: pytest-rerunfailures' reruns and nextest's retries, each attempt listed.
+    let rename = test(&runs["pytest-xunit2-reruns.xml"], "test_rename");
+    assert_eq!((rename["retries"].as_u64(), rename["retryAttempts"].as_array().map(Vec::len)), (Some(2), Some(2)));
+    let teardown = test(&runs["pytest-xunit2-reruns.xml"], "test_fails_then_teardown_fails");
+    assert!(
+        teardown["message"].as_str().unwrap().contains("failed on teardown"),
+        "one test, both messages: {teardown}"
+    );
+    let flaky = test(&runs["nextest-retries.xml"], "storage::flaky");
+    assert_eq!((flaky["status"].as_str(), flaky["retries"].as_u64()), (Some("passed"), Some(1)));
+    // Two tests of one name in two describe blocks stay two; node's todo stays todo.
+    let node = &runs["node-junit.xml"];
+    assert_eq!(tests_of(node).iter().filter(|t| t["name"].as_str().unwrap().ends_with("works")).count(), 2);
+    assert_eq!(test(node, "later")["status"], "pending");
+}
