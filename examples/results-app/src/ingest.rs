@@ -6,7 +6,7 @@ use serde_json::Value;
 use crate::format::{
     check_label, check_text, Attempt, Ci, Detail, Results, Run, Status, Summary, Test, Tool, TEXT_PER_TEST,
 };
-use crate::{junit, tap, textlog};
+use crate::{ctestlog, junit, tap, textlog};
 
 /// The largest report file taken (a run of ten thousand tests is far less).
 pub const MAX_REPORT_BYTES: usize = 16 * 1024 * 1024;
@@ -68,13 +68,20 @@ pub fn ingest(file: &str, bytes: &[u8], labels: &Labels) -> Result<Run, String> 
             (blank(results), Default::default())
         }
         _ => match std::str::from_utf8(bytes) {
+            Ok(text) if ctestlog::recognises(text) => {
+                (blank(ctestlog::parse(text).map_err(|e| format!("{file}: {e}"))?), Default::default())
+            }
             Ok(text) if tap::recognises(text) => {
                 (blank(tap::parse(text).map_err(|e| format!("{file}: {e}"))?), Default::default())
             }
             Ok(text) if textlog::recognises(text) => {
                 (blank(textlog::parse(text).map_err(|e| format!("{file}: {e}"))?), Default::default())
             }
-            _ => return Err(format!("{file}: neither JUnit XML, CTRF JSON, TAP nor a cargo test or C harness log")),
+            _ => {
+                return Err(format!(
+                    "{file}: neither JUnit XML, CTRF JSON, TAP nor a ctest, cargo test or C harness log"
+                ))
+            }
         },
     };
     let pick = |given: &Option<String>, reported: Option<String>| given.clone().or(reported);

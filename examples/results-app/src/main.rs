@@ -13,6 +13,7 @@ mod ci;
 mod classes;
 mod collector;
 mod conformance;
+mod ctestlog;
 mod format;
 mod ingest;
 mod junit;

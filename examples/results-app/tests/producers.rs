@@ -35,6 +35,8 @@ const EXPECTED: &[Expected] = &[
     Expected { file: "ctest-labels.xml", counts: [4, 1, 2, 1, 0, 0], suites: &["ctest-labels"] },
     // ... and passes with --repeat until-pass:3 (ctest's JUnit keeps only the last attempt).
     Expected { file: "ctest-repeat.xml", counts: [4, 2, 1, 1, 0, 0], suites: &["ctest-repeat"] },
+    // ... while its console shows each attempt: get fails three times, flaky passes on its second.
+    Expected { file: "ctest-repeat.log", counts: [4, 2, 1, 1, 0, 1], suites: &["ctest-repeat"] },
     // sample_test.cpp: Put passes, Get fails, Offline skips, DISABLED_Later is disabled, two typed
     // and two parameterised tests pass.
     Expected { file: "gtest.xml", counts: [8, 5, 1, 2, 0, 0], suites: &["inst/paramtest", "storage", "typedtest"] },
@@ -131,6 +133,9 @@ fn each_failure_keeps_its_text_and_place() {
         teardown["message"].as_str().unwrap().contains("failed on teardown"),
         "one test, both messages: {teardown}"
     );
+    let get = test(&runs["ctest-repeat.log"], "get");
+    assert_eq!(get["retries"], 2);
+    assert!(get["message"].as_str().unwrap().contains("crud.c:12"), "{get}");
     let flaky = test(&runs["nextest-retries.xml"], "storage::flaky");
     assert_eq!((flaky["status"].as_str(), flaky["retries"].as_u64()), (Some("passed"), Some(1)));
     // Two tests of one name in two describe blocks stay two; node's todo stays todo.
