@@ -122,6 +122,27 @@ async def test_failure_text_output_and_reruns_are_kept(pytester: pytest.Pytester
     assert "the first attempt fails" in retried["retryAttempts"][0]["message"]
 
 
+async def test_under_xdist_the_controller_publishes_one_run_with_every_workers_tests(
+    pytester: pytest.Pytester, tmp_path: pathlib.Path
+) -> None:
+    """With pytest-xdist, the workers publish nothing; the controller publishes one run holding
+    the tests every worker ran."""
+    bucket_dir = tmp_path / "bucket"
+    pytester.makepyfile(test_crud=SAMPLE, test_sql="def test_select():\n    pass\n\ndef test_insert():\n    pass\n")
+    result = pytester.runpytest_subprocess("-n", "2", f"--objstore-results=file://{bucket_dir}", "--objstore-bucket=results")
+    result.assert_outcomes(passed=3, failed=1, skipped=1)
+    published = [line for line in result.outlines if "results published" in line]
+    assert len(published) == 1, result.outlines
+    objects = [p for p in (bucket_dir / "results").rglob("*") if p.is_file() and not any(x.startswith(".objstore") for x in p.parts)]
+    assert len(objects) == 1, objects
+    key = published[0].rsplit(" as ", 1)[1]
+    async with objstore_db.open(str(tmp_path / "viewer.sqlite3"), viewer_schema(bucket_dir)) as viewer:
+        report = await viewer.get("results", key)
+    assert sorted(t["name"].rsplit("::", 1)[1] for t in report["results"]["tests"]) == [
+        "test_fails", "test_insert", "test_passes", "test_select", "test_skipped"]
+    assert {t["suite"] for t in report["results"]["tests"]} == {"crud", "sql"}
+
+
 def test_a_tests_text_is_capped_as_the_app_caps_it() -> None:
     test: dict[str, Any] = {"message": "short", "trace": "é" * 6000, "stdout": ["x" * 9000], "retryAttempts": [{"message": "y" * 500}]}
     cap_text(test)
