@@ -1,7 +1,10 @@
 // A node:test reporter that publishes the run's results into a bucket through objstore-db, in
-// the results app's layout: one object per run at `<platform>/<runtime>/<reverse timestamp>-<run
-// id>/<file id>` (a run of one report file), its body a CTRF report with one `suite` per test file (`crud.test.mjs` is `crud`), its
-// metadata headers platform, browser (the runtime) and version.
+// the results app's layout: one object per report at `<platform>/<runtime>/<reverse
+// timestamp>-<run id>/<file id>`, its body a CTRF report with one `suite` per test file
+// (`crud.test.mjs` is `crud`) and where it came from (`ci`), its metadata headers platform,
+// browser (the runtime) and version. In CI (or with OBJSTORE_RESULTS_RUN), the reports of one CI
+// run, from any number of jobs and from `objstore-results post` too, are one run: the first
+// writes the run's anchor `.runs/<run id>` create-only, the others read it.
 //
 //   OBJSTORE_RESULTS=file:///some/dir node --test --test-reporter=spec --test-reporter-destination=stdout \
 //       --test-reporter=objstore-db/reporter --test-reporter-destination=stdout
@@ -14,11 +17,14 @@ import os from 'node:os';
 import path from 'node:path';
 
 import api from './index.js';
+import ci from './ci.js';
 
 const { Storage, version } = api;
 
 // Reverse timestamps count down from here, so the newest run sorts first within a pair.
 const FAR_FUTURE_MS = 9_999_999_999_999;
+// A run id the app takes: 1 to 64 of A-Z a-z 0-9 . _ + -, starting with a letter or digit.
+const LABEL = /^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$/;
 
 /** The OS and architecture, as `linux-x86_64`. */
 export function platformName() {
@@ -81,10 +87,12 @@ async function collect(source) {
     tests.push(test);
   }
   const count = (/** @type {string} */ status) => tests.filter((t) => t.status === status).length;
+  const origin = ci.detect(process.env);
   return {
     platform: platformName(),
     browser: runtimeName(),
     version,
+    ...(Object.keys(origin).length > 0 ? { ci: origin } : {}),
     results: {
       tool: { name: 'node:test', version: process.versions.node },
       summary: {
@@ -125,16 +133,50 @@ async function publish(report, env) {
       region: env.AWS_REGION || 'us-east-1',
     });
   }
-  const reverse = String(FAR_FUTURE_MS - Date.now()).padStart(13, '0');
   const hex = () => crypto.randomBytes(8).toString('hex');
-  const key = `${report.platform}/${report.browser}/${reverse}-${hex()}/${hex()}`;
   const db = new Storage('node-test-results', { stores: [{ name: 'results', Sync: { format: 'objstore', immutable: true, Options: options } }] }, { mechanism: 'memory' });
   try {
+    const key = `${report.platform}/${report.browser}/${await runSegment(db, report.ci && report.ci.run)}/${hex()}`;
     await db.add('results', report, key);
     return { key, outcome: await db.flush() };
   } finally {
     await db.close();
   }
+}
+
+/**
+ * The run's name segment: its anchor's, else a new one (anchored now when the run is named). Of
+ * two jobs that anchor one run at once, the bucket keeps one anchor, and the other job's refused
+ * anchor is discarded and the bucket's read.
+ * @param {InstanceType<typeof Storage>} db
+ * @param {string | undefined} run
+ * @returns {Promise<string>}
+ */
+async function runSegment(db, run) {
+  const reverse = String(FAR_FUTURE_MS - Date.now()).padStart(13, '0');
+  if (!run) return `${reverse}-${crypto.randomBytes(8).toString('hex')}`;
+  if (!LABEL.test(run)) throw new Error(`the run id ${JSON.stringify(run)} must be 1 to 64 of A-Z a-z 0-9 . _ + -`);
+  const anchor = `.runs/${run}`;
+  const anchored = async () => {
+    const found = await db.get('results', anchor, { fresh: true });
+    const segment = found && found.segment;
+    if (found !== undefined && !(typeof segment === 'string' && segment === `${segment.slice(0, 13)}-${run}` && /^\d{13}$/.test(segment.slice(0, 13)))) {
+      throw new Error(`the bucket's anchor of run ${JSON.stringify(run)} is not a run's`);
+    }
+    return segment;
+  };
+  const found = await anchored();
+  if (found) return found;
+  const mine = `${reverse}-${run}`;
+  await db.add('results', { run, segment: mine }, anchor);
+  await db.flush();
+  if ((await db.syncStatus('results', anchor)) === 'synced') return mine;
+  for (const write of await db.refusedWrites()) {
+    if (write.key === anchor) await db.resolveRefused(write.sequence, 'discard');
+  }
+  const theirs = await anchored();
+  if (!theirs) throw new Error(`the bucket did not take the anchor of run ${JSON.stringify(run)}`);
+  return theirs;
 }
 
 /** @param {AsyncIterable<{type: string, data: any}>} source */

@@ -12,6 +12,7 @@ import { platformName, runtimeName } from 'objstore-db/reporter';
 
 import { tempDir } from './helpers.mjs';
 
+const CI_MARKERS = ['GITHUB_ACTIONS', 'GITLAB_CI', 'BUILDKITE', 'CIRCLECI', 'JENKINS_URL', 'TF_BUILD', 'OBJSTORE_RESULTS_RUN'];
 const PACKAGE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 const SAMPLE = `
@@ -31,8 +32,10 @@ function runWithReporter(dir, env) {
   const file = path.join(dir, 'crud.test.mjs');
   fs.writeFileSync(file, SAMPLE);
   const args = ['--test', '--test-reporter=objstore-db/reporter', '--test-reporter-destination=stdout', file];
-  // Without the outer runner's NODE_TEST_CONTEXT: the inner run reports on its own.
+  // Without the outer runner's NODE_TEST_CONTEXT: the inner run reports on its own; and outside
+  // any CI but the one `env` plays.
   const { OBJSTORE_RESULTS: _results, NODE_TEST_CONTEXT: _context, ...inherited } = process.env;
+  for (const name of CI_MARKERS) delete inherited[name];
   return spawnSync(process.execPath, args, { cwd: PACKAGE, encoding: 'utf8', env: { ...inherited, ...env }, timeout: 60_000 });
 }
 
@@ -87,4 +90,34 @@ test('an unreachable bucket is reported and the run keeps its outcome', () => {
 test('without OBJSTORE_RESULTS it says so and publishes nothing', () => {
   const run = runWithReporter(tempDir(), {});
   assert.match(run.stdout, /OBJSTORE_RESULTS is not set/);
+});
+
+test('two jobs of one CI run publish one run, anchored once, with its commit, branch and page', () => {
+  const dir = tempDir();
+  const bucket = path.join(dir, 'bucket');
+  const github = { GITHUB_ACTIONS: 'true', GITHUB_RUN_ID: '777', GITHUB_RUN_ATTEMPT: '1', GITHUB_SHA: 'abc123',
+    GITHUB_REF_NAME: 'main', GITHUB_SERVER_URL: 'https://github.com', GITHUB_REPOSITORY: 'team/db' };
+  const keys = [1, 2].map(() => {
+    const run = runWithReporter(dir, { OBJSTORE_RESULTS: `file://${bucket}`, ...github });
+    const line = run.stdout.split('\n').find((l) => l.startsWith('objstore-db: results published'));
+    assert.ok(line, run.stdout + run.stderr);
+    return line.split(' as ')[1];
+  });
+  const runs = new Set(keys.map((k) => k.slice(0, k.lastIndexOf('/'))));
+  assert.equal(runs.size, 1, keys.join(' '));
+  assert.notEqual(keys[0], keys[1]);
+  assert.match([...runs][0], /\/\d{13}-github-777-1$/);
+  assert.ok(fs.existsSync(path.join(bucket, 'results/.runs/github-777-1')));
+  const stored = JSON.parse(fs.readFileSync(path.join(bucket, 'results', keys[0]), 'utf8'));
+  assert.deepEqual(stored.ci, { run: 'github-777-1', commit: 'abc123', branch: 'main',
+    url: 'https://github.com/team/db/actions/runs/777/attempts/1' });
+});
+
+test('run ids are made as the app makes them', async () => {
+  const { runId, detect } = (await import('../ci.js')).default;
+  // examples/results-app/src/ci.rs pins the same value.
+  assert.equal(runId('jenkins', 'jenkins-team/db main-12'), 'jenkins-jenkins-team-db-main-12-f4dba2926d3b141c');
+  assert.equal(runId('github', '9876543210', '2'), 'github-9876543210-2');
+  assert.deepEqual(detect({ GITLAB_CI: 'true', CI_PIPELINE_ID: '77' }), { run: 'gitlab-77' });
+  assert.deepEqual(detect({ OBJSTORE_RESULTS_RUN: 'nightly-7' }), { run: 'nightly-7' });
 });

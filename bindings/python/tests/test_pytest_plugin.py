@@ -10,7 +10,19 @@ from typing import Any
 import pytest
 
 import objstore_db
+from objstore_db.ci import detect, run_id
 from objstore_db.pytest_plugin import TEXT_CAP, cap_text, platform_name, runtime_name
+
+# The run id of a Jenkins tag with a folder and spaces, as examples/results-app/src/ci.rs makes it.
+JENKINS_ID = "jenkins-jenkins-team-db-main-12-f4dba2926d3b141c"
+CI_MARKERS = ["GITHUB_ACTIONS", "GITLAB_CI", "BUILDKITE", "CIRCLECI", "JENKINS_URL", "TF_BUILD", "OBJSTORE_RESULTS_RUN"]
+
+
+@pytest.fixture(autouse=True)
+def outside_ci(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tests run as outside CI, whatever CI runs them: each says which CI it plays."""
+    for name in CI_MARKERS:
+        monkeypatch.delenv(name, raising=False)
 
 
 SAMPLE = """
@@ -141,6 +153,40 @@ async def test_under_xdist_the_controller_publishes_one_run_with_every_workers_t
     assert sorted(t["name"].rsplit("::", 1)[1] for t in report["results"]["tests"]) == [
         "test_fails", "test_insert", "test_passes", "test_select", "test_skipped"]
     assert {t["suite"] for t in report["results"]["tests"]} == {"crud", "sql"}
+
+
+async def test_runs_of_one_ci_run_are_one_run(
+    pytester: pytest.Pytester, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two jobs of one GitHub Actions run publish under one run segment, anchored once, with
+    the run's commit, branch and page."""
+    bucket_dir = tmp_path / "bucket"
+    github = {"GITHUB_ACTIONS": "true", "GITHUB_RUN_ID": "777", "GITHUB_RUN_ATTEMPT": "1", "GITHUB_SHA": "abc123",
+              "GITHUB_REF_NAME": "main", "GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "team/db"}
+    for name, value in github.items():
+        monkeypatch.setenv(name, value)
+    pytester.makepyfile(test_crud=SAMPLE)
+    keys = []
+    for _ in range(2):
+        result = pytester.runpytest_subprocess(f"--objstore-results=file://{bucket_dir}", "--objstore-bucket=results")
+        keys.append([line for line in result.outlines if "results published" in line][0].rsplit(" as ", 1)[1])
+    runs = {key.rsplit("/", 1)[0] for key in keys}
+    assert len(runs) == 1 and len(set(keys)) == 2, keys
+    assert runs.pop().endswith("-github-777-1")
+    assert (bucket_dir / "results/.runs/github-777-1").is_file()
+    async with objstore_db.open(str(tmp_path / "viewer.sqlite3"), viewer_schema(bucket_dir)) as viewer:
+        report = await viewer.get("results", keys[0])
+    assert report["ci"] == {"run": "github-777-1", "commit": "abc123", "branch": "main",
+                            "url": "https://github.com/team/db/actions/runs/777/attempts/1"}
+
+
+def test_run_ids_are_made_as_the_app_makes_them() -> None:
+    """The same ids as `objstore-results post` (its ci.rs pins the same values)."""
+    assert run_id("github", "9876543210", "2") == "github-9876543210-2"
+    assert run_id("jenkins", "jenkins-team/db main-12") == JENKINS_ID
+    assert len(run_id("github", "9" * 80)) <= 64
+    assert detect({"GITLAB_CI": "true", "CI_PIPELINE_ID": "77"}) == {"run": "gitlab-77"}
+    assert detect({"OBJSTORE_RESULTS_RUN": "nightly-7"}) == {"run": "nightly-7"}
 
 
 def test_a_tests_text_is_capped_as_the_app_caps_it() -> None:

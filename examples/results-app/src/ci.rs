@@ -159,6 +159,8 @@ mod tests {
         let a = ci_of(&[("JENKINS_URL", "http://j/"), ("BUILD_TAG", "jenkins-team/db main-12")]).run.unwrap();
         let b = ci_of(&[("JENKINS_URL", "http://j/"), ("BUILD_TAG", "jenkins-team-db-main-12")]).run.unwrap();
         check_label("run", &a).unwrap();
+        // The pytest plugin and the node reporter make the same (their tests pin this value).
+        assert_eq!(a, "jenkins-jenkins-team-db-main-12-f4dba2926d3b141c");
         assert_ne!(a, b);
         assert!(a.starts_with("jenkins-jenkins-team-db-main-12-"), "{a}");
         let long = run_id("github", &[&"9".repeat(80)]);

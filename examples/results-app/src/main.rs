@@ -53,9 +53,10 @@ const HELP: &str = "objstore-results: test results in a bucket, read back as a f
       --suite S          every test's suite (default: what the report says, else the file's
                          name: crud.test.mjs → crud)
       --run ID           the run the files belong to: every file posted with one ID, by any
-                         number of calls from any number of jobs, is one run (default: the CI's
-                         run id and attempt, from GitHub Actions, GitLab CI, Buildkite, CircleCI,
-                         Jenkins or Azure Pipelines; else each call is a run of its own)
+                         number of calls from any number of jobs, is one run (default:
+                         OBJSTORE_RESULTS_RUN, else the CI's run id and attempt, from GitHub
+                         Actions, GitLab CI, Buildkite, CircleCI, Jenkins or Azure Pipelines;
+                         else each call is a run of its own)
       --commit C, --branch B, --url U, --job J   where the run came from (default: the CI's
                          environment, else the report's own)
       --label K=V        a build-variant label (repeatable), beside the report's own
@@ -158,8 +159,9 @@ fn post_files(args: &[String]) -> Result<(), String> {
     // What the command line does not say of the run comes from the CI's environment.
     let detected = ci::detect(&|name| std::env::var(name).ok());
     let given = std::mem::take(&mut labels.ci);
+    let from_env = std::env::var("OBJSTORE_RESULTS_RUN").ok().filter(|r| !r.is_empty());
     labels.ci = format::Ci {
-        run: given.run.or(detected.run),
+        run: given.run.or(from_env).or(detected.run),
         commit: given.commit.or(detected.commit),
         branch: given.branch.or(detected.branch),
         url: given.url.or(detected.url),

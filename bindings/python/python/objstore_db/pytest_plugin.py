@@ -1,7 +1,10 @@
 """A pytest plugin that publishes a run's results into a bucket, through objstore-db, in the
-results app's layout: one object per run at `<platform>/<browser>/<reverse timestamp>-<run
-id>/<file id>` (a run of one report file), its body a CTRF report with one `suite` per test (the test module's name without `test_`), its
-metadata headers platform, browser and version.
+results app's layout: one object per report at `<platform>/<browser>/<reverse timestamp>-<run
+id>/<file id>`, its body a CTRF report with one `suite` per test (the test module's name
+without `test_`) and where it came from (`ci`), its metadata headers platform, browser and
+version. In CI (or with OBJSTORE_RESULTS_RUN), the reports of one CI run, from any number of
+jobs and from `objstore-results post` too, are one run: the first writes the run's anchor
+`.runs/<run id>` create-only, the others read it.
 
 Off unless configured:
 
@@ -17,17 +20,21 @@ from __future__ import annotations
 import asyncio
 import os
 import platform
+import re
 import sys
 import time
 import uuid
-from typing import Any
+from typing import Any, Optional
 
 import pytest
 
 import objstore_db
+from objstore_db.ci import MAX_LABEL, detect
 
 # Reverse timestamps count down from here, so the newest run sorts first within a pair.
 FAR_FUTURE_MS = 9_999_999_999_999
+# A run id the app takes: 1 to 64 of A-Z a-z 0-9 . _ + -, starting with a letter or digit.
+LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -174,7 +181,9 @@ class Publisher:
             "stop": int(time.time() * 1000),
         }
         environment = {"osPlatform": platform_name(), "runtime": runtime_name(), "version": objstore_db.__version__}
+        ci = detect(os.environ)
         return {
+            **({"ci": ci} if ci else {}),
             # The metadata headers the results app lists by.
             "platform": platform_name(),
             "browser": runtime_name(),
@@ -187,9 +196,40 @@ class Publisher:
             },
         }
 
-    def object_key(self) -> str:
-        reverse = FAR_FUTURE_MS - int(time.time() * 1000)
-        return f"{platform_name()}/{runtime_name()}/{reverse:013d}-{uuid.uuid4().hex[:16]}/{uuid.uuid4().hex[:16]}"
+    @staticmethod
+    async def run_segment(db: objstore_db.Database, run: Optional[str]) -> str:
+        """The run's name segment: its anchor's, else a new one (anchored now when the run is
+        named). Of two jobs that anchor one run at once, the bucket keeps one anchor, and the
+        other job's refused anchor is discarded and the bucket's read."""
+        reverse = f"{FAR_FUTURE_MS - int(time.time() * 1000):013d}"
+        if run is None:
+            return f"{reverse}-{uuid.uuid4().hex[:16]}"
+        if not LABEL.fullmatch(run):
+            raise objstore_db.ObjstoreError(f"the run id {run!r} must be 1 to {MAX_LABEL} of A-Z a-z 0-9 . _ + -")
+        anchor = f".runs/{run}"
+
+        async def anchored() -> Optional[str]:
+            found = await db.get("results", anchor, fresh=True)
+            segment = found.get("segment") if isinstance(found, dict) else None
+            if found is not None and not (isinstance(segment, str) and re.fullmatch(rf"\d{{13}}-{re.escape(run)}", segment)):
+                raise objstore_db.ObjstoreError(f"the bucket's anchor of run {run!r} is not a run's: {found!r:.80}")
+            return segment
+
+        segment = await anchored()
+        if segment is not None:
+            return segment
+        mine = f"{reverse}-{run}"
+        await db.add("results", {"run": run, "segment": mine}, anchor)
+        await db.flush()
+        if await db.sync_status("results", anchor) == "synced":
+            return mine
+        for write in await db.refused_writes():
+            if write["key"] == anchor:
+                await db.resolve(write["sequence"], "discard")
+        segment = await anchored()
+        if segment is None:
+            raise objstore_db.ObjstoreError(f"the bucket did not take the anchor of run {run!r}")
+        return segment
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         try:
@@ -218,9 +258,11 @@ class Publisher:
             options["secretAccessKey"] = os.environ.get("AWS_SECRET_ACCESS_KEY", "")
             options["region"] = os.environ.get("AWS_REGION", "us-east-1")
         schema = {"stores": [{"name": "results", "Sync": {"format": "objstore", "immutable": True, "Options": options}}]}
-        key = self.object_key()
+        report = self.report()
         async with objstore_db.open("pytest-results", schema, mechanism="memory") as db:
-            await db.add("results", self.report(), key)
+            segment = await self.run_segment(db, report.get("ci", {}).get("run"))
+            key = f"{platform_name()}/{runtime_name()}/{segment}/{uuid.uuid4().hex[:16]}"
+            await db.add("results", report, key)
             outcome: dict[str, Any] = await db.flush()
         return key, outcome
 
