@@ -53,8 +53,9 @@ async function loads(browser, url, times) {
     await page.waitForFunction(() => performance.getEntriesByName("matrix-rendered").length > 0);
     const ms = await page.evaluate(() => performance.getEntriesByName("matrix-rendered")[0].startTime);
     const requests = Number(await page.getAttribute("#cost", "data-requests"));
+    const kinds = (await page.textContent("#cost")).match(/\(([^)]*)\)/)?.[1] ?? "";
     const rows = await page.$$eval("#matrix tbody tr", (trs) => trs.length).catch(() => 0);
-    out.push({ ms, requests, rows });
+    out.push({ ms, requests, kinds, rows });
   }
   await page.close();
   return out;
@@ -91,14 +92,14 @@ try {
   const baselineMs = median(baseline.slice(1).map((b) => b.ms));
   const figures = {
     runs: RUNS, pairs: PAIRS, seeded_in_ms: seededIn,
-    cold: { ms: Math.round(cold.ms), requests: cold.requests, request_target: Math.ceil(RUNS / 1000) + PAIRS + 1 },
+    cold: { ms: Math.round(cold.ms), requests: cold.requests, by_kind: cold.kinds, request_target: Math.ceil(RUNS / 1000) + 2 + 2 * PAIRS },
     warm: { median_ms: Math.round(warmMs), requests: warm.map((w) => w.requests), target_ms: 200 },
     empty_bucket_warm_median_ms: Math.round(baselineMs),
     warm_vs_empty_bucket: Number((warmMs / baselineMs).toFixed(2)),
     asset_bytes: assets.reduce((a, b) => a + b, 0),
   };
   console.log(`page: ${RUNS} runs over ${PAIRS} pairs (seeded through the collector in ${(seededIn / 1000).toFixed(1)} s)`);
-  console.log(`  cold load: ${figures.cold.ms} ms to a rendered matrix, ${cold.requests} bucket requests (target ≤ ${figures.cold.request_target})`);
+  console.log(`  cold load: ${figures.cold.ms} ms to a rendered matrix, ${cold.requests} bucket requests: ${cold.kinds} (target ≤ ${figures.cold.request_target})`);
   console.log(`  warm load: median ${figures.warm.ms ?? figures.warm.median_ms} ms of ${warm.length} (target < 200 ms), requests ${figures.warm.requests.join(", ")}`);
   console.log(`  baseline (the page over an empty bucket, warm): median ${figures.empty_bucket_warm_median_ms} ms; warm/baseline ${figures.warm_vs_empty_bucket}×`);
   console.log(`  the page's own files: ${figures.asset_bytes} bytes, no build step`);
