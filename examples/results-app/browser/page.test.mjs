@@ -422,3 +422,42 @@ test("above 12 columns suites are grouped by their first word; a group opens, an
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+test("top failures: the same assert on two platforms is one group, linked to each run's failures", async () => {
+  const windows = run("windows-x86_64", "c-msvc-19", "0.5.0", [["crud", "put", "failed", "C:\\ci\\db\\tests\\crud.c(12): expected 2, got 3"]]);
+  const linux = run("linux-x86_64", "c-gcc-12", "0.5.0", [["crud", "put", "failed", "/home/ci/db/tests/crud.c:14: expected 2, got 3"],
+    ["crud", "get", "failed", "/home/ci/db/tests/crud.c:30: no record under key 7"]]);
+  await post(app.url, windows, TOKEN);
+  await post(app.url, linux, TOKEN);
+  const page = await browser.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(e));
+  await page.goto(app.url);
+  await page.click('nav a:text-is("Top failures")');
+  await page.waitForSelector("#failures");
+  const groups = await page.$$eval("#failures > li", (lis) => lis.map((li) => li.textContent));
+  const shared = groups.find((g) => g.includes("expected N, got N"));
+  assert.match(shared, /^2 pairs, 2 tests · linux-x86_64\/c-gcc-12, windows-x86_64\/c-msvc-19/, shared);
+  assert.ok(groups.some((g) => /^1 pair, 1 test .*no record under key/s.test(g)), groups.join("\n"));
+  await page.click('#failures > li:has-text("expected N, got N") a:text-is("windows-x86_64/c-msvc-19")');
+  await page.waitForSelector("#tests");
+  assert.match(page.url(), /suite=crud&status=failed/);
+  assert.match(await page.textContent("#tests tbody"), /crud\.c\(12\): expected 2, got 3/);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test("each view names the document, its heading takes the focus after a navigation, and a dark scheme is honoured", async () => {
+  const page = await browser.newPage();
+  await page.goto(app.url);
+  await page.waitForSelector("#matrix");
+  assert.equal(await page.title(), "Newest run per platform and runtime · Test results");
+  await page.click('nav a:text-is("Latest runs")');
+  await page.waitForSelector("#runs");
+  assert.equal(await page.title(), "Latest runs across every pair · Test results");
+  assert.equal(await page.evaluate(() => document.activeElement?.textContent), "Latest runs across every pair");
+  assert.equal(await page.evaluate(() => getComputedStyle(document.body).backgroundColor), "rgb(255, 255, 255)");
+  await page.emulateMedia({ colorScheme: "dark" });
+  assert.equal(await page.evaluate(() => getComputedStyle(document.body).backgroundColor), "rgb(13, 17, 23)");
+  await page.close();
+});

@@ -29,8 +29,20 @@ function link(params, ...children) {
   return h("a", { href: "/?" + new URLSearchParams(params).toString(), "data-nav": true }, ...children);
 }
 
+/** Whether the view being built follows a navigation (its heading then takes the focus). */
+let navigated = false;
+
+/** Shows a view: its heading names the document, and after a navigation takes the focus, so
+ * that a screen reader says where the reader went. */
 function show(...nodes) {
-  main.replaceChildren(...nodes.flat().filter((n) => n !== null && n !== undefined && n !== false));
+  main.replaceChildren(...nodes.flat(Infinity).filter((n) => n !== null && n !== undefined && n !== false));
+  const heading = main.querySelector("h2");
+  document.title = `${heading ? heading.textContent : "Error"} · Test results`;
+  if (navigated && heading) {
+    heading.tabIndex = -1;
+    heading.focus();
+  }
+  navigated = false;
 }
 
 // ----- formatting ---------------------------------------------------------------------------
@@ -337,6 +349,21 @@ function testText(t) {
     attempts.length ? h("details", { class: "attempts" }, h("summary", {}, `${attempts.length} earlier attempt(s)`), h("ol", {}, attempts)) : null];
 }
 
+async function failuresView() {
+  const data = await api("failures");
+  show(h("h2", {}, "Failures grouped across pairs (each pair's newest run)"),
+    h("p", { class: "note" }, "A group is one failure's text with paths, line numbers, addresses, numbers and temporary names taken out: the same assert on two platforms is one group."),
+    data.groups.length === 0 ? h("p", { class: "note" }, "No failures in the newest runs.")
+      : h("ol", { id: "failures" }, data.groups.map((g) => h("li", { class: "group", "data-fingerprint": g.fingerprint },
+        h("p", {}, h("strong", {}, `${g.pairs.length} pair${g.pairs.length === 1 ? "" : "s"}, ${g.tests.length} test${g.tests.length === 1 ? "" : "s"}`),
+          " · ", g.pairs.join(", ")),
+        h("pre", { class: "message" }, g.message),
+        h("p", { class: "muted" }, "grouped as: ", h("code", {}, g.text)),
+        h("ul", {}, g.tests.map((t) => h("li", {}, link({ view: "run", key: t.run, suite: t.suite, status: "failed" }, t.pair),
+          ` · ${t.suite}: ${t.name}`)))))),
+    data.morePairs ? h("p", { class: "note" }, "More pairs are in the bucket than the 50 read.") : null);
+}
+
 async function diffView(state) {
   const d = await api("diff", { from: state.from, to: state.to });
   const section = (id, title, tests) => h("section", { id },
@@ -355,7 +382,7 @@ async function diffView(state) {
 
 // ----- routing ------------------------------------------------------------------------------
 
-const VIEWS = { matrix: matrixView, pair: pairView, latest: latestView, run: runView, diff: diffView };
+const VIEWS = { matrix: matrixView, pair: pairView, latest: latestView, run: runView, diff: diffView, failures: failuresView };
 
 function fail(error) {
   show(h("p", { class: "error", role: "alert" }, `This view could not be built: ${error.message}`));
@@ -370,6 +397,7 @@ function render() {
 
 function navigate(state) {
   history.pushState(null, "", "/?" + new URLSearchParams(state).toString());
+  navigated = true;
   render();
 }
 
@@ -378,7 +406,11 @@ document.addEventListener("click", (e) => {
   if (!a || e.ctrlKey || e.metaKey || e.shiftKey || e.button !== 0) return;
   e.preventDefault();
   history.pushState(null, "", a.getAttribute("href"));
+  navigated = true;
   render();
 });
-window.addEventListener("popstate", render);
+window.addEventListener("popstate", () => {
+  navigated = true;
+  render();
+});
 render();

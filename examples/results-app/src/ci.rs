@@ -7,7 +7,8 @@ use crate::format::{short_hash, Ci, MAX_LABEL};
 
 /// The CI run this process is part of, read through `var`; empty outside a CI this knows.
 pub fn detect(var: &dyn Fn(&str) -> Option<String>) -> Ci {
-    let v = |name: &str| var(name).filter(|s| !s.trim().is_empty());
+    // Trimmed, as the pytest plugin and the node reporter read them: the same run id everywhere.
+    let v = |name: &str| var(name).map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
     let all = |names: &[&str]| names.iter().map(|n| v(n)).collect::<Option<Vec<String>>>();
     if v("GITHUB_ACTIONS").is_some() {
         let attempt = v("GITHUB_RUN_ATTEMPT").unwrap_or_else(|| "1".into());

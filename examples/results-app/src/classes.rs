@@ -18,7 +18,8 @@ pub const RULES: [(&str, &str); 4] = [
     ("new failure", "failed here and passed in the pair's previous run"),
     (
         "flaky",
-        "passed on a retry, or passed and failed at one commit (one version where runs name no commit) on this pair",
+        "passed on a retry, or passed and failed at one commit (one version where runs name no commit) on this pair: \
+         in the matrix against the run before, on a run's page against the 25 before",
     ),
     ("broken", "failed in each of the last 2 runs of every pair that ran it"),
     ("divergent", "at one commit, passed on some pairs and failed on others"),

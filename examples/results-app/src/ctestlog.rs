@@ -44,7 +44,11 @@ fn test_line(line: &str) -> Option<Line<'_>> {
     let outcome = outcome.trim().trim_start_matches('*').trim();
     let status = match outcome {
         "Passed" => Status::Passed,
-        o if o.starts_with("Not Run") || o.starts_with("Skipped") || o.starts_with("Disabled") => Status::Skipped,
+        // A test ctest did not run because it is disabled or skipped; `Not Run` alone (a missing
+        // executable) is a failure, as ctest counts it.
+        o if o.starts_with("Not Run (Disabled)") || o.starts_with("Skipped") || o.starts_with("Disabled") => {
+            Status::Skipped
+        }
         _ => Status::Failed,
     };
     Some(Line { number, name: name.trim(), status, outcome, seconds: seconds.parse().unwrap_or(0.0) })
@@ -112,13 +116,15 @@ mod tests {
     use super::*;
 
     /// Each repeat is an attempt; a pass after a failure is flaky; a failure keeps its output;
-    /// a disabled test is skipped.
+    /// a disabled test is skipped, one that could not run (no executable) failed.
     #[test]
     fn repeats_are_attempts() {
-        let log = "Test project /tmp/b\n    Start 1: put\n1/3 Test #1: put ....   Passed    0.01 sec\n    Start 2: flaky\n\
+        let log =
+            "Test project /tmp/b\n    Start 1: put\n1/3 Test #1: put ....   Passed    0.01 sec\n    Start 2: flaky\n\
                    2/3 Test #2: flaky ....***Failed    0.00 sec\nfirst attempt fails\n\n    Start 2: flaky\n\
                    \x20   Test #2: flaky ....   Passed    0.02 sec\n    Start 3: later\n\
-                   3/3 Test #3: later ....***Not Run (Disabled)   0.00 sec\n\n67% tests passed, 0 tests failed out of 2\n";
+                   3/4 Test #3: later ....***Not Run (Disabled)   0.00 sec\n\
+                   4/4 Test #4: gone ....***Not Run   0.00 sec\n\n67% tests passed, 1 tests failed out of 3\n";
         assert!(recognises(log));
         let r = parse(log).unwrap();
         let seen: Vec<(&str, Status, u64, bool)> =
@@ -128,7 +134,8 @@ mod tests {
             [
                 ("put", Status::Passed, 0, false),
                 ("flaky", Status::Passed, 1, true),
-                ("later", Status::Skipped, 0, false)
+                ("later", Status::Skipped, 0, false),
+                ("gone", Status::Failed, 0, false)
             ]
         );
         assert_eq!(r.tests[1].detail.retry_attempts[0].message.as_deref(), Some("Failed\nfirst attempt fails"));

@@ -52,6 +52,20 @@ impl Ci {
         *self == Ci::default()
     }
 
+    /// Without the fields [`Ci::check`] refuses: what a report says of itself is dropped when
+    /// it is wrong, rather than refusing the report.
+    pub fn without_invalid(self) -> Ci {
+        let fits = |ci: Ci| ci.check().is_ok();
+        Ci {
+            run: self.run.filter(|v| fits(Ci { run: Some(v.clone()), ..Ci::default() })),
+            commit: self.commit.filter(|v| fits(Ci { commit: Some(v.clone()), ..Ci::default() })),
+            branch: self.branch.filter(|v| fits(Ci { branch: Some(v.clone()), ..Ci::default() })),
+            url: self.url.filter(|v| fits(Ci { url: Some(v.clone()), ..Ci::default() })),
+            job: self.job.filter(|v| fits(Ci { job: Some(v.clone()), ..Ci::default() })),
+            file: self.file.filter(|v| fits(Ci { file: Some(v.clone()), ..Ci::default() })),
+        }
+    }
+
     /// Checks what a page shows of it: a run id and commit as labels, an http(s) URL, short
     /// texts without control characters.
     pub fn check(&self) -> Result<(), String> {
@@ -306,10 +320,12 @@ pub fn object_key(platform: &str, browser: &str, run: &str, file_id: &str) -> St
     format!("{platform}/{browser}/{run}/{file_id}")
 }
 
-/// Where a run's files are: `<platform>/<browser>/<run>` (a run's key in the views).
+/// Where a run's files are: `<platform>/<browser>/<run>` (a run's key in the views); `None` for
+/// a name outside the layout (a segment empty, `.` or `..`), which no view shows.
 pub fn run_key(object_key: &str) -> Option<&str> {
-    let (run, file) = object_key.rsplit_once('/')?;
-    (run.split('/').count() == 3 && !file.is_empty()).then_some(run)
+    let (run, _) = object_key.rsplit_once('/')?;
+    let segments: Vec<&str> = object_key.split('/').collect();
+    (segments.len() == 4 && segments.iter().all(|s| !matches!(*s, "" | "." | ".."))).then_some(run)
 }
 
 /// A run id: 16 hex digits from the system's random source.
@@ -487,6 +503,9 @@ mod tests {
         assert_eq!((stored_at(&newer), stored_at("linux-x86_64/c/9999999997999-aa")), (Some(2_000), Some(2_000)));
         assert!(is_run_segment("9999999997999-aa", "aa") && !is_run_segment("99-aa", "aa"));
         assert_eq!(run_key("a/b/c"), None);
+        for outside in ["linux/c//x", "linux/c/../x", "linux/c/r/", "./c/r/f"] {
+            assert_eq!(run_key(outside), None, "{outside}");
+        }
         assert_ne!(new_run_id(), new_run_id());
         assert_eq!(new_run_id().len(), 16);
     }

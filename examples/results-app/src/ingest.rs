@@ -93,13 +93,21 @@ pub fn ingest(file: &str, bytes: &[u8], labels: &Labels) -> Result<Run, String> 
     // The command line and the CI's environment, then the report's own (a stored run's `ci`,
     // CTRF's environment); the file's name is the one posted, where there is one.
     let reported = |field: &str| run.results.environment.get(field).and_then(Value::as_str).map(str::to_string);
+    // What the report says of itself and is wrong (an empty buildUrl) is dropped, not refused.
     let own = std::mem::take(&mut run.ci);
+    let own = Ci {
+        commit: own.commit.or_else(|| reported("commit")),
+        branch: own.branch.or_else(|| reported("branchName")),
+        url: own.url.or_else(|| reported("buildUrl")),
+        ..own
+    }
+    .without_invalid();
     let given = labels.ci.clone();
     run.ci = Ci {
         run: given.run.or(own.run),
-        commit: given.commit.or(own.commit).or_else(|| reported("commit")),
-        branch: given.branch.or(own.branch).or_else(|| reported("branchName")),
-        url: given.url.or(own.url).or_else(|| reported("buildUrl")),
+        commit: given.commit.or(own.commit),
+        branch: given.branch.or(own.branch),
+        url: given.url.or(own.url),
         job: given.job.or(own.job),
         file: given.file.or(own.file),
     };
@@ -266,5 +274,21 @@ mod tests {
         );
         let trace = b.detail.trace.as_deref().unwrap();
         assert!(trace.len() < TEXT_PER_TEST + 64 && trace.ends_with("more bytes]"), "{}", trace.len());
+    }
+
+    /// A report's own commit, branch and page fill the run's; wrong ones are dropped, and the
+    /// report is still taken.
+    #[test]
+    fn a_reports_own_origin_is_kept_when_right_and_dropped_when_wrong() {
+        let report = |environment: serde_json::Value| {
+            let report = serde_json::json!({"results": {"tool": {"name": "jest"}, "environment": environment,
+                "tests": [{"name": "a", "status": "passed", "duration": 1, "suite": "crud"}]}});
+            let labels = Labels { runtime: Some("node-22".into()), ..Labels::default() };
+            ingest("r.json", report.to_string().as_bytes(), &labels).unwrap().ci
+        };
+        let right = report(serde_json::json!({"commit": "abc", "branchName": "main", "buildUrl": "https://ci/1"}));
+        assert_eq!((right.commit.as_deref(), right.url.as_deref()), (Some("abc"), Some("https://ci/1")));
+        let wrong = report(serde_json::json!({"commit": "HEAD~1", "branchName": "main", "buildUrl": ""}));
+        assert_eq!((wrong.commit, wrong.branch.as_deref(), wrong.url), (None, Some("main"), None));
     }
 }

@@ -366,10 +366,14 @@ fn on_close(name: &[u8], suites: &mut Vec<String>, cases: &mut Vec<Case>, curren
             // the same name is a test of its own.
             let teardown = case.message.as_deref().is_some_and(|m| m.contains("failed on teardown"));
             // pytest-rerunfailures writes each failed attempt as a <testcase> of the same name,
-            // with no failure in it, just before the next: those are the test's attempts.
+            // with no failure in it, just before the next: those are the test's attempts. Only in
+            // pytest's reports: elsewhere two such cases are two tests (two files' top-level
+            // tests of one name, in node's).
+            let pytest = case.path.iter().any(|s| s == "pytest");
             let case = match cases.last() {
                 Some(last)
-                    if !teardown
+                    if pytest
+                        && !teardown
                         && last.name == case.name
                         && last.classname == case.classname
                         && last.path == case.path

@@ -14,6 +14,7 @@ mod classes;
 mod collector;
 mod conformance;
 mod ctestlog;
+mod fingerprint;
 mod format;
 mod ingest;
 mod junit;

@@ -44,6 +44,7 @@ pub fn router(viewer: Arc<Viewer>) -> Router {
         .route("/api/latest", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, latest, q)))
         .route("/api/run", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, run, q)))
         .route("/api/diff", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, diff, q)))
+        .route("/api/failures", get(|State(v): State<Arc<Viewer>>| answer(v, |v, _| v.failures(), Params::new())))
         .layer(middleware::from_fn_with_state(limiter, limited))
         .with_state(viewer);
     let mut router = Router::new();

@@ -25,7 +25,7 @@ pub fn recognises(text: &str) -> bool {
 struct Line<'a> {
     ok: bool,
     number: Option<u64>,
-    description: &'a str,
+    description: String,
     directive: Option<(Status, &'a str)>,
 }
 
@@ -44,7 +44,7 @@ fn test_line(line: &str) -> Option<Line<'_>> {
     let rest = rest[digits..].trim_start();
     let rest = rest.strip_prefix('-').unwrap_or(rest).trim_start();
     // A `#` preceded by a space starts the directive; `\#` is a literal one.
-    let hash = rest.char_indices().find(|(i, c)| *c == '#' && (*i == 0 || &rest[i - 1..*i] != "\\")).map(|(i, _)| i);
+    let hash = rest.char_indices().find(|(i, c)| *c == '#' && !rest[..*i].ends_with('\\')).map(|(i, _)| i);
     let (description, directive) = match hash {
         None => (rest.trim_end(), None),
         Some(i) => {
@@ -61,7 +61,7 @@ fn test_line(line: &str) -> Option<Line<'_>> {
             (rest[..i].trim_end(), status.map(|s| (s, reason)))
         }
     };
-    Some(Line { ok, number, description, directive })
+    Some(Line { ok, number, description: description.replace("\\#", "#"), directive })
 }
 
 /// `1..N` (with an optional `# skip` reason): N.
@@ -133,7 +133,7 @@ pub fn parse(text: &str) -> Result<Results, String> {
             None => Status::Failed,
         };
         let mut read = Read {
-            name: t.description.to_string(),
+            name: t.description,
             status,
             reason: t.directive.map(|(_, r)| r.to_string()).filter(|r| !r.is_empty()),
             yaml: Vec::new(),
@@ -295,5 +295,8 @@ mod tests {
         let bailed = parse("1..2\nok 1\nBail out! no database\n").unwrap();
         assert_eq!(bailed.tests.last().unwrap().message.as_deref(), Some("Bail out! no database"));
         assert!(recognises(perl) && recognises("TAP version 13\n") && !recognises("ok   crud: put\n"));
+        // Any text before a `#`, and an escaped `\#`, which stays in the name as `#`.
+        let odd = parse("1..2\nok 1 - 测试#1\nok 2 - é\\# x\n").unwrap();
+        assert_eq!((odd.tests[0].name.as_str(), odd.tests[1].name.as_str()), ("测试", "é# x"));
     }
 }

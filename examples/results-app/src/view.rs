@@ -17,6 +17,7 @@ use objstore_db_core::MechanismKind;
 use serde_json::{json, Map, Value};
 
 use crate::classes::{self, classify, Evidence, Seen, TestId};
+use crate::fingerprint::{self, Failure};
 use crate::format::{clip, run_key, sort_suites, stored_at, Run, Status, Test};
 use crate::post::{call, Target};
 
@@ -264,7 +265,10 @@ impl Viewer {
             if let Some(after) = after {
                 scan["range"] = json!({"lower": after, "lowerOpen": true});
             }
-            let (page, next) = paged(run_keys(&keys(db, "results-meta", &scan)?));
+            // Paged by the listing's keys, so that a name outside the layout cannot end the pages.
+            let found = keys(db, "results-meta", &scan)?;
+            let page = run_keys(&found[..found.len().min(PAGE)]);
+            let next = (found.len() > PAGE).then(|| page.last().cloned()).flatten();
             let loaded = load_runs(db, &page)?;
             Ok(json!({"runs": loaded.iter().map(brief).collect::<Vec<_>>(), "next": next}))
         })
@@ -323,6 +327,23 @@ impl Viewer {
             view["rules"] = classes::rules();
             view["previous"] = json!(previous);
             Ok(view)
+        })
+    }
+
+    /// Failures grouped across pairs: every failed test of each pair's newest run, grouped by
+    /// its fingerprint (the failure's text with paths, numbers and addresses taken out), the
+    /// groups that hit most pairs first.
+    pub fn failures(&self) -> View {
+        self.view(|db| {
+            let (pairs, more) = newest_runs(db)?;
+            let failures = pairs.iter().filter_map(|runs| runs.first()).flat_map(|run| {
+                run.tests().filter(|(_, t)| t.status == Status::Failed).map(move |(_, test)| Failure {
+                    pair: format!("{}/{}", run.platform, run.browser),
+                    run: run.key.clone(),
+                    test,
+                })
+            });
+            Ok(json!({"groups": fingerprint::group(failures), "morePairs": more}))
         })
     }
 
@@ -453,8 +474,22 @@ fn load_runs(db: &Db, run_keys: &[String]) -> Result<Vec<Loaded>, ViewError> {
         .zip(files_of)
         .map(|(key, files)| {
             let (platform, browser) = pair_of(key).unwrap_or_default();
-            let files = files.into_iter().map(|key| File { key, run: bodies.next().unwrap_or(Err(MISSING.into())) });
-            Loaded { key: key.clone(), platform, browser, files: files.collect() }
+            let mut files: Vec<File> =
+                files.into_iter().map(|key| File { key, run: bodies.next().unwrap_or(Err(MISSING.into())) }).collect();
+            // File ids are random: files are ordered by what they are (job, name, labels), so that
+            // a test in two files of a run (a debug and a release build) is the same occurrence
+            // in every run.
+            files.sort_by_cached_key(|f| match &f.run {
+                Ok(run) => (
+                    0,
+                    run.ci.job.clone(),
+                    run.ci.file.clone(),
+                    serde_json::to_string(&run.results.environment).ok(),
+                    f.key.clone(),
+                ),
+                Err(_) => (1, None, None, None, f.key.clone()),
+            });
+            Loaded { key: key.clone(), platform, browser, files }
         })
         .collect())
 }
@@ -577,9 +612,19 @@ fn newest_runs(db: &Db) -> Result<(Vec<Vec<Loaded>>, bool), ViewError> {
     let more = newest.len() > PAIRS;
     newest.truncate(PAIRS);
     let mut runs_of = Vec::with_capacity(newest.len());
+    // Each pair's newest runs; a name outside the layout (written around the app) is no run,
+    // and a few are stepped over.
     for key in &newest {
-        let (platform, browser) = run_key(key).map(pair_of).transpose()?.unwrap_or_default();
-        runs_of.push(pair_runs(db, &platform, &browser, None, classes::BROKEN_RUNS)?);
+        let mut segments = key.split('/');
+        let (Some(platform), Some(browser)) = (segments.next(), segments.next()) else { continue };
+        if pair_prefix(platform, browser).is_err() {
+            continue;
+        }
+        let mut runs = pair_runs(db, platform, browser, None, classes::BROKEN_RUNS + 2)?;
+        runs.truncate(classes::BROKEN_RUNS);
+        if !runs.is_empty() {
+            runs_of.push(runs);
+        }
     }
     let mut loaded = load_runs(db, &runs_of.concat())?.into_iter();
     Ok((runs_of.iter().map(|runs| loaded.by_ref().take(runs.len()).collect()).collect(), more))

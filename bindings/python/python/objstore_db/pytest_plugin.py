@@ -211,7 +211,7 @@ class Publisher:
         async def anchored() -> Optional[str]:
             found = await db.get("results", anchor, fresh=True)
             segment = found.get("segment") if isinstance(found, dict) else None
-            if found is not None and not (isinstance(segment, str) and re.fullmatch(rf"\d{{13}}-{re.escape(run)}", segment)):
+            if found is not None and not (isinstance(segment, str) and re.fullmatch(rf"[0-9]{{13}}-{re.escape(run)}", segment, re.ASCII)):
                 raise objstore_db.ObjstoreError(f"the bucket's anchor of run {run!r} is not a run's: {found!r:.80}")
             return segment
 
