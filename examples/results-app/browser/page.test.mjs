@@ -461,3 +461,30 @@ test("each view names the document, its heading takes the focus after a navigati
   assert.equal(await page.evaluate(() => getComputedStyle(document.body).backgroundColor), "rgb(13, 17, 23)");
   await page.close();
 });
+
+test("a test's own history: its outcomes as a strip, since when it fails; the search finds tests", async () => {
+  const page = await browser.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(e));
+  const newest = seeded.filter((s) => s.body.browser === "python-3.11").at(-1).key;
+  await page.goto(`${app.url}?view=run&key=${encodeURIComponent(newest)}&status=failed`);
+  await page.waitForSelector("#tests");
+  await page.click('#tests a:text-is("add")');
+  await page.waitForSelector("#outcomes");
+  assert.equal(await page.title(), "crud: add · Test results");
+  assert.deepEqual(await page.$$eval("#outcomes li", (lis) => lis.map((li) => li.textContent)), ["failed", "passed × 29"]);
+  assert.match(await page.textContent("#failing-since"), /^Failing since .*\(1 run\)/);
+  assert.match(await page.textContent("#durations"), /p50.*p95.*over 29/);
+  // The search box, then a test's history from what it found.
+  await page.fill('#search input[name="q"]', "walk");
+  await page.press('#search input[name="q"]', "Enter");
+  await page.waitForSelector("#found");
+  assert.match(page.url(), /view=search&q=walk$/);
+  await page.click('#found a:text-is("walk")');
+  await page.waitForSelector("#outcomes");
+  const strip = await page.$$eval("#outcomes li", (lis) => lis.map((li) => li.textContent));
+  assert.deepEqual(strip, ["passed × 6", "failed", "passed × 9", "failed", "passed × 9", "failed", "passed × 3"]);
+  assert.equal(await page.$("#failing-since"), null, "it passes now");
+  assert.deepEqual(errors, []);
+  await page.close();
+});

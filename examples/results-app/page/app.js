@@ -211,7 +211,8 @@ async function matrixView(state) {
       ["suite", "suite", data.suites], ["status", "with a test that", STATUSES]]),
     data.rows.length === 0
       ? h("p", { class: "note" }, "The bucket holds no runs yet.")
-      : h("table", { id: "matrix" }, h("thead", {}, head), h("tbody", {}, body)),
+      // The table scrolls, not the page: its header row and first column stay in view.
+      : h("div", { class: "scroll" }, h("table", { id: "matrix" }, h("thead", {}, head), h("tbody", {}, body))),
     columns.some((c) => c.group) ? h("p", { class: "note" },
       `${suites.length} suites, grouped by their first word; a group's heading opens it.`) : null,
     data.morePairs ? h("p", { class: "note" }, "More pairs are in the bucket than the 50 shown.") : null,
@@ -321,7 +322,8 @@ async function runView(state) {
       h("thead", {}, h("tr", {}, h("th", {}, "suite"), h("th", {}, "test"), h("th", {}, "status"), h("th", {}, "ms"))),
       h("tbody", {}, tests.map((t) => h("tr", { "data-status": t.status },
         h("td", {}, t.suite),
-        h("td", {}, t.name, files.length > 1 ? h("span", { class: "muted" }, ` (${fileName(t.file)})`) : null, 
+        h("td", {}, link({ view: "test", platform: run.platform, browser: run.browser, suite: t.suite, name: t.name }, t.name),
+          files.length > 1 ? h("span", { class: "muted" }, ` (${fileName(t.file)})`) : null,
           t.retries && t.status === "passed" && t.flaky ? h("span", { class: "badge" }, "passed on retry") : null,
           classBadges(t.classes, run.rules),
           t.message ? h("pre", { class: "message" }, t.message) : null,
@@ -364,6 +366,37 @@ async function failuresView() {
     data.morePairs ? h("p", { class: "note" }, "More pairs are in the bucket than the 50 read.") : null);
 }
 
+/** One test's history on one pair: its outcomes as a strip, since when it fails, its durations. */
+async function testView(state) {
+  const t = await api("test", { platform: state.platform, browser: state.browser, suite: state.suite, name: state.name });
+  const since = t.failingSince;
+  show(h("h2", {}, `${t.suite}: ${t.name}`),
+    h("p", {}, link({ view: "pair", platform: t.platform, browser: t.browser }, `${t.platform} / ${t.browser}`),
+      ` · its last ${t.runs} runs, newest first`),
+    h("ol", { class: "strip", id: "outcomes", "aria-label": "outcomes, newest first; identical runs collapsed" },
+      t.strip.map((s) => h("li", {}, classedLink({ view: "run", key: s.newest, suite: t.suite },
+        s.status === "failed" ? "fail" : s.status === "passed" ? "pass" : "skip",
+        `${s.status}${s.runs > 1 ? ` × ${s.runs}` : ""}`)))),
+    since ? h("p", { class: "fail", id: "failing-since" }, `Failing ${since.all ? "in every run shown" : "since"} `,
+      link({ view: "run", key: since.run }, since.commit ? `commit ${since.commit.slice(0, 10)}` : "this run"),
+      ` (${since.runs} run${since.runs === 1 ? "" : "s"}), `, when(since.time)) : null,
+    t.durations ? h("p", { id: "durations" }, `Passing runs take ${t.durations.p50} ms (p50), ${t.durations.p95} ms (p95), over ${t.durations.of}`,
+      t.slower ? h("span", { class: "badge" }, `slower than its last 10 runs by ${t.slower}%`) : null) : null);
+}
+
+/** Tests whose name or suite holds the query, in each pair's newest run. */
+async function searchView(state) {
+  const found = await api("search", { q: state.q || "" });
+  show(h("h2", {}, `Tests matching “${found.query}”`),
+    found.tests.length === 0 ? h("p", { class: "note" }, "No test of the newest runs matches.")
+      : h("table", { id: "found" }, h("thead", {}, h("tr", {}, h("th", {}, "pair"), h("th", {}, "suite"), h("th", {}, "test"), h("th", {}, "status"))),
+        h("tbody", {}, found.tests.map((t) => h("tr", {},
+          h("td", {}, link({ view: "run", key: t.run }, `${t.platform} / ${t.browser}`)), h("td", {}, t.suite),
+          h("td", {}, link({ view: "test", platform: t.platform, browser: t.browser, suite: t.suite, name: t.name }, t.name)),
+          h("td", { class: verdict({ passed: t.status === "passed" ? 1 : 0, failed: t.status === "failed" ? 1 : 0 }) }, t.status))))),
+    found.more ? h("p", { class: "note" }, "More tests match than the 100 shown: narrow the search.") : null);
+}
+
 async function diffView(state) {
   const d = await api("diff", { from: state.from, to: state.to });
   const section = (id, title, tests) => h("section", { id },
@@ -382,7 +415,15 @@ async function diffView(state) {
 
 // ----- routing ------------------------------------------------------------------------------
 
-const VIEWS = { matrix: matrixView, pair: pairView, latest: latestView, run: runView, diff: diffView, failures: failuresView };
+const VIEWS = { matrix: matrixView, pair: pairView, latest: latestView, run: runView, diff: diffView, failures: failuresView,
+  test: testView, search: searchView };
+
+// The header's search goes through the page's own navigation.
+document.getElementById("search").addEventListener("submit", (e) => {
+  e.preventDefault();
+  const q = new FormData(e.target).get("q");
+  if (q) navigate({ view: "search", q: String(q) });
+});
 
 function fail(error) {
   show(h("p", { class: "error", role: "alert" }, `This view could not be built: ${error.message}`));

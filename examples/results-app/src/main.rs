@@ -16,6 +16,7 @@ mod conformance;
 mod ctestlog;
 mod fingerprint;
 mod format;
+mod history;
 mod ingest;
 mod junit;
 mod page;

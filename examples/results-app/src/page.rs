@@ -45,6 +45,8 @@ pub fn router(viewer: Arc<Viewer>) -> Router {
         .route("/api/run", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, run, q)))
         .route("/api/diff", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, diff, q)))
         .route("/api/failures", get(|State(v): State<Arc<Viewer>>| answer(v, |v, _| v.failures(), Params::new())))
+        .route("/api/test", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, test_history, q)))
+        .route("/api/search", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, search, q)))
         .layer(middleware::from_fn_with_state(limiter, limited))
         .with_state(viewer);
     let mut router = Router::new();
@@ -91,6 +93,14 @@ fn run(v: &Viewer, q: &Params) -> View {
 
 fn diff(v: &Viewer, q: &Params) -> View {
     v.diff(required(q, "from")?, required(q, "to")?)
+}
+
+fn test_history(v: &Viewer, q: &Params) -> View {
+    v.test_history(required(q, "platform")?, required(q, "browser")?, required(q, "suite")?, required(q, "name")?)
+}
+
+fn search(v: &Viewer, q: &Params) -> View {
+    v.search(required(q, "q")?)
 }
 
 fn required<'q>(q: &'q Params, name: &str) -> Result<&'q str, ViewError> {

@@ -19,12 +19,15 @@ use serde_json::{json, Map, Value};
 use crate::classes::{self, classify, Evidence, Seen, TestId};
 use crate::fingerprint::{self, Failure};
 use crate::format::{clip, run_key, sort_suites, stored_at, Run, Status, Test};
+use crate::history::{self, Outcome};
 use crate::post::{call, Target};
 
 /// The pairs of the home view (the seed's limit).
 pub const PAIRS: usize = 50;
 /// The runs a history or the latest-runs page shows at a time.
 pub const PAGE: usize = 25;
+/// The most tests a search answers with.
+pub const FOUND: usize = 100;
 
 /// Reads the results bucket through a database of its own (its cache).
 pub struct Viewer {
@@ -327,6 +330,65 @@ impl Viewer {
             view["rules"] = classes::rules();
             view["previous"] = json!(previous);
             Ok(view)
+        })
+    }
+
+    /// One test's history on one pair: its outcome in each of the pair's last
+    /// [`history::HISTORY_RUNS`] runs, since when it fails, its durations and whether it got
+    /// slower.
+    pub fn test_history(&self, platform: &str, browser: &str, suite: &str, name: &str) -> View {
+        pair_prefix(platform, browser)?;
+        self.view(|db| {
+            let runs = load_runs(db, &pair_runs(db, platform, browser, None, history::HISTORY_RUNS)?)?;
+            let outcomes: Vec<Outcome> = runs
+                .iter()
+                .map(|run| {
+                    let tests: Vec<&Test> =
+                        run.tests().map(|(_, t)| t).filter(|t| t.suite == suite && t.name == name).collect();
+                    let row = brief(run);
+                    Outcome {
+                        run: run.key.clone(),
+                        time: row["time"].as_u64(),
+                        commit: row["ci"]["commit"].as_str().map(str::to_string),
+                        found: history::outcome_of(&tests),
+                    }
+                })
+                .collect();
+            let mut view = history::history(&outcomes);
+            view["platform"] = json!(platform);
+            view["browser"] = json!(browser);
+            view["suite"] = json!(suite);
+            view["name"] = json!(name);
+            view["runs"] = json!(outcomes.len());
+            Ok(view)
+        })
+    }
+
+    /// Tests whose name or suite holds `query` (case aside), in each pair's newest run: at most
+    /// [`FOUND`], each with its pair and status.
+    pub fn search(&self, query: &str) -> View {
+        let query = query.trim().to_lowercase();
+        if query.is_empty() || query.len() > 200 {
+            return Err(ViewError::BadRequest("search for 1 to 200 characters of a test's name or suite".into()));
+        }
+        self.view(|db| {
+            let (pairs, _) = newest_runs(db)?;
+            let mut found = Vec::new();
+            let mut more = false;
+            for run in pairs.iter().filter_map(|runs| runs.first()) {
+                for (_, t) in run.tests() {
+                    if !(t.name.to_lowercase().contains(&query) || t.suite.to_lowercase().contains(&query)) {
+                        continue;
+                    }
+                    if found.len() == FOUND {
+                        more = true;
+                        break;
+                    }
+                    found.push(json!({"platform": run.platform, "browser": run.browser, "run": run.key,
+                        "suite": t.suite, "name": t.name, "status": t.status}));
+                }
+            }
+            Ok(json!({"query": query, "tests": found, "more": more}))
         })
     }
 
