@@ -26,7 +26,8 @@ function h(tag, attrs, ...children) {
 
 /** A link to another view of this page, followed without a reload. */
 function link(params, ...children) {
-  return h("a", { href: "/?" + new URLSearchParams(params).toString(), "data-nav": true }, ...children);
+  const given = Object.entries(params).filter(([, v]) => v !== undefined && v !== null && v !== "");
+  return h("a", { href: "/?" + new URLSearchParams(given).toString(), "data-nav": true }, ...children);
 }
 
 /** Whether the view being built follows a navigation (its heading then takes the focus). */
@@ -127,7 +128,9 @@ async function api(path, params) {
 function filterBar(state, options) {
   const controls = options.map(([name, label, values]) => {
     const select = h("select", { name, onchange: (e) => {
+      // A filter changed: from the first page again.
       const next = { ...state, [name]: e.target.value };
+      delete next.after;
       if (!e.target.value) delete next[name];
       navigate(next);
     } }, h("option", { value: "" }, "all"), values.map((v) => h("option", { value: v, selected: state[name] === v }, v)));
@@ -137,6 +140,8 @@ function filterBar(state, options) {
 }
 
 const STATUSES = ["failed", "passed", "skipped"];
+/** The pairs the matrix shows at a time (the server's page). */
+const PAIRS_SHOWN = 50;
 
 // ----- views --------------------------------------------------------------------------------
 
@@ -169,19 +174,17 @@ function sumCells(cells, suites) {
   return sum;
 }
 
+/** The matrix's filters and its page, as the server takes them. */
+const MATRIX_FILTERS = ["after", "platform", "browser", "suite", "status", "class", "commit"];
+
 async function matrixView(state) {
-  const data = await api("matrix");
+  const asked = Object.fromEntries(MATRIX_FILTERS.filter((f) => state[f]).map((f) => [f, state[f]]));
+  const data = await api("matrix", asked);
   let suites = data.suites;
   if (state.suite) suites = suites.filter((s) => s === state.suite);
   const columns = columnsOf(suites, state);
-  const rows = data.rows.filter((row) => {
-    if (state.platform && row.platform !== state.platform) return false;
-    if (state.browser && row.browser !== state.browser) return false;
-    if (!state.status) return true;
-    if (row.error) return state.status === "failed";
-    return suites.some((s) => row.cells[s] && row.cells[s][state.status] > 0);
-  });
-  const distinct = (field) => [...new Set(data.rows.map((r) => r[field]))].sort();
+  // The server filtered and paged the pairs.
+  const rows = data.rows;
   const head = h("tr", {}, h("th", { scope: "col" }, "platform / runtime"), h("th", { scope: "col" }, "newest run"),
     columns.map((c) => h("th", { scope: "col", "data-group": c.group },
       c.group ? link({ ...state, group: c.group }, `${c.name}/… (${c.suites.length})`) : c.name)));
@@ -207,15 +210,18 @@ async function matrixView(state) {
   });
   show(
     h("h2", {}, "Newest run per platform and runtime"),
-    filterBar(state, [["platform", "platform", distinct("platform")], ["browser", "runtime", distinct("browser")],
-      ["suite", "suite", data.suites], ["status", "with a test that", STATUSES]]),
+    filterBar(state, [["platform", "platform", data.platforms], ["browser", "runtime", data.browsers],
+      ["suite", "suite", data.suites], ["status", "with a test that", STATUSES], ["class", "with a test that is", Object.keys(data.rules)]]),
+    h("p", { class: "muted", id: "pairs-shown" }, `${rows.length} of ${data.matching} pair${data.matching === 1 ? "" : "s"}` +
+      (data.matching < data.pairs ? ` passing the filters (of ${data.pairs})` : ""),
+      state.after ? [" · ", link({ ...state, after: "" }, "first pairs")] : null,
+      data.next ? [" · ", link({ ...state, after: data.next }, `next ${PAIRS_SHOWN} pairs`)] : null),
     data.rows.length === 0
       ? h("p", { class: "note" }, "The bucket holds no runs yet.")
       // The table scrolls, not the page: its header row and first column stay in view.
       : h("div", { class: "scroll" }, h("table", { id: "matrix" }, h("thead", {}, head), h("tbody", {}, body))),
     columns.some((c) => c.group) ? h("p", { class: "note" },
       `${suites.length} suites, grouped by their first word; a group's heading opens it.`) : null,
-    data.morePairs ? h("p", { class: "note" }, "More pairs are in the bucket than the 50 shown.") : null,
     data.rows.length ? legend(data.rules) : null,
   );
   performance.mark("matrix-rendered");
@@ -362,8 +368,7 @@ async function failuresView() {
         h("pre", { class: "message" }, g.message),
         h("p", { class: "muted" }, "grouped as: ", h("code", {}, g.text)),
         h("ul", {}, g.tests.map((t) => h("li", {}, link({ view: "run", key: t.run, suite: t.suite, status: "failed" }, t.pair),
-          ` · ${t.suite}: ${t.name}`)))))),
-    data.morePairs ? h("p", { class: "note" }, "More pairs are in the bucket than the 50 read.") : null);
+          ` · ${t.suite}: ${t.name}`)))))));
 }
 
 /** One test's history on one pair: its outcomes as a strip, since when it fails, its durations. */

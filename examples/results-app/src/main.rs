@@ -229,7 +229,7 @@ fn print_matrix(args: &[String]) -> Result<(), String> {
         ));
     }
     let viewer = open_viewer(&target, cache)?;
-    let matrix = viewer.matrix().map_err(|e| e.to_string())?;
+    let matrix = viewer.matrix(&Default::default()).map_err(|e| e.to_string())?;
     print!("{}", table::render(&matrix, now_ms()));
     Ok(())
 }
@@ -295,7 +295,7 @@ fn serve(args: &[String], start: bool) -> Result<(), String> {
     let writer = post::Writer::open(&target)?;
     if start {
         fill_if_empty(&target, &viewer, &writer)?;
-        let matrix = viewer.matrix().map_err(|e| e.to_string())?;
+        let matrix = viewer.matrix(&Default::default()).map_err(|e| e.to_string())?;
         print!("\n{}\n", table::render(&matrix, now_ms()));
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
@@ -308,7 +308,7 @@ fn serve(args: &[String], start: bool) -> Result<(), String> {
 
 /// An empty bucket gets one real run: the conformance suites, run here on both mechanisms.
 fn fill_if_empty(target: &post::Target, viewer: &Viewer, writer: &post::Writer) -> Result<(), String> {
-    let matrix = viewer.matrix().map_err(|e| e.to_string())?;
+    let matrix = viewer.matrix(&Default::default()).map_err(|e| e.to_string())?;
     if matrix["rows"].as_array().is_some_and(|rows| !rows.is_empty()) {
         return Ok(());
     }

@@ -16,7 +16,7 @@ use axum::{Json, Router};
 use serde_json::json;
 
 use crate::collector::Limiter;
-use crate::view::{View, ViewError, Viewer};
+use crate::view::{MatrixFilter, View, ViewError, Viewer};
 
 /// The page's own files, served as they are.
 const ASSETS: [(&str, &str, &str); 4] = [
@@ -39,7 +39,7 @@ const VIEW_BURST: u32 = 200;
 pub fn router(viewer: Arc<Viewer>) -> Router {
     let limiter = Arc::new(Limiter::new(VIEWS_PER_MINUTE, VIEW_BURST));
     let api = Router::new()
-        .route("/api/matrix", get(|State(v): State<Arc<Viewer>>| answer(v, |v, _| v.matrix(), Params::new())))
+        .route("/api/matrix", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, matrix, q)))
         .route("/api/history", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, history, q)))
         .route("/api/latest", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, latest, q)))
         .route("/api/run", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, run, q)))
@@ -78,6 +78,19 @@ async fn limited(
 }
 
 type Params = HashMap<String, String>;
+
+fn matrix(v: &Viewer, q: &Params) -> View {
+    let given = |name: &str| q.get(name).filter(|v| !v.is_empty()).cloned();
+    v.matrix(&MatrixFilter {
+        after: given("after"),
+        platform: given("platform"),
+        browser: given("browser"),
+        suite: given("suite"),
+        status: given("status"),
+        class: given("class"),
+        commit: given("commit"),
+    })
+}
 
 fn history(v: &Viewer, q: &Params) -> View {
     v.history(required(q, "platform")?, required(q, "browser")?, q.get("after").map(String::as_str))

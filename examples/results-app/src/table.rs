@@ -58,6 +58,9 @@ pub fn render(matrix: &Value, now_ms: u64) -> String {
     if rows.is_empty() {
         out.push_str("(no runs in the bucket)\n");
     }
+    if let (Some(_), Some(matching)) = (matrix["next"].as_str(), matrix["matching"].as_u64()) {
+        out.push_str(&format!("({} of {matching} pairs shown; the page shows every one)\n", rows.len()));
+    }
     out.push_str(
         "cells: passed/failed/skipped of the newest run; FAIL marks a failure, skip a suite where nothing ran\n",
     );

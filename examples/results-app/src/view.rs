@@ -207,29 +207,49 @@ impl Viewer {
         Ok(view)
     }
 
-    /// The home view: per pair (at most [`PAIRS`]), the newest run's counts per suite, every
-    /// file of that run counted, and how many of each suite's tests fall in each class.
-    pub fn matrix(&self) -> View {
+    /// The home view: per pair, the newest run's counts per suite, every file of that run
+    /// counted, and how many of each suite's tests fall in each class; the pairs that pass
+    /// `filter`, [`PAIRS`] at a time after the pair `filter.after`. Every pair's runs are weighed
+    /// for the classes, whichever are shown.
+    pub fn matrix(&self, filter: &MatrixFilter) -> View {
         self.view(|db| {
-            let (pairs, more) = newest_runs(db)?;
-            let seen: Vec<Vec<Seen>> = pairs.iter().map(|runs| runs.iter().map(seen).collect()).collect();
+            let pairs = all_pairs(db)?;
+            let runs = newest_runs(db, &pairs)?;
+            let seen: Vec<Vec<Seen>> = runs.iter().map(|runs| runs.iter().map(seen).collect()).collect();
+            let mut matching = Vec::new();
+            for ((pair, runs), seen_runs) in pairs.iter().zip(&runs).zip(&seen) {
+                let Some(newest) = runs.first() else { continue };
+                let mut row = brief(newest);
+                if newest.reports().next().is_some() {
+                    row["cells"] = cells(newest, &seen_runs[0], &evidence(&seen_runs[1..], &seen));
+                }
+                if filter.passes(&row) {
+                    matching.push((pair, newest, row));
+                }
+            }
+            // Pairs in the index's order, (platform, browser): "linux" before "linux-x86_64".
+            let after = filter.after.as_deref().map(|a| a.split_once('/').unwrap_or((a, "")));
+            let start = match after {
+                Some((p, b)) => matching.iter().position(|(pair, ..)| (pair.0.as_str(), pair.1.as_str()) > (p, b)),
+                None => Some(0),
+            }
+            .unwrap_or(matching.len());
+            let shown = &matching[start..(start + PAIRS).min(matching.len())];
+            let next = (start + PAIRS < matching.len())
+                .then(|| shown.last().map(|(pair, ..)| format!("{}/{}", pair.0, pair.1)))
+                .flatten();
             let mut suites: Vec<String> =
-                pairs.iter().filter_map(|runs| runs.first()).flat_map(Loaded::reports).flat_map(Run::suites).collect();
+                shown.iter().flat_map(|(_, run, _)| run.reports()).flat_map(Run::suites).collect();
             sort_suites(&mut suites);
-            let rows: Vec<Value> = pairs
-                .iter()
-                .zip(&seen)
-                .filter_map(|(runs, seen_runs)| {
-                    let newest = runs.first()?;
-                    let mut row = brief(newest);
-                    if newest.reports().next().is_some() {
-                        let e = evidence(&seen_runs[1..], &seen);
-                        row["cells"] = cells(newest, &seen_runs[0], &e);
-                    }
-                    Some(row)
-                })
-                .collect();
-            Ok(json!({"suites": suites, "rows": rows, "morePairs": more, "rules": classes::rules()}))
+            let distinct = |f: fn(&(String, String)) -> &String| {
+                let mut values: Vec<&String> = pairs.iter().map(f).collect();
+                values.sort();
+                values.dedup();
+                values
+            };
+            Ok(json!({"suites": suites, "rows": shown.iter().map(|(_, _, row)| row).collect::<Vec<_>>(),
+                "next": next, "matching": matching.len(), "pairs": pairs.len(), "platforms": distinct(|p| &p.0),
+                "browsers": distinct(|p| &p.1), "rules": classes::rules()}))
         })
     }
 
@@ -291,7 +311,7 @@ impl Viewer {
             let earlier = load_runs(db, &pair_runs(db, &platform, &browser, Some(&key), PAGE)?)?;
             let previous = earlier.first().map(|l| l.key.clone());
             let earlier: Vec<Seen> = earlier.iter().map(seen).collect();
-            let (pairs, _) = newest_runs(db)?;
+            let pairs = newest_runs(db, &all_pairs(db)?)?;
             let pairs: Vec<Vec<Seen>> = pairs.iter().map(|runs| runs.iter().map(seen).collect()).collect();
             let e = evidence(&earlier, &pairs);
             let this_seen = seen(&this);
@@ -372,7 +392,7 @@ impl Viewer {
             return Err(ViewError::BadRequest("search for 1 to 200 characters of a test's name or suite".into()));
         }
         self.view(|db| {
-            let (pairs, _) = newest_runs(db)?;
+            let pairs = newest_runs(db, &all_pairs(db)?)?;
             let mut found = Vec::new();
             let mut more = false;
             for run in pairs.iter().filter_map(|runs| runs.first()) {
@@ -397,7 +417,7 @@ impl Viewer {
     /// groups that hit most pairs first.
     pub fn failures(&self) -> View {
         self.view(|db| {
-            let (pairs, more) = newest_runs(db)?;
+            let pairs = newest_runs(db, &all_pairs(db)?)?;
             let failures = pairs.iter().filter_map(|runs| runs.first()).flat_map(|run| {
                 run.tests().filter(|(_, t)| t.status == Status::Failed).map(move |(_, test)| Failure {
                     pair: format!("{}/{}", run.platform, run.browser),
@@ -405,7 +425,7 @@ impl Viewer {
                     test,
                 })
             });
-            Ok(json!({"groups": fingerprint::group(failures), "morePairs": more}))
+            Ok(json!({"groups": fingerprint::group(failures)}))
         })
     }
 
@@ -666,30 +686,73 @@ fn cells(l: &Loaded, this: &Seen, e: &Evidence) -> Value {
         .into()
 }
 
-/// Each pair's newest runs ([`classes::BROKEN_RUNS`], newest first), for at most [`PAIRS`]
-/// pairs; and whether the bucket holds more pairs.
-fn newest_runs(db: &Db) -> Result<(Vec<Vec<Loaded>>, bool), ViewError> {
-    let scan = json!({"index": "platform, browser", "unique": true, "limit": PAIRS + 1});
-    let mut newest = keys(db, "results-meta", &scan)?;
-    let more = newest.len() > PAIRS;
-    newest.truncate(PAIRS);
-    let mut runs_of = Vec::with_capacity(newest.len());
-    // Each pair's newest runs; a name outside the layout (written around the app) is no run,
-    // and a few are stepped over.
-    for key in &newest {
-        let mut segments = key.split('/');
-        let (Some(platform), Some(browser)) = (segments.next(), segments.next()) else { continue };
-        if pair_prefix(platform, browser).is_err() {
-            continue;
-        }
+/// Every pair the bucket holds runs of, in name order (the `platform, browser` index, unique:
+/// local, no request beyond the listing).
+fn all_pairs(db: &Db) -> Result<Vec<(String, String)>, ViewError> {
+    let scan = json!({"index": "platform, browser", "unique": true});
+    Ok(keys(db, "results-meta", &scan)?
+        .iter()
+        .filter_map(|key| {
+            let mut segments = key.split('/');
+            let (platform, browser) = (segments.next()?, segments.next()?);
+            pair_prefix(platform, browser).ok().map(|()| (platform.to_string(), browser.to_string()))
+        })
+        .collect())
+}
+
+/// Each pair's newest runs ([`classes::BROKEN_RUNS`], newest first), one list per pair (empty
+/// where none is in the layout): a name outside it (written around the app) is no run, and a
+/// few are stepped over.
+fn newest_runs(db: &Db, pairs: &[(String, String)]) -> Result<Vec<Vec<Loaded>>, ViewError> {
+    let mut runs_of = Vec::with_capacity(pairs.len());
+    for (platform, browser) in pairs {
         let mut runs = pair_runs(db, platform, browser, None, classes::BROKEN_RUNS + 2)?;
         runs.truncate(classes::BROKEN_RUNS);
-        if !runs.is_empty() {
-            runs_of.push(runs);
-        }
+        runs_of.push(runs);
     }
     let mut loaded = load_runs(db, &runs_of.concat())?.into_iter();
-    Ok((runs_of.iter().map(|runs| loaded.by_ref().take(runs.len()).collect()).collect(), more))
+    Ok(runs_of.iter().map(|runs| loaded.by_ref().take(runs.len()).collect()).collect())
+}
+
+/// Which pairs the matrix shows: by platform, runtime, commit (a prefix), a suite present, a
+/// test status or class in the suites shown; and after which pair (`platform/browser`).
+#[derive(Debug, Default)]
+pub struct MatrixFilter {
+    pub after: Option<String>,
+    pub platform: Option<String>,
+    pub browser: Option<String>,
+    pub suite: Option<String>,
+    pub status: Option<String>,
+    pub class: Option<String>,
+    pub commit: Option<String>,
+}
+
+impl MatrixFilter {
+    /// Whether a matrix row passes: a row whose run cannot be read counts as failed, in any
+    /// suite (it is a red flag whatever it held).
+    fn passes(&self, row: &Value) -> bool {
+        let text = |field: &str| row[field].as_str().unwrap_or_default();
+        if self.platform.as_ref().is_some_and(|p| p != text("platform"))
+            || self.browser.as_ref().is_some_and(|b| b != text("browser"))
+            || self
+                .commit
+                .as_ref()
+                .is_some_and(|c| !row["ci"]["commit"].as_str().unwrap_or_default().starts_with(c.as_str()))
+        {
+            return false;
+        }
+        let Some(cells) = row["cells"].as_object() else {
+            return self.class.is_none() && self.status.as_deref().is_none_or(|s| s == "failed");
+        };
+        let shown: Vec<&Value> =
+            cells.iter().filter(|(s, _)| self.suite.as_ref().is_none_or(|w| w == *s)).map(|(_, c)| c).collect();
+        !shown.is_empty()
+            && self.status.as_ref().is_none_or(|s| shown.iter().any(|c| c[s.as_str()].as_u64().unwrap_or(0) > 0))
+            && self
+                .class
+                .as_ref()
+                .is_none_or(|k| shown.iter().any(|c| c["classes"][k.as_str()].as_u64().unwrap_or(0) > 0))
+    }
 }
 
 /// A run as evidence for the classes of another's tests.

@@ -509,3 +509,46 @@ fn views_are_rate_limited_and_made_up_keys_are_not_found() {
     assert_eq!(held.status, 429);
     assert!(held.headers.contains_key("retry-after"));
 }
+
+/// Every pair is reachable: the matrix pages its pairs 50 at a time, in the index's order, and
+/// filters them on the server (platform, status, suite, commit).
+#[test]
+fn the_matrix_pages_and_filters_every_pair() {
+    let c = Collector::start(&[], &[]);
+    let bodies: Vec<Value> = (0..53)
+        .map(|i| {
+            let mut body = run(&format!("p{i:02}"), "c-1");
+            if i % 10 == 0 {
+                // Every tenth pair passes everything, at a commit of its own.
+                body["results"]["tests"][1]["status"] = json!("passed");
+                body["results"]["summary"]["passed"] = json!(2);
+                body["results"]["summary"]["failed"] = json!(0);
+                body["ci"] = json!({"commit": format!("abc{i:02}")});
+            }
+            body
+        })
+        .collect();
+    for chunk in bodies.chunks(10) {
+        post_at_once(&c.url, chunk.to_vec());
+    }
+    let page = c.url.trim_end_matches("results");
+    let matrix = |query: &str| {
+        let answer = answer(agent().get(&format!("{page}api/matrix?{query}")).call().unwrap());
+        assert_eq!(answer.status, 200, "{query}: {}", answer.body);
+        answer.body
+    };
+    let pairs = |m: &Value| -> Vec<String> {
+        m["rows"].as_array().unwrap().iter().map(|r| r["platform"].as_str().unwrap().to_string()).collect()
+    };
+    let first = matrix("");
+    assert_eq!((pairs(&first).len(), first["matching"].as_u64(), first["pairs"].as_u64()), (50, Some(53), Some(53)));
+    assert_eq!(first["next"], "p49/c-1");
+    assert_eq!(first["platforms"].as_array().unwrap().len(), 53, "every platform, for the filter");
+    let rest = matrix("after=p49/c-1");
+    assert_eq!((pairs(&rest), &rest["next"]), (vec!["p50".to_string(), "p51".into(), "p52".into()], &Value::Null));
+    assert_eq!(pairs(&matrix("platform=p07")), ["p07"]);
+    let passing = matrix("status=failed&suite=sql");
+    assert_eq!(passing["matching"], 47, "the six passing pairs are left out");
+    assert_eq!(pairs(&matrix("commit=abc2")), ["p20"]);
+    assert_eq!(pairs(&matrix("status=failed&suite=crud")), Vec::<String>::new(), "crud passes everywhere");
+}
