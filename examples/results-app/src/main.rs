@@ -14,6 +14,7 @@ mod classes;
 mod collector;
 mod conformance;
 mod ctestlog;
+mod export;
 mod fingerprint;
 mod format;
 mod history;
@@ -39,6 +40,7 @@ const USAGE: &str = "usage: objstore-results [--listen ADDR] [--cache PATH]
        objstore-results post [--runtime R] [--platform P] [--version V] [--suite S] [--run ID] [--commit C] [--branch B] [--url U] [--job J] [--label K=V]... [--collector URL] FILE...
        objstore-results serve [--listen ADDR] [--cache PATH] [--origin URL]... [--token T]... [--allow-anonymous-origins] [--max-bytes N] [--per-minute N] [--burst N] [--timeout-secs N]
        objstore-results matrix [--cache PATH]
+       objstore-results export --out FILE [--cache PATH]
        objstore-results --help";
 
 /// `--help`: every command and option, and the settings read from the environment.
@@ -80,6 +82,10 @@ const HELP: &str = "objstore-results: test results in a bucket, read back as a f
   objstore-results matrix [--cache PATH]
       Prints the matrix: one row per platform / runtime, one column per suite.
 
+  objstore-results export --out FILE [--cache PATH]
+      Writes the matrix and each pair's newest run (its failed and flaky tests with their
+      text) as one self-contained HTML file: no script, no request, for CI artefacts and mail.
+
 Where runs live (every command says which bucket it opened):
   OBJSTORE_RESULTS         file://DIR (default file://./results; objects in DIR/BUCKET/) or an S3
                            endpoint http(s)://host:port, signed with the standard AWS_* settings
@@ -93,7 +99,9 @@ fn wants_help(args: &[String]) -> bool {
     let asks = |a: &String| matches!(a.as_str(), "--help" | "-h" | "help");
     match args {
         [only] => asks(only),
-        [command, flag] => ["post", "serve", "matrix"].contains(&command.as_str()) && flag != "help" && asks(flag),
+        [command, flag] => {
+            ["post", "serve", "matrix", "export"].contains(&command.as_str()) && flag != "help" && asks(flag)
+        }
         _ => false,
     }
 }
@@ -108,6 +116,7 @@ fn main() -> ExitCode {
         Some((command, rest)) if command == "post" => post_files(rest),
         Some((command, rest)) if command == "serve" => serve(rest, false),
         Some((command, rest)) if command == "matrix" => print_matrix(rest),
+        Some((command, rest)) if command == "export" => export_page(rest),
         Some((command, _)) if !command.starts_with("--") => Err(format!("unknown command {command:?}\n{USAGE}")),
         _ => serve(&args, true),
     };
@@ -231,6 +240,31 @@ fn print_matrix(args: &[String]) -> Result<(), String> {
     let viewer = open_viewer(&target, cache)?;
     let matrix = viewer.matrix(&Default::default()).map_err(|e| e.to_string())?;
     print!("{}", table::render(&matrix, now_ms()));
+    Ok(())
+}
+
+/// `objstore-results export --out FILE`: the matrix and the newest runs as one HTML file.
+fn export_page(args: &[String]) -> Result<(), String> {
+    let (mut out, mut cache) = (None, None);
+    let mut args = args.iter();
+    while let Some(flag) = args.next() {
+        let value = args.next().ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))?;
+        match flag.as_str() {
+            "--out" => out = Some(PathBuf::from(value)),
+            "--cache" => cache = Some(PathBuf::from(value)),
+            other => return Err(format!("unknown option {other}\n{USAGE}")),
+        }
+    }
+    let out = out.ok_or_else(|| format!("export needs --out FILE\n{USAGE}"))?;
+    let target = post::Target::from_env();
+    eprintln!("objstore-results: reading {}", target.describe());
+    if let Some(dir) = target.missing_directory() {
+        return Err(format!("no runs: {} does not exist", dir.display()));
+    }
+    let viewer = open_viewer(&target, cache)?;
+    let html = export::render(&viewer, &target.describe(), now_ms())?;
+    std::fs::write(&out, html).map_err(|e| format!("writing {}: {e}", out.display()))?;
+    println!("objstore-results: the matrix and the newest runs are in {}", out.display());
     Ok(())
 }
 

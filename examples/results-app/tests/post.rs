@@ -337,3 +337,51 @@ fn files_posted_for_one_run_are_one_run() {
     }
     assert_eq!(stored(other.path()).len(), 2);
 }
+
+/// `export` writes the matrix and each pair's newest run as one HTML file that needs nothing
+/// else: no script, no request; what the bucket holds is escaped text in it.
+#[test]
+fn export_writes_one_self_contained_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let evil = dir.path().join("evil.json");
+    std::fs::write(
+        &evil,
+        r#"{"results": {"tool": {"name": "x"}, "tests": [{"name": "<script>alert(1)</script>", "status": "failed",
+            "duration": 1, "suite": "crud", "message": "<img src=x onerror=alert(2)>", "trace": "at t.c:3"}]}}"#,
+    )
+    .unwrap();
+    let out = post(dir.path(), &["--runtime", "c-gcc-12", &evil.display().to_string()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(post(dir.path(), &["--runtime", "python-3.11", &fixture("pytest-xunit2-reruns.xml")]).status.success());
+    let page = dir.path().join("report.html");
+    let export = Command::new(env!("CARGO_BIN_EXE_objstore-results"))
+        .args([
+            "export",
+            "--out",
+            &page.display().to_string(),
+            "--cache",
+            &dir.path().join("c.sqlite3").display().to_string(),
+        ])
+        .env("OBJSTORE_RESULTS", format!("file://{}", dir.path().display()))
+        .env_remove("OBJSTORE_RESULTS_BUCKET")
+        .env_remove("OBJSTORE_RESULTS_PREFIX")
+        .output()
+        .unwrap();
+    assert!(export.status.success(), "{}", String::from_utf8_lossy(&export.stderr));
+    let html = std::fs::read_to_string(&page).unwrap();
+    for needed in [
+        "<table id=\"matrix\">",
+        "/ c-gcc-12",
+        "/ python-3.11",
+        "unit/crud",
+        "test_flaky",
+        "&lt;script&gt;alert(1)",
+        "&lt;img src=x",
+    ] {
+        assert!(html.contains(needed), "{needed} in the page");
+    }
+    assert!(html.contains("test_rename") && html.contains("the name did not change"), "a failure and its text");
+    for forbidden in ["<script", "<img", "<link", " src=\"", "http://", "https://"] {
+        assert!(!html.contains(forbidden), "{forbidden} is not in the page");
+    }
+}
