@@ -22,6 +22,7 @@ mod ingest;
 mod junit;
 mod page;
 mod post;
+mod runs;
 mod server;
 mod table;
 mod tap;

@@ -12,15 +12,19 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use objstore_db::rsapi::{Db, OpenOptions, Read, ReadKind};
+use objstore_db::rsapi::{Db, OpenOptions};
 use objstore_db_core::MechanismKind;
 use serde_json::{json, Map, Value};
 
 use crate::classes::{self, classify, Evidence, Seen, TestId};
 use crate::fingerprint::{self, Failure};
-use crate::format::{clip, run_key, sort_suites, stored_at, Run, Status, Test};
+use crate::format::{sort_suites, stored_at, Run, Status, Test};
 use crate::history::{self, Outcome};
 use crate::post::{call, Target};
+use crate::runs::{
+    all_pairs, identified, keys, load_runs, newest_runs, pair_of, pair_prefix, pair_runs, run_keys, run_segment,
+    Loaded, MISSING,
+};
 
 /// The pairs of the home view (the seed's limit).
 pub const PAIRS: usize = 50;
@@ -68,46 +72,6 @@ impl std::fmt::Display for ViewError {
 impl From<String> for ViewError {
     fn from(why: String) -> ViewError {
         ViewError::Failed(why)
-    }
-}
-
-/// A run as a view shows it: its key (`<platform>/<browser>/<run>`), the labels its name
-/// carries, and its report files, each read or with why it could not be.
-struct Loaded {
-    key: String,
-    platform: String,
-    browser: String,
-    files: Vec<File>,
-}
-
-struct File {
-    key: String,
-    run: Result<Run, String>,
-}
-
-impl Loaded {
-    /// The files that could be read, in key order.
-    fn reports(&self) -> impl Iterator<Item = &Run> {
-        self.files.iter().filter_map(|f| f.run.as_ref().ok())
-    }
-
-    /// Every test of the run, file after file, with the index of its file.
-    fn tests(&self) -> impl Iterator<Item = (usize, &Test)> {
-        self.files
-            .iter()
-            .enumerate()
-            .filter_map(|(i, f)| f.run.as_ref().ok().map(|r| (i, r)))
-            .flat_map(|(i, r)| r.results.tests.iter().map(move |t| (i, t)))
-    }
-
-    /// What flaky is keyed on: the run's commit where a file names one, else its version.
-    fn basis(&self) -> Option<String> {
-        let mut reports = self.reports();
-        let first = self.reports().next()?;
-        Some(match reports.find_map(|r| r.ci.commit.clone()) {
-            Some(commit) => format!("commit {commit}"),
-            None => format!("version {}", first.version),
-        })
     }
 }
 
@@ -501,111 +465,6 @@ fn schema(target: &Target) -> Value {
     schema
 }
 
-/// The body of a name the listing had but the bucket no longer holds.
-const MISSING: &str = "the bucket no longer holds this file";
-
-fn keys(db: &Db, store: &str, scan: &Value) -> Result<Vec<String>, ViewError> {
-    // `fresh`: listed unless a listing within the refractory period answered.
-    let found = call(|done| db.read_scan(None, store, ReadKind::Keys, Some(scan), Read { fresh: true }, done))?;
-    Ok(found.as_array().into_iter().flatten().filter_map(|k| k.as_str().map(str::to_string)).collect())
-}
-
-/// The runs (their keys) of files named by `file_keys`, in order, each once.
-fn run_keys(file_keys: &[String]) -> Vec<String> {
-    let mut runs: Vec<String> = Vec::new();
-    for key in file_keys {
-        if let Some(run) = run_key(key).filter(|r| runs.last().map(String::as_str) != Some(*r)) {
-            runs.push(run.to_string());
-        }
-    }
-    runs
-}
-
-/// A pair's runs after run `after` (or from the newest), at most `limit`.
-fn pair_runs(
-    db: &Db,
-    platform: &str,
-    browser: &str,
-    after: Option<&str>,
-    limit: usize,
-) -> Result<Vec<String>, ViewError> {
-    // Every run of the pair sorts between [platform, browser] and [platform, browser + "\0"].
-    let upper = json!([platform, format!("{browser}\u{0}")]);
-    let range = match after {
-        Some(after) => {
-            json!({"lower": [platform, browser, run_segment(after)], "lowerOpen": true, "upper": upper, "upperOpen": true})
-        }
-        None => json!({"lower": [platform, browser], "upper": upper, "upperOpen": true}),
-    };
-    let scan = json!({"index": "pair runs", "unique": true, "range": range, "limit": limit});
-    Ok(run_keys(&keys(db, "results-meta", &scan)?))
-}
-
-/// The runs under `run_keys` with their files, fetched where not cached (immutable: a cached
-/// file costs nothing).
-fn load_runs(db: &Db, run_keys: &[String]) -> Result<Vec<Loaded>, ViewError> {
-    let mut files_of = Vec::with_capacity(run_keys.len());
-    for key in run_keys {
-        // A run's files are named "<run>/<file id>"; '0' follows '/'.
-        let range = json!({"lower": format!("{key}/"), "upper": format!("{key}0"), "upperOpen": true});
-        files_of.push(keys(db, "results-meta", &json!({"range": range}))?);
-    }
-    let mut bodies = load(db, &files_of.concat())?.into_iter();
-    Ok(run_keys
-        .iter()
-        .zip(files_of)
-        .map(|(key, files)| {
-            let (platform, browser) = pair_of(key).unwrap_or_default();
-            let mut files: Vec<File> =
-                files.into_iter().map(|key| File { key, run: bodies.next().unwrap_or(Err(MISSING.into())) }).collect();
-            // File ids are random: files are ordered by what they are (job, name, labels), so that
-            // a test in two files of a run (a debug and a release build) is the same occurrence
-            // in every run.
-            files.sort_by_cached_key(|f| match &f.run {
-                Ok(run) => (
-                    0,
-                    run.ci.job.clone(),
-                    run.ci.file.clone(),
-                    serde_json::to_string(&run.results.environment).ok(),
-                    f.key.clone(),
-                ),
-                Err(_) => (1, None, None, None, f.key.clone()),
-            });
-            Loaded { key: key.clone(), platform, browser, files }
-        })
-        .collect())
-}
-
-/// The files under `keys` (which the listing has), as runs or why not.
-fn load(db: &Db, keys: &[String]) -> Result<Vec<Result<Run, String>>, ViewError> {
-    if keys.is_empty() {
-        return Ok(Vec::new());
-    }
-    let bodies = call(|done| db.values_of(None, "results", &json!(keys), Read::default(), done))
-        .map_err(|e| ViewError::Failed(format!("reading the runs: {e}")))?;
-    let bodies = bodies.as_array().cloned().unwrap_or_default();
-    Ok(keys
-        .iter()
-        .zip(bodies.into_iter().chain(std::iter::repeat(Value::Null)))
-        .map(|(key, body)| match body {
-            Value::Null => Err(why_missing(db, key)),
-            body => serde_json::from_value::<Run>(body)
-                .map_err(|e| format!("not a run: {e}"))
-                .and_then(|run| run.check().map(|()| run)),
-        })
-        .collect())
-}
-
-/// Why the bucket gave no file under `key`, which the listing has: the library's reason when
-/// the object cannot be used (asked of that key alone, a conditional request), else that it
-/// is gone.
-fn why_missing(db: &Db, key: &str) -> String {
-    match call(|done| db.values_of(None, "results", &json!([key]), Read::default(), done)) {
-        Err(reason) => reason,
-        Ok(_) => MISSING.to_string(),
-    }
-}
-
 /// A run in a list: its name, labels, time, where it came from and its counts over every
 /// file, or why it cannot be shown. Its time is when its reports say it started, else when it
 /// was first stored (`stored`).
@@ -686,34 +545,6 @@ fn cells(l: &Loaded, this: &Seen, e: &Evidence) -> Value {
         .into()
 }
 
-/// Every pair the bucket holds runs of, in name order (the `platform, browser` index, unique:
-/// local, no request beyond the listing).
-fn all_pairs(db: &Db) -> Result<Vec<(String, String)>, ViewError> {
-    let scan = json!({"index": "platform, browser", "unique": true});
-    Ok(keys(db, "results-meta", &scan)?
-        .iter()
-        .filter_map(|key| {
-            let mut segments = key.split('/');
-            let (platform, browser) = (segments.next()?, segments.next()?);
-            pair_prefix(platform, browser).ok().map(|()| (platform.to_string(), browser.to_string()))
-        })
-        .collect())
-}
-
-/// Each pair's newest runs ([`classes::BROKEN_RUNS`], newest first), one list per pair (empty
-/// where none is in the layout): a name outside it (written around the app) is no run, and a
-/// few are stepped over.
-fn newest_runs(db: &Db, pairs: &[(String, String)]) -> Result<Vec<Vec<Loaded>>, ViewError> {
-    let mut runs_of = Vec::with_capacity(pairs.len());
-    for (platform, browser) in pairs {
-        let mut runs = pair_runs(db, platform, browser, None, classes::BROKEN_RUNS + 2)?;
-        runs.truncate(classes::BROKEN_RUNS);
-        runs_of.push(runs);
-    }
-    let mut loaded = load_runs(db, &runs_of.concat())?.into_iter();
-    Ok(runs_of.iter().map(|runs| loaded.by_ref().take(runs.len()).collect()).collect())
-}
-
 /// Which pairs the matrix shows: by platform, runtime, commit (a prefix), a suite present, a
 /// test status or class in the suites shown; and after which pair (`platform/browser`).
 #[derive(Debug, Default)]
@@ -771,17 +602,6 @@ fn evidence<'a>(earlier: &'a [Seen], pairs: &'a [Vec<Seen>]) -> Evidence<'a> {
     Evidence { earlier: earlier.iter().collect(), pairs: pairs.iter().map(|runs| runs.iter().collect()).collect() }
 }
 
-/// Tests with their identity: suite, name, and which occurrence of that name (suites run twice,
-/// once per mechanism, repeat names).
-fn identified<'a, X>(tests: impl Iterator<Item = (X, &'a Test)>) -> impl Iterator<Item = (TestId, (X, &'a Test))> {
-    let mut seen: HashMap<(&str, &str), usize> = HashMap::new();
-    tests.map(move |(x, t)| {
-        let n = seen.entry((&t.suite, &t.name)).or_default();
-        *n += 1;
-        ((t.suite.clone(), t.name.clone(), *n), (x, t))
-    })
-}
-
 /// Tests that both passed and failed among `runs` at one commit (or version): (basis, test).
 fn flaky(runs: &[Loaded]) -> Vec<(String, TestId)> {
     let mut outcomes: BTreeMap<(String, TestId), [bool; 2]> = BTreeMap::new();
@@ -808,35 +628,10 @@ fn paged(mut keys: Vec<String>) -> (Vec<String>, Option<String>) {
     (keys, next)
 }
 
-/// The platform and browser a run's key (`<platform>/<browser>/<run>`) carries.
-fn pair_of(key: &str) -> Result<(String, String), ViewError> {
-    match key.split('/').collect::<Vec<_>>()[..] {
-        [platform, browser, run] if [platform, browser, run].iter().all(|s| !matches!(*s, "" | "." | "..")) => {
-            Ok((platform.to_string(), browser.to_string()))
-        }
-        _ => Err(ViewError::BadRequest(format!("{:?} is not a run's name (platform/browser/run)", clip(key)))),
-    }
-}
-
-/// The run segment of a run's key (checked by [`pair_of`]).
-fn run_segment(key: &str) -> &str {
-    key.rsplit('/').next().unwrap_or_default()
-}
-
-/// Checks that a platform and browser can be name segments. Any segment the bucket holds is a
-/// pair, even one our writers would refuse to make, so only the layout's shape is checked.
-fn pair_prefix(platform: &str, browser: &str) -> Result<(), ViewError> {
-    for (field, value) in [("platform", platform), ("browser", browser)] {
-        if value.is_empty() || value.contains('/') {
-            return Err(ViewError::BadRequest(format!("{field} {:?} is not a name segment", clip(value))));
-        }
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runs::File;
 
     fn report(start: u64, commit: Option<&str>, tests: Value) -> Run {
         let mut run: Run = serde_json::from_value(json!({"platform": "linux", "browser": "c", "version": "1",

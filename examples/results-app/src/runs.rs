@@ -1,0 +1,224 @@
+//! A bucket's runs as the views read them, only through the library: every pair, a pair's runs
+//! in order, a run with all of its report files, each file read or with why it could not be.
+
+use std::collections::HashMap;
+
+use objstore_db::rsapi::{Db, Read, ReadKind};
+use serde_json::{json, Value};
+
+use crate::classes::{self, TestId};
+use crate::format::{clip, run_key, Run, Test};
+use crate::post::call;
+use crate::view::ViewError;
+
+/// A run as a view shows it: its key (`<platform>/<browser>/<run>`), the labels its name
+/// carries, and its report files, each read or with why it could not be.
+pub(crate) struct Loaded {
+    pub(crate) key: String,
+    pub(crate) platform: String,
+    pub(crate) browser: String,
+    pub(crate) files: Vec<File>,
+}
+
+pub(crate) struct File {
+    pub(crate) key: String,
+    pub(crate) run: Result<Run, String>,
+}
+
+impl Loaded {
+    /// The files that could be read, in key order.
+    pub(crate) fn reports(&self) -> impl Iterator<Item = &Run> {
+        self.files.iter().filter_map(|f| f.run.as_ref().ok())
+    }
+
+    /// Every test of the run, file after file, with the index of its file.
+    pub(crate) fn tests(&self) -> impl Iterator<Item = (usize, &Test)> {
+        self.files
+            .iter()
+            .enumerate()
+            .filter_map(|(i, f)| f.run.as_ref().ok().map(|r| (i, r)))
+            .flat_map(|(i, r)| r.results.tests.iter().map(move |t| (i, t)))
+    }
+
+    /// What flaky is keyed on: the run's commit where a file names one, else its version.
+    pub(crate) fn basis(&self) -> Option<String> {
+        let mut reports = self.reports();
+        let first = self.reports().next()?;
+        Some(match reports.find_map(|r| r.ci.commit.clone()) {
+            Some(commit) => format!("commit {commit}"),
+            None => format!("version {}", first.version),
+        })
+    }
+}
+
+/// The body of a name the listing had but the bucket no longer holds.
+pub(crate) const MISSING: &str = "the bucket no longer holds this file";
+
+pub(crate) fn keys(db: &Db, store: &str, scan: &Value) -> Result<Vec<String>, ViewError> {
+    // `fresh`: listed unless a listing within the refractory period answered.
+    let found = call(|done| db.read_scan(None, store, ReadKind::Keys, Some(scan), Read { fresh: true }, done))?;
+    Ok(found.as_array().into_iter().flatten().filter_map(|k| k.as_str().map(str::to_string)).collect())
+}
+
+/// The runs (their keys) of files named by `file_keys`, in order, each once.
+pub(crate) fn run_keys(file_keys: &[String]) -> Vec<String> {
+    let mut runs: Vec<String> = Vec::new();
+    for key in file_keys {
+        if let Some(run) = run_key(key).filter(|r| runs.last().map(String::as_str) != Some(*r)) {
+            runs.push(run.to_string());
+        }
+    }
+    runs
+}
+
+/// A pair's runs after run `after` (or from the newest), at most `limit`.
+pub(crate) fn pair_runs(
+    db: &Db,
+    platform: &str,
+    browser: &str,
+    after: Option<&str>,
+    limit: usize,
+) -> Result<Vec<String>, ViewError> {
+    // Every run of the pair sorts between [platform, browser] and [platform, browser + "\0"].
+    let upper = json!([platform, format!("{browser}\u{0}")]);
+    let range = match after {
+        Some(after) => {
+            json!({"lower": [platform, browser, run_segment(after)], "lowerOpen": true, "upper": upper, "upperOpen": true})
+        }
+        None => json!({"lower": [platform, browser], "upper": upper, "upperOpen": true}),
+    };
+    let scan = json!({"index": "pair runs", "unique": true, "range": range, "limit": limit});
+    Ok(run_keys(&keys(db, "results-meta", &scan)?))
+}
+
+/// The runs under `run_keys` with their files, fetched where not cached (immutable: a cached
+/// file costs nothing).
+pub(crate) fn load_runs(db: &Db, run_keys: &[String]) -> Result<Vec<Loaded>, ViewError> {
+    let mut files_of = Vec::with_capacity(run_keys.len());
+    for key in run_keys {
+        // A run's files are named "<run>/<file id>"; '0' follows '/'.
+        let range = json!({"lower": format!("{key}/"), "upper": format!("{key}0"), "upperOpen": true});
+        files_of.push(keys(db, "results-meta", &json!({"range": range}))?);
+    }
+    let mut bodies = load(db, &files_of.concat())?.into_iter();
+    Ok(run_keys
+        .iter()
+        .zip(files_of)
+        .map(|(key, files)| {
+            let (platform, browser) = pair_of(key).unwrap_or_default();
+            let mut files: Vec<File> =
+                files.into_iter().map(|key| File { key, run: bodies.next().unwrap_or(Err(MISSING.into())) }).collect();
+            // File ids are random: files are ordered by what they are (job, name, labels), so that
+            // a test in two files of a run (a debug and a release build) is the same occurrence
+            // in every run.
+            files.sort_by_cached_key(|f| match &f.run {
+                Ok(run) => (
+                    0,
+                    run.ci.job.clone(),
+                    run.ci.file.clone(),
+                    serde_json::to_string(&run.results.environment).ok(),
+                    f.key.clone(),
+                ),
+                Err(_) => (1, None, None, None, f.key.clone()),
+            });
+            Loaded { key: key.clone(), platform, browser, files }
+        })
+        .collect())
+}
+
+/// The files under `keys` (which the listing has), as runs or why not.
+fn load(db: &Db, keys: &[String]) -> Result<Vec<Result<Run, String>>, ViewError> {
+    if keys.is_empty() {
+        return Ok(Vec::new());
+    }
+    let bodies = call(|done| db.values_of(None, "results", &json!(keys), Read::default(), done))
+        .map_err(|e| ViewError::Failed(format!("reading the runs: {e}")))?;
+    let bodies = bodies.as_array().cloned().unwrap_or_default();
+    Ok(keys
+        .iter()
+        .zip(bodies.into_iter().chain(std::iter::repeat(Value::Null)))
+        .map(|(key, body)| match body {
+            Value::Null => Err(why_missing(db, key)),
+            body => serde_json::from_value::<Run>(body)
+                .map_err(|e| format!("not a run: {e}"))
+                .and_then(|run| run.check().map(|()| run)),
+        })
+        .collect())
+}
+
+/// Why the bucket gave no file under `key`, which the listing has: the library's reason when
+/// the object cannot be used (asked of that key alone, a conditional request), else that it
+/// is gone.
+fn why_missing(db: &Db, key: &str) -> String {
+    match call(|done| db.values_of(None, "results", &json!([key]), Read::default(), done)) {
+        Err(reason) => reason,
+        Ok(_) => MISSING.to_string(),
+    }
+}
+
+/// Every pair the bucket holds runs of, in name order (the `platform, browser` index, unique:
+/// local, no request beyond the listing).
+pub(crate) fn all_pairs(db: &Db) -> Result<Vec<(String, String)>, ViewError> {
+    let scan = json!({"index": "platform, browser", "unique": true});
+    Ok(keys(db, "results-meta", &scan)?
+        .iter()
+        .filter_map(|key| {
+            let mut segments = key.split('/');
+            let (platform, browser) = (segments.next()?, segments.next()?);
+            pair_prefix(platform, browser).ok().map(|()| (platform.to_string(), browser.to_string()))
+        })
+        .collect())
+}
+
+/// Each pair's newest runs ([`classes::BROKEN_RUNS`], newest first), one list per pair (empty
+/// where none is in the layout): a name outside it (written around the app) is no run, and a
+/// few are stepped over.
+pub(crate) fn newest_runs(db: &Db, pairs: &[(String, String)]) -> Result<Vec<Vec<Loaded>>, ViewError> {
+    let mut runs_of = Vec::with_capacity(pairs.len());
+    for (platform, browser) in pairs {
+        let mut runs = pair_runs(db, platform, browser, None, classes::BROKEN_RUNS + 2)?;
+        runs.truncate(classes::BROKEN_RUNS);
+        runs_of.push(runs);
+    }
+    let mut loaded = load_runs(db, &runs_of.concat())?.into_iter();
+    Ok(runs_of.iter().map(|runs| loaded.by_ref().take(runs.len()).collect()).collect())
+}
+
+/// Tests with their identity: suite, name, and which occurrence of that name (suites run twice,
+/// once per mechanism, repeat names).
+pub(crate) fn identified<'a, X>(
+    tests: impl Iterator<Item = (X, &'a Test)>,
+) -> impl Iterator<Item = (TestId, (X, &'a Test))> {
+    let mut seen: HashMap<(&str, &str), usize> = HashMap::new();
+    tests.map(move |(x, t)| {
+        let n = seen.entry((&t.suite, &t.name)).or_default();
+        *n += 1;
+        ((t.suite.clone(), t.name.clone(), *n), (x, t))
+    })
+}
+
+/// The platform and browser a run's key (`<platform>/<browser>/<run>`) carries.
+pub(crate) fn pair_of(key: &str) -> Result<(String, String), ViewError> {
+    match key.split('/').collect::<Vec<_>>()[..] {
+        [platform, browser, run] if [platform, browser, run].iter().all(|s| !matches!(*s, "" | "." | "..")) => {
+            Ok((platform.to_string(), browser.to_string()))
+        }
+        _ => Err(ViewError::BadRequest(format!("{:?} is not a run's name (platform/browser/run)", clip(key)))),
+    }
+}
+
+/// The run segment of a run's key (checked by [`pair_of`]).
+pub(crate) fn run_segment(key: &str) -> &str {
+    key.rsplit('/').next().unwrap_or_default()
+}
+
+/// Checks that a platform and browser can be name segments. Any segment the bucket holds is a
+/// pair, even one our writers would refuse to make, so only the layout's shape is checked.
+pub(crate) fn pair_prefix(platform: &str, browser: &str) -> Result<(), ViewError> {
+    for (field, value) in [("platform", platform), ("browser", browser)] {
+        if value.is_empty() || value.contains('/') {
+            return Err(ViewError::BadRequest(format!("{field} {:?} is not a name segment", clip(value))));
+        }
+    }
+    Ok(())
+}
