@@ -488,3 +488,38 @@ test("a test's own history: its outcomes as a strip, since when it fails; the se
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+test("a commit view: every pair at one commit, what changed since another, and what diverges", async () => {
+  const at = (platform, browser, commit, status) => {
+    const body = run(platform, browser, "0.6.0", [["crud", "merge", status, status === "failed" ? "merge lost a write" : undefined]]);
+    body.ci = { commit };
+    return body;
+  };
+  for (const body of [at("linux-x86_64", "rust-1.96", "c0ffee01", "passed"), at("macos-arm64", "rust-1.96", "c0ffee01", "passed")]) {
+    await post(app.url, body, TOKEN);
+  }
+  await sleep(5);
+  for (const body of [at("linux-x86_64", "rust-1.96", "c0ffee02", "failed"), at("macos-arm64", "rust-1.96", "c0ffee02", "passed")]) {
+    await post(app.url, body, TOKEN);
+  }
+  const page = await browser.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(e));
+  await page.goto(`${app.url}?view=commit&commit=c0ffee02`);
+  await page.waitForSelector("#runs");
+  assert.equal(await page.$$eval("#runs tbody tr", (trs) => trs.length), 2);
+  assert.match(await page.textContent("#divergent"), /crud: merge — passed on macos-arm64\/rust-1\.96; failed on linux-x86_64\/rust-1\.96/);
+  await page.fill('#compare input[name="base"]', "c0ffee01");
+  await page.click('#compare button');
+  await page.waitForSelector("#newly-failing");
+  assert.match(page.url(), /view=commit&commit=c0ffee02&base=c0ffee01$/);
+  assert.match(await page.textContent("#newly-failing"), /Newly failing since the base \(1\).*linux-x86_64\/rust-1\.96 · crud: merge/s);
+  assert.match(await page.textContent("#fixed"), /\(0\)/);
+  // A run's commit opens its commit view.
+  await page.click('#runs a:text-is("linux-x86_64 / rust-1.96")');
+  await page.waitForSelector("#tests");
+  await page.click('#view h2 + p a:text-is("c0ffee02")');
+  await page.waitForSelector("#divergent");
+  assert.deepEqual(errors, []);
+  await page.close();
+});

@@ -86,6 +86,12 @@ function source(run) {
   return [ci.commit ? ci.commit.slice(0, 10) : null, ci.branch].filter(Boolean).join(" on ") || "—";
 }
 
+/** A run's source, its commit linked to the commit view. */
+function sourceLink(run) {
+  const ci = run.ci || {};
+  return ci.commit ? link({ view: "commit", commit: ci.commit }, source(run)) : source(run);
+}
+
 /** The classes' rules, as a legend beside the view that shows them. */
 function legend(rules) {
   return h("dl", { class: "legend", "aria-label": "classes and their rules" },
@@ -306,7 +312,7 @@ async function runView(state) {
   const ci = run.ci || {};
   const header = [h("h2", {}, `${pair(run)} · version ${run.version || "?"}`),
     h("p", {}, link({ view: "pair", platform: run.platform, browser: run.browser }, "History of this pair"), " · ran ",
-      when(run.time), ci.commit || ci.branch ? [" · ", h("span", { class: "source" }, source(run))] : null,
+      when(run.time), ci.commit || ci.branch ? [" · ", h("span", { class: "source" }, sourceLink(run))] : null,
       ci.url ? [" · ", ciLink(ci)] : null,
       run.previous ? [" · ", link({ view: "diff", from: run.previous, to: run.key }, "Changes since the previous run")] : "")];
   if (run.error) return show(...header, h("p", { class: "error" }, `This run cannot be read: ${run.error}`));
@@ -402,6 +408,31 @@ async function searchView(state) {
     found.more ? h("p", { class: "note" }, "More tests match than the 100 shown: narrow the search.") : null);
 }
 
+/** Every pair at one commit; with a base commit, what changed since. */
+async function commitView(state) {
+  const c = await api("commit", { commit: state.commit, ...(state.base ? { base: state.base } : {}) });
+  const tests = (id, title, list, describe) => h("section", { id }, h("h3", {}, `${title} (${list.length})`),
+    list.length === 0 ? h("p", { class: "note" }, "None.") : h("ul", {}, list.map((t) => h("li", {}, describe(t)))));
+  const at = (t) => [link({ view: "run", key: t.run, suite: t.suite }, t.pair), ` · ${t.suite}: ${t.name}`];
+  const compare = h("form", { class: "filters", id: "compare", onsubmit: (e) => {
+    e.preventDefault();
+    const base = new FormData(e.target).get("base");
+    navigate({ view: "commit", commit: state.commit, ...(base ? { base: String(base) } : {}) });
+  } }, h("label", {}, "compared with commit", h("input", { name: "base", value: state.base || "", maxlength: 64 })),
+  h("button", { type: "submit" }, "Compare"));
+  show(h("h2", {}, `Commit ${c.commit}${c.base ? ` compared with ${c.base}` : ""}`), compare,
+    c.runs.length === 0 ? h("p", { class: "note" }, "No pair's recent runs name this commit.")
+      : h("table", { id: "runs" }, h("thead", {}, h("tr", {}, h("th", {}, "pair"), h("th", {}, "version"), h("th", {}, "ran"), h("th", {}, "tests"))),
+        h("tbody", {}, c.runs.map((run) => h("tr", { "data-key": run.key },
+          h("td", {}, link({ view: "run", key: run.key }, pair(run))), h("td", {}, run.version || "?"), h("td", {}, when(run.time)),
+          run.error ? h("td", { class: "error" }, `cannot be read: ${run.error}`) : h("td", { class: verdict(run.summary) }, counts(run.summary)))))),
+    c.base ? tests("newly-failing", "Newly failing since the base", c.newlyFailing, at) : null,
+    c.base ? tests("fixed", "Fixed since the base", c.fixed, at) : null,
+    tests("divergent", "Divergent: passed on some pairs, failed on others", c.divergent,
+      (t) => `${t.suite}: ${t.name} — passed on ${t.passed.join(", ")}; failed on ${t.failed.join(", ")}`),
+    tests("flaky-at-commit", "Flaky: passed and failed in one pair's runs at this commit", c.flaky, at));
+}
+
 async function diffView(state) {
   const d = await api("diff", { from: state.from, to: state.to });
   const section = (id, title, tests) => h("section", { id },
@@ -421,7 +452,7 @@ async function diffView(state) {
 // ----- routing ------------------------------------------------------------------------------
 
 const VIEWS = { matrix: matrixView, pair: pairView, latest: latestView, run: runView, diff: diffView, failures: failuresView,
-  test: testView, search: searchView };
+  test: testView, search: searchView, commit: commitView };
 
 // The header's search goes through the page's own navigation.
 document.getElementById("search").addEventListener("submit", (e) => {

@@ -47,6 +47,7 @@ pub fn router(viewer: Arc<Viewer>) -> Router {
         .route("/api/failures", get(|State(v): State<Arc<Viewer>>| answer(v, |v, _| v.failures(), Params::new())))
         .route("/api/test", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, test_history, q)))
         .route("/api/search", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, search, q)))
+        .route("/api/commit", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, commit, q)))
         .layer(middleware::from_fn_with_state(limiter, limited))
         .with_state(viewer);
     let mut router = Router::new();
@@ -110,6 +111,10 @@ fn diff(v: &Viewer, q: &Params) -> View {
 
 fn test_history(v: &Viewer, q: &Params) -> View {
     v.test_history(required(q, "platform")?, required(q, "browser")?, required(q, "suite")?, required(q, "name")?)
+}
+
+fn commit(v: &Viewer, q: &Params) -> View {
+    v.commit(required(q, "commit")?, q.get("base").map(String::as_str).filter(|b| !b.is_empty()))
 }
 
 fn search(v: &Viewer, q: &Params) -> View {

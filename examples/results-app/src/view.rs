@@ -1,6 +1,7 @@
-//! The page's views, read from the bucket only through the library: the seed's home view (`keys`
-//! on `results-meta` by `platform, browser`, unique, limit 50, then `values_of` on `results`), a
-//! pair's history, one run, the latest runs across pairs and the diff of two runs, each with
+//! The page's views, read from the bucket only through the library (`runs.rs`): the matrix (the
+//! seed's home view: `keys` on `results-meta` by `platform, browser`, unique, then `values_of` on
+//! `results`; every pair, paged and filtered here), a pair's history, one run, the latest runs
+//! across pairs, the diff of two runs, the top failures, a test's history and a search, each with
 //! what it cost in bucket requests (the library's own accounting).
 //!
 //! Everything read from the bucket is untrusted: a body that is not a run becomes a row that
@@ -18,7 +19,7 @@ use serde_json::{json, Map, Value};
 
 use crate::classes::{self, classify, Evidence, Seen, TestId};
 use crate::fingerprint::{self, Failure};
-use crate::format::{sort_suites, stored_at, Run, Status, Test};
+use crate::format::{check_label, sort_suites, stored_at, Run, Status, Test};
 use crate::history::{self, Outcome};
 use crate::post::{call, Target};
 use crate::runs::{
@@ -26,12 +27,14 @@ use crate::runs::{
     Loaded, MISSING,
 };
 
-/// The pairs of the home view (the seed's limit).
+/// The pairs the matrix shows at a time (the seed's limit, now a page).
 pub const PAIRS: usize = 50;
 /// The runs a history or the latest-runs page shows at a time.
 pub const PAGE: usize = 25;
 /// The most tests a search answers with.
 pub const FOUND: usize = 100;
+/// How many of each pair's newest runs the commit view looks through for the commit.
+pub const COMMIT_RUNS: usize = 25;
 
 /// Reads the results bucket through a database of its own (its cache).
 pub struct Viewer {
@@ -373,6 +376,74 @@ impl Viewer {
                 }
             }
             Ok(json!({"query": query, "tests": found, "more": more}))
+        })
+    }
+
+    /// Every pair at one commit (`commit` a prefix of it): each pair's newest run at it among its
+    /// last [`COMMIT_RUNS`]; the tests divergent there (passed on some pairs, failed on others)
+    /// and flaky there (both outcomes in one pair's runs at it); with `base`, per pair, the
+    /// tests newly failing and fixed since that commit.
+    pub fn commit(&self, commit: &str, base: Option<&str>) -> View {
+        for (field, value) in std::iter::once(("commit", commit)).chain(base.map(|b| ("base", b))) {
+            check_label(field, value).map_err(ViewError::BadRequest)?;
+        }
+        self.view(|db| {
+            let pairs = all_pairs(db)?;
+            let mut recent = Vec::with_capacity(pairs.len());
+            for (platform, browser) in &pairs {
+                recent.push(pair_runs(db, platform, browser, None, COMMIT_RUNS)?);
+            }
+            let mut loaded = load_runs(db, &recent.concat())?.into_iter();
+            let by_pair: Vec<Vec<Loaded>> = recent.iter().map(|runs| loaded.by_ref().take(runs.len()).collect()).collect();
+            let at = |l: &Loaded, c: &str| l.reports().any(|r| r.ci.commit.as_deref().is_some_and(|k| k.starts_with(c)));
+            let outcomes = |l: &Loaded| -> BTreeMap<TestId, Status> {
+                identified(l.tests()).map(|(id, (_, t))| (id, t.status)).collect()
+            };
+            let entry = |pair: &str, run: &str, (suite, name, _): &TestId| json!({"pair": pair, "run": run, "suite": suite, "name": name});
+            let (mut rows, mut failing, mut fixed, mut flaky) = (vec![], vec![], vec![], vec![]);
+            let mut across: BTreeMap<TestId, [Vec<String>; 2]> = BTreeMap::new();
+            for ((platform, browser), runs) in pairs.iter().zip(&by_pair) {
+                let pair = format!("{platform}/{browser}");
+                let at_commit: Vec<&Loaded> = runs.iter().filter(|l| at(l, commit)).collect();
+                let Some(newest) = at_commit.first() else { continue };
+                rows.push(brief(newest));
+                let now = outcomes(newest);
+                for (id, status) in &now {
+                    let seen = across.entry(id.clone()).or_default();
+                    match status {
+                        Status::Passed => seen[0].push(pair.clone()),
+                        Status::Failed => seen[1].push(pair.clone()),
+                        _ => {}
+                    }
+                }
+                let mut both: BTreeMap<&TestId, [bool; 2]> = BTreeMap::new();
+                let all_at: Vec<BTreeMap<TestId, Status>> = at_commit.iter().map(|l| outcomes(l)).collect();
+                for run in &all_at {
+                    for (id, status) in run {
+                        let seen = both.entry(id).or_default();
+                        seen[0] |= *status == Status::Passed;
+                        seen[1] |= *status == Status::Failed;
+                    }
+                }
+                flaky.extend(both.iter().filter(|(_, [p, f])| *p && *f).map(|(id, _)| entry(&pair, &newest.key, id)));
+                let Some(base) = base else { continue };
+                let Some(before) = runs.iter().find(|l| at(l, base)) else { continue };
+                let before = outcomes(before);
+                for (id, status) in &now {
+                    match (before.get(id), status) {
+                        (Some(Status::Passed), Status::Failed) => failing.push(entry(&pair, &newest.key, id)),
+                        (Some(Status::Failed), Status::Passed) => fixed.push(entry(&pair, &newest.key, id)),
+                        _ => {}
+                    }
+                }
+            }
+            let divergent: Vec<Value> = across
+                .into_iter()
+                .filter(|(_, [passed, failed])| !passed.is_empty() && !failed.is_empty())
+                .map(|((suite, name, _), [passed, failed])| json!({"suite": suite, "name": name, "passed": passed, "failed": failed}))
+                .collect();
+            Ok(json!({"commit": commit, "base": base, "runs": rows, "newlyFailing": failing, "fixed": fixed,
+                "divergent": divergent, "flaky": flaky}))
         })
     }
 
