@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
 import { once } from "node:events";
-import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { launch, post, root, run, runOf, scratch, sleep, startApp } from "./support.mjs";
@@ -522,4 +522,34 @@ test("a commit view: every pair at one commit, what changed since another, and w
   await page.waitForSelector("#divergent");
   assert.deepEqual(errors, []);
   await page.close();
+});
+
+test("axe-core finds no WCAG 2 A or AA violation in any view, light or dark", async () => {
+  const axe = readFileSync(join(root, "examples/results-app/browser/node_modules/axe-core/axe.min.js"), "utf8");
+  // axe is injected by the test (the page's own policy rightly refuses inline scripts).
+  const context = await browser.newContext({ bypassCSP: true });
+  const page = await context.newPage();
+  const key = seeded.filter((s) => s.body.browser === "python-3.11").at(-1).key;
+  const views = ["", "?view=latest", `?view=run&key=${encodeURIComponent(key)}`, "?view=pair&platform=linux-x86_64&browser=python-3.11",
+    "?view=failures", "?view=test&platform=linux-x86_64&browser=python-3.11&suite=crud&name=add", "?view=search&q=walk",
+    "?view=commit&commit=c0ffee02&base=c0ffee01"];
+  const found = [];
+  for (const scheme of ["light", "dark"]) {
+    await page.emulateMedia({ colorScheme: scheme });
+    for (const query of views) {
+      await page.goto(app.url + query);
+      await page.waitForSelector("main h2");
+      await page.evaluate(axe);
+      const result = await page.evaluate(() => window.axe.run(document, { runOnly: ["wcag2a", "wcag2aa"] }));
+      for (const v of result.violations) {
+        found.push(`${scheme} ${query || "matrix"}: ${v.id} (${v.nodes.length}): ${v.nodes[0].failureSummary.split("\n")[1]} at ${v.nodes[0].target}`);
+      }
+    }
+  }
+  assert.deepEqual(found, []);
+  // The check can fail: an image without a text alternative is found.
+  await page.evaluate(() => document.querySelector("main").append(Object.assign(document.createElement("img"), { src: "/favicon.svg" })));
+  const broken = await page.evaluate(() => window.axe.run(document, { runOnly: ["wcag2a", "wcag2aa"] }));
+  assert.deepEqual(broken.violations.map((v) => v.id), ["image-alt"]);
+  await context.close();
 });
