@@ -246,7 +246,7 @@ const char *objstore_status_name(int32_t status);
  process, "full" (an fsync per commit) through a crash of the machine too. One process at a
  time opens a file: a second open fails with OBJSTORE_STATUS_STORAGE naming the file.
  `on_open` fires once with the schema as stored (`{"version", "stores", "previousVersion"}`:
- the version before this open, null for a new database; plus `"warnings"`: [text] when a
+ the version before this open, null for a new database; plus `"warnings"`, a list of texts, when a
  bucket is known to ignore conditional writes) or the error. A schema without a version
  keeps the stored one, or takes the next one when it changed; a given version lower than the
  stored one is OBJSTORE_STATUS_SCHEMA naming both. Sync credentials

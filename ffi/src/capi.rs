@@ -1,5 +1,5 @@
 //! The `extern "C"` layer over `rsapi`: argument checks, handles, status codes and callbacks.
-//! Every entry point goes through [`call`] (the guard: no panic crosses the boundary, errors
+//! Every entry point goes through `call` (the guard: no panic crosses the boundary, errors
 //! become a status and a message) and reads its arguments with the helpers below; JSON is
 //! parsed once into values for `rsapi`, and results are written as JSON text once.
 //!
@@ -415,7 +415,7 @@ pub extern "C" fn objstore_status_name(status: i32) -> *const c_char {
 /// process, "full" (an fsync per commit) through a crash of the machine too. One process at a
 /// time opens a file: a second open fails with OBJSTORE_STATUS_STORAGE naming the file.
 /// `on_open` fires once with the schema as stored (`{"version", "stores", "previousVersion"}`:
-/// the version before this open, null for a new database; plus `"warnings"`: [text] when a
+/// the version before this open, null for a new database; plus `"warnings"`, a list of texts, when a
 /// bucket is known to ignore conditional writes) or the error. A schema without a version
 /// keeps the stored one, or takes the next one when it changed; a given version lower than the
 /// stored one is OBJSTORE_STATUS_SCHEMA naming both. Sync credentials

@@ -118,7 +118,7 @@ impl Runner {
     }
 
     /// Queues a background revalidation of `what` (a store, and the keys read), unless one of
-    /// the same is queued already or [`REVALIDATIONS_QUEUED`] are; whether it was queued.
+    /// the same is queued already or `REVALIDATIONS_QUEUED` (64) are; whether it was queued.
     pub fn revalidate_soon(&self, what: String, job: Job) -> bool {
         {
             let mut queued = self.revalidating.lock().unwrap_or_else(|p| p.into_inner());
