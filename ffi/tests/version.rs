@@ -22,7 +22,10 @@ fn every_package_says_the_workspace_version() {
 
     let pyproject = read("bindings/python/pyproject.toml");
     assert!(pyproject.contains("dynamic = [\"version\"]"), "the wheel's version comes from Cargo");
-    assert!(!pyproject.lines().any(|l| l.trim_start().starts_with("version =")), "pyproject declares no version of its own");
+    assert!(
+        !pyproject.lines().any(|l| l.trim_start().starts_with("version =")),
+        "pyproject declares no version of its own"
+    );
 
     let header = read("include/objstore_db.h");
     assert!(header.contains(&format!("#define OBJSTORE_DB_VERSION \"{version}\"")), "the header's version macro");

@@ -515,6 +515,11 @@ test("a commit view: every pair at one commit, what changed since another, and w
   assert.match(page.url(), /view=commit&commit=c0ffee02&base=c0ffee01$/);
   assert.match(await page.textContent("#newly-failing"), /Newly failing since the base \(1\).*linux-x86_64\/rust-1\.96 · crud: merge/s);
   assert.match(await page.textContent("#fixed"), /\(0\)/);
+  // A commit is named by 7 characters at least, and by one commit only.
+  assert.equal((await fetch(`${app.url}api/commit?commit=c0ff`)).status, 400);
+  const ambiguous = await fetch(`${app.url}api/commit?commit=c0ffee0`);
+  assert.equal(ambiguous.status, 400);
+  assert.match((await ambiguous.json()).error, /more than one commit: c0ffee01, c0ffee02/);
   // A run's commit opens its commit view.
   await page.click('#runs a:text-is("linux-x86_64 / rust-1.96")');
   await page.waitForSelector("#tests");

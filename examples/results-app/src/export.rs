@@ -60,13 +60,17 @@ fn gather(viewer: &Viewer) -> Result<(Vec<String>, Rows), String> {
                 suites.push(suite.to_string());
             }
         }
-        for row in page["rows"].as_array().into_iter().flatten() {
-            let run = row["key"].as_str().and_then(|key| viewer.run(key).ok());
-            rows.push((row.clone(), run));
-        }
+        rows.extend(page["rows"].as_array().into_iter().flatten().map(|row| (row.clone(), None)));
         match page["next"].as_str() {
             Some(next) => filter.after = Some(next.to_string()),
             None => break,
+        }
+    }
+    // The newest runs' views, the pairs weighed once for all.
+    let views = viewer.newest_run_views().map_err(|e| e.to_string())?;
+    for view in views["runs"].as_array().into_iter().flatten() {
+        if let Some((_, run)) = rows.iter_mut().find(|(row, _)| row["key"] == view["key"]) {
+            *run = Some(view.clone()).filter(|v| v.get("error").is_none());
         }
     }
     crate::format::sort_suites(&mut suites);

@@ -38,7 +38,7 @@ pub fn outcome_of(tests: &[&Test]) -> Option<(Status, f64, bool)> {
 pub fn history(outcomes: &[Outcome]) -> Value {
     let label = |o: &Outcome| match o.found {
         None => "not run",
-        Some((_, _, true)) => "flaky",
+        Some((Status::Passed, _, true)) => "flaky",
         Some((Status::Passed, ..)) => "passed",
         Some((Status::Failed, ..)) => "failed",
         Some(_) => "skipped",

@@ -268,55 +268,28 @@ impl Viewer {
     /// divergent: [`classes::RULES`]) weighed against the pair's [`PAGE`] runs before it and
     /// every pair's newest runs; and the pair's previous run, to diff against.
     pub fn run(&self, key: &str) -> View {
-        let (platform, browser) = pair_of(key)?;
+        pair_of(key)?;
         let key = key.to_string();
         self.view(move |db| {
             let this = self.find_run(db, &key)?;
-            if this.reports().next().is_none() {
-                return Ok(brief(&this));
-            }
-            let earlier = load_runs(db, &pair_runs(db, &platform, &browser, Some(&key), PAGE)?)?;
-            let previous = earlier.first().map(|l| l.key.clone());
-            let earlier: Vec<Seen> = earlier.iter().map(seen).collect();
             let pairs = newest_runs(db, &all_pairs(db)?)?;
             let pairs: Vec<Vec<Seen>> = pairs.iter().map(|runs| runs.iter().map(seen).collect()).collect();
-            let e = evidence(&earlier, &pairs);
-            let this_seen = seen(&this);
-            let tests: Vec<Value> = identified(this.tests())
-                .map(|(id, (file, t))| {
-                    let mut test = json!({"name": t.name, "suite": t.suite, "status": t.status,
-                        "duration": t.duration, "file": file});
-                    if let Some(message) = &t.message {
-                        test["message"] = json!(message);
-                    }
-                    // The trace, output and earlier attempts, under CTRF's names; a pass on a
-                    // retry is flaky too.
-                    if let Ok(Value::Object(detail)) = serde_json::to_value(&t.detail) {
-                        for (field, value) in detail {
-                            test[field] = value;
-                        }
-                    }
-                    let classes = classify(&id, t, &this_seen, &e);
-                    test["flaky"] = json!(classes.iter().any(|c| c["class"] == "flaky"));
-                    test["classes"] = json!(classes);
-                    test
-                })
-                .collect();
-            let mut view = brief(&this);
-            view["files"] = json!(this
-                .files
+            run_view(db, &this, &pairs)
+        })
+    }
+
+    /// Each pair's newest run as [`Viewer::run`] shows it, the pairs weighed once for all
+    /// (for `export`).
+    pub fn newest_run_views(&self) -> View {
+        self.view(|db| {
+            let newest = newest_runs(db, &all_pairs(db)?)?;
+            let pairs: Vec<Vec<Seen>> = newest.iter().map(|runs| runs.iter().map(seen).collect()).collect();
+            let views = newest
                 .iter()
-                .map(|f| match &f.run {
-                    Ok(run) => json!({"key": f.key, "file": run.ci.file, "job": run.ci.job, "tool": run.results.tool,
-                        "version": run.version, "tests": run.results.tests.len()}),
-                    Err(why) => json!({"key": f.key, "error": why}),
-                })
-                .collect::<Vec<_>>());
-            view["labels"] = labels(&this);
-            view["tests"] = json!(tests);
-            view["rules"] = classes::rules();
-            view["previous"] = json!(previous);
-            Ok(view)
+                .filter_map(|runs| runs.first())
+                .map(|run| run_view(db, run, &pairs))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(json!({"runs": views}))
         })
     }
 
@@ -355,7 +328,7 @@ impl Viewer {
     /// [`FOUND`], each with its pair and status.
     pub fn search(&self, query: &str) -> View {
         let query = query.trim().to_lowercase();
-        if query.is_empty() || query.len() > 200 {
+        if query.is_empty() || query.chars().count() > 200 {
             return Err(ViewError::BadRequest("search for 1 to 200 characters of a test's name or suite".into()));
         }
         self.view(|db| {
@@ -386,6 +359,9 @@ impl Viewer {
     pub fn commit(&self, commit: &str, base: Option<&str>) -> View {
         for (field, value) in std::iter::once(("commit", commit)).chain(base.map(|b| ("base", b))) {
             check_label(field, value).map_err(ViewError::BadRequest)?;
+            if value.len() < 7 {
+                return Err(ViewError::BadRequest(format!("{field} {value:?}: give at least 7 characters of it")));
+            }
         }
         self.view(|db| {
             let pairs = all_pairs(db)?;
@@ -395,7 +371,27 @@ impl Viewer {
             }
             let mut loaded = load_runs(db, &recent.concat())?.into_iter();
             let by_pair: Vec<Vec<Loaded>> = recent.iter().map(|runs| loaded.by_ref().take(runs.len()).collect()).collect();
-            let at = |l: &Loaded, c: &str| l.reports().any(|r| r.ci.commit.as_deref().is_some_and(|k| k.starts_with(c)));
+            let commit_of = |l: &Loaded| l.reports().find_map(|r| r.ci.commit.clone());
+            // A prefix names one commit: the one the runs hold that starts with it.
+            let resolve = |field: &str, prefix: &str| -> Result<Option<String>, ViewError> {
+                let mut found: Vec<String> =
+                    by_pair.iter().flatten().filter_map(commit_of).filter(|c| c.starts_with(prefix)).collect();
+                found.sort();
+                found.dedup();
+                match found.len() {
+                    0 | 1 => Ok(found.pop()),
+                    _ => Err(ViewError::BadRequest(format!("{field} {prefix:?} is more than one commit: {}", found.join(", ")))),
+                }
+            };
+            let Some(commit) = resolve("commit", commit)? else {
+                return Ok(json!({"commit": commit, "base": base, "runs": [], "newlyFailing": [], "fixed": [],
+                    "divergent": [], "flaky": []}));
+            };
+            let base = match base {
+                Some(base) => resolve("base", base)?,
+                None => None,
+            };
+            let at = |l: &Loaded, c: &str| commit_of(l).as_deref() == Some(c);
             let outcomes = |l: &Loaded| -> BTreeMap<TestId, Status> {
                 identified(l.tests()).map(|(id, (_, t))| (id, t.status)).collect()
             };
@@ -404,7 +400,7 @@ impl Viewer {
             let mut across: BTreeMap<TestId, [Vec<String>; 2]> = BTreeMap::new();
             for ((platform, browser), runs) in pairs.iter().zip(&by_pair) {
                 let pair = format!("{platform}/{browser}");
-                let at_commit: Vec<&Loaded> = runs.iter().filter(|l| at(l, commit)).collect();
+                let at_commit: Vec<&Loaded> = runs.iter().filter(|l| at(l, &commit)).collect();
                 let Some(newest) = at_commit.first() else { continue };
                 rows.push(brief(newest));
                 let now = outcomes(newest);
@@ -426,8 +422,10 @@ impl Viewer {
                     }
                 }
                 flaky.extend(both.iter().filter(|(_, [p, f])| *p && *f).map(|(id, _)| entry(&pair, &newest.key, id)));
-                let Some(base) = base else { continue };
-                let Some(before) = runs.iter().find(|l| at(l, base)) else { continue };
+                // The base's run is one before the commit's, on this pair.
+                let Some(base) = &base else { continue };
+                let newest_index = runs.iter().position(|l| std::ptr::eq(l, *newest)).unwrap_or(0);
+                let Some(before) = runs.iter().skip(newest_index + 1).find(|l| at(l, base)) else { continue };
                 let before = outcomes(before);
                 for (id, status) in &now {
                     match (before.get(id), status) {
@@ -516,6 +514,54 @@ impl Drop for Viewer {
     fn drop(&mut self) {
         self.db.close_and_join();
     }
+}
+
+/// One run's view (see [`Viewer::run`]), its classes weighed against the pair's runs before it
+/// and `pairs` (every pair's newest runs).
+fn run_view(db: &Db, this: &Loaded, pairs: &[Vec<Seen>]) -> View {
+    if this.reports().next().is_none() {
+        return Ok(brief(this));
+    }
+    let earlier = load_runs(db, &pair_runs(db, &this.platform, &this.browser, Some(&this.key), PAGE)?)?;
+    let previous = earlier.first().map(|l| l.key.clone());
+    let earlier: Vec<Seen> = earlier.iter().map(seen).collect();
+    let e = evidence(&earlier, pairs);
+    let this_seen = seen(this);
+    let tests: Vec<Value> = identified(this.tests())
+        .map(|(id, (file, t))| {
+            let mut test = json!({"name": t.name, "suite": t.suite, "status": t.status,
+                "duration": t.duration, "file": file});
+            if let Some(message) = &t.message {
+                test["message"] = json!(message);
+            }
+            // The trace, output and earlier attempts, under CTRF's names; a pass on a retry is
+            // flaky too.
+            if let Ok(Value::Object(detail)) = serde_json::to_value(&t.detail) {
+                for (field, value) in detail {
+                    test[field] = value;
+                }
+            }
+            let classes = classify(&id, t, &this_seen, &e);
+            test["flaky"] = json!(classes.iter().any(|c| c["class"] == "flaky"));
+            test["classes"] = json!(classes);
+            test
+        })
+        .collect();
+    let mut view = brief(this);
+    view["files"] = json!(this
+        .files
+        .iter()
+        .map(|f| match &f.run {
+            Ok(run) => json!({"key": f.key, "file": run.ci.file, "job": run.ci.job, "tool": run.results.tool,
+                "version": run.version, "tests": run.results.tests.len()}),
+            Err(why) => json!({"key": f.key, "error": why}),
+        })
+        .collect::<Vec<_>>());
+    view["labels"] = labels(this);
+    view["tests"] = json!(tests);
+    view["rules"] = classes::rules();
+    view["previous"] = json!(previous);
+    Ok(view)
 }
 
 /// The viewer's stores: `results` as the writers have it, and `results-meta`, one record per
@@ -646,6 +692,10 @@ impl MatrixFilter {
         let Some(cells) = row["cells"].as_object() else {
             return self.class.is_none() && self.status.as_deref().is_none_or(|s| s == "failed");
         };
+        // Unfiltered, every pair shows, a run of no tests too.
+        if self.suite.is_none() && self.status.is_none() && self.class.is_none() {
+            return true;
+        }
         let shown: Vec<&Value> =
             cells.iter().filter(|(s, _)| self.suite.as_ref().is_none_or(|w| w == *s)).map(|(_, c)| c).collect();
         !shown.is_empty()

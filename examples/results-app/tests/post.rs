@@ -353,6 +353,10 @@ fn export_writes_one_self_contained_page() {
     let out = post(dir.path(), &["--runtime", "c-gcc-12", &evil.display().to_string()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(post(dir.path(), &["--runtime", "python-3.11", &fixture("pytest-xunit2-reruns.xml")]).status.success());
+    // A pair whose newest run cannot be read says so.
+    let garbage = dir.path().join("results/linux-x86_64/broken-1/0000000000001-garbage");
+    std::fs::create_dir_all(&garbage).unwrap();
+    std::fs::write(garbage.join("0123456789abcdef"), "not JSON {").unwrap();
     let page = dir.path().join("report.html");
     let export = Command::new(env!("CARGO_BIN_EXE_objstore-results"))
         .args([
@@ -381,6 +385,7 @@ fn export_writes_one_self_contained_page() {
         assert!(html.contains(needed), "{needed} in the page");
     }
     assert!(html.contains("test_rename") && html.contains("the name did not change"), "a failure and its text");
+    assert!(html.contains("/ broken-1") && html.contains("This run cannot be read."), "an unreadable run says so");
     for forbidden in ["<script", "<img", "<link", " src=\"", "http://", "https://"] {
         assert!(!html.contains(forbidden), "{forbidden} is not in the page");
     }
