@@ -181,7 +181,7 @@ function sumCells(cells, suites) {
 }
 
 /** The matrix's filters and its page, as the server takes them. */
-const MATRIX_FILTERS = ["after", "platform", "browser", "suite", "status", "class", "commit"];
+const MATRIX_FILTERS = ["after", "platform", "browser", "suite", "status", "class", "commit", "label"];
 
 async function matrixView(state) {
   const asked = Object.fromEntries(MATRIX_FILTERS.filter((f) => state[f]).map((f) => [f, state[f]]));

@@ -90,6 +90,7 @@ fn matrix(v: &Viewer, q: &Params) -> View {
         status: given("status"),
         class: given("class"),
         commit: given("commit"),
+        label: given("label"),
     })
 }
 

@@ -189,6 +189,7 @@ impl Viewer {
                 let mut row = brief(newest);
                 if newest.reports().next().is_some() {
                     row["cells"] = cells(newest, &seen_runs[0], &evidence(&seen_runs[1..], &seen));
+                    row["labels"] = labels(newest);
                 }
                 if filter.passes(&row) {
                     matching.push((pair, newest, row));
@@ -662,8 +663,9 @@ fn cells(l: &Loaded, this: &Seen, e: &Evidence) -> Value {
         .into()
 }
 
-/// Which pairs the matrix shows: by platform, runtime, commit (a prefix), a suite present, a
-/// test status or class in the suites shown; and after which pair (`platform/browser`).
+/// Which pairs the matrix shows: by platform, runtime, commit (a prefix), a build-variant label
+/// (`key=value`), a suite present, a test status or class in the suites shown; and after which
+/// pair (`platform/browser`).
 #[derive(Debug, Default)]
 pub struct MatrixFilter {
     pub after: Option<String>,
@@ -673,6 +675,8 @@ pub struct MatrixFilter {
     pub status: Option<String>,
     pub class: Option<String>,
     pub commit: Option<String>,
+    /// `key=value`: the newest run's files carry that label.
+    pub label: Option<String>,
 }
 
 impl MatrixFilter {
@@ -686,6 +690,10 @@ impl MatrixFilter {
                 .commit
                 .as_ref()
                 .is_some_and(|c| !row["ci"]["commit"].as_str().unwrap_or_default().starts_with(c.as_str()))
+            || self.label.as_ref().is_some_and(|l| {
+                let (key, value) = l.split_once('=').unwrap_or((l, ""));
+                row["labels"][key].as_str() != Some(value)
+            })
         {
             return false;
         }

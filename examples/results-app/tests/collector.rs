@@ -524,6 +524,7 @@ fn the_matrix_pages_and_filters_every_pair() {
                 body["results"]["summary"]["passed"] = json!(2);
                 body["results"]["summary"]["failed"] = json!(0);
                 body["ci"] = json!({"commit": format!("abc{i:02}")});
+                body["results"]["environment"] = json!({"build_type": "Debug"});
             }
             body
         })
@@ -559,5 +560,7 @@ fn the_matrix_pages_and_filters_every_pair() {
     let passing = matrix("status=failed&suite=sql");
     assert_eq!(passing["matching"], 47, "the six passing pairs are left out");
     assert_eq!(pairs(&matrix("commit=abc2")), ["p20"]);
+    assert_eq!(pairs(&matrix("label=build_type=Debug")), ["p00", "p10", "p20", "p30", "p40", "p50"]);
+    assert_eq!(pairs(&matrix("label=build_type=Release")), Vec::<String>::new());
     assert_eq!(pairs(&matrix("status=failed&suite=crud")), Vec::<String>::new(), "crud passes everywhere");
 }
