@@ -6,7 +6,8 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
-use crate::view::{MatrixFilter, Viewer};
+use crate::filter::MatrixFilter;
+use crate::view::Viewer;
 
 const STYLE: &str = include_str!("../page/app.css");
 

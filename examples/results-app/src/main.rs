@@ -15,6 +15,7 @@ mod collector;
 mod conformance;
 mod ctestlog;
 mod export;
+mod filter;
 mod fingerprint;
 mod format;
 mod history;

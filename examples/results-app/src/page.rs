@@ -16,7 +16,8 @@ use axum::{Json, Router};
 use serde_json::json;
 
 use crate::collector::Limiter;
-use crate::view::{MatrixFilter, View, ViewError, Viewer};
+use crate::filter::MatrixFilter;
+use crate::view::{View, ViewError, Viewer};
 
 /// The page's own files, served as they are.
 const ASSETS: [(&str, &str, &str); 4] = [

@@ -18,6 +18,7 @@ use objstore_db_core::MechanismKind;
 use serde_json::{json, Map, Value};
 
 use crate::classes::{self, classify, Evidence, Seen, TestId};
+use crate::filter::MatrixFilter;
 use crate::fingerprint::{self, Failure};
 use crate::format::{check_label, sort_suites, stored_at, Run, Status, Test};
 use crate::history::{self, Outcome};
@@ -661,58 +662,6 @@ fn cells(l: &Loaded, this: &Seen, e: &Evidence) -> Value {
         })
         .collect::<Map<_, _>>()
         .into()
-}
-
-/// Which pairs the matrix shows: by platform, runtime, commit (a prefix), a build-variant label
-/// (`key=value`), a suite present, a test status or class in the suites shown; and after which
-/// pair (`platform/browser`).
-#[derive(Debug, Default)]
-pub struct MatrixFilter {
-    pub after: Option<String>,
-    pub platform: Option<String>,
-    pub browser: Option<String>,
-    pub suite: Option<String>,
-    pub status: Option<String>,
-    pub class: Option<String>,
-    pub commit: Option<String>,
-    /// `key=value`: the newest run's files carry that label.
-    pub label: Option<String>,
-}
-
-impl MatrixFilter {
-    /// Whether a matrix row passes: a row whose run cannot be read counts as failed, in any
-    /// suite (it is a red flag whatever it held).
-    fn passes(&self, row: &Value) -> bool {
-        let text = |field: &str| row[field].as_str().unwrap_or_default();
-        if self.platform.as_ref().is_some_and(|p| p != text("platform"))
-            || self.browser.as_ref().is_some_and(|b| b != text("browser"))
-            || self
-                .commit
-                .as_ref()
-                .is_some_and(|c| !row["ci"]["commit"].as_str().unwrap_or_default().starts_with(c.as_str()))
-            || self.label.as_ref().is_some_and(|l| {
-                let (key, value) = l.split_once('=').unwrap_or((l, ""));
-                row["labels"][key].as_str() != Some(value)
-            })
-        {
-            return false;
-        }
-        let Some(cells) = row["cells"].as_object() else {
-            return self.class.is_none() && self.status.as_deref().is_none_or(|s| s == "failed");
-        };
-        // Unfiltered, every pair shows, a run of no tests too.
-        if self.suite.is_none() && self.status.is_none() && self.class.is_none() {
-            return true;
-        }
-        let shown: Vec<&Value> =
-            cells.iter().filter(|(s, _)| self.suite.as_ref().is_none_or(|w| w == *s)).map(|(_, c)| c).collect();
-        !shown.is_empty()
-            && self.status.as_ref().is_none_or(|s| shown.iter().any(|c| c[s.as_str()].as_u64().unwrap_or(0) > 0))
-            && self
-                .class
-                .as_ref()
-                .is_none_or(|k| shown.iter().any(|c| c["classes"][k.as_str()].as_u64().unwrap_or(0) > 0))
-    }
 }
 
 /// A run as evidence for the classes of another's tests.
