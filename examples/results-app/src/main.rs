@@ -33,9 +33,9 @@ mod view;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use ingest::Labels;
+use post::now_ms;
 use view::Viewer;
 
 const USAGE: &str = "usage: objstore-results [--listen ADDR] [--cache PATH]
@@ -129,10 +129,6 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
 /// Reads every file first, so that one bad file writes nothing; then stores each run.

@@ -76,7 +76,8 @@ impl Target {
     }
 }
 
-fn now_ms() -> u64 {
+/// Milliseconds since the epoch (0 on a clock before it).
+pub(crate) fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
