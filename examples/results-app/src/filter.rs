@@ -25,10 +25,11 @@ impl MatrixFilter {
         let text = |field: &str| row[field].as_str().unwrap_or_default();
         if self.platform.as_ref().is_some_and(|p| p != text("platform"))
             || self.browser.as_ref().is_some_and(|b| b != text("browser"))
-            || self
-                .commit
-                .as_ref()
-                .is_some_and(|c| !row["ci"]["commit"].as_str().unwrap_or_default().starts_with(c.as_str()))
+            || self.commit.as_ref().is_some_and(|c| {
+                // A matrix row carries the commit's first 12 characters (a run's digest).
+                let commit = row["ci"]["commit"].as_str().unwrap_or_default();
+                commit.is_empty() || !(commit.starts_with(c.as_str()) || c.starts_with(commit))
+            })
             || self.label.as_ref().is_some_and(|l| {
                 let (key, value) = l.split_once('=').unwrap_or((l, ""));
                 row["labels"][key].as_str() != Some(value)

@@ -14,6 +14,7 @@ mod classes;
 mod collector;
 mod conformance;
 mod ctestlog;
+mod digest;
 mod export;
 mod filter;
 mod fingerprint;

@@ -9,6 +9,7 @@ use objstore_db::rsapi::{Db, OpenOptions, Read};
 use objstore_db_core::{MechanismKind, Result as CoreResult};
 use serde_json::{json, Value};
 
+use crate::digest;
 use crate::format::{clip, is_run_segment, new_run_id, object_key, run_segment, short_hash, Run};
 
 /// Where results go.
@@ -157,7 +158,10 @@ impl Writer {
             None => run_segment(now_ms(), &new_run_id()),
             Some(id) => self.segment_of(&db, id)?,
         };
-        let key = object_key(&run.platform, &run.browser, &segment, &new_run_id());
+        // The file's name carries its digest where it fits, so that a listing draws the matrix.
+        let fixed = self.target.prefix.len() + object_key(&run.platform, &run.browser, &segment, "").len();
+        let file = digest::file_segment(&new_run_id(), run, fixed);
+        let key = object_key(&run.platform, &run.browser, &segment, &file);
         let value = serde_json::to_value(run).map_err(|e| StoreError::Local(e.to_string()))?;
         self.create(&db, &key, value)?;
         self.stored.fetch_add(1, Ordering::Relaxed);

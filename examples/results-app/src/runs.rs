@@ -6,7 +6,8 @@ use std::collections::HashMap;
 use objstore_db::rsapi::{Db, Read, ReadKind};
 use serde_json::{json, Value};
 
-use crate::classes::{self, TestId};
+use crate::classes::{self, Seen, TestId};
+use crate::digest::{self, Digest};
 use crate::format::{clip, run_key, Run, Test};
 use crate::post::call;
 use crate::view::ViewError;
@@ -94,16 +95,14 @@ pub(crate) fn pair_runs(
 /// The runs under `run_keys` with their files, fetched where not cached (immutable: a cached
 /// file costs nothing).
 pub(crate) fn load_runs(db: &Db, run_keys: &[String]) -> Result<Vec<Loaded>, ViewError> {
-    let mut files_of = Vec::with_capacity(run_keys.len());
+    let mut file_keys = Vec::with_capacity(run_keys.len());
     for key in run_keys {
-        // A run's files are named "<run>/<file id>"; '0' follows '/'.
-        let range = json!({"lower": format!("{key}/"), "upper": format!("{key}0"), "upperOpen": true});
-        files_of.push(keys(db, "results-meta", &json!({"range": range}))?);
+        file_keys.push(keys(db, "results-meta", &files_of(key))?);
     }
-    let mut bodies = load(db, &files_of.concat())?.into_iter();
+    let mut bodies = load(db, &file_keys.concat())?.into_iter();
     Ok(run_keys
         .iter()
-        .zip(files_of)
+        .zip(file_keys)
         .map(|(key, files)| {
             let (platform, browser) = pair_of(key).unwrap_or_default();
             let mut files: Vec<File> =
@@ -131,8 +130,12 @@ fn load(db: &Db, keys: &[String]) -> Result<Vec<Result<Run, String>>, ViewError>
     if keys.is_empty() {
         return Ok(Vec::new());
     }
-    let bodies = call(|done| db.values_of(None, "results", &json!(keys), Read::default(), done))
-        .map_err(|e| ViewError::Failed(format!("reading the runs: {e}")))?;
+    let bodies = match call(|done| db.values_of(None, "results", &json!(keys), Read::default(), done)) {
+        Ok(bodies) => bodies,
+        // The library answers a read of one key that cannot be used with that key's error.
+        Err(reason) if keys.len() == 1 => return Ok(vec![Err(reason)]),
+        Err(e) => return Err(ViewError::Failed(format!("reading the runs: {e}"))),
+    };
     let bodies = bodies.as_array().cloned().unwrap_or_default();
     Ok(keys
         .iter()
@@ -156,6 +159,76 @@ fn why_missing(db: &Db, key: &str) -> String {
     }
 }
 
+/// A run as the matrix and the classes need it: its files' digests, from their names where
+/// every name carries one (a listing's worth, no GET), else from their bodies.
+pub(crate) struct Digested {
+    pub(crate) key: String,
+    pub(crate) platform: String,
+    pub(crate) browser: String,
+    pub(crate) files: usize,
+    /// The digests of the files that could be read.
+    pub(crate) digests: Vec<Digest>,
+    /// Files that could not be read, and why the first could not.
+    pub(crate) unreadable: usize,
+    pub(crate) error: Option<String>,
+}
+
+impl Digested {
+    pub(crate) fn of(l: &Loaded) -> Digested {
+        let errors: Vec<&String> = l.files.iter().filter_map(|f| f.run.as_ref().err()).collect();
+        Digested {
+            key: l.key.clone(),
+            platform: l.platform.clone(),
+            browser: l.browser.clone(),
+            files: l.files.len(),
+            digests: l.reports().map(Digest::of).collect(),
+            unreadable: errors.len(),
+            error: errors.first().map(|e| e.to_string()),
+        }
+    }
+
+    pub(crate) fn seen(&self) -> Seen {
+        Seen::of(&self.key, &format!("{}/{}", self.platform, self.browser), &self.digests)
+    }
+}
+
+/// The runs under `run_keys` as digests: from the listing where each of a run's file names
+/// carries one, the others' bodies fetched (immutable: cached ones cost nothing).
+pub(crate) fn digested(db: &Db, run_keys: &[String]) -> Result<Vec<Digested>, ViewError> {
+    let mut found: Vec<Option<Digested>> = Vec::with_capacity(run_keys.len());
+    let mut to_read = Vec::new();
+    for key in run_keys {
+        let files = keys(db, "results-meta", &files_of(key))?;
+        let digests: Option<Vec<Digest>> = files.iter().map(|f| digest::of_key(f)).collect();
+        match digests.filter(|d| !d.is_empty()) {
+            Some(digests) => {
+                let (platform, browser) = pair_of(key).unwrap_or_default();
+                let files = files.len();
+                found.push(Some(Digested { key: key.clone(), platform, browser, files, digests, unreadable: 0, error: None }));
+            }
+            None => {
+                found.push(None);
+                to_read.push(key.clone());
+            }
+        }
+    }
+    let mut read = load_runs(db, &to_read)?.into_iter().map(|l| Digested::of(&l));
+    Ok(found.into_iter().map(|d| d.or_else(|| read.next())).collect::<Option<Vec<_>>>().unwrap_or_default())
+}
+
+/// Each pair's newest runs ([`classes::BROKEN_RUNS`], newest first) as digests, one list per
+/// pair.
+pub(crate) fn newest_digested(db: &Db, pairs: &[(String, String)]) -> Result<Vec<Vec<Digested>>, ViewError> {
+    let runs_of = newest_keys(db, pairs)?;
+    let mut found = digested(db, &runs_of.concat())?.into_iter();
+    Ok(runs_of.iter().map(|runs| found.by_ref().take(runs.len()).collect()).collect())
+}
+
+/// The listing's range of a run's files ("<run>/<file id>"; '0' follows '/').
+fn files_of(run_key: &str) -> Value {
+    json!({"range": {"lower": format!("{run_key}/"), "upper": format!("{run_key}0"), "upperOpen": true}})
+}
+
 /// Every pair the bucket holds runs of, in name order (the `platform, browser` index, unique:
 /// local, no request beyond the listing).
 pub(crate) fn all_pairs(db: &Db) -> Result<Vec<(String, String)>, ViewError> {
@@ -171,17 +244,23 @@ pub(crate) fn all_pairs(db: &Db) -> Result<Vec<(String, String)>, ViewError> {
 }
 
 /// Each pair's newest runs ([`classes::BROKEN_RUNS`], newest first), one list per pair (empty
-/// where none is in the layout): a name outside it (written around the app) is no run, and a
-/// few are stepped over.
+/// where none is in the layout).
 pub(crate) fn newest_runs(db: &Db, pairs: &[(String, String)]) -> Result<Vec<Vec<Loaded>>, ViewError> {
+    let runs_of = newest_keys(db, pairs)?;
+    let mut loaded = load_runs(db, &runs_of.concat())?.into_iter();
+    Ok(runs_of.iter().map(|runs| loaded.by_ref().take(runs.len()).collect()).collect())
+}
+
+/// The keys of each pair's newest runs: a name outside the layout (written around the app) is
+/// no run, and a few are stepped over.
+fn newest_keys(db: &Db, pairs: &[(String, String)]) -> Result<Vec<Vec<String>>, ViewError> {
     let mut runs_of = Vec::with_capacity(pairs.len());
     for (platform, browser) in pairs {
         let mut runs = pair_runs(db, platform, browser, None, classes::BROKEN_RUNS + 2)?;
         runs.truncate(classes::BROKEN_RUNS);
         runs_of.push(runs);
     }
-    let mut loaded = load_runs(db, &runs_of.concat())?.into_iter();
-    Ok(runs_of.iter().map(|runs| loaded.by_ref().take(runs.len()).collect()).collect())
+    Ok(runs_of)
 }
 
 /// Tests with their identity: suite, name, and which occurrence of that name (suites run twice,

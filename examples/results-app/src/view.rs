@@ -17,15 +17,16 @@ use objstore_db::rsapi::{Db, OpenOptions};
 use objstore_db_core::MechanismKind;
 use serde_json::{json, Map, Value};
 
-use crate::classes::{self, classify, Evidence, Seen, TestId};
+use crate::classes::{self, classify, Evidence, Seen, TestId, Weighed};
+use crate::digest::{self, Digest};
 use crate::filter::MatrixFilter;
 use crate::fingerprint::{self, Failure};
 use crate::format::{check_label, sort_suites, stored_at, Run, Status, Test};
 use crate::history::{self, Outcome};
 use crate::post::{call, Target};
 use crate::runs::{
-    all_pairs, identified, keys, load_runs, newest_runs, pair_of, pair_prefix, pair_runs, run_keys, run_segment,
-    Loaded, MISSING,
+    all_pairs, digested, identified, keys, load_runs, newest_digested, newest_runs, pair_of, pair_prefix, pair_runs,
+    run_keys, run_segment, Digested, Loaded, MISSING,
 };
 
 /// The pairs the matrix shows at a time (the seed's limit, now a page).
@@ -182,15 +183,15 @@ impl Viewer {
     pub fn matrix(&self, filter: &MatrixFilter) -> View {
         self.view(|db| {
             let pairs = all_pairs(db)?;
-            let runs = newest_runs(db, &pairs)?;
-            let seen: Vec<Vec<Seen>> = runs.iter().map(|runs| runs.iter().map(seen).collect()).collect();
+            let runs = newest_digested(db, &pairs)?;
+            let seen: Vec<Vec<Seen>> = runs.iter().map(|runs| runs.iter().map(Digested::seen).collect()).collect();
             let mut matching = Vec::new();
             for ((pair, runs), seen_runs) in pairs.iter().zip(&runs).zip(&seen) {
                 let Some(newest) = runs.first() else { continue };
-                let mut row = brief(newest);
-                if newest.reports().next().is_some() {
-                    row["cells"] = cells(newest, &seen_runs[0], &evidence(&seen_runs[1..], &seen));
-                    row["labels"] = labels(newest);
+                let mut row = digest_brief(newest);
+                if !newest.digests.is_empty() {
+                    row["cells"] = cells(&newest.digests, &seen_runs[0], &evidence(&seen_runs[1..], &seen));
+                    row["labels"] = labels(&newest.digests);
                 }
                 if filter.passes(&row) {
                     matching.push((pair, newest, row));
@@ -207,8 +208,11 @@ impl Viewer {
             let next = (start + PAIRS < matching.len())
                 .then(|| shown.last().map(|(pair, ..)| format!("{}/{}", pair.0, pair.1)))
                 .flatten();
-            let mut suites: Vec<String> =
-                shown.iter().flat_map(|(_, run, _)| run.reports()).flat_map(Run::suites).collect();
+            let mut suites: Vec<String> = shown
+                .iter()
+                .flat_map(|(_, run, _)| &run.digests)
+                .flat_map(|d| d.suites.iter().map(|s| s.name.clone()))
+                .collect();
             sort_suites(&mut suites);
             let distinct = |f: fn(&(String, String)) -> &String| {
                 let mut values: Vec<&String> = pairs.iter().map(f).collect();
@@ -274,8 +278,8 @@ impl Viewer {
         let key = key.to_string();
         self.view(move |db| {
             let this = self.find_run(db, &key)?;
-            let pairs = newest_runs(db, &all_pairs(db)?)?;
-            let pairs: Vec<Vec<Seen>> = pairs.iter().map(|runs| runs.iter().map(seen).collect()).collect();
+            let pairs = newest_digested(db, &all_pairs(db)?)?;
+            let pairs: Vec<Vec<Seen>> = pairs.iter().map(|runs| runs.iter().map(Digested::seen).collect()).collect();
             run_view(db, &this, &pairs)
         })
     }
@@ -284,8 +288,12 @@ impl Viewer {
     /// (for `export`).
     pub fn newest_run_views(&self) -> View {
         self.view(|db| {
-            let newest = newest_runs(db, &all_pairs(db)?)?;
-            let pairs: Vec<Vec<Seen>> = newest.iter().map(|runs| runs.iter().map(seen).collect()).collect();
+            let all = all_pairs(db)?;
+            let newest = newest_runs(db, &all)?;
+            let pairs: Vec<Vec<Seen>> = newest_digested(db, &all)?
+                .iter()
+                .map(|runs| runs.iter().map(Digested::seen).collect())
+                .collect();
             let views = newest
                 .iter()
                 .filter_map(|runs| runs.first())
@@ -524,13 +532,19 @@ fn run_view(db: &Db, this: &Loaded, pairs: &[Vec<Seen>]) -> View {
     if this.reports().next().is_none() {
         return Ok(brief(this));
     }
-    let earlier = load_runs(db, &pair_runs(db, &this.platform, &this.browser, Some(&this.key), PAGE)?)?;
-    let previous = earlier.first().map(|l| l.key.clone());
-    let earlier: Vec<Seen> = earlier.iter().map(seen).collect();
+    let earlier = digested(db, &pair_runs(db, &this.platform, &this.browser, Some(&this.key), PAGE)?)?;
+    let previous = earlier.first().map(|d| d.key.clone());
+    let earlier: Vec<Seen> = earlier.iter().map(Digested::seen).collect();
     let e = evidence(&earlier, pairs);
-    let this_seen = seen(this);
-    let tests: Vec<Value> = identified(this.tests())
-        .map(|(id, (file, t))| {
+    let this_digested = Digested::of(this);
+    let this_seen = this_digested.seen();
+    let tests: Vec<Value> = this
+        .files
+        .iter()
+        .enumerate()
+        .filter_map(|(file, f)| f.run.as_ref().ok().map(|run| (file, run)))
+        .flat_map(|(file, run)| run.results.tests.iter().zip(digest::ids(run)).map(move |(t, id)| (file, t, id)))
+        .map(|(file, t, id)| {
             let mut test = json!({"name": t.name, "suite": t.suite, "status": t.status,
                 "duration": t.duration, "file": file});
             if let Some(message) = &t.message {
@@ -543,7 +557,8 @@ fn run_view(db: &Db, this: &Loaded, pairs: &[Vec<Seen>]) -> View {
                     test[field] = value;
                 }
             }
-            let classes = classify(&id, t, &this_seen, &e);
+            let weighed = Weighed { suite: &t.suite, id, status: t.status, retried: t.detail.flaky };
+            let classes = classify(&weighed, &this_seen, &e);
             test["flaky"] = json!(classes.iter().any(|c| c["class"] == "flaky"));
             test["classes"] = json!(classes);
             test
@@ -559,7 +574,7 @@ fn run_view(db: &Db, this: &Loaded, pairs: &[Vec<Seen>]) -> View {
             Err(why) => json!({"key": f.key, "error": why}),
         })
         .collect::<Vec<_>>());
-    view["labels"] = labels(this);
+    view["labels"] = labels(&this_digested.digests);
     view["tests"] = json!(tests);
     view["rules"] = classes::rules();
     view["previous"] = json!(previous);
@@ -622,57 +637,67 @@ fn brief(l: &Loaded) -> Value {
     row
 }
 
-/// The build-variant labels of a run's files: their environments' texts and numbers.
-fn labels(l: &Loaded) -> Value {
+/// A run in the matrix, from its digests: as [`brief`] has it, but for the CI run's branch
+/// and page, which only the bodies hold.
+fn digest_brief(d: &Digested) -> Value {
+    let stored = stored_at(&d.key);
+    let mut row = json!({"key": d.key, "platform": d.platform, "browser": d.browser, "time": stored,
+        "stored": stored, "files": d.files});
+    if d.digests.is_empty() {
+        row["error"] = json!(d.error.clone().unwrap_or_else(|| MISSING.into()));
+        return row;
+    }
+    if let Some(start) = d.digests.iter().map(|x| x.start).filter(|s| *s > 0).min() {
+        row["time"] = json!(start);
+    }
+    let mut versions: Vec<&str> = d.digests.iter().map(|x| x.version.as_str()).collect();
+    versions.sort_unstable();
+    versions.dedup();
+    row["version"] = json!(versions.join(", "));
+    if let Some(commit) = d.digests.iter().find_map(|x| x.commit.as_ref()) {
+        row["ci"] = json!({"commit": commit});
+    }
+    let suites = || d.digests.iter().flat_map(|x| &x.suites);
+    let (passed, failed, skipped) = (
+        suites().map(|s| s.passed).sum::<u64>(),
+        suites().map(|s| s.failed).sum::<u64>(),
+        suites().map(|s| s.skipped).sum::<u64>(),
+    );
+    row["summary"] = json!({"tests": passed + failed + skipped, "passed": passed, "failed": failed, "skipped": skipped});
+    if d.unreadable > 0 {
+        row["unreadable"] = json!(d.unreadable);
+    }
+    row
+}
+
+/// The build-variant labels of a run's files (the first file's where two differ).
+fn labels(digests: &[Digest]) -> Value {
     let mut labels = Map::new();
-    for report in l.reports() {
-        for (key, value) in &report.results.environment {
-            if let Some(text) = match value {
-                Value::String(s) => Some(s.clone()),
-                Value::Number(_) | Value::Bool(_) => Some(value.to_string()),
-                _ => None,
-            } {
-                labels.entry(key.clone()).or_insert(json!(text));
-            }
-        }
+    for (key, value) in digests.iter().flat_map(|d| &d.labels) {
+        labels.entry(key.clone()).or_insert(json!(value));
     }
     labels.into()
 }
 
 /// Passed, failed and skipped (pending and other with them) per suite, over every file, and
 /// how many of the suite's tests fall in each class (only those some test does).
-fn cells(l: &Loaded, this: &Seen, e: &Evidence) -> Value {
-    let mut cells: HashMap<&str, ([u64; 3], BTreeMap<String, u64>)> = HashMap::new();
-    for (id, (_, t)) in identified(l.tests()) {
-        let column = match t.status {
-            Status::Passed => 0,
-            Status::Failed => 1,
-            _ => 2,
-        };
-        let cell = cells.entry(&t.suite).or_default();
-        cell.0[column] += 1;
-        for class in classify(&id, t, this, e) {
-            *cell.1.entry(class["class"].as_str().unwrap_or_default().to_string()).or_default() += 1;
+fn cells(digests: &[Digest], this: &Seen, e: &Evidence) -> Value {
+    let mut counts: BTreeMap<&str, [u64; 3]> = BTreeMap::new();
+    for suite in digests.iter().flat_map(|d| &d.suites) {
+        let cell = counts.entry(&suite.name).or_default();
+        for (total, n) in cell.iter_mut().zip([suite.passed, suite.failed, suite.skipped]) {
+            *total += n;
         }
     }
-    cells
+    let mut classes = classes::counts(this, e);
+    counts
         .into_iter()
-        .map(|(suite, ([p, f, s], classes))| {
+        .map(|(suite, [p, f, s])| {
+            let classes = classes.remove(suite).unwrap_or_default();
             (suite.to_string(), json!({"passed": p, "failed": f, "skipped": s, "classes": classes}))
         })
         .collect::<Map<_, _>>()
         .into()
-}
-
-/// A run as evidence for the classes of another's tests.
-fn seen(l: &Loaded) -> Seen {
-    Seen {
-        key: l.key.clone(),
-        pair: format!("{}/{}", l.platform, l.browser),
-        basis: l.basis(),
-        commit: l.reports().find_map(|r| r.ci.commit.clone()),
-        outcomes: identified(l.tests()).map(|(id, (_, t))| (id, t.status)).collect(),
-    }
 }
 
 /// The evidence for a run: the pair's runs before it, and every pair's newest runs.
@@ -763,7 +788,14 @@ mod tests {
             (Some(3), Some(1), Some(3))
         );
         assert_eq!(row["ci"]["commit"], "abc");
-        let cells = cells(&run, &seen(&run), &evidence(&[], &[]));
+        // The matrix's row from the files' digests says the same.
+        let digested = Digested::of(&run);
+        let from_digests = digest_brief(&digested);
+        for field in ["summary", "files", "unreadable", "time", "version", "key"] {
+            assert_eq!(from_digests[field], row[field], "{field}");
+        }
+        assert_eq!(from_digests["ci"]["commit"], "abc");
+        let cells = cells(&digested.digests, &digested.seen(), &evidence(&[], &[]));
         assert_eq!(cells["crud"]["passed"], 2);
         assert_eq!(cells["sql"]["failed"], 1);
     }
