@@ -256,7 +256,10 @@ export interface SyncStats {
   total: number;
   bytesSent: number;
   bytesReceived: number;
+  /** At S3 Standard's request prices. */
   costUsd: number;
+  /** The same requests at S3 Standard's, Cloudflare R2's and S3 Express One Zone's prices. */
+  costsUsd: { s3Standard: number; r2: number; s3ExpressOneZone: number };
   conditionalWrites: { [bucket: string]: boolean };
 }
 

@@ -18,6 +18,7 @@ import path from 'node:path';
 
 import api from './index.js';
 import ci from './ci.js';
+import digests from './digest.js';
 
 const { Storage, version } = api;
 
@@ -136,7 +137,9 @@ async function publish(report, env) {
   const hex = () => crypto.randomBytes(8).toString('hex');
   const db = new Storage('node-test-results', { stores: [{ name: 'results', Sync: { format: 'objstore', immutable: true, Options: options } }] }, { mechanism: 'memory' });
   try {
-    const key = `${report.platform}/${report.browser}/${await runSegment(db, report.ci && report.ci.run)}/${hex()}`;
+    const runKey = `${report.platform}/${report.browser}/${await runSegment(db, report.ci && report.ci.run)}/`;
+    // The name carries the report's digest, so that the app's matrix needs no GET.
+    const key = runKey + digests.fileSegment(hex(), report, Buffer.byteLength(options.prefix + runKey));
     await db.add('results', report, key);
     return { key, outcome: await db.flush() };
   } finally {

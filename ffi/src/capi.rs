@@ -1388,7 +1388,8 @@ pub unsafe extern "C" fn objstore_db_set_offline(
 }
 
 /// Requests made to buckets so far: `{"requests": {kind: {status: n}}, "total",
-/// "bytesSent", "bytesReceived", "costUsd", "conditionalWrites": {bucket: bool}}` into `*result_out` (free with
+/// "bytesSent", "bytesReceived", "costUsd" (S3 Standard), "costsUsd": {"s3Standard", "r2",
+/// "s3ExpressOneZone"}, "conditionalWrites": {bucket: bool}}` into `*result_out` (free with
 /// objstore_string_free); `reset` starts the count again. Synchronous.
 ///
 /// # Safety

@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { Storage, version } from 'objstore-db';
 import { platformName, runtimeName } from 'objstore-db/reporter';
 
+import digests from '../digest.js';
 import { tempDir } from './helpers.mjs';
 
 const CI_MARKERS = ['GITHUB_ACTIONS', 'GITLAB_CI', 'BUILDKITE', 'CIRCLECI', 'JENKINS_URL', 'TF_BUILD', 'OBJSTORE_RESULTS_RUN'];
@@ -47,7 +48,7 @@ test('a run is published as one object with a CTRF body and its metadata', async
   const line = run.stdout.split('\n').find((l) => l.startsWith('objstore-db: results published'));
   assert.ok(line, run.stdout + run.stderr);
   const key = line.split(' as ')[1];
-  assert.match(key, new RegExp(`^${platformName()}/${runtimeName()}/\\d{13}-[0-9a-f]{16}/[0-9a-f]{16}$`));
+  assert.match(key, new RegExp(`^${platformName()}/${runtimeName()}/\\d{13}-[0-9a-f]{16}/[0-9a-f]{16}\\.1\\.[A-Za-z0-9._-]+$`));
 
   const options = { bucket: 'results', endpoint: `file://${bucket}` };
   const viewer = new Storage(path.join(dir, 'viewer.sqlite3'), {
@@ -73,6 +74,8 @@ test('a run is published as one object with a CTRF body and its metadata', async
     assert.match(tests.fails.message ?? '', /arithmetic/);
     assert.match(tests.fails.trace ?? '', /crud\.test\.mjs:\d+/, 'the stack names the line');
     assert.equal(report.results.summary.tests, 3);
+    // The name carries the body's digest: the app's matrix reads it from a listing.
+    assert.equal(key.split('/')[3].split('.').slice(1).join('.'), digests.digest(report));
     const described = await viewer.get('results-meta', key);
     const { platform, browser, version: published } = described.metadata;
     assert.deepEqual({ platform, browser, version: published }, { platform: platformName(), browser: runtimeName(), version });
@@ -120,4 +123,9 @@ test('run ids are made as the app makes them', async () => {
   assert.equal(runId('github', '9876543210', '2'), 'github-9876543210-2');
   assert.deepEqual(detect({ GITLAB_CI: 'true', CI_PIPELINE_ID: '77' }), { run: 'gitlab-77' });
   assert.deepEqual(detect({ OBJSTORE_RESULTS_RUN: 'nightly-7' }), { run: 'nightly-7' });
+});
+
+test('the digest is the one the results app pins', () => {
+  const fixture = JSON.parse(fs.readFileSync(path.join(PACKAGE, '../../examples/results-app/tests/fixtures/digest.json'), 'utf8'));
+  assert.equal(digests.digest(fixture.report), fixture.digest);
 });

@@ -3,6 +3,7 @@ through objstore-db, and read back through it."""
 
 from __future__ import annotations
 
+import json
 import pathlib
 import re
 from typing import Any
@@ -11,6 +12,7 @@ import pytest
 
 import objstore_db
 from objstore_db.ci import detect, run_id
+from objstore_db.digest import digest
 from objstore_db.pytest_plugin import TEXT_CAP, cap_text, platform_name, runtime_name
 
 # The run id of a Jenkins tag with a folder and spaces, as examples/results-app/src/ci.rs makes it.
@@ -66,7 +68,7 @@ async def test_a_run_is_published_as_one_object_with_a_ctrf_body(pytester: pytes
     published = [line for line in result.outlines if "results published" in line]
     assert published, result.outlines
     key = published[0].rsplit(" as ", 1)[1]
-    assert re.fullmatch(rf"{re.escape(platform_name())}/{re.escape(runtime_name())}/\d{{13}}-[0-9a-f]{{16}}/[0-9a-f]{{16}}", key), key
+    assert re.fullmatch(rf"{re.escape(platform_name())}/{re.escape(runtime_name())}/\d{{13}}-[0-9a-f]{{16}}/[0-9a-f]{{16}}\.1\.[A-Za-z0-9._-]+", key), key
 
     schema = viewer_schema(bucket_dir)
     async with objstore_db.open(str(tmp_path / "viewer.sqlite3"), schema) as viewer:
@@ -81,11 +83,19 @@ async def test_a_run_is_published_as_one_object_with_a_ctrf_body(pytester: pytes
         assert all(t["suite"] == "crud" for t in tests.values())
         assert "arithmetic" in tests["test_fails"]["message"]
         assert report["results"]["summary"]["tests"] == 3
+        # The name carries the body's digest: the app's matrix reads it from a listing.
+        assert key.split("/")[3].split(".", 1)[1] == digest(report)
         # The listing describes it with its metadata, as the results app reads it.
         described = await viewer.get("results-meta", key)
         assert described["metadata"]["platform"] == platform_name()
         assert described["metadata"]["browser"] == runtime_name()
         assert described["metadata"]["version"] == objstore_db.__version__
+
+
+def test_the_digest_is_the_one_the_app_pins() -> None:
+    """The results app, the node reporter and this plugin make one digest of one report."""
+    fixture = json.loads((pathlib.Path(__file__).resolve().parents[3] / "examples/results-app/tests/fixtures/digest.json").read_text())
+    assert digest(fixture["report"]) == fixture["digest"]
 
 
 RETRIES = """

@@ -6,13 +6,20 @@ use std::sync::Mutex;
 
 use serde_json::{json, Value};
 
-/// S3 Standard request prices in US dollars per request (PUT, COPY, POST, LIST: $0.005 per
-/// 1,000; GET, HEAD and the rest: $0.0004 per 1,000; DELETE is free).
-fn price(kind: &str) -> f64 {
+/// Request prices in US dollars per 1,000 requests of three price lists (us-east-1, 2025):
+/// `(name, writes and listings, reads)`. S3 Standard bills PUT, COPY, POST and LIST at the first
+/// rate and GET, HEAD and the rest at the second; Cloudflare R2 bills the same split as its
+/// classes A and B; S3 Express One Zone bills LIST with the writes (and, beyond 512 KB per
+/// request, a per-GB fee left out here). DELETE is free on all three.
+pub const PRICE_LISTS: [(&str, f64, f64); 3] =
+    [("s3Standard", 0.005, 0.0004), ("r2", 0.0045, 0.00036), ("s3ExpressOneZone", 0.00113, 0.00003)];
+
+/// What one request of `kind` costs under the price list `(writes and listings, reads)`.
+fn price(kind: &str, (writes, reads): (f64, f64)) -> f64 {
     match kind {
-        "PUT" | "POST" | "COPY" | "LIST" => 0.005 / 1000.0,
+        "PUT" | "POST" | "COPY" | "LIST" => writes / 1000.0,
         "DELETE" => 0.0,
-        _ => 0.0004 / 1000.0,
+        _ => reads / 1000.0,
     }
 }
 
@@ -37,15 +44,20 @@ impl Stats {
         self.requests.values().flat_map(|s| s.values()).sum()
     }
 
+    /// What the requests cost at S3 Standard's prices.
     pub fn cost_usd(&self) -> f64 {
+        self.cost_under((PRICE_LISTS[0].1, PRICE_LISTS[0].2))
+    }
+
+    fn cost_under(&self, prices: (f64, f64)) -> f64 {
         self.requests
             .iter()
-            .map(|(kind, by_status)| price(kind) * by_status.values().sum::<u64>() as f64)
+            .map(|(kind, by_status)| price(kind, prices) * by_status.values().sum::<u64>() as f64)
             .fold(0.0, |a, b| a + b)
     }
 
     /// `{"requests": {"GET": {"200": n}}, "total": n, "bytesSent": n, "bytesReceived": n,
-    /// "costUsd": x}`.
+    /// "costUsd": x (S3 Standard), "costsUsd": {"s3Standard": x, "r2": x, "s3ExpressOneZone": x}}`.
     pub fn to_json(&self) -> Value {
         let requests: serde_json::Map<String, Value> = self
             .requests
@@ -60,11 +72,19 @@ impl Stats {
             "total": self.total(),
             "bytesSent": self.bytes_sent,
             "bytesReceived": self.bytes_received,
-            // Rounded to a billionth of a dollar: no float noise (7.000000000000001e-5) in reports.
-            "costUsd": (self.cost_usd() * 1e9).round() / 1e9,
+            "costUsd": rounded(self.cost_usd()),
+            "costsUsd": PRICE_LISTS
+                .iter()
+                .map(|(name, writes, reads)| (name.to_string(), json!(rounded(self.cost_under((*writes, *reads))))))
+                .collect::<serde_json::Map<_, _>>(),
             "conditionalWrites": self.conditional_writes,
         })
     }
+}
+
+/// Rounded to a billionth of a dollar: no float noise (7.000000000000001e-5) in reports.
+fn rounded(usd: f64) -> f64 {
+    (usd * 1e9).round() / 1e9
 }
 
 /// The counters one database shares between its buckets and their worker threads.
@@ -126,5 +146,7 @@ mod tests {
         assert_eq!(stats.bytes_received, 11_000);
         assert_eq!(accounting.snapshot().total(), 0);
         assert_eq!(stats.to_json()["requests"]["GET"]["200"], 1000);
+        // R2 and S3 Express One Zone price the same requests by their own lists.
+        assert_eq!(stats.to_json()["costsUsd"], json!({"s3Standard": 0.0054, "r2": 0.00486, "s3ExpressOneZone": 0.00116}));
     }
 }

@@ -110,11 +110,18 @@ function ciLink(ci) {
   return ci && /^https?:\/\//i.test(ci.url || "") ? h("a", { href: ci.url, rel: "noreferrer noopener", class: "ci" }, "CI run") : null;
 }
 
+/** What the view's requests cost at S3 Standard's, Cloudflare R2's and S3 Express One Zone's prices. */
+function prices(cost) {
+  const usd = (x) => `$${Number(x).toFixed(7)}`;
+  const by = cost.usdBy || {};
+  return `${usd(cost.usd)} on S3 Standard, ${usd(by.r2)} on Cloudflare R2, ${usd(by.s3ExpressOneZone)} on S3 Express One Zone`;
+}
+
 function showCost(cost) {
   if (!cost) return;
   const kinds = Object.entries(cost.byKind || {}).map(([k, n]) => `${n} ${k}`).join(", ");
   costLine.textContent = `This view cost ${cost.requests} bucket request${cost.requests === 1 ? "" : "s"}` +
-    (kinds ? ` (${kinds})` : "") + `, ${cost.bytesIn} bytes in, about $${Number(cost.usd).toFixed(7)}.`;
+    (kinds ? ` (${kinds})` : "") + `, ${cost.bytesIn} bytes in, about ` + prices(cost) + ".";
   costLine.dataset.requests = String(cost.requests);
 }
 

@@ -300,6 +300,17 @@ mod tests {
         assert_eq!(Digest::decode(&digest.encode()), None);
     }
 
+    /// The digest the Python and Node writers check they make too (tests/fixtures/digest.json).
+    #[test]
+    fn the_pinned_digest() {
+        let fixture: Value = serde_json::from_str(include_str!("../tests/fixtures/digest.json")).unwrap();
+        let run: Run = serde_json::from_value(fixture["report"].clone()).unwrap();
+        run.check().unwrap();
+        let digest = Digest::of(&run);
+        assert_eq!(digest.encode(), fixture["digest"].as_str().unwrap());
+        assert_eq!(Digest::decode(&digest.encode()), Some(digest));
+    }
+
     /// A digest that would make the name too long is left out.
     #[test]
     fn a_name_too_long_carries_no_digest() {

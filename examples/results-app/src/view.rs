@@ -172,7 +172,7 @@ impl Viewer {
             })
             .collect();
         view["cost"] = json!({"requests": stats["total"], "byKind": by_kind,
-            "bytesIn": stats["bytesReceived"], "usd": stats["costUsd"]});
+            "bytesIn": stats["bytesReceived"], "usd": stats["costUsd"], "usdBy": stats["costsUsd"]});
         Ok(view)
     }
 
@@ -810,5 +810,74 @@ mod tests {
         assert!(flaky(&[run("c1", "failed"), run("c2", "passed")]).is_empty(), "fixed at the next commit");
         let flaky = flaky(&[run("c1", "failed"), run("c1", "passed")]);
         assert_eq!(flaky, vec![("commit c1".to_string(), ("crud".to_string(), "a".to_string(), 1))]);
+    }
+
+    /// The runs' objects of a file:// bucket's folder (not the change log, anchors or records).
+    fn objects(root: &Path) -> Vec<String> {
+        let mut found = Vec::new();
+        let mut pending = vec![root.to_path_buf()];
+        while let Some(dir) = pending.pop() {
+            for path in std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.path()) {
+                if path.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')) {
+                    continue;
+                }
+                if path.is_dir() {
+                    pending.push(path);
+                } else {
+                    found.push(path.strip_prefix(root).unwrap().display().to_string());
+                }
+            }
+        }
+        found
+    }
+
+    /// The matrix drawn from the names' digests, with no GET, is the matrix drawn from the
+    /// bodies: the same bucket with its names stripped of their digests gives the same rows.
+    #[test]
+    fn the_matrix_from_names_is_the_matrix_from_bodies() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = |root: &Path| Target {
+            endpoint: format!("file://{}", root.display()),
+            bucket: "results".into(),
+            prefix: String::new(),
+        };
+        let named = dir.path().join("named");
+        let writer = crate::post::Writer::open(&target(&named)).unwrap();
+        let mut at = 1_795_000_000_000;
+        for (platform, commit, a, b) in [
+            ("linux", "c1", "passed", "passed"),
+            ("linux", "c2", "failed", "passed"),
+            ("mac", "c1", "passed", "failed"),
+            ("mac", "c2", "passed", "failed"),
+            ("win", "c2", "failed", "skipped"),
+        ] {
+            let mut run = report(at, Some(commit), json!([one("crud", "a", a), one("crud", "b", b), one("sql", "c", "passed")]));
+            run.platform = platform.into();
+            run.results.environment.insert("build".into(), json!("debug"));
+            writer.store(&run).unwrap();
+            at += 1000;
+        }
+        drop(writer);
+        // The same objects under names without digests (and no change log: a full listing).
+        let stripped = dir.path().join("stripped");
+        for key in objects(&named.join("results")) {
+            let (run, file) = key.rsplit_once('/').unwrap();
+            let to = stripped.join("results").join(run).join(file.split('.').next().unwrap());
+            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+            std::fs::copy(named.join("results").join(&key), to).unwrap();
+        }
+        let matrix = |root: &Path| {
+            let viewer = Viewer::open(&target(root), &root.with_extension("cache.sqlite3")).unwrap();
+            viewer.matrix(&MatrixFilter::default()).unwrap()
+        };
+        let (from_names, from_bodies) = (matrix(&named), matrix(&stripped));
+        assert_eq!(from_names["cost"]["byKind"].get("GET"), None, "{}", from_names["cost"]);
+        assert_eq!(from_bodies["cost"]["byKind"]["GET"], 5, "{}", from_bodies["cost"]);
+        assert_eq!(from_names["rows"], from_bodies["rows"]);
+        // At c2, a failed on linux (passed before: new) and win, passed on mac; b passed on
+        // linux, failed on mac (as before: not new) and did not run on win.
+        let classes: Vec<&Value> = (0..3).map(|i| &from_names["rows"][i]["cells"]["crud"]["classes"]).collect();
+        assert_eq!(classes, [&json!({"new failure": 1, "divergent": 2}), &json!({"divergent": 2}), &json!({"divergent": 1})]);
+        assert_eq!(from_names["rows"][0]["labels"], json!({"build": "debug"}));
     }
 }

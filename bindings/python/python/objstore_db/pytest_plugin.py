@@ -30,6 +30,7 @@ import pytest
 
 import objstore_db
 from objstore_db.ci import MAX_LABEL, detect
+from objstore_db.digest import file_segment
 
 # Reverse timestamps count down from here, so the newest run sorts first within a pair.
 FAR_FUTURE_MS = 9_999_999_999_999
@@ -261,7 +262,9 @@ class Publisher:
         report = self.report()
         async with objstore_db.open("pytest-results", schema, mechanism="memory") as db:
             segment = await self.run_segment(db, report.get("ci", {}).get("run"))
-            key = f"{platform_name()}/{runtime_name()}/{segment}/{uuid.uuid4().hex[:16]}"
+            run_key = f"{platform_name()}/{runtime_name()}/{segment}/"
+            # The name carries the report's digest, so that the app's matrix needs no GET.
+            key = run_key + file_segment(uuid.uuid4().hex[:16], report, len(f"{self.prefix}{run_key}".encode()))
             await db.add("results", report, key)
             outcome: dict[str, Any] = await db.flush()
         return key, outcome
