@@ -6,7 +6,7 @@
 //   node bench.mjs [--runs N] [--pairs P]
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { launch, root, run, scratch, startApp } from "./support.mjs";
+import { launch, loads, median, root, run, scratch, startApp } from "./support.mjs";
 
 const arg = (name, fallback) => {
   const i = process.argv.indexOf(name);
@@ -43,25 +43,6 @@ async function seed(url) {
   };
   await Promise.all(Array.from({ length: 16 }, worker));
 }
-
-/** Loads the page `times` times in one tab: [{ms, requests}] per load, the first one cold. */
-async function loads(browser, url, times) {
-  const page = await browser.newPage();
-  const out = [];
-  for (let i = 0; i < times; i++) {
-    await (i === 0 ? page.goto(url) : page.reload());
-    await page.waitForFunction(() => performance.getEntriesByName("matrix-rendered").length > 0);
-    const ms = await page.evaluate(() => performance.getEntriesByName("matrix-rendered")[0].startTime);
-    const requests = Number(await page.getAttribute("#cost", "data-requests"));
-    const kinds = (await page.textContent("#cost")).match(/\(([^)]*)\)/)?.[1] ?? "";
-    const rows = await page.$$eval("#matrix tbody tr", (trs) => trs.length).catch(() => 0);
-    out.push({ ms, requests, kinds, rows });
-  }
-  await page.close();
-  return out;
-}
-
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 const browser = await launch();
 const work = scratch();
@@ -106,7 +87,8 @@ try {
   const out = join(root, "target/bench/app.json");
   mkdirSync(join(root, "target/bench"), { recursive: true });
   const all = existsSync(out) ? JSON.parse(readFileSync(out, "utf8")) : {};
-  all.page = figures;
+  // The scale figures (scale.mjs) stay.
+  all.page = { ...figures, ...(all.page?.scale ? { scale: all.page.scale } : {}) };
   writeFileSync(out, JSON.stringify(all, null, 2) + "\n");
   console.log(`  written to ${out}`);
 } finally {

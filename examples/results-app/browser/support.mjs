@@ -17,11 +17,11 @@ export function scratch() {
   return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-/** `objstore-results serve` on a free port over the file:// bucket in `dir`. */
-export async function startApp(dir, args = []) {
+/** `objstore-results serve` on a free port over the file:// bucket in `dir` (or the bucket `env` names). */
+export async function startApp(dir, args = [], env = {}) {
   const cache = args.includes("--cache") ? [] : ["--cache", join(dir, "cache.sqlite3")];
   const child = spawn(binary, ["serve", "--listen", "127.0.0.1:0", ...cache, ...args], {
-    env: { ...process.env, OBJSTORE_RESULTS: `file://${join(dir, "bucket")}`, OBJSTORE_RESULTS_PREFIX: "" },
+    env: { ...process.env, OBJSTORE_RESULTS: `file://${join(dir, "bucket")}`, OBJSTORE_RESULTS_PREFIX: "", ...env },
     stdio: ["ignore", "pipe", "inherit"],
   });
   const lines = createInterface({ input: child.stdout });
@@ -80,5 +80,31 @@ export function launch() {
     args: ["--no-sandbox", "--disable-dev-shm-usage"],
   });
 }
+
+/**
+ * Loads the page at `url` `times` times in one tab: [{ms, requests, kinds, rows, heapMb}] per
+ * load, the first one cold. `ms` is the page's own "matrix-rendered" mark from the start of
+ * navigation; `heapMb` the page's JS heap after a garbage collection.
+ */
+export async function loads(browser, url, times) {
+  const page = await browser.newPage();
+  const cdp = await page.context().newCDPSession(page);
+  const out = [];
+  for (let i = 0; i < times; i++) {
+    await (i === 0 ? page.goto(url) : page.reload());
+    await page.waitForFunction(() => performance.getEntriesByName("matrix-rendered").length > 0, null, { timeout: 120_000 });
+    const ms = await page.evaluate(() => performance.getEntriesByName("matrix-rendered")[0].startTime);
+    const requests = Number(await page.getAttribute("#cost", "data-requests"));
+    const kinds = (await page.textContent("#cost")).match(/\(([^)]*)\)/)?.[1] ?? "";
+    const rows = await page.$$eval("#matrix tbody tr", (trs) => trs.length).catch(() => 0);
+    await cdp.send("HeapProfiler.collectGarbage");
+    const { usedSize } = await cdp.send("Runtime.getHeapUsage");
+    out.push({ ms, requests, kinds, rows, heapMb: Number((usedSize / 2 ** 20).toFixed(1)) });
+  }
+  await page.close();
+  return out;
+}
+
+export const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -192,23 +192,58 @@ impl Digested {
     }
 }
 
-/// The runs under `run_keys` as digests: from the listing where each of a run's file names
-/// carries one, the others' bodies fetched (immutable: cached ones cost nothing).
-pub(crate) fn digested(db: &Db, run_keys: &[String]) -> Result<Vec<Digested>, ViewError> {
-    let mut found: Vec<Option<Digested>> = Vec::with_capacity(run_keys.len());
+/// A run's key and its files' keys.
+pub(crate) type RunFiles = (String, Vec<String>);
+
+/// A pair's runs after run `after` (or from the newest), at most `runs`, each with its files:
+/// one scan of the names in the usual case (a few files a run), a longer one where runs hold
+/// more files.
+pub(crate) fn pair_files(
+    db: &Db,
+    platform: &str,
+    browser: &str,
+    after: Option<&str>,
+    runs: usize,
+) -> Result<Vec<RunFiles>, ViewError> {
+    // A run's files are "<run>/<file id>": those of later runs sort from "<run>0" on.
+    let lower = after.map_or_else(|| format!("{platform}/{browser}/"), |run| format!("{run}0"));
+    let range = json!({"lower": lower, "upper": format!("{platform}/{browser}0"), "upperOpen": true});
+    let mut limit = runs * 2 + 2;
+    loop {
+        let found = keys(db, "results-meta", &json!({"range": range, "limit": limit}))?;
+        let mut grouped: Vec<RunFiles> = Vec::new();
+        for key in &found {
+            let Some(run) = run_key(key) else { continue };
+            match grouped.last_mut() {
+                Some((last, files)) if last == run => files.push(key.clone()),
+                _ => grouped.push((run.to_string(), vec![key.clone()])),
+            }
+        }
+        // Every run but the last one found is whole; the last one too when the names ran out.
+        if found.len() < limit || grouped.len() > runs {
+            grouped.truncate(runs);
+            return Ok(grouped);
+        }
+        limit *= 4;
+    }
+}
+
+/// Runs as digests: from their names where each of a run's file names carries one, the others'
+/// bodies fetched (immutable: cached ones cost nothing).
+pub(crate) fn digested(db: &Db, runs: Vec<RunFiles>) -> Result<Vec<Digested>, ViewError> {
+    let mut found: Vec<Option<Digested>> = Vec::with_capacity(runs.len());
     let mut to_read = Vec::new();
-    for key in run_keys {
-        let files = keys(db, "results-meta", &files_of(key))?;
+    for (key, files) in runs {
         let digests: Option<Vec<Digest>> = files.iter().map(|f| digest::of_key(f)).collect();
         match digests.filter(|d| !d.is_empty()) {
             Some(digests) => {
-                let (platform, browser) = pair_of(key).unwrap_or_default();
+                let (platform, browser) = pair_of(&key).unwrap_or_default();
                 let files = files.len();
-                found.push(Some(Digested { key: key.clone(), platform, browser, files, digests, unreadable: 0, error: None }));
+                found.push(Some(Digested { key, platform, browser, files, digests, unreadable: 0, error: None }));
             }
             None => {
                 found.push(None);
-                to_read.push(key.clone());
+                to_read.push(key);
             }
         }
     }
@@ -219,9 +254,13 @@ pub(crate) fn digested(db: &Db, run_keys: &[String]) -> Result<Vec<Digested>, Vi
 /// Each pair's newest runs ([`classes::BROKEN_RUNS`], newest first) as digests, one list per
 /// pair.
 pub(crate) fn newest_digested(db: &Db, pairs: &[(String, String)]) -> Result<Vec<Vec<Digested>>, ViewError> {
-    let runs_of = newest_keys(db, pairs)?;
-    let mut found = digested(db, &runs_of.concat())?.into_iter();
-    Ok(runs_of.iter().map(|runs| found.by_ref().take(runs.len()).collect()).collect())
+    let mut runs_of = Vec::with_capacity(pairs.len());
+    for (platform, browser) in pairs {
+        runs_of.push(pair_files(db, platform, browser, None, classes::BROKEN_RUNS)?);
+    }
+    let counts: Vec<usize> = runs_of.iter().map(Vec::len).collect();
+    let mut found = digested(db, runs_of.into_iter().flatten().collect())?.into_iter();
+    Ok(counts.iter().map(|n| found.by_ref().take(*n).collect()).collect())
 }
 
 /// The listing's range of a run's files ("<run>/<file id>"; '0' follows '/').

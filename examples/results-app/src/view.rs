@@ -25,7 +25,7 @@ use crate::format::{check_label, sort_suites, stored_at, Run, Status, Test};
 use crate::history::{self, Outcome};
 use crate::post::{call, Target};
 use crate::runs::{
-    all_pairs, digested, identified, keys, load_runs, newest_digested, newest_runs, pair_of, pair_prefix, pair_runs,
+    all_pairs, digested, identified, keys, load_runs, newest_digested, newest_runs, pair_files, pair_of, pair_prefix, pair_runs,
     run_keys, run_segment, Digested, Loaded, MISSING,
 };
 
@@ -532,7 +532,7 @@ fn run_view(db: &Db, this: &Loaded, pairs: &[Vec<Seen>]) -> View {
     if this.reports().next().is_none() {
         return Ok(brief(this));
     }
-    let earlier = digested(db, &pair_runs(db, &this.platform, &this.browser, Some(&this.key), PAGE)?)?;
+    let earlier = digested(db, pair_files(db, &this.platform, &this.browser, Some(&this.key), PAGE)?)?;
     let previous = earlier.first().map(|d| d.key.clone());
     let earlier: Vec<Seen> = earlier.iter().map(Digested::seen).collect();
     let e = evidence(&earlier, pairs);
@@ -879,5 +879,28 @@ mod tests {
         let classes: Vec<&Value> = (0..3).map(|i| &from_names["rows"][i]["cells"]["crud"]["classes"]).collect();
         assert_eq!(classes, [&json!({"new failure": 1, "divergent": 2}), &json!({"divergent": 2}), &json!({"divergent": 1})]);
         assert_eq!(from_names["rows"][0]["labels"], json!({"build": "debug"}));
+    }
+
+    /// A run of more files than the first scan of its pair's names takes is read whole, and the
+    /// run before it too.
+    #[test]
+    fn a_run_of_many_files_is_read_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = Target { endpoint: format!("file://{}", dir.path().display()), bucket: "results".into(), prefix: String::new() };
+        let writer = crate::post::Writer::open(&target).unwrap();
+        for (run, files) in [("old", 1), ("big", 9)] {
+            for i in 0..files {
+                let mut report = report(1_795_000_000_000, None, json!([one("crud", &format!("t{i}"), "passed")]));
+                report.ci.run = Some(run.into());
+                writer.store(&report).unwrap();
+            }
+        }
+        drop(writer);
+        let viewer = Viewer::open(&target, &dir.path().join("cache.sqlite3")).unwrap();
+        let newest = newest_digested(&viewer.db, &[("linux".into(), "c".into())]).unwrap();
+        let found: Vec<(usize, bool)> = newest[0].iter().map(|d| (d.files, d.key.ends_with("-big"))).collect();
+        assert_eq!(found, [(9, true), (1, false)]);
+        let matrix = viewer.matrix(&MatrixFilter::default()).unwrap();
+        assert_eq!(matrix["rows"][0]["cells"]["crud"]["passed"], 9, "{matrix}");
     }
 }

@@ -1,0 +1,185 @@
+// The page at scale (issue 25): N = 100,000 runs over 500 platform/runtime pairs, written through
+// the library (the Node package) into a file:// bucket and into Garage, then read by the app
+// with an empty cache: from the file:// bucket directly, and from Garage through a relay that
+// holds every request 20 ms (a bucket in another building). Per bucket: the cold matrix's
+// requests, GETs and time to a rendered matrix; the warm reloads' median; one test's history
+// cold and warm (its requests); the page's JS heap. The baseline, measured in the same run, is
+// the page over an empty bucket, warm. Writes the figures under "page.scale" in
+// target/bench/app.json.
+//   node scale.mjs [--runs N] [--pairs P] [--seed-only DIR]   (Garage: tests/servers/garage starts it)
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import net from "node:net";
+import { join } from "node:path";
+import { launch, loads, median, root, scratch, startApp } from "./support.mjs";
+
+const require = createRequire(import.meta.url);
+const { Storage } = require(join(root, "bindings/node/index.js"));
+const digests = require(join(root, "bindings/node/digest.js"));
+
+const arg = (name, fallback) => {
+  const i = process.argv.indexOf(name);
+  return i > 0 ? Number(process.argv[i + 1]) : fallback;
+};
+const RUNS = arg("--runs", 100_000);
+const PAIRS = arg("--pairs", 500);
+const PLATFORMS = Math.max(1, Math.round(PAIRS / 10));
+const LATENCY_MS = 20;
+const WARM_LOADS = 5;
+const SUITES = ["crud", "cursor", "event", "transaction", "query", "sql"];
+const FAR_FUTURE_MS = 9_999_999_999_999;
+
+/** Run `i`: its pair, key and body (36 tests, one failing now and then), a minute after run i - 1. */
+function sample(i, prefix) {
+  const pair = i % PAIRS;
+  const platform = `platform-${String(pair % PLATFORMS).padStart(2, "0")}`;
+  const runtime = `runtime-${Math.floor(pair / PLATFORMS)}`;
+  const at = Date.now() - (RUNS - i) * 60_000;
+  const tests = [];
+  for (const suite of SUITES) {
+    for (let t = 0; t < 6; t++) {
+      tests.push({ name: `${suite} test ${t}`, suite, status: (i + t) % 97 === 0 ? "failed" : "passed", duration: 1 + ((i * 7 + t) % 13) });
+    }
+  }
+  const count = (s) => tests.filter((t) => t.status === s).length;
+  const body = {
+    platform, browser: runtime, version: "0.1.0",
+    ci: { commit: (0x1000000 + Math.floor(i / PAIRS)).toString(16).padStart(12, "0") },
+    results: { tool: { name: "scale" }, summary: { tests: tests.length, passed: count("passed"), failed: count("failed"),
+      skipped: 0, pending: 0, other: 0, start: at, stop: at + 1000 }, tests },
+  };
+  const run = `${platform}/${runtime}/${String(FAR_FUTURE_MS - at).padStart(13, "0")}-${i.toString(16).padStart(16, "0")}/`;
+  return { key: run + digests.fileSegment(i.toString(16).padStart(16, "0"), body, Buffer.byteLength(prefix + run)), body };
+}
+
+/** Writes the N runs through the library, 1,000 to a flush. */
+async function seed(options) {
+  const db = new Storage("scale-seed", { stores: [{ name: "results", Sync: { format: "objstore", immutable: true,
+    Options: { ...options, concurrency: 32, changeLog: true } } }] }, { mechanism: "memory" });
+  try {
+    for (let i = 0; i < RUNS; i += 1000) {
+      const batch = Array.from({ length: Math.min(1000, RUNS - i) }, (_, j) => sample(i + j, options.prefix));
+      await db.put("results", batch.map((s) => s.body), batch.map((s) => s.key));
+      const flushed = await db.flush();
+      if (flushed.pending) throw new Error(`seeding: ${JSON.stringify(flushed).slice(0, 300)}`);
+    }
+  } finally {
+    await db.close();
+  }
+}
+
+/** A TCP relay to `target` (host:port) that holds every chunk a client sends `ms` before passing it on. */
+async function relay(target, ms) {
+  const [host, port] = target.split(":");
+  const server = net.createServer((client) => {
+    const upstream = net.connect(Number(port), host);
+    client.on("data", (chunk) => setTimeout(() => upstream.write(chunk), ms));
+    upstream.pipe(client);
+    const end = () => { client.destroy(); upstream.destroy(); };
+    client.on("error", end).on("close", end);
+    upstream.on("error", end).on("close", end);
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { endpoint: `http://127.0.0.1:${server.address().port}`, close: () => server.close() };
+}
+
+/** The app over one bucket, cold then warm: the figures of `page.scale` for it. */
+async function measure(browser, dir, env) {
+  const app = await startApp(dir, ["--cache", join(dir, `cold-${Date.now()}.sqlite3`)], env);
+  try {
+    const [cold, ...warm] = await loads(browser, app.url, WARM_LOADS + 1);
+    if (cold.rows !== Math.min(50, PAIRS)) throw new Error(`the matrix shows ${cold.rows} rows`);
+    const history = async () => {
+      const q = new URLSearchParams({ platform: "platform-00", browser: "runtime-0", suite: "crud", name: "crud test 0" });
+      const view = await (await fetch(`${app.url}api/test?${q}`)).json();
+      if (!view.strip) throw new Error(`no history: ${JSON.stringify(view).slice(0, 200)}`);
+      return { requests: view.cost.requests, by_kind: view.cost.byKind };
+    };
+    const historyCold = await history();
+    const historyWarm = await history();
+    const gets = Number(cold.kinds.match(/(\d+) GET/)?.[1] ?? 0);
+    return {
+      cold: { ms: Math.round(cold.ms), requests: cold.requests, gets, by_kind: cold.kinds,
+        request_target: Math.ceil(RUNS / 1000) + PLATFORMS + 1 },
+      warm: { median_ms: Math.round(median(warm.map((w) => w.ms))), requests: warm.map((w) => w.requests) },
+      history: { cold: historyCold, warm: historyWarm },
+      js_heap_mb: cold.heapMb,
+    };
+  } finally {
+    await app.stop();
+  }
+}
+
+function garage() {
+  execFileSync(join(root, "tests/servers/garage"), { stdio: ["ignore", "ignore", "inherit"] });
+  const env = Object.fromEntries(readFileSync(join(root, "target/servers/garage.env"), "utf8").split("\n")
+    .map((l) => l.replace(/^export /, "").split("=")).filter((kv) => kv.length === 2));
+  return env;
+}
+
+// --seed-only DIR: writes the runs into the file:// bucket DIR/bucket and stops (for profiling).
+const seedOnly = process.argv.indexOf("--seed-only");
+if (seedOnly > 0) {
+  await seed({ bucket: "results", endpoint: `file://${join(process.argv[seedOnly + 1], "bucket")}`, prefix: "" });
+  process.exit(0);
+}
+
+const browser = await launch();
+const work = scratch();
+const empty = scratch();
+const apps = [];
+let closeRelay = () => {};
+try {
+  const emptyApp = await startApp(empty.dir);
+  apps.push(emptyApp);
+  const baseline = await loads(browser, emptyApp.url, WARM_LOADS + 1);
+  const baselineMs = median(baseline.slice(1).map((b) => b.ms));
+
+  const g = garage();
+  const prefix = `scale-${process.pid}-${Date.now()}/`;
+  const garageOptions = { bucket: g.GARAGE_BUCKET, endpoint: g.GARAGE_ENDPOINT, prefix, accessKeyId: g.GARAGE_ACCESS_KEY_ID,
+    secretAccessKey: g.GARAGE_SECRET_ACCESS_KEY, region: g.GARAGE_REGION };
+  let t = Date.now();
+  await seed({ bucket: "results", endpoint: `file://${join(work.dir, "bucket")}`, prefix: "" });
+  const seededFileMs = Date.now() - t;
+  console.log(`scale: seeded ${RUNS} runs over ${PAIRS} pairs into a file:// bucket in ${(seededFileMs / 1000).toFixed(1)} s`);
+  t = Date.now();
+  await seed(garageOptions);
+  const seededGarageMs = Date.now() - t;
+  console.log(`scale: seeded them into Garage in ${(seededGarageMs / 1000).toFixed(1)} s`);
+
+  const file = await measure(browser, work.dir, {});
+  const relayed = await relay(g.GARAGE_ENDPOINT.replace(/^http:\/\//, ""), LATENCY_MS);
+  closeRelay = relayed.close;
+  const far = await measure(browser, work.dir, { OBJSTORE_RESULTS: relayed.endpoint, OBJSTORE_RESULTS_BUCKET: g.GARAGE_BUCKET,
+    OBJSTORE_RESULTS_PREFIX: prefix, AWS_ACCESS_KEY_ID: g.GARAGE_ACCESS_KEY_ID,
+    AWS_SECRET_ACCESS_KEY: g.GARAGE_SECRET_ACCESS_KEY, AWS_REGION: g.GARAGE_REGION });
+
+  const figures = {
+    runs: RUNS, pairs: PAIRS, platforms: PLATFORMS, seeded_ms: { file: seededFileMs, garage: seededGarageMs },
+    empty_bucket_warm_median_ms: Math.round(baselineMs),
+    file: { ...file, warm_vs_empty_bucket: Number((file.warm.median_ms / baselineMs).toFixed(2)) },
+    garage_20ms: { ...far, latency_ms: LATENCY_MS, warm_vs_empty_bucket: Number((far.warm.median_ms / baselineMs).toFixed(2)) },
+    targets: { cold_gets: 0, cold_ms_at_20ms: 1500, warm_ms: 100, history_cold: "1 LIST + 50 GET", history_warm: 0 },
+  };
+  for (const [name, f] of [["file://", file], [`Garage, ${LATENCY_MS} ms away`, far]]) {
+    console.log(`scale: ${RUNS} runs over ${PAIRS} pairs, ${name}`);
+    console.log(`  cold matrix: ${f.cold.ms} ms, ${f.cold.requests} requests (${f.cold.by_kind}), ${f.cold.gets} GET (target ≤ ${f.cold.request_target} requests, 0 GET)`);
+    console.log(`  warm matrix: median ${f.warm.median_ms} ms (requests ${f.warm.requests.join(", ")}); the empty bucket's ${Math.round(baselineMs)} ms`);
+    console.log(`  one test's history: cold ${f.history.cold.requests} requests ${JSON.stringify(f.history.cold.by_kind)}, warm ${f.history.warm.requests}`);
+    console.log(`  the page's JS heap: ${f.js_heap_mb} MB`);
+  }
+  const out = join(root, "target/bench/app.json");
+  mkdirSync(join(root, "target/bench"), { recursive: true });
+  const all = existsSync(out) ? JSON.parse(readFileSync(out, "utf8")) : {};
+  all.page = { ...(all.page || {}), scale: figures };
+  writeFileSync(out, JSON.stringify(all, null, 2) + "\n");
+  console.log(`  written to ${out}`);
+} finally {
+  closeRelay();
+  for (const app of apps) await app.stop();
+  await browser.close();
+  work.remove();
+  empty.remove();
+}
