@@ -9,7 +9,7 @@ use crate::database::{Database, Tx};
 use crate::error::{Error, Result};
 use crate::events::{Event, EventKind};
 use crate::key::Key;
-use crate::mechanism::{Mechanism, META_TABLE};
+use crate::mechanism::{Mechanism, TableId, META_TABLE};
 use crate::range::{just_above, ByteRange, KeyRange};
 use crate::replica::{self, WriteOp};
 
@@ -240,16 +240,9 @@ impl Tx<'_> {
         if !scan.unique {
             return db.mech.index_count(index.table, &range);
         }
-        let mut distinct = 0;
-        let mut last: Option<Vec<u8>> = None;
-        db.mech.index_scan(index.table, &range, None, false, &mut |ik, _| {
-            if last.as_deref() != Some(ik) {
-                distinct += 1;
-                last = Some(ik.to_vec());
-            }
-            Ok(true)
-        })?;
-        Ok(distinct)
+        let mut firsts = Vec::new();
+        unique_forward(&mut *db.mech, index.table, range, &mut Window { skip: 0, left: usize::MAX }, &mut firsts)?;
+        Ok(firsts.len() as u64)
     }
 
     /// Primary keys of the selected records, in store or index order.
@@ -456,19 +449,23 @@ fn select(
     }
     // Unique: the first primary key of each run of equal index keys, then (if wanted) its record.
     let mut firsts = Vec::new();
-    let mut groups = UniqueGroups { reverse: scan.reverse, current: None, pending: None };
-    db.mech.index_scan(index.table, &range, None, scan.reverse, &mut |ik, pk| match groups.push(ik, pk) {
-        Some(first) => window.offer(|| {
-            firsts.push(first);
-            Ok(())
-        }),
-        None => Ok(true),
-    })?;
-    if let Some(first) = groups.pending.take().filter(|_| scan.reverse) {
-        window.offer(|| {
-            firsts.push(first);
-            Ok(())
+    if scan.reverse {
+        let mut groups = UniqueGroups { reverse: true, current: None, pending: None };
+        db.mech.index_scan(index.table, &range, None, true, &mut |ik, pk| match groups.push(ik, pk) {
+            Some(first) => window.offer(|| {
+                firsts.push(first);
+                Ok(())
+            }),
+            None => Ok(true),
         })?;
+        if let Some(first) = groups.pending.take() {
+            window.offer(|| {
+                firsts.push(first);
+                Ok(())
+            })?;
+        }
+    } else {
+        unique_forward(&mut *db.mech, index.table, range, &mut window, &mut firsts)?;
     }
     for pk in firsts {
         if !want_values {
@@ -484,6 +481,45 @@ fn select(
         visit(&pk, &record)?;
     }
     Ok(())
+}
+
+/// Entries of one index key stepped over before a unique scan seeks past the key instead.
+const STEPS_BEFORE_SEEK: usize = 8;
+
+/// A forward unique scan: the first primary key of each run of equal index keys, into
+/// `firsts`. Short runs are stepped through; a long one (many records sharing a key, as pairs
+/// of a results bucket share their runs') is left with a seek just above its key, so the scan
+/// costs the distinct keys rather than the entries.
+fn unique_forward(
+    mech: &mut dyn Mechanism,
+    table: TableId,
+    mut range: ByteRange,
+    window: &mut Window,
+    firsts: &mut Vec<Vec<u8>>,
+) -> Result<()> {
+    loop {
+        let (mut current, mut steps, mut seek_past): (Option<Vec<u8>>, usize, Option<Vec<u8>>) = (None, 0, None);
+        mech.index_scan(table, &range, None, false, &mut |ik, pk| {
+            if current.as_deref() == Some(ik) {
+                steps += 1;
+                if steps < STEPS_BEFORE_SEEK {
+                    return Ok(true);
+                }
+                seek_past = current.take();
+                return Ok(false);
+            }
+            current = Some(ik.to_vec());
+            steps = 1;
+            window.offer(|| {
+                firsts.push(pk.to_vec());
+                Ok(())
+            })
+        })?;
+        match seek_past {
+            Some(ik) => range.low = just_above(&ik),
+            None => return Ok(()),
+        }
+    }
 }
 
 /// Offset and limit over a stream of rows.

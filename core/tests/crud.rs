@@ -154,6 +154,25 @@ for_each_mechanism! {
         assert_eq!(names(&db.values("people", &unique.clone().offset(1).limit(2)).unwrap()), ["bob", "cy"]);
     }
 
+    fn unique_steps_over_long_runs_of_one_index_key(kind) {
+        // Runs of 1 to 30 records share a name: past a few, the scan seeks to the next name.
+        let mut db = people(kind);
+        let mut id = 0;
+        for (n, name) in ["ann", "ben", "cal", "dot", "eve"].iter().enumerate() {
+            for _ in 0..[30, 1, 9, 8, 12][n] {
+                id += 1;
+                db.put("people", person(id, name, &format!("{id}@x"), "paris", 30), None).unwrap();
+            }
+        }
+        let unique = ScanOptions::new().index("name").unique();
+        assert_eq!(numbers(&db.keys("people", &unique).unwrap()), vec![1, 31, 32, 41, 49]);
+        assert_eq!(numbers(&db.keys("people", &unique.clone().offset(1).limit(3)).unwrap()), vec![31, 32, 41]);
+        assert_eq!(numbers(&db.keys("people", &unique.clone().reverse()).unwrap()), vec![49, 41, 32, 31, 1]);
+        let from_cal = unique.clone().range(KeyRange::lower("cal", false));
+        assert_eq!(names(&db.values("people", &from_cal).unwrap()), ["cal", "dot", "eve"]);
+        assert_eq!(db.count("people", &unique).unwrap(), 5);
+    }
+
     fn compound_index_orders_by_each_field_and_answers_a_leading_prefix(kind) {
         let mut db = people(kind);
         seed(&mut db);

@@ -49,13 +49,17 @@ impl SqliteMechanism {
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(path, flags).map_err(failed("opening database file"))?;
         // WAL; NORMAL syncs at checkpoints only (durable across application crashes), FULL at
-        // every commit (durable across machine crashes).
+        // every commit (durable across machine crashes). A page cache of up to 64 MiB and a
+        // checkpoint every 64 MiB of WAL (not SQLite's 2 MiB and 4 MiB): a bucket listing of
+        // 100,000 names into a cold cache went from 12 s to 6.8 s, as pages stopped being
+        // re-read and re-copied by checkpoints.
         let synchronous = match durability {
             Durability::Normal => "NORMAL",
             Durability::Full => "FULL",
         };
         conn.execute_batch(&format!(
-            "PRAGMA journal_mode=WAL; PRAGMA synchronous={synchronous}; PRAGMA busy_timeout=5000;"
+            "PRAGMA journal_mode=WAL; PRAGMA synchronous={synchronous}; PRAGMA busy_timeout=5000;\
+             PRAGMA cache_size=-65536; PRAGMA wal_autocheckpoint=16384;"
         ))
         .map_err(failed("configuring database file"))?;
         conn.set_prepared_statement_cache_capacity(512);

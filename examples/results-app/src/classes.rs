@@ -5,7 +5,9 @@
 //! known there by its digest id, and counts as passed in a run that ran its suite without it
 //! failing or being skipped.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::rc::Rc;
 
 use serde_json::{json, Value};
 
@@ -81,12 +83,102 @@ impl Seen {
     }
 }
 
+/// Every pair's newest runs ([`BROKEN_RUNS`] of them, newest first), weighed once per view:
+/// what "broken" and "divergent" ask of them is worked out once per test and kept, so a matrix
+/// of P pairs costs P times a pair's own tests, not P times every pair's.
+pub struct Pairs<'a> {
+    runs: Vec<Vec<&'a Seen>>,
+    memo: RefCell<Memo>,
+}
+
+/// Runs by place: (pair, run) in [`Pairs::runs`].
+type At = (usize, usize);
+
+#[derive(Default)]
+struct Memo {
+    /// (suite, test) → the runs that make it broken, if it is.
+    broken: HashMap<(String, u32), Option<Rc<Vec<At>>>>,
+    /// (commit, suite, test) → each pair's newest run at that commit, where the test passed or
+    /// failed there, with how.
+    at_commit: HashMap<(String, String, u32), Rc<Vec<(At, Status)>>>,
+    /// (commit, suite) → the tests that failed in some pair's newest run at that commit.
+    failing_at: HashMap<(String, String), Rc<BTreeSet<u32>>>,
+}
+
+impl<'a> Pairs<'a> {
+    pub fn new(runs: &'a [Vec<Seen>]) -> Pairs<'a> {
+        Pairs::of(runs.iter().map(|runs| runs.iter().collect()).collect())
+    }
+
+    pub fn of(runs: Vec<Vec<&'a Seen>>) -> Pairs<'a> {
+        Pairs { runs, memo: RefCell::default() }
+    }
+
+    fn run(&self, (pair, run): At) -> &'a Seen {
+        self.runs[pair][run]
+    }
+
+    /// Each pair's newest run at `commit`.
+    fn newest_at(&self, commit: &'a str) -> impl Iterator<Item = At> + '_ {
+        self.runs.iter().enumerate().filter_map(move |(p, runs)| {
+            runs.iter().position(|r| r.commit.as_deref() == Some(commit)).map(|r| (p, r))
+        })
+    }
+
+    /// The runs that show test `id` broken: it failed in each of the newest runs of every pair
+    /// that ran it, and some pair ran it in all of its [`BROKEN_RUNS`].
+    fn broken(&self, suite: &str, id: u32) -> Option<Rc<Vec<At>>> {
+        let key = (suite.to_string(), id);
+        if let Some(found) = self.memo.borrow().broken.get(&key) {
+            return found.clone();
+        }
+        let status = |at: At| self.run(at).status(suite, id);
+        let places = || self.runs.iter().enumerate().flat_map(|(p, runs)| (0..runs.len()).map(move |r| (p, r)));
+        let ran: Vec<At> = places().filter(|at| status(*at).is_some()).collect();
+        let enough = self.runs.iter().any(|runs| runs.len() >= BROKEN_RUNS && runs.iter().all(|r| r.status(suite, id).is_some()));
+        let found = (enough && ran.iter().all(|at| status(*at) == Some(Status::Failed))).then(|| Rc::new(ran));
+        self.memo.borrow_mut().broken.insert(key, found.clone());
+        found
+    }
+
+    /// Test `id`'s outcome in each pair's newest run at `commit`, where it passed or failed.
+    fn at_commit(&self, commit: &'a str, suite: &str, id: u32) -> Rc<Vec<(At, Status)>> {
+        let key = (commit.to_string(), suite.to_string(), id);
+        if let Some(found) = self.memo.borrow().at_commit.get(&key) {
+            return found.clone();
+        }
+        let found: Rc<Vec<(At, Status)>> = Rc::new(
+            self.newest_at(commit)
+                .filter_map(|at| self.run(at).status(suite, id).filter(|s| is_outcome(*s)).map(|s| (at, s)))
+                .collect(),
+        );
+        self.memo.borrow_mut().at_commit.insert(key, found.clone());
+        found
+    }
+
+    /// The tests of `suite` that failed in some pair's newest run at `commit`.
+    fn failing_at(&self, commit: &'a str, suite: &str) -> Rc<BTreeSet<u32>> {
+        let key = (commit.to_string(), suite.to_string());
+        if let Some(found) = self.memo.borrow().failing_at.get(&key) {
+            return found.clone();
+        }
+        let found: Rc<BTreeSet<u32>> = Rc::new(
+            self.newest_at(commit)
+                .filter_map(|at| self.run(at).suites.get(suite))
+                .flat_map(|ran| ran.failed.iter().copied())
+                .collect(),
+        );
+        self.memo.borrow_mut().failing_at.insert(key, found.clone());
+        found
+    }
+}
+
 /// What a run's tests are weighed against.
-pub struct Evidence<'a> {
+pub struct Evidence<'e, 'a> {
     /// The pair's runs before this one, newest first.
     pub earlier: Vec<&'a Seen>,
-    /// Every pair's newest runs, newest first ([`BROKEN_RUNS`] of them), this pair's included.
-    pub pairs: Vec<Vec<&'a Seen>>,
+    /// Every pair's newest runs, this pair's included.
+    pub pairs: &'e Pairs<'a>,
 }
 
 /// A test as the classes weigh it: its suite, digest id, status, and whether it passed on a
@@ -120,21 +212,20 @@ pub fn classify(t: &Weighed, this: &Seen, e: &Evidence) -> Vec<Value> {
     }
     // Broken: failed in each of the newest runs of every pair that ran it.
     if t.status == Status::Failed {
-        let ran: Vec<&Seen> = e.pairs.iter().flatten().copied().filter(|r| status_in(r).is_some()).collect();
-        let enough =
-            e.pairs.iter().any(|runs| runs.len() >= BROKEN_RUNS && runs.iter().all(|r| status_in(r).is_some()));
-        if enough && ran.iter().all(|r| status_in(r) == Some(Status::Failed)) {
-            classes.push(json!({"class": "broken", "evidence": ran.iter().map(|r| &r.key).collect::<Vec<_>>()}));
+        if let Some(ran) = e.pairs.broken(t.suite, t.id) {
+            let keys: Vec<&str> = ran.iter().map(|at| e.pairs.run(*at).key.as_str()).collect();
+            classes.push(json!({"class": "broken", "evidence": keys}));
         }
     }
     // Divergent: at this commit, the other pairs' newest runs disagree with this one.
     if let (Some(commit), true) = (&this.commit, is_outcome(t.status)) {
         let other: Vec<&str> = e
             .pairs
+            .at_commit(commit, t.suite, t.id)
             .iter()
-            .filter_map(|runs| runs.iter().find(|r| r.pair != this.pair && r.commit.as_ref() == Some(commit)))
-            .filter(|r| matches!(status_in(r), Some(s) if s != t.status && is_outcome(s)))
-            .map(|r| r.key.as_str())
+            .map(|(at, s)| (e.pairs.run(*at), *s))
+            .filter(|(r, s)| r.pair != this.pair && *s != t.status)
+            .map(|(r, _)| r.key.as_str())
             .collect();
         if !other.is_empty() {
             classes.push(json!({"class": "divergent", "evidence": other}));
@@ -145,15 +236,19 @@ pub fn classify(t: &Weighed, this: &Seen, e: &Evidence) -> Vec<Value> {
 
 /// Per suite of run `this`, how many of its tests fall in each class (only classes some test
 /// does). The tests weighed are those a class can hold: the ones that failed or passed on a
-/// retry here, and those that failed in a run this one is weighed against.
+/// retry here, those that failed in an earlier run at this run's commit (version), and those
+/// that failed on some pair at this run's commit.
 pub fn counts(this: &Seen, e: &Evidence) -> BTreeMap<String, BTreeMap<String, u64>> {
     let mut counts = BTreeMap::new();
     for (suite, ran) in &this.suites {
         let mut ids: BTreeSet<u32> = ran.failed.iter().chain(&ran.retried).copied().collect();
-        for other in e.earlier.iter().chain(e.pairs.iter().flatten()) {
-            if let Some(r) = other.suites.get(suite) {
+        for earlier in e.earlier.iter().filter(|r| r.basis.is_some() && r.basis == this.basis) {
+            if let Some(r) = earlier.suites.get(suite) {
                 ids.extend(&r.failed);
             }
+        }
+        if let Some(commit) = &this.commit {
+            ids.extend(e.pairs.failing_at(commit, suite).iter());
         }
         let mut classes: BTreeMap<String, u64> = BTreeMap::new();
         for id in ids {
@@ -212,32 +307,37 @@ mod tests {
         let before = seen("a/0", "linux", "c1", Status::Passed);
         let mac = seen("m/1", "mac", "c2", Status::Passed);
         let mac_before = seen("m/0", "mac", "c1", Status::Passed);
-        let e = Evidence { earlier: vec![&before], pairs: vec![vec![&now, &before], vec![&mac, &mac_before]] };
+        let e_pairs = Pairs::of(vec![vec![&now, &before], vec![&mac, &mac_before]]);
+        let e = Evidence { earlier: vec![&before], pairs: &e_pairs };
         let classes = classify(&test(Status::Failed), &now, &e);
         assert_eq!(names(&classes), ["new failure", "divergent"]);
         assert_eq!(classes[0]["evidence"], json!(["a/0"]));
         assert_eq!(classes[1]["evidence"], json!(["m/1"]));
         // The matrix counts the same, and the passing side of the divergence on the mac.
         assert_eq!(counts(&now, &e)["crud"], BTreeMap::from([("divergent".into(), 1), ("new failure".into(), 1)]));
-        let e_mac = Evidence { earlier: vec![&mac_before], pairs: vec![vec![&now, &before], vec![&mac, &mac_before]] };
+        let e_mac_pairs = Pairs::of(vec![vec![&now, &before], vec![&mac, &mac_before]]);
+        let e_mac = Evidence { earlier: vec![&mac_before], pairs: &e_mac_pairs };
         assert_eq!(counts(&mac, &e_mac)["crud"], BTreeMap::from([("divergent".into(), 1)]));
 
         // Failed twice on every pair that ran it: broken, and neither new nor divergent.
         let old = seen("a/0", "linux", "c1", Status::Failed);
         let mac = seen("m/1", "mac", "c2", Status::Failed);
         let mac_before = seen("m/0", "mac", "c1", Status::Failed);
-        let e = Evidence { earlier: vec![&old], pairs: vec![vec![&now, &old], vec![&mac, &mac_before]] };
+        let e_pairs = Pairs::of(vec![vec![&now, &old], vec![&mac, &mac_before]]);
+        let e = Evidence { earlier: vec![&old], pairs: &e_pairs };
         assert_eq!(names(&classify(&test(Status::Failed), &now, &e)), ["broken"]);
 
         // Passed and failed at one commit: flaky (and here new too), naming the run that
         // differed; a pass on a retry is flaky by itself.
         let same_commit = seen("a/0", "linux", "c2", Status::Passed);
-        let e = Evidence { earlier: vec![&same_commit], pairs: vec![] };
+        let e_pairs = Pairs::of(vec![]);
+        let e = Evidence { earlier: vec![&same_commit], pairs: &e_pairs };
         let classes = classify(&test(Status::Failed), &now, &e);
         assert_eq!(names(&classes), ["new failure", "flaky"]);
         assert_eq!(classes[1]["evidence"], json!(["a/0"]));
         let retried = Weighed { retried: true, ..test(Status::Passed) };
-        let e = Evidence { earlier: vec![], pairs: vec![] };
+        let e_pairs = Pairs::of(vec![]);
+        let e = Evidence { earlier: vec![], pairs: &e_pairs };
         assert_eq!(names(&classify(&retried, &seen("a/1", "linux", "c2", Status::Passed), &e)), ["flaky"]);
     }
 
@@ -249,7 +349,8 @@ mod tests {
         assert_eq!(skipped.status("sql", ID), None);
         assert_eq!(skipped.status("crud", ID + 1), Some(Status::Passed));
         let now = seen("a/1", "linux", "c2", Status::Failed);
-        let e = Evidence { earlier: vec![&skipped], pairs: vec![] };
+        let e_pairs = Pairs::of(vec![]);
+        let e = Evidence { earlier: vec![&skipped], pairs: &e_pairs };
         assert!(classify(&test(Status::Failed), &now, &e).is_empty());
     }
 }

@@ -17,7 +17,7 @@ use objstore_db::rsapi::{Db, OpenOptions};
 use objstore_db_core::MechanismKind;
 use serde_json::{json, Map, Value};
 
-use crate::classes::{self, classify, Evidence, Seen, TestId, Weighed};
+use crate::classes::{self, classify, Evidence, Pairs, Seen, TestId, Weighed};
 use crate::digest::{self, Digest};
 use crate::filter::MatrixFilter;
 use crate::fingerprint::{self, Failure};
@@ -185,12 +185,13 @@ impl Viewer {
             let pairs = all_pairs(db)?;
             let runs = newest_digested(db, &pairs)?;
             let seen: Vec<Vec<Seen>> = runs.iter().map(|runs| runs.iter().map(Digested::seen).collect()).collect();
+            let weighed = Pairs::new(&seen);
             let mut matching = Vec::new();
             for ((pair, runs), seen_runs) in pairs.iter().zip(&runs).zip(&seen) {
                 let Some(newest) = runs.first() else { continue };
                 let mut row = digest_brief(newest);
                 if !newest.digests.is_empty() {
-                    row["cells"] = cells(&newest.digests, &seen_runs[0], &evidence(&seen_runs[1..], &seen));
+                    row["cells"] = cells(&newest.digests, &seen_runs[0], &evidence(&seen_runs[1..], &weighed));
                     row["labels"] = labels(&newest.digests);
                 }
                 if filter.passes(&row) {
@@ -280,7 +281,7 @@ impl Viewer {
             let this = self.find_run(db, &key)?;
             let pairs = newest_digested(db, &all_pairs(db)?)?;
             let pairs: Vec<Vec<Seen>> = pairs.iter().map(|runs| runs.iter().map(Digested::seen).collect()).collect();
-            run_view(db, &this, &pairs)
+            run_view(db, &this, &Pairs::new(&pairs))
         })
     }
 
@@ -294,10 +295,11 @@ impl Viewer {
                 .iter()
                 .map(|runs| runs.iter().map(Digested::seen).collect())
                 .collect();
+            let weighed = Pairs::new(&pairs);
             let views = newest
                 .iter()
                 .filter_map(|runs| runs.first())
-                .map(|run| run_view(db, run, &pairs))
+                .map(|run| run_view(db, run, &weighed))
                 .collect::<Result<Vec<_>, _>>()?;
             Ok(json!({"runs": views}))
         })
@@ -528,7 +530,7 @@ impl Drop for Viewer {
 
 /// One run's view (see [`Viewer::run`]), its classes weighed against the pair's runs before it
 /// and `pairs` (every pair's newest runs).
-fn run_view(db: &Db, this: &Loaded, pairs: &[Vec<Seen>]) -> View {
+fn run_view(db: &Db, this: &Loaded, pairs: &Pairs) -> View {
     if this.reports().next().is_none() {
         return Ok(brief(this));
     }
@@ -701,8 +703,8 @@ fn cells(digests: &[Digest], this: &Seen, e: &Evidence) -> Value {
 }
 
 /// The evidence for a run: the pair's runs before it, and every pair's newest runs.
-fn evidence<'a>(earlier: &'a [Seen], pairs: &'a [Vec<Seen>]) -> Evidence<'a> {
-    Evidence { earlier: earlier.iter().collect(), pairs: pairs.iter().map(|runs| runs.iter().collect()).collect() }
+fn evidence<'e, 'a>(earlier: &'a [Seen], pairs: &'e Pairs<'a>) -> Evidence<'e, 'a> {
+    Evidence { earlier: earlier.iter().collect(), pairs }
 }
 
 /// Tests that both passed and failed among `runs` at one commit (or version): (basis, test).
@@ -795,7 +797,7 @@ mod tests {
             assert_eq!(from_digests[field], row[field], "{field}");
         }
         assert_eq!(from_digests["ci"]["commit"], "abc");
-        let cells = cells(&digested.digests, &digested.seen(), &evidence(&[], &[]));
+        let cells = cells(&digested.digests, &digested.seen(), &evidence(&[], &Pairs::of(vec![])));
         assert_eq!(cells["crud"]["passed"], 2);
         assert_eq!(cells["sql"]["failed"], 1);
     }
