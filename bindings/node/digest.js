@@ -27,10 +27,11 @@ function escape(text) {
   return out;
 }
 
-/** @param {unknown} value @returns {string | undefined} */
+/** Texts, booleans and whole numbers within ±2^53 (which every language writes alike). @param {unknown} value @returns {string | undefined} */
 function labelText(value) {
   if (typeof value === 'string') return value;
-  if (typeof value === 'number' || typeof value === 'boolean') return JSON.stringify(value);
+  if (typeof value === 'boolean') return String(value);
+  if (typeof value === 'number' && Number.isSafeInteger(value)) return String(value);
   return undefined;
 }
 

@@ -50,7 +50,8 @@ impl SqliteMechanism {
         let conn = Connection::open_with_flags(path, flags).map_err(failed("opening database file"))?;
         // WAL; NORMAL syncs at checkpoints only (durable across application crashes), FULL at
         // every commit (durable across machine crashes). A page cache of up to 64 MiB and a
-        // checkpoint every 64 MiB of WAL (not SQLite's 2 MiB and 4 MiB): a bucket listing of
+        // checkpoint every 64 MiB of WAL, truncated back to 64 MiB at most after one (not SQLite's
+        // 2 MiB and 4 MiB, and a WAL that keeps its largest size): a bucket listing of
         // 100,000 names into a cold cache went from 12 s to 6.8 s, as pages stopped being
         // re-read and re-copied by checkpoints.
         let synchronous = match durability {
@@ -59,7 +60,7 @@ impl SqliteMechanism {
         };
         conn.execute_batch(&format!(
             "PRAGMA journal_mode=WAL; PRAGMA synchronous={synchronous}; PRAGMA busy_timeout=5000;\
-             PRAGMA cache_size=-65536; PRAGMA wal_autocheckpoint=16384;"
+             PRAGMA cache_size=-65536; PRAGMA wal_autocheckpoint=16384; PRAGMA journal_size_limit=67108864;"
         ))
         .map_err(failed("configuring database file"))?;
         conn.set_prepared_statement_cache_capacity(512);

@@ -384,6 +384,15 @@ test("files posted for one CI run, by two jobs at different times, are one run: 
   assert.equal(await page.getAttribute("a.ci", "href"), ci.url);
   assert.match(await page.textContent("#files"), /2 report files.*crud\.xml \(job build \(windows\)\): 1 tests.*sql\.xml/s);
   assert.match(await page.textContent("ul.labels"), /build_type=Debug/);
+  // The matrix filters by a build variant its runs carry.
+  await page.goto(app.url);
+  await page.waitForSelector("#matrix");
+  await page.selectOption('select[name="label"]', "build_type=Debug");
+  await page.waitForFunction(() => location.search.includes("label=build_type%3DDebug"));
+  await page.waitForFunction(() => document.querySelectorAll("#matrix tbody tr").length === 1);
+  assert.equal(await page.getAttribute("#matrix tbody tr", "data-pair"), "windows-x86_64 / c-msvc-19");
+  await page.click(`${row} td.cell[data-suite="sql"] a`);
+  await page.waitForSelector("#tests");
   assert.match(await page.textContent('#tests tr[data-status="failed"]'), /select \(sql\.xml\).*no such column/s);
   // The history holds the run once.
   await page.goto(`${app.url}?view=pair&platform=windows-x86_64&browser=c-msvc-19`);

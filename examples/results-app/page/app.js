@@ -224,7 +224,8 @@ async function matrixView(state) {
   show(
     h("h2", {}, "Newest run per platform and runtime"),
     filterBar(state, [["platform", "platform", data.platforms], ["browser", "runtime", data.browsers],
-      ["suite", "suite", data.suites], ["status", "with a test that", STATUSES], ["class", "with a test that is", Object.keys(data.rules)]]),
+      ["suite", "suite", data.suites], ["status", "with a test that", STATUSES], ["class", "with a test that is", Object.keys(data.rules)],
+      ["label", "build variant", data.labels || []]]),
     h("p", { class: "muted", id: "pairs-shown" }, `${rows.length} of ${data.matching} pair${data.matching === 1 ? "" : "s"}` +
       (data.matching < data.pairs ? ` passing the filters (of ${data.pairs})` : ""),
       state.after ? [" · ", link({ ...state, after: "" }, "first pairs")] : null,

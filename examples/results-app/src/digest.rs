@@ -77,17 +77,35 @@ pub fn ids(run: &Run) -> Vec<u32> {
         .collect()
 }
 
-/// The build-variant labels of a report: its environment's texts, numbers and booleans.
+/// The build-variant labels of a report: its environment's texts, booleans and whole numbers
+/// within ±2^53 (which every language writes alike; other numbers are no label).
 pub fn labels(run: &Run) -> BTreeMap<String, String> {
     run.results
         .environment
         .iter()
         .filter_map(|(key, value)| match value {
             Value::String(s) => Some((key.clone(), s.clone())),
-            Value::Number(_) | Value::Bool(_) => Some((key.clone(), value.to_string())),
+            Value::Bool(b) => Some((key.clone(), b.to_string())),
+            Value::Number(n) => {
+                n.as_i64().filter(|i| i.unsigned_abs() <= 1 << 53).map(|i| (key.clone(), i.to_string()))
+            }
             _ => None,
         })
         .collect()
+}
+
+/// The largest count a digest is believed to hold (a name is untrusted: sums must not overflow).
+const MAX_COUNT: u64 = 1_000_000_000;
+
+/// A count or time written in decimal digits only (no sign).
+fn decimal(field: &str) -> Option<u64> {
+    (!field.is_empty() && field.bytes().all(|b| b.is_ascii_digit())).then(|| field.parse().ok()).flatten()
+}
+
+/// Two hex digits, exactly.
+fn hex_byte(text: &[u8]) -> Option<u8> {
+    let hex = std::str::from_utf8(text).ok().filter(|h| h.len() == 2 && h.bytes().all(|b| b.is_ascii_hexdigit()))?;
+    u8::from_str_radix(hex, 16).ok()
 }
 
 impl Digest {
@@ -156,7 +174,7 @@ impl Digest {
             c if c.is_empty() => None,
             c => Some(Some(c).filter(|c| c.len() <= COMMIT_CHARS && check_label("commit", c).is_ok())?),
         };
-        let start = fields.next()?.parse().ok()?;
+        let start = decimal(fields.next()?)?;
         let labels = fields.next()?;
         let labels: Vec<String> =
             if labels.is_empty() { Vec::new() } else { labels.split('-').map(unescape).collect::<Option<_>>()? };
@@ -187,8 +205,7 @@ fn unescape(field: &str) -> Option<String> {
     while let Some((&b, tail)) = rest.split_first() {
         match b {
             b'_' => {
-                let hex = std::str::from_utf8(tail.get(..2)?).ok()?;
-                bytes.push(u8::from_str_radix(hex, 16).ok()?);
+                bytes.push(hex_byte(tail.get(..2)?)?);
                 rest = &tail[2..];
             }
             b if b.is_ascii_alphanumeric() => {
@@ -206,16 +223,16 @@ fn suite_of(field: &str) -> Option<SuiteDigest> {
     let [name, passed, failed, skipped, failed_ids, skipped_ids, retried_ids] = parts[..] else { return None };
     let name = unescape(name).filter(|n| !n.is_empty() && n.len() <= MAX_LABEL * 4)?;
     let ids = |hex: &str| -> Option<Vec<u32>> {
-        if hex.len() % 8 != 0 || !hex.is_ascii() {
+        if hex.len() % 8 != 0 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
             return None;
         }
         (0..hex.len()).step_by(8).map(|i| u32::from_str_radix(&hex[i..i + 8], 16).ok()).collect()
     };
     let suite = SuiteDigest {
         name,
-        passed: passed.parse().ok()?,
-        failed: failed.parse().ok()?,
-        skipped: skipped.parse().ok()?,
+        passed: decimal(passed).filter(|n| *n <= MAX_COUNT)?,
+        failed: decimal(failed)?,
+        skipped: decimal(skipped)?,
         failed_ids: ids(failed_ids)?,
         skipped_ids: ids(skipped_ids)?,
         retried_ids: ids(retried_ids)?,
@@ -292,6 +309,11 @@ mod tests {
         assert_eq!(of_key("linux/gcc/9999-aa/f1.!!!"), None);
         assert_eq!(of_key("linux/gcc/9999-aa/f1.1.1_2E0..0..crud-1-0-0"), None, "a suite missing its ids");
         assert!(of_key("linux/gcc/9999-aa/f1.1.1_2E0..0..crud-1-0-0---").is_some());
+        for odd in ["f1.1.1_2E0..+0..crud-1-0-0---", "f1.1.1_+E0..0..crud-1-0-0---", "f1.1.1_2E0..0..crud-+1-0-0---",
+            "f1.1.1_2E0..0..crud-18446744073709551615-0-0---", "f1.1.1_2E0..0..crud-1-1-0-+0000001--"]
+        {
+            assert_eq!(of_key(&format!("linux/gcc/9999-aa/{odd}")), None, "{odd}");
+        }
         let mut digest = Digest::of(&run());
         digest.suites[0].failed = 5;
         assert_eq!(Digest::decode(&digest.encode()), None);

@@ -28,7 +28,9 @@ impl MatrixFilter {
             || self.commit.as_ref().is_some_and(|c| {
                 // A matrix row carries the commit's first 12 characters (a run's digest).
                 let commit = row["ci"]["commit"].as_str().unwrap_or_default();
-                commit.is_empty() || !(commit.starts_with(c.as_str()) || c.starts_with(commit))
+                commit.is_empty()
+                    || !(commit.starts_with(c.as_str())
+                        || (commit.len() == crate::digest::COMMIT_CHARS && c.starts_with(commit)))
             })
             || self.label.as_ref().is_some_and(|l| {
                 let (key, value) = l.split_once('=').unwrap_or((l, ""));

@@ -80,16 +80,7 @@ pub(crate) fn pair_runs(
     after: Option<&str>,
     limit: usize,
 ) -> Result<Vec<String>, ViewError> {
-    // Every run of the pair sorts between [platform, browser] and [platform, browser + "\0"].
-    let upper = json!([platform, format!("{browser}\u{0}")]);
-    let range = match after {
-        Some(after) => {
-            json!({"lower": [platform, browser, run_segment(after)], "lowerOpen": true, "upper": upper, "upperOpen": true})
-        }
-        None => json!({"lower": [platform, browser], "upper": upper, "upperOpen": true}),
-    };
-    let scan = json!({"index": "pair runs", "unique": true, "range": range, "limit": limit});
-    Ok(run_keys(&keys(db, "results-meta", &scan)?))
+    Ok(pair_files(db, platform, browser, after, limit)?.into_iter().map(|(run, _)| run).collect())
 }
 
 /// The runs under `run_keys` with their files, fetched where not cached (immutable: a cached
@@ -132,7 +123,8 @@ fn load(db: &Db, keys: &[String]) -> Result<Vec<Result<Run, String>>, ViewError>
     }
     let bodies = match call(|done| db.values_of(None, "results", &json!(keys), Read::default(), done)) {
         Ok(bodies) => bodies,
-        // The library answers a read of one key that cannot be used with that key's error.
+        // The library answers a read of one key that cannot be used with that key's error (and
+        // a bucket out of reach with its own): that file's reason, not the view's failure.
         Err(reason) if keys.len() == 1 => return Ok(vec![Err(reason)]),
         Err(e) => return Err(ViewError::Failed(format!("reading the runs: {e}"))),
     };
@@ -290,14 +282,12 @@ pub(crate) fn newest_runs(db: &Db, pairs: &[(String, String)]) -> Result<Vec<Vec
     Ok(runs_of.iter().map(|runs| loaded.by_ref().take(runs.len()).collect()).collect())
 }
 
-/// The keys of each pair's newest runs: a name outside the layout (written around the app) is
-/// no run, and a few are stepped over.
+/// The keys of each pair's newest runs (a name outside the layout, written around the app, is
+/// no run).
 fn newest_keys(db: &Db, pairs: &[(String, String)]) -> Result<Vec<Vec<String>>, ViewError> {
     let mut runs_of = Vec::with_capacity(pairs.len());
     for (platform, browser) in pairs {
-        let mut runs = pair_runs(db, platform, browser, None, classes::BROKEN_RUNS + 2)?;
-        runs.truncate(classes::BROKEN_RUNS);
-        runs_of.push(runs);
+        runs_of.push(pair_runs(db, platform, browser, None, classes::BROKEN_RUNS)?);
     }
     Ok(runs_of)
 }

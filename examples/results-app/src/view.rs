@@ -35,6 +35,8 @@ pub const PAIRS: usize = 50;
 pub const PAGE: usize = 25;
 /// The most tests a search answers with.
 pub const FOUND: usize = 100;
+/// The most build-variant labels (`key=value`) the matrix offers as a filter.
+pub const VARIANTS: usize = 200;
 /// How many of each pair's newest runs the commit view looks through for the commit.
 pub const COMMIT_RUNS: usize = 25;
 
@@ -187,12 +189,18 @@ impl Viewer {
             let seen: Vec<Vec<Seen>> = runs.iter().map(|runs| runs.iter().map(Digested::seen).collect()).collect();
             let weighed = Pairs::new(&seen);
             let mut matching = Vec::new();
+            let mut variants = std::collections::BTreeSet::new();
             for ((pair, runs), seen_runs) in pairs.iter().zip(&runs).zip(&seen) {
                 let Some(newest) = runs.first() else { continue };
                 let mut row = digest_brief(newest);
                 if !newest.digests.is_empty() {
                     row["cells"] = cells(&newest.digests, &seen_runs[0], &evidence(&seen_runs[1..], &weighed));
                     row["labels"] = labels(&newest.digests);
+                }
+                for (key, value) in row["labels"].as_object().into_iter().flatten() {
+                    if variants.len() < VARIANTS {
+                        variants.insert(format!("{key}={}", value.as_str().unwrap_or_default()));
+                    }
                 }
                 if filter.passes(&row) {
                     matching.push((pair, newest, row));
@@ -223,7 +231,7 @@ impl Viewer {
             };
             Ok(json!({"suites": suites, "rows": shown.iter().map(|(_, _, row)| row).collect::<Vec<_>>(),
                 "next": next, "matching": matching.len(), "pairs": pairs.len(), "platforms": distinct(|p| &p.0),
-                "browsers": distinct(|p| &p.1), "rules": classes::rules()}))
+                "browsers": distinct(|p| &p.1), "labels": variants, "rules": classes::rules()}))
         })
     }
 
@@ -365,10 +373,12 @@ impl Viewer {
     }
 
     /// Every pair at one commit (`commit` a prefix of it): each pair's newest run at it among its
-    /// last [`COMMIT_RUNS`]; the tests divergent there (passed on some pairs, failed on others)
-    /// and flaky there (both outcomes in one pair's runs at it); with `base`, per pair, the
-    /// tests newly failing and fixed since that commit.
+    /// last [`COMMIT_RUNS`] (found by their names' digests: the bodies read are those of the
+    /// runs shown, and of the base's); the tests divergent there (passed on some pairs, failed
+    /// on others) and flaky there (both outcomes in one pair's runs at it); with `base`, per
+    /// pair, the tests newly failing and fixed since that commit.
     pub fn commit(&self, commit: &str, base: Option<&str>) -> View {
+        let (asked, asked_base) = (commit, base);
         for (field, value) in std::iter::once(("commit", commit)).chain(base.map(|b| ("base", b))) {
             check_label(field, value).map_err(ViewError::BadRequest)?;
             if value.len() < 7 {
@@ -376,18 +386,25 @@ impl Viewer {
             }
         }
         self.view(|db| {
+            // Each pair's last runs by their names' digests; bodies only of the runs shown.
             let pairs = all_pairs(db)?;
-            let mut recent = Vec::with_capacity(pairs.len());
+            let mut files = Vec::with_capacity(pairs.len());
             for (platform, browser) in &pairs {
-                recent.push(pair_runs(db, platform, browser, None, COMMIT_RUNS)?);
+                files.push(pair_files(db, platform, browser, None, COMMIT_RUNS)?);
             }
-            let mut loaded = load_runs(db, &recent.concat())?.into_iter();
-            let by_pair: Vec<Vec<Loaded>> = recent.iter().map(|runs| loaded.by_ref().take(runs.len()).collect()).collect();
-            let commit_of = |l: &Loaded| l.reports().find_map(|r| r.ci.commit.clone());
-            // A prefix names one commit: the one the runs hold that starts with it.
+            let counts: Vec<usize> = files.iter().map(Vec::len).collect();
+            let mut all = digested(db, files.into_iter().flatten().collect())?.into_iter();
+            let recent: Vec<Vec<Digested>> = counts.iter().map(|n| all.by_ref().take(*n).collect()).collect();
+            let commit_of = |d: &Digested| d.digests.iter().find_map(|x| x.commit.clone());
+            // A prefix names one commit: the one the runs hold that starts with it (digests carry
+            // a commit's first 12 characters, so a longer prefix is matched on those).
             let resolve = |field: &str, prefix: &str| -> Result<Option<String>, ViewError> {
-                let mut found: Vec<String> =
-                    by_pair.iter().flatten().filter_map(commit_of).filter(|c| c.starts_with(prefix)).collect();
+                let mut found: Vec<String> = recent
+                    .iter()
+                    .flatten()
+                    .filter_map(commit_of)
+                    .filter(|c| commit_matches(c, prefix))
+                    .collect();
                 found.sort();
                 found.dedup();
                 match found.len() {
@@ -403,17 +420,34 @@ impl Viewer {
                 Some(base) => resolve("base", base)?,
                 None => None,
             };
-            let at = |l: &Loaded, c: &str| commit_of(l).as_deref() == Some(c);
+            let at = |d: &Digested, c: &str| commit_of(d).as_deref() == Some(c);
+            // Per pair, its newest run at the commit and the run before it at the base.
+            let shown: Vec<(Option<usize>, Option<usize>)> = recent
+                .iter()
+                .map(|runs| {
+                    let newest = runs.iter().position(|d| at(d, &commit));
+                    let before = newest.zip(base.as_deref()).and_then(|(n, b)| {
+                        runs.iter().skip(n + 1).position(|d| at(d, b)).map(|i| n + 1 + i)
+                    });
+                    (newest, before)
+                })
+                .collect();
+            let wanted: Vec<String> = recent
+                .iter()
+                .zip(&shown)
+                .flat_map(|(runs, (n, b))| [n, b].into_iter().flatten().map(|i| runs[*i].key.clone()))
+                .collect();
+            let loaded: HashMap<String, Loaded> =
+                load_runs(db, &wanted)?.into_iter().map(|l| (l.key.clone(), l)).collect();
             let outcomes = |l: &Loaded| -> BTreeMap<TestId, Status> {
                 identified(l.tests()).map(|(id, (_, t))| (id, t.status)).collect()
             };
             let entry = |pair: &str, run: &str, (suite, name, _): &TestId| json!({"pair": pair, "run": run, "suite": suite, "name": name});
             let (mut rows, mut failing, mut fixed, mut flaky) = (vec![], vec![], vec![], vec![]);
             let mut across: BTreeMap<TestId, [Vec<String>; 2]> = BTreeMap::new();
-            for ((platform, browser), runs) in pairs.iter().zip(&by_pair) {
+            for (((platform, browser), runs), (newest, before)) in pairs.iter().zip(&recent).zip(&shown) {
                 let pair = format!("{platform}/{browser}");
-                let at_commit: Vec<&Loaded> = runs.iter().filter(|l| at(l, &commit)).collect();
-                let Some(newest) = at_commit.first() else { continue };
+                let Some(newest) = newest.and_then(|n| loaded.get(&runs[n].key)) else { continue };
                 rows.push(brief(newest));
                 let now = outcomes(newest);
                 for (id, status) in &now {
@@ -424,20 +458,21 @@ impl Viewer {
                         _ => {}
                     }
                 }
-                let mut both: BTreeMap<&TestId, [bool; 2]> = BTreeMap::new();
-                let all_at: Vec<BTreeMap<TestId, Status>> = at_commit.iter().map(|l| outcomes(l)).collect();
-                for run in &all_at {
-                    for (id, status) in run {
-                        let seen = both.entry(id).or_default();
-                        seen[0] |= *status == Status::Passed;
-                        seen[1] |= *status == Status::Failed;
+                // Flaky: the newest run's tests that passed in one of the pair's runs at the
+                // commit and failed in another, by those runs' digests.
+                let at_commit: Vec<Seen> = runs.iter().filter(|d| at(d, &commit)).map(Digested::seen).collect();
+                let named = newest.files.iter().filter_map(|f| f.run.as_ref().ok()).flat_map(|run| {
+                    run.results.tests.iter().zip(digest::ids(run)).map(|(t, id)| (t.suite.as_str(), t.name.as_str(), id))
+                });
+                let mut listed = std::collections::BTreeSet::new();
+                for (suite, name, id) in named {
+                    let statuses: Vec<Status> = at_commit.iter().filter_map(|r| r.status(suite, id)).collect();
+                    if statuses.contains(&Status::Passed) && statuses.contains(&Status::Failed) && listed.insert((suite, name)) {
+                        flaky.push(entry(&pair, &newest.key, &(suite.to_string(), name.to_string(), 1)));
                     }
                 }
-                flaky.extend(both.iter().filter(|(_, [p, f])| *p && *f).map(|(id, _)| entry(&pair, &newest.key, id)));
                 // The base's run is one before the commit's, on this pair.
-                let Some(base) = &base else { continue };
-                let newest_index = runs.iter().position(|l| std::ptr::eq(l, *newest)).unwrap_or(0);
-                let Some(before) = runs.iter().skip(newest_index + 1).find(|l| at(l, base)) else { continue };
+                let Some(before) = before.and_then(|b| loaded.get(&runs[b].key)) else { continue };
                 let before = outcomes(before);
                 for (id, status) in &now {
                     match (before.get(id), status) {
@@ -446,6 +481,16 @@ impl Viewer {
                         _ => {}
                     }
                 }
+            }
+            // The commits in full, as the runs' bodies name them.
+            let full = |short: &str| {
+                loaded.values().flat_map(|l| l.reports()).find_map(|r| r.ci.commit.clone().filter(|c| c.starts_with(short)))
+            };
+            let (commit, base) = (full(&commit).unwrap_or(commit), base.map(|b| full(&b).unwrap_or(b)));
+            // A prefix longer than a digest's commit was matched on its first characters only.
+            if !commit.starts_with(asked) || base.as_deref().zip(asked_base).is_some_and(|(b, a)| !b.starts_with(a)) {
+                return Ok(json!({"commit": asked, "base": asked_base, "runs": [], "newlyFailing": [], "fixed": [],
+                    "divergent": [], "flaky": []}));
             }
             let divergent: Vec<Value> = across
                 .into_iter()
@@ -559,7 +604,9 @@ fn run_view(db: &Db, this: &Loaded, pairs: &Pairs) -> View {
                     test[field] = value;
                 }
             }
-            let weighed = Weighed { suite: &t.suite, id, status: t.status, retried: t.detail.flaky };
+            // A retry counts where the test passed in the end, as the digests record it.
+            let retried = t.detail.flaky && t.status == Status::Passed;
+            let weighed = Weighed { suite: &t.suite, id, status: t.status, retried };
             let classes = classify(&weighed, &this_seen, &e);
             test["flaky"] = json!(classes.iter().any(|c| c["class"] == "flaky"));
             test["classes"] = json!(classes);
@@ -583,9 +630,16 @@ fn run_view(db: &Db, this: &Loaded, pairs: &Pairs) -> View {
     Ok(view)
 }
 
+/// Whether a commit as a digest carries it (its first 12 characters) is the commit `prefix`
+/// names: it starts with the prefix, or is a whole 12-character prefix of it.
+fn commit_matches(commit: &str, prefix: &str) -> bool {
+    commit.starts_with(prefix) || (commit.len() == digest::COMMIT_CHARS && prefix.starts_with(commit))
+}
+
 /// The viewer's stores: `results` as the writers have it, and `results-meta`, one record per
 /// object from the listing, its labels from the key layout, with the indexes the views need:
-/// the newest file of each pair, each pair's runs, and every run across pairs, newest first.
+/// every pair (its first name) and every run across pairs, newest first; a pair's runs are a
+/// range of names.
 fn schema(target: &Target) -> Value {
     let mut schema = target.schema();
     let mut options = schema["stores"][0]["Sync"]["Options"].clone();
@@ -595,7 +649,6 @@ fn schema(target: &Target) -> Value {
         "name": "results-meta", "keyPath": "name",
         "indexes": [
             {"name": "platform, browser", "keyPath": ["metadata.platform", "metadata.browser"]},
-            {"name": "pair runs", "keyPath": ["metadata.platform", "metadata.browser", "metadata.run"]},
             {"name": "run", "keyPath": ["metadata.run", "metadata.platform", "metadata.browser"]}],
         "Sync": {"format": "objstore-meta", "prefetch": "meta", "Options": options}}));
     schema
@@ -660,12 +713,11 @@ fn digest_brief(d: &Digested) -> Value {
         row["ci"] = json!({"commit": commit});
     }
     let suites = || d.digests.iter().flat_map(|x| &x.suites);
-    let (passed, failed, skipped) = (
-        suites().map(|s| s.passed).sum::<u64>(),
-        suites().map(|s| s.failed).sum::<u64>(),
-        suites().map(|s| s.skipped).sum::<u64>(),
-    );
-    row["summary"] = json!({"tests": passed + failed + skipped, "passed": passed, "failed": failed, "skipped": skipped});
+    // Counts from names, which anyone may write: summed without overflowing.
+    let sum = |count: fn(&crate::digest::SuiteDigest) -> u64| suites().map(count).fold(0u64, u64::saturating_add);
+    let (passed, failed, skipped) = (sum(|s| s.passed), sum(|s| s.failed), sum(|s| s.skipped));
+    let tests = passed.saturating_add(failed).saturating_add(skipped);
+    row["summary"] = json!({"tests": tests, "passed": passed, "failed": failed, "skipped": skipped});
     if d.unreadable > 0 {
         row["unreadable"] = json!(d.unreadable);
     }
@@ -688,7 +740,7 @@ fn cells(digests: &[Digest], this: &Seen, e: &Evidence) -> Value {
     for suite in digests.iter().flat_map(|d| &d.suites) {
         let cell = counts.entry(&suite.name).or_default();
         for (total, n) in cell.iter_mut().zip([suite.passed, suite.failed, suite.skipped]) {
-            *total += n;
+            *total = total.saturating_add(n);
         }
     }
     let mut classes = classes::counts(this, e);

@@ -29,10 +29,13 @@ def escape(text: str) -> str:
 
 
 def label_text(value: Any) -> str | None:
+    """Texts, booleans and whole numbers within ±2**53 (which every language writes alike)."""
     if isinstance(value, str):
         return value
-    if isinstance(value, (bool, int, float)):
+    if isinstance(value, bool):
         return json.dumps(value)
+    if isinstance(value, int) and abs(value) <= 2**53:
+        return str(value)
     return None
 
 
