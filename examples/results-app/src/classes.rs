@@ -17,6 +17,9 @@ use crate::format::Status;
 /// A test across runs: its suite, its name and which occurrence of that name it is.
 pub type TestId = (String, String, usize);
 
+/// The most runs a class names as its evidence (the first, in pair order).
+pub const EVIDENCE: usize = 20;
+
 /// How many of a pair's newest runs "broken" looks at.
 pub const BROKEN_RUNS: usize = 2;
 
@@ -213,7 +216,7 @@ pub fn classify(t: &Weighed, this: &Seen, e: &Evidence) -> Vec<Value> {
     // Broken: failed in each of the newest runs of every pair that ran it.
     if t.status == Status::Failed {
         if let Some(ran) = e.pairs.broken(t.suite, t.id) {
-            let keys: Vec<&str> = ran.iter().map(|at| e.pairs.run(*at).key.as_str()).collect();
+            let keys: Vec<&str> = ran.iter().take(EVIDENCE).map(|at| e.pairs.run(*at).key.as_str()).collect();
             classes.push(json!({"class": "broken", "evidence": keys}));
         }
     }
@@ -223,9 +226,11 @@ pub fn classify(t: &Weighed, this: &Seen, e: &Evidence) -> Vec<Value> {
             .pairs
             .at_commit(commit, t.suite, t.id)
             .iter()
-            .map(|(at, s)| (e.pairs.run(*at), *s))
-            .filter(|(r, s)| r.pair != this.pair && *s != t.status)
-            .map(|(r, _)| r.key.as_str())
+            .filter(|(_, s)| *s != t.status)
+            .map(|(at, _)| e.pairs.run(*at))
+            .filter(|r| r.pair != this.pair)
+            .map(|r| r.key.as_str())
+            .take(EVIDENCE)
             .collect();
         if !other.is_empty() {
             classes.push(json!({"class": "divergent", "evidence": other}));
