@@ -6,7 +6,8 @@
 // cold and warm (its requests); the page's JS heap. The baseline, measured in the same run, is
 // the page over an empty bucket, warm. Writes the figures under "page.scale" in
 // target/bench/app.json.
-//   node scale.mjs [--runs N] [--pairs P] [--seed-only DIR]   (Garage: tests/servers/garage starts it)
+//   node scale.mjs [--runs N] [--pairs P] [--seed-only DIR | --reuse DIR GARAGE_PREFIX]
+//   (Garage: tests/servers/garage starts it)
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -86,7 +87,7 @@ async function relay(target, ms) {
 
 /** The app over one bucket, cold then warm: the figures of `page.scale` for it. */
 async function measure(browser, dir, env) {
-  const app = await startApp(dir, ["--cache", join(dir, `cold-${Date.now()}.sqlite3`)], env);
+  const app = await startApp(dir, ["--cache", join(work.dir, `cold-${Date.now()}.sqlite3`)], env);
   try {
     const [cold, ...warm] = await loads(browser, app.url, WARM_LOADS + 1);
     if (cold.rows !== Math.min(50, PAIRS)) throw new Error(`the matrix shows ${cold.rows} rows`);
@@ -137,22 +138,27 @@ try {
   const baselineMs = median(baseline.slice(1).map((b) => b.ms));
 
   const g = garage();
-  const prefix = `scale-${process.pid}-${Date.now()}/`;
+  // --reuse DIR PREFIX: the runs a --seed-only run (or an earlier run) left in DIR and under
+  // PREFIX in Garage are read again, unseeded (for measuring a change quickly).
+  const reuse = process.argv.indexOf("--reuse");
+  const [reuseDir, reusePrefix] = reuse > 0 ? process.argv.slice(reuse + 1, reuse + 3) : [];
+  const prefix = reusePrefix || `scale-${process.pid}-${Date.now()}/`;
+  const bucketDir = reuseDir || work.dir;
   const garageOptions = { bucket: g.GARAGE_BUCKET, endpoint: g.GARAGE_ENDPOINT, prefix, accessKeyId: g.GARAGE_ACCESS_KEY_ID,
     secretAccessKey: g.GARAGE_SECRET_ACCESS_KEY, region: g.GARAGE_REGION };
   let t = Date.now();
-  await seed({ bucket: "results", endpoint: `file://${join(work.dir, "bucket")}`, prefix: "" });
+  if (!reuseDir) await seed({ bucket: "results", endpoint: `file://${join(work.dir, "bucket")}`, prefix: "" });
   const seededFileMs = Date.now() - t;
   console.log(`scale: seeded ${RUNS} runs over ${PAIRS} pairs into a file:// bucket in ${(seededFileMs / 1000).toFixed(1)} s`);
   t = Date.now();
-  await seed(garageOptions);
+  if (!reusePrefix) await seed(garageOptions);
   const seededGarageMs = Date.now() - t;
   console.log(`scale: seeded them into Garage in ${(seededGarageMs / 1000).toFixed(1)} s`);
 
-  const file = await measure(browser, work.dir, {});
+  const file = await measure(browser, bucketDir, {});
   const relayed = await relay(g.GARAGE_ENDPOINT.replace(/^http:\/\//, ""), LATENCY_MS);
   closeRelay = relayed.close;
-  const far = await measure(browser, work.dir, { OBJSTORE_RESULTS: relayed.endpoint, OBJSTORE_RESULTS_BUCKET: g.GARAGE_BUCKET,
+  const far = await measure(browser, bucketDir, { OBJSTORE_RESULTS: relayed.endpoint, OBJSTORE_RESULTS_BUCKET: g.GARAGE_BUCKET,
     OBJSTORE_RESULTS_PREFIX: prefix, AWS_ACCESS_KEY_ID: g.GARAGE_ACCESS_KEY_ID,
     AWS_SECRET_ACCESS_KEY: g.GARAGE_SECRET_ACCESS_KEY, AWS_REGION: g.GARAGE_REGION });
 
