@@ -147,6 +147,9 @@ mod tests {
         assert_eq!(accounting.snapshot().total(), 0);
         assert_eq!(stats.to_json()["requests"]["GET"]["200"], 1000);
         // R2 and S3 Express One Zone price the same requests by their own lists.
-        assert_eq!(stats.to_json()["costsUsd"], json!({"s3Standard": 0.0054, "r2": 0.00486, "s3ExpressOneZone": 0.00116}));
+        assert_eq!(
+            stats.to_json()["costsUsd"],
+            json!({"s3Standard": 0.0054, "r2": 0.00486, "s3ExpressOneZone": 0.00116})
+        );
     }
 }

@@ -97,13 +97,16 @@ pub struct Pairs<'a> {
 /// Runs by place: (pair, run) in [`Pairs::runs`].
 type At = (usize, usize);
 
+/// A test's outcome in each pair's newest run at one commit, where it passed or failed.
+type Outcomes = Rc<Vec<(At, Status)>>;
+
 #[derive(Default)]
 struct Memo {
     /// (suite, test) → the runs that make it broken, if it is.
     broken: HashMap<(String, u32), Option<Rc<Vec<At>>>>,
     /// (commit, suite, test) → each pair's newest run at that commit, where the test passed or
     /// failed there, with how.
-    at_commit: HashMap<(String, String, u32), Rc<Vec<(At, Status)>>>,
+    at_commit: HashMap<(String, String, u32), Outcomes>,
     /// (commit, suite) → the tests that failed in some pair's newest run at that commit.
     failing_at: HashMap<(String, String), Rc<BTreeSet<u32>>>,
 }
@@ -123,9 +126,10 @@ impl<'a> Pairs<'a> {
 
     /// Each pair's newest run at `commit`.
     fn newest_at(&self, commit: &'a str) -> impl Iterator<Item = At> + '_ {
-        self.runs.iter().enumerate().filter_map(move |(p, runs)| {
-            runs.iter().position(|r| r.commit.as_deref() == Some(commit)).map(|r| (p, r))
-        })
+        self.runs
+            .iter()
+            .enumerate()
+            .filter_map(move |(p, runs)| runs.iter().position(|r| r.commit.as_deref() == Some(commit)).map(|r| (p, r)))
     }
 
     /// The runs that show test `id` broken: it failed in each of the newest runs of every pair
@@ -138,19 +142,22 @@ impl<'a> Pairs<'a> {
         let status = |at: At| self.run(at).status(suite, id);
         let places = || self.runs.iter().enumerate().flat_map(|(p, runs)| (0..runs.len()).map(move |r| (p, r)));
         let ran: Vec<At> = places().filter(|at| status(*at).is_some()).collect();
-        let enough = self.runs.iter().any(|runs| runs.len() >= BROKEN_RUNS && runs.iter().all(|r| r.status(suite, id).is_some()));
+        let enough = self
+            .runs
+            .iter()
+            .any(|runs| runs.len() >= BROKEN_RUNS && runs.iter().all(|r| r.status(suite, id).is_some()));
         let found = (enough && ran.iter().all(|at| status(*at) == Some(Status::Failed))).then(|| Rc::new(ran));
         self.memo.borrow_mut().broken.insert(key, found.clone());
         found
     }
 
     /// Test `id`'s outcome in each pair's newest run at `commit`, where it passed or failed.
-    fn at_commit(&self, commit: &'a str, suite: &str, id: u32) -> Rc<Vec<(At, Status)>> {
+    fn at_commit(&self, commit: &'a str, suite: &str, id: u32) -> Outcomes {
         let key = (commit.to_string(), suite.to_string(), id);
         if let Some(found) = self.memo.borrow().at_commit.get(&key) {
             return found.clone();
         }
-        let found: Rc<Vec<(At, Status)>> = Rc::new(
+        let found: Outcomes = Rc::new(
             self.newest_at(commit)
                 .filter_map(|at| self.run(at).status(suite, id).filter(|s| is_outcome(*s)).map(|s| (at, s)))
                 .collect(),
@@ -292,8 +299,13 @@ mod tests {
             Status::Failed => suite.failed_ids = vec![ID],
             _ => suite.skipped_ids = vec![ID],
         }
-        let digest = Digest { version: "1".into(), commit: Some(commit.into()), start: 0, labels: Default::default(),
-            suites: vec![suite] };
+        let digest = Digest {
+            version: "1".into(),
+            commit: Some(commit.into()),
+            start: 0,
+            labels: Default::default(),
+            suites: vec![suite],
+        };
         Seen::of(key, pair, &[digest])
     }
 

@@ -113,7 +113,8 @@ impl Digest {
     pub fn of(run: &Run) -> Digest {
         let mut suites: BTreeMap<&str, SuiteDigest> = BTreeMap::new();
         for (t, id) in run.results.tests.iter().zip(ids(run)) {
-            let suite = suites.entry(&t.suite).or_insert_with(|| SuiteDigest { name: t.suite.clone(), ..Default::default() });
+            let suite =
+                suites.entry(&t.suite).or_insert_with(|| SuiteDigest { name: t.suite.clone(), ..Default::default() });
             match t.status {
                 Status::Passed => suite.passed += 1,
                 Status::Failed => {
@@ -144,10 +145,12 @@ impl Digest {
         fields.push(self.start.to_string());
         fields.push(self.labels.iter().flat_map(|(k, v)| [escape(k), escape(v)]).collect::<Vec<_>>().join("-"));
         for s in &self.suites {
-            let hex = |ids: &[u32]| ids.iter().fold(String::new(), |mut out, id| {
-                let _ = write!(out, "{id:08x}");
-                out
-            });
+            let hex = |ids: &[u32]| {
+                ids.iter().fold(String::new(), |mut out, id| {
+                    let _ = write!(out, "{id:08x}");
+                    out
+                })
+            };
             fields.push(
                 [escape(&s.name), s.passed.to_string(), s.failed.to_string(), s.skipped.to_string()]
                     .into_iter()
@@ -178,7 +181,7 @@ impl Digest {
         let labels = fields.next()?;
         let labels: Vec<String> =
             if labels.is_empty() { Vec::new() } else { labels.split('-').map(unescape).collect::<Option<_>>()? };
-        if labels.len() % 2 != 0 {
+        if !labels.len().is_multiple_of(2) {
             return None;
         }
         let labels = labels.chunks(2).map(|kv| (kv[0].clone(), kv[1].clone())).collect();
@@ -223,7 +226,7 @@ fn suite_of(field: &str) -> Option<SuiteDigest> {
     let [name, passed, failed, skipped, failed_ids, skipped_ids, retried_ids] = parts[..] else { return None };
     let name = unescape(name).filter(|n| !n.is_empty() && n.len() <= MAX_LABEL * 4)?;
     let ids = |hex: &str| -> Option<Vec<u32>> {
-        if hex.len() % 8 != 0 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        if !hex.len().is_multiple_of(8) || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
             return None;
         }
         (0..hex.len()).step_by(8).map(|i| u32::from_str_radix(&hex[i..i + 8], 16).ok()).collect()
@@ -238,8 +241,7 @@ fn suite_of(field: &str) -> Option<SuiteDigest> {
         retried_ids: ids(retried_ids)?,
     };
     // The ids are the counts' tests: a name that says otherwise is not believed.
-    (suite.failed_ids.len() as u64 == suite.failed && suite.skipped_ids.len() as u64 == suite.skipped)
-        .then_some(suite)
+    (suite.failed_ids.len() as u64 == suite.failed && suite.skipped_ids.len() as u64 == suite.skipped).then_some(suite)
 }
 
 /// The file segment of a report's object name: `<file id>.<digest>`, or the id alone when the
@@ -309,9 +311,13 @@ mod tests {
         assert_eq!(of_key("linux/gcc/9999-aa/f1.!!!"), None);
         assert_eq!(of_key("linux/gcc/9999-aa/f1.1.1_2E0..0..crud-1-0-0"), None, "a suite missing its ids");
         assert!(of_key("linux/gcc/9999-aa/f1.1.1_2E0..0..crud-1-0-0---").is_some());
-        for odd in ["f1.1.1_2E0..+0..crud-1-0-0---", "f1.1.1_+E0..0..crud-1-0-0---", "f1.1.1_2E0..0..crud-+1-0-0---",
-            "f1.1.1_2E0..0..crud-18446744073709551615-0-0---", "f1.1.1_2E0..0..crud-1-1-0-+0000001--"]
-        {
+        for odd in [
+            "f1.1.1_2E0..+0..crud-1-0-0---",
+            "f1.1.1_+E0..0..crud-1-0-0---",
+            "f1.1.1_2E0..0..crud-+1-0-0---",
+            "f1.1.1_2E0..0..crud-18446744073709551615-0-0---",
+            "f1.1.1_2E0..0..crud-1-1-0-+0000001--",
+        ] {
             assert_eq!(of_key(&format!("linux/gcc/9999-aa/{odd}")), None, "{odd}");
         }
         let mut digest = Digest::of(&run());

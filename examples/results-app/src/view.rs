@@ -25,8 +25,8 @@ use crate::format::{check_label, sort_suites, stored_at, Run, Status, Test};
 use crate::history::{self, Outcome};
 use crate::post::{call, Target};
 use crate::runs::{
-    all_pairs, digested, identified, keys, load_runs, newest_digested, newest_runs, pair_files, pair_of, pair_prefix, pair_runs,
-    run_keys, run_segment, Digested, Loaded, MISSING,
+    all_pairs, digested, identified, keys, load_runs, newest_digested, newest_runs, pair_files, pair_of, pair_prefix,
+    pair_runs, run_keys, run_segment, Digested, Loaded, MISSING,
 };
 
 /// The pairs the matrix shows at a time (the seed's limit, now a page).
@@ -299,10 +299,8 @@ impl Viewer {
         self.view(|db| {
             let all = all_pairs(db)?;
             let newest = newest_runs(db, &all)?;
-            let pairs: Vec<Vec<Seen>> = newest_digested(db, &all)?
-                .iter()
-                .map(|runs| runs.iter().map(Digested::seen).collect())
-                .collect();
+            let pairs: Vec<Vec<Seen>> =
+                newest_digested(db, &all)?.iter().map(|runs| runs.iter().map(Digested::seen).collect()).collect();
             let weighed = Pairs::new(&pairs);
             let views = newest
                 .iter()
@@ -905,7 +903,8 @@ mod tests {
             ("mac", "c2", "passed", "failed"),
             ("win", "c2", "failed", "skipped"),
         ] {
-            let mut run = report(at, Some(commit), json!([one("crud", "a", a), one("crud", "b", b), one("sql", "c", "passed")]));
+            let mut run =
+                report(at, Some(commit), json!([one("crud", "a", a), one("crud", "b", b), one("sql", "c", "passed")]));
             run.platform = platform.into();
             run.results.environment.insert("build".into(), json!("debug"));
             writer.store(&run).unwrap();
@@ -931,7 +930,10 @@ mod tests {
         // At c2, a failed on linux (passed before: new) and win, passed on mac; b passed on
         // linux, failed on mac (as before: not new) and did not run on win.
         let classes: Vec<&Value> = (0..3).map(|i| &from_names["rows"][i]["cells"]["crud"]["classes"]).collect();
-        assert_eq!(classes, [&json!({"new failure": 1, "divergent": 2}), &json!({"divergent": 2}), &json!({"divergent": 1})]);
+        assert_eq!(
+            classes,
+            [&json!({"new failure": 1, "divergent": 2}), &json!({"divergent": 2}), &json!({"divergent": 1})]
+        );
         assert_eq!(from_names["rows"][0]["labels"], json!({"build": "debug"}));
     }
 
@@ -940,7 +942,11 @@ mod tests {
     #[test]
     fn a_run_of_many_files_is_read_whole() {
         let dir = tempfile::tempdir().unwrap();
-        let target = Target { endpoint: format!("file://{}", dir.path().display()), bucket: "results".into(), prefix: String::new() };
+        let target = Target {
+            endpoint: format!("file://{}", dir.path().display()),
+            bucket: "results".into(),
+            prefix: String::new(),
+        };
         let writer = crate::post::Writer::open(&target).unwrap();
         for (run, files) in [("old", 1), ("big", 9)] {
             for i in 0..files {

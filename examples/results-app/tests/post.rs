@@ -87,7 +87,10 @@ fn reports_of_every_producer_are_stored_in_the_layout() {
         // The file's name: its id, then the digest a listing draws the matrix from.
         let (file_id, digest) = parts[3].split_once('.').unwrap();
         assert_eq!((reverse.len(), id.len(), file_id.len()), (13, 16, 16), "{key}");
-        assert!(digest.starts_with("1.") && digest.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b)), "{key}");
+        assert!(
+            digest.starts_with("1.") && digest.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b)),
+            "{key}"
+        );
         assert!(stdout.contains(key.as_str()), "the key is printed: {stdout}");
         assert_eq!(run["platform"], Value::String(platform.clone()));
         assert_eq!(run["browser"], "python-3.11");
