@@ -5,6 +5,7 @@
 //!     objstore-results post FILE...    store test reports as runs
 //!     objstore-results serve           the page and the collector
 //!     objstore-results matrix          print the matrix
+//!     objstore-results summary         a run's or a commit's results for CI (Markdown or text)
 //!
 //! Results live in `OBJSTORE_RESULTS` (a `file://` directory, default `./results`, or an S3
 //! endpoint with the standard `AWS_*` settings), bucket `OBJSTORE_RESULTS_BUCKET` (`results`).
@@ -26,6 +27,7 @@ mod page;
 mod post;
 mod runs;
 mod server;
+mod summary;
 mod table;
 mod tap;
 mod textlog;
@@ -44,6 +46,7 @@ const USAGE: &str = "usage: objstore-results [--listen ADDR] [--cache PATH]
        objstore-results serve [--listen ADDR] [--cache PATH] [--origin URL]... [--token T]... [--allow-anonymous-origins] [--max-bytes N] [--per-minute N] [--burst N] [--timeout-secs N]
        objstore-results matrix [--cache PATH]
        objstore-results export --out FILE [--cache PATH]
+       objstore-results summary [--run ID | --commit C [--base B]] [--markdown] [--page URL] [--cache PATH]
        objstore-results --help";
 
 /// `--help`: every command and option, and the settings read from the environment.
@@ -89,6 +92,17 @@ const HELP: &str = "objstore-results: test results in a bucket, read back as a f
       Writes the matrix and each pair's newest run (its failed and flaky tests with their
       text) as one self-contained HTML file: no script, no request, for CI artefacts and mail.
 
+  objstore-results summary [--run ID | --commit C [--base B]] [--markdown] [--page URL] [--cache PATH]
+      A run's or a commit's results for a CI job summary or a pull request (--markdown; else
+      plain text): counts per pair, failures with their first lines and classes (new,
+      divergent, broken, flaky), flaky passes, newly failing and fixed tests against --base,
+      and what the summary cost in bucket requests
+      (one listing and a GET per pair at most, beside the run's anchor).
+      --run ID           a CI run (default: OBJSTORE_RESULTS_RUN, else this CI run's id)
+      --commit C         every pair's newest run at commit C (7 characters or more), compared
+                         with its run at --base B when given
+      --page URL         the results page, linked from the summary
+
 Where runs live (every command says which bucket it opened):
   OBJSTORE_RESULTS         file://DIR (default file://./results; objects in DIR/BUCKET/) or an S3
                            endpoint http(s)://host:port, signed with the standard AWS_* settings
@@ -103,7 +117,7 @@ fn wants_help(args: &[String]) -> bool {
     match args {
         [only] => asks(only),
         [command, flag] => {
-            ["post", "serve", "matrix", "export"].contains(&command.as_str()) && flag != "help" && asks(flag)
+            ["post", "serve", "matrix", "export", "summary"].contains(&command.as_str()) && flag != "help" && asks(flag)
         }
         _ => false,
     }
@@ -120,6 +134,7 @@ fn main() -> ExitCode {
         Some((command, rest)) if command == "serve" => serve(rest, false),
         Some((command, rest)) if command == "matrix" => print_matrix(rest),
         Some((command, rest)) if command == "export" => export_page(rest),
+        Some((command, rest)) if command == "summary" => print_summary(rest),
         Some((command, _)) if !command.starts_with("--") => Err(format!("unknown command {command:?}\n{USAGE}")),
         _ => serve(&args, true),
     };
@@ -264,6 +279,59 @@ fn export_page(args: &[String]) -> Result<(), String> {
     let html = export::render(&viewer, &target.describe(), now_ms())?;
     std::fs::write(&out, html).map_err(|e| format!("writing {}: {e}", out.display()))?;
     println!("objstore-results: the matrix and the newest runs are in {}", out.display());
+    Ok(())
+}
+
+/// `objstore-results summary`: a CI run's or a commit's results as Markdown or text.
+fn print_summary(args: &[String]) -> Result<(), String> {
+    let (mut run, mut commit, mut base, mut page, mut cache) = (None, None, None, None, None);
+    let mut format = summary::Format::Text;
+    let mut args = args.iter();
+    while let Some(flag) = args.next() {
+        if flag == "--markdown" {
+            format = summary::Format::Markdown;
+            continue;
+        }
+        let value = args.next().ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))?.clone();
+        match flag.as_str() {
+            "--run" => run = Some(value),
+            "--commit" => commit = Some(value),
+            "--base" => base = Some(value),
+            "--page" => {
+                if !(value.starts_with("http://") || value.starts_with("https://")) {
+                    return Err(format!("--page {value:?} is not an http(s) URL"));
+                }
+                page = Some(value)
+            }
+            "--cache" => cache = Some(PathBuf::from(value)),
+            other => return Err(format!("unknown option {other}\n{USAGE}")),
+        }
+    }
+    if base.is_some() && commit.is_none() {
+        return Err("--base compares with --commit: name the commit too".into());
+    }
+    let target = post::Target::from_env();
+    eprintln!("objstore-results: reading {}", target.describe());
+    if let Some(dir) = target.missing_directory() {
+        return Err(format!("no runs: {} does not exist", dir.display()));
+    }
+    let viewer = open_viewer(&target, cache)?;
+    let text = match (commit, run) {
+        (Some(commit), None) => {
+            let view = viewer.commit(&commit, base.as_deref()).map_err(|e| e.to_string())?;
+            summary::of_commit(&view, page.as_deref(), format)
+        }
+        (None, run) => {
+            let run = run
+                .or_else(|| std::env::var("OBJSTORE_RESULTS_RUN").ok().filter(|r| !r.is_empty()))
+                .or_else(|| ci::detect(&|name| std::env::var(name).ok()).run)
+                .ok_or("name a run (--run ID, or OBJSTORE_RESULTS_RUN, or run in CI) or a commit (--commit C)")?;
+            let view = viewer.ci_run(&run).map_err(|e| e.to_string())?;
+            summary::of_run(&view, page.as_deref(), format)
+        }
+        (Some(_), Some(_)) => return Err("name a run or a commit, not both".into()),
+    };
+    print!("{text}");
     Ok(())
 }
 

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use objstore_db::rsapi::{Db, OpenOptions};
+use objstore_db::rsapi::{Db, OpenOptions, Read};
 use objstore_db_core::MechanismKind;
 use serde_json::{json, Map, Value};
 
@@ -21,7 +21,7 @@ use crate::classes::{self, classify, Evidence, Pairs, Seen, TestId, Weighed};
 use crate::digest::{self, Digest};
 use crate::filter::MatrixFilter;
 use crate::fingerprint::{self, Failure};
-use crate::format::{check_label, sort_suites, stored_at, Run, Status, Test};
+use crate::format::{check_label, is_run_segment, sort_suites, stored_at, Run, Status, Test};
 use crate::history::{self, Outcome};
 use crate::post::{call, Target};
 use crate::runs::{
@@ -293,6 +293,31 @@ impl Viewer {
         })
     }
 
+    /// Every pair's part of CI run `id` (the files posted with `--run ID` or from one CI run),
+    /// each as [`Viewer::run`] shows it: the run's anchor names its segment, the `run` index
+    /// finds its pairs. A run nobody anchored is not found.
+    pub fn ci_run(&self, id: &str) -> View {
+        check_label("run", id).map_err(ViewError::BadRequest)?;
+        self.view(|db| {
+            let anchor = call(|done| db.get(None, "results", &json!(format!(".runs/{id}")), Read::default(), done))?;
+            let not_found = || {
+                ViewError::NotFound(format!("no run {id:?} in the bucket (runs posted with --run or from CI have one)"))
+            };
+            let segment = anchor["segment"].as_str().filter(|s| is_run_segment(s, id)).ok_or_else(not_found)?;
+            let range = json!({"lower": [segment], "upper": [format!("{segment}\u{0}")], "upperOpen": true});
+            let found = keys(db, "results-meta", &json!({"index": "run", "range": range}))?;
+            let runs = load_runs(db, &run_keys(&found))?;
+            if runs.is_empty() {
+                return Err(not_found());
+            }
+            let pairs = newest_digested(db, &all_pairs(db)?)?;
+            let pairs: Vec<Vec<Seen>> = pairs.iter().map(|runs| runs.iter().map(Digested::seen).collect()).collect();
+            let weighed = Pairs::new(&pairs);
+            let views = runs.iter().map(|run| run_view(db, run, &weighed)).collect::<Result<Vec<_>, _>>()?;
+            Ok(json!({"run": id, "runs": views}))
+        })
+    }
+
     /// Each pair's newest run as [`Viewer::run`] shows it, the pairs weighed once for all
     /// (for `export`).
     pub fn newest_run_views(&self) -> View {
@@ -472,9 +497,18 @@ impl Viewer {
                 // The base's run is one before the commit's, on this pair.
                 let Some(before) = before.and_then(|b| loaded.get(&runs[b].key)) else { continue };
                 let before = outcomes(before);
+                let messages: HashMap<TestId, &str> = identified(newest.tests())
+                    .filter_map(|(id, (_, t))| t.message.as_deref().map(|m| (id, m)))
+                    .collect();
                 for (id, status) in &now {
                     match (before.get(id), status) {
-                        (Some(Status::Passed), Status::Failed) => failing.push(entry(&pair, &newest.key, id)),
+                        (Some(Status::Passed), Status::Failed) => {
+                            let mut failed = entry(&pair, &newest.key, id);
+                            if let Some(message) = messages.get(id) {
+                                failed["message"] = json!(message);
+                            }
+                            failing.push(failed);
+                        }
                         (Some(Status::Failed), Status::Passed) => fixed.push(entry(&pair, &newest.key, id)),
                         _ => {}
                     }

@@ -193,7 +193,11 @@ fn posts_reach_moto_and_garage_through_the_aws_variables() {
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
         );
         let run = |file: &str| {
-            Command::new(env!("CARGO_BIN_EXE_objstore-results"))
+            let mut command = Command::new(env!("CARGO_BIN_EXE_objstore-results"));
+            for marker in support::CI_MARKERS {
+                command.env_remove(marker);
+            }
+            command
                 .args(["post", "--runtime", "python-3.11", file])
                 .env("OBJSTORE_RESULTS", &env[&format!("{up}_ENDPOINT")])
                 .env("OBJSTORE_RESULTS_BUCKET", &env[bucket_var])
@@ -394,5 +398,90 @@ fn export_writes_one_self_contained_page() {
     assert!(html.contains("/ broken-1") && html.contains("This run cannot be read."), "an unreadable run says so");
     for forbidden in ["<script", "<img", "<link", " src=\"", "http://", "https://"] {
         assert!(!html.contains(forbidden), "{forbidden} is not in the page");
+    }
+}
+
+/// `summary` writes a CI run's results across its pairs, and a commit's against a base, as
+/// Markdown for a job summary or as text, saying what it cost: a listing and a GET per pair.
+#[test]
+fn summary_of_a_run_and_of_a_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = |name: &str, failure: Option<&str>| {
+        let path = dir.path().join(name);
+        let body = match failure {
+            Some(m) => format!(r#"<failure message="{m}">at crud.c:12</failure>"#),
+            None => String::new(),
+        };
+        std::fs::write(
+            &path,
+            format!(r#"<testsuite name="crud" tests="2"><testcase classname="crud" name="put">{body}</testcase><testcase classname="crud" name="get"/></testsuite>"#),
+        )
+        .unwrap();
+        path.display().to_string()
+    };
+    let (pass, fail) = (report("pass.xml", None), report("fail.xml", Some("expected 2, got 3")));
+    let commits = ["1111111aaaaaaaaa", "2222222bbbbbbbbb"];
+    for (run, commit, linux, mac) in [("nightly-1", commits[0], &pass, &pass), ("nightly-2", commits[1], &fail, &pass)]
+    {
+        for (platform, file) in [("linux-x86_64", linux), ("macos-arm64", mac)] {
+            let out = post(
+                dir.path(),
+                &["--platform", platform, "--runtime", "c-gcc-13", "--run", run, "--commit", commit, file],
+            );
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        }
+    }
+    let summary = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_objstore-results"))
+            .arg("summary")
+            .args(args)
+            .args([
+                "--cache",
+                &dir.path().join(format!("cache-{}.sqlite3", args.join("-").replace('/', "_"))).display().to_string(),
+            ])
+            .env("OBJSTORE_RESULTS", format!("file://{}", dir.path().display()))
+            .env_remove("OBJSTORE_RESULTS_BUCKET")
+            .env_remove("OBJSTORE_RESULTS_PREFIX")
+            .env_remove("OBJSTORE_RESULTS_RUN")
+            .envs(support::CI_MARKERS.iter().map(|m| (*m, "")))
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let (ok, md, err) = summary(&["--run", "nightly-2", "--markdown", "--page", "https://results.example/"]);
+    assert!(ok, "{err}");
+    assert!(md.starts_with("### Test results of run nightly-2\n"), "{md}");
+    assert!(
+        md.contains("| [linux-x86\\_64 / c-gcc-13](https://results.example/?view=run&key=linux-x86_64%2Fc-gcc-13%2F"),
+        "{md}"
+    );
+    assert!(md.contains("| 1 | 1 | 0 |") && md.contains("| 2 | 0 | 0 |"), "{md}");
+    // put failed on linux, passed there before and on macos at this commit.
+    assert!(md.contains("**Failures** (1)\n\n- linux-x86\\_64 / c-gcc-13 · crud › crud::put \\[new failure, divergent\\]: expected 2, got 3\n"), "{md}");
+    // A fresh cache: one listing, the run's anchor and one GET per pair at most.
+    let cost = md.lines().last().unwrap();
+    let gets: u64 = cost.split(" GET").next().unwrap().rsplit(['(', ' ']).next().unwrap().parse().unwrap();
+    assert!(cost.contains("LIST") && gets <= 1 + 2, "{cost}");
+
+    let (ok, text, err) = summary(&["--commit", "2222222", "--base", "1111111"]);
+    assert!(ok, "{err}");
+    assert!(text.starts_with("Test results of commit 2222222bbbbb against 1111111aaaaa\n"), "{text}");
+    assert!(
+        text.contains("New failures (1):\n  linux-x86_64 / c-gcc-13  crud › crud::put: expected 2, got 3\n"),
+        "{text}"
+    );
+
+    for (args, said) in [
+        (vec!["--run", "nobody"], "no run \"nobody\""),
+        (vec!["--base", "1111111"], "--base compares with --commit"),
+        (vec!["--page", "javascript:alert(1)", "--run", "nightly-2"], "--page"),
+        (vec![], "name a run"),
+    ] {
+        let (ok, _, err) = summary(&args);
+        assert!(!ok && err.contains(said), "{args:?}: {err}");
     }
 }

@@ -23,7 +23,8 @@ pub fn server(name: &str) -> HashMap<String, String> {
 
 /// The variables by which `post` knows it runs in CI: the tests clear them, so that a CI
 /// running these tests does not group their posts into its own run.
-pub const CI_MARKERS: [&str; 6] = ["GITHUB_ACTIONS", "GITLAB_CI", "BUILDKITE", "CIRCLECI", "JENKINS_URL", "TF_BUILD"];
+pub const CI_MARKERS: [&str; 7] =
+    ["GITHUB_ACTIONS", "GITLAB_CI", "BUILDKITE", "CIRCLECI", "JENKINS_URL", "TF_BUILD", "OBJSTORE_RESULTS_RUN"];
 
 /// Every run the `results` bucket under `bucket_dir` holds: key → record.
 pub fn stored(bucket_dir: &Path) -> BTreeMap<String, Value> {
