@@ -29,9 +29,10 @@ pub struct Config {
     pub listen: SocketAddr,
     /// Origins (`https://host[:port]`) whose pages may post; no other gets CORS headers.
     pub origins: Vec<String>,
-    /// Bearer tokens; with any configured, every post needs one (an `Origin` header proves
-    /// nothing outside a browser). None configured means none needed.
-    pub tokens: Vec<String>,
+    /// Bearer tokens, each with the pairs it may write; with any configured, every post needs
+    /// one (an `Origin` header proves nothing outside a browser). None configured means none
+    /// needed.
+    pub tokens: Vec<Token>,
     /// Pages on an allowed origin may post without a token (`--allow-anonymous-origins`): a
     /// page cannot hold a secret, but any script can then post by claiming such an origin.
     pub anonymous_origins: bool,
@@ -43,6 +44,83 @@ pub struct Config {
     /// The longest a post may take, from its first byte to its answer (408 past it), so that
     /// a client sending slowly, or not at all, is cut off rather than waited for.
     pub timeout: Duration,
+}
+
+/// A bearer token and the pairs it may write.
+#[derive(Debug, Clone)]
+pub struct Token {
+    pub secret: String,
+    /// `platform/runtime` patterns, `*` standing for any run of characters within a segment
+    /// (`linux-*/python-*`); `None`, any pair.
+    pub pairs: Option<Vec<String>>,
+}
+
+impl Token {
+    /// A token that may write any pair (`--token`, `OBJSTORE_COLLECTOR_TOKENS`).
+    pub fn any_pair(secret: &str) -> Token {
+        Token { secret: secret.to_string(), pairs: None }
+    }
+
+    /// Why this token may not write the pair, if it may not.
+    fn refuses(&self, platform: &str, browser: &str) -> Option<String> {
+        let pairs = self.pairs.as_ref()?;
+        let fits = |pattern: &String| {
+            let (p, b) = pattern.split_once('/').unwrap_or((pattern, ""));
+            glob(p, platform) && glob(b, browser)
+        };
+        (!pairs.iter().any(fits))
+            .then(|| format!("this token may write {} only, not {platform}/{browser}", pairs.join(" and ")))
+    }
+}
+
+/// Whether `text` is `pattern`, where `*` stands for any run of characters.
+fn glob(pattern: &str, text: &str) -> bool {
+    match pattern.split_once('*') {
+        None => pattern == text,
+        Some((head, rest)) => {
+            text.starts_with(head)
+                && (head.len()..=text.len()).any(|i| text.is_char_boundary(i) && glob(rest, &text[i..]))
+        }
+    }
+}
+
+/// The tokens of a tokens file (`serve --tokens FILE`): a line per token, the token then the
+/// `platform/runtime` patterns it may write, separated by spaces; `#` starts a comment. A token
+/// is 16 or more printable characters.
+pub fn read_tokens(path: &std::path::Path) -> Result<Vec<Token>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("reading the tokens file {}: {e}", path.display()))?;
+    let mut tokens = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let at = || format!("the tokens file {}, line {}", path.display(), n + 1);
+        let mut fields = line.split('#').next().unwrap_or_default().split_whitespace();
+        let Some(secret) = fields.next() else { continue };
+        if secret.len() < 16 || !secret.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(format!("{}: a token is 16 or more printable characters", at()));
+        }
+        let pairs: Vec<String> = fields.map(str::to_string).collect();
+        if pairs.is_empty() {
+            return Err(format!(
+                "{}: name the pairs the token may write (platform/runtime, * for any run of characters)",
+                at()
+            ));
+        }
+        for pattern in &pairs {
+            let segments: Vec<&str> = pattern.split('/').collect();
+            let fits = segments.len() == 2
+                && segments.iter().all(|s| {
+                    !s.is_empty()
+                        && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '+' | '-' | '*'))
+                });
+            if !fits {
+                return Err(format!("{}: {pattern:?} is not a platform/runtime pattern", at()));
+            }
+        }
+        tokens.push(Token { secret: secret.to_string(), pairs: Some(pairs) });
+    }
+    if tokens.is_empty() {
+        return Err(format!("the tokens file {} names no token", path.display()));
+    }
+    Ok(tokens)
 }
 
 impl Default for Config {
@@ -130,9 +208,10 @@ async fn post_results(
         return refused;
     }
     let headers = request.headers().clone();
-    if let Some(refusal) = admit(&app.config, &headers) {
-        return refusal;
-    }
+    let token = match admit(&app.config, &headers) {
+        Ok(token) => token.cloned(),
+        Err(refusal) => return refusal,
+    };
     // Reading the post has a deadline (a client sending slowly or not at all is cut off); the
     // write that follows has the library's own timeouts, and is never cut off half-way.
     let run = match tokio::time::timeout(app.config.timeout, read_run(&app.config, request)).await {
@@ -140,6 +219,10 @@ async fn post_results(
         Ok(Err(refused)) => return refused.into_response(),
         Err(_) => return error(StatusCode::REQUEST_TIMEOUT, "the post did not arrive in time", None),
     };
+    // A token scoped to some pairs writes nothing outside them.
+    if let Some(why) = token.and_then(|t| t.refuses(&run.platform, &run.browser)) {
+        return error(StatusCode::FORBIDDEN, why, Some("platform"));
+    }
     let writer = app.writer.clone();
     let stored = tokio::task::spawn_blocking(move || writer.store(&run)).await;
     match stored {
@@ -153,18 +236,18 @@ async fn post_results(
 
 /// Who may post. An `Origin` not on the list is refused (a page of another site). With tokens
 /// configured, a post needs one of them whatever `Origin` it claims, since a script can claim
-/// any; only `anonymous_origins` lets allowed pages in without one.
-fn admit(config: &Config, headers: &HeaderMap) -> Option<Response> {
+/// any; only `anonymous_origins` lets allowed pages in without one. Answers the token shown.
+fn admit<'a>(config: &'a Config, headers: &HeaderMap) -> Result<Option<&'a Token>, Response> {
     let mut allowed_page = false;
     if let Some(origin) = headers.get(ORIGIN) {
         let origin = origin.to_str().unwrap_or_default();
         if !config.origins.iter().any(|o| o == origin) {
-            return Some(error(StatusCode::FORBIDDEN, format!("origin {origin:?} may not post results here"), None));
+            return Err(error(StatusCode::FORBIDDEN, format!("origin {origin:?} may not post results here"), None));
         }
         allowed_page = true;
     }
     if config.tokens.is_empty() || (allowed_page && config.anonymous_origins) {
-        return None;
+        return Ok(None);
     }
     let given = headers
         .get(AUTHORIZATION)
@@ -172,11 +255,15 @@ fn admit(config: &Config, headers: &HeaderMap) -> Option<Response> {
         .and_then(|v| v.split_once(' '))
         .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
         .map(|(_, token)| token);
-    match given {
-        Some(token) if config.tokens.iter().any(|t| constant_time_eq(t.as_bytes(), token.trim().as_bytes())) => None,
-        Some(_) => Some(unauthorized("the bearer token is not one this collector accepts")),
-        None => Some(unauthorized("a bearer token is required (Authorization: Bearer <token>)")),
-    }
+    let Some(given) = given else {
+        return Err(unauthorized("a bearer token is required (Authorization: Bearer <token>)"));
+    };
+    // Every token is compared, so that timing does not tell which one nearly matched.
+    let matched = config.tokens.iter().fold(None, |found, t| {
+        let equal = constant_time_eq(t.secret.as_bytes(), given.trim().as_bytes());
+        found.or(equal.then_some(t))
+    });
+    matched.map(Some).ok_or_else(|| unauthorized("the bearer token is not one this collector accepts"))
 }
 
 fn unauthorized(message: &str) -> Response {

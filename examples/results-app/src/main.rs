@@ -43,7 +43,7 @@ use view::Viewer;
 
 const USAGE: &str = "usage: objstore-results [--listen ADDR] [--cache PATH]
        objstore-results post [--runtime R] [--platform P] [--version V] [--suite S] [--run ID] [--commit C] [--branch B] [--url U] [--job J] [--label K=V]... [--collector URL] FILE...
-       objstore-results serve [--listen ADDR] [--cache PATH] [--origin URL]... [--token T]... [--allow-anonymous-origins] [--max-bytes N] [--per-minute N] [--burst N] [--timeout-secs N]
+       objstore-results serve [--listen ADDR] [--cache PATH] [--origin URL]... [--token T]... [--tokens FILE] [--allow-anonymous-origins] [--max-bytes N] [--per-minute N] [--burst N] [--timeout-secs N]
        objstore-results matrix [--cache PATH]
        objstore-results export --out FILE [--cache PATH]
        objstore-results summary [--run ID | --commit C [--base B]] [--markdown] [--page URL] [--cache PATH]
@@ -80,7 +80,10 @@ const HELP: &str = "objstore-results: test results in a bucket, read back as a f
       --cache PATH       the viewer's SQLite cache (default: one per bucket in ~/.cache/objstore-results)
       --origin URL       a page origin allowed to post (repeatable); CORS allows only these
       --token T          a bearer token a post must carry (repeatable; also OBJSTORE_COLLECTOR_TOKENS,
-                         comma-separated, kept out of process listings)
+                         comma-separated, kept out of process listings); it may write any pair
+      --tokens FILE      tokens scoped to pairs: a line per token, the token (16 or more
+                         characters) then the platform/runtime patterns it may write
+                         (linux-*/python-*); a post for another pair is refused (403)
       --allow-anonymous-origins   pages on the --origin list may post without a token
       --max-bytes N, --per-minute N, --burst N, --timeout-secs N   the size cap, the per-client
                          rate limit and the request timeout
@@ -344,7 +347,9 @@ fn serve(args: &[String], start: bool) -> Result<(), String> {
     let mut config = collector::Config::default();
     let mut cache = None;
     if let Ok(tokens) = std::env::var("OBJSTORE_COLLECTOR_TOKENS") {
-        config.tokens.extend(tokens.split(',').map(str::trim).filter(|t| !t.is_empty()).map(str::to_string));
+        config
+            .tokens
+            .extend(tokens.split(',').map(str::trim).filter(|t| !t.is_empty()).map(collector::Token::any_pair));
     }
     let mut args = args.iter();
     while let Some(flag) = args.next() {
@@ -367,7 +372,8 @@ fn serve(args: &[String], start: bool) -> Result<(), String> {
                 }
                 config.origins.push(origin.to_string());
             }
-            "--token" if !start => config.tokens.push(value.clone()),
+            "--token" if !start => config.tokens.push(collector::Token::any_pair(value)),
+            "--tokens" if !start => config.tokens.extend(collector::read_tokens(std::path::Path::new(value))?),
             "--max-bytes" if !start => config.max_bytes = number("--max-bytes")? as usize,
             "--per-minute" if !start => config.per_minute = number("--per-minute")?,
             "--burst" if !start => config.burst = number("--burst")?,
