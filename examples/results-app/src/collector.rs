@@ -210,7 +210,7 @@ async fn post_results(
     let headers = request.headers().clone();
     let token = match admit(&app.config, &headers) {
         Ok(token) => token.cloned(),
-        Err(refusal) => return refusal,
+        Err(refusal) => return *refusal,
     };
     // Reading the post has a deadline (a client sending slowly or not at all is cut off); the
     // write that follows has the library's own timeouts, and is never cut off half-way.
@@ -237,12 +237,16 @@ async fn post_results(
 /// Who may post. An `Origin` not on the list is refused (a page of another site). With tokens
 /// configured, a post needs one of them whatever `Origin` it claims, since a script can claim
 /// any; only `anonymous_origins` lets allowed pages in without one. Answers the token shown.
-fn admit<'a>(config: &'a Config, headers: &HeaderMap) -> Result<Option<&'a Token>, Response> {
+fn admit<'a>(config: &'a Config, headers: &HeaderMap) -> Result<Option<&'a Token>, Box<Response>> {
     let mut allowed_page = false;
     if let Some(origin) = headers.get(ORIGIN) {
         let origin = origin.to_str().unwrap_or_default();
         if !config.origins.iter().any(|o| o == origin) {
-            return Err(error(StatusCode::FORBIDDEN, format!("origin {origin:?} may not post results here"), None));
+            return Err(Box::new(error(
+                StatusCode::FORBIDDEN,
+                format!("origin {origin:?} may not post results here"),
+                None,
+            )));
         }
         allowed_page = true;
     }
@@ -256,14 +260,14 @@ fn admit<'a>(config: &'a Config, headers: &HeaderMap) -> Result<Option<&'a Token
         .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
         .map(|(_, token)| token);
     let Some(given) = given else {
-        return Err(unauthorized("a bearer token is required (Authorization: Bearer <token>)"));
+        return Err(Box::new(unauthorized("a bearer token is required (Authorization: Bearer <token>)")));
     };
     // Every token is compared, so that timing does not tell which one nearly matched.
     let matched = config.tokens.iter().fold(None, |found, t| {
         let equal = constant_time_eq(t.secret.as_bytes(), given.trim().as_bytes());
         found.or(equal.then_some(t))
     });
-    matched.map(Some).ok_or_else(|| unauthorized("the bearer token is not one this collector accepts"))
+    matched.map(Some).ok_or_else(|| Box::new(unauthorized("the bearer token is not one this collector accepts")))
 }
 
 fn unauthorized(message: &str) -> Response {
