@@ -19,7 +19,7 @@ use axum::{Json, Router};
 use serde_json::json;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
-use crate::format::{check_label, Ci, Run};
+use crate::format::{check_label, check_pair_pattern, pair_matches, Ci, Run};
 use crate::ingest::{ingest, Labels};
 use crate::post::{StoreError, Writer};
 
@@ -64,23 +64,8 @@ impl Token {
     /// Why this token may not write the pair, if it may not.
     fn refuses(&self, platform: &str, browser: &str) -> Option<String> {
         let pairs = self.pairs.as_ref()?;
-        let fits = |pattern: &String| {
-            let (p, b) = pattern.split_once('/').unwrap_or((pattern, ""));
-            glob(p, platform) && glob(b, browser)
-        };
-        (!pairs.iter().any(fits))
+        (!pairs.iter().any(|pattern| pair_matches(pattern, platform, browser)))
             .then(|| format!("this token may write {} only, not {platform}/{browser}", pairs.join(" and ")))
-    }
-}
-
-/// Whether `text` is `pattern`, where `*` stands for any run of characters.
-fn glob(pattern: &str, text: &str) -> bool {
-    match pattern.split_once('*') {
-        None => pattern == text,
-        Some((head, rest)) => {
-            text.starts_with(head)
-                && (head.len()..=text.len()).any(|i| text.is_char_boundary(i) && glob(rest, &text[i..]))
-        }
     }
 }
 
@@ -105,15 +90,7 @@ pub fn read_tokens(path: &std::path::Path) -> Result<Vec<Token>, String> {
             ));
         }
         for pattern in &pairs {
-            let segments: Vec<&str> = pattern.split('/').collect();
-            let fits = segments.len() == 2
-                && segments.iter().all(|s| {
-                    !s.is_empty()
-                        && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '+' | '-' | '*'))
-                });
-            if !fits {
-                return Err(format!("{}: {pattern:?} is not a platform/runtime pattern", at()));
-            }
+            check_pair_pattern(pattern).map_err(|why| format!("{}: {why}", at()))?;
         }
         tokens.push(Token { secret: secret.to_string(), pairs: Some(pairs) });
     }

@@ -355,6 +355,39 @@ pub fn check_label(field: &str, value: &str) -> Result<(), String> {
     }
 }
 
+/// Whether pair `platform`/`browser` is one `pattern` (`platform/runtime`, `*` standing for any
+/// run of characters within a segment) names.
+pub fn pair_matches(pattern: &str, platform: &str, browser: &str) -> bool {
+    let (p, b) = pattern.split_once('/').unwrap_or((pattern, ""));
+    glob(p, platform) && glob(b, browser)
+}
+
+/// Whether `text` is `pattern`, where `*` stands for any run of characters.
+fn glob(pattern: &str, text: &str) -> bool {
+    match pattern.split_once('*') {
+        None => pattern == text,
+        Some((head, rest)) => {
+            text.starts_with(head)
+                && (head.len()..=text.len()).any(|i| text.is_char_boundary(i) && glob(rest, &text[i..]))
+        }
+    }
+}
+
+/// Checks a pair pattern: two segments of label characters and `*`.
+pub fn check_pair_pattern(pattern: &str) -> Result<(), String> {
+    let segments: Vec<&str> = pattern.split('/').collect();
+    let fits = segments.len() == 2
+        && segments.iter().all(|s| {
+            !s.is_empty()
+                && s.len() <= MAX_LABEL
+                && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '+' | '-' | '*'))
+        });
+    match fits {
+        true => Ok(()),
+        false => Err(format!("{:?} is not a platform/runtime pattern", clip(pattern))),
+    }
+}
+
 impl Run {
     /// Checks what a run must be before it is stored: its labels, a suite on every test, and
     /// a summary that counts its tests.

@@ -25,6 +25,7 @@ mod ingest;
 mod junit;
 mod page;
 mod post;
+mod quarantine;
 mod runs;
 mod server;
 mod summary;
@@ -39,6 +40,7 @@ use std::sync::Arc;
 
 use ingest::Labels;
 use post::now_ms;
+use serde_json::json;
 use view::Viewer;
 
 const USAGE: &str = "usage: objstore-results [--listen ADDR] [--cache PATH]
@@ -47,6 +49,10 @@ const USAGE: &str = "usage: objstore-results [--listen ADDR] [--cache PATH]
        objstore-results matrix [--cache PATH]
        objstore-results export --out FILE [--cache PATH]
        objstore-results summary [--run ID | --commit C [--base B]] [--markdown] [--page URL] [--cache PATH]
+       objstore-results quarantine add --suite S --name N [--pairs P/R] --reason TEXT [--until YYYY-MM-DD]
+       objstore-results quarantine remove --suite S --name N [--pairs P/R]
+       objstore-results quarantine list
+       objstore-results gate [--platform P] [--runtime R] REPORT...
        objstore-results --help";
 
 /// `--help`: every command and option, and the settings read from the environment.
@@ -98,13 +104,25 @@ const HELP: &str = "objstore-results: test results in a bucket, read back as a f
   objstore-results summary [--run ID | --commit C [--base B]] [--markdown] [--page URL] [--cache PATH]
       A run's or a commit's results for a CI job summary or a pull request (--markdown; else
       plain text): counts per pair, failures with their first lines and classes (new,
-      divergent, broken, flaky), flaky passes, newly failing and fixed tests against --base,
+      divergent, broken, flaky, quarantined), flaky passes, newly failing and fixed tests
+      against --base,
       and what the summary cost in bucket requests
-      (one listing and a GET per pair at most, beside the run's anchor).
+      (one listing and a GET per pair at most, beside the run's anchor and the quarantine).
       --run ID           a CI run (default: OBJSTORE_RESULTS_RUN, else this CI run's id)
       --commit C         every pair's newest run at commit C (7 characters or more), compared
                          with its run at --base B when given
       --page URL         the results page, linked from the summary
+
+  objstore-results quarantine add --suite S --name N [--pairs P/R] --reason TEXT [--until YYYY-MM-DD]
+  objstore-results quarantine remove --suite S --name N [--pairs P/R]
+  objstore-results quarantine list
+      The quarantine, kept in the bucket (.quarantine) with its history: tests known to fail
+      that should not fail a job. --pairs is a platform/runtime pattern (* for any run of
+      characters; default */*); --until, the last day it holds (UTC). Edits are written with
+      If-Match: two editors at once both land, one after the other.
+  objstore-results gate [--platform P] [--runtime R] REPORT...
+      Reads reports as post does and exits 0 when every failure in them is quarantined for
+      this pair (1 otherwise), listing the failures of each kind: for C and C++ harnesses.
 
 Where runs live (every command says which bucket it opened):
   OBJSTORE_RESULTS         file://DIR (default file://./results; objects in DIR/BUCKET/) or an S3
@@ -120,7 +138,9 @@ fn wants_help(args: &[String]) -> bool {
     match args {
         [only] => asks(only),
         [command, flag] => {
-            ["post", "serve", "matrix", "export", "summary"].contains(&command.as_str()) && flag != "help" && asks(flag)
+            ["post", "serve", "matrix", "export", "summary", "quarantine", "gate"].contains(&command.as_str())
+                && flag != "help"
+                && asks(flag)
         }
         _ => false,
     }
@@ -138,6 +158,8 @@ fn main() -> ExitCode {
         Some((command, rest)) if command == "matrix" => print_matrix(rest),
         Some((command, rest)) if command == "export" => export_page(rest),
         Some((command, rest)) if command == "summary" => print_summary(rest),
+        Some((command, rest)) if command == "quarantine" => edit_quarantine(rest),
+        Some((command, rest)) if command == "gate" => gate(rest),
         Some((command, _)) if !command.starts_with("--") => Err(format!("unknown command {command:?}\n{USAGE}")),
         _ => serve(&args, true),
     };
@@ -329,12 +351,151 @@ fn print_summary(args: &[String]) -> Result<(), String> {
                 .or_else(|| std::env::var("OBJSTORE_RESULTS_RUN").ok().filter(|r| !r.is_empty()))
                 .or_else(|| ci::detect(&|name| std::env::var(name).ok()).run)
                 .ok_or("name a run (--run ID, or OBJSTORE_RESULTS_RUN, or run in CI) or a commit (--commit C)")?;
-            let view = viewer.ci_run(&run).map_err(|e| e.to_string())?;
-            summary::of_run(&view, page.as_deref(), format)
+            let mut view = viewer.ci_run(&run).map_err(|e| e.to_string())?;
+            let (quarantine, requests) = quarantine::load(&target)?;
+            // The quarantine's GET is part of what the summary cost.
+            if requests > 0 {
+                let cost = &mut view["cost"];
+                cost["requests"] = json!(cost["requests"].as_u64().unwrap_or(0) + requests);
+                cost["byKind"]["GET"] = json!(cost["byKind"]["GET"].as_u64().unwrap_or(0) + requests);
+            }
+            summary::of_run(&view, &quarantine, now_ms(), page.as_deref(), format)
         }
         (Some(_), Some(_)) => return Err("name a run or a commit, not both".into()),
     };
     print!("{text}");
+    Ok(())
+}
+
+/// `objstore-results quarantine add|remove|list`.
+fn edit_quarantine(args: &[String]) -> Result<(), String> {
+    let Some((action, args)) = args.split_first() else { return Err(USAGE.to_string()) };
+    let (mut suite, mut name, mut pairs, mut reason, mut until) = (None, None, None, None, None);
+    let mut args = args.iter();
+    while let Some(flag) = args.next() {
+        let value = args.next().ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))?.clone();
+        match flag.as_str() {
+            "--suite" => suite = Some(value),
+            "--name" => name = Some(value),
+            "--pairs" => pairs = Some(value),
+            "--reason" => reason = Some(value),
+            "--until" => until = Some(value),
+            other => return Err(format!("unknown option {other}\n{USAGE}")),
+        }
+    }
+    let target = post::Target::from_env();
+    eprintln!("objstore-results: the quarantine of {}", target.describe());
+    let needed = |field: &str, value: Option<String>| value.ok_or_else(|| format!("quarantine {action} needs {field}"));
+    match action.as_str() {
+        "list" => {
+            let (q, _) = quarantine::load(&target)?;
+            print!("{}", quarantine_table(&q));
+            Ok(())
+        }
+        "add" => {
+            let entry = quarantine::Entry {
+                suite: needed("--suite", suite)?,
+                name: needed("--name", name)?,
+                pairs: pairs.unwrap_or_else(|| "*/*".into()),
+                reason: needed("--reason", reason)?,
+                until,
+                added: now_ms(),
+            };
+            entry.check()?;
+            let (q, _) = quarantine::edit(&target, |q| {
+                q.add(entry.clone());
+                Ok(String::new())
+            })?;
+            print!("{}", quarantine_table(&q));
+            Ok(())
+        }
+        "remove" => {
+            let (suite, name) = (needed("--suite", suite)?, needed("--name", name)?);
+            let (q, removed) = quarantine::edit(&target, |q| match q.remove(&suite, &name, pairs.as_deref()) {
+                0 => Err(format!(
+                    "{suite} › {name} is not in the quarantine{}",
+                    pairs.as_ref().map(|p| format!(" for {p}")).unwrap_or_default()
+                )),
+                n => Ok(format!("{n}")),
+            })?;
+            eprintln!("objstore-results: {removed} entr{} removed", if removed == "1" { "y" } else { "ies" });
+            print!("{}", quarantine_table(&q));
+            Ok(())
+        }
+        other => Err(format!("unknown quarantine action {other:?} (add, remove or list)\n{USAGE}")),
+    }
+}
+
+/// The quarantine as lines: test, pairs, until, reason.
+fn quarantine_table(q: &quarantine::Quarantine) -> String {
+    if q.entries.is_empty() {
+        return "The quarantine is empty.\n".into();
+    }
+    q.entries
+        .iter()
+        .map(|e| {
+            let until = e.until.as_deref().map(|u| format!(" until {u}")).unwrap_or_default();
+            format!("{} › {}  [{}]{until}: {}\n", e.suite, e.name, e.pairs, e.reason)
+        })
+        .collect()
+}
+
+/// `objstore-results gate REPORT...`: exits 0 when every failure in the reports is quarantined
+/// for their pair.
+fn gate(args: &[String]) -> Result<(), String> {
+    let mut labels = Labels::default();
+    let mut files = Vec::new();
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let slot = match arg.as_str() {
+            "--platform" => &mut labels.platform,
+            "--runtime" => &mut labels.runtime,
+            flag if flag.starts_with("--") => return Err(format!("unknown option {flag}\n{USAGE}")),
+            file => {
+                files.push(file.to_string());
+                continue;
+            }
+        };
+        *slot = Some(args.next().ok_or_else(|| format!("{arg} needs a value\n{USAGE}"))?.clone());
+    }
+    if files.is_empty() {
+        return Err(format!("gate needs the reports to weigh\n{USAGE}"));
+    }
+    let mut runs = Vec::new();
+    for file in &files {
+        let bytes = std::fs::read(file).map_err(|e| format!("reading {file}: {e}"))?;
+        runs.push(ingest::ingest(file, &bytes, &labels.for_file(file))?);
+    }
+    let target = post::Target::from_env();
+    eprintln!("objstore-results: the quarantine of {}", target.describe());
+    let (q, _) = quarantine::load(&target)?;
+    let now = now_ms();
+    let (mut held, mut failing) = (Vec::new(), Vec::new());
+    for run in &runs {
+        for t in run.results.tests.iter().filter(|t| t.status == format::Status::Failed) {
+            match q.covering(&t.suite, &t.name, &run.platform, &run.browser, now) {
+                Some(entry) => held.push(format!("  {} › {} ({})", t.suite, t.name, entry.reason)),
+                None => failing.push(format!("  {} › {}", t.suite, t.name)),
+            }
+        }
+    }
+    if !held.is_empty() {
+        println!("{} failure{} quarantined:\n{}", held.len(), if held.len() == 1 { "" } else { "s" }, held.join("\n"));
+    }
+    if !failing.is_empty() {
+        println!(
+            "{} failure{} not quarantined:\n{}",
+            failing.len(),
+            if failing.len() == 1 { "" } else { "s" },
+            failing.join("\n")
+        );
+        return Err(format!(
+            "{} failure{} not quarantined",
+            failing.len(),
+            if failing.len() == 1 { " is" } else { "s are" }
+        ));
+    }
+    println!("every failure is quarantined (or none failed)");
     Ok(())
 }
 

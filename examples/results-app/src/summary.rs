@@ -7,6 +7,8 @@
 
 use serde_json::Value;
 
+use crate::quarantine::Quarantine;
+
 /// How the summary is written.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Format {
@@ -36,17 +38,23 @@ struct Parts {
     cost: String,
 }
 
-/// The summary of a CI run (the answer of `Viewer::ci_run`).
-pub fn of_run(view: &Value, page: Option<&str>, format: Format) -> String {
+/// The summary of a CI run (the answer of `Viewer::ci_run`); a failure `quarantine` holds
+/// for its pair at `now_ms` is marked so.
+pub fn of_run(view: &Value, quarantine: &Quarantine, now_ms: u64, page: Option<&str>, format: Format) -> String {
     let runs = view["runs"].as_array().cloned().unwrap_or_default();
     // Every failure, its classes beside it (new, divergent, broken, flaky); then the tests
     // that passed but are flaky.
     let (mut failed, mut flaky) = (Vec::new(), Vec::new());
     for run in &runs {
-        let pair = format!("{} / {}", text(&run["platform"]), text(&run["browser"]));
+        let (platform, browser) = (text(&run["platform"]), text(&run["browser"]));
+        let pair = format!("{platform} / {browser}");
         for test in run["tests"].as_array().into_iter().flatten() {
-            let classes: Vec<&str> =
+            let mut classes: Vec<&str> =
                 test["classes"].as_array().into_iter().flatten().filter_map(|c| c["class"].as_str()).collect();
+            let (suite, name) = (text(&test["suite"]), text(&test["name"]));
+            if test["status"] == "failed" && quarantine.covering(&suite, &name, &platform, &browser, now_ms).is_some() {
+                classes.push("quarantined");
+            }
             let mut entry = listed(&pair, test);
             if test["status"] == "failed" {
                 if !classes.is_empty() {
@@ -287,7 +295,7 @@ mod tests {
     /// page linked, the cost; nothing in a name becomes markup.
     #[test]
     fn a_run_in_markdown() {
-        let out = of_run(&run_view(), Some("https://results.example/"), Format::Markdown);
+        let out = of_run(&run_view(), &Quarantine::default(), 0, Some("https://results.example/"), Format::Markdown);
         assert!(out.starts_with("### Test results of run github-7-1\n"), "{out}");
         assert!(
             out.contains(
@@ -300,10 +308,19 @@ mod tests {
         assert!(out.ends_with("<sub>This summary cost 3 bucket requests (1 LIST, 2 GET).</sub>\n"), "{out}");
     }
 
-    /// Plain text for a terminal.
+    /// Plain text for a terminal; a quarantined failure marked so.
     #[test]
     fn a_run_in_text() {
-        let out = of_run(&run_view(), None, Format::Text);
+        let mut quarantine = Quarantine::default();
+        quarantine.add(crate::quarantine::Entry {
+            suite: "crud".into(),
+            name: "put | <b>x</b>".into(),
+            pairs: "linux/*".into(),
+            reason: "known".into(),
+            until: None,
+            added: 0,
+        });
+        let out = of_run(&run_view(), &quarantine, 0, None, Format::Text);
         assert!(
             out.contains(
                 "  linux / gcc  5 passed, 1 failed, 0 skipped\n  mac / clang  6 passed, 0 failed, 1 skipped\n"
@@ -311,7 +328,9 @@ mod tests {
             "{out}"
         );
         assert!(
-            out.contains("Failures (1):\n  linux / gcc  crud › put | <b>x</b> [new failure]: expected 2\n"),
+            out.contains(
+                "Failures (1):\n  linux / gcc  crud › put | <b>x</b> [new failure, quarantined]: expected 2\n"
+            ),
             "{out}"
         );
     }
