@@ -224,3 +224,41 @@ def test_an_unreachable_bucket_is_reported_and_the_run_keeps_its_outcome(pyteste
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     not_published = [line for line in result.outlines if line.startswith("objstore-db: the results were not published")]
     assert not_published, result.outlines
+
+
+QUARANTINED = """
+def test_known_bad():
+    assert 1 + 1 == 3, "arithmetic"
+
+def test_fine():
+    assert True
+"""
+
+
+async def test_a_quarantined_failure_is_published_marked_and_does_not_fail_the_session(
+    pytester: pytest.Pytester, tmp_path: pathlib.Path
+) -> None:
+    bucket_dir = tmp_path / "bucket"
+    options = {"bucket": "results", "endpoint": f"file://{bucket_dir}"}
+    schema = {"stores": [{"name": "quarantine", "Sync": {"format": "objstore", "Options": options}}]}
+    entry = {"suite": "crud", "name": "test_crud.py::test_known_bad", "pairs": f"{platform_name()}/*", "reason": "known", "added": 0}
+    async with objstore_db.open(str(tmp_path / "editor.sqlite3"), schema) as editor:
+        await editor.put("quarantine", {"entries": [entry], "history": []}, ".quarantine")
+        assert (await editor.flush())["pending"] == 0
+    pytester.makepyfile(test_crud=QUARANTINED)
+    result = pytester.runpytest_subprocess(f"--objstore-results=file://{bucket_dir}", "--objstore-bucket=results")
+    result.assert_outcomes(passed=1, xfailed=1)
+    assert result.ret == 0, result.outlines
+    key = [line for line in result.outlines if "results published" in line][0].rsplit(" as ", 1)[1]
+    async with objstore_db.open(str(tmp_path / "viewer.sqlite3"), viewer_schema(bucket_dir)) as viewer:
+        report = await viewer.get("results", key)
+    bad = [t for t in report["results"]["tests"] if t["name"].endswith("test_known_bad")][0]
+    assert (bad["status"], bad.get("quarantined")) == ("failed", True)
+    assert "arithmetic" in bad["message"]
+    # Elsewhere (another pair) or once expired, it fails the session again.
+    entry["pairs"] = "nowhere/*"
+    async with objstore_db.open(str(tmp_path / "editor.sqlite3"), schema) as editor:
+        await editor.put("quarantine", {"entries": [entry], "history": []}, ".quarantine")
+        assert (await editor.flush())["pending"] == 0
+    result = pytester.runpytest_subprocess(f"--objstore-results=file://{bucket_dir}", "--objstore-bucket=results")
+    result.assert_outcomes(passed=1, failed=1)

@@ -345,6 +345,7 @@ async function runView(state) {
         h("td", {}, link({ view: "test", platform: run.platform, browser: run.browser, suite: t.suite, name: t.name }, t.name),
           files.length > 1 ? h("span", { class: "muted" }, ` (${fileName(t.file)})`) : null,
           t.retries && t.status === "passed" && t.flaky ? h("span", { class: "badge" }, "passed on retry") : null,
+          t.quarantined ? h("span", { class: "badge", title: "held by the quarantine: it did not fail its job" }, "quarantined") : null,
           classBadges(t.classes, run.rules),
           t.message ? h("pre", { class: "message" }, t.message) : null,
           testText(t)),

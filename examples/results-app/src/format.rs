@@ -180,6 +180,9 @@ pub struct Detail {
     /// Failed, then passed on a retry.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub flaky: bool,
+    /// Failed, and held by the bucket's quarantine when it ran: it did not fail its job.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub quarantined: bool,
     #[serde(default, rename = "retryAttempts", skip_serializing_if = "Vec::is_empty")]
     pub retry_attempts: Vec<Attempt>,
 }

@@ -18,6 +18,7 @@ S3 credentials and region come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and
 from __future__ import annotations
 
 import asyncio
+import fnmatch
 import os
 import platform
 import re
@@ -121,7 +122,45 @@ class Publisher:
         self.held: dict[str, dict[str, Any]] = {}
         self.attempts: dict[str, list[dict[str, Any]]] = {}
         self.start_ms = int(time.time() * 1000)
+        # The bucket's quarantine, read once at the start of the session.
+        self.quarantine: list[dict[str, Any]] = []
 
+    def options(self) -> dict[str, Any]:
+        """The bucket's settings, as the results app's `OBJSTORE_RESULTS*` and `AWS_*` give them."""
+        options: dict[str, Any] = {"bucket": self.bucket, "endpoint": self.endpoint, "prefix": self.prefix}
+        if os.environ.get("AWS_ACCESS_KEY_ID"):
+            options["accessKeyId"] = os.environ["AWS_ACCESS_KEY_ID"]
+            options["secretAccessKey"] = os.environ.get("AWS_SECRET_ACCESS_KEY", "")
+            options["region"] = os.environ.get("AWS_REGION", "us-east-1")
+        return options
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        """Reads the bucket's quarantine (`.quarantine`, kept by `objstore-results quarantine`):
+        a quarantined test's failure is published, marked, and does not fail the session."""
+        try:
+            self.quarantine = asyncio.run(read_quarantine(self.options()))
+        except (objstore_db.ObjstoreError, ValueError) as e:
+            # Nothing is quarantined then: failures fail the session, as without a quarantine.
+            reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+            if reporter is not None:
+                reporter.write_line(f"objstore-db: the quarantine was not read: {e}", red=True)
+
+    def quarantined(self, nodeid: str) -> Optional[dict[str, Any]]:
+        """The quarantine entry that holds for test `nodeid` on this pair today, if any."""
+        today = time.strftime("%Y-%m-%d", time.gmtime())
+        for entry in self.quarantine:
+            platform, _, runtime = str(entry.get("pairs", "*/*")).partition("/")
+            if (
+                entry.get("suite") == suite_of(nodeid)
+                and entry.get("name") == nodeid
+                and fnmatch.fnmatchcase(platform_name(), platform)
+                and fnmatch.fnmatchcase(runtime_name(), runtime)
+                and (entry.get("until") is None or today <= str(entry["until"]))
+            ):
+                return entry
+        return None
+
+    @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """One phase's report, as logged (after pytest-rerunfailures marked a rerun, and on the
         controller under xdist). A test is held from its deciding report (the call, or a set-up
@@ -149,6 +188,7 @@ class Publisher:
             }
             if outcome == "failed":
                 test.update(failure_text(report))
+                quarantine(report, test, self.quarantined(nodeid))
             for name, text in (("stdout", report.capstdout), ("stderr", report.capstderr)):
                 if text:
                     test[name] = [text]
@@ -162,6 +202,7 @@ class Publisher:
                 done["status"] = "failed"
                 done["message"] = "\n".join(filter(None, [done.get("message"), "error on teardown: " + failure["message"]]))
                 done["trace"] = "\n".join(filter(None, [done.get("trace"), failure["trace"]]))
+                quarantine(report, done, self.quarantined(nodeid))
             attempts = self.attempts.pop(nodeid, [])
             if attempts:
                 done.update(retries=len(attempts), retryAttempts=attempts, flaky=done["status"] == "passed")
@@ -246,18 +287,8 @@ class Publisher:
             terminalreporter.write_line(f"objstore-db: results published to {self.endpoint} as {key}")
 
     async def publish(self) -> tuple[str, dict[str, Any]]:
-        options: dict[str, Any] = {
-            "bucket": self.bucket,
-            "endpoint": self.endpoint,
-            "prefix": self.prefix,
-            "metadata": ["platform", "browser", "version"],
-            # A marker per run, so that a viewer's warm refresh is one LIST.
-            "changeLog": True,
-        }
-        if os.environ.get("AWS_ACCESS_KEY_ID"):
-            options["accessKeyId"] = os.environ["AWS_ACCESS_KEY_ID"]
-            options["secretAccessKey"] = os.environ.get("AWS_SECRET_ACCESS_KEY", "")
-            options["region"] = os.environ.get("AWS_REGION", "us-east-1")
+        # The metadata headers, and a marker per run, so that a viewer's warm refresh is one LIST.
+        options = {**self.options(), "metadata": ["platform", "browser", "version"], "changeLog": True}
         schema = {"stores": [{"name": "results", "Sync": {"format": "objstore", "immutable": True, "Options": options}}]}
         report = self.report()
         async with objstore_db.open("pytest-results", schema, mechanism="memory") as db:
@@ -268,6 +299,29 @@ class Publisher:
             await db.add("results", report, key)
             outcome: dict[str, Any] = await db.flush()
         return key, outcome
+
+
+def quarantine(report: pytest.TestReport, test: dict[str, Any], entry: Optional[dict[str, Any]]) -> None:
+    """A failure the quarantine holds: published as failed and marked, reported to pytest as an
+    expected failure, so that it does not fail the session."""
+    if entry is None:
+        return
+    test["quarantined"] = True
+    report.outcome = "skipped"
+    report.wasxfail = f"quarantined: {entry.get('reason', '')}"
+
+
+async def read_quarantine(options: dict[str, Any]) -> list[dict[str, Any]]:
+    """The entries of the bucket's `.quarantine` (none when it holds none): one GET."""
+    schema = {"stores": [{"name": "quarantine", "Sync": {"format": "objstore", "Options": options}}]}
+    async with objstore_db.open("pytest-quarantine", schema, mechanism="memory") as db:
+        found = await db.get("quarantine", ".quarantine", fresh=True)
+    if found is None:
+        return []
+    entries = found.get("entries") if isinstance(found, dict) else None
+    if not isinstance(entries, list):
+        raise ValueError("the bucket's .quarantine is not a quarantine")
+    return [e for e in entries if isinstance(e, dict)]
 
 
 def pytest_configure(config: pytest.Config) -> None:
