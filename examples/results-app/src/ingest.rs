@@ -164,6 +164,9 @@ fn ctrf_detail(t: &Value) -> Result<Detail, String> {
         stderr: lines("stderr")?.into_iter().filter(|s| !s.is_empty()).collect(),
         retries,
         flaky: t.get("flaky").and_then(Value::as_bool).unwrap_or(false),
+        // Only a failure can be held by the quarantine.
+        quarantined: t.get("status").and_then(Value::as_str) == Some("failed")
+            && t.get("quarantined").and_then(Value::as_bool).unwrap_or(false),
         retry_attempts: attempts,
     })
 }

@@ -224,6 +224,7 @@ fn into_test(c: Case) -> Test {
             stderr: lines(c.stderr),
             retries: c.attempts.len() as u64,
             flaky,
+            quarantined: false,
             retry_attempts: c.attempts.into_iter().map(|a| Attempt { trace: a.trace.and_then(&text), ..a }).collect(),
         },
     }
