@@ -5,6 +5,7 @@ import { once } from "node:events";
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
+import { spawnSync } from "node:child_process";
 import { launch, post, root, run, runOf, scratch, sleep, startApp } from "./support.mjs";
 
 const TOKEN = "page-test-token";
@@ -538,6 +539,22 @@ test("a commit view: every pair at one commit, what changed since another, and w
   await page.close();
 });
 
+test("the quarantine: its entries with their pairs' recent outcomes, added with the CLI", async () => {
+  const binary = process.env.OBJSTORE_RESULTS_BIN || join(root, "target/debug/objstore-results");
+  const added = spawnSync(binary, ["quarantine", "add", "--suite", "crud", "--name", "add", "--pairs", "linux-x86_64/*",
+    "--reason", "flaky <b>on</b> CI", "--until", "2999-01-31"], { env: { ...process.env, OBJSTORE_RESULTS: `file://${join(work.dir, "bucket")}` } });
+  assert.equal(added.status, 0, String(added.stderr));
+  const page = await browser.newPage();
+  await page.goto(`${app.url}?view=quarantine`);
+  await page.waitForSelector("#quarantine");
+  const row = '#quarantine tr[data-test="crud › add"]';
+  assert.match(await page.textContent(row), /linux-x86_64\/\*.*flaky <b>on<\/b> CI.*2999-01-31.*linux-x86_64\/python-3\.11: passed \d+ of \d+/s);
+  assert.equal(await page.getAttribute(row, "data-releasable"), "false", "fewer than 20 runs: not yet");
+  assert.equal(await page.$$eval("#quarantine b", (b) => b.length), 0, "the reason is text");
+  assert.equal(await page.title(), "Quarantine · Test results");
+  await page.close();
+});
+
 test("axe-core finds no WCAG 2 A or AA violation in any view, light or dark", async () => {
   const axe = readFileSync(join(root, "examples/results-app/browser/node_modules/axe-core/axe.min.js"), "utf8");
   // axe is injected by the test (the page's own policy rightly refuses inline scripts).
@@ -546,7 +563,7 @@ test("axe-core finds no WCAG 2 A or AA violation in any view, light or dark", as
   const key = seeded.filter((s) => s.body.browser === "python-3.11").at(-1).key;
   const views = ["", "?view=latest", `?view=run&key=${encodeURIComponent(key)}`, "?view=pair&platform=linux-x86_64&browser=python-3.11",
     "?view=failures", "?view=test&platform=linux-x86_64&browser=python-3.11&suite=crud&name=add", "?view=search&q=walk",
-    "?view=commit&commit=c0ffee02&base=c0ffee01"];
+    "?view=commit&commit=c0ffee02&base=c0ffee01", "?view=quarantine"];
   const found = [];
   for (const scheme of ["light", "dark"]) {
     await page.emulateMedia({ colorScheme: scheme });

@@ -458,10 +458,31 @@ async function diffView(state) {
     section("removed", "Removed", d.removed));
 }
 
+async function quarantineView() {
+  const data = await api("quarantine");
+  const passes = (c) => c.outcomes.filter((o) => o === "passed").length;
+  show(h("h2", {}, "Quarantine"),
+    h("p", { class: "note" }, "Tests known to fail, kept in the bucket (objstore-results quarantine): their failures are still published, " +
+      "marked, and do not fail a job (the pytest plugin, objstore-results gate)."),
+    data.entries.length === 0 ? h("p", { class: "note" }, "Nothing is quarantined.")
+      : h("table", { id: "quarantine" },
+        h("thead", {}, h("tr", {}, h("th", {}, "test"), h("th", {}, "pairs"), h("th", {}, "reason"), h("th", {}, "until"),
+          h("th", {}, `its last ${data.releaseAfter} runs`))),
+        h("tbody", {}, data.entries.map((e) => h("tr", { "data-test": `${e.suite} › ${e.name}`, "data-releasable": String(e.releasable) },
+          h("td", {}, `${e.suite} › ${e.name}`),
+          h("td", {}, h("code", {}, e.pairs)),
+          h("td", {}, e.reason),
+          h("td", {}, e.until ? `${e.until}${e.expired ? " (expired)" : ""}` : "—"),
+          h("td", {}, e.pairsCovered.length === 0 ? "no pair it covers has runs"
+            : e.pairsCovered.map((c) => h("div", {}, `${c.pair}: passed ${passes(c)} of ${c.outcomes.length}`)),
+            e.releasable ? h("p", { class: "release" }, `Passed its last ${data.releaseAfter} runs on every pair it covers: release it with `,
+              h("code", {}, `objstore-results quarantine remove --suite '${e.suite}' --name '${e.name}' --pairs '${e.pairs}'`)) : null))))));
+}
+
 // ----- routing ------------------------------------------------------------------------------
 
 const VIEWS = { matrix: matrixView, pair: pairView, latest: latestView, run: runView, diff: diffView, failures: failuresView,
-  test: testView, search: searchView, commit: commitView };
+  test: testView, search: searchView, commit: commitView, quarantine: quarantineView };
 
 // The header's search goes through the page's own navigation.
 document.getElementById("search").addEventListener("submit", (e) => {

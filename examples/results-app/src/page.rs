@@ -49,6 +49,7 @@ pub fn router(viewer: Arc<Viewer>) -> Router {
         .route("/api/test", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, test_history, q)))
         .route("/api/search", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, search, q)))
         .route("/api/commit", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, commit, q)))
+        .route("/api/quarantine", get(|State(v): State<Arc<Viewer>>| answer(v, |v, _| v.quarantine(), Params::new())))
         .layer(middleware::from_fn_with_state(limiter, limited))
         .with_state(viewer);
     let mut router = Router::new();

@@ -69,12 +69,17 @@ impl Entry {
         Ok(())
     }
 
+    /// Whether its last day is past at `now_ms`.
+    pub fn expired(&self, now_ms: u64) -> bool {
+        self.until.as_deref().and_then(day_end_ms).is_some_and(|end| now_ms >= end)
+    }
+
     /// Whether the entry holds for test `suite`/`name` on `platform`/`browser` at `now_ms`.
     pub fn covers(&self, suite: &str, name: &str, platform: &str, browser: &str, now_ms: u64) -> bool {
         self.suite == suite
             && self.name == name
             && pair_matches(&self.pairs, platform, browser)
-            && self.until.as_deref().and_then(day_end_ms).is_none_or(|end| now_ms < end)
+            && !self.expired(now_ms)
     }
 }
 

@@ -21,7 +21,7 @@ use crate::classes::{self, classify, Evidence, Pairs, Seen, TestId, Weighed};
 use crate::digest::{self, Digest};
 use crate::filter::MatrixFilter;
 use crate::fingerprint::{self, Failure};
-use crate::format::{check_label, is_run_segment, sort_suites, stored_at, Run, Status, Test};
+use crate::format::{check_label, is_run_segment, pair_matches, sort_suites, stored_at, Run, Status, Test};
 use crate::history::{self, Outcome};
 use crate::post::{call, Target};
 use crate::runs::{
@@ -35,6 +35,9 @@ pub const PAIRS: usize = 50;
 pub const PAGE: usize = 25;
 /// The most tests a search answers with.
 pub const FOUND: usize = 100;
+/// How many of its last runs a quarantined test must have passed on every pair it covers
+/// before the page suggests releasing it.
+pub const RELEASE_AFTER: usize = 20;
 /// The most build-variant labels (`key=value`) the matrix offers as a filter.
 pub const VARIANTS: usize = 200;
 /// How many of each pair's newest runs the commit view looks through for the commit.
@@ -43,6 +46,8 @@ pub const COMMIT_RUNS: usize = 25;
 /// Reads the results bucket through a database of its own (its cache).
 pub struct Viewer {
     db: Db,
+    /// The bucket, for what lives beside the runs (the quarantine).
+    target: Target,
     /// One view at a time, so that the requests counted during a view are that view's.
     building: Mutex<()>,
     /// Run keys found naming no files lately, and when: asked again, they cost no listing.
@@ -98,7 +103,13 @@ impl Viewer {
         rx.recv()
             .map_err(|_| "the cache database went away".to_string())?
             .map_err(|e| format!("opening the cache {}: {e}", cache.display()))?;
-        Ok(Viewer { db, building: Mutex::new(()), missing: Mutex::default(), followed: Mutex::default() })
+        Ok(Viewer {
+            db,
+            target: target.clone(),
+            building: Mutex::new(()),
+            missing: Mutex::default(),
+            followed: Mutex::default(),
+        })
     }
 
     /// Follows a writer's stored count (the collector's): a view after it stored a file lists
@@ -316,6 +327,55 @@ impl Viewer {
             let views = runs.iter().map(|run| run_view(db, run, &weighed)).collect::<Result<Vec<_>, _>>()?;
             Ok(json!({"run": id, "runs": views}))
         })
+    }
+
+    /// The quarantine (one GET of `.quarantine`, counted in the cost), each entry with the
+    /// pairs it covers and, on each, the test's outcomes in the pair's last [`RELEASE_AFTER`]
+    /// runs, by their names' digests; an entry whose test passed in all of them on every pair
+    /// it covers is marked releasable.
+    pub fn quarantine(&self) -> View {
+        let (quarantine, requests) = crate::quarantine::load(&self.target)?;
+        let mut view = self.view(|db| {
+            let pairs = all_pairs(db)?;
+            let mut runs_of: HashMap<(String, String), Vec<Digested>> = HashMap::new();
+            let now = crate::post::now_ms();
+            let entries: Vec<Value> = quarantine
+                .entries
+                .iter()
+                .map(|e| {
+                    let id = digest::test_id(&e.suite, &e.name, 1);
+                    let mut covered = Vec::new();
+                    for (platform, browser) in pairs.iter().filter(|(p, b)| pair_matches(&e.pairs, p, b)) {
+                        let key = (platform.clone(), browser.clone());
+                        if !runs_of.contains_key(&key) {
+                            let files = pair_files(db, platform, browser, None, RELEASE_AFTER)?;
+                            runs_of.insert(key.clone(), digested(db, files)?);
+                        }
+                        let outcomes: Vec<Value> = runs_of[&key]
+                            .iter()
+                            .map(|d| json!(d.seen().status(&e.suite, id)))
+                            .collect();
+                        covered.push(json!({"pair": format!("{platform}/{browser}"), "outcomes": outcomes}));
+                    }
+                    let passing = |c: &Value| {
+                        let outcomes = c["outcomes"].as_array().map(Vec::as_slice).unwrap_or_default();
+                        outcomes.len() == RELEASE_AFTER && outcomes.iter().all(|o| o == "passed")
+                    };
+                    let mut entry = serde_json::to_value(e).unwrap_or_default();
+                    entry["pairsCovered"] = json!(covered);
+                    entry["releasable"] = json!(!covered.is_empty() && covered.iter().all(passing));
+                    entry["expired"] = json!(e.expired(now));
+                    Ok(entry)
+                })
+                .collect::<Result<_, ViewError>>()?;
+            Ok(json!({"entries": entries, "releaseAfter": RELEASE_AFTER, "history": quarantine.history.iter().rev().take(50).collect::<Vec<_>>()}))
+        })?;
+        if requests > 0 {
+            let cost = &mut view["cost"];
+            cost["requests"] = json!(cost["requests"].as_u64().unwrap_or(0) + requests);
+            cost["byKind"]["GET"] = json!(cost["byKind"]["GET"].as_u64().unwrap_or(0) + requests);
+        }
+        Ok(view)
     }
 
     /// Each pair's newest run as [`Viewer::run`] shows it, the pairs weighed once for all
