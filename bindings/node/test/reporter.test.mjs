@@ -129,3 +129,30 @@ test('the digest is the one the results app pins', () => {
   const fixture = JSON.parse(fs.readFileSync(path.join(PACKAGE, '../../examples/results-app/tests/fixtures/digest.json'), 'utf8'));
   assert.equal(digests.digest(fixture.report), fixture.digest);
 });
+
+test('a quarantined failure is published marked, and the run passes; elsewhere it fails again', async () => {
+  const dir = tempDir();
+  const bucket = path.join(dir, 'bucket');
+  const options = { bucket: 'results', endpoint: `file://${bucket}` };
+  /** @param {string} pairs */
+  const quarantine = async (pairs) => {
+    const editor = new Storage(path.join(dir, 'editor.sqlite3'), { stores: [{ name: 'quarantine', Sync: { format: 'objstore', Options: options } }] });
+    try {
+      const entry = { suite: 'crud', name: 'fails', pairs, reason: 'known', added: 0 };
+      await editor.put('quarantine', { entries: [entry], history: [] }, '.quarantine');
+      assert.equal((await editor.flush()).pending, 0);
+    } finally {
+      await editor.close();
+    }
+  };
+  await quarantine(`${platformName()}/node-*`);
+  const run = runWithReporter(dir, { OBJSTORE_RESULTS: `file://${bucket}`, OBJSTORE_RESULTS_BUCKET: 'results' });
+  assert.equal(run.status, 0, run.stdout + run.stderr);
+  assert.match(run.stdout, /1 failure\(s\), every one quarantined: the run passes/);
+  const key = run.stdout.split('\n').find((l) => l.startsWith('objstore-db: results published'))?.split(' as ')[1];
+  const stored = JSON.parse(fs.readFileSync(path.join(bucket, 'results', String(key)), 'utf8'));
+  const fails = stored.results.tests.find((/** @type {any} */ t) => t.name === 'fails');
+  assert.deepEqual([fails.status, fails.quarantined], ['failed', true]);
+  await quarantine('nowhere/*');
+  assert.equal(runWithReporter(dir, { OBJSTORE_RESULTS: `file://${bucket}`, OBJSTORE_RESULTS_BUCKET: 'results' }).status, 1);
+});
