@@ -40,7 +40,6 @@ use std::sync::Arc;
 
 use ingest::Labels;
 use post::now_ms;
-use serde_json::json;
 use view::Viewer;
 
 const USAGE: &str = "usage: objstore-results [--listen ADDR] [--cache PATH]
@@ -343,8 +342,10 @@ fn print_summary(args: &[String]) -> Result<(), String> {
     let viewer = open_viewer(&target, cache)?;
     let text = match (commit, run) {
         (Some(commit), None) => {
-            let view = viewer.commit(&commit, base.as_deref()).map_err(|e| e.to_string())?;
-            summary::of_commit(&view, page.as_deref(), format)
+            let mut view = viewer.commit(&commit, base.as_deref()).map_err(|e| e.to_string())?;
+            let (quarantine, requests) = quarantine::load(&target)?;
+            view::add_requests(&mut view, requests);
+            summary::of_commit(&view, &quarantine, now_ms(), page.as_deref(), format)
         }
         (None, run) => {
             let run = run
@@ -353,12 +354,7 @@ fn print_summary(args: &[String]) -> Result<(), String> {
                 .ok_or("name a run (--run ID, or OBJSTORE_RESULTS_RUN, or run in CI) or a commit (--commit C)")?;
             let mut view = viewer.ci_run(&run).map_err(|e| e.to_string())?;
             let (quarantine, requests) = quarantine::load(&target)?;
-            // The quarantine's GET is part of what the summary cost.
-            if requests > 0 {
-                let cost = &mut view["cost"];
-                cost["requests"] = json!(cost["requests"].as_u64().unwrap_or(0) + requests);
-                cost["byKind"]["GET"] = json!(cost["byKind"]["GET"].as_u64().unwrap_or(0) + requests);
-            }
+            view::add_requests(&mut view, requests);
             summary::of_run(&view, &quarantine, now_ms(), page.as_deref(), format)
         }
         (Some(_), Some(_)) => return Err("name a run or a commit, not both".into()),

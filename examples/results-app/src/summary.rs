@@ -76,18 +76,25 @@ pub fn of_run(view: &Value, quarantine: &Quarantine, now_ms: u64, page: Option<&
     render(&parts, page, format)
 }
 
-/// The summary of a commit, or of a commit against a base (the answer of `Viewer::commit`).
-pub fn of_commit(view: &Value, page: Option<&str>, format: Format) -> String {
+/// The summary of a commit, or of a commit against a base (the answer of `Viewer::commit`); a
+/// new failure `quarantine` holds for its pair is marked so.
+pub fn of_commit(view: &Value, quarantine: &Quarantine, now_ms: u64, page: Option<&str>, format: Format) -> String {
     let entries = |field: &str| -> Vec<Listed> {
         view[field]
             .as_array()
             .into_iter()
             .flatten()
-            .map(|e| Listed {
-                pair: text(&e["pair"]).replace('/', " / "),
-                suite: text(&e["suite"]),
-                name: text(&e["name"]),
-                line: e["message"].as_str().map(first_line),
+            .map(|e| {
+                let (pair, suite, name) = (text(&e["pair"]), text(&e["suite"]), text(&e["name"]));
+                let (platform, browser) = pair.split_once('/').unwrap_or((&pair, ""));
+                let held =
+                    field == "newlyFailing" && quarantine.covering(&suite, &name, platform, browser, now_ms).is_some();
+                Listed {
+                    pair: pair.replace('/', " / "),
+                    name: if held { format!("{name} [quarantined]") } else { name.clone() },
+                    suite,
+                    line: e["message"].as_str().map(first_line),
+                }
             })
             .collect()
     };
@@ -343,9 +350,21 @@ mod tests {
             "newlyFailing": [{"pair": "linux/gcc", "run": "linux/gcc/1-a", "suite": "sql", "name": "select", "message": "no such column"}],
             "fixed": [], "flaky": [],
             "divergent": [{"suite": "sql", "name": "select", "passed": ["mac/clang"], "failed": ["linux/gcc"]}]});
-        let out = of_commit(&view, None, Format::Text);
+        let mut quarantine = Quarantine::default();
+        quarantine.add(crate::quarantine::Entry {
+            suite: "sql".into(),
+            name: "select".into(),
+            pairs: "linux/*".into(),
+            reason: "known".into(),
+            until: None,
+            added: 0,
+        });
+        let out = of_commit(&view, &quarantine, 0, None, Format::Text);
         assert!(out.starts_with("Test results of commit 0123456789ab against fedcba987654\n"), "{out}");
-        assert!(out.contains("New failures (1):\n  linux / gcc  sql › select: no such column\n"), "{out}");
+        assert!(
+            out.contains("New failures (1):\n  linux / gcc  sql › select [quarantined]: no such column\n"),
+            "{out}"
+        );
         assert!(out.contains("Divergent (1):\n  failed on linux/gcc  sql › select: passed on mac/clang\n"), "{out}");
         assert!(out.ends_with("This summary cost 0 bucket requests.\n"), "{out}");
     }

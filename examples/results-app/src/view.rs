@@ -35,6 +35,15 @@ pub const PAIRS: usize = 50;
 pub const PAGE: usize = 25;
 /// The most tests a search answers with.
 pub const FOUND: usize = 100;
+/// Adds `requests` made outside the view's database (the quarantine's GET) to what it cost.
+pub fn add_requests(view: &mut Value, requests: u64) {
+    if requests > 0 {
+        let cost = &mut view["cost"];
+        cost["requests"] = json!(cost["requests"].as_u64().unwrap_or(0) + requests);
+        cost["byKind"]["GET"] = json!(cost["byKind"]["GET"].as_u64().unwrap_or(0) + requests);
+    }
+}
+
 /// How many of its last runs a quarantined test must have passed on every pair it covers
 /// before the page suggests releasing it.
 pub const RELEASE_AFTER: usize = 20;
@@ -370,11 +379,7 @@ impl Viewer {
                 .collect::<Result<_, ViewError>>()?;
             Ok(json!({"entries": entries, "releaseAfter": RELEASE_AFTER, "history": quarantine.history.iter().rev().take(50).collect::<Vec<_>>()}))
         })?;
-        if requests > 0 {
-            let cost = &mut view["cost"];
-            cost["requests"] = json!(cost["requests"].as_u64().unwrap_or(0) + requests);
-            cost["byKind"]["GET"] = json!(cost["byKind"]["GET"].as_u64().unwrap_or(0) + requests);
-        }
+        add_requests(&mut view, requests);
         Ok(view)
     }
 
