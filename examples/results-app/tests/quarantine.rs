@@ -109,7 +109,7 @@ fn editors_at_once_on_moto() {
     );
     let env: Vec<(String, String)> = vec![
         ("OBJSTORE_RESULTS".into(), s["MOTO_ENDPOINT"].clone()),
-        ("OBJSTORE_RESULTS_BUCKET".into(), s["MOTO_BUCKET"].clone()),
+        ("OBJSTORE_RESULTS_BUCKET".into(), s["MOTO_SIGNED_BUCKET"].clone()),
         ("OBJSTORE_RESULTS_PREFIX".into(), prefix),
         ("AWS_ACCESS_KEY_ID".into(), s["MOTO_ACCESS_KEY_ID"].clone()),
         ("AWS_SECRET_ACCESS_KEY".into(), s["MOTO_SECRET_ACCESS_KEY"].clone()),
