@@ -73,9 +73,20 @@ async function collect(source) {
   /** @type {CtrfTest[]} */
   const tests = [];
   const start = Date.now();
+  // Failures that are not a test's own (a describe block's hook, a file that did not load): no
+  // quarantine holds them. And tests that failed only because a subtest did: their subtests
+  // speak for them.
+  let otherFailures = 0;
+  /** @type {Set<CtrfTest>} */
+  const bySubtests = new Set();
   for await (const { type, data } of source) {
     if (type !== 'test:pass' && type !== 'test:fail') continue;
-    if (data.details?.type === 'suite') continue; // a describe block: its tests speak for it
+    const failureType = data.details?.error?.failureType ?? data.details?.error?.cause?.failureType;
+    if (data.details?.type === 'suite') {
+      // A describe block: its tests speak for it, unless it failed by itself.
+      if (type === 'test:fail' && failureType !== 'subtestsFailed') otherFailures++;
+      continue;
+    }
     const status = data.skip ? 'skipped' : data.todo ? 'pending' : type === 'test:pass' ? 'passed' : 'failed';
     /** @type {CtrfTest} */
     const test = { name: data.name, status, duration: Math.round(data.details?.duration_ms ?? 0), suite: suiteOf(data.file) };
@@ -85,11 +96,12 @@ async function collect(source) {
       test.message = cut(String(error?.message ?? error ?? ''), TEXT_CAP / 4);
       if (error?.stack) test.trace = cut(String(error.stack), (TEXT_CAP * 3) / 4);
     }
+    if (status === 'failed' && failureType === 'subtestsFailed') bySubtests.add(test);
     tests.push(test);
   }
   const count = (/** @type {string} */ status) => tests.filter((t) => t.status === status).length;
   const origin = ci.detect(process.env);
-  return {
+  const report = {
     platform: platformName(),
     browser: runtimeName(),
     version,
@@ -110,11 +122,12 @@ async function collect(source) {
       environment: { osPlatform: platformName(), runtime: runtimeName(), version },
     },
   };
+  return { report, otherFailures, bySubtests };
 }
 
 /**
  * Writes `report` as one object through the library; the key and the flush's outcome.
- * @param {Awaited<ReturnType<typeof collect>>} report
+ * @param {Awaited<ReturnType<typeof collect>>['report']} report
  * @param {NodeJS.ProcessEnv} env
  */
 async function publish(report, env) {
@@ -205,24 +218,34 @@ async function readQuarantine(env) {
 }
 
 /**
- * Whether `pattern` (`*` for any run of characters) is `text`.
+ * Whether `pattern` (`*` for any run of characters) is `text`, in time linear in their lengths
+ * whatever the stars (a pattern is written by anyone who may edit the bucket).
  * @param {string} pattern @param {string} text
  */
 function glob(pattern, text) {
-  const escaped = pattern.split('*').map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'));
-  return new RegExp(`^${escaped.join('.*')}$`).test(text);
+  let [p, t, starP, starT] = [0, 0, -1, 0];
+  while (t < text.length) {
+    if (p < pattern.length && pattern[p] === '*') [starP, starT, p] = [p, t, p + 1];
+    else if (p < pattern.length && pattern[p] === text[t]) [p, t] = [p + 1, t + 1];
+    else if (starP >= 0) [p, t, starT] = [starP + 1, starT + 1, starT + 1];
+    else return false;
+  }
+  while (p < pattern.length && pattern[p] === '*') p++;
+  return p === pattern.length;
 }
 
 /**
- * Marks the failures the quarantine holds for this pair today; how many failures are left.
- * @param {ReturnType<typeof collect> extends Promise<infer R> ? R : never} report
+ * Marks the failures the quarantine holds for this pair today; how many failures are left (a
+ * test that failed only because its subtests did is left to them).
+ * @param {Awaited<ReturnType<typeof collect>>['report']} report
  * @param {Awaited<ReturnType<typeof readQuarantine>>} entries
+ * @param {Set<CtrfTest>} bySubtests
  */
-function applyQuarantine(report, entries) {
+function applyQuarantine(report, entries, bySubtests) {
   const today = new Date().toISOString().slice(0, 10);
   let left = 0;
   for (const test of report.results.tests) {
-    if (test.status !== 'failed') continue;
+    if (test.status !== 'failed' || bySubtests.has(test)) continue;
     const held = entries.some((e) => {
       const [platform = '', runtime = ''] = String(e.pairs || '*/*').split('/');
       return e.suite === test.suite && e.name === test.name && glob(platform, report.platform) && glob(runtime, report.browser) &&
@@ -236,7 +259,7 @@ function applyQuarantine(report, entries) {
 
 /** @param {AsyncIterable<{type: string, data: any}>} source */
 export default async function* objstoreReporter(source) {
-  const report = await collect(source);
+  const { report, otherFailures, bySubtests } = await collect(source);
   const env = process.env;
   if (!env.OBJSTORE_RESULTS) {
     yield 'objstore-db: OBJSTORE_RESULTS is not set; the results were not published\n';
@@ -245,8 +268,10 @@ export default async function* objstoreReporter(source) {
   const failed = report.results.tests.filter((t) => t.status === 'failed').length;
   if (failed > 0) {
     try {
-      const left = applyQuarantine(report, await readQuarantine(env));
-      if (left === 0) {
+      const left = applyQuarantine(report, await readQuarantine(env), bySubtests);
+      // Only a run whose every failure is a quarantined test's passes (not one whose hooks or
+      // files failed too).
+      if (left === 0 && otherFailures === 0) {
         // Every failure is a known one: published, marked, and the run passes.
         yield `objstore-db: ${failed} failure(s), every one quarantined: the run passes\n`;
         process.exitCode = 0;

@@ -476,7 +476,12 @@ async function quarantineView() {
           h("td", {}, e.pairsCovered.length === 0 ? "no pair it covers has runs"
             : e.pairsCovered.map((c) => h("div", {}, `${c.pair}: passed ${passes(c)} of ${c.outcomes.length}`)),
             e.releasable ? h("p", { class: "release" }, `Passed its last ${data.releaseAfter} runs on every pair it covers: release it with `,
-              h("code", {}, `objstore-results quarantine remove --suite '${e.suite}' --name '${e.name}' --pairs '${e.pairs}'`)) : null))))));
+              h("code", {}, `objstore-results quarantine remove --suite ${shellQuoted(e.suite)} --name ${shellQuoted(e.name)} --pairs ${shellQuoted(e.pairs)}`)) : null))))));
+}
+
+/** `text` as one shell word: single-quoted, its own quotes closed and escaped. */
+function shellQuoted(text) {
+  return `'${String(text).replaceAll("'", "'\\''")}'`;
 }
 
 // ----- routing ------------------------------------------------------------------------------

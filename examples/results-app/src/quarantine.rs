@@ -34,6 +34,8 @@ pub struct Quarantine {
 pub struct Entry {
     pub suite: String,
     pub name: String,
+    /// `*/*` where an entry written by hand names none.
+    #[serde(default = "any_pair")]
     pub pairs: String,
     pub reason: String,
     /// The day (`YYYY-MM-DD`, UTC) after which the entry no longer holds.
@@ -41,6 +43,10 @@ pub struct Entry {
     pub until: Option<String>,
     /// When it was added (ms since the epoch).
     pub added: u64,
+}
+
+fn any_pair() -> String {
+    "*/*".into()
 }
 
 /// One change to the quarantine: `add` or `remove`, when, of what.
@@ -197,7 +203,9 @@ fn day_end_ms(day: &str) -> Option<u64> {
         return None;
     }
     let (y, m, d): (i64, i64, i64) = (y.parse().ok()?, m.parse().ok()?, d.parse().ok()?);
-    if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let days_in_month = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+    if !(1..=12).contains(&m) || d < 1 || d > days_in_month[(m - 1) as usize] {
         return None;
     }
     // Days from the civil date (Howard Hinnant's algorithm).
@@ -231,6 +239,8 @@ mod tests {
         assert_eq!(day_end_ms("1970-01-01"), Some(86_400_000));
         assert_eq!(day_end_ms("2026-11-27"), Some(1_795_824_000_000));
         assert_eq!(day_end_ms("2026-13-01"), None);
+        assert_eq!((day_end_ms("2026-02-29"), day_end_ms("2026-02-31")), (None, None), "no such day");
+        assert!(day_end_ms("2028-02-29").is_some(), "a leap day");
         assert_eq!(day_end_ms("26-11-27"), None);
         let e = entry("windows-*/c-msvc-*", Some("2026-11-27"));
         assert!(e.covers("crud", "put", "windows-x86_64", "c-msvc-19", 1_795_823_999_999));

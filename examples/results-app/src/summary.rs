@@ -261,15 +261,20 @@ fn link(page: &str, key: &str) -> String {
     format!("{}?view=run&key={escaped}", page.replace(' ', "%20"))
 }
 
-/// Text as Markdown shows it, not as markup: inline punctuation escaped, `<`, `>` and `&` as
-/// entities.
+/// Text as Markdown shows it, not as markup: inline punctuation escaped; `<`, `>`, `&`, `@`
+/// and `#` as entities (no HTML, no mention of a person or team, no issue link); and a zero-width
+/// space after `://` and `www.` (no link made of a test's text).
 fn md(text: &str) -> String {
+    let text = text.replace("://", ":\u{200B}//").replace("www.", "www\u{200B}.");
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
             '&' => out.push_str("&amp;"),
+            '@' => out.push_str("&#64;"),
+            '#' => out.push_str("&#35;"),
+            '$' => out.push_str("&#36;"),
             '\n' | '\r' => out.push(' '),
             // Never at a line's start (a row or a list item comes first): only what marks up
             // text inside a line.
@@ -313,6 +318,16 @@ mod tests {
         assert!(out.contains("**Failures** (1)\n\n- linux / gcc · crud › put \\| &lt;b&gt;x&lt;/b&gt; \\[new failure\\]: expected 2\n"), "{out}");
         assert!(!out.contains("Flaky"), "empty sections are left out: {out}");
         assert!(out.ends_with("<sub>This summary cost 3 bucket requests (1 LIST, 2 GET).</sub>\n"), "{out}");
+    }
+
+    /// Nothing a test's text holds becomes a mention, an issue link, a link or math.
+    #[test]
+    fn markdown_text_stays_text() {
+        assert_eq!(md("@team/db #12 $x$"), "&#64;team/db &#35;12 &#36;x&#36;");
+        assert_eq!(
+            md("see https://evil.example and www.evil.example"),
+            "see https:\u{200B}//evil.example and www\u{200B}.evil.example"
+        );
     }
 
     /// Plain text for a terminal; a quarantined failure marked so.

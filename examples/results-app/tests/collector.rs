@@ -269,6 +269,21 @@ fn tokens_scoped_to_pairs_write_only_those() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success() && stderr.contains(said), "{content:?}: {stderr}");
     }
+    // One secret both any-pair and scoped: refused at start, whichever would have won.
+    std::fs::write(&file, "linux-pipeline-secret-1 linux-*/*\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_objstore-results"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--token",
+            "linux-pipeline-secret-1",
+            "--tokens",
+            &file.display().to_string(),
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("given twice"), "{out:?}");
 }
 
 #[test]
