@@ -40,7 +40,7 @@ const byBytes = (a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b));
 
 /**
  * The digest of a report in the result format.
- * @param {{version: string, ci?: {commit?: string}, results: {summary: {start?: number}, environment?: Record<string, unknown>,
+ * @param {{platform?: string, browser?: string, version: string, ci?: {commit?: string}, results: {summary: {start?: number}, environment?: Record<string, unknown>,
  *   tests: {name: string, suite: string, status: string, flaky?: boolean}[]}}} report
  */
 function digest(report) {
@@ -68,8 +68,13 @@ function digest(report) {
     }
   }
   const labels = [];
+  // Labels that repeat the run's own platform, runtime or version say nothing the name does not.
+  /** @type {Record<string, string | undefined>} */
+  const own = { osPlatform: report.platform, runtime: report.browser, version: report.version };
   for (const key of Object.keys(results.environment || {}).sort(byBytes)) {
-    const text = labelText((results.environment || {})[key]);
+    const value = (results.environment || {})[key];
+    if (Object.hasOwn(own, key) && value === own[key]) continue;
+    const text = labelText(value);
     if (text !== undefined) labels.push(escape(key), escape(text));
   }
   const commit = ((report.ci && report.ci.commit) || '').slice(0, COMMIT_CHARS);

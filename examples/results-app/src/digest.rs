@@ -78,11 +78,23 @@ pub fn ids(run: &Run) -> Vec<u32> {
 }
 
 /// The build-variant labels of a report: its environment's texts, booleans and whole numbers
-/// within ±2^53 (which every language writes alike; other numbers are no label).
+/// within ±2^53 (which every language writes alike; other numbers are no label), but for those
+/// that repeat the run's own platform, runtime or version (`osPlatform`, `runtime`, `version`,
+/// as the reporters write them): they say nothing the name does not.
 pub fn labels(run: &Run) -> BTreeMap<String, String> {
+    let repeats = |key: &str, value: &Value| {
+        let own = match key {
+            "osPlatform" => &run.platform,
+            "runtime" => &run.browser,
+            "version" => &run.version,
+            _ => return false,
+        };
+        value.as_str() == Some(own.as_str())
+    };
     run.results
         .environment
         .iter()
+        .filter(|(key, value)| !repeats(key, value))
         .filter_map(|(key, value)| match value {
             Value::String(s) => Some((key.clone(), s.clone())),
             Value::Bool(b) => Some((key.clone(), b.to_string())),

@@ -58,7 +58,11 @@ def digest(report: Dict[str, Any]) -> str:
             s["s"] += 1
             s["si"].append(tid)
     labels: List[str] = []
+    # Labels that repeat the run's own platform, runtime or version say nothing the name does not.
+    own = {"osPlatform": report.get("platform"), "runtime": report.get("browser"), "version": report.get("version")}
     for key, value in sorted(results.get("environment", {}).items()):
+        if key in own and value == own[key]:
+            continue
         text = label_text(value)
         if text is not None:
             labels += [escape(key), escape(text)]
