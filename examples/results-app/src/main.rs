@@ -26,6 +26,7 @@ mod junit;
 mod page;
 mod post;
 mod quarantine;
+mod rows;
 mod runs;
 mod server;
 mod summary;

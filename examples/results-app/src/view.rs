@@ -17,16 +17,17 @@ use objstore_db::rsapi::{Db, OpenOptions, Read};
 use objstore_db_core::MechanismKind;
 use serde_json::{json, Map, Value};
 
-use crate::classes::{self, classify, Evidence, Pairs, Seen, TestId, Weighed};
-use crate::digest::{self, Digest};
+use crate::classes::{self, classify, Pairs, Seen, TestId, Weighed};
+use crate::digest;
 use crate::filter::MatrixFilter;
 use crate::fingerprint::{self, Failure};
-use crate::format::{check_label, is_run_segment, pair_matches, sort_suites, stored_at, Run, Status, Test};
+use crate::format::{check_label, is_run_segment, pair_matches, sort_suites, Status, Test};
 use crate::history::{self, Outcome};
 use crate::post::{call, Target};
+use crate::rows::{brief, cells, digest_brief, evidence, flaky, labels};
 use crate::runs::{
     all_pairs, digested, identified, keys, load_runs, newest_digested, newest_runs, pair_files, pair_of, pair_prefix,
-    pair_runs, run_keys, run_segment, Digested, Loaded, MISSING,
+    pair_runs, run_keys, run_segment, Digested, Loaded,
 };
 
 /// The pairs the matrix shows at a time (the seed's limit, now a page).
@@ -751,128 +752,6 @@ fn schema(target: &Target) -> Value {
     schema
 }
 
-/// A run in a list: its name, labels, time, where it came from and its counts over every
-/// file, or why it cannot be shown. Its time is when its reports say it started, else when it
-/// was first stored (`stored`).
-fn brief(l: &Loaded) -> Value {
-    let stored = stored_at(&l.key);
-    let mut row = json!({"key": l.key, "platform": l.platform, "browser": l.browser, "time": stored,
-        "stored": stored, "files": l.files.len()});
-    let reports: Vec<&Run> = l.reports().collect();
-    let Some(first) = reports.first() else {
-        let why = l.files.iter().find_map(|f| f.run.as_ref().err()).cloned();
-        row["error"] = json!(why.unwrap_or_else(|| MISSING.into()));
-        return row;
-    };
-    if let Some(start) = reports.iter().map(|r| r.results.summary.start).filter(|s| *s > 0).min() {
-        row["time"] = json!(start);
-    }
-    let mut versions: Vec<&str> = reports.iter().map(|r| r.version.as_str()).collect();
-    versions.dedup();
-    row["version"] = json!(versions.join(", "));
-    let ci = reports.iter().find(|r| r.ci.run.is_some() || r.ci.commit.is_some()).map_or(&first.ci, |r| &r.ci);
-    let mut ci = serde_json::to_value(ci).unwrap_or_default();
-    if let Some(ci) = ci.as_object_mut() {
-        ci.remove("file");
-        ci.remove("job");
-        if !ci.is_empty() {
-            row["ci"] = json!(ci);
-        }
-    }
-    let sum = |f: fn(&crate::format::Summary) -> u64| reports.iter().map(|r| f(&r.results.summary)).sum::<u64>();
-    row["summary"] = json!({"tests": sum(|s| s.tests), "passed": sum(|s| s.passed), "failed": sum(|s| s.failed),
-        "skipped": sum(|s| s.skipped + s.pending + s.other)});
-    let unreadable = l.files.iter().filter(|f| f.run.is_err()).count();
-    if unreadable > 0 {
-        row["unreadable"] = json!(unreadable);
-    }
-    row
-}
-
-/// A run in the matrix, from its digests: as [`brief`] has it, but for the CI run's branch
-/// and page, which only the bodies hold.
-fn digest_brief(d: &Digested) -> Value {
-    let stored = stored_at(&d.key);
-    let mut row = json!({"key": d.key, "platform": d.platform, "browser": d.browser, "time": stored,
-        "stored": stored, "files": d.files});
-    if d.digests.is_empty() {
-        row["error"] = json!(d.error.clone().unwrap_or_else(|| MISSING.into()));
-        return row;
-    }
-    if let Some(start) = d.digests.iter().map(|x| x.start).filter(|s| *s > 0).min() {
-        row["time"] = json!(start);
-    }
-    let mut versions: Vec<&str> = d.digests.iter().map(|x| x.version.as_str()).collect();
-    versions.sort_unstable();
-    versions.dedup();
-    row["version"] = json!(versions.join(", "));
-    if let Some(commit) = d.digests.iter().find_map(|x| x.commit.as_ref()) {
-        row["ci"] = json!({"commit": commit});
-    }
-    let suites = || d.digests.iter().flat_map(|x| &x.suites);
-    // Counts from names, which anyone may write: summed without overflowing.
-    let sum = |count: fn(&crate::digest::SuiteDigest) -> u64| suites().map(count).fold(0u64, u64::saturating_add);
-    let (passed, failed, skipped) = (sum(|s| s.passed), sum(|s| s.failed), sum(|s| s.skipped));
-    let tests = passed.saturating_add(failed).saturating_add(skipped);
-    row["summary"] = json!({"tests": tests, "passed": passed, "failed": failed, "skipped": skipped});
-    if d.unreadable > 0 {
-        row["unreadable"] = json!(d.unreadable);
-    }
-    row
-}
-
-/// The build-variant labels of a run's files (the first file's where two differ).
-fn labels(digests: &[Digest]) -> Value {
-    let mut labels = Map::new();
-    for (key, value) in digests.iter().flat_map(|d| &d.labels) {
-        labels.entry(key.clone()).or_insert(json!(value));
-    }
-    labels.into()
-}
-
-/// Passed, failed and skipped (pending and other with them) per suite, over every file, and
-/// how many of the suite's tests fall in each class (only those some test does).
-fn cells(digests: &[Digest], this: &Seen, e: &Evidence) -> Value {
-    let mut counts: BTreeMap<&str, [u64; 3]> = BTreeMap::new();
-    for suite in digests.iter().flat_map(|d| &d.suites) {
-        let cell = counts.entry(&suite.name).or_default();
-        for (total, n) in cell.iter_mut().zip([suite.passed, suite.failed, suite.skipped]) {
-            *total = total.saturating_add(n);
-        }
-    }
-    let mut classes = classes::counts(this, e);
-    counts
-        .into_iter()
-        .map(|(suite, [p, f, s])| {
-            let classes = classes.remove(suite).unwrap_or_default();
-            (suite.to_string(), json!({"passed": p, "failed": f, "skipped": s, "classes": classes}))
-        })
-        .collect::<Map<_, _>>()
-        .into()
-}
-
-/// The evidence for a run: the pair's runs before it, and every pair's newest runs.
-fn evidence<'e, 'a>(earlier: &'a [Seen], pairs: &'e Pairs<'a>) -> Evidence<'e, 'a> {
-    Evidence { earlier: earlier.iter().collect(), pairs }
-}
-
-/// Tests that both passed and failed among `runs` at one commit (or version): (basis, test).
-fn flaky(runs: &[Loaded]) -> Vec<(String, TestId)> {
-    let mut outcomes: BTreeMap<(String, TestId), [bool; 2]> = BTreeMap::new();
-    for run in runs {
-        let Some(basis) = run.basis() else { continue };
-        for (id, (_, t)) in identified(run.tests()) {
-            let seen = outcomes.entry((basis.clone(), id)).or_default();
-            match t.status {
-                Status::Passed => seen[0] = true,
-                Status::Failed => seen[1] = true,
-                _ => {}
-            }
-        }
-    }
-    outcomes.into_iter().filter(|(_, [p, f])| *p && *f).map(|(id, _)| id).collect()
-}
-
 /// Splits one more than a page into the page and the key to continue after.
 fn paged(mut keys: Vec<String>) -> (Vec<String>, Option<String>) {
     let next = (keys.len() > PAGE).then(|| {
@@ -885,7 +764,7 @@ fn paged(mut keys: Vec<String>) -> (Vec<String>, Option<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runs::File;
+    use crate::format::Run;
 
     fn report(start: u64, commit: Option<&str>, tests: Value) -> Run {
         let mut run: Run = serde_json::from_value(json!({"platform": "linux", "browser": "c", "version": "1",
@@ -897,72 +776,12 @@ mod tests {
         run
     }
 
-    fn loaded(at_ms: u64, files: Vec<Result<Run, String>>) -> Loaded {
-        let key = format!("linux/c/{}", crate::format::run_segment(at_ms, "aa"));
-        let files = files.into_iter().enumerate().map(|(i, run)| File { key: format!("{key}/f{i}"), run }).collect();
-        Loaded { key, platform: "linux".into(), browser: "c".into(), files }
-    }
-
     fn one(suite: &str, name: &str, status: &str) -> Value {
         json!({"name": name, "status": status, "duration": 1, "suite": suite})
     }
 
     /// A run's age counts from when its reports say it ran (the earliest), not from when it
     /// was posted.
-    #[test]
-    fn a_run_is_dated_by_its_report() {
-        let dated = brief(&loaded(1_795_000_000_000, vec![Ok(report(1_577_836_800_000, None, json!([])))]));
-        assert_eq!(
-            (dated["time"].as_u64(), dated["stored"].as_u64()),
-            (Some(1_577_836_800_000), Some(1_795_000_000_000))
-        );
-        let undated = brief(&loaded(1_795_000_000_000, vec![Ok(report(0, None, json!([])))]));
-        assert_eq!(undated["time"].as_u64(), Some(1_795_000_000_000), "no timestamp in the report: when it was stored");
-    }
-
-    /// A run of several files counts every file's tests, per suite and in all; a file that
-    /// cannot be read is counted as such and hides nothing else.
-    #[test]
-    fn a_run_of_many_files_counts_them_all() {
-        let run = loaded(
-            1_795_000_000_000,
-            vec![
-                Ok(report(5, Some("abc"), json!([one("crud", "a", "passed"), one("sql", "b", "failed")]))),
-                Err("not a run: missing field".into()),
-                Ok(report(3, None, json!([one("crud", "c", "passed"), one("event", "d", "skipped")]))),
-            ],
-        );
-        let row = brief(&run);
-        assert_eq!(row["summary"], json!({"tests": 4, "passed": 2, "failed": 1, "skipped": 1}));
-        assert_eq!(
-            (row["files"].as_u64(), row["unreadable"].as_u64(), row["time"].as_u64()),
-            (Some(3), Some(1), Some(3))
-        );
-        assert_eq!(row["ci"]["commit"], "abc");
-        // The matrix's row from the files' digests says the same.
-        let digested = Digested::of(&run);
-        let from_digests = digest_brief(&digested);
-        for field in ["summary", "files", "unreadable", "time", "version", "key"] {
-            assert_eq!(from_digests[field], row[field], "{field}");
-        }
-        assert_eq!(from_digests["ci"]["commit"], "abc");
-        let cells = cells(&digested.digests, &digested.seen(), &evidence(&[], &Pairs::of(vec![])));
-        assert_eq!(cells["crud"]["passed"], 2);
-        assert_eq!(cells["sql"]["failed"], 1);
-    }
-
-    /// Flaky is keyed on the commit: a test broken at one commit and fixed at the next is not
-    /// flaky; one that passed and failed at one commit is.
-    #[test]
-    fn flaky_is_keyed_on_the_commit() {
-        let run = |commit: &str, status: &str| {
-            loaded(1_795_000_000_000, vec![Ok(report(1, Some(commit), json!([one("crud", "a", status)])))])
-        };
-        assert!(flaky(&[run("c1", "failed"), run("c2", "passed")]).is_empty(), "fixed at the next commit");
-        let flaky = flaky(&[run("c1", "failed"), run("c1", "passed")]);
-        assert_eq!(flaky, vec![("commit c1".to_string(), ("crud".to_string(), "a".to_string(), 1))]);
-    }
-
     /// The runs' objects of a file:// bucket's folder (not the change log, anchors or records).
     fn objects(root: &Path) -> Vec<String> {
         let mut found = Vec::new();
