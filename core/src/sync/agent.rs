@@ -33,7 +33,9 @@ use crate::error::{Error, Result};
 use crate::events::EventKind;
 use crate::key::Key;
 use crate::keypath::KeyPath;
-use crate::replica::{object_id, Change, LocalCopy, ObjectState, OutboxItem, StoreState, WriteOp, MAX_BATCH};
+use crate::replica::{
+    object_id, Change, LocalCopy, ObjectState, OutboxItem, StoreState, WriteOp, FETCH_CHUNK, MAX_BATCH,
+};
 use crate::schema::Schema;
 
 mod breaker;
@@ -742,7 +744,7 @@ impl Agent {
                 // Fetched and applied a batch at a time: a cold 100k-object store never holds
                 // every body at once.
                 self.apply(port, std::mem::take(&mut changes))?;
-                for chunk in changed.chunks(MAX_BATCH / 2) {
+                for chunk in changed.chunks(FETCH_CHUNK) {
                     token.check(&what)?;
                     self.fetch_chunk(port, store, chunk, token)?;
                 }

@@ -19,6 +19,12 @@ pub struct MatrixFilter {
 }
 
 impl MatrixFilter {
+    /// Whether [`MatrixFilter::passes`] reads a row's cells (a suite, status or class is asked
+    /// for): when not, only the rows shown need theirs.
+    pub fn reads_cells(&self) -> bool {
+        self.suite.is_some() || self.status.is_some() || self.class.is_some()
+    }
+
     /// Whether a matrix row passes: a row whose run cannot be read counts as failed, in any
     /// suite (it is a red flag whatever it held).
     pub fn passes(&self, row: &Value) -> bool {

@@ -26,8 +26,8 @@ use crate::history::{self, Outcome};
 use crate::post::{call, Target};
 use crate::rows::{brief, cells, digest_brief, evidence, flaky, labels};
 use crate::runs::{
-    all_pairs, digested, identified, keys, load_runs, newest_digested, newest_runs, pair_files, pair_of, pair_prefix,
-    pair_runs, run_keys, run_segment, Digested, Loaded,
+    all_pairs, digested, each_pair_files, identified, keys, load_runs, newest_digested, newest_runs, pair_files,
+    pair_of, pair_prefix, pair_runs, run_keys, run_segment, Digested, Loaded,
 };
 
 /// The pairs the matrix shows at a time (the seed's limit, now a page).
@@ -209,14 +209,24 @@ impl Viewer {
             let runs = newest_digested(db, &pairs)?;
             let seen: Vec<Vec<Seen>> = runs.iter().map(|runs| runs.iter().map(Digested::seen).collect()).collect();
             let weighed = Pairs::new(&seen);
+            // A row's cells weigh its tests against every pair's: worked out for the rows shown
+            // only, unless the filter reads them.
+            let with_cells = |i: usize, row: &mut Value| {
+                let newest = &runs[i][0];
+                if !newest.digests.is_empty() {
+                    row["cells"] = cells(&newest.digests, &seen[i][0], &evidence(&seen[i][1..], &weighed));
+                }
+            };
             let mut matching = Vec::new();
             let mut variants = std::collections::BTreeSet::new();
-            for ((pair, runs), seen_runs) in pairs.iter().zip(&runs).zip(&seen) {
+            for (i, (pair, runs)) in pairs.iter().zip(&runs).enumerate() {
                 let Some(newest) = runs.first() else { continue };
                 let mut row = digest_brief(newest);
                 if !newest.digests.is_empty() {
-                    row["cells"] = cells(&newest.digests, &seen_runs[0], &evidence(&seen_runs[1..], &weighed));
                     row["labels"] = labels(&newest.digests);
+                }
+                if filter.reads_cells() {
+                    with_cells(i, &mut row);
                 }
                 for (key, value) in row["labels"].as_object().into_iter().flatten() {
                     if variants.len() < VARIANTS {
@@ -224,7 +234,7 @@ impl Viewer {
                     }
                 }
                 if filter.passes(&row) {
-                    matching.push((pair, newest, row));
+                    matching.push((pair, i, row));
                 }
             }
             // Pairs in the index's order, (platform, browser): "linux" before "linux-x86_64".
@@ -234,13 +244,19 @@ impl Viewer {
                 None => Some(0),
             }
             .unwrap_or(matching.len());
-            let shown = &matching[start..(start + PAIRS).min(matching.len())];
-            let next = (start + PAIRS < matching.len())
-                .then(|| shown.last().map(|(pair, ..)| format!("{}/{}", pair.0, pair.1)))
+            let end = (start + PAIRS).min(matching.len());
+            let next = (end < matching.len())
+                .then(|| matching[..end].last().map(|(pair, ..)| format!("{}/{}", pair.0, pair.1)))
                 .flatten();
+            let shown = &mut matching[start..end];
+            if !filter.reads_cells() {
+                for (_, i, row) in shown.iter_mut() {
+                    with_cells(*i, row);
+                }
+            }
             let mut suites: Vec<String> = shown
                 .iter()
-                .flat_map(|(_, run, _)| &run.digests)
+                .flat_map(|(_, i, _)| &runs[*i][0].digests)
                 .flat_map(|d| d.suites.iter().map(|s| s.name.clone()))
                 .collect();
             sort_suites(&mut suites);
@@ -477,10 +493,7 @@ impl Viewer {
         self.view(|db| {
             // Each pair's last runs by their names' digests; bodies only of the runs shown.
             let pairs = all_pairs(db)?;
-            let mut files = Vec::with_capacity(pairs.len());
-            for (platform, browser) in &pairs {
-                files.push(pair_files(db, platform, browser, None, COMMIT_RUNS)?);
-            }
+            let files = each_pair_files(db, &pairs, COMMIT_RUNS)?;
             let counts: Vec<usize> = files.iter().map(Vec::len).collect();
             let mut all = digested(db, files.into_iter().flatten().collect())?.into_iter();
             let recent: Vec<Vec<Digested>> = counts.iter().map(|n| all.by_ref().take(*n).collect()).collect();
@@ -856,7 +869,7 @@ mod tests {
     }
 
     /// A run of more files than the first scan of its pair's names takes is read whole, and the
-    /// run before it too.
+    /// run before it too, while the other pairs' scans, asked with it, answer theirs.
     #[test]
     fn a_run_of_many_files_is_read_whole() {
         let dir = tempfile::tempdir().unwrap();
@@ -866,19 +879,24 @@ mod tests {
             prefix: String::new(),
         };
         let writer = crate::post::Writer::open(&target).unwrap();
-        for (run, files) in [("old", 1), ("big", 9)] {
+        for (platform, run, files) in [("linux", "old", 1), ("linux", "big", 60), ("mac", "one", 2)] {
             for i in 0..files {
                 let mut report = report(1_795_000_000_000, None, json!([one("crud", &format!("t{i}"), "passed")]));
+                report.platform = platform.into();
                 report.ci.run = Some(run.into());
                 writer.store(&report).unwrap();
             }
         }
         drop(writer);
         let viewer = Viewer::open(&target, &dir.path().join("cache.sqlite3")).unwrap();
-        let newest = newest_digested(&viewer.db, &[("linux".into(), "c".into())]).unwrap();
-        let found: Vec<(usize, bool)> = newest[0].iter().map(|d| (d.files, d.key.ends_with("-big"))).collect();
-        assert_eq!(found, [(9, true), (1, false)]);
+        let pairs = [("linux".into(), "c".into()), ("mac".into(), "c".into())];
+        let newest = newest_digested(&viewer.db, &pairs).unwrap();
+        let found: Vec<Vec<(usize, &str)>> = newest
+            .iter()
+            .map(|runs| runs.iter().map(|d| (d.files, d.key.rsplit('-').next().unwrap())).collect())
+            .collect();
+        assert_eq!(found, [vec![(60, "big"), (1, "old")], vec![(2, "one")]]);
         let matrix = viewer.matrix(&MatrixFilter::default()).unwrap();
-        assert_eq!(matrix["rows"][0]["cells"]["crud"]["passed"], 9, "{matrix}");
+        assert_eq!(matrix["rows"][0]["cells"]["crud"]["passed"], 60, "{matrix}");
     }
 }
