@@ -64,6 +64,18 @@ pub struct Viewer {
     missing: Mutex<HashMap<String, Instant>>,
     /// The files a writer beside this viewer stored, and how many the last view had seen.
     followed: Mutex<Option<(Arc<AtomicU64>, u64)>>,
+    /// The bucket requests the library made before the view being built began.
+    requests: AtomicU64,
+    /// Every pair's newest runs as of when the library had made that many requests.
+    newest: Mutex<Option<(u64, Arc<Newest>)>>,
+}
+
+/// Every pair with its newest runs ([`classes::BROKEN_RUNS`]), as digests and as the classes
+/// weigh them.
+struct Newest {
+    pairs: Vec<(String, String)>,
+    runs: Vec<Vec<Digested>>,
+    seen: Vec<Vec<Seen>>,
 }
 
 /// How long a run found missing is answered from memory.
@@ -119,6 +131,8 @@ impl Viewer {
             building: Mutex::new(()),
             missing: Mutex::default(),
             followed: Mutex::default(),
+            requests: AtomicU64::default(),
+            newest: Mutex::default(),
         })
     }
 
@@ -179,10 +193,14 @@ impl Viewer {
     /// Builds a view with `build`, adding `"cost"`: the bucket requests it made.
     fn view(&self, build: impl FnOnce(&Db) -> View) -> View {
         let _one = self.building.lock().unwrap_or_else(|p| p.into_inner());
-        self.db.sync_stats(true);
+        // Requests between views (revalidations in the background) count as made, not as this
+        // view's.
+        self.requests.fetch_add(requests_in(&self.db.sync_stats(true)), Ordering::Relaxed);
         self.catch_up(&self.db)?;
-        let mut view = build(&self.db)?;
+        let built = build(&self.db);
         let stats = self.db.sync_stats(true);
+        self.requests.fetch_add(requests_in(&stats), Ordering::Relaxed);
+        let mut view = built?;
         let by_kind: Map<String, Value> = stats["requests"]
             .as_object()
             .into_iter()
@@ -199,16 +217,32 @@ impl Viewer {
         Ok(view)
     }
 
+    /// Every pair with its newest runs (listed first when the refractory period is over). The
+    /// cache changes only through a bucket request, so they are worked out again only after the
+    /// library made one: a warm reload of the matrix reads one scan, not one per pair.
+    fn newest(&self, db: &Db) -> Result<Arc<Newest>, ViewError> {
+        let pairs = all_pairs(db)?;
+        let made = |db: &Db| self.requests.load(Ordering::Relaxed) + requests_in(&db.sync_stats(false));
+        let mut kept = self.newest.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, newest)) = kept.as_ref().filter(|(at, n)| *at == made(db) && n.pairs == pairs) {
+            return Ok(newest.clone());
+        }
+        let runs = newest_digested(db, &pairs)?;
+        let seen = runs.iter().map(|runs| runs.iter().map(Digested::seen).collect()).collect();
+        let newest = Arc::new(Newest { pairs, runs, seen });
+        *kept = Some((made(db), newest.clone()));
+        Ok(newest)
+    }
+
     /// The home view: per pair, the newest run's counts per suite, every file of that run
     /// counted, and how many of each suite's tests fall in each class; the pairs that pass
     /// `filter`, [`PAIRS`] at a time after the pair `filter.after`. Every pair's runs are weighed
     /// for the classes, whichever are shown.
     pub fn matrix(&self, filter: &MatrixFilter) -> View {
         self.view(|db| {
-            let pairs = all_pairs(db)?;
-            let runs = newest_digested(db, &pairs)?;
-            let seen: Vec<Vec<Seen>> = runs.iter().map(|runs| runs.iter().map(Digested::seen).collect()).collect();
-            let weighed = Pairs::new(&seen);
+            let newest = self.newest(db)?;
+            let Newest { pairs, runs, seen } = &*newest;
+            let weighed = Pairs::new(seen);
             // A row's cells weigh its tests against every pair's: worked out for the rows shown
             // only, unless the filter reads them.
             let with_cells = |i: usize, row: &mut Value| {
@@ -219,7 +253,7 @@ impl Viewer {
             };
             let mut matching = Vec::new();
             let mut variants = std::collections::BTreeSet::new();
-            for (i, (pair, runs)) in pairs.iter().zip(&runs).enumerate() {
+            for (i, (pair, runs)) in pairs.iter().zip(runs).enumerate() {
                 let Some(newest) = runs.first() else { continue };
                 let mut row = digest_brief(newest);
                 if !newest.digests.is_empty() {
@@ -324,9 +358,7 @@ impl Viewer {
         let key = key.to_string();
         self.view(move |db| {
             let this = self.find_run(db, &key)?;
-            let pairs = newest_digested(db, &all_pairs(db)?)?;
-            let pairs: Vec<Vec<Seen>> = pairs.iter().map(|runs| runs.iter().map(Digested::seen).collect()).collect();
-            run_view(db, &this, &Pairs::new(&pairs))
+            run_view(db, &this, &Pairs::new(&self.newest(db)?.seen))
         })
     }
 
@@ -347,9 +379,8 @@ impl Viewer {
             if runs.is_empty() {
                 return Err(not_found());
             }
-            let pairs = newest_digested(db, &all_pairs(db)?)?;
-            let pairs: Vec<Vec<Seen>> = pairs.iter().map(|runs| runs.iter().map(Digested::seen).collect()).collect();
-            let weighed = Pairs::new(&pairs);
+            let newest = self.newest(db)?;
+            let weighed = Pairs::new(&newest.seen);
             let views = runs.iter().map(|run| run_view(db, run, &weighed)).collect::<Result<Vec<_>, _>>()?;
             Ok(json!({"run": id, "runs": views}))
         })
@@ -404,11 +435,9 @@ impl Viewer {
     /// (for `export`).
     pub fn newest_run_views(&self) -> View {
         self.view(|db| {
-            let all = all_pairs(db)?;
-            let newest = newest_runs(db, &all)?;
-            let pairs: Vec<Vec<Seen>> =
-                newest_digested(db, &all)?.iter().map(|runs| runs.iter().map(Digested::seen).collect()).collect();
-            let weighed = Pairs::new(&pairs);
+            let kept = self.newest(db)?;
+            let newest = newest_runs(db, &kept.pairs)?;
+            let weighed = Pairs::new(&kept.seen);
             let views = newest
                 .iter()
                 .filter_map(|runs| runs.first())
@@ -741,6 +770,11 @@ fn run_view(db: &Db, this: &Loaded, pairs: &Pairs) -> View {
     Ok(view)
 }
 
+/// The bucket requests `stats` (the library's `sync_stats`) counts.
+fn requests_in(stats: &Value) -> u64 {
+    stats["total"].as_u64().unwrap_or(0)
+}
+
 /// Whether a commit as a digest carries it (its first 12 characters) is the commit `prefix`
 /// names: it starts with the prefix, or is a whole 12-character prefix of it.
 fn commit_matches(commit: &str, prefix: &str) -> bool {
@@ -898,5 +932,29 @@ mod tests {
         assert_eq!(found, [vec![(60, "big"), (1, "old")], vec![(2, "one")]]);
         let matrix = viewer.matrix(&MatrixFilter::default()).unwrap();
         assert_eq!(matrix["rows"][0]["cells"]["crud"]["passed"], 60, "{matrix}");
+    }
+
+    /// The pairs' newest runs are kept between views only while the library makes no bucket
+    /// request: a listing that finds a new run shows it in the next matrix.
+    #[test]
+    fn a_listing_that_finds_a_new_run_shows_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = Target {
+            endpoint: format!("file://{}", dir.path().display()),
+            bucket: "results".into(),
+            prefix: String::new(),
+        };
+        let writer = crate::post::Writer::open(&target).unwrap();
+        writer.store(&report(1_795_000_000_000, Some("c1"), json!([one("crud", "a", "passed")]))).unwrap();
+        let viewer = Viewer::open(&target, &dir.path().join("cache.sqlite3")).unwrap();
+        let newest_commit = |viewer: &Viewer| {
+            let matrix = viewer.matrix(&MatrixFilter::default()).unwrap();
+            (matrix["rows"][0]["ci"]["commit"].clone(), matrix["rows"][0]["cells"]["crud"]["failed"].clone())
+        };
+        assert_eq!(newest_commit(&viewer), (json!("c1"), json!(0)));
+        assert_eq!(newest_commit(&viewer), (json!("c1"), json!(0)), "kept, without a request");
+        writer.store(&report(1_795_000_001_000, Some("c2"), json!([one("crud", "a", "failed")]))).unwrap();
+        viewer.relist().unwrap();
+        assert_eq!(newest_commit(&viewer), (json!("c2"), json!(1)));
     }
 }
