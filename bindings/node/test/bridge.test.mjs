@@ -128,7 +128,7 @@ test('without its native module the package says how to build it', () => {
   const copy = tempDir();
   for (const file of ['index.js', 'native.js', 'package.json']) fs.copyFileSync(path.join(HERE, '..', file), path.join(copy, file));
   const run = spawnSync(process.execPath, ['-e', "try { require('./') } catch (e) { console.log(e.code, e.message) }"], { cwd: copy, encoding: 'utf8' });
-  assert.match(run.stdout, /^OBJSTORE_NOT_BUILT .*has not been built.*npm install-scripts approve objstore-db.*scripts\/build\.js/);
+  assert.match(run.stdout, /^OBJSTORE_NOT_BUILT .*has not been built: its package for this platform, objstore-db-linux-x64-gnu, is not installed.*scripts\/build\.js/);
 });
 
 test('a file open in another Storage is refused, naming it, until that one closes', async () => {

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import builtins
 import collections.abc
 import datetime
 import json
@@ -345,7 +346,7 @@ class Query:
     def select(self, *fields: str) -> "Query":
         return self._with("select", list(fields))
 
-    def list(self, n: int, *, fresh: bool = False) -> "asyncio.Future[list[Any]]":
+    def list(self, n: int, *, fresh: bool = False) -> "asyncio.Future[builtins.list[Any]]":
         return _request(self._built().list, n, fresh=fresh, tx=self._tx, cancel=self._db._cancel)
 
     def count(self, *, fresh: bool = False) -> "asyncio.Future[int]":
@@ -457,7 +458,7 @@ class _Store:
         reverse: bool = False,
         unique: bool = False,
         fresh: bool = False,
-    ) -> "asyncio.Future[list[Any]]":
+    ) -> "asyncio.Future[builtins.list[Any]]":
         """The records under a list of keys (None where there is none), or in a range."""
         if keys is not None:
             wanted = json.dumps([_key_json(k) for k in keys])
