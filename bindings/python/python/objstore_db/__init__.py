@@ -136,24 +136,29 @@ class KeyRange:
 
     @staticmethod
     def only(key: Key) -> "KeyRange":
+        """Exactly `key`."""
         return KeyRange({"only": _key_json(key)})
 
     @staticmethod
     def lower(key: Key, open: bool = False) -> "KeyRange":
+        """Every key from `key` on (after it when `open`)."""
         return KeyRange({"lower": _key_json(key), "lowerOpen": open})
 
     @staticmethod
     def upper(key: Key, open: bool = False) -> "KeyRange":
+        """Every key up to `key` (before it when `open`)."""
         return KeyRange({"upper": _key_json(key), "upperOpen": open})
 
     @staticmethod
     def bound(lower: Key, upper: Key, lower_open: bool = False, upper_open: bool = False) -> "KeyRange":
+        """Every key from `lower` to `upper`; an open end leaves its bound out."""
         return KeyRange(
             {"lower": _key_json(lower), "upper": _key_json(upper), "lowerOpen": lower_open, "upperOpen": upper_open}
         )
 
     @staticmethod
     def starts(prefix: str) -> "KeyRange":
+        """Every string key beginning with `prefix`."""
         return KeyRange({"starts": prefix})
 
     def __repr__(self) -> str:
@@ -280,6 +285,7 @@ class Subscription:
         return self
 
     async def off(self) -> bool:
+        """Ends the registration; False when it had ended already."""
         id = await self._registered
         return bool(await _call(self._db._native.unsubscribe, id))
 
@@ -300,10 +306,12 @@ class CursorItem:
         self._db = db
 
     async def update(self, value: Any) -> None:
+        """Replaces the record (its key must stay the same)."""
         await _call(self._cursor.update, _key_text(self.primary_key), _dumps("value", value))
         self.value = value
 
     async def delete(self) -> None:
+        """Removes the record."""
         await _call(self._cursor.delete, _key_text(self.primary_key))
 
 
@@ -330,36 +338,47 @@ class Query:
         return self
 
     def where(self, field: str, op: str, value: Any) -> "Query":
+        """A condition: `op` is one of `=`, `>`, `>=`, `<`, `<=` or `starts`. `and_` adds another."""
         return self._with("where", self._spec.get("where", []) + [[field, op, _key_json(value)]])
 
     and_ = where
 
     def order(self, *fields: str) -> "Query":
+        """Orders by these fields, then by primary key."""
         return self._with("order", list(fields))
 
     def reverse(self) -> "Query":
+        """Reverses the order."""
         return self._with("reverse", True)
 
     def unique(self) -> "Query":
+        """One record per order key."""
         return self._with("unique", True)
 
     def select(self, *fields: str) -> "Query":
+        """Gives these fields of each match (one field: its values) instead of records."""
         return self._with("select", list(fields))
 
     def list(self, n: int, *, fresh: bool = False) -> "asyncio.Future[builtins.list[Any]]":
+        """The next `n` matches; each call continues where the last ended. `fresh`: a synced store asks
+        its bucket first."""
         return _request(self._built().list, n, fresh=fresh, tx=self._tx, cancel=self._db._cancel)
 
     def count(self, *, fresh: bool = False) -> "asyncio.Future[int]":
+        """How many records match."""
         return _request(self._built().count, fresh=fresh, tx=self._tx, cancel=self._db._cancel)
 
     async def explain(self) -> Any:
+        """How the query would run: the index it reads and the conditions it checks."""
         return await _call(self._built().explain, tx=self._tx)
 
     async def patch(self, patch: dict[str, Any]) -> int:
+        """Merges `patch` (a JSON merge patch) into every match; returns how many changed."""
         result: int = await _call(self._built().patch, _dumps("patch", patch), tx=self._tx)
         return result
 
     async def delete(self) -> int:
+        """Removes every match; returns how many went."""
         result: int = await _call(self._built().delete, tx=self._tx)
         return result
 
@@ -492,9 +511,11 @@ class Transaction(_Store):
         return self._db._cancel(request)
 
     def query(self, store: str) -> Query:
+        """A query over `store`, run in this transaction."""
         return Query(self._db, store, self._tx)
 
     async def begin(self) -> "Transaction":
+        """Opens the transaction (after the one open now, if any); `async with` does it."""
         begun = _request(self._native.begin, _dumps("stores", self._stores), self._mode)
         try:
             self._tx = await asyncio.shield(begun)
@@ -512,10 +533,12 @@ class Transaction(_Store):
         aborted.add_done_callback(lambda f: f.cancelled() or f.exception())
 
     async def commit(self) -> None:
+        """Commits what was done in it."""
         self._ended = True
         await _call(self._native.commit, self._tx)
 
     async def abort(self) -> None:
+        """Rolls back what was done in it."""
         self._ended = True
         await _call(self._native.abort, self._tx)
 
@@ -548,9 +571,11 @@ class Database(_Store):
         return bool(self._native.cancel(request))
 
     def query(self, store: str) -> Query:
+        """A query over `store`."""
         return Query(self, store)
 
     def transaction(self, stores: Union[str, Sequence[str]], mode: str = "readonly") -> Transaction:
+        """A transaction over `stores`, "readonly" or "readwrite": `async with db.transaction(...) as tx`."""
         return Transaction(self, [stores] if isinstance(stores, str) else stores, mode)
 
     async def run(self, body: Callable[[Transaction], Awaitable[Any]], stores: Union[str, Sequence[str]], mode: str = "readonly") -> Any:
@@ -559,6 +584,7 @@ class Database(_Store):
             return await body(tx)
 
     async def schema(self) -> dict[str, Any]:
+        """The schema as stored."""
         result: dict[str, Any] = await _call(self._native.schema)
         return result
 
@@ -606,13 +632,19 @@ class Database(_Store):
         await _call(self._native.prefetch, store, cancel=self._cancel)
 
     def set_offline(self, offline: bool = True) -> None:
+        """Offline: no request reaches a bucket; writes wait, reads answer from the cache."""
         self._native.set_offline(offline)
 
     def sync_stats(self, reset: bool = False) -> dict[str, Any]:
+        """The requests made to buckets since the last reset (`reset`: start counting again):
+        `{"requests": {kind: {status: n}}, "total", "bytesSent", "bytesReceived", "costUsd",
+        "costsUsd", "conditionalWrites"}`."""
         stats: dict[str, Any] = json.loads(self._native.sync_stats(reset))
         return stats
 
     async def refused_writes(self) -> list[Any]:
+        """Writes the bucket refused (it holds another version), oldest first, until resolved:
+        `[{"sequence", "store", "key", "op", "value", "code", "message"}]`."""
         result: list[Any] = await _call(self._native.refused_writes)
         return result
 
@@ -622,6 +654,8 @@ class Database(_Store):
         await _call(self._native.resolve, sequence, resolution)
 
     async def sync_status(self, store: str, key: Key) -> str:
+        """Where the record under `key` stands with its bucket: "synced", "pending", "refused",
+        "unusable", "unknown" or "local"."""
         result: str = await _call(self._native.sync_status, store, _key_text(key))
         return result
 
@@ -640,6 +674,7 @@ class Database(_Store):
 
     @property
     def closed(self) -> bool:
+        """Whether the database is closed."""
         return bool(self._native.is_closed())
 
     async def __aenter__(self) -> "Database":

@@ -40,6 +40,8 @@ def label_text(value: Any) -> str | None:
 
 
 def digest(report: Dict[str, Any]) -> str:
+    """The digest of a report (the results app's stored format): what its object name carries
+    so that a listing alone draws the matrix."""
     results = report["results"]
     seen: Dict[Tuple[str, str], int] = {}
     suites: Dict[str, Dict[str, Any]] = {}

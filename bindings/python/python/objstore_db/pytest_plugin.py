@@ -39,6 +39,7 @@ LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """The plugin's options: --objstore-results, --objstore-bucket, --objstore-prefix."""
     group = parser.getgroup("objstore-db", "publishing results through objstore-db")
     group.addoption(
         "--objstore-results",
@@ -69,6 +70,7 @@ def runtime_name() -> str:
 
 
 def suite_of(nodeid: str) -> str:
+    """A test's suite: its module's name without `test_` (`tests/test_crud.py::t` is `crud`)."""
     module = nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
     module = module[: -len(".py")] if module.endswith(".py") else module
     return module[len("test_") :] if module.startswith("test_") else module
@@ -113,6 +115,8 @@ def cap_text(test: dict[str, Any]) -> dict[str, Any]:
 
 
 class Publisher:
+    """Collects the run's test reports and publishes them as one object when the session ends."""
+
     def __init__(self, endpoint: str, bucket: str, prefix: str) -> None:
         self.endpoint, self.bucket, self.prefix = endpoint, bucket, prefix
         self.tests: list[dict[str, Any]] = []
@@ -208,6 +212,7 @@ class Publisher:
             self.tests.append(cap_text(done))
 
     def report(self) -> dict[str, Any]:
+        """The run as a CTRF report, in the results app's stored format."""
         def count(status: str) -> int:
             return sum(1 for t in self.tests if t["status"] == status)
 
@@ -273,6 +278,7 @@ class Publisher:
         return segment
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        """Publishes the run and says where it went (or why it could not) in the run's last lines."""
         try:
             key, outcome = asyncio.run(self.publish())
         except objstore_db.ObjstoreError as e:
@@ -286,6 +292,7 @@ class Publisher:
             terminalreporter.write_line(f"objstore-db: results published to {self.endpoint} as {key}")
 
     async def publish(self) -> tuple[str, dict[str, Any]]:
+        """Writes the run's object (and its run marker) and flushes; its key and the flush's outcome."""
         # The metadata headers, and a marker per run, so that a viewer's warm refresh is one LIST.
         options = {**self.options(), "metadata": ["platform", "browser", "version"], "changeLog": True}
         schema = {"stores": [{"name": "results", "Sync": {"format": "objstore", "immutable": True, "Options": options}}]}
@@ -342,6 +349,7 @@ async def read_quarantine(options: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """Registers the publisher when results are asked for (on pytest-xdist's controller only)."""
     endpoint = config.getoption("--objstore-results")
     # Under pytest-xdist only the controller publishes: the workers' reports reach it.
     if endpoint and not hasattr(config, "workerinput"):
