@@ -281,6 +281,51 @@ fn objstore_meta_records_come_from_the_listing_and_the_key_layout() {
     assert!(err.to_string().contains("read-only"), "{err}");
 }
 
+/// A cold listing of more objects than one batch (20,000) writes their records while it goes on, and ends with every record once, whether it reads the first name per pair or
+/// everything; a later listing that finds nothing new writes nothing.
+#[test]
+fn a_cold_listing_larger_than_an_early_batch_describes_every_object_once() {
+    let c = Clients::new();
+    // Objects written as a bucket's files directly (the local bucket lists plain files, their
+    // etags computed): 24,000 runs over 6 platforms, 2 runtimes each, so that a listing by
+    // platform crosses the batch before its last platform arrives.
+    let root = c.bucket_dir().join("b");
+    for i in 0..24_000 {
+        let dir = root.join(format!("p{}", i % 6)).join(format!("r{}", (i / 6) % 2));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(format!("{i:05}")), format!("{{\"i\": {i}}}")).unwrap();
+    }
+    let meta = json!({"format": "objstore-meta", "prefetch": "meta", "prefetchRefractoryPeriod": 60000,
+        "Options": {"keyLayout": "{platform}/{browser}/{run}"}});
+    let mut newest_first = c.client(1, &[("results-meta", meta.clone())]);
+    let pairs =
+        newest_first.keys("results-meta", &ScanOptions::new().index("platform, browser").unique().limit(50)).unwrap();
+    let firsts = [0, 6, 1, 7, 2, 8, 3, 9, 4, 10, 5, 11];
+    assert_eq!(pairs, firsts.map(|i| key(&format!("p{}/r{}/{i:05}", i % 6, (i / 6) % 2))));
+    assert_eq!(newest_first.count("results-meta", &ScanOptions::new()).unwrap(), 24_000);
+    let record = newest_first.get("results-meta", &key("p5/r1/23999")).unwrap().unwrap();
+    assert_eq!(record["metadata"], json!({"platform": "p5", "browser": "r1", "run": "23999"}));
+    let mut everything = c.client(2, &[("results-meta", meta)]);
+    everything.prefetch("results-meta").unwrap();
+    assert_eq!(everything.count("results-meta", &ScanOptions::new()).unwrap(), 24_000);
+    let created = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = created.clone();
+    everything.db.subscribe(
+        objstore_db_core::EventFilter::default(),
+        Box::new(move |e: &objstore_db_core::Event| {
+            if matches!(e.kind, EventKind::Created | EventKind::Updated) {
+                counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }),
+    );
+    everything.prefetch("results-meta").unwrap();
+    assert_eq!(
+        created.load(std::sync::atomic::Ordering::Relaxed),
+        0,
+        "a listing that finds nothing new writes nothing"
+    );
+}
+
 #[test]
 fn prefetch_full_fetches_only_what_is_new_and_removes_what_vanished() {
     let c = Clients::new();
