@@ -96,6 +96,18 @@ pub struct Writer {
     anchoring: std::sync::Mutex<()>,
 }
 
+/// Opens the database `name` (a file path for SQLite) with `schema` and waits until it is open.
+pub(crate) fn open_and_wait(name: &str, schema: &Value, mechanism: MechanismKind) -> Result<Db, String> {
+    let options = OpenOptions { mechanism, ..OpenOptions::default() };
+    let (tx, rx) = mpsc::channel();
+    let db = Db::open(name, Some(schema), &options, move |r| {
+        let _ = tx.send(r.map(drop));
+    })
+    .map_err(|e| e.to_string())?;
+    rx.recv().map_err(|_| "the database went away".to_string())?.map_err(|e| e.to_string())?;
+    Ok(db)
+}
+
 /// Makes a request of the library and waits for its answer.
 pub(crate) fn call<T: Send + 'static>(
     request: impl FnOnce(Box<dyn FnOnce(CoreResult<T>) + Send>) -> CoreResult<u64>,
@@ -125,14 +137,7 @@ impl Writer {
     }
 
     fn open_database(target: &Target) -> Result<Db, String> {
-        let options = OpenOptions { mechanism: MechanismKind::Memory, ..OpenOptions::default() };
-        let (tx, rx) = mpsc::channel();
-        let db = Db::open("results-writer", Some(&target.schema()), &options, move |r| {
-            let _ = tx.send(r.map(drop));
-        })
-        .map_err(|e| e.to_string())?;
-        rx.recv().map_err(|_| "the database went away".to_string())?.map_err(|e| e.to_string())?;
-        Ok(db)
+        open_and_wait("results-writer", &target.schema(), MechanismKind::Memory)
     }
 
     /// The database to write through, replaced by a fresh one every [`RUNS_PER_DATABASE`] runs

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use objstore_db::rsapi::{Db, OpenOptions, Read};
+use objstore_db::rsapi::{Db, Read};
 use objstore_db_core::MechanismKind;
 
 use crate::format::{check_pair_pattern, clip, pair_matches, MAX_LABEL};
@@ -125,14 +125,7 @@ impl Quarantine {
 fn open(target: &Target) -> Result<Db, String> {
     let schema = json!({"stores": [{"name": STORE, "Sync": {"format": "objstore",
         "Options": {"bucket": target.bucket, "prefix": target.prefix, "endpoint": target.endpoint}}}]});
-    let options = OpenOptions { mechanism: MechanismKind::Memory, ..OpenOptions::default() };
-    let (tx, rx) = std::sync::mpsc::channel();
-    let db = Db::open("quarantine", Some(&schema), &options, move |r| {
-        let _ = tx.send(r.map(drop));
-    })
-    .map_err(|e| e.to_string())?;
-    rx.recv().map_err(|_| "the database went away".to_string())?.map_err(|e| e.to_string())?;
-    Ok(db)
+    crate::post::open_and_wait("quarantine", &schema, MechanismKind::Memory)
 }
 
 /// The quarantine as the bucket holds it now (empty when it holds none), and the bucket

@@ -10,10 +10,10 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use objstore_db::rsapi::{Db, OpenOptions, Read};
+use objstore_db::rsapi::{Db, Read};
 use objstore_db_core::MechanismKind;
 use serde_json::{json, Map, Value};
 
@@ -23,7 +23,7 @@ use crate::filter::MatrixFilter;
 use crate::fingerprint::{self, Failure};
 use crate::format::{check_label, is_run_segment, pair_matches, sort_suites, Status, Test};
 use crate::history::{self, Outcome};
-use crate::post::{call, Target};
+use crate::post::{call, open_and_wait, Target};
 use crate::rows::{brief, cells, digest_brief, evidence, flaky, labels};
 use crate::runs::{
     all_pairs, digested, each_pair_files, identified, keys, load_runs, newest_digested, newest_runs, pair_files,
@@ -115,15 +115,8 @@ impl Viewer {
         if let Some(dir) = cache.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
         }
-        let options = OpenOptions { mechanism: MechanismKind::Sqlite, ..OpenOptions::default() };
-        let (tx, rx) = mpsc::channel();
         let path = cache.to_str().ok_or_else(|| format!("the cache path {} is not UTF-8", cache.display()))?;
-        let db = Db::open(path, Some(&schema(target)), &options, move |r| {
-            let _ = tx.send(r.map(drop));
-        })
-        .map_err(|e| e.to_string())?;
-        rx.recv()
-            .map_err(|_| "the cache database went away".to_string())?
+        let db = open_and_wait(path, &schema(target), MechanismKind::Sqlite)
             .map_err(|e| format!("opening the cache {}: {e}", cache.display()))?;
         Ok(Viewer {
             db,
