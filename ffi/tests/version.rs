@@ -1,8 +1,8 @@
 //! One version, declared once: the workspace's `Cargo.toml` (`[workspace.package] version`).
 //! Every package says it: the crates inherit it, the wheel takes it from Cargo (pyproject's
 //! `dynamic = ["version"]`), `scripts/gen-header` writes it into the header's macros, the C
-//! library answers it, and `package.json` repeats it (npm reads nothing else), as this test
-//! checks; the CHANGELOG has a section for it.
+//! library answers it, and `package.json` repeats it (npm reads nothing else), for itself and
+//! for its platform package, as this test checks; the CHANGELOG has a section for it.
 
 use std::ffi::CStr;
 use std::path::Path;
@@ -19,6 +19,9 @@ fn every_package_says_the_workspace_version() {
 
     let package: serde_json::Value = serde_json::from_str(&read("bindings/node/package.json")).unwrap();
     assert_eq!(package["version"], version, "bindings/node/package.json");
+    // The platform package (scripts/package makes it with this version) is pinned exactly.
+    let platform = &package["optionalDependencies"]["objstore-db-linux-x64-gnu"];
+    assert_eq!(platform, version, "bindings/node/package.json's optional dependency on its platform package");
 
     let pyproject = read("bindings/python/pyproject.toml");
     assert!(pyproject.contains("dynamic = [\"version\"]"), "the wheel's version comes from Cargo");
