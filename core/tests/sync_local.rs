@@ -281,10 +281,11 @@ fn objstore_meta_records_come_from_the_listing_and_the_key_layout() {
     assert!(err.to_string().contains("read-only"), "{err}");
 }
 
-/// A cold listing of more objects than one batch (20,000) writes their records while it goes on, and ends with every record once, whether it reads the first name per pair or
-/// everything; a later listing that finds nothing new writes nothing.
+/// A cold listing of more objects than one batch (20,000) writes a batch while it goes on and the
+/// rest at its end, and holds every record after it, whether it read the first name per pair
+/// first or everything at once; a later listing that finds nothing new writes nothing.
 #[test]
-fn a_cold_listing_larger_than_an_early_batch_describes_every_object_once() {
+fn a_cold_listing_larger_than_a_batch_holds_every_object() {
     let c = Clients::new();
     // Objects written as a bucket's files directly (the local bucket lists plain files, their
     // etags computed): 24,000 runs over 6 platforms, 2 runtimes each, so that a listing by

@@ -763,7 +763,8 @@ impl Agent {
     /// pages and the cache's writes overlap (a cold listing of 100,000 names from Garage 20 ms
     /// away: 5.0 s to a drawn matrix before, 4.2 s now; and 220 MB at most, not 350 MB). Returns
     /// what the listing learnt, the local state it was compared with, and the objects written
-    /// already.
+    /// already. A listing that fails part-way keeps what it wrote (objects the bucket holds) and
+    /// writes no marker: the next one lists again.
     fn list_describing(
         &self,
         port: &mut impl Port,
@@ -795,6 +796,8 @@ impl Agent {
             true => self.list_first_per_pair(store, &local, started_ms, token, &mut listed)?,
             false => self.list_everything(store, &local, started_ms, token, &mut listed)?,
         };
+        // A prefetch cancelled while it listed writes no more than it had.
+        token.check("a prefetch")?;
         self.apply(port, pending)?;
         Ok((learnt, local, written))
     }
@@ -1611,9 +1614,6 @@ fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
-/// The records among listed objects: their names under the prefix. Empty names, "folder"
-/// markers (`prefix/`, made by consoles), names no record can be written back under (see
-/// [`object_id`]) and the change log are not records.
 /// Whether a listed object (`id` at `etag`) is one the local copy lacks or holds at another
 /// version, and is not the local copy's to decide (a write waiting or refused).
 fn is_new_or_changed(local: &StoreState, immutable: bool, id: &str, etag: &str) -> bool {
@@ -1624,6 +1624,9 @@ fn is_new_or_changed(local: &StoreState, immutable: bool, id: &str, etag: &str) 
         }
 }
 
+/// The records among listed objects: their names under the prefix. Empty names, "folder"
+/// markers (`prefix/`, made by consoles), names no record can be written back under (see
+/// [`object_id`]) and the change log are not records.
 fn records(s: &SyncedStore, store: &str, objects: Vec<ObjectInfo>) -> Vec<(String, ObjectInfo)> {
     let prefix = &s.config.location.prefix;
     objects
