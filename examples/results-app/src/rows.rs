@@ -137,16 +137,7 @@ pub(crate) fn flaky(runs: &[Loaded]) -> Vec<(String, TestId)> {
 mod tests {
     use super::*;
     use crate::runs::File;
-
-    fn report(start: u64, commit: Option<&str>, tests: Value) -> Run {
-        let mut run: Run = serde_json::from_value(json!({"platform": "linux", "browser": "c", "version": "1",
-            "results": {"tool": {"name": "ctest"}, "summary": {"tests": 0, "passed": 0, "failed": 0, "skipped": 0,
-                "pending": 0, "other": 0, "start": start, "stop": start}, "tests": tests}}))
-        .unwrap();
-        run.results.summary = crate::format::Summary::of(&run.results.tests, start, start);
-        run.ci.commit = commit.map(str::to_string);
-        run
-    }
+    use crate::view::tests::report;
 
     fn loaded(at_ms: u64, files: Vec<Result<Run, String>>) -> Loaded {
         let key = format!("linux/c/{}", crate::format::run_segment(at_ms, "aa"));

@@ -802,11 +802,12 @@ fn paged(mut keys: Vec<String>) -> (Vec<String>, Option<String>) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::format::Run;
 
-    fn report(start: u64, commit: Option<&str>, tests: Value) -> Run {
+    /// A report of `tests` (linux/c, version 1) started at `start`, at `commit`.
+    pub(crate) fn report(start: u64, commit: Option<&str>, tests: Value) -> Run {
         let mut run: Run = serde_json::from_value(json!({"platform": "linux", "browser": "c", "version": "1",
             "results": {"tool": {"name": "ctest"}, "summary": {"tests": 0, "passed": 0, "failed": 0, "skipped": 0,
                 "pending": 0, "other": 0, "start": start, "stop": start}, "tests": tests}}))
@@ -814,6 +815,11 @@ mod tests {
         run.results.summary = crate::format::Summary::of(&run.results.tests, start, start);
         run.ci.commit = commit.map(str::to_string);
         run
+    }
+
+    /// A `file://` bucket named `results` under `root`.
+    fn file_target(root: &Path) -> Target {
+        Target { endpoint: format!("file://{}", root.display()), bucket: "results".into(), prefix: String::new() }
     }
 
     fn one(suite: &str, name: &str, status: &str) -> Value {
@@ -846,11 +852,7 @@ mod tests {
     #[test]
     fn the_matrix_from_names_is_the_matrix_from_bodies() {
         let dir = tempfile::tempdir().unwrap();
-        let target = |root: &Path| Target {
-            endpoint: format!("file://{}", root.display()),
-            bucket: "results".into(),
-            prefix: String::new(),
-        };
+        let target = file_target;
         let named = dir.path().join("named");
         let writer = crate::post::Writer::open(&target(&named)).unwrap();
         let mut at = 1_795_000_000_000;
@@ -900,11 +902,7 @@ mod tests {
     #[test]
     fn a_run_of_many_files_is_read_whole() {
         let dir = tempfile::tempdir().unwrap();
-        let target = Target {
-            endpoint: format!("file://{}", dir.path().display()),
-            bucket: "results".into(),
-            prefix: String::new(),
-        };
+        let target = file_target(dir.path());
         let writer = crate::post::Writer::open(&target).unwrap();
         for (platform, run, files) in [("linux", "old", 1), ("linux", "big", 60), ("mac", "one", 2)] {
             for i in 0..files {
@@ -932,11 +930,7 @@ mod tests {
     #[test]
     fn a_listing_that_finds_a_new_run_shows_it() {
         let dir = tempfile::tempdir().unwrap();
-        let target = Target {
-            endpoint: format!("file://{}", dir.path().display()),
-            bucket: "results".into(),
-            prefix: String::new(),
-        };
+        let target = file_target(dir.path());
         let writer = crate::post::Writer::open(&target).unwrap();
         writer.store(&report(1_795_000_000_000, Some("c1"), json!([one("crud", "a", "passed")]))).unwrap();
         let viewer = Viewer::open(&target, &dir.path().join("cache.sqlite3")).unwrap();
