@@ -7,7 +7,8 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use objstore_db_core::sync::{list_all, open_bucket, Accounting, ListRequest, SyncConfig, Token};
+use objstore_db_core::bucket::{list_all, open_bucket, Accounting, ListRequest};
+use objstore_db_core::sync::{SyncConfig, Token};
 use serde_json::json;
 
 fn main() {
@@ -28,7 +29,7 @@ fn main() {
             let endpoint = format!("file://{}", dir.path().display());
             let block = json!({"format": "objstore", "Options": {"bucket": "b", "endpoint": endpoint}});
             let config = SyncConfig::from_json("bench", &block, &|_| None).unwrap();
-            let bucket = open_bucket(&config, Arc::new(Accounting::default())).unwrap();
+            let bucket = open_bucket(&config.connection, Arc::new(Accounting::default())).unwrap();
             let started = Instant::now();
             let listed = list_all(&*bucket, &ListRequest::default(), &Token::default()).unwrap();
             let elapsed = started.elapsed().as_secs_f64();

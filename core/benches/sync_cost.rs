@@ -17,10 +17,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use objstore_db_core::sync::{
-    changelog, list_all, open_bucket, parallel, Accounting, Bucket, ListRequest, Metadata, Precondition, Stats,
-    SyncConfig, Token, Validators,
+use objstore_db_core::bucket::{
+    list_all, open_bucket, Accounting, Bucket, ListRequest, Metadata, PutOptions, Validators,
 };
+use objstore_db_core::sync::{changelog, parallel, Stats, SyncConfig, Token};
 use objstore_db_core::{Key, ScanOptions, Schema};
 use serde_json::{json, Map, Value};
 
@@ -225,7 +225,7 @@ fn enumeration_view(bucket: &dyn Bucket, prefix: &str) -> Vec<String> {
 
 fn fetch(bucket: &dyn Bucket, name: &str) -> Vec<u8> {
     match bucket.get(name, &Validators::default(), &Token::default()).unwrap() {
-        objstore_db_core::sync::Fetched::Found(object) => object.body,
+        objstore_db_core::bucket::Fetched::Found(object) => object.body,
         other => panic!("{name}: {other:?}"),
     }
 }
@@ -239,7 +239,7 @@ fn measure<T>(db: &mut Client, view: impl FnOnce(&mut Client) -> T) -> (T, Stats
 
 fn measure_bucket<T>(options: &Value, view: impl FnOnce(&dyn Bucket) -> T) -> (T, Stats, f64) {
     let accounting = Arc::new(Accounting::default());
-    let bucket = open_bucket(&config(options), accounting.clone()).unwrap();
+    let bucket = open_bucket(&config(options).connection, accounting.clone()).unwrap();
     let started = Instant::now();
     let out = view(&*bucket);
     (out, accounting.take(), started.elapsed().as_secs_f64())
@@ -302,7 +302,9 @@ fn populate(bucket: &dyn Bucket, prefix: &str, pairs: &[(&str, &str)], n: usize)
         })
         .collect();
     parallel(&jobs, 32, |(name, body, metadata)| {
-        bucket.put(name, body, metadata, &Precondition::None, false, &Token::default()).unwrap()
+        bucket
+            .put(name, body, &PutOptions { metadata: metadata.clone(), ..PutOptions::default() }, &Token::default())
+            .unwrap()
     });
 }
 
@@ -347,7 +349,7 @@ fn config(options: &Value) -> SyncConfig {
 }
 
 fn bucket(options: &Value) -> Arc<dyn Bucket> {
-    open_bucket(&config(options), Arc::default()).unwrap()
+    open_bucket(&config(options).connection, Arc::default()).unwrap()
 }
 
 fn now_ms() -> u64 {

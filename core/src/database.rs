@@ -12,10 +12,12 @@ use crate::catalog::{Catalog, StoreInfo};
 use crate::error::{Error, Result};
 use crate::events::{Event, EventFilter, EventKind, Listener, Listeners, SubscriptionId};
 use crate::key::Key;
+use crate::mechanism::Durability;
 use crate::mechanism::{Mechanism, MemoryMechanism, SqliteMechanism, TableId};
-use crate::ops::{self, ScanOptions};
+use crate::ops;
 use crate::range::KeyRange;
 use crate::replica::{self, state as sync_state};
+use crate::scan::ScanOptions;
 use crate::schema::{Schema, Secrets, StoreSchema};
 use crate::sync::config::SyncConfig;
 
@@ -42,29 +44,6 @@ impl MechanismKind {
             "sqlite" => Ok(MechanismKind::Sqlite),
             "memory" => Ok(MechanismKind::Memory),
             other => Err(Error::InvalidArgument(format!("unknown mechanism {other:?} (known: sqlite, memory)"))),
-        }
-    }
-}
-
-/// When a commit is on disk (the sqlite mechanism; SQLite's `synchronous` setting in WAL mode).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Durability {
-    /// One fsync per checkpoint, none per commit: a commit survives the application crashing
-    /// or being killed, but a machine crash or power loss can lose the last commits (never
-    /// corrupt the file). The default.
-    #[default]
-    Normal,
-    /// An fsync per commit: a commit survives a machine crash too, at the cost of one fsync per
-    /// write transaction.
-    Full,
-}
-
-impl Durability {
-    pub fn from_name(name: &str) -> Result<Durability> {
-        match name {
-            "normal" => Ok(Durability::Normal),
-            "full" => Ok(Durability::Full),
-            other => Err(Error::InvalidArgument(format!("unknown durability {other:?} (known: normal, full)"))),
         }
     }
 }

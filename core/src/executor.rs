@@ -40,7 +40,7 @@ use crate::database::{Database, Mode, OpenOptions, Tx, TxId};
 use crate::error::{Error, Result};
 use crate::events::{EventFilter, Listener, SubscriptionId};
 use crate::schema::Schema;
-use crate::sync::Token;
+use crate::token::Token;
 
 /// How long an explicit transaction may sit without a request before it is aborted.
 pub const DEFAULT_IDLE_TRANSACTION_TIMEOUT: Duration = Duration::from_secs(30);

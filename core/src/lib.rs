@@ -4,6 +4,7 @@
 //! [`Database`] is the synchronous engine; [`AsyncDatabase`] runs one on a worker thread and
 //! completes every request through a callback. Nothing here knows about C, Python or Node.
 
+pub mod bucket;
 mod catalog;
 mod database;
 mod error;
@@ -16,21 +17,26 @@ mod ops;
 mod query;
 mod range;
 pub mod replica;
+mod scan;
 mod schema;
 pub mod sql;
 pub mod sync;
+pub(crate) mod time;
+mod token;
 
-pub use database::{Database, Durability, MechanismKind, Mode, OpenOptions, Tx, TxId};
+pub use database::{Database, MechanismKind, Mode, OpenOptions, Tx, TxId};
 pub use error::{clip, Error, ErrorCode, Result};
 pub use events::{Event, EventFilter, EventKind, Listener, SubscriptionId};
 pub use executor::{AsyncDatabase, ExecutorOptions, DEFAULT_IDLE_TRANSACTION_TIMEOUT, DEFAULT_QUEUE_CAPACITY};
 pub use key::Key;
 pub use keypath::{lookup, KeyPath};
-pub use ops::ScanOptions;
+pub use mechanism::Durability;
 pub use query::{Condition, CursorItem, Literal, Op, Plan, Query, Step};
 pub use range::{ByteRange, KeyRange};
 pub use replica::{Change, RefusedWrite, Resolution, SyncStatus};
+pub use scan::ScanOptions;
 pub use schema::{IndexSchema, Schema, StoreSchema};
+pub use token::Token;
 
 /// The library version, as in Cargo.toml.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -12,103 +12,12 @@ use crate::key::Key;
 use crate::mechanism::{Mechanism, TableId, META_TABLE};
 use crate::range::{just_above, ByteRange, KeyRange};
 use crate::replica::{self, WriteOp};
+use crate::scan::ScanOptions;
 
 /// Rows read per batch where a scan's rows are then written (remove, index rebuild).
 const BATCH: usize = 512;
 /// The largest key a generator hands out, as in IndexedDB (2^53).
 const MAX_GENERATED_KEY: f64 = 9_007_199_254_740_992.0;
-
-/// What `keys`, `values` and `count` read: a store or one of its indexes, a key range, and
-/// a window. `unique` keeps one record per distinct index key (the one with the lowest primary
-/// key, in either direction). `count` ignores the window.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ScanOptions {
-    pub index: Option<String>,
-    pub range: Option<KeyRange>,
-    pub limit: Option<usize>,
-    pub offset: usize,
-    pub reverse: bool,
-    pub unique: bool,
-}
-
-impl ScanOptions {
-    pub fn new() -> ScanOptions {
-        ScanOptions::default()
-    }
-
-    pub fn index(mut self, name: &str) -> ScanOptions {
-        self.index = Some(name.to_string());
-        self
-    }
-
-    pub fn range(mut self, range: KeyRange) -> ScanOptions {
-        self.range = Some(range);
-        self
-    }
-
-    pub fn limit(mut self, limit: usize) -> ScanOptions {
-        self.limit = Some(limit);
-        self
-    }
-
-    pub fn offset(mut self, offset: usize) -> ScanOptions {
-        self.offset = offset;
-        self
-    }
-
-    pub fn reverse(mut self) -> ScanOptions {
-        self.reverse = true;
-        self
-    }
-
-    pub fn unique(mut self) -> ScanOptions {
-        self.unique = true;
-        self
-    }
-
-    /// Reads `{"index"?, "range"?, "limit"?, "offset"?, "reverse"?, "unique"?}` (see
-    /// [`KeyRange::from_json`] for the range); unknown fields are errors.
-    pub fn from_json(value: &Value) -> Result<ScanOptions> {
-        let bad = |why: String| Error::InvalidArgument(format!("scan options: {why}"));
-        let Some(map) = value.as_object() else {
-            return if value.is_null() {
-                Ok(ScanOptions::new())
-            } else {
-                Err(bad(format!("expected an object, got {value}")))
-            };
-        };
-        let mut scan = ScanOptions::new();
-        for (field, v) in map {
-            match field.as_str() {
-                "index" => {
-                    scan.index = Some(v.as_str().ok_or_else(|| bad("index must be a string".into()))?.to_string())
-                }
-                "range" => scan.range = Some(KeyRange::from_json(v)?),
-                "limit" => {
-                    scan.limit = Some(v.as_u64().ok_or_else(|| bad("limit must be a whole number".into()))? as usize)
-                }
-                "offset" => {
-                    scan.offset = v.as_u64().ok_or_else(|| bad("offset must be a whole number".into()))? as usize
-                }
-                "reverse" => scan.reverse = v.as_bool().ok_or_else(|| bad("reverse must be true or false".into()))?,
-                "unique" => scan.unique = v.as_bool().ok_or_else(|| bad("unique must be true or false".into()))?,
-                other => {
-                    return Err(bad(format!(
-                        "unknown field {other:?} (known: index, range, limit, offset, reverse, unique)"
-                    )))
-                }
-            }
-        }
-        Ok(scan)
-    }
-
-    fn byte_range(&self, store: &str) -> Result<ByteRange> {
-        match &self.range {
-            None => Ok(ByteRange::all()),
-            Some(range) => range.to_bytes().map_err(|e| e.in_store(store, None)),
-        }
-    }
-}
 
 impl Tx<'_> {
     /// Writes a record, replacing any under the same key; returns its key.

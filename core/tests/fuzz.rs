@@ -1,5 +1,5 @@
 //! Fuzzed inputs (issue 12): property tests over the key codec, the SQL front end and the
-//! schema JSON (the XML listing parser's are beside it, in core/src/sync/listing.rs; the C entry
+//! schema JSON (the XML listing parser's are beside it, in core/src/bucket/listing.rs; the C entry
 //! points' in ffi/tests/capi_fuzz.rs). Every input is an answer or a clear error: no panic, no
 //! hang, and never an `Internal` error. `tests/run-all` runs the default 256 cases a property;
 //! `PROPTEST_CASES=100000 cargo test -p objstore-db-core --test fuzz` fuzzes longer.

@@ -9,7 +9,8 @@ mod sync_support;
 use std::path::Path;
 use std::time::Duration;
 
-use objstore_db_core::sync::{list_all, open_bucket, ListRequest, Metadata, Precondition, SyncConfig, Token};
+use objstore_db_core::bucket::{list_all, open_bucket, ListRequest, PutOptions};
+use objstore_db_core::sync::{SyncConfig, Token};
 use objstore_db_core::{Key, KeyRange, ScanOptions};
 use serde_json::{json, Value};
 use sync_support::*;
@@ -51,7 +52,7 @@ fn client(path: &Path, stores: &[(String, Value)]) -> Client {
 
 fn objects_under(options: &Value) -> Vec<String> {
     let config = SyncConfig::from_json("x", &json!({"format": "objstore", "Options": options}), &|_| None).unwrap();
-    let bucket = open_bucket(&config, Default::default()).unwrap();
+    let bucket = open_bucket(&config.connection, Default::default()).unwrap();
     let prefix = options["prefix"].as_str().unwrap_or("").to_string();
     let listing = list_all(&*bucket, &ListRequest { prefix: prefix.clone(), ..Default::default() }, &Token::default());
     listing.unwrap().objects.into_iter().map(|o| o.key[prefix.len()..].to_string()).collect()
@@ -121,14 +122,13 @@ fn a_full_listing_steps_over_the_log_however_long_it_is() {
     let dir = TempDir::new().unwrap();
     let options = json!({"bucket": "b", "endpoint": format!("file://{}", dir.path().join("bucket").display())});
     let config = SyncConfig::from_json("x", &json!({"format": "objstore", "Options": options}), &|_| None).unwrap();
-    let bucket = open_bucket(&config, Default::default()).unwrap();
-    let none = Metadata::new();
+    let bucket = open_bucket(&config.connection, Default::default()).unwrap();
     for name in ["!first", "-second", "a", "b/c"] {
-        bucket.put(name, br#"{"v":1}"#, &none, &Precondition::None, false, &Token::default()).unwrap();
+        bucket.put(name, br#"{"v":1}"#, &PutOptions::default(), &Token::default()).unwrap();
     }
     for n in 0..1_100 {
         let marker = format!(".objstore-changes/{n:013}-00000000000000aa-00000000/d/gone{n}");
-        bucket.put(&marker, b"", &none, &Precondition::None, false, &Token::default()).unwrap();
+        bucket.put(&marker, b"", &PutOptions::default(), &Token::default()).unwrap();
     }
     let docs = [store("docs", &options, json!({"changeLog": true}), json!({"format": "objstore", "prefetch": "meta"}))];
     let mut reader = client(&dir.path().join("r.sqlite3"), &docs);
@@ -266,11 +266,10 @@ fn a_marker_landing_late_with_an_older_time_is_still_read() {
         assert_eq!(reader.count("docs", &ScanOptions::new()).unwrap(), 2);
         // A writer whose clock is half a minute behind: its object and marker land now.
         let config = SyncConfig::from_json("x", &json!({"format": "objstore", "Options": options}), &|_| None).unwrap();
-        let bucket = open_bucket(&config, Default::default()).unwrap();
+        let bucket = open_bucket(&config.connection, Default::default()).unwrap();
         let prefix = options["prefix"].as_str().unwrap_or("");
         let body = br#"{"v":3}"#;
-        let etag =
-            bucket.put(&format!("{prefix}late"), body, &Metadata::new(), &Precondition::None, false, &Token::default());
+        let etag = bucket.put(&format!("{prefix}late"), body, &PutOptions::default(), &Token::default());
         let etag = etag.unwrap().unwrap_or_default();
         let behind =
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64 - 30_000;
@@ -279,7 +278,7 @@ fn a_marker_landing_late_with_an_older_time_is_still_read() {
             body.len(),
             etag.trim_matches('"')
         );
-        bucket.put(&marker, b"", &Metadata::new(), &Precondition::None, false, &Token::default()).unwrap();
+        bucket.put(&marker, b"", &PutOptions::default(), &Token::default()).unwrap();
         reader.take_sync_stats();
         assert_eq!(reader.count("docs", &ScanOptions::new()).unwrap(), 3, "{place}");
         let stats = reader.take_sync_stats();
@@ -358,7 +357,7 @@ fn the_newest_per_pair_of_a_cold_store_costs_requests_by_pairs_not_by_objects() 
     let dir = TempDir::new().unwrap();
     for (place, options) in places("first-per-pair", dir.path()) {
         let config = SyncConfig::from_json("x", &json!({"format": "objstore", "Options": options}), &|_| None).unwrap();
-        let bucket = open_bucket(&config, Default::default()).unwrap();
+        let bucket = open_bucket(&config.connection, Default::default()).unwrap();
         let prefix = options["prefix"].as_str().unwrap_or("").to_string();
         // linux: two pairs of more than a page each; mac: three pairs of less than a page, more
         // than a page together.
@@ -373,14 +372,7 @@ fn the_newest_per_pair_of_a_cold_store_costs_requests_by_pairs_not_by_objects() 
             pairs.iter().flat_map(|(p, b, count)| (0..*count).map(move |n| format!("{p}/{b}/{n:04}"))).collect();
         objstore_db_core::sync::parallel(&names, 16, |name| {
             let body = br#"{"v":1}"#;
-            bucket.put(
-                &format!("{prefix}{name}"),
-                body,
-                &Metadata::new(),
-                &Precondition::None,
-                false,
-                &Token::default(),
-            )
+            bucket.put(&format!("{prefix}{name}"), body, &PutOptions::default(), &Token::default())
         })
         .into_iter()
         .for_each(|put| drop(put.unwrap()));
@@ -421,7 +413,7 @@ fn a_small_store_is_listed_with_one_page() {
     let dir = TempDir::new().unwrap();
     for (place, options) in places("small", dir.path()) {
         let config = SyncConfig::from_json("x", &json!({"format": "objstore", "Options": options}), &|_| None).unwrap();
-        let bucket = open_bucket(&config, Default::default()).unwrap();
+        let bucket = open_bucket(&config.connection, Default::default()).unwrap();
         let prefix = options["prefix"].as_str().unwrap_or("").to_string();
         let names: Vec<String> = ["linux", "mac", "windows"]
             .iter()
@@ -430,14 +422,7 @@ fn a_small_store_is_listed_with_one_page() {
             .collect();
         assert_eq!(names.len(), 60);
         for name in &names {
-            let put = bucket.put(
-                &format!("{prefix}{name}"),
-                b"{}",
-                &Metadata::new(),
-                &Precondition::None,
-                false,
-                &Token::default(),
-            );
+            let put = bucket.put(&format!("{prefix}{name}"), b"{}", &PutOptions::default(), &Token::default());
             put.unwrap();
         }
         let layout = json!({"keyLayout": "{platform}/{browser}/{run}", "changeLog": true});
@@ -485,12 +470,12 @@ fn a_pairs_first_name_removed_gives_way_to_the_next_with_and_without_the_log() {
     let dir = TempDir::new().unwrap();
     let options = json!({"bucket": "b", "endpoint": format!("file://{}", dir.path().join("bucket").display())});
     let config = SyncConfig::from_json("x", &json!({"format": "objstore", "Options": options}), &|_| None).unwrap();
-    let bucket = open_bucket(&config, Default::default()).unwrap();
+    let bucket = open_bucket(&config.connection, Default::default()).unwrap();
     // Two pairs longer than a page: the first-per-pair listing enumerates them.
     let names: Vec<String> =
         ["node", "python"].iter().flat_map(|b| (0..1_100).map(move |n| format!("linux/{b}/{n:04}"))).collect();
     objstore_db_core::sync::parallel(&names, 16, |name| {
-        bucket.put(name, br#"{"v":1}"#, &Metadata::new(), &Precondition::None, false, &Token::default())
+        bucket.put(name, br#"{"v":1}"#, &PutOptions::default(), &Token::default())
     })
     .into_iter()
     .for_each(|put| drop(put.unwrap()));
@@ -560,9 +545,9 @@ fn a_directory_buckets_log_is_pruned_by_its_writers() {
     let options = json!({"bucket": "b", "endpoint": format!("file://{}", dir.path().join("bucket").display()), "prefix": "runs/"});
     let docs = [store("docs", &options, json!({"changeLog": true}), json!({"format": "objstore"}))];
     let config = SyncConfig::from_json("x", &json!({"format": "objstore", "Options": options}), &|_| None).unwrap();
-    let bucket = open_bucket(&config, Default::default()).unwrap();
+    let bucket = open_bucket(&config.connection, Default::default()).unwrap();
     let old = "runs/.objstore-changes/0000000000001-00000000000000ff-00000000/d/gone";
-    bucket.put(old, b"", &Metadata::new(), &Precondition::None, false, &Token::default()).unwrap();
+    bucket.put(old, b"", &PutOptions::default(), &Token::default()).unwrap();
     let log = dir.path().join("bucket/b/runs/.objstore-changes");
     assert!(log.join("0000000000001-00000000000000ff-00000000").is_dir());
     let mut writer = client(&dir.path().join("w.sqlite3"), &docs);

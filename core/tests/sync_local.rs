@@ -6,7 +6,8 @@ mod sync_support;
 
 use std::path::Path;
 
-use objstore_db_core::sync::{list_all, open_bucket, ListRequest, ListVersion, SyncConfig, Token};
+use objstore_db_core::bucket::{list_all, open_bucket, ListRequest, ListVersion, PutMode, PutOptions};
+use objstore_db_core::sync::{SyncConfig, Token};
 use objstore_db_core::{Change, ErrorCode, EventKind, Key, KeyRange, Resolution, ScanOptions, SyncStatus};
 use serde_json::{json, Value};
 use sync_support::*;
@@ -380,12 +381,10 @@ fn the_local_bucket_lists_like_s3() {
     let dir = TempDir::new().unwrap();
     let block = json!({"format": "objstore", "Options": {"bucket": "b", "endpoint": format!("file://{}", dir.path().display())}});
     let config = SyncConfig::from_json("s", &block, &|_| None).unwrap();
-    let bucket = open_bucket(&config, Default::default()).unwrap();
+    let bucket = open_bucket(&config.connection, Default::default()).unwrap();
     let keys = ["a/1", "a/2", "a/b/3", "b/1", "b/2/x", "c", "é", "z/"];
     for k in keys.iter().filter(|k| !k.ends_with('/')) {
-        bucket
-            .put(k, b"{}", &Default::default(), &objstore_db_core::sync::Precondition::None, false, &Token::default())
-            .unwrap();
+        bucket.put(k, b"{}", &PutOptions::default(), &Token::default()).unwrap();
     }
     let page_of = |prefix: &str, delimiter: Option<&str>, max: Option<u32>, version| {
         let request = ListRequest {
@@ -643,22 +642,26 @@ fn credentials_are_never_stored_and_rotating_them_changes_no_schema() {
     assert_eq!(db.get("docs", &key("k")).unwrap(), Some(json!({"v": 1})));
 }
 
-fn local_bucket(dir: &Path) -> std::sync::Arc<dyn objstore_db_core::sync::Bucket> {
+fn local_bucket(dir: &Path) -> std::sync::Arc<dyn objstore_db_core::bucket::Bucket> {
     let block =
         json!({"format": "objstore", "Options": {"bucket": "b", "endpoint": format!("file://{}", dir.display())}});
-    open_bucket(&SyncConfig::from_json("s", &block, &|_| None).unwrap(), Default::default()).unwrap()
+    open_bucket(&SyncConfig::from_json("s", &block, &|_| None).unwrap().connection, Default::default()).unwrap()
 }
 
-fn metadata(pairs: &[(&str, &str)]) -> objstore_db_core::sync::Metadata {
+fn metadata(pairs: &[(&str, &str)]) -> objstore_db_core::bucket::Metadata {
     pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
 }
 
 /// A writer killed between moving a body into place and moving its record: the record still
 /// describes the previous body, which has the same size.
-fn killed_between_the_renames(dir: &Path, bucket: &dyn objstore_db_core::sync::Bucket) {
-    use objstore_db_core::sync::Precondition;
+fn killed_between_the_renames(dir: &Path, bucket: &dyn objstore_db_core::bucket::Bucket) {
     bucket
-        .put("k", br#"{"v":1}"#, &metadata(&[("run", "old")]), &Precondition::None, false, &Token::default())
+        .put(
+            "k",
+            br#"{"v":1}"#,
+            &PutOptions { metadata: metadata(&[("run", "old")]), ..PutOptions::default() },
+            &Token::default(),
+        )
         .unwrap();
     let tmp = dir.join("b/.objstore/tmp/new-body");
     std::fs::write(&tmp, br#"{"v":2}"#).unwrap();
@@ -671,22 +674,28 @@ fn the_local_bucket_notices_a_body_its_record_does_not_describe() {
     let bucket = local_bucket(dir.path());
     killed_between_the_renames(dir.path(), &*bucket);
     let (info, _) = bucket.head("k", &Token::default()).unwrap().unwrap();
-    assert_eq!(info.etag, objstore_db_core::sync::etag_of(br#"{"v":2}"#), "not the previous body's etag");
+    assert_eq!(info.etag, objstore_db_core::bucket::etag_of(br#"{"v":2}"#), "not the previous body's etag");
     let listed = list_all(&*bucket, &ListRequest::default(), &Token::default()).unwrap();
     assert_eq!(listed.objects[0].etag, info.etag);
 }
 
 #[test]
 fn a_restart_flush_that_finds_its_own_body_finishes_the_record() {
-    use objstore_db_core::sync::Precondition;
     let dir = TempDir::new().unwrap();
     let bucket = local_bucket(dir.path());
     killed_between_the_renames(dir.path(), &*bucket);
     // The write is sent again after the restart, conditional on the version it was made on.
-    let old = objstore_db_core::sync::etag_of(br#"{"v":1}"#);
+    let old = objstore_db_core::bucket::etag_of(br#"{"v":1}"#);
     let new = metadata(&[("run", "new")]);
-    let etag = bucket.put("k", br#"{"v":2}"#, &new, &Precondition::Matches(old), false, &Token::default()).unwrap();
-    assert_eq!(etag, Some(objstore_db_core::sync::etag_of(br#"{"v":2}"#)));
+    let etag = bucket
+        .put(
+            "k",
+            br#"{"v":2}"#,
+            &PutOptions { mode: PutMode::Update(old), metadata: new.clone(), ..PutOptions::default() },
+            &Token::default(),
+        )
+        .unwrap();
+    assert_eq!(etag, Some(objstore_db_core::bucket::etag_of(br#"{"v":2}"#)));
     let record = std::fs::read_to_string(dir.path().join("b/.objstore/meta/k")).unwrap();
     assert!(record.contains("\"new\"") && !record.contains("\"old\""), "the record was rewritten: {record}");
     assert_eq!(bucket.head("k", &Token::default()).unwrap().unwrap().1, new);

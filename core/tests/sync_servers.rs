@@ -4,7 +4,8 @@
 
 mod sync_support;
 
-use objstore_db_core::sync::{list_all, open_bucket, ListRequest, ListVersion, Precondition, SyncConfig, Token};
+use objstore_db_core::bucket::{list_all, open_bucket, ListRequest, ListVersion, PutOptions};
+use objstore_db_core::sync::{SyncConfig, Token};
 use objstore_db_core::{ErrorCode, EventKind, Key, KeyRange, Resolution, ScanOptions};
 use serde_json::{json, Value};
 use sync_support::*;
@@ -150,7 +151,7 @@ fn metadata_headers_reach_the_meta_store_on_both_servers() {
         // Sent as RFC 2047 words (tests/python's boto3 test reads the raw form), read back as text.
         let config =
             SyncConfig::from_json("results", &block("objstore", options.clone(), json!({})), &|_| None).unwrap();
-        let bucket = open_bucket(&config, Default::default()).unwrap();
+        let bucket = open_bucket(&config.connection, Default::default()).unwrap();
         let object = format!("{}linux/rust/0001", options["prefix"].as_str().unwrap());
         let (_, metadata) = bucket.head(&object, &Token::default()).unwrap().unwrap();
         assert_eq!(metadata["city"], "Zürich 東京");
@@ -175,11 +176,9 @@ fn listings_agree_between_servers_and_the_local_bucket() {
     let mut answers = Vec::new();
     for (name, options) in [("local", local), ("moto", moto_signed(&prefix)), ("garage", garage(&prefix))] {
         let config = SyncConfig::from_json("s", &block("objstore", options, json!({})), &|_| None).unwrap();
-        let bucket = open_bucket(&config, Default::default()).unwrap();
+        let bucket = open_bucket(&config.connection, Default::default()).unwrap();
         for k in keys {
-            bucket
-                .put(&format!("{prefix}{k}"), b"{}", &Default::default(), &Precondition::None, false, &Token::default())
-                .unwrap();
+            bucket.put(&format!("{prefix}{k}"), b"{}", &PutOptions::default(), &Token::default()).unwrap();
         }
         let mut seen = Vec::new();
         for version in [ListVersion::V2, ListVersion::V1] {

@@ -11,7 +11,7 @@ mod sqlite;
 pub use memory::MemoryMechanism;
 pub use sqlite::SqliteMechanism;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::range::ByteRange;
 
 pub type TableId = u32;
@@ -70,4 +70,27 @@ pub trait Mechanism: Send {
         reverse: bool,
         visit: VisitJoined,
     ) -> Result<()>;
+}
+
+/// When a commit is on disk (the sqlite mechanism; SQLite's `synchronous` setting in WAL mode).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Durability {
+    /// One fsync per checkpoint, none per commit: a commit survives the application crashing
+    /// or being killed, but a machine crash or power loss can lose the last commits (never
+    /// corrupt the file). The default.
+    #[default]
+    Normal,
+    /// An fsync per commit: a commit survives a machine crash too, at the cost of one fsync per
+    /// write transaction.
+    Full,
+}
+
+impl Durability {
+    pub fn from_name(name: &str) -> Result<Durability> {
+        match name {
+            "normal" => Ok(Durability::Normal),
+            "full" => Ok(Durability::Full),
+            other => Err(Error::InvalidArgument(format!("unknown durability {other:?} (known: normal, full)"))),
+        }
+    }
 }

@@ -6,8 +6,7 @@ use std::path::Path;
 
 use rusqlite::{params, CachedStatement, Connection, OpenFlags};
 
-use super::{After, Mechanism, TableId, Visit, VisitJoined, META_TABLE};
-use crate::database::Durability;
+use super::{After, Durability, Mechanism, TableId, Visit, VisitJoined, META_TABLE};
 use crate::error::{Error, Result};
 use crate::range::{just_above, ByteRange};
 

@@ -5,6 +5,7 @@
 //! batch of [`Change`]s applied in one bounded transaction. Remote outcomes become validators,
 //! refused-write records, per-write statuses and events, never a commit's result.
 
+pub mod policy;
 pub(crate) mod state;
 
 use std::collections::{BTreeSet, HashMap};
@@ -18,7 +19,8 @@ use crate::key::Key;
 use crate::keypath::KeyPath;
 use crate::range::KeyRange;
 use crate::schema::{Schema, Secrets};
-use crate::sync::config::{Format, SyncConfig};
+use crate::sync::config::SyncConfig;
+use policy::Format;
 
 pub use state::{ObjectState, OutboxEntry, RefusedWrite, WriteOp};
 
@@ -185,7 +187,7 @@ pub fn configs(schema: &Schema, secrets: &Secrets) -> Result<HashMap<String, Syn
             options.extend(given.clone());
         }
         let config = SyncConfig::from_json(&store.name, &block, &env)?;
-        if config.format == Format::ObjstoreMeta
+        if config.policy.format == Format::ObjstoreMeta
             && store.key_path.as_ref().is_some_and(|p| *p != KeyPath::Single("name".into()))
         {
             return Err(Error::InvalidSchema(format!(
@@ -211,7 +213,7 @@ pub fn object_id(config: &SyncConfig, store: &str, key: &Key) -> Result<String> 
     let Key::String(id) = key else {
         return Err(bad(format!("a synced store is keyed by object names (non-empty strings), not {key}")));
     };
-    let directory = config.location.endpoint.starts_with("file://");
+    let directory = config.connection.location.endpoint.starts_with("file://");
     let why = if id.is_empty() {
         Some("it is empty")
     } else if id.len() > 1024 {
@@ -252,13 +254,13 @@ pub(crate) fn enqueue(
     let Some(config) = db.sync_config(store) else {
         return Ok(());
     };
-    if config.format == Format::ObjstoreMeta {
+    if config.policy.format == Format::ObjstoreMeta {
         return Err(Error::InvalidArgument(format!(
             "store {store:?} mirrors object metadata (objstore-meta) and is read-only; write to the store that holds the objects"
         )));
     }
     let id = object_id(config, store, key)?;
-    if config.immutable && replaced && op != WriteOp::Delete {
+    if config.policy.immutable && replaced && op != WriteOp::Delete {
         return Err(Error::Constraint {
             store: store.to_string(),
             detail: format!("the store is immutable: object {id:?} exists and cannot be replaced"),
@@ -275,7 +277,7 @@ pub(crate) fn enqueue(
 
 /// Metadata values go out as header values: control characters would break the request.
 fn check_metadata(config: &SyncConfig, store: &str, id: &str, value: &Value) -> Result<()> {
-    match config.metadata_of(value).into_iter().find(|(_, v)| v.chars().any(char::is_control)) {
+    match config.policy.metadata_of(value).into_iter().find(|(_, v)| v.chars().any(char::is_control)) {
         Some((name, v)) => Err(Error::InvalidArgument(format!(
             "record {id:?} of store {store:?}: metadata field {name:?} = {v:?} has control characters and cannot be sent as a header"
         ))),

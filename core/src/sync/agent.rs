@@ -22,22 +22,25 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value};
 
-use super::bucket::{
-    etag_of, list_all, Bucket, Fetched, ListRequest, Metadata, Object, ObjectInfo, Precondition, Validators,
-};
 use super::changelog;
-use super::config::{ChangeLogConfig, Format, Prefetch, SyncConfig};
-pub use super::token::Token;
-use super::{open_bucket, parallel, parallel_each, time, Accounting, Stats};
+use super::config::SyncConfig;
+use super::{parallel, parallel_each};
+use crate::bucket::{
+    etag_of, list_all, open_bucket, Accounting, Bucket, Fetched, ListRequest, Metadata, Object, ObjectInfo, PutMode,
+    PutOptions, Stats, Validators,
+};
 use crate::database::Database;
 use crate::error::{Error, Result};
 use crate::events::EventKind;
 use crate::key::Key;
 use crate::keypath::KeyPath;
+use crate::replica::policy::{ChangeLogConfig, Format, LayoutSegment, Prefetch};
 use crate::replica::{
     object_id, Change, LocalCopy, ObjectState, OutboxItem, StoreState, WriteOp, FETCH_CHUNK, MAX_BATCH,
 };
 use crate::schema::Schema;
+use crate::time;
+use crate::token::Token;
 
 mod breaker;
 mod conditions;
@@ -108,7 +111,7 @@ struct SyncedStore {
 
 impl SyncedStore {
     fn object_key(&self, id: &str) -> String {
-        format!("{}{id}", self.config.location.prefix)
+        format!("{}{id}", self.config.connection.location.prefix)
     }
 }
 
@@ -200,7 +203,7 @@ impl Agent {
         let schema = db.schema();
         let mut stores = HashMap::new();
         for (name, config) in db.sync_configs().clone() {
-            let bucket = open_bucket(&config, accounting.clone())?;
+            let bucket = open_bucket(&config.connection, accounting.clone())?;
             let key_path = schema.store(&name).and_then(|s| s.key_path.clone());
             let pair_indexes = pair_indexes(&config, schema.store(&name).map_or(&[][..], |s| &s.indexes[..]));
             let address = bucket.describe();
@@ -212,7 +215,9 @@ impl Agent {
             synced.meta_siblings = locations
                 .iter()
                 .filter(|(other, config)| {
-                    other != name && config.format == Format::ObjstoreMeta && config.location == synced.config.location
+                    other != name
+                        && config.policy.format == Format::ObjstoreMeta
+                        && config.connection.location == synced.config.connection.location
                 })
                 .map(|(other, _)| other.clone())
                 .collect();
@@ -258,13 +263,17 @@ impl Agent {
 
     /// Whether reads of `store` prefetch on their own (its `prefetch` setting).
     pub fn prefetches(&self, store: &str) -> bool {
-        self.stores.get(store).is_some_and(|s| s.config.prefetch.is_some() && s.config.format != Format::Rest)
+        self.stores
+            .get(store)
+            .is_some_and(|s| s.config.policy.prefetch.is_some() && s.config.policy.format != Format::Rest)
     }
 
     /// Whether a cached record of `store` is worth revalidating in the background (not for
     /// immutable stores, nor for descriptions, which only listings refresh).
     pub fn revalidates(&self, store: &str) -> bool {
-        self.stores.get(store).is_some_and(|s| !s.config.immutable && s.config.format != Format::ObjstoreMeta)
+        self.stores
+            .get(store)
+            .is_some_and(|s| !s.config.policy.immutable && s.config.policy.format != Format::ObjstoreMeta)
     }
 
     /// Offline, the agent makes no requests: reads serve the cache, writes wait.
@@ -331,7 +340,7 @@ impl Agent {
 
     /// Whether a listing of `store` within its refractory period answered for the bucket.
     pub fn refractory_fresh(&self, store: &str) -> bool {
-        let refractory = self.stores.get(store).map_or(Duration::ZERO, |s| s.config.refractory);
+        let refractory = self.stores.get(store).map_or(Duration::ZERO, |s| s.config.policy.refractory);
         self.seen().get(store).and_then(|s| s.at).is_some_and(|at| at.elapsed() < refractory)
     }
 
@@ -364,7 +373,7 @@ impl Agent {
         token: &Token,
     ) -> Result<()> {
         let s = self.store(store)?;
-        if s.config.format == Format::ObjstoreMeta {
+        if s.config.policy.format == Format::ObjstoreMeta {
             // Descriptions come from listings, never from GETs of the objects.
             return Ok(());
         }
@@ -373,7 +382,7 @@ impl Agent {
         let locals = port.exec(move |db| db.local_copies(&name, &wanted))?;
         let asks = self.asks(store, &locals, freshness);
         // An immutable store's object that could not be used stays so: its name is never reused.
-        let mut unusable: Vec<String> = match s.config.immutable {
+        let mut unusable: Vec<String> = match s.config.policy.immutable {
             true => locals.iter().filter(|l| !l.present).filter_map(|l| l.state.as_ref()?.unusable.clone()).collect(),
             false => Vec::new(),
         };
@@ -384,7 +393,7 @@ impl Agent {
         self.may_contact(s, &what)?;
         token.check(&what)?;
         let names: Vec<(String, Validators)> = asks.iter().map(|(id, v, _)| (s.object_key(id), v.clone())).collect();
-        let answers = parallel(&names, s.config.concurrency, |(name, validators)| {
+        let answers = parallel(&names, s.config.connection.concurrency, |(name, validators)| {
             token.check(&what)?;
             s.bucket.get(name, validators, token)
         });
@@ -437,11 +446,12 @@ impl Agent {
             }
             let etag = local.state.as_ref().and_then(|st| st.etag.as_ref());
             let current = local.present
-                && (s.config.immutable
+                && (s.config.policy.immutable
                     || freshness == Freshness::Cached
                     || (listed_fresh && etag.is_some() && listed.and_then(|l| l.get(&local.id)) == etag));
-            let kept_unusable =
-                !local.present && s.config.immutable && local.state.as_ref().is_some_and(|st| st.unusable.is_some());
+            let kept_unusable = !local.present
+                && s.config.policy.immutable
+                && local.state.as_ref().is_some_and(|st| st.unusable.is_some());
             if current || kept_unusable {
                 continue;
             }
@@ -513,10 +523,10 @@ impl Agent {
     }
 
     /// The metadata fields of a description: the key layout's, then the object's own.
-    fn describe_fields(&self, meta: &str, id: &str, metadata: &super::Metadata) -> Map<String, Value> {
+    fn describe_fields(&self, meta: &str, id: &str, metadata: &Metadata) -> Map<String, Value> {
         let mut fields = Map::new();
         if let Some(m) = self.stores.get(meta) {
-            for (name, value) in m.config.layout_fields(id) {
+            for (name, value) in m.config.policy.layout_fields(id) {
                 fields.insert(name, Value::String(value));
             }
         }
@@ -560,7 +570,7 @@ impl Agent {
 
     /// Prefetches `store` as its setting says, unless within the refractory period.
     pub fn refresh(&self, port: &mut impl Port, store: &str, token: &Token) -> Result<()> {
-        match self.stores.get(store).and_then(|s| s.config.prefetch) {
+        match self.stores.get(store).and_then(|s| s.config.policy.prefetch) {
             Some(mode) if !self.refractory_fresh(store) => {
                 self.prefetch_as(port, store, mode, Listing::AsHeld, Instant::now(), token)
             }
@@ -581,7 +591,7 @@ impl Agent {
         asked: Instant,
         token: &Token,
     ) -> Result<()> {
-        let mode = self.stores.get(store).and_then(|s| s.config.prefetch).unwrap_or(Prefetch::Meta);
+        let mode = self.stores.get(store).and_then(|s| s.config.policy.prefetch).unwrap_or(Prefetch::Meta);
         let listing = if first_per_pair { Listing::FirstPerPair } else { Listing::Everything };
         if self.listed_after(store, asked, listing == Listing::Everything) {
             return Ok(());
@@ -647,7 +657,7 @@ impl Agent {
         token: &Token,
     ) -> Result<()> {
         let s = self.store(store)?;
-        if s.config.format == Format::Rest {
+        if s.config.policy.format == Format::Rest {
             return Err(Error::InvalidArgument(format!("store {store:?} uses the rest format, which has no listing")));
         }
         let what = format!("prefetching store {store:?}");
@@ -675,7 +685,7 @@ impl Agent {
         };
         let pairs_only =
             listing == Listing::FirstPerPair || (listing == Listing::AsHeld && pairs_at.is_some() && !last_was_full);
-        let learnt = match (&s.config.change_log, summary.changes_since_ms, log_from) {
+        let learnt = match (&s.config.policy.change_log, summary.changes_since_ms, log_from) {
             (Some(log), Some(since), Some(listed_at))
                 if u128::from(started_ms.saturating_sub(listed_at)) < log.relist_every.as_millis() =>
             {
@@ -701,7 +711,7 @@ impl Agent {
             false => self.bucket_now_ms(s).saturating_sub(began.elapsed().as_millis() as u64),
         };
         learnt.changes_since_ms = learnt.changes_since_ms.map(|since| since.min(started_ms));
-        let immutable = s.config.immutable;
+        let immutable = s.config.policy.immutable;
         let vanished: Vec<&String> =
             learnt.vanished.iter().filter(|id| !immutable && !local.held.contains(*id)).collect();
         let changed: Vec<&(String, ObjectInfo)> = learnt
@@ -714,7 +724,7 @@ impl Agent {
         for id in vanished {
             changes.extend(self.changes_for(store, id, Fetched::Missing)?);
         }
-        match (s.config.format, mode) {
+        match (s.config.policy.format, mode) {
             (Format::ObjstoreMeta, _) => changes.extend(changed.iter().map(|(id, o)| self.describe(store, id, o))),
             (_, Prefetch::Meta) => {
                 // Changed objects lose their cached copy; the next read fetches them.
@@ -775,7 +785,7 @@ impl Agent {
         token: &Token,
     ) -> Result<(Learnt, StoreState, HashSet<String>)> {
         let s = &self.stores[store];
-        let early = s.config.format == Format::ObjstoreMeta;
+        let early = s.config.policy.format == Format::ObjstoreMeta;
         let mut written = HashSet::new();
         let mut pending: Vec<Change> = Vec::new();
         let mut listed = |objects: &[ObjectInfo]| -> Result<()> {
@@ -783,7 +793,7 @@ impl Agent {
                 return Ok(());
             }
             for (id, o) in records(s, store, objects.to_vec()) {
-                if is_new_or_changed(&local, s.config.immutable, &id, &o.etag) && written.insert(id.clone()) {
+                if is_new_or_changed(&local, s.config.policy.immutable, &id, &o.etag) && written.insert(id.clone()) {
                     pending.push(self.describe(store, &id, &o));
                 }
             }
@@ -827,11 +837,15 @@ impl Agent {
         listed: &mut dyn FnMut(&[ObjectInfo]) -> Result<()>,
     ) -> Result<Learnt> {
         let s = &self.stores[store];
-        let prefix = &s.config.location.prefix;
-        let request = ListRequest { prefix: prefix.clone(), version: s.config.list_version, ..Default::default() };
-        let fans_out = s.config.key_layout.as_ref().is_some_and(|layout| {
-            layout.len() > 1 && matches!(layout.first(), Some(super::config::LayoutSegment::Field(_)))
-        });
+        let prefix = &s.config.connection.location.prefix;
+        let request =
+            ListRequest { prefix: prefix.clone(), version: s.config.connection.list_version, ..Default::default() };
+        let fans_out = s
+            .config
+            .policy
+            .key_layout
+            .as_ref()
+            .is_some_and(|layout| layout.len() > 1 && matches!(layout.first(), Some(LayoutSegment::Field(_))));
         let objects = if let Some(objects) = self.one_page_if_small(s, fans_out, &request, token)? {
             objects
         } else if fans_out {
@@ -841,7 +855,7 @@ impl Agent {
                 let request = ListRequest { prefix: folder.to_string(), ..request.clone() };
                 self.recorded(s, list_all(&*s.bucket, &request, token))
             };
-            parallel_each(&folders, s.config.concurrency, list, |_, listing| {
+            parallel_each(&folders, s.config.connection.concurrency, list, |_, listing| {
                 if failed.is_ok() {
                     failed = listing.and_then(|l| listed(&l.objects).map(|()| objects.extend(l.objects)));
                 }
@@ -870,8 +884,9 @@ impl Agent {
         listed: &mut dyn FnMut(&[ObjectInfo]) -> Result<()>,
     ) -> Result<Learnt> {
         let s = &self.stores[store];
-        let prefix = &s.config.location.prefix;
-        let base = ListRequest { prefix: prefix.clone(), version: s.config.list_version, ..Default::default() };
+        let prefix = &s.config.connection.location.prefix;
+        let base =
+            ListRequest { prefix: prefix.clone(), version: s.config.connection.list_version, ..Default::default() };
         if let Some(objects) = self.one_page_if_small(s, true, &base, token)? {
             return Ok(learnt_in_full(s, store, local, objects, started_ms, true));
         }
@@ -883,7 +898,7 @@ impl Agent {
         let first_page = |folder: &&String| {
             self.recorded(s, s.bucket.list_page(&ListRequest { prefix: folder.to_string(), ..base.clone() }, token))
         };
-        parallel_each(&folders, s.config.concurrency, first_page, |i, page| {
+        parallel_each(&folders, s.config.connection.concurrency, first_page, |i, page| {
             if failed.is_err() {
                 return;
             }
@@ -916,13 +931,13 @@ impl Agent {
             let request = ListRequest { prefix: folder.clone(), continuation: Some(next.clone()), ..base.clone() };
             self.recorded(s, list_all(&*s.bucket, &request, token))
         };
-        parallel_each(&going_on, s.config.concurrency, rest, |_, listing| {
+        parallel_each(&going_on, s.config.connection.concurrency, rest, |_, listing| {
             if failed.is_ok() {
                 failed = listing.and_then(|l| listed(&l.objects).map(|()| objects.extend(l.objects)));
             }
         });
         failed?;
-        let later = parallel(&longer, s.config.concurrency, |(folder, last)| {
+        let later = parallel(&longer, s.config.connection.concurrency, |(folder, last)| {
             let request = ListRequest {
                 prefix: folder.clone(),
                 delimiter: Some("/".into()),
@@ -938,7 +953,7 @@ impl Agent {
             pairs.extend(listing.common_prefixes.into_iter().filter(|pair| !last.starts_with(pair.as_str())));
             objects.extend(listing.objects);
         }
-        let firsts = parallel(&pairs, s.config.concurrency, |pair| self.first_of_pair(store, pair, token));
+        let firsts = parallel(&pairs, s.config.connection.concurrency, |pair| self.first_of_pair(store, pair, token));
         for first in firsts {
             objects.extend(first?);
         }
@@ -955,7 +970,7 @@ impl Agent {
             vanished,
             described,
             complete,
-            changes_since_ms: s.config.change_log.as_ref().map(|_| started_ms),
+            changes_since_ms: s.config.policy.change_log.as_ref().map(|_| started_ms),
             first_per_pair: true,
             complete_before: false,
         };
@@ -989,7 +1004,7 @@ impl Agent {
     ) -> Result<(Vec<ObjectInfo>, Vec<String>)> {
         let top = ListRequest { delimiter: Some("/".into()), ..request.clone() };
         let top = self.recorded(s, list_all(&*s.bucket, &top, token))?;
-        let log = format!("{}{}", s.config.location.prefix, changelog::DIR);
+        let log = format!("{}{}", s.config.connection.location.prefix, changelog::DIR);
         Ok((top.objects, top.common_prefixes.into_iter().filter(|p| *p != log).collect()))
     }
 
@@ -1003,7 +1018,7 @@ impl Agent {
     /// change log removed.
     fn refill_pairs(&self, store: &str, mut learnt: Learnt, token: &Token) -> Result<Learnt> {
         let s = &self.stores[store];
-        let prefix = &s.config.location.prefix;
+        let prefix = &s.config.connection.location.prefix;
         let mut pairs: Vec<String> = learnt
             .vanished
             .iter()
@@ -1014,7 +1029,7 @@ impl Agent {
             .collect();
         pairs.sort();
         pairs.dedup();
-        for first in parallel(&pairs, s.config.concurrency, |pair| self.first_of_pair(store, pair, token)) {
+        for first in parallel(&pairs, s.config.connection.concurrency, |pair| self.first_of_pair(store, pair, token)) {
             for (id, object) in records(s, store, first?) {
                 if !learnt.described.iter().any(|(known, _)| *known == id) {
                     learnt.described.push((id, object));
@@ -1031,7 +1046,7 @@ impl Agent {
         let mut request = ListRequest {
             prefix: pair.to_string(),
             max_keys: Some(1),
-            version: s.config.list_version,
+            version: s.config.connection.list_version,
             ..Default::default()
         };
         loop {
@@ -1050,7 +1065,7 @@ impl Agent {
     /// page per thousand writes: names sorting before the log (a character below `.` first,
     /// so rarely any) are read until the log begins, the rest from just after it.
     fn list_around_the_log(&self, s: &SyncedStore, request: &ListRequest, token: &Token) -> Result<Vec<ObjectInfo>> {
-        let Some(log) = &s.config.change_log else {
+        let Some(log) = &s.config.policy.change_log else {
             return Ok(list_all(&*s.bucket, request, token)?.objects);
         };
         let mut objects = Vec::new();
@@ -1095,7 +1110,7 @@ impl Agent {
         let request = ListRequest {
             prefix: log.to_string(),
             start_after: Some(changelog::start_after(log, since_ms, window)),
-            version: s.config.list_version,
+            version: s.config.connection.list_version,
             ..Default::default()
         };
         let listing = list_all(&*s.bucket, &request, token);
@@ -1126,7 +1141,7 @@ impl Agent {
             let held = local.known.get(id).and_then(|k| k.etag.as_ref());
             match &marker.op {
                 // Markers carry no metadata headers: a store that keeps them from listings asks.
-                _ if several_writers || s.config.list_metadata => unsure.push(id.to_string()),
+                _ if several_writers || s.config.connection.list_metadata => unsure.push(id.to_string()),
                 // Markers already acted on name the version held: they cost nothing.
                 changelog::Op::Put { etag: Some(etag), .. } if held == Some(etag) => {}
                 changelog::Op::Put { size, etag: Some(etag) } => learnt.described.push((
@@ -1144,7 +1159,7 @@ impl Agent {
                 changelog::Op::Remove => {}
             }
         }
-        let answers = parallel(&unsure, s.config.concurrency, |id| s.bucket.head(&s.object_key(id), token));
+        let answers = parallel(&unsure, s.config.connection.concurrency, |id| s.bucket.head(&s.object_key(id), token));
         for (id, answer) in unsure.into_iter().zip(answers) {
             self.note(s, &answer);
             match answer? {
@@ -1167,7 +1182,7 @@ impl Agent {
     ) -> Result<()> {
         let s = &self.stores[store];
         let names: Vec<String> = chunk.iter().map(|(id, _)| s.object_key(id)).collect();
-        let answers = parallel(&names, s.config.concurrency, |name| {
+        let answers = parallel(&names, s.config.connection.concurrency, |name| {
             token.check("a prefetch")?;
             s.bucket.get(name, &Validators::default(), token)
         });
@@ -1373,7 +1388,7 @@ impl Agent {
             })
             .collect();
         let Some(first) = ahead.first() else { return HashMap::new() };
-        let concurrency = self.stores.get(&first.entry.store).map_or(1, |s| s.config.concurrency);
+        let concurrency = self.stores.get(&first.entry.store).map_or(1, |s| s.config.connection.concurrency);
         if ahead.len() < 2 || ahead.iter().any(|item| self.may_send(item).is_err()) {
             return HashMap::new();
         }
@@ -1398,11 +1413,12 @@ impl Agent {
     fn learn_conditions(&self, port: &mut impl Port, item: &OutboxItem, token: &Token) -> Result<()> {
         let Ok(s) = self.store(&item.entry.store) else { return Ok(()) };
         let bucket = s.address.clone();
-        let probed = s.config.format == Format::Objstore && !s.config.location.endpoint.starts_with("file://");
+        let probed =
+            s.config.policy.format == Format::Objstore && !s.config.connection.location.endpoint.starts_with("file://");
         if item.entry.op == WriteOp::Overwrite || !probed || self.accounting.conditional_writes(&bucket).is_some() {
             return Ok(());
         }
-        if let Some(declared) = s.config.conditional_writes {
+        if let Some(declared) = s.config.connection.conditional_writes {
             self.accounting.note_conditional_writes(&bucket, declared);
             return Ok(());
         }
@@ -1438,7 +1454,7 @@ impl Agent {
             Some(etag) => Some(etag.clone()).filter(|e| !e.is_empty()),
             None => self.send_object(item, token)?,
         };
-        let Some(log) = self.stores.get(&item.entry.store).and_then(|s| s.config.change_log.as_ref()) else {
+        let Some(log) = self.stores.get(&item.entry.store).and_then(|s| s.config.policy.change_log.as_ref()) else {
             return Ok(etag);
         };
         let op = match (&item.entry.value, item.entry.op) {
@@ -1450,7 +1466,7 @@ impl Agent {
         };
         let s = &self.stores[&item.entry.store];
         let marker = changelog::marker_name(&log.prefix, self.bucket_now_ms(s), &item.entry.id, &op);
-        match s.bucket.put(&marker, b"", &Metadata::new(), &Precondition::None, false, token) {
+        match s.bucket.put(&marker, b"", &PutOptions::default(), token) {
             Ok(_) => {
                 self.prune_log(&item.entry.store, s, log);
                 Ok(etag)
@@ -1530,20 +1546,21 @@ impl Agent {
         let body = serde_json::to_vec(value).expect("records serialise");
         // Only an overwrite the application chose replaces what the bucket holds unseen: a put
         // of an object this client never read must find no object there.
-        let mut condition = match (entry.op, &item.known_etag) {
-            (WriteOp::Overwrite, _) => Precondition::None,
-            (WriteOp::Put, Some(etag)) => Precondition::Matches(etag.clone()),
-            _ => Precondition::Absent,
+        let mut mode = match (entry.op, &item.known_etag) {
+            (WriteOp::Overwrite, _) => PutMode::Overwrite,
+            (WriteOp::Put, Some(etag)) => PutMode::Update(etag.clone()),
+            _ => PutMode::Create,
         };
-        if condition != Precondition::None && self.accounting.conditional_writes(&s.address) == Some(false) {
-            if let Some(own) = check_by_reading(s, &name, item.known_etag.as_deref(), &condition, &body, token)? {
+        if mode != PutMode::Overwrite && self.accounting.conditional_writes(&s.address) == Some(false) {
+            if let Some(own) = check_by_reading(s, &name, item.known_etag.as_deref(), &mode, &body, token)? {
                 return Ok(Some(own));
             }
             // Checked: a header the server ignores (or refuses outright) adds nothing.
-            condition = Precondition::None;
+            mode = PutMode::Overwrite;
         }
-        let metadata = s.config.metadata_of(value);
-        match s.bucket.put(&name, &body, &metadata, &condition, entry.op == WriteOp::Create, token) {
+        let options =
+            PutOptions { mode, metadata: s.config.policy.metadata_of(value), new_record: entry.op == WriteOp::Create };
+        match s.bucket.put(&name, &body, &options, token) {
             // A write sent before a crash, whose success was never recorded, meets its own copy.
             Err(Error::Remote { status: 412, .. }) if holds_body(s, &name, &body, token) => Ok(Some(etag_of(&body))),
             other => other,
@@ -1565,7 +1582,7 @@ impl Agent {
                     etag: etag.clone().unwrap_or_default(),
                     updated: time::iso(SystemTime::now()),
                     size: serde_json::to_vec(value).map_or(0, |b| b.len() as u64),
-                    fields: self.describe_fields(meta, id, &s.config.metadata_of(value)),
+                    fields: self.describe_fields(meta, id, &s.config.policy.metadata_of(value)),
                 },
                 _ => Change::Drop { store: meta.clone(), id: id.clone() },
             })
@@ -1628,7 +1645,7 @@ fn is_new_or_changed(local: &StoreState, immutable: bool, id: &str, etag: &str) 
 /// markers (`prefix/`, made by consoles), names no record can be written back under (see
 /// [`object_id`]) and the change log are not records.
 fn records(s: &SyncedStore, store: &str, objects: Vec<ObjectInfo>) -> Vec<(String, ObjectInfo)> {
-    let prefix = &s.config.location.prefix;
+    let prefix = &s.config.connection.location.prefix;
     objects
         .into_iter()
         .filter_map(|o| Some((o.key.strip_prefix(prefix.as_str())?.to_string(), o)))
@@ -1652,7 +1669,7 @@ fn learnt_in_full(
         vanished: vanished(local, &described),
         described,
         complete: true,
-        changes_since_ms: s.config.change_log.as_ref().map(|_| started_ms),
+        changes_since_ms: s.config.policy.change_log.as_ref().map(|_| started_ms),
         first_per_pair,
         complete_before: false,
     }
@@ -1666,11 +1683,11 @@ fn vanished(local: &StoreState, listed: &[(String, ObjectInfo)]) -> Vec<String> 
 
 /// The indexes of an objstore-meta store over its key layout's first two fields, by name.
 fn pair_indexes(config: &SyncConfig, indexes: &[crate::schema::IndexSchema]) -> Vec<String> {
-    use super::config::LayoutSegment::Field;
-    let Some([Field(a), Field(b), _, ..]) = config.key_layout.as_deref() else {
+    use LayoutSegment::Field;
+    let Some([Field(a), Field(b), _, ..]) = config.policy.key_layout.as_deref() else {
         return Vec::new();
     };
-    if config.format != Format::ObjstoreMeta {
+    if config.policy.format != Format::ObjstoreMeta {
         return Vec::new();
     }
     let pair = KeyPath::Compound(vec![format!("metadata.{a}"), format!("metadata.{b}")]);

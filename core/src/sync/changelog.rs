@@ -34,7 +34,7 @@ use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
 
-use super::bucket::ObjectInfo;
+use crate::bucket::ObjectInfo;
 
 /// The log's folder under a store's prefix. Listings of the store leave it out.
 pub const DIR: &str = ".objstore-changes/";

@@ -8,39 +8,11 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::profile::Profile;
+use crate::bucket::connection::{Addressing, Connection, Credentials, Location};
+use crate::bucket::profile::Profile;
+use crate::bucket::ListVersion;
 use crate::error::{Error, Result};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-pub enum Format {
-    /// A plain HTTP resource per record: GET/PUT/DELETE, POST to create; no listing.
-    #[serde(rename = "rest")]
-    Rest,
-    /// One object per record, the record's JSON as the body.
-    #[serde(rename = "objstore")]
-    Objstore,
-    /// One record per object describing it: `{name, etag, updated, size, metadata}`; read-only.
-    #[serde(rename = "objstore-meta")]
-    ObjstoreMeta,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Prefetch {
-    /// List the bucket: learn keys, etags and metadata.
-    Meta,
-    /// List, and fetch the bodies of objects not yet cached (or changed).
-    Full,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Addressing {
-    /// `{endpoint}/{bucket}/{key}`.
-    Path,
-    /// `{scheme}://{bucket}.{host}/{key}`.
-    Virtual,
-}
+use crate::replica::policy::{parse_layout, ChangeLogConfig, Format, Prefetch, StorePolicy};
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -92,72 +64,12 @@ struct OptionsBlock {
     change_log_window_ms: Option<u64>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
-pub struct Credentials {
-    pub access_key_id: String,
-    pub secret_access_key: String,
-    pub session_token: Option<String>,
-}
-
-/// Where a store's objects live.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Location {
-    /// `http(s)://host[:port]` or `file://<directory>`.
-    pub endpoint: String,
-    pub bucket: Option<String>,
-    pub prefix: String,
-}
-
-/// A store's sync settings, checked and with defaults filled in.
+/// A store's sync settings, checked and with defaults filled in: what the store keeps, and
+/// where its bucket is.
 #[derive(Debug, Clone)]
 pub struct SyncConfig {
-    pub format: Format,
-    pub immutable: bool,
-    pub prefetch: Option<Prefetch>,
-    pub refractory: Duration,
-    pub location: Location,
-    pub addressing: Addressing,
-    pub region: String,
-    pub metadata_prefix: String,
-    pub credentials: Option<Credentials>,
-    pub timeout: Duration,
-    pub retries: u32,
-    pub retry_base: Duration,
-    pub concurrency: usize,
-    pub list_version: super::ListVersion,
-    pub list_metadata: bool,
-    /// Whether the server honours If-Match / If-None-Match on PUT, when the block says so;
-    /// otherwise the first conditional write probes it.
-    pub conditional_writes: Option<bool>,
-    /// `{field}` segments of object names, split on `/`, that become metadata fields.
-    pub key_layout: Option<Vec<LayoutSegment>>,
-    /// Key paths of a record sent as metadata headers when it is written.
-    pub metadata_fields: Vec<String>,
-    pub max_object_bytes: u64,
-    /// Accept any certificate (a test server's, say). Off unless asked for.
-    pub insecure_tls: bool,
-    /// Trust the certificate authorities in this PEM file instead of the built-in roots.
-    pub ca_file: Option<String>,
-    /// Writes leave a marker in the change log, and refreshes read it (see `sync::changelog`).
-    pub change_log: Option<ChangeLogConfig>,
-}
-
-/// A store's change log: where its markers are, and how often the whole prefix is listed
-/// anyway (for writers that leave no markers).
-#[derive(Debug, Clone, PartialEq)]
-pub struct ChangeLogConfig {
-    /// `{prefix}.objstore-changes/`.
-    pub prefix: String,
-    pub relist_every: Duration,
-    /// How far back each read of the log starts: the clock skew between clients and the time
-    /// a write takes to land, that the log tolerates.
-    pub window: Duration,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum LayoutSegment {
-    Field(String),
-    Literal(String),
+    pub policy: StorePolicy,
+    pub connection: Connection,
 }
 
 const DEFAULT_REFRACTORY_MS: u64 = 5000;
@@ -202,8 +114,8 @@ impl SyncConfig {
             ));
         }
         let list_version = match o.list_version {
-            None | Some(2) => super::ListVersion::V2,
-            Some(1) => super::ListVersion::V1,
+            None | Some(2) => ListVersion::V2,
+            Some(1) => ListVersion::V1,
             Some(other) => return Err(bad(format!("Options.listVersion is {other}; use 1 or 2"))),
         };
         let credentials = if o.anonymous {
@@ -251,16 +163,22 @@ impl SyncConfig {
             return Err(bad("the rest format has no listing, so it cannot keep a change log".into()));
         }
         let change_log = o.change_log.then(|| ChangeLogConfig {
-            prefix: format!("{}{}", o.prefix, super::changelog::DIR),
+            prefix: format!("{}{}", o.prefix, crate::sync::changelog::DIR),
             relist_every: Duration::from_millis(o.relist_every_ms.unwrap_or(DEFAULT_RELIST_EVERY_MS)),
             window: Duration::from_millis(o.change_log_window_ms.unwrap_or(DEFAULT_CHANGE_LOG_WINDOW_MS)),
         });
-        Ok(SyncConfig {
+        let policy = StorePolicy {
             format: block.format,
             immutable: block.immutable,
             prefetch: block.prefetch,
             refractory: Duration::from_millis(block.prefetch_refractory_period.unwrap_or(DEFAULT_REFRACTORY_MS)),
+            key_layout,
+            metadata_fields: o.metadata,
+            change_log,
+        };
+        let connection = Connection {
             location: Location { endpoint, bucket: o.bucket, prefix: o.prefix },
+            rest: block.format == Format::Rest,
             addressing: o.addressing.unwrap_or(if custom_endpoint { Addressing::Path } else { Addressing::Virtual }),
             region,
             metadata_prefix: o.metadata_prefix.unwrap_or_else(|| "x-amz-meta-".into()).to_ascii_lowercase(),
@@ -272,54 +190,17 @@ impl SyncConfig {
             list_version,
             list_metadata: o.list_metadata,
             conditional_writes: o.conditional_writes,
-            key_layout,
-            metadata_fields: o.metadata,
             max_object_bytes: o.max_object_bytes.unwrap_or(DEFAULT_MAX_OBJECT_BYTES),
             insecure_tls: o.insecure_tls,
             ca_file: o.ca_file,
-            change_log,
-        })
-    }
-
-    /// The record's fields named in `Options.metadata`, as metadata headers.
-    pub fn metadata_of(&self, value: &Value) -> super::Metadata {
-        self.metadata_fields
-            .iter()
-            .filter_map(|path| {
-                let text = match crate::keypath::lookup(value, path)? {
-                    Value::String(s) => s.clone(),
-                    v @ (Value::Number(_) | Value::Bool(_)) => v.to_string(),
-                    _ => return None,
-                };
-                Some((path.replace('.', "-").to_ascii_lowercase(), text))
-            })
-            .collect()
+        };
+        Ok(SyncConfig { policy, connection })
     }
 
     /// Whether `other` names the same objects: format, endpoint, bucket and prefix. Timeouts,
     /// retries, credentials and the like do not move a store's objects.
     pub fn same_location(&self, other: &SyncConfig) -> bool {
-        self.format == other.format && self.location == other.location
-    }
-
-    /// The fields an object's name carries under the key layout; empty when it does not fit.
-    pub fn layout_fields(&self, id: &str) -> Vec<(String, String)> {
-        let Some(layout) = &self.key_layout else {
-            return Vec::new();
-        };
-        let parts: Vec<&str> = id.split('/').collect();
-        if parts.len() != layout.len() {
-            return Vec::new();
-        }
-        let mut fields = Vec::new();
-        for (segment, part) in layout.iter().zip(parts) {
-            match segment {
-                LayoutSegment::Field(name) => fields.push((name.clone(), part.to_string())),
-                LayoutSegment::Literal(text) if text == part => {}
-                LayoutSegment::Literal(_) => return Vec::new(),
-            }
-        }
-        fields
+        self.policy.format == other.policy.format && self.connection.location == other.connection.location
     }
 }
 
@@ -332,21 +213,6 @@ fn region_from(
         Some(region) => Ok(region),
         None => Ok(from_profile("region")?.unwrap_or_else(|| "us-east-1".into())),
     }
-}
-
-/// `"{platform}/{browser}/{reverse_timestamp}"` → field, field, field.
-fn parse_layout(layout: &str) -> std::result::Result<Vec<LayoutSegment>, String> {
-    layout
-        .split('/')
-        .map(|segment| match segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
-            Some("") => Err(format!("Options.keyLayout {layout:?} has an empty {{}} field")),
-            Some(name) => Ok(LayoutSegment::Field(name.to_string())),
-            None if segment.contains(['{', '}']) => {
-                Err(format!("Options.keyLayout {layout:?}: a field must fill a whole segment, not {segment:?}"))
-            }
-            None => Ok(LayoutSegment::Literal(segment.to_string())),
-        })
-        .collect()
 }
 
 #[cfg(test)]
@@ -363,13 +229,13 @@ mod tests {
         let block = json!({"format": "objstore", "immutable": true, "prefetch": "meta",
             "prefetchRefractoryPeriod": 250, "Options": {"bucket": "results", "prefix": "runs/"}});
         let c = SyncConfig::from_json("results", &block, &no_env).unwrap();
-        assert_eq!(c.format, Format::Objstore);
-        assert!(c.immutable);
-        assert_eq!(c.refractory, Duration::from_millis(250));
-        assert_eq!(c.location.endpoint, "https://s3.us-east-1.amazonaws.com");
-        assert_eq!(c.addressing, Addressing::Virtual);
-        assert_eq!(c.metadata_prefix, "x-amz-meta-");
-        assert!(c.credentials.is_none());
+        assert_eq!(c.policy.format, Format::Objstore);
+        assert!(c.policy.immutable);
+        assert_eq!(c.policy.refractory, Duration::from_millis(250));
+        assert_eq!(c.connection.location.endpoint, "https://s3.us-east-1.amazonaws.com");
+        assert_eq!(c.connection.addressing, Addressing::Virtual);
+        assert_eq!(c.connection.metadata_prefix, "x-amz-meta-");
+        assert!(c.connection.credentials.is_none());
     }
 
     #[test]
@@ -382,12 +248,12 @@ mod tests {
             _ => None,
         };
         let c = SyncConfig::from_json("s", &json!({"format": "objstore", "Options": {"bucket": "b"}}), &env).unwrap();
-        assert_eq!(c.credentials.as_ref().unwrap().access_key_id, "id");
-        assert_eq!(c.location.endpoint, "http://127.0.0.1:9000");
-        assert_eq!(c.addressing, Addressing::Path);
-        assert_eq!(c.region, "garage");
+        assert_eq!(c.connection.credentials.as_ref().unwrap().access_key_id, "id");
+        assert_eq!(c.connection.location.endpoint, "http://127.0.0.1:9000");
+        assert_eq!(c.connection.addressing, Addressing::Path);
+        assert_eq!(c.connection.region, "garage");
         let anonymous = json!({"format": "objstore", "Options": {"bucket": "b", "anonymous": true}});
-        assert!(SyncConfig::from_json("s", &anonymous, &env).unwrap().credentials.is_none());
+        assert!(SyncConfig::from_json("s", &anonymous, &env).unwrap().connection.credentials.is_none());
     }
 
     #[test]
@@ -415,8 +281,11 @@ mod tests {
         };
         let block = json!({"format": "objstore", "Options": {"bucket": "b"}});
         let c = SyncConfig::from_json("s", &block, &with(&[])).unwrap();
-        assert_eq!(c.credentials.as_ref().unwrap().access_key_id, "PROFILEID");
-        assert_eq!((c.location.endpoint.as_str(), c.region.as_str()), ("http://127.0.0.1:3900", "garage"));
+        assert_eq!(c.connection.credentials.as_ref().unwrap().access_key_id, "PROFILEID");
+        assert_eq!(
+            (c.connection.location.endpoint.as_str(), c.connection.region.as_str()),
+            ("http://127.0.0.1:3900", "garage")
+        );
         let vars = with(&[
             ("AWS_ENDPOINT_URL", "http://generic:1"),
             ("AWS_ENDPOINT_URL_S3", "http://s3-only:2"),
@@ -424,11 +293,14 @@ mod tests {
             ("AWS_SECRET_ACCESS_KEY", "e"),
         ]);
         let c = SyncConfig::from_json("s", &block, &vars).unwrap();
-        assert_eq!(c.location.endpoint, "http://s3-only:2", "the S3-specific variable wins");
-        assert_eq!(c.credentials.as_ref().unwrap().access_key_id, "ENVID", "variables win over the files");
+        assert_eq!(c.connection.location.endpoint, "http://s3-only:2", "the S3-specific variable wins");
+        assert_eq!(c.connection.credentials.as_ref().unwrap().access_key_id, "ENVID", "variables win over the files");
         let given =
             json!({"format": "objstore", "Options": {"bucket": "b", "accessKeyId": "GIVEN", "secretAccessKey": "g"}});
-        assert_eq!(SyncConfig::from_json("s", &given, &vars).unwrap().credentials.unwrap().access_key_id, "GIVEN");
+        assert_eq!(
+            SyncConfig::from_json("s", &given, &vars).unwrap().connection.credentials.unwrap().access_key_id,
+            "GIVEN"
+        );
         let missing = |name: &str| (name == "AWS_PROFILE").then(|| "nowhere".to_string());
         let err = SyncConfig::from_json("s", &block, &missing).unwrap_err().to_string();
         assert!(err.contains("\"nowhere\""), "{err}");
@@ -461,10 +333,10 @@ mod tests {
         let block = json!({"format": "objstore-meta",
             "Options": {"bucket": "b", "keyLayout": "{platform}/{browser}/runs/{ts}"}});
         let c = SyncConfig::from_json("m", &block, &no_env).unwrap();
-        let fields = c.layout_fields("linux-x64/node-20/runs/0042");
+        let fields = c.policy.layout_fields("linux-x64/node-20/runs/0042");
         assert_eq!(fields[0], ("platform".to_string(), "linux-x64".to_string()));
         assert_eq!(fields[2], ("ts".to_string(), "0042".to_string()));
-        assert!(c.layout_fields("linux-x64/node-20/other/0042").is_empty());
-        assert!(c.layout_fields("too/short").is_empty());
+        assert!(c.policy.layout_fields("linux-x64/node-20/other/0042").is_empty());
+        assert!(c.policy.layout_fields("too/short").is_empty());
     }
 }

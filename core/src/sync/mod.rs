@@ -1,51 +1,20 @@
-//! The sync layer: stores with a `Sync` block mirrored in a bucket with as few requests as
-//! possible. `config` reads the block, `bucket` says what a bucket does, `http` and `local` are
-//! the two kinds (an S3-compatible server, a directory), `agent` moves data between a database
-//! and its buckets through ordinary requests, and `runner` gives the agent threads of its own.
-//! The database's side (outbox, validators, refused writes) is `crate::replica`.
+//! The sync layer, the only part that joins the engine's worker (`crate::executor`), the
+//! database's side of sync (`crate::replica`: outbox, validators, refused writes) and the
+//! buckets (`crate::bucket`). `config` reads a store's `Sync` block, `agent` moves data between
+//! a database and its buckets through ordinary requests, and `runner` gives the agent threads
+//! of its own.
 
-pub mod accounting;
 pub mod agent;
-pub mod bucket;
 pub mod changelog;
 pub mod config;
-mod dirwalk;
-mod http;
-mod listing;
-mod local;
-mod mime_words;
-mod profile;
 pub mod runner;
-mod sign;
-pub(crate) mod time;
-mod token;
 
-use std::path::Path;
-use std::sync::Arc;
-
-pub use accounting::{Accounting, Stats};
-pub use agent::{Agent, FlushReport, Freshness, Port, Token};
-pub use bucket::{
-    etag_of, list_all, Bucket, Fetched, ListPage, ListRequest, ListVersion, Metadata, ObjectInfo, Precondition,
-    Validators,
-};
-pub use config::{ChangeLogConfig, Format, Prefetch, SyncConfig};
+pub use crate::bucket::{Accounting, Stats};
+pub use crate::replica::policy::{ChangeLogConfig, Format, Prefetch, StorePolicy};
+pub use crate::token::Token;
+pub use agent::{Agent, FlushReport, Freshness, Port};
+pub use config::SyncConfig;
 pub use runner::Runner;
-
-use crate::error::Result;
-
-/// A bucket for a sync configuration: a directory for `file://` endpoints, HTTP otherwise.
-pub fn open_bucket(config: &SyncConfig, accounting: Arc<Accounting>) -> Result<Arc<dyn Bucket>> {
-    match config.location.endpoint.strip_prefix("file://") {
-        Some(dir) => Ok(Arc::new(local::LocalBucket::open(
-            Path::new(dir),
-            config.location.bucket.as_deref().unwrap_or("default"),
-            config.max_object_bytes,
-            accounting,
-        )?)),
-        None => Ok(Arc::new(http::HttpBucket::new(config.clone(), accounting)?)),
-    }
-}
 
 /// Runs `work` on `items` with at most `concurrency` threads at once, results in input order.
 pub fn parallel<T: Sync, R: Send>(items: &[T], concurrency: usize, work: impl Fn(&T) -> R + Sync) -> Vec<R> {

@@ -13,10 +13,11 @@ use std::sync::{Arc, Mutex, Weak};
 use std::thread;
 use std::time::Duration;
 
-use super::agent::{Agent, Port, Token};
+use super::agent::{Agent, Port};
 use crate::database::Database;
 use crate::error::{Error, Result};
 use crate::executor::AsyncDatabase;
+use crate::token::Token;
 
 /// The agent's port to a database on its worker: each call is one request, waited for on the
 /// agent's thread.

@@ -454,11 +454,14 @@ fn the_collector_writes_to_moto_and_garage() {
             ],
         );
         let keys = post_at_once(&c.url, (0..8).map(|_| run("linux-x86_64", "python-3.11")).collect());
-        use objstore_db_core::sync::{list_all, open_bucket, ListRequest, SyncConfig, Token};
+        use objstore_db_core::bucket::{list_all, open_bucket, ListRequest};
+        use objstore_db_core::sync::{SyncConfig, Token};
         let block = json!({"format": "objstore", "Options": {"bucket": env[bucket_var], "prefix": prefix,
             "endpoint": env[&format!("{up}_ENDPOINT")], "region": env[&format!("{up}_REGION")],
             "accessKeyId": env[&format!("{up}_ACCESS_KEY_ID")], "secretAccessKey": env[&format!("{up}_SECRET_ACCESS_KEY")]}});
-        let bucket = open_bucket(&SyncConfig::from_json("r", &block, &|_| None).unwrap(), Default::default()).unwrap();
+        let bucket =
+            open_bucket(&SyncConfig::from_json("r", &block, &|_| None).unwrap().connection, Default::default())
+                .unwrap();
         let listed =
             list_all(&*bucket, &ListRequest { prefix: prefix.clone(), ..Default::default() }, &Token::default())
                 .unwrap();

@@ -215,9 +215,10 @@ fn posts_reach_moto_and_garage_through_the_aws_variables() {
         let block = serde_json::json!({"format": "objstore", "Options": {"bucket": env[bucket_var], "prefix": prefix,
             "endpoint": env[&format!("{up}_ENDPOINT")], "region": env[&format!("{up}_REGION")],
             "accessKeyId": env[&format!("{up}_ACCESS_KEY_ID")], "secretAccessKey": env[&format!("{up}_SECRET_ACCESS_KEY")]}});
-        use objstore_db_core::sync::{list_all, open_bucket, Fetched, ListRequest, SyncConfig, Token, Validators};
+        use objstore_db_core::bucket::{list_all, open_bucket, Fetched, ListRequest, Validators};
+        use objstore_db_core::sync::{SyncConfig, Token};
         let config = SyncConfig::from_json("results", &block, &|_| None).unwrap();
-        let bucket = open_bucket(&config, Default::default()).unwrap();
+        let bucket = open_bucket(&config.connection, Default::default()).unwrap();
         let listed =
             list_all(&*bucket, &ListRequest { prefix: prefix.clone(), ..Default::default() }, &Token::default())
                 .unwrap();

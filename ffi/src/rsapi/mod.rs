@@ -894,7 +894,7 @@ fn need(
         return Ok(None);
     }
     if let Some(keys) = keys {
-        if db.sync_config(store).is_some_and(|c| c.format == objstore_db_core::sync::Format::ObjstoreMeta) {
+        if db.sync_config(store).is_some_and(|c| c.policy.format == objstore_db_core::sync::Format::ObjstoreMeta) {
             return Ok(None);
         }
         let missing = db.local_copies(store, keys)?.iter().any(|c| !c.present && !c.held);

@@ -4,11 +4,11 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use super::super::bucket::{etag_of, Fetched, Metadata, Precondition, Validators};
-use super::super::token::Token;
 use super::SyncedStore;
+use crate::bucket::{etag_of, Fetched, PutMode, PutOptions, Validators};
 use crate::error::{Error, Result};
 use crate::replica::OutboxItem;
+use crate::token::Token;
 
 /// What a bucket that ignores conditional writes means for them: said at open and when found.
 pub(super) fn ignores_conditions(bucket: &str) -> String {
@@ -46,13 +46,12 @@ fn probe_name(prefix: &str) -> String {
 /// outright (501 Not Implemented, 400) does not honour it either: writes to it are checked by
 /// reading. Any other failure is the probe's error, asked again later.
 pub(super) fn probe_conditional_writes(s: &SyncedStore, token: &Token) -> Result<bool> {
-    let name = probe_name(&s.config.location.prefix);
-    let none = Metadata::new();
-    s.bucket.put(&name, b"", &none, &Precondition::None, false, token)?;
-    let never_held = Precondition::Matches("\"objstore-probe-never-this-version\"".into());
+    let name = probe_name(&s.config.connection.location.prefix);
+    s.bucket.put(&name, b"", &PutOptions::default(), token)?;
+    let never_held = PutMode::Update("\"objstore-probe-never-this-version\"".into());
     let mut honoured = Ok(true);
-    for condition in [Precondition::Absent, never_held] {
-        match s.bucket.put(&name, b"", &none, &condition, false, token) {
+    for mode in [PutMode::Create, never_held] {
+        match s.bucket.put(&name, b"", &PutOptions { mode, ..PutOptions::default() }, token) {
             Err(Error::Remote { status: 412, .. }) => continue,
             // A 400 about every request (the region, the signature, an expired token) says
             // nothing of the header.
@@ -74,13 +73,13 @@ pub(super) fn check_by_reading(
     s: &SyncedStore,
     name: &str,
     known: Option<&str>,
-    condition: &Precondition,
+    mode: &PutMode,
     body: &[u8],
     token: &Token,
 ) -> Result<Option<String>> {
     let held = held_version(s, name, known, token)?;
-    let holds = match (&held, condition) {
-        (Held::Nothing, Precondition::Absent) | (Held::TheKnownVersion, Precondition::Matches(_)) => return Ok(None),
+    let holds = match (&held, mode) {
+        (Held::Nothing, PutMode::Create) | (Held::TheKnownVersion, PutMode::Update(_)) => return Ok(None),
         (Held::Another(etag), _) if *etag == etag_of(body) => return Ok(Some(etag.clone())),
         (Held::Another(etag), _) => format!("version {etag}"),
         (Held::TheKnownVersion, _) => "a version".to_string(),

@@ -11,17 +11,17 @@ use ureq::http::{Request, Response};
 use ureq::Body;
 
 use super::accounting::Accounting;
-use super::bucket::{
-    Bucket, Fetched, ListPage, ListRequest, ListVersion, Metadata, Object, ObjectInfo, Precondition, Validators,
-};
-use super::config::{Addressing, Format, SyncConfig};
-use super::token::Token;
+use super::connection::{Addressing, Connection};
 use super::{listing, mime_words, sign};
+use super::{
+    Bucket, Fetched, ListPage, ListRequest, ListVersion, Metadata, Object, ObjectInfo, PutMode, PutOptions, Validators,
+};
 use crate::error::{Error, Result};
+use crate::token::Token;
 
 pub struct HttpBucket {
     agent: ureq::Agent,
-    config: SyncConfig,
+    connection: Connection,
     accounting: Arc<Accounting>,
     /// The server's clock minus this machine's, in ms, as the last `Date` header said
     /// (`i64::MIN` before any did).
@@ -45,30 +45,30 @@ impl Answer {
 const OTHER_BODY_LIMIT: u64 = 64 * 1024 * 1024;
 
 impl HttpBucket {
-    pub fn new(config: SyncConfig, accounting: Arc<Accounting>) -> Result<HttpBucket> {
-        let mut tls = ureq::tls::TlsConfig::builder().disable_verification(config.insecure_tls);
-        if let Some(path) = &config.ca_file {
+    pub fn new(connection: Connection, accounting: Arc<Accounting>) -> Result<HttpBucket> {
+        let mut tls = ureq::tls::TlsConfig::builder().disable_verification(connection.insecure_tls);
+        if let Some(path) = &connection.ca_file {
             tls = tls.root_certs(ureq::tls::RootCerts::Specific(Arc::new(certificates_in(path)?)));
         }
         let tls = tls.build();
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .max_redirects(0)
-            .timeout_global(Some(config.timeout))
-            .max_idle_connections(config.concurrency * 2)
-            .max_idle_connections_per_host(config.concurrency * 2)
+            .timeout_global(Some(connection.timeout))
+            .max_idle_connections(connection.concurrency * 2)
+            .max_idle_connections_per_host(connection.concurrency * 2)
             .tls_config(tls)
             .build()
             .into();
-        Ok(HttpBucket { agent, config, accounting, clock_offset_ms: AtomicI64::new(i64::MIN) })
+        Ok(HttpBucket { agent, connection, accounting, clock_offset_ms: AtomicI64::new(i64::MIN) })
     }
 
     /// The URL of an object (`Some(key)`) or of the bucket itself, with its query.
     fn url(&self, key: Option<&str>, query: &[(&str, String)]) -> String {
-        let location = &self.config.location;
+        let location = &self.connection.location;
         let path = key.map(|k| format!("/{}", encode(k, false))).unwrap_or_default();
-        let mut url = match (&location.bucket, self.config.addressing) {
-            (Some(bucket), Addressing::Virtual) if self.config.format != Format::Rest => {
+        let mut url = match (&location.bucket, self.connection.addressing) {
+            (Some(bucket), Addressing::Virtual) if !self.connection.rest => {
                 let (scheme, host) = location.endpoint.split_once("://").unwrap_or(("https", &location.endpoint));
                 let path = if path.is_empty() { "/".to_string() } else { path };
                 format!("{scheme}://{bucket}.{host}{path}")
@@ -96,8 +96,8 @@ impl HttpBucket {
         body: &[u8],
         token: &Token,
     ) -> Result<Answer> {
-        if let Some(credentials) = &self.config.credentials {
-            let signature = sign::signature_headers(credentials, &self.config.region, method, url, &headers, body)?;
+        if let Some(credentials) = &self.connection.credentials {
+            let signature = sign::signature_headers(credentials, &self.connection.region, method, url, &headers, body)?;
             headers.extend(signature);
         }
         let what = format!("{method} {url}");
@@ -113,14 +113,14 @@ impl HttpBucket {
                 Ok(answer) => matches!(answer.status, 429 | 503),
                 Err((error, sent)) => error.is_offline() && (idempotent || !sent),
             };
-            if !retry || attempt >= self.config.retries {
+            if !retry || attempt >= self.connection.retries {
                 return match outcome {
                     Ok(answer) if answer.status >= 500 || answer.status == 429 => Err(remote_error(&what, &answer)),
                     Ok(answer) => Ok(answer),
                     Err((error, _)) => Err(error),
                 };
             }
-            token.sleep(backoff(self.config.retry_base, attempt));
+            token.sleep(backoff(self.connection.retry_base, attempt));
             attempt += 1;
         }
     }
@@ -152,10 +152,10 @@ impl HttpBucket {
         };
         let status = response.status().as_u16();
         // Options.maxObjectBytes is about objects; listing pages and error bodies have their own.
-        let limit = if kind == "GET" { self.config.max_object_bytes } else { OTHER_BODY_LIMIT };
+        let limit = if kind == "GET" { self.connection.max_object_bytes } else { OTHER_BODY_LIMIT };
         let (answer, cut) = read_answer(response, limit, method == "HEAD");
         if let Some(offset) =
-            answer.header("date").and_then(|date| super::time::offset_from_now_ms(date, SystemTime::now()))
+            answer.header("date").and_then(|date| crate::time::offset_from_now_ms(date, SystemTime::now()))
         {
             self.clock_offset_ms.store(offset, Ordering::Relaxed);
         }
@@ -178,7 +178,7 @@ impl HttpBucket {
     }
 
     fn object_headers(&self, answer: &Answer) -> Metadata {
-        let prefix = &self.config.metadata_prefix;
+        let prefix = &self.connection.metadata_prefix;
         answer
             .headers
             .iter()
@@ -219,9 +219,9 @@ impl Bucket for HttpBucket {
         match answer.status {
             304 => Ok(Fetched::NotModified),
             404 if no_such_key(&answer) => Ok(Fetched::Missing),
-            200..=299 if answer.body.len() as u64 > self.config.max_object_bytes => Ok(Fetched::TooLarge {
+            200..=299 if answer.body.len() as u64 > self.connection.max_object_bytes => Ok(Fetched::TooLarge {
                 etag: answer.header("etag").map(str::to_string),
-                limit: self.config.max_object_bytes,
+                limit: self.connection.max_object_bytes,
             }),
             _ => {
                 let answer = self.check(&format!("GET {url}"), answer)?;
@@ -245,33 +245,25 @@ impl Bucket for HttpBucket {
         let info = ObjectInfo {
             key: key.to_string(),
             etag: answer.header("etag").unwrap_or_default().to_string(),
-            last_modified: answer.header("last-modified").map(super::time::http_date_to_iso).unwrap_or_default(),
+            last_modified: answer.header("last-modified").map(crate::time::http_date_to_iso).unwrap_or_default(),
             size: answer.header("content-length").and_then(|l| l.parse().ok()).unwrap_or(0),
             metadata: None,
         };
         Ok(Some((info, self.object_headers(&answer))))
     }
 
-    fn put(
-        &self,
-        key: &str,
-        body: &[u8],
-        metadata: &Metadata,
-        condition: &Precondition,
-        create: bool,
-        token: &Token,
-    ) -> Result<Option<String>> {
+    fn put(&self, key: &str, body: &[u8], options: &PutOptions, token: &Token) -> Result<Option<String>> {
         let url = self.url(Some(key), &[]);
         let mut headers = vec![("content-type".to_string(), "application/json".to_string())];
-        for (name, value) in metadata {
-            headers.push((format!("{}{name}", self.config.metadata_prefix), mime_words::encode(value)));
+        for (name, value) in &options.metadata {
+            headers.push((format!("{}{name}", self.connection.metadata_prefix), mime_words::encode(value)));
         }
-        match condition {
-            Precondition::None => {}
-            Precondition::Matches(etag) => headers.push(("if-match".into(), etag.clone())),
-            Precondition::Absent => headers.push(("if-none-match".into(), "*".into())),
+        match &options.mode {
+            PutMode::Overwrite => {}
+            PutMode::Update(etag) => headers.push(("if-match".into(), etag.clone())),
+            PutMode::Create => headers.push(("if-none-match".into(), "*".into())),
         }
-        let method = if create && self.config.format == Format::Rest { "POST" } else { "PUT" };
+        let method = if options.new_record && self.connection.rest { "POST" } else { "PUT" };
         let answer = self.send(method, method, &url, headers, body, token)?;
         let answer = self.check(&format!("{method} {url}"), answer)?;
         Ok(answer.header("etag").map(str::to_string))
@@ -296,7 +288,7 @@ impl Bucket for HttpBucket {
         if let Some(n) = request.max_keys {
             query.push(("max-keys", n.to_string()));
         }
-        if self.config.list_metadata {
+        if self.connection.list_metadata {
             query.push(("metadata", "true".into()));
         }
         match request.version {
@@ -402,9 +394,34 @@ mod tests {
     use serde_json::json;
 
     fn bucket(options: serde_json::Value) -> HttpBucket {
-        let block = json!({"format": "objstore", "Options": options});
-        let config = SyncConfig::from_json("s", &block, &|_| None).unwrap();
-        HttpBucket::new(config, Arc::default()).unwrap()
+        let text = |name: &str| options.get(name).and_then(|v| v.as_str()).map(str::to_string);
+        let connection = Connection {
+            location: super::super::connection::Location {
+                endpoint: text("endpoint").unwrap(),
+                bucket: text("bucket"),
+                prefix: String::new(),
+            },
+            rest: false,
+            addressing: if text("addressing").as_deref() == Some("virtual") {
+                Addressing::Virtual
+            } else {
+                Addressing::Path
+            },
+            region: "us-east-1".into(),
+            metadata_prefix: "x-amz-meta-".into(),
+            credentials: None,
+            timeout: Duration::from_secs(10),
+            retries: 3,
+            retry_base: Duration::from_millis(100),
+            concurrency: 8,
+            list_version: ListVersion::V2,
+            list_metadata: false,
+            conditional_writes: None,
+            max_object_bytes: 1 << 24,
+            insecure_tls: false,
+            ca_file: None,
+        };
+        HttpBucket::new(connection, Arc::default()).unwrap()
     }
 
     #[test]

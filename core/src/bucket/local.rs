@@ -15,13 +15,13 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use super::accounting::Accounting;
-use super::bucket::{
-    etag_of, Bucket, Fetched, ListPage, ListRequest, Metadata, Object, ObjectInfo, Precondition, Validators,
-};
 use super::dirwalk::{Step, Walker};
-use super::time;
-use super::token::Token;
+use super::{
+    etag_of, Bucket, Fetched, ListPage, ListRequest, Metadata, Object, ObjectInfo, PutMode, PutOptions, Validators,
+};
 use crate::error::{Error, Result};
+use crate::time;
+use crate::token::Token;
 
 /// The folder inside the bucket directory that holds what is not an object.
 const RESERVED: &str = ".objstore";
@@ -219,7 +219,7 @@ impl LocalBucket {
         sidecar_tmp: &Path,
         etag: &str,
         metadata: &Metadata,
-        condition: &Precondition,
+        mode: &PutMode,
     ) -> Result<String> {
         let _lock = self.lock()?;
         // A file system holds "a" and "a/b" only one way round, unlike S3.
@@ -246,12 +246,12 @@ impl LocalBucket {
             // renames. Its record is finished now, with this write's metadata.
             return self.write_sidecar(key, path, now.etag.clone(), metadata);
         }
-        let refused = match (condition, &current) {
-            (Precondition::Absent, Some(_)) => Some("the object exists (If-None-Match: *)".to_string()),
-            (Precondition::Matches(expected), Some(now)) if *expected != now.etag => {
+        let refused = match (mode, &current) {
+            (PutMode::Create, Some(_)) => Some("the object exists (If-None-Match: *)".to_string()),
+            (PutMode::Update(expected), Some(now)) if *expected != now.etag => {
                 Some(format!("its etag is {}, not {expected}", now.etag))
             }
-            (Precondition::Matches(expected), None) => Some(format!("there is no object to match {expected}")),
+            (PutMode::Update(expected), None) => Some(format!("there is no object to match {expected}")),
             _ => None,
         };
         if let Some(detail) = refused {
@@ -340,15 +340,8 @@ impl Bucket for LocalBucket {
         }))
     }
 
-    fn put(
-        &self,
-        key: &str,
-        body: &[u8],
-        metadata: &Metadata,
-        condition: &Precondition,
-        _create: bool,
-        _token: &Token,
-    ) -> Result<Option<String>> {
+    fn put(&self, key: &str, body: &[u8], options: &PutOptions, _token: &Token) -> Result<Option<String>> {
+        let metadata = &options.metadata;
         let path = self.path_of(key)?;
         // The body and its record reach the disk before the lock is taken, so that writers of
         // different objects wait for each other's renames only, not for each other's fsyncs.
@@ -358,7 +351,7 @@ impl Bucket for LocalBucket {
         let sidecar_path = self.sidecar_path(key);
         let record = serde_json::to_vec(&sidecar).expect("a sidecar serialises");
         let sidecar_tmp = self.staged(&sidecar_path, &record, "record")?;
-        let outcome = self.put_staged(key, &path, &body_tmp, &sidecar_tmp, &etag, metadata, condition);
+        let outcome = self.put_staged(key, &path, &body_tmp, &sidecar_tmp, &etag, metadata, &options.mode);
         for tmp in [&body_tmp, &sidecar_tmp] {
             let _ = fs::remove_file(tmp); // moved into place, or not wanted
         }

@@ -5,7 +5,7 @@
 use quick_xml::events::Event;
 use quick_xml::Reader;
 
-use super::bucket::{ListPage, ListVersion, Metadata, ObjectInfo};
+use super::{ListPage, ListVersion, Metadata, ObjectInfo};
 
 /// Why a body could not be read; the caller adds which request it answered.
 pub type ParseError = String;

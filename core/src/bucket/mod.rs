@@ -1,13 +1,42 @@
-//! What the sync layer needs of a bucket, whatever holds it: an S3-compatible server over HTTP
-//! (`http.rs`) or a local directory (`local.rs`). Object keys here are full keys, prefix
-//! included.
+//! Everything that talks to a bucket, and knows no database: what the sync layer needs of a
+//! bucket, whatever holds it — an S3-compatible server over HTTP (`http.rs`) or a local
+//! directory (`local.rs`) — where it is (`connection.rs`) and what each request cost
+//! (`accounting.rs`). Object keys here are full keys, prefix included.
+
+pub mod accounting;
+pub mod connection;
+mod dirwalk;
+mod http;
+mod listing;
+mod local;
+mod mime_words;
+pub(crate) mod profile;
+mod sign;
 
 use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+use std::sync::Arc;
 
 use md5::{Digest, Md5};
 
-use super::token::Token;
+pub use accounting::{Accounting, Stats};
+pub use connection::{Addressing, Connection, Credentials, Location};
+
 use crate::error::{Error, Result};
+use crate::token::Token;
+
+/// A bucket for a connection: a directory for `file://` endpoints, HTTP otherwise.
+pub fn open_bucket(connection: &Connection, accounting: Arc<Accounting>) -> Result<Arc<dyn Bucket>> {
+    match connection.location.endpoint.strip_prefix("file://") {
+        Some(dir) => Ok(Arc::new(local::LocalBucket::open(
+            Path::new(dir),
+            connection.location.bucket.as_deref().unwrap_or("default"),
+            connection.max_object_bytes,
+            accounting,
+        )?)),
+        None => Ok(Arc::new(http::HttpBucket::new(connection.clone(), accounting)?)),
+    }
+}
 
 /// Custom metadata of an object, by lower-case name without the header prefix.
 pub type Metadata = BTreeMap<String, String>;
@@ -56,14 +85,27 @@ pub struct Validators {
     pub last_modified: Option<String>,
 }
 
-/// The condition a write is sent with. A failed condition is `Error::Remote` with status 412.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Precondition {
-    None,
-    /// Update only this version (`If-Match`).
-    Matches(String),
-    /// Create only (`If-None-Match: *`).
-    Absent,
+/// What a write must find in the bucket. A failed condition is `Error::Remote` with status 412.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum PutMode {
+    /// Whatever is there: no condition.
+    #[default]
+    Overwrite,
+    /// No object (`If-None-Match: *`).
+    Create,
+    /// The object at this version, its etag (`If-Match`).
+    Update(String),
+}
+
+/// How to write an object.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PutOptions {
+    pub mode: PutMode,
+    /// Sent as metadata headers.
+    pub metadata: Metadata,
+    /// A record the application added (not put): a plain HTTP server (the rest format) is sent
+    /// it as POST.
+    pub new_record: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -103,17 +145,8 @@ pub trait Bucket: Send + Sync {
     fn get(&self, key: &str, validators: &Validators, token: &Token) -> Result<Fetched>;
     /// The object's description and metadata, or `None` when there is none.
     fn head(&self, key: &str, token: &Token) -> Result<Option<(ObjectInfo, Metadata)>>;
-    /// Writes an object; returns its new etag when the server tells it. `create` marks a write
-    /// that must make a new object (sent as POST where the format says so).
-    fn put(
-        &self,
-        key: &str,
-        body: &[u8],
-        metadata: &Metadata,
-        condition: &Precondition,
-        create: bool,
-        token: &Token,
-    ) -> Result<Option<String>>;
+    /// Writes an object; returns its new etag when the server tells it.
+    fn put(&self, key: &str, body: &[u8], options: &PutOptions, token: &Token) -> Result<Option<String>>;
     /// Removes an object; removing one that is not there is not an error.
     fn delete(&self, key: &str, token: &Token) -> Result<()>;
     /// Removes the folders directly under `prefix` whose names (after it) sort before

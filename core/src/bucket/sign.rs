@@ -9,7 +9,7 @@ use aws_sigv4::http_request::{
 };
 use aws_sigv4::sign::v4;
 
-use super::config::Credentials;
+use super::connection::Credentials;
 use crate::error::{Error, Result};
 
 /// The headers that sign `method url` with `headers` and `body` (x-amz-date,
