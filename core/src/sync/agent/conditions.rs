@@ -2,12 +2,14 @@
 //! for one that does not, the same conditions checked by reading first. Also the version check
 //! a remove makes (S3 servers honour no conditional DELETE).
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use super::SyncedStore;
+use super::{Agent, Port, SyncedStore};
 use crate::bucket::{etag_of, Fetched, PutMode, PutOptions, Validators};
 use crate::error::{Error, Result};
-use crate::replica::OutboxItem;
+use crate::events::EventKind;
+use crate::replica::policy::Format;
+use crate::replica::{Change, OutboxItem, WriteOp};
 use crate::token::Token;
 
 /// What a bucket that ignores conditional writes means for them: said at open and when found.
@@ -142,4 +144,47 @@ pub(super) fn delete_is_safe(s: &SyncedStore, name: &str, item: &OutboxItem, tok
 /// Whether the bucket's object is exactly `body` (S3 etags of single-part uploads are MD5s).
 pub(super) fn holds_body(s: &SyncedStore, name: &str, body: &[u8], token: &Token) -> bool {
     matches!(held_version(s, name, Some(&etag_of(body)), token), Ok(Held::TheKnownVersion))
+}
+
+/// How long a bucket whose conditional-write probe failed is left before it is probed again.
+const PROBE_RETRY: Duration = Duration::from_secs(30);
+
+impl Agent {
+    /// Before the first conditional write to an S3 bucket, probes whether it honours the
+    /// condition; what it learns is kept in the database (so later opens warn at once) and said
+    /// in an error event.
+    pub(super) fn learn_conditions(&self, port: &mut impl Port, item: &OutboxItem, token: &Token) -> Result<()> {
+        let Ok(s) = self.store(&item.entry.store) else { return Ok(()) };
+        let bucket = s.address.clone();
+        let probed =
+            s.config.policy.format == Format::Objstore && !s.config.connection.location.endpoint.starts_with("file://");
+        if item.entry.op == WriteOp::Overwrite || !probed || self.accounting.conditional_writes(&bucket).is_some() {
+            return Ok(());
+        }
+        if let Some(declared) = s.config.connection.conditional_writes {
+            self.accounting.note_conditional_writes(&bucket, declared);
+            return Ok(());
+        }
+        let mut failed = self.probe_failed.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((at, why)) = failed.get(&bucket).filter(|(at, _)| at.elapsed() < PROBE_RETRY) {
+            let left = PROBE_RETRY.saturating_sub(at.elapsed()).as_secs().max(1);
+            return Err(again(why, &format!("; the bucket is probed again in {left} s")));
+        }
+        let honoured = probe_conditional_writes(s, token).inspect_err(|e| {
+            // A cancelled flush says nothing of the bucket.
+            if !matches!(e, Error::Cancelled(_)) {
+                failed.insert(bucket.clone(), (Instant::now(), again(e, "")));
+            }
+        })?;
+        failed.remove(&bucket);
+        drop(failed);
+        self.accounting.note_conditional_writes(&bucket, honoured);
+        let store = item.entry.store.clone();
+        port.exec(move |db| {
+            if !honoured {
+                db.emit_sync_event(EventKind::Error, &store, ignores_conditions(&bucket));
+            }
+            db.apply_sync(vec![Change::ConditionalWrites { store, bucket, honoured }])
+        })
+    }
 }

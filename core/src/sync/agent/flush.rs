@@ -1,0 +1,412 @@
+//! The outbox flush: writes in order, in waves (each object's first write, then its second…),
+//! with their change-log markers; refused writes are recorded (with their local data kept),
+//! unreachable buckets leave the writes waiting.
+
+use super::*;
+
+/// How often a writer prunes a directory bucket's change log.
+const LOG_PRUNE_EVERY: Duration = Duration::from_secs(60);
+
+impl Agent {
+    /// Sends the outbox in order until it is empty. A bucket that cannot be reached, or that
+    /// refuses every request, is left for this flush: its writes wait, other buckets' go on.
+    /// Each batch of writes is acknowledged in one transaction.
+    pub fn flush(&self, port: &mut impl Port, token: &Token) -> Result<FlushReport> {
+        let _one_at_a_time = self.flushing.lock().unwrap_or_else(|p| p.into_inner());
+        let mut report = FlushReport::default();
+        // Objects whose write was refused in this flush: later writes to them were made on
+        // top of a version the bucket does not hold, so they are refused too.
+        let mut refused_objects: HashSet<(String, String)> = HashSet::new();
+        // Versions this flush wrote: a later write to the same object in the same batch is
+        // conditional on them, not on what the batch read before.
+        let mut written: HashMap<(String, String), Option<String>> = HashMap::new();
+        // Objects whose write the server failed on in this flush: their later writes wait too.
+        let mut held: HashSet<(String, String)> = HashSet::new();
+        // Buckets whose last write in this flush was held: a second server error stops them.
+        let mut held_last: HashSet<String> = HashSet::new();
+        // Buckets this flush stopped sending to.
+        let mut stopped: HashSet<String> = HashSet::new();
+        // The outbox is read in pages after the last write met, so that writes left waiting
+        // at its head (held, or for a stopped bucket) never hide the ones behind them.
+        let mut after = 0;
+        loop {
+            let batch = port.exec(move |db| db.outbox_batch(after, FLUSH_BATCH))?;
+            if batch.is_empty() {
+                break;
+            }
+            // The first write of every object goes out together, then every second one, and
+            // so on: an object's writes stay in order, different objects' go side by side.
+            for wave in waves(batch) {
+                let skipped = Skipped { held: &held, refused: &refused_objects, stopped: &stopped };
+                let mut present = self.send_ahead(port, &wave, &written, &skipped, token);
+                let mut changes = Vec::new();
+                for mut item in wave {
+                    after = after.max(item.sequence);
+                    if let Err(e) = token.check("the flush") {
+                        self.apply_wave(port, changes)?;
+                        return Err(e);
+                    }
+                    let object = (item.entry.store.clone(), item.entry.id.clone());
+                    let bucket = self.stores.get(&item.entry.store).map(|s| s.address.clone());
+                    if held.contains(&object) || bucket.as_ref().is_some_and(|b| stopped.contains(b)) {
+                        continue;
+                    }
+                    if let Some(etag) = written.get(&object) {
+                        item.known_etag = etag.clone();
+                    }
+                    let last_held = bucket.as_ref().is_some_and(|b| held_last.contains(b));
+                    let mut one_write_failed = false;
+                    let outcome = if item.stacked || refused_objects.contains(&object) {
+                        Err(Error::Conflict {
+                            store: item.entry.store.clone(),
+                            key: item.entry.id.clone(),
+                            detail: "an earlier write to this object was refused, and this one was made on top of it"
+                                .into(),
+                        })
+                    } else {
+                        self.may_send(&item).and_then(|()| {
+                            let sent = match present.remove(&item.sequence) {
+                                Some(sent) => sent,
+                                None => {
+                                    self.learn_conditions(port, &item, token).and_then(|()| self.send(&item, token))
+                                }
+                            };
+                            // A server error on one write, right after a write that went well, may
+                            // be about that write alone: it is held aside rather than taken for a
+                            // failing server. Two in a row stop the bucket.
+                            one_write_failed =
+                                !last_held && matches!(&sent, Err(Error::Remote { status: 500 | 501, .. }));
+                            if let (false, Ok(s)) = (one_write_failed, self.store(&item.entry.store)) {
+                                self.note(s, &sent);
+                            }
+                            sent
+                        })
+                    };
+                    if let Some(bucket) = &bucket {
+                        match one_write_failed {
+                            true => held_last.insert(bucket.clone()),
+                            false => held_last.remove(bucket),
+                        };
+                    }
+                    match outcome {
+                        Err(e) if one_write_failed => {
+                            held.insert(object);
+                            let (store, message) = (item.entry.store.clone(), e.to_string());
+                            port.exec(move |db| {
+                                db.emit_sync_event(EventKind::Error, &store, message);
+                                Ok(())
+                            })?;
+                            report.held.push((item.sequence, e));
+                        }
+                        Ok(etag) => {
+                            written.insert(object, etag.clone());
+                            changes.push(Change::Sent {
+                                sequence: item.sequence,
+                                store: item.entry.store.clone(),
+                                id: item.entry.id.clone(),
+                                etag: etag.clone(),
+                            });
+                            changes.extend(self.sent_meta(&item, etag));
+                            report.sent += 1;
+                        }
+                        Err(e) if e.is_offline() => {
+                            self.report_offline(port, &item.entry.store, &e);
+                            stopped.extend(bucket);
+                            report.offline.get_or_insert(e);
+                        }
+                        Err(e)
+                            if e.refuses_the_write()
+                                || matches!(e, Error::Conflict { .. } | Error::InvalidArgument(_)) =>
+                        {
+                            refused_objects.insert(object);
+                            let error = as_conflict(&item, e);
+                            let conflict = matches!(error, Error::Conflict { .. });
+                            changes.push(Change::Refused {
+                                sequence: item.sequence,
+                                store: item.entry.store.clone(),
+                                id: item.entry.id.clone(),
+                                code: format!("{:?}", error.code()),
+                                message: error.to_string(),
+                                conflict,
+                            });
+                            report.rejected.push((item.sequence, error));
+                        }
+                        Err(e) => {
+                            let (store, message) = (item.entry.store.clone(), e.to_string());
+                            port.exec(move |db| {
+                                db.emit_sync_event(EventKind::Error, &store, message);
+                                Ok(())
+                            })?;
+                            stopped.extend(bucket);
+                            report.blocked.get_or_insert(e);
+                        }
+                    }
+                }
+                self.apply_wave(port, changes)?;
+            }
+        }
+        self.report_marker_failures(port)?;
+        report.pending = port.exec(|db| db.outbox_len())?;
+        report.refused = port.exec(|db| db.refused_len())?;
+        Ok(report)
+    }
+
+    /// Applies a wave's acknowledgements, with what it learnt of bodies that landed without
+    /// their markers.
+    pub(super) fn apply_wave(&self, port: &mut impl Port, mut changes: Vec<Change>) -> Result<()> {
+        changes.append(&mut self.landed.lock().unwrap_or_else(|p| p.into_inner()));
+        self.apply(port, changes)
+    }
+
+    /// Fails at once when `item`'s bucket may not be contacted now (a store that no longer
+    /// syncs fails when it is sent, with the reason).
+    pub(super) fn may_send(&self, item: &OutboxItem) -> Result<()> {
+        match self.store(&item.entry.store) {
+            Ok(s) => self.may_contact(s, "the outbox"),
+            Err(_) => Ok(()),
+        }
+    }
+
+    /// Sends the first write of each object in `batch` at once, several at a time, so that one
+    /// slow PUT (an fsync, a round trip) does not wait for another; answers by sequence number,
+    /// for the in-order pass to acknowledge. Writes to one object stay in order (only the first
+    /// goes ahead, on the version this flush wrote before), and a write whose object was
+    /// refused or held waits for that pass. A write sent here whose answer that pass never takes (it stopped first) is
+    /// sent again next flush, where its own body already in place counts as sent.
+    pub(super) fn send_ahead(
+        &self,
+        port: &mut impl Port,
+        batch: &[OutboxItem],
+        written: &HashMap<(String, String), Option<String>>,
+        skipped: &Skipped<'_>,
+        token: &Token,
+    ) -> HashMap<u64, Result<Option<String>>> {
+        let mut seen = HashSet::new();
+        let ahead: Vec<OutboxItem> = batch
+            .iter()
+            .filter(|item| {
+                let object = (item.entry.store.clone(), item.entry.id.clone());
+                let first = seen.insert(object.clone());
+                first && !item.stacked && !skipped.object(&object) && !self.is_stopped(item, skipped.stopped)
+            })
+            .map(|item| {
+                // Made on the version this flush wrote before, if it did.
+                let mut item = item.clone();
+                if let Some(etag) = written.get(&(item.entry.store.clone(), item.entry.id.clone())) {
+                    item.known_etag = etag.clone();
+                }
+                item
+            })
+            .collect();
+        let Some(first) = ahead.first() else { return HashMap::new() };
+        let concurrency = self.stores.get(&first.entry.store).map_or(1, |s| s.config.connection.concurrency);
+        if ahead.len() < 2 || ahead.iter().any(|item| self.may_send(item).is_err()) {
+            return HashMap::new();
+        }
+        // A bucket's conditional writes are learnt before its writes go out together.
+        for item in &ahead {
+            if self.learn_conditions(port, item, token).is_err() {
+                return HashMap::new();
+            }
+        }
+        let answers = parallel(&ahead, concurrency, |item| self.send(item, token));
+        ahead.iter().map(|item| item.sequence).zip(answers).collect()
+    }
+
+    /// Whether `item`'s bucket is one the flush stopped sending to.
+    pub(super) fn is_stopped(&self, item: &OutboxItem, stopped: &HashSet<String>) -> bool {
+        self.stores.get(&item.entry.store).is_some_and(|s| stopped.contains(&s.address))
+    }
+
+    /// Sends one write and, for a store that keeps a change log, its marker after it. A marker
+    /// that cannot be written fails the write, which is sent again later: its body already in
+    /// place then counts as sent, and the marker follows.
+    pub(super) fn send(&self, item: &OutboxItem, token: &Token) -> Result<Option<String>> {
+        let etag = match &item.entry.landed {
+            // The body is in place from an earlier send: only the marker is owed.
+            Some(etag) => Some(etag.clone()).filter(|e| !e.is_empty()),
+            None => self.send_object(item, token)?,
+        };
+        let Some(log) = self.stores.get(&item.entry.store).and_then(|s| s.config.policy.change_log.as_ref()) else {
+            return Ok(etag);
+        };
+        let op = match (&item.entry.value, item.entry.op) {
+            (Some(value), op) if op != WriteOp::Delete => {
+                let size = serde_json::to_vec(value).map_or(0, |b| b.len() as u64);
+                changelog::Op::Put { size, etag: etag.clone() }
+            }
+            _ => changelog::Op::Remove,
+        };
+        let s = &self.stores[&item.entry.store];
+        let marker = changelog::marker_name(&log.prefix, self.bucket_now_ms(s), &item.entry.id, &op);
+        match s.bucket.put(&marker, b"", &PutOptions::default(), token) {
+            Ok(_) => {
+                self.prune_log(&item.entry.store, s, log);
+                Ok(etag)
+            }
+            Err(e) if e.is_offline() || matches!(e, Error::Remote { status: 408 | 429 | 500.., .. }) => {
+                if item.entry.landed.is_none() {
+                    let landed = Change::Landed {
+                        sequence: item.sequence,
+                        store: item.entry.store.clone(),
+                        id: item.entry.id.clone(),
+                        etag,
+                    };
+                    self.landed.lock().unwrap_or_else(|p| p.into_inner()).push(landed);
+                }
+                Err(e)
+            }
+            // Refused for good: the write stands, and readers learn of it at their next full
+            // listing. An error event says so.
+            Err(e) => {
+                let message = format!(
+                    "the write of {:?} reached the bucket but its change-log marker was refused ({e}): readers see it at their next full listing",
+                    item.entry.id
+                );
+                self.lock_marker_failures().push((item.entry.store.clone(), message));
+                Ok(etag)
+            }
+        }
+    }
+
+    /// Removes the markers no reader reads any more, at most once a minute per store, where
+    /// the bucket has nothing of its own to expire them. A failure only means a larger log.
+    pub(super) fn prune_log(&self, store: &str, s: &SyncedStore, log: &ChangeLogConfig) {
+        let mut pruned = self.log_pruned.lock().unwrap_or_else(|p| p.into_inner());
+        if pruned.get(store).is_some_and(|at| at.elapsed() < LOG_PRUNE_EVERY) {
+            return;
+        }
+        pruned.insert(store.to_string(), Instant::now());
+        drop(pruned);
+        let window = log.window.as_millis() as u64;
+        let expiry = changelog::expiry_ms(self.bucket_now_ms(s), log.relist_every.as_millis() as u64, window);
+        let _ = s.bucket.expire_before(&log.prefix, &format!("{expiry:013}"));
+    }
+
+    pub(super) fn lock_marker_failures(&self) -> std::sync::MutexGuard<'_, Vec<(String, String)>> {
+        self.marker_failures.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Says what markers were refused, as error events.
+    pub(super) fn report_marker_failures(&self, port: &mut impl Port) -> Result<()> {
+        let failures = std::mem::take(&mut *self.lock_marker_failures());
+        if failures.is_empty() {
+            return Ok(());
+        }
+        port.exec(move |db| {
+            for (store, message) in failures {
+                db.emit_sync_event(EventKind::Error, &store, message);
+            }
+            Ok(())
+        })
+    }
+
+    pub(super) fn send_object(&self, item: &OutboxItem, token: &Token) -> Result<Option<String>> {
+        let entry = &item.entry;
+        let s = self.store(&entry.store).map_err(|_| {
+            Error::InvalidArgument(format!(
+                "store {:?} no longer syncs: its write of {:?} cannot be sent",
+                entry.store, entry.id
+            ))
+        })?;
+        let name = s.object_key(&entry.id);
+        let Some(value) = entry.value.as_ref().filter(|_| entry.op != WriteOp::Delete) else {
+            if entry.op == WriteOp::Delete && !delete_is_safe(s, &name, item, token)? {
+                return Ok(None); // gone already
+            }
+            return s.bucket.delete(&name, token).map(|()| None);
+        };
+        let body = serde_json::to_vec(value).expect("records serialise");
+        // Only an overwrite the application chose replaces what the bucket holds unseen: a put
+        // of an object this client never read must find no object there.
+        let mut mode = match (entry.op, &item.known_etag) {
+            (WriteOp::Overwrite, _) => PutMode::Overwrite,
+            (WriteOp::Put, Some(etag)) => PutMode::Update(etag.clone()),
+            _ => PutMode::Create,
+        };
+        if mode != PutMode::Overwrite && self.accounting.conditional_writes(&s.address) == Some(false) {
+            if let Some(own) = check_by_reading(s, &name, item.known_etag.as_deref(), &mode, &body, token)? {
+                return Ok(Some(own));
+            }
+            // Checked: a header the server ignores (or refuses outright) adds nothing.
+            mode = PutMode::Overwrite;
+        }
+        let options =
+            PutOptions { mode, metadata: s.config.policy.metadata_of(value), new_record: entry.op == WriteOp::Create };
+        match s.bucket.put(&name, &body, &options, token) {
+            // A write sent before a crash, whose success was never recorded, meets its own copy.
+            Err(Error::Remote { status: 412, .. }) if holds_body(s, &name, &body, token) => Ok(Some(etag_of(&body))),
+            other => other,
+        }
+    }
+
+    /// The meta siblings' view of a write that reached the bucket.
+    pub(super) fn sent_meta(&self, item: &OutboxItem, etag: Option<String>) -> Vec<Change> {
+        let Some(s) = self.stores.get(&item.entry.store) else {
+            return Vec::new();
+        };
+        let id = &item.entry.id;
+        s.meta_siblings
+            .iter()
+            .map(|meta| match &item.entry.value {
+                Some(value) if item.entry.op != WriteOp::Delete => Change::Describe {
+                    store: meta.clone(),
+                    id: id.clone(),
+                    etag: etag.clone().unwrap_or_default(),
+                    updated: time::iso(SystemTime::now()),
+                    size: serde_json::to_vec(value).map_or(0, |b| b.len() as u64),
+                    fields: self.describe_fields(meta, id, &s.config.policy.metadata_of(value)),
+                },
+                _ => Change::Drop { store: meta.clone(), id: id.clone() },
+            })
+            .collect()
+    }
+}
+
+/// Outbox writes read and acknowledged per transaction.
+pub(super) const FLUSH_BATCH: usize = 100;
+
+/// What a flush leaves out of the writes it sends ahead: objects held or refused in this
+/// flush, and buckets it stopped sending to.
+pub(super) struct Skipped<'a> {
+    held: &'a HashSet<(String, String)>,
+    refused: &'a HashSet<(String, String)>,
+    stopped: &'a HashSet<String>,
+}
+
+impl Skipped<'_> {
+    fn object(&self, object: &(String, String)) -> bool {
+        self.held.contains(object) || self.refused.contains(object)
+    }
+}
+
+/// A 412 is a conflict naming the object.
+pub(super) fn as_conflict(item: &OutboxItem, error: Error) -> Error {
+    match error {
+        Error::Remote { status: 412, what, detail } => Error::Conflict {
+            store: item.entry.store.clone(),
+            key: item.entry.id.clone(),
+            detail: match detail.as_str() {
+                "" => format!("the bucket holds another version ({what} answered 412 Precondition Failed)"),
+                detail => format!("{detail} ({what} answered 412 Precondition Failed)"),
+            },
+        },
+        other => other,
+    }
+}
+
+/// A batch of outbox writes as waves: the first write of each object, then each one's second,
+/// and so on, each wave in outbox order.
+pub(super) fn waves(batch: Vec<OutboxItem>) -> Vec<Vec<OutboxItem>> {
+    let mut count: HashMap<(String, String), usize> = HashMap::new();
+    let mut waves: Vec<Vec<OutboxItem>> = Vec::new();
+    for item in batch {
+        let n = count.entry((item.entry.store.clone(), item.entry.id.clone())).or_default();
+        if waves.len() <= *n {
+            waves.push(Vec::new());
+        }
+        waves[*n].push(item);
+        *n += 1;
+    }
+    waves
+}
