@@ -11,15 +11,14 @@ use serde_json::Value;
 use crate::catalog::{Catalog, StoreInfo};
 use crate::error::{Error, Result};
 use crate::events::{Event, EventFilter, EventKind, Listener, Listeners, SubscriptionId};
+use crate::hook::{Mirroring, Write, WriteHook};
 use crate::key::Key;
 use crate::mechanism::Durability;
 use crate::mechanism::{Mechanism, MemoryMechanism, SqliteMechanism, TableId};
 use crate::ops;
 use crate::range::KeyRange;
-use crate::replica::{self, state as sync_state};
 use crate::scan::ScanOptions;
 use crate::schema::{Schema, Secrets, StoreSchema};
-use crate::sync::config::SyncConfig;
 
 pub type TxId = u64;
 
@@ -48,10 +47,14 @@ impl MechanismKind {
     }
 }
 
-#[derive(Debug, Clone, Default)]
+/// How to open a database. The default (made in `crate::sync`) mirrors the writes of stores
+/// with a `Sync` block into their outbox, for the sync agent to send.
+#[derive(Debug, Clone)]
 pub struct OpenOptions {
     pub mechanism: MechanismKind,
     pub durability: Durability,
+    /// What mirrors the writes elsewhere: its hook is made from the schema at open.
+    pub mirroring: Arc<dyn Mirroring>,
 }
 
 struct ActiveTx {
@@ -85,9 +88,11 @@ pub struct Database {
     finished: VecDeque<(TxId, String)>,
     /// Cached next autoIncrement key per data table; dropped on rollback.
     pub(crate) key_generators: HashMap<TableId, f64>,
-    /// The settings of the stores mirrored in buckets, by store. The engine only queues their
-    /// writes; the sync agent talks to the buckets.
-    synced: HashMap<String, SyncConfig>,
+    /// Whatever mirrors this database's writes (the replica): called inside each write.
+    hook: Box<dyn WriteHook>,
+    /// What the schema's blocks gave at this open and the stored schema does not keep
+    /// (credentials).
+    secrets: Secrets,
     /// The schema version the file had before this open (`None`: the database is new).
     previous_version: Option<u64>,
 }
@@ -117,20 +122,23 @@ impl Database {
             next_tx: 1,
             finished: VecDeque::new(),
             key_generators: HashMap::new(),
-            synced: HashMap::new(),
+            hook: Box::new(crate::hook::NoMirroring),
+            secrets: Secrets::new(),
             previous_version: None,
         };
         db.mech.begin(true)?;
-        // The Sync blocks are checked before the schema is stored, so that a bad one can be
-        // mended at the same version.
-        let loaded = db
-            .load_or_migrate(schema, &mut secrets)
-            .and_then(|()| sync_state::index_refused(&mut *db.mech))
-            .and_then(|()| replica::configs(&db.catalog.schema, &secrets));
+        // The hook is made (and a bad Sync block refused) inside the open transaction, so that
+        // a bad block can be mended at the same version.
+        let loaded = db.load_or_migrate(schema, &mut secrets, &*options.mirroring).and_then(|()| {
+            let hook = options.mirroring.hook(&db.catalog.schema, &secrets)?;
+            hook.opened(&mut *db.mech)?;
+            Ok(hook)
+        });
         match loaded {
-            Ok(synced) => {
+            Ok(hook) => {
                 db.mech.commit()?;
-                db.synced = synced;
+                db.hook = hook;
+                db.secrets = secrets;
             }
             Err(e) => {
                 let _ = db.mech.rollback();
@@ -158,7 +166,12 @@ impl Database {
 
     /// Loads the stored schema, then stores `given` (new, or migrated to). Secrets an older
     /// version stored in the file are taken out of it and used where none were given.
-    fn load_or_migrate(&mut self, given: Option<Schema>, secrets: &mut Secrets) -> Result<()> {
+    fn load_or_migrate(
+        &mut self,
+        given: Option<Schema>,
+        secrets: &mut Secrets,
+        mirroring: &dyn Mirroring,
+    ) -> Result<()> {
         let mech = &mut *self.mech;
         let mut stored = Catalog::load(mech)?;
         if let Some(catalog) = stored.as_mut() {
@@ -211,7 +224,7 @@ impl Database {
                         change,
                     }),
                     None if given_version == stored_version => Ok(()),
-                    _ => self.migrate(schema),
+                    _ => self.migrate(schema, mirroring),
                 }
             }
         }
@@ -219,29 +232,13 @@ impl Database {
 
     /// Brings the stored schema to `new` inside the open transaction: drops what went, creates
     /// what came, rebuilds changed indexes from the records.
-    fn migrate(&mut self, new: Schema) -> Result<()> {
+    fn migrate(&mut self, new: Schema, mirroring: &dyn Mirroring) -> Result<()> {
         let old = self.catalog.schema.clone();
-        let no_secrets = Secrets::new(); // where a store syncs does not depend on them
-        let (old_sync, new_sync) = (replica::configs(&old, &no_secrets)?, replica::configs(&new, &no_secrets)?);
+        let no_secrets = Secrets::new(); // where a store's writes go does not depend on them
+        let (before, after) = (mirroring.hook(&old, &no_secrets)?, mirroring.hook(&new, &no_secrets)?);
         let mech = &mut *self.mech;
+        before.migrating(mech, &*after)?;
         for store in &old.stores {
-            let moved = match (old_sync.get(&store.name), new_sync.get(&store.name)) {
-                (Some(before), Some(after)) => !before.same_location(after),
-                (Some(_), None) => true,
-                (None, _) => false,
-            };
-            if moved {
-                // The writes waiting were meant for where the store synced before: never drop
-                // them silently.
-                let waiting = sync_state::pending_count(mech, &store.name)?;
-                if waiting > 0 {
-                    return Err(Error::InvalidSchema(format!(
-                        "store {:?} has {waiting} write(s) waiting for its bucket; flush them before the migration changes where (or whether) it syncs",
-                        store.name
-                    )));
-                }
-                sync_state::forget_store(mech, &store.name)?;
-            }
             if new.store(&store.name).is_none() {
                 self.catalog.drop_store(mech, &store.name)?;
             }
@@ -569,21 +566,28 @@ impl Database {
 
     // ----- for the replica and the sync agent ---------------------------------------------
 
-    /// The store's sync settings, when it is synced.
-    pub fn sync_config(&self, store: &str) -> Option<&SyncConfig> {
-        self.synced.get(store)
+    /// Whatever mirrors this database's writes.
+    pub(crate) fn hook(&self) -> &dyn WriteHook {
+        &*self.hook
     }
 
-    /// Every synced store's settings, secrets included.
-    pub fn sync_configs(&self) -> &HashMap<String, SyncConfig> {
-        &self.synced
+    /// What the schema's blocks gave at this open and the stored schema does not keep.
+    pub(crate) fn secrets(&self) -> &Secrets {
+        &self.secrets
     }
 
-    /// The synced stores' names, sorted.
-    pub fn synced_stores(&self) -> Vec<String> {
-        let mut names: Vec<String> = self.synced.keys().cloned().collect();
-        names.sort();
-        names
+    /// Hands a write to the hook, inside its transaction; bucket data the agent applies is
+    /// not mirrored back.
+    pub(crate) fn mirror(&mut self, write: &Write<'_>) -> Result<()> {
+        if self.applying_bucket_data() {
+            return Ok(());
+        }
+        self.hook.wrote(&mut *self.mech, write)
+    }
+
+    /// Whether a `clear` of `store` must remove record by record, each removal mirrored.
+    pub(crate) fn mirrors(&self, store: &str) -> bool {
+        self.hook.mirrors(store) && !self.applying_bucket_data()
     }
 
     pub(crate) fn has_store(&self, store: &str) -> bool {

@@ -10,6 +10,7 @@ mod database;
 mod error;
 mod events;
 mod executor;
+pub mod hook;
 mod key;
 mod keypath;
 mod mechanism;
@@ -36,6 +37,7 @@ pub use range::{ByteRange, KeyRange};
 pub use replica::{Change, RefusedWrite, Resolution, SyncStatus};
 pub use scan::ScanOptions;
 pub use schema::{IndexSchema, Schema, StoreSchema};
+pub use sync::{FlushReport, Freshness, ReadScope, Stats, SyncedDatabase};
 pub use token::Token;
 
 /// The library version, as in Cargo.toml.

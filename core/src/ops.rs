@@ -8,10 +8,10 @@ use crate::catalog::{key_generator_slot, IndexInfo, StoreInfo};
 use crate::database::{Database, Tx};
 use crate::error::{Error, Result};
 use crate::events::{Event, EventKind};
+use crate::hook::{Write, WriteKind};
 use crate::key::Key;
 use crate::mechanism::{Mechanism, TableId, META_TABLE};
 use crate::range::{just_above, ByteRange, KeyRange};
-use crate::replica::{self, WriteOp};
 use crate::scan::ScanOptions;
 
 /// Rows read per batch where a scan's rows are then written (remove, index rebuild).
@@ -109,11 +109,12 @@ impl Tx<'_> {
                         }
                     }
                 }
-                replica::enqueue(db, store, &Key::decode(&pk)?, WriteOp::Delete, None, true)?;
+                let key = Key::decode(&pk)?;
+                db.mirror(&Write { store, key: &key, kind: WriteKind::Delete, value: None, replaced: true })?;
                 db.mech.delete(info.data, &pk)?;
                 removed += 1;
                 if announce {
-                    db.emit(Event::change(EventKind::Deleted, store, Some(Key::decode(&pk)?), old));
+                    db.emit(Event::change(EventKind::Deleted, store, Some(key), old));
                 }
             }
         }
@@ -122,7 +123,7 @@ impl Tx<'_> {
     /// Removes every record; announced as one `deleted` event without a key. In a synced store
     /// each record is removed (and its object deleted) as by `remove`.
     pub fn clear(&mut self, store: &str) -> Result<()> {
-        if self.db.sync_config(store).is_some() && !self.db.applying_bucket_data() {
+        if self.db.mirrors(store) {
             return self.remove_bytes(store, &ByteRange::all()).map(|_| ());
         }
         let db = &mut *self.db;
@@ -270,8 +271,8 @@ pub(crate) fn write(
     }
 
     // Last of the checks: a write refused above must not reach the bucket.
-    let op = if no_overwrite { WriteOp::Create } else { WriteOp::Put };
-    replica::enqueue(db, store, &key, op, Some(&value), old.is_some())?;
+    let kind = if no_overwrite { WriteKind::Add } else { WriteKind::Put };
+    db.mirror(&Write { store, key: &key, kind, value: Some(&value), replaced: old.is_some() })?;
 
     let old_record = match &old {
         Some(bytes) if !info.indexes.is_empty() => Some(decode_record(store, bytes)?),

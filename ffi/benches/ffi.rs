@@ -25,7 +25,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::{measuring, median};
-use objstore_db::rsapi::{self, Db, Read};
+use objstore_db::rsapi::{self, Db, Freshness};
 use objstore_db_core::{Database, Mode, OpenOptions, Schema};
 use serde_json::json;
 use sync_support::{Misbehaviour, Peer};
@@ -43,7 +43,7 @@ fn rust_gets(db: &Db, records: usize, n: usize) {
     let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
     for _ in 0..n {
         let left = left.clone();
-        db.get(None, "bench", &key(&mut x, records), Read::default(), move |r| {
+        db.get(None, "bench", &key(&mut x, records), Freshness::Cached, move |r| {
             assert!(r.unwrap().is_object());
             let mut count = left.0.lock().unwrap();
             *count -= 1;
@@ -77,7 +77,7 @@ fn p99_of_gets(db: &Db, records: usize, n: usize) -> f64 {
         .map(|_| {
             let (tx, rx) = mpsc::channel();
             let start = Instant::now();
-            db.get(None, "bench", &key(&mut x, records), Read::default(), move |r| tx.send(r).unwrap()).unwrap();
+            db.get(None, "bench", &key(&mut x, records), Freshness::Cached, move |r| tx.send(r).unwrap()).unwrap();
             assert!(rx.recv().unwrap().unwrap().is_object());
             start.elapsed()
         })
@@ -101,7 +101,7 @@ fn keep_the_bucket_busy(db: Db, depth: usize, stop: Arc<AtomicBool>) -> thread::
             }
             waiting.fetch_add(1, Ordering::AcqRel);
             let w = waiting.clone();
-            let made = db.get(None, "remote", &json!(format!("k{i}")), Read::default(), move |_| {
+            let made = db.get(None, "remote", &json!(format!("k{i}")), Freshness::Cached, move |_| {
                 w.fetch_sub(1, Ordering::AcqRel);
             });
             if made.is_err() {

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use objstore_db_core::{Error, ErrorCode, Mode, Result};
 use serde_json::Value;
 
-use crate::rsapi::{Cursor, Db, OpenOptions, QueryHandle, Read, ReadKind, RequestId, TxOps, Within};
+use crate::rsapi::{Cursor, Db, Freshness, OpenOptions, QueryHandle, ReadKind, RequestId, TxOps, Within};
 
 /// Status of a call or of a completed request.
 #[repr(C)]
@@ -342,11 +342,11 @@ fn read_kind(value: u32) -> Result<ReadKind> {
     }
 }
 
-fn read_flags(flags: u32) -> Result<Read> {
+fn read_flags(flags: u32) -> Result<Freshness> {
     if flags & !OBJSTORE_READ_FRESH != 0 {
         return Err(Error::InvalidArgument(format!("read flags {flags:#x} hold bits other than OBJSTORE_READ_FRESH")));
     }
-    Ok(Read { fresh: flags & OBJSTORE_READ_FRESH != 0 })
+    Ok(if flags & OBJSTORE_READ_FRESH != 0 { Freshness::Fresh } else { Freshness::Cached })
 }
 
 // ----- versions, strings and statuses ---------------------------------------------------------------
@@ -1099,7 +1099,7 @@ pub unsafe extern "C" fn objstore_query_run(
         let (q, done) = (query_ref(query)?, completion(done, user_data)?);
         let deliver = move |r| done.deliver(r);
         match action {
-            OBJSTORE_QUERY_COUNT => q.count(within(tx), Read::default(), deliver),
+            OBJSTORE_QUERY_COUNT => q.count(within(tx), Freshness::Cached, deliver),
             OBJSTORE_QUERY_EXPLAIN => q.explain(within(tx), deliver),
             OBJSTORE_QUERY_DELETE => q.delete(within(tx), deliver),
             other => Err(Error::InvalidArgument(format!("query action {other} is not one of OBJSTORE_QUERY_*"))),
@@ -1186,7 +1186,7 @@ pub unsafe extern "C" fn objstore_cursor_next(
 ) -> ObjstoreStatus {
     request(error_out, request_out, || {
         let (c, done) = (cursor_ref(cursor)?, completion(done, user_data)?);
-        c.next(n, Read::default(), move |r| done.deliver(r))
+        c.next(n, Freshness::Cached, move |r| done.deliver(r))
     })
 }
 

@@ -11,7 +11,7 @@ use objstore_db_core::{Error, Mode, Result, TxId};
 use serde_json::Value;
 
 use crate::capi::{OBJSTORE_CURSOR_CONTINUE, OBJSTORE_CURSOR_DELETE, OBJSTORE_CURSOR_STOP, OBJSTORE_CURSOR_UPDATE};
-use crate::rsapi::{Cursor, Db, QueryHandle, Read, RequestId, Within};
+use crate::rsapi::{Cursor, Db, Freshness, QueryHandle, RequestId, Within};
 
 /// Records pulled per batch.
 const BATCH: usize = 256;
@@ -111,7 +111,7 @@ impl Walk {
         let cursor = self.cursor.clone();
         let (slot, back) = Walk::park(self);
         cursor
-            .next(BATCH, Read::default(), move |batch| {
+            .next(BATCH, Freshness::Cached, move |batch| {
                 if let Some(walk) = Walk::take(&back) {
                     walk.on_batch(batch)
                 }
@@ -123,7 +123,7 @@ impl Walk {
     fn pull(self) {
         let cursor = self.cursor.clone();
         let (slot, back) = Walk::park(self);
-        let submitted = cursor.next(BATCH, Read::default(), move |batch| {
+        let submitted = cursor.next(BATCH, Freshness::Cached, move |batch| {
             if let Some(walk) = Walk::take(&back) {
                 walk.on_batch(batch)
             }

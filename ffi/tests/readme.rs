@@ -2,7 +2,7 @@
 //! temporary directory: a record written to a store synced with a `file://` bucket lands as
 //! `DIR/BUCKET/KEY`, a flush reports it settled, and it reads back.
 
-use objstore_db::rsapi::{Db, OpenOptions, Read};
+use objstore_db::rsapi::{Db, Freshness, OpenOptions};
 use serde_json::json;
 
 #[test]
@@ -24,7 +24,7 @@ fn the_readme_rust_path_runs() -> Result<(), Box<dyn std::error::Error>> {
     rx.recv()??;
     db.flush(answer())?;
     let report = rx.recv()??;
-    db.get(None, "notes", &json!("n1"), Read::default(), answer())?;
+    db.get(None, "notes", &json!("n1"), Freshness::Cached, answer())?;
     let record = rx.recv()??;
 
     assert_eq!((report["pending"].clone(), report["refused"].clone()), (json!(0), json!(0)), "{report}");

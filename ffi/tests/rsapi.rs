@@ -15,7 +15,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use objstore_db::rsapi::{Db, OpenOptions, Read, ReadKind, RequestId};
+use objstore_db::rsapi::{Db, Freshness, OpenOptions, ReadKind, RequestId};
 use objstore_db_core::{Error, ErrorCode, Mode, Result};
 use serde_json::{json, Value};
 use sync_support::{server, signed_options, unique_prefix, Misbehaviour, Peer};
@@ -70,7 +70,7 @@ fn put(db: &Db, value: Value) -> Result<Value> {
 }
 
 fn count(db: &Db) -> u64 {
-    wait(|done| db.read_scan(None, "notes", ReadKind::Count, None, Read::default(), done)).unwrap().as_u64().unwrap()
+    wait(|done| db.read_scan(None, "notes", ReadKind::Count, None, Freshness::Cached, done)).unwrap().as_u64().unwrap()
 }
 
 fn seed(db: &Db, n: u64) {
@@ -86,7 +86,7 @@ fn a_cursor_consumer_awaits_other_requests_between_steps() {
         let cursor = query.cursor(None, Mode::ReadWrite);
         let mut seen = Vec::new();
         loop {
-            let batch = wait(|done| cursor.next(3, Read::default(), done)).unwrap();
+            let batch = wait(|done| cursor.next(3, Freshness::Cached, done)).unwrap();
             let items = batch.as_array().unwrap().clone();
             if items.is_empty() {
                 break;
@@ -95,7 +95,7 @@ fn a_cursor_consumer_awaits_other_requests_between_steps() {
                 let id = item["primaryKey"].as_u64().unwrap();
                 seen.push(id);
                 // Other requests, awaited inside the loop's body: each is served at once.
-                let got = wait(|done| db.get(None, "notes", &json!(id), Read::default(), done)).unwrap();
+                let got = wait(|done| db.get(None, "notes", &json!(id), Freshness::Cached, done)).unwrap();
                 assert_eq!(got["id"], json!(id));
                 if id <= 10 {
                     put(&db, json!({"id": 100 + id, "n": 0})).unwrap();
@@ -110,7 +110,8 @@ fn a_cursor_consumer_awaits_other_requests_between_steps() {
         // The records the body added ahead of the cursor are met too, in key order.
         assert_eq!(seen, (1..=10).chain(101..=110).collect::<Vec<_>>());
         assert_eq!(count(&db), 10, "the odd ones were deleted");
-        let evens = wait(|done| db.values_of(None, "notes", &json!([2, 10, 102, 110]), Read::default(), done)).unwrap();
+        let evens =
+            wait(|done| db.values_of(None, "notes", &json!([2, 10, 102, 110]), Freshness::Cached, done)).unwrap();
         assert!(evens.as_array().unwrap().iter().all(|v| v["n"] == json!(1)), "{evens}");
         close(&db);
     });
@@ -126,14 +127,14 @@ fn a_request_outside_an_open_transaction_waits_for_it_to_end() {
         let (turns_tx, turns) = mpsc::channel();
         let read_turn = turns_tx.clone();
         let counted = move |r: Result<Value>| read_turn.send(format!("count {}", r.unwrap())).unwrap();
-        db.read_scan(None, "notes", ReadKind::Count, None, Read::default(), counted).unwrap();
+        db.read_scan(None, "notes", ReadKind::Count, None, Freshness::Cached, counted).unwrap();
         db.begin(&json!("notes"), Mode::ReadOnly, move |r| turns_tx.send(format!("begun {}", r.is_ok())).unwrap())
             .unwrap();
         assert!(turns.recv_timeout(Duration::from_millis(300)).is_err(), "nothing outside ran while it was open");
         // A waiting request that is cancelled completes at once, while the transaction is open.
         let (cancelled_tx, cancelled) = mpsc::channel();
         let id = db
-            .read_scan(None, "notes", ReadKind::Count, None, Read::default(), move |r| cancelled_tx.send(r).unwrap())
+            .read_scan(None, "notes", ReadKind::Count, None, Freshness::Cached, move |r| cancelled_tx.send(r).unwrap())
             .unwrap();
         assert!(db.cancel(id));
         let err = cancelled.recv_timeout(PATIENCE).expect("cancelled at once").unwrap_err();
@@ -188,7 +189,7 @@ fn a_slow_values_of_is_cancelled_between_its_http_attempts() {
     let schema = peer_schema(&peer, json!({"retries": 5, "retryBaseMs": 2000}));
     let db = open_db(dir.path().join("c.sqlite3").to_str().unwrap(), &schema, json!({}));
     let (tx, rx) = mpsc::channel();
-    let id = db.values_of(None, "remote", &json!(["a", "b"]), Read::default(), move |r| tx.send(r).unwrap()).unwrap();
+    let id = db.values_of(None, "remote", &json!(["a", "b"]), Freshness::Cached, move |r| tx.send(r).unwrap()).unwrap();
     let deadline = Instant::now() + PATIENCE;
     while peer.count() == 0 && Instant::now() < deadline {
         thread::sleep(Duration::from_millis(5));
@@ -223,7 +224,7 @@ fn close_racing_requests_from_several_threads_calls_back_last() {
                             completions.lock().unwrap().push(at);
                         };
                         let made = if i % 2 == 0 {
-                            db.get(None, "notes", &json!(1 + i % 20), Read::default(), record)
+                            db.get(None, "notes", &json!(1 + i % 20), Freshness::Cached, record)
                         } else {
                             db.put(None, "notes", json!({"id": 1000 * (t + 1) + i}), None, record)
                         };
@@ -290,7 +291,7 @@ fn a_transaction_with_one_conflicting_write(options: Value) {
     assert_eq!(status("same"), json!("refused"));
     assert_eq!(status("fresh"), json!("synced"));
     assert_eq!(conflicts.lock().unwrap().len(), 1, "{:?}", conflicts.lock().unwrap());
-    let fresh = Read { fresh: true };
+    let fresh = Freshness::Fresh;
     let other = wait(|done| a.get(None, "results", &json!("fresh"), fresh, done)).unwrap();
     assert_eq!(other, json!({"by": "b"}), "the write that was not refused reached the bucket");
     close(&a);
@@ -317,20 +318,20 @@ fn a_black_holed_bucket_leaves_cached_reads_and_unsynced_stores_answering() {
     let dir = TempDir::new().unwrap();
     let schema = peer_schema(&peer, json!({"retries": 0, "timeoutMs": 600_000}));
     let db = open_db(dir.path().join("c.sqlite3").to_str().unwrap(), &schema, json!({}));
-    let get_cached = || wait(|done| db.get(None, "remote", &json!("x"), Read::default(), done));
+    let get_cached = || wait(|done| db.get(None, "remote", &json!("x"), Freshness::Cached, done));
     assert_eq!(get_cached().unwrap(), json!({"v": 1}), "fetched once, now cached");
     for i in 0..50 {
         // Each read of the cached copy answers at once and revalidates in the background,
         // where the black hole holds it; the unsynced store is untouched by all of it.
         assert_eq!(get_cached().unwrap(), json!({"v": 1}));
         put(&db, json!({"id": i})).unwrap();
-        assert_eq!(wait(|done| db.get(None, "notes", &json!(i), Read::default(), done)).unwrap(), json!({"id": i}));
+        assert_eq!(wait(|done| db.get(None, "notes", &json!(i), Freshness::Cached, done)).unwrap(), json!({"id": i}));
     }
     assert!(peer.count() >= 2, "a revalidation is held by the black hole meanwhile");
     assert_eq!(count(&db), 50);
     // A fresh read must wait for the bucket: cancelled, it gives up without an answer.
     let (tx, rx) = mpsc::channel();
-    let id = db.get(None, "remote", &json!("x"), Read { fresh: true }, move |r| tx.send(r).unwrap()).unwrap();
+    let id = db.get(None, "remote", &json!("x"), Freshness::Fresh, move |r| tx.send(r).unwrap()).unwrap();
     thread::sleep(Duration::from_millis(50));
     assert!(rx.try_recv().is_err(), "a fresh read does not answer from the cache");
     db.cancel(id);
@@ -352,10 +353,10 @@ fn a_store_without_prefetch_reads_what_it_holds_until_prefetch_brings_it_in_line
 
     let reader = open_db(dir.path().join("r.sqlite3").to_str().unwrap(), &schema, json!({}));
     let count =
-        |db: &Db| wait(|done| db.read_scan(None, "docs", ReadKind::Count, None, Read::default(), done)).unwrap();
+        |db: &Db| wait(|done| db.read_scan(None, "docs", ReadKind::Count, None, Freshness::Cached, done)).unwrap();
     assert_eq!(count(&reader), json!(0), "without prefetch, a scan reads what this database holds");
     for key in ["d01", "d02", "d03", "d04"] {
-        let got = wait(|done| reader.get(None, "docs", &json!(key), Read::default(), done)).unwrap();
+        let got = wait(|done| reader.get(None, "docs", &json!(key), Freshness::Cached, done)).unwrap();
         assert_eq!(got, json!({"id": key}), "a record not held is fetched");
     }
     assert_eq!(count(&reader), json!(4));
@@ -406,7 +407,7 @@ fn the_newest_per_pair_is_read_without_listing_everything_and_other_reads_list_i
         "Sync": {"format": "objstore-meta", "prefetch": "meta", "Options": meta}}]});
     let reader = open_db(dir.path().join("r.sqlite3").to_str().unwrap(), &schema, json!({}));
     let scan = |scan: Value, kind: ReadKind| {
-        wait(|done| reader.read_scan(None, "meta", kind, Some(&scan), Read::default(), done)).unwrap()
+        wait(|done| reader.read_scan(None, "meta", kind, Some(&scan), Freshness::Cached, done)).unwrap()
     };
     let newest = scan(json!({"index": "pair", "unique": true}), ReadKind::Keys);
     assert_eq!(newest, json!(["linux/node/0000", "linux/python/0000"]));
@@ -439,7 +440,7 @@ fn concurrent_reads_of_a_cold_store_share_one_listing() {
     for _ in 0..10 {
         let tx = tx.clone();
         reader
-            .read_scan(None, "docs", ReadKind::Count, None, Read::default(), move |r: Result<Value>| {
+            .read_scan(None, "docs", ReadKind::Count, None, Freshness::Cached, move |r: Result<Value>| {
                 let _ = tx.send(r);
             })
             .unwrap();
@@ -453,7 +454,7 @@ fn concurrent_reads_of_a_cold_store_share_one_listing() {
     // A fresh read later still asks the bucket: sharing is for reads that waited together.
     wait(|done| writer.put(None, "docs", json!({"id": "d300"}), None, done)).unwrap();
     assert_eq!(wait(|done| writer.flush(done)).unwrap()["pending"], json!(0));
-    let fresh = wait(|done| reader.read_scan(None, "docs", ReadKind::Count, None, Read { fresh: true }, done));
+    let fresh = wait(|done| reader.read_scan(None, "docs", ReadKind::Count, None, Freshness::Fresh, done));
     assert_eq!(fresh.unwrap(), json!(301));
     close(&writer);
     close(&reader);
@@ -471,18 +472,18 @@ fn a_huge_store_name_is_cut_in_every_error() {
     let huge = "s".repeat(1 << 20);
     let key = json!("k");
     let errors: Vec<(&str, Error)> = vec![
-        ("get", wait(|done| db.get(None, &huge, &key, Read::default(), done)).unwrap_err()),
+        ("get", wait(|done| db.get(None, &huge, &key, Freshness::Cached, done)).unwrap_err()),
         ("put", wait(|done| db.put(None, &huge, json!({"id": 1}), None, done)).unwrap_err()),
         ("remove", wait(|done| db.remove(None, &huge, &key, done)).unwrap_err()),
         ("clear", wait(|done| db.clear(None, &huge, done)).unwrap_err()),
-        ("count", wait(|done| db.read_scan(None, &huge, ReadKind::Count, None, Read::default(), done)).unwrap_err()),
+        ("count", wait(|done| db.read_scan(None, &huge, ReadKind::Count, None, Freshness::Cached, done)).unwrap_err()),
         ("prefetch", wait(|done| db.prefetch(&huge, done)).unwrap_err()),
         ("sync_status", wait(|done| db.sync_status(&huge, &key, done)).unwrap_err()),
         ("withdraw_pending", wait(|done| db.withdraw_pending(&huge, &key, done)).unwrap_err()),
         ("begin", wait(|done| db.begin(&json!([huge.clone()]), Mode::ReadOnly, done)).unwrap_err()),
         (
             "query",
-            wait(|done| db.query(&json!({"from": huge.clone()}))?.list(None, 10, Read::default(), done)).unwrap_err(),
+            wait(|done| db.query(&json!({"from": huge.clone()}))?.list(None, 10, Freshness::Cached, done)).unwrap_err(),
         ),
         ("sql", wait(|done| db.sql(None, &format!("SELECT * FROM {huge}"), None, done)).unwrap_err()),
     ];
@@ -492,7 +493,7 @@ fn a_huge_store_name_is_cut_in_every_error() {
         assert!(message.contains("sss") && message.contains(&format!("{} bytes", huge.len())), "{call}: {message}");
     }
     let inside = wait(|done| db.begin(&json!(["notes"]), Mode::ReadOnly, done)).unwrap();
-    let err = wait(|done| db.get(Some(inside), &huge, &key, Read::default(), done)).unwrap_err();
+    let err = wait(|done| db.get(Some(inside), &huge, &key, Freshness::Cached, done)).unwrap_err();
     assert!(err.to_string().len() < 500, "inside a transaction: {} bytes", err.to_string().len());
     wait(|done| db.abort(inside, done)).unwrap();
     close(&db);

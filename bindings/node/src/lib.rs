@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use napi::bindgen_prelude::{Env, JsValue, Unknown};
 use napi::sys;
 use napi_derive::napi;
-use objstore_db::rsapi::{self, Cursor, Db, QueryHandle, Read, ReadKind, RequestId};
+use objstore_db::rsapi::{self, Cursor, Db, Freshness, QueryHandle, ReadKind, RequestId};
 use objstore_db_core::{Error, ErrorCode, Mode};
 use serde::Serialize;
 use serde_json::Value;
@@ -70,8 +70,12 @@ fn mode(name: &str) -> CoreResult<Mode> {
     }
 }
 
-fn read(fresh: Option<bool>) -> Read {
-    Read { fresh: fresh.unwrap_or(false) }
+fn read(fresh: Option<bool>) -> Freshness {
+    if fresh.unwrap_or(false) {
+        Freshness::Fresh
+    } else {
+        Freshness::Cached
+    }
 }
 
 /// A transaction id from JS (a number), as the library's.

@@ -9,7 +9,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use objstore_db::rsapi::{self, Cursor, Db, QueryHandle, Read, ReadKind, RequestId};
+use objstore_db::rsapi::{self, Cursor, Db, Freshness, QueryHandle, ReadKind, RequestId};
 use objstore_db_core::{Error, ErrorCode, Mode, Result};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
@@ -247,8 +247,12 @@ fn request_text(
     to_py(py.allow_threads(move || start(done)))
 }
 
-fn read(fresh: bool) -> Read {
-    Read { fresh }
+fn read(fresh: bool) -> Freshness {
+    if fresh {
+        Freshness::Fresh
+    } else {
+        Freshness::Cached
+    }
 }
 
 // ----- the database ---------------------------------------------------------------------------

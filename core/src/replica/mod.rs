@@ -5,6 +5,7 @@
 //! batch of [`Change`]s applied in one bounded transaction. Remote outcomes become validators,
 //! refused-write records, per-write statuses and events, never a commit's result.
 
+pub mod hook;
 pub mod policy;
 pub(crate) mod state;
 
@@ -16,11 +17,8 @@ use crate::database::{Database, Mode, Tx};
 use crate::error::{Error, Result};
 use crate::events::{Event, EventKind};
 use crate::key::Key;
-use crate::keypath::KeyPath;
 use crate::range::KeyRange;
-use crate::schema::{Schema, Secrets};
-use crate::sync::config::SyncConfig;
-use policy::Format;
+use policy::StorePolicy;
 
 pub use state::{ObjectState, OutboxEntry, RefusedWrite, WriteOp};
 
@@ -174,33 +172,7 @@ impl Resolution {
     }
 }
 
-/// Every synced store's settings, read from its `Sync` block with the `secrets` given at open put
-/// back (the error names the store and the field). Credentials missing there are found the way
-/// the AWS tools find them (`sync::config`).
-pub fn configs(schema: &Schema, secrets: &Secrets) -> Result<HashMap<String, SyncConfig>> {
-    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-    let mut configs = HashMap::new();
-    for store in &schema.stores {
-        let Some(block) = &store.sync else { continue };
-        let mut block = block.clone();
-        if let (Some(given), Some(Value::Object(options))) = (secrets.get(&store.name), block.get_mut("Options")) {
-            options.extend(given.clone());
-        }
-        let config = SyncConfig::from_json(&store.name, &block, &env)?;
-        if config.policy.format == Format::ObjstoreMeta
-            && store.key_path.as_ref().is_some_and(|p| *p != KeyPath::Single("name".into()))
-        {
-            return Err(Error::InvalidSchema(format!(
-                "store {:?}: an objstore-meta store is keyed by object name: give it keyPath \"name\" or none",
-                store.name
-            )));
-        }
-        configs.insert(store.name.clone(), config);
-    }
-    Ok(configs)
-}
-
-/// The object name a key stands for, on a bucket of `config`'s kind. Any name S3 takes is
+/// The object name a key stands for, on a bucket of `policy`'s kind. Any name S3 takes is
 /// taken — 1 to 1,024 bytes, empty segments (`a//b`), tabs, carriage returns and other control
 /// characters included — but:
 /// - NUL, which C strings and many tools cannot carry;
@@ -208,12 +180,12 @@ pub fn configs(schema: &Schema, secrets: &Secrets) -> Result<HashMap<String, Syn
 /// - a trailing `/`, which S3 tools take for a folder (and listings leave out);
 /// - on a directory bucket (`file://`), an empty segment (a leading or doubled `/`), which a
 ///   file system cannot hold.
-pub fn object_id(config: &SyncConfig, store: &str, key: &Key) -> Result<String> {
+pub fn object_id(policy: &StorePolicy, store: &str, key: &Key) -> Result<String> {
     let bad = |reason: String| Error::InvalidKey { store: Some(store.to_string()), key_path: None, reason };
     let Key::String(id) = key else {
         return Err(bad(format!("a synced store is keyed by object names (non-empty strings), not {key}")));
     };
-    let directory = config.connection.location.endpoint.starts_with("file://");
+    let directory = policy.in_directory;
     let why = if id.is_empty() {
         Some("it is empty")
     } else if id.len() > 1024 {
@@ -238,56 +210,9 @@ pub fn object_id(config: &SyncConfig, store: &str, key: &Key) -> Result<String> 
     }
 }
 
-/// Called by every write inside its transaction: checks that the store takes the write and
-/// queues it for the bucket. Bucket data applied by the agent is not queued.
-pub(crate) fn enqueue(
-    db: &mut Database,
-    store: &str,
-    key: &Key,
-    op: WriteOp,
-    value: Option<&Value>,
-    replaced: bool,
-) -> Result<()> {
-    if db.applying_bucket_data() {
-        return Ok(());
-    }
-    let Some(config) = db.sync_config(store) else {
-        return Ok(());
-    };
-    if config.policy.format == Format::ObjstoreMeta {
-        return Err(Error::InvalidArgument(format!(
-            "store {store:?} mirrors object metadata (objstore-meta) and is read-only; write to the store that holds the objects"
-        )));
-    }
-    let id = object_id(config, store, key)?;
-    if config.policy.immutable && replaced && op != WriteOp::Delete {
-        return Err(Error::Constraint {
-            store: store.to_string(),
-            detail: format!("the store is immutable: object {id:?} exists and cannot be replaced"),
-        });
-    }
-    if let Some(value) = value {
-        check_metadata(config, store, &id, value)?;
-    }
-    let mech = db.mech_mut();
-    // Read in the writing transaction, so that the number is the next one on this file.
-    let sequence = state::next_sequence(mech)?;
-    state::push(mech, sequence, &OutboxEntry { store: store.to_string(), id, op, value: value.cloned(), landed: None })
-}
-
-/// Metadata values go out as header values: control characters would break the request.
-fn check_metadata(config: &SyncConfig, store: &str, id: &str, value: &Value) -> Result<()> {
-    match config.policy.metadata_of(value).into_iter().find(|(_, v)| v.chars().any(char::is_control)) {
-        Some((name, v)) => Err(Error::InvalidArgument(format!(
-            "record {id:?} of store {store:?}: metadata field {name:?} = {v:?} has control characters and cannot be sent as a header"
-        ))),
-        None => Ok(()),
-    }
-}
-
 impl Database {
-    fn synced_or_error(&self, store: &str) -> Result<&SyncConfig> {
-        self.sync_config(store).ok_or_else(|| {
+    fn synced_or_error(&self, store: &str) -> Result<&StorePolicy> {
+        self.sync_policy(store).ok_or_else(|| {
             Error::InvalidArgument(format!("store {} is not synced (it has no Sync block)", crate::error::clip(store)))
         })
     }
@@ -446,7 +371,7 @@ impl Database {
             return Err(Error::InvalidArgument(format!("there is no refused write with sequence number {sequence}")));
         };
         let (store, id) = (write.entry.store.clone(), write.entry.id.clone());
-        if self.sync_config(&store).is_none() {
+        if self.sync_policy(&store).is_none() {
             // The store was dropped, or no longer syncs: nothing can be sent for it, and
             // nothing local stands on the refusal.
             if resolution == Resolution::Overwrite {
@@ -516,7 +441,7 @@ impl Database {
 
     /// The sync state of the record under `key`.
     pub fn sync_status(&mut self, store: &str, key: &Key) -> Result<SyncStatus> {
-        let Some(config) = self.sync_config(store) else {
+        let Some(config) = self.sync_policy(store) else {
             if !self.has_store(store) {
                 return Err(self.unknown_store(store));
             }

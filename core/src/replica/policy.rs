@@ -1,13 +1,12 @@
-//! The store's side of a `Sync` block: what is kept and how, whatever bucket holds it (the
-//! connection is `crate::bucket::Connection`). The engine's writes and reads of a synced store
-//! follow it.
+//! The store's side of a `Sync` block: what is kept and how, whatever bucket holds it (where
+//! the bucket is and how to reach it is the bucket's `Connection`). The replica's queueing of
+//! writes and the read policy follow it.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::Value;
-
-use crate::bucket::Metadata;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 pub enum Format {
@@ -44,6 +43,11 @@ pub struct StorePolicy {
     pub metadata_fields: Vec<String>,
     /// Writes leave a marker in the change log, and refreshes read it (see `sync::changelog`).
     pub change_log: Option<ChangeLogConfig>,
+    /// The bucket is a directory (`file://`): object names must be ones a file system holds.
+    pub in_directory: bool,
+    /// Where the objects live (format, endpoint, bucket, prefix), to tell when a migration
+    /// moves them.
+    pub objects_at: String,
 }
 
 /// A store's change log: where its markers are, and how often the whole prefix is listed
@@ -66,7 +70,7 @@ pub enum LayoutSegment {
 
 impl StorePolicy {
     /// The record's fields named in `Options.metadata`, as metadata headers.
-    pub fn metadata_of(&self, value: &Value) -> Metadata {
+    pub fn metadata_of(&self, value: &Value) -> BTreeMap<String, String> {
         self.metadata_fields
             .iter()
             .filter_map(|path| {

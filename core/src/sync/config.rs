@@ -3,6 +3,8 @@
 //! `Options`. Unknown fields are errors, so a misspelt option fails at open.
 
 use std::cell::OnceCell;
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -11,8 +13,14 @@ use serde_json::Value;
 use crate::bucket::connection::{Addressing, Connection, Credentials, Location};
 use crate::bucket::profile::Profile;
 use crate::bucket::ListVersion;
+use crate::database::{MechanismKind, OpenOptions};
 use crate::error::{Error, Result};
+use crate::hook::{Mirroring, WriteHook};
+use crate::keypath::KeyPath;
+use crate::mechanism::Durability;
+use crate::replica::hook::Replica;
 use crate::replica::policy::{parse_layout, ChangeLogConfig, Format, Prefetch, StorePolicy};
+use crate::schema::{Schema, Secrets};
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -167,7 +175,10 @@ impl SyncConfig {
             relist_every: Duration::from_millis(o.relist_every_ms.unwrap_or(DEFAULT_RELIST_EVERY_MS)),
             window: Duration::from_millis(o.change_log_window_ms.unwrap_or(DEFAULT_CHANGE_LOG_WINDOW_MS)),
         });
+        let objects_at = format!("{:?} {endpoint} {:?} {}", block.format, o.bucket, o.prefix);
         let policy = StorePolicy {
+            in_directory: local,
+            objects_at,
             format: block.format,
             immutable: block.immutable,
             prefetch: block.prefetch,
@@ -196,11 +207,54 @@ impl SyncConfig {
         };
         Ok(SyncConfig { policy, connection })
     }
+}
 
-    /// Whether `other` names the same objects: format, endpoint, bucket and prefix. Timeouts,
-    /// retries, credentials and the like do not move a store's objects.
-    pub fn same_location(&self, other: &SyncConfig) -> bool {
-        self.policy.format == other.policy.format && self.connection.location == other.connection.location
+/// Every synced store's settings, read from its `Sync` block with the `secrets` given at open put
+/// back (the error names the store and the field). Credentials missing there are found the way
+/// the AWS tools find them.
+pub fn configs(schema: &Schema, secrets: &Secrets) -> Result<HashMap<String, SyncConfig>> {
+    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    let mut configs = HashMap::new();
+    for store in &schema.stores {
+        let Some(block) = &store.sync else { continue };
+        let mut block = block.clone();
+        if let (Some(given), Some(Value::Object(options))) = (secrets.get(&store.name), block.get_mut("Options")) {
+            options.extend(given.clone());
+        }
+        let config = SyncConfig::from_json(&store.name, &block, &env)?;
+        if config.policy.format == Format::ObjstoreMeta
+            && store.key_path.as_ref().is_some_and(|p| *p != KeyPath::Single("name".into()))
+        {
+            return Err(Error::InvalidSchema(format!(
+                "store {:?}: an objstore-meta store is keyed by object name: give it keyPath \"name\" or none",
+                store.name
+            )));
+        }
+        configs.insert(store.name.clone(), config);
+    }
+    Ok(configs)
+}
+
+/// Stores with a `Sync` block mirror their writes through the replica into their outbox.
+#[derive(Debug, Default)]
+pub struct Buckets;
+
+impl Mirroring for Buckets {
+    fn hook(&self, schema: &Schema, secrets: &Secrets) -> Result<Box<dyn WriteHook>> {
+        let policies = configs(schema, secrets)?.into_iter().map(|(store, config)| (store, config.policy)).collect();
+        Ok(Box::new(Replica::new(policies)))
+    }
+}
+
+/// Opened with the default options, a database mirrors its synced stores' writes into their
+/// outbox (see [`Buckets`]).
+impl Default for OpenOptions {
+    fn default() -> OpenOptions {
+        OpenOptions {
+            mechanism: MechanismKind::default(),
+            durability: Durability::default(),
+            mirroring: Arc::new(Buckets),
+        }
     }
 }
 

@@ -1,20 +1,25 @@
 //! The sync layer, the only part that joins the engine's worker (`crate::executor`), the
 //! database's side of sync (`crate::replica`: outbox, validators, refused writes) and the
-//! buckets (`crate::bucket`). `config` reads a store's `Sync` block, `agent` moves data between
-//! a database and its buckets through ordinary requests, and `runner` gives the agent threads
-//! of its own.
+//! buckets (`crate::bucket`). Its front door is [`SyncedDatabase`]: a database on its worker
+//! with the sync agent and the agent's threads, reading by the one read policy (`reads`).
+//! `config` reads a store's `Sync` block, `agent` moves data between a database and its
+//! buckets through ordinary requests, and `runner` gives the agent threads of its own.
 
 pub mod agent;
 pub mod changelog;
 pub mod config;
+pub mod reads;
 pub mod runner;
+mod synced;
 
 pub use crate::bucket::{Accounting, Stats};
 pub use crate::replica::policy::{ChangeLogConfig, Format, Prefetch, StorePolicy};
 pub use crate::token::Token;
 pub use agent::{Agent, FlushReport, Freshness, Port};
 pub use config::SyncConfig;
+pub use reads::ReadScope;
 pub use runner::Runner;
+pub use synced::SyncedDatabase;
 
 /// Runs `work` on `items` with at most `concurrency` threads at once, results in input order.
 pub fn parallel<T: Sync, R: Send>(items: &[T], concurrency: usize, work: impl Fn(&T) -> R + Sync) -> Vec<R> {

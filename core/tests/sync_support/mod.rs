@@ -12,7 +12,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::thread;
 use std::time::Duration;
 
-use objstore_db_core::sync::{Agent, FlushReport, Freshness, Stats, Token};
+use objstore_db_core::sync::reads::prepare_read_here;
+use objstore_db_core::sync::{Agent, FlushReport, Freshness, ReadScope, Stats, Token};
 use objstore_db_core::{
     Database, Event, EventFilter, EventKind, Key, KeyRange, OpenOptions, Result, ScanOptions, Schema,
 };
@@ -59,9 +60,10 @@ pub fn open_on(path: &Path, schema: Schema, mechanism: objstore_db_core::Mechani
 }
 
 /// A database and its sync agent on the test's thread: the agent's work, which its runner
-/// does in the background, is done here synchronously after each call, so a test can count
-/// the requests each call costs. Writes are flushed at once; `get` and `values_of` validate
-/// (fresh reads); scans of a prefetching store prefetch within the refractory period rules.
+/// does in the background, is done here synchronously after each call (by the library's one
+/// read policy, `sync::reads`), so a test can count the requests each call costs. Writes are
+/// flushed at once; `get` and `values_of` validate (fresh reads); scans of a prefetching store
+/// prefetch within the refractory period rules.
 pub struct Client {
     pub db: Database,
     pub agent: Agent,
@@ -88,10 +90,8 @@ impl Client {
     }
 
     fn before_scan(&mut self, store: &str, scan: &ScanOptions) -> Result<()> {
-        if self.agent.prefetches(store) {
-            self.agent.refresh_for(&mut self.db, store, scan, &Token::default())?;
-        }
-        Ok(())
+        let read = ReadScope::scan(store, scan.clone(), Freshness::Cached);
+        prepare_read_here(&self.agent, &mut self.db, &read, &Token::default())
     }
 
     pub fn put(&mut self, store: &str, value: Value, key: Option<Key>) -> Result<Key> {
@@ -121,7 +121,8 @@ impl Client {
     pub fn values_of(&mut self, store: &str, keys: &[Key]) -> Result<Vec<Option<Value>>> {
         if self.agent.is_synced(store) && !self.agent.is_offline() {
             self.before_scan(store, &ScanOptions::new())?;
-            self.agent.fetch(&mut self.db, store, keys, Freshness::Fresh, &Token::default())?;
+            let read = ReadScope::keys(store, keys.to_vec(), Freshness::Fresh);
+            prepare_read_here(&self.agent, &mut self.db, &read, &Token::default())?;
             let _ = self.agent.flush(&mut self.db, &Token::default());
         }
         self.db.values_of(store, keys)

@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use objstore_db::rsapi::{Db, OpenOptions, Read, ReadKind};
+use objstore_db::rsapi::{Db, Freshness, OpenOptions, ReadKind};
 use objstore_db_core::{MechanismKind, Mode, Result as CoreResult};
 use serde_json::{json, Value};
 
@@ -128,7 +128,7 @@ fn people(db: &Db, n: usize) -> Result<(), String> {
 }
 
 fn scan(db: &Db, store: &str, kind: ReadKind, scan: Value) -> Result<Value, String> {
-    call(|done| db.read_scan(None, store, kind, Some(&scan), Read::default(), done))
+    call(|done| db.read_scan(None, store, kind, Some(&scan), Freshness::Cached, done))
 }
 
 fn count(db: &Db, store: &str) -> Result<Value, String> {
@@ -140,11 +140,11 @@ fn count(db: &Db, store: &str) -> Result<Value, String> {
 fn put_get_add(db: &Db) -> Result<(), String> {
     let record = json!({"id": "a", "city": "Oslo", "age": 30, "tags": ["x", null, {"deep": [1.5]}]});
     call(|done| db.put(None, "people", record.clone(), None, done))?;
-    expect("get", call(|done| db.get(None, "people", &json!("a"), Read::default(), done))?, record.clone())?;
+    expect("get", call(|done| db.get(None, "people", &json!("a"), Freshness::Cached, done))?, record.clone())?;
     refused("add over an existing key", "", |done| db.add(None, "people", json!({"id": "a", "age": 1}), None, done))?;
     expect(
         "the record after the refused add",
-        call(|done| db.get(None, "people", &json!("a"), Read::default(), done))?,
+        call(|done| db.get(None, "people", &json!("a"), Freshness::Cached, done))?,
         record,
     )
 }
@@ -187,7 +187,7 @@ fn cursor_visits_all(db: &Db) -> Result<(), String> {
     let cursor = db.query(&json!({"from": "people"})).map_err(|e| e.to_string())?.cursor(None, Mode::ReadOnly);
     let mut seen = Vec::new();
     loop {
-        let batch = call(|done| cursor.next(128, Read::default(), done))?;
+        let batch = call(|done| cursor.next(128, Freshness::Cached, done))?;
         let items = batch.as_array().cloned().unwrap_or_default();
         if items.is_empty() {
             break;
@@ -202,7 +202,7 @@ fn cursor_reverse_unique(db: &Db) -> Result<(), String> {
     people(db, 30)?;
     let query = db.query(&json!({"from": "people", "order": "city", "reverse": true, "unique": true}));
     let cursor = query.map_err(|e| e.to_string())?.cursor(None, Mode::ReadOnly);
-    let batch = call(|done| cursor.next(10, Read::default(), done))?;
+    let batch = call(|done| cursor.next(10, Freshness::Cached, done))?;
     let cities: Vec<Value> = batch.as_array().into_iter().flatten().map(|i| i["key"].clone()).collect();
     expect("cities", json!(cities), json!(["Pune", "Oslo", "Lima"]))
 }
@@ -210,13 +210,13 @@ fn cursor_reverse_unique(db: &Db) -> Result<(), String> {
 fn cursor_writes(db: &Db) -> Result<(), String> {
     people(db, 3)?;
     let cursor = db.query(&json!({"from": "people"})).map_err(|e| e.to_string())?.cursor(None, Mode::ReadWrite);
-    let batch = call(|done| cursor.next(3, Read::default(), done))?;
+    let batch = call(|done| cursor.next(3, Freshness::Cached, done))?;
     let first = batch[0]["value"].clone();
     let mut changed = first.clone();
     changed["age"] = json!(99);
     call(|done| cursor.update(&first["id"], changed.clone(), done))?;
     call(|done| cursor.delete(&batch[1]["primaryKey"], done))?;
-    expect("the updated record", call(|done| db.get(None, "people", &first["id"], Read::default(), done))?, changed)?;
+    expect("the updated record", call(|done| db.get(None, "people", &first["id"], Freshness::Cached, done))?, changed)?;
     expect("count after a delete", count(db, "people")?, json!(2))
 }
 
@@ -333,7 +333,7 @@ fn query_where_order(db: &Db) -> Result<(), String> {
     let q = db
         .query(&json!({"from": "people", "where": [["city", "=", "Lima"], ["age", ">=", 40]], "order": "age", "select": ["id", "age"]}))
         .map_err(|e| e.to_string())?;
-    let rows = call(|done| q.list(None, 3, Read::default(), done))?;
+    let rows = call(|done| q.list(None, 3, Freshness::Cached, done))?;
     let ages: Vec<u64> = rows.as_array().into_iter().flatten().filter_map(|r| r["age"].as_u64()).collect();
     if ages.len() != 3 || ages.windows(2).any(|w| w[0] > w[1]) || ages.iter().any(|a| *a < 40) {
         return Err(format!("rows {rows}: expected 3, by age, each 40 or more"));
@@ -349,7 +349,7 @@ fn query_pages(db: &Db) -> Result<(), String> {
     let q = db.query(&json!({"from": "people", "order": "age"})).map_err(|e| e.to_string())?;
     let mut ids = Vec::new();
     loop {
-        let page = call(|done| q.list(None, 10, Read::default(), done))?;
+        let page = call(|done| q.list(None, 10, Freshness::Cached, done))?;
         let page = page.as_array().cloned().unwrap_or_default();
         if page.is_empty() {
             break;
@@ -365,11 +365,11 @@ fn query_pages(db: &Db) -> Result<(), String> {
 fn query_patch_delete(db: &Db) -> Result<(), String> {
     people(db, 30)?;
     let oslo = db.query(&json!({"from": "people", "where": [["city", "=", "Oslo"]]})).map_err(|e| e.to_string())?;
-    expect("count", call(|done| oslo.count(None, Read::default(), done))?, json!(10))?;
+    expect("count", call(|done| oslo.count(None, Freshness::Cached, done))?, json!(10))?;
     expect("patched", call(|done| oslo.patch(None, json!({"seen": true}), done))?, json!(10))?;
     expect(
         "a patched record",
-        call(|done| db.get(None, "people", &json!("p0003"), Read::default(), done))?["seen"].clone(),
+        call(|done| db.get(None, "people", &json!("p0003"), Freshness::Cached, done))?["seen"].clone(),
         json!(true),
     )?;
     expect("deleted", call(|done| oslo.delete(None, done))?, json!(10))?;

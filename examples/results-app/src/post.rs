@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use objstore_db::rsapi::{Db, OpenOptions, Read};
+use objstore_db::rsapi::{Db, Freshness, OpenOptions};
 use objstore_db_core::{MechanismKind, Result as CoreResult};
 use serde_json::{json, Value};
 
@@ -182,7 +182,7 @@ impl Writer {
         let _one = self.anchoring.lock().unwrap_or_else(|p| p.into_inner());
         let anchor = json!(format!(".runs/{id}"));
         let anchored = |db: &Db| -> Result<Option<String>, StoreError> {
-            let found = call(|done| db.get(None, "results", &anchor, Read { fresh: true }, done))
+            let found = call(|done| db.get(None, "results", &anchor, Freshness::Fresh, done))
                 .map_err(StoreError::Unavailable)?;
             match &found {
                 Value::Null => Ok(None),

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use objstore_db::rsapi::{Db, Read};
+use objstore_db::rsapi::{Db, Freshness};
 use objstore_db_core::MechanismKind;
 
 use crate::format::{check_pair_pattern, clip, pair_matches, MAX_LABEL};
@@ -139,7 +139,7 @@ pub fn load(target: &Target) -> Result<(Quarantine, u64), String> {
 }
 
 fn read(db: &Db) -> Result<Quarantine, String> {
-    let found = call(|done| db.get(None, STORE, &json!(KEY), Read { fresh: true }, done))
+    let found = call(|done| db.get(None, STORE, &json!(KEY), Freshness::Fresh, done))
         .map_err(|e| format!("reading the quarantine: {e}"))?;
     match found {
         Value::Null => Ok(Quarantine::default()),

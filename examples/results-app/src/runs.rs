@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::mpsc;
 
-use objstore_db::rsapi::{Db, Read, ReadKind};
+use objstore_db::rsapi::{Db, Freshness, ReadKind};
 use serde_json::{json, Value};
 
 use crate::classes::{self, Seen, TestId};
@@ -58,7 +58,7 @@ pub(crate) const MISSING: &str = "the bucket no longer holds this file";
 
 pub(crate) fn keys(db: &Db, store: &str, scan: &Value) -> Result<Vec<String>, ViewError> {
     // `fresh`: listed unless a listing within the refractory period answered.
-    let found = call(|done| db.read_scan(None, store, ReadKind::Keys, Some(scan), Read { fresh: true }, done))?;
+    let found = call(|done| db.read_scan(None, store, ReadKind::Keys, Some(scan), Freshness::Fresh, done))?;
     Ok(strings(&found))
 }
 
@@ -72,7 +72,7 @@ pub(crate) fn keys_of_each(db: &Db, store: &str, scans: &[Value]) -> Result<Vec<
         let done = move |answer| {
             let _ = sender.send((i, answer));
         };
-        db.read_scan(None, store, ReadKind::Keys, Some(scan), Read { fresh: true }, done)
+        db.read_scan(None, store, ReadKind::Keys, Some(scan), Freshness::Fresh, done)
             .map_err(|e| ViewError::Failed(e.to_string()))?;
     }
     drop(sender);
@@ -148,7 +148,7 @@ fn load(db: &Db, keys: &[String]) -> Result<Vec<Result<Run, String>>, ViewError>
     if keys.is_empty() {
         return Ok(Vec::new());
     }
-    let bodies = match call(|done| db.values_of(None, "results", &json!(keys), Read::default(), done)) {
+    let bodies = match call(|done| db.values_of(None, "results", &json!(keys), Freshness::Cached, done)) {
         Ok(bodies) => bodies,
         // The library answers a read of one key that cannot be used with that key's error (and
         // a bucket out of reach with its own): that file's reason, not the view's failure.
@@ -172,7 +172,7 @@ fn load(db: &Db, keys: &[String]) -> Result<Vec<Result<Run, String>>, ViewError>
 /// the object cannot be used (asked of that key alone, a conditional request), else that it
 /// is gone.
 fn why_missing(db: &Db, key: &str) -> String {
-    match call(|done| db.values_of(None, "results", &json!([key]), Read::default(), done)) {
+    match call(|done| db.values_of(None, "results", &json!([key]), Freshness::Cached, done)) {
         Err(reason) => reason,
         Ok(_) => MISSING.to_string(),
     }

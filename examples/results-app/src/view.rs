@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use objstore_db::rsapi::{Db, Read};
+use objstore_db::rsapi::{Db, Freshness};
 use objstore_db_core::MechanismKind;
 use serde_json::{json, Map, Value};
 
@@ -361,7 +361,7 @@ impl Viewer {
     pub fn ci_run(&self, id: &str) -> View {
         check_label("run", id).map_err(ViewError::BadRequest)?;
         self.view(|db| {
-            let anchor = call(|done| db.get(None, "results", &json!(format!(".runs/{id}")), Read::default(), done))?;
+            let anchor = call(|done| db.get(None, "results", &json!(format!(".runs/{id}")), Freshness::Cached, done))?;
             let not_found = || {
                 ViewError::NotFound(format!("no run {id:?} in the bucket (runs posted with --run or from CI have one)"))
             };

@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use objstore_db_core::{Error, Key, Mode, Query, Result, Tx};
 use serde_json::{json, Value};
 
-use super::{Db, Read, RequestId, Within};
+use super::{Db, Freshness, RequestId, Within};
+use objstore_db_core::ReadScope;
 
 fn lock(query: &Mutex<Query>) -> MutexGuard<'_, Query> {
     query.lock().unwrap_or_else(|p| p.into_inner())
@@ -46,15 +47,13 @@ impl QueryHandle {
         &self,
         within: Within,
         n: usize,
-        read: Read,
+        read: Freshness,
         done: impl FnOnce(Result<Value>) + Send + 'static,
     ) -> Result<RequestId> {
         let query = self.query.clone();
         self.db.read(
             within,
-            vec![self.store.clone()],
-            read,
-            None,
+            ReadScope::store(&self.store, read),
             move |tx| Ok(Value::Array(lock(&query).list_in(tx, n)?)),
             done,
         )
@@ -66,40 +65,31 @@ impl QueryHandle {
         &self,
         within: Within,
         n: usize,
-        read: Read,
+        read: Freshness,
         done: impl FnOnce(Result<String>) + Send + 'static,
     ) -> Result<RequestId> {
         let query = self.query.clone();
-        self.db.read(within, vec![self.store.clone()], read, None, move |tx| lock(&query).list_text_in(tx, n), done)
+        self.db.read(within, ReadScope::store(&self.store, read), move |tx| lock(&query).list_text_in(tx, n), done)
     }
 
     /// How many records match (paging aside).
     pub fn count(
         &self,
         within: Within,
-        read: Read,
+        read: Freshness,
         done: impl FnOnce(Result<Value>) + Send + 'static,
     ) -> Result<RequestId> {
         let query = self.query.clone();
-        self.db.read(
-            within,
-            vec![self.store.clone()],
-            read,
-            None,
-            move |tx| Ok(json!(lock(&query).count_in(tx)?)),
-            done,
-        )
+        self.db.read(within, ReadScope::store(&self.store, read), move |tx| Ok(json!(lock(&query).count_in(tx)?)), done)
     }
 
     /// The plan, as text.
     pub fn explain(&self, within: Within, done: impl FnOnce(Result<Value>) + Send + 'static) -> Result<RequestId> {
         let query = self.query.clone();
-        let read = Read::default();
+        let read = Freshness::Cached;
         self.db.read(
             within,
-            vec![self.store.clone()],
-            read,
-            None,
+            ReadScope::store(&self.store, read),
             move |tx| Ok(json!(lock(&query).explain_in(tx)?.to_string())),
             done,
         )
@@ -148,7 +138,12 @@ pub struct Cursor {
 impl Cursor {
     /// The next batch of at most `n` items `{"key", "primaryKey", "value"}`; an empty batch is
     /// the end.
-    pub fn next(&self, n: usize, read: Read, done: impl FnOnce(Result<Value>) + Send + 'static) -> Result<RequestId> {
+    pub fn next(
+        &self,
+        n: usize,
+        read: Freshness,
+        done: impl FnOnce(Result<Value>) + Send + 'static,
+    ) -> Result<RequestId> {
         if n == 0 {
             return Err(Error::InvalidArgument("a cursor batch must ask for at least one record".into()));
         }
@@ -162,7 +157,7 @@ impl Cursor {
                     .collect(),
             ))
         };
-        self.db.read(self.within, vec![self.store.clone()], read, None, step, done)
+        self.db.read(self.within, ReadScope::store(&self.store, read), step, done)
     }
 
     fn writable(&self) -> Result<()> {

@@ -11,11 +11,10 @@
 //! - [`Db::close`]'s callback is the last callback the database makes; a request after close
 //!   is refused by the call (`Closed`); dropping the last handle closes without waiting.
 //!
-//! Synced stores: writes return the local outcome and are sent by the sync agent on threads of
-//! its own. A read serves the local copy: a record not held at all is fetched first, a store
-//! that prefetches and never did in this process is listed first, and anything else is
-//! revalidated in the background (stale-while-revalidate); [`Read::fresh`] asks the bucket
-//! before answering. With a cached copy, a bucket that is down never fails a plain read.
+//! Synced stores: the database is core's [`SyncedDatabase`], which holds the sync policy.
+//! Writes return the local outcome and are sent by the sync agent on threads of its own; a
+//! read serves the local copy by the read policy ([`Freshness::Fresh`] asks the bucket before
+//! answering).
 
 mod args;
 mod cursor;
@@ -23,18 +22,17 @@ mod txops;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
-use objstore_db_core::sync::runner::Remote;
-use objstore_db_core::sync::{Agent, Freshness, Runner, Token};
 use objstore_db_core::{
-    sql, AsyncDatabase, Database, Error, ExecutorOptions, Key, Mode, OpenOptions as CoreOpen, Resolution, Result,
-    ScanOptions, Tx, TxId,
+    sql, Database, Error, ExecutorOptions, FlushReport, Key, Mode, OpenOptions as CoreOpen, ReadScope, Resolution,
+    Result, SyncedDatabase, Token, Tx, TxId,
 };
 use serde_json::{json, Value};
 
 pub use args::{parse, stores, OpenOptions};
 pub use cursor::{Cursor, QueryHandle};
+pub use objstore_db_core::Freshness;
 pub use txops::{ReadKind, TxOps};
 
 /// Names one request, for [`Db::cancel`].
@@ -42,14 +40,6 @@ pub type RequestId = u64;
 
 /// Run a request on its own (`None`) or inside an explicit transaction.
 pub type Within = Option<TxId>;
-
-/// How fresh a read of a synced store must be.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Read {
-    /// Ask the bucket before answering (a conditional GET or a listing); an unreachable
-    /// bucket is then the read's error.
-    pub fresh: bool,
-}
 
 type Canceller = Box<dyn FnOnce(Error) + Send>;
 
@@ -86,56 +76,16 @@ impl<T: Send + 'static> Reply<T> {
 }
 
 struct Inner {
-    exec: Arc<AsyncDatabase>,
+    db: SyncedDatabase,
     name: String,
-    /// The sync agent, set on the worker right after open when the schema has synced stores.
-    agent: Arc<OnceLock<Arc<Agent>>>,
-    runner: OnceLock<Runner>,
-    sync_threads: usize,
     requests: Requests,
     gate: RwLock<()>,
-}
-
-impl Inner {
-    fn runner(&self) -> Option<&Runner> {
-        let agent = self.agent.get()?;
-        if let Some(runner) = self.runner.get() {
-            return Some(runner);
-        }
-        let started = Runner::start(agent.clone(), &self.exec, self.sync_threads).ok()?;
-        Some(self.runner.get_or_init(|| started))
-    }
 }
 
 /// An open database. Cheap to clone; closed by `close`, or when the last clone goes.
 #[derive(Clone)]
 pub struct Db {
     inner: Arc<Inner>,
-}
-
-/// What a read of a synced store needs from the agent before it can answer.
-enum Need {
-    Fetch {
-        store: String,
-        keys: Vec<Key>,
-        freshness: Freshness,
-    },
-    /// `first_per_pair`: the read takes only the first name of each pair (see
-    /// `Agent::reads_first_per_pair`), so a cold store lists only those.
-    /// `asked`: when the read found it needed a listing (one that completes after that serves
-    /// it too).
-    Prefetch {
-        store: String,
-        cached: bool,
-        first_per_pair: bool,
-        asked: std::time::Instant,
-    },
-}
-
-/// A first step's outcome: the answer, or the work to run again after the agent's step.
-enum Outcome<T, W> {
-    Done(T),
-    Later(W, Need),
 }
 
 impl Db {
@@ -152,43 +102,29 @@ impl Db {
     ) -> Result<Db> {
         let schema = args::schema(schema)?;
         let executor = ExecutorOptions {
-            open: CoreOpen { mechanism: options.mechanism, durability: options.durability },
+            open: CoreOpen { mechanism: options.mechanism, durability: options.durability, ..CoreOpen::default() },
             idle_transaction_timeout: options.idle_transaction_timeout,
             queue_capacity: options.queue_capacity,
         };
-        let agent: Arc<OnceLock<Arc<Agent>>> = Arc::default();
-        let slot = agent.clone();
         let opened: Arc<Mutex<Option<Value>>> = Arc::default();
         let seen = opened.clone();
-        let exec = AsyncDatabase::open_with(
+        let db = SyncedDatabase::open(
             name,
             schema,
             executor,
-            move |db| {
+            options.sync_threads,
+            move |db, warnings| {
                 let mut opened = parse("schema", &db.schema().to_json())?;
                 opened["previousVersion"] = json!(db.previous_version());
-                if Agent::is_needed(db.schema()) {
-                    let agent = Agent::new(db)?;
-                    let warnings = agent.warnings();
-                    if !warnings.is_empty() {
-                        opened["warnings"] = json!(warnings);
-                    }
-                    let _ = slot.set(Arc::new(agent));
+                if !warnings.is_empty() {
+                    opened["warnings"] = json!(warnings);
                 }
                 *seen.lock().unwrap_or_else(|p| p.into_inner()) = Some(opened);
                 Ok(())
             },
             move |r| done(r.map(|()| opened.lock().unwrap_or_else(|p| p.into_inner()).take().unwrap_or(Value::Null))),
         )?;
-        let inner = Inner {
-            exec: Arc::new(exec),
-            name: name.to_string(),
-            agent,
-            runner: OnceLock::new(),
-            sync_threads: options.sync_threads,
-            requests: Requests::default(),
-            gate: RwLock::new(()),
-        };
+        let inner = Inner { db, name: name.to_string(), requests: Requests::default(), gate: RwLock::new(()) };
         Ok(Db { inner: Arc::new(inner) })
     }
 
@@ -230,7 +166,7 @@ impl Db {
         work: impl FnOnce(&mut Database) -> Result<T> + Send + 'static,
     ) -> Result<RequestId> {
         let (id, token, slot) = (reply.id, reply.token.clone(), reply.slot.clone());
-        let submitted = self.inner.exec.submit_as(within, token, work, move |r| reply.deliver(r));
+        let submitted = self.inner.db.database().submit_as(within, token, work, move |r| reply.deliver(r));
         match submitted {
             Ok(()) => Ok(id),
             Err(e) => self.withdraw(id, &slot, e),
@@ -246,12 +182,10 @@ impl Db {
         work: impl FnOnce(&mut Tx) -> Result<T> + Send + 'static,
         done: impl FnOnce(Result<T>) + Send + 'static,
     ) -> Result<RequestId> {
-        let inner = self.inner.clone();
+        let db = self.inner.db.clone();
         let done = move |r: Result<T>| {
             if r.is_ok() && within.is_none() {
-                if let Some(runner) = inner.runner() {
-                    runner.flush_soon();
-                }
+                db.wrote();
             }
             done(r)
         };
@@ -262,34 +196,12 @@ impl Db {
         })
     }
 
-    /// A read. Inside a transaction it reads the local copy; on its own, `need` says (on the
-    /// worker, from the local state) whether the agent must act first. Then the agent acts on
-    /// its threads, and the read runs again.
+    /// A read. Inside a transaction it reads the local copy; on its own it reads by the sync
+    /// read policy (see [`SyncedDatabase::read`]).
     fn read<T, W>(
         &self,
         within: Within,
-        stores: Vec<String>,
-        read: Read,
-        keys: Option<Vec<Key>>,
-        work: W,
-        done: impl FnOnce(Result<T>) + Send + 'static,
-    ) -> Result<RequestId>
-    where
-        T: Send + 'static,
-        W: FnOnce(&mut Tx) -> Result<T> + Send + 'static,
-    {
-        self.read_scanning(within, stores, read, keys, None, work, done)
-    }
-
-    /// As [`Db::read`], for a scan whose shape may spare the agent a full listing.
-    #[allow(clippy::too_many_arguments)]
-    fn read_scanning<T, W>(
-        &self,
-        within: Within,
-        stores: Vec<String>,
-        read: Read,
-        keys: Option<Vec<Key>>,
-        scan: Option<ScanOptions>,
+        scope: ReadScope,
         work: W,
         done: impl FnOnce(Result<T>) + Send + 'static,
     ) -> Result<RequestId>
@@ -301,71 +213,11 @@ impl Db {
         if let Some(tx) = within {
             return self.submit(within, reply, move |db| work(&mut db.transaction(tx)?));
         }
-        let inner = self.inner.clone();
-        let first = move |db: &mut Database| -> Result<Outcome<T, W>> {
-            if let Some(agent) = inner.agent.get() {
-                if let Some(need) = need(agent, db, &stores, keys.as_deref(), scan.as_ref(), read)? {
-                    return Ok(Outcome::Later(work, need));
-                }
-                revalidate_later(&inner, agent, &stores, keys.as_deref());
-            }
-            let names: Vec<&str> = stores.iter().map(String::as_str).collect();
-            db.run(&names, Mode::ReadOnly, work).map(Outcome::Done)
-        };
         let (id, token, slot) = (reply.id, reply.token.clone(), reply.slot.clone());
-        let db = self.clone();
-        let later = token.clone();
-        let deliver = move |outcome: Result<Outcome<T, W>>| match outcome {
-            Ok(Outcome::Done(value)) => reply.deliver(Ok(value)),
-            Err(e) => reply.deliver(Err(e)),
-            Ok(Outcome::Later(work, need)) => db.after_agent(reply, later, work, need),
-        };
-        match self.inner.exec.submit_as(None, token, first, deliver) {
+        match self.inner.db.read(scope, token, work, move |r| reply.deliver(r)) {
             Ok(()) => Ok(id),
             Err(e) => self.withdraw(id, &slot, e),
         }
-    }
-
-    /// Runs the agent's step for a read on its threads, then the read itself on the worker.
-    fn after_agent<T, W>(&self, reply: Reply<T>, token: Token, work: W, need: Need)
-    where
-        T: Send + 'static,
-        W: FnOnce(&mut Tx) -> Result<T> + Send + 'static,
-    {
-        let Some(runner) = self.inner.runner() else {
-            return reply.deliver(Err(Error::Internal("a synced read without a sync agent".into())));
-        };
-        let exec = self.inner.exec.clone();
-        let job_token = token.clone();
-        let queued = runner.run(Box::new(move |agent, _| {
-            let mut port = Remote::new(&exec, job_token.clone());
-            let store = match &need {
-                Need::Fetch { store, .. } | Need::Prefetch { store, .. } => store.clone(),
-            };
-            let step = match &need {
-                Need::Fetch { store, keys, freshness } => agent.fetch(&mut port, store, keys, *freshness, &job_token),
-                Need::Prefetch { store, cached, first_per_pair, asked } => {
-                    match agent.prefetch_for_read(&mut port, store, *first_per_pair, *asked, &job_token) {
-                        // A store read before keeps serving its copy while the bucket is away.
-                        Err(e) if *cached && e.is_offline() => Ok(()),
-                        other => other,
-                    }
-                }
-            };
-            if let Err(e) = step {
-                return reply.deliver(Err(e));
-            }
-            // If the database closed meanwhile the request is refused, and close has
-            // completed (or will complete) the reply as cancelled.
-            let _ = exec.submit_as(
-                None,
-                job_token,
-                move |db| db.run(&[store.as_str()], Mode::ReadOnly, work),
-                move |r| reply.deliver(r),
-            );
-        }));
-        // A stopped runner means the database is closing: close completes the reply.
-        let _ = queued;
     }
 
     // ----- records ------------------------------------------------------------------------------
@@ -445,7 +297,7 @@ impl Db {
         within: Within,
         store: &str,
         key: &Value,
-        read: Read,
+        read: Freshness,
         done: impl FnOnce(Result<String>) + Send + 'static,
     ) -> Result<RequestId> {
         let key = Key::from_json(key)?;
@@ -453,9 +305,7 @@ impl Db {
         let wanted = vec![key.clone()];
         self.read(
             within,
-            vec![name.clone()],
-            read,
-            Some(wanted),
+            ReadScope::keys(&name, wanted, read),
             move |tx| Ok(tx.get_text(&name, &key)?.unwrap_or_else(|| "null".to_string())),
             done,
         )
@@ -467,7 +317,7 @@ impl Db {
         within: Within,
         store: &str,
         key: &Value,
-        read: Read,
+        read: Freshness,
         done: impl FnOnce(Result<Value>) + Send + 'static,
     ) -> Result<RequestId> {
         let key = Key::from_json(key)?;
@@ -475,9 +325,7 @@ impl Db {
         let wanted = vec![key.clone()];
         self.read(
             within,
-            vec![name.clone()],
-            read,
-            Some(wanted),
+            ReadScope::keys(&name, wanted, read),
             move |tx| Ok(tx.get(&name, &key)?.unwrap_or(Value::Null)),
             done,
         )
@@ -489,7 +337,7 @@ impl Db {
         within: Within,
         store: &str,
         keys: &Value,
-        read: Read,
+        read: Freshness,
         done: impl FnOnce(Result<Value>) + Send + 'static,
     ) -> Result<RequestId> {
         let keys = args::keys(keys)?;
@@ -497,9 +345,7 @@ impl Db {
         let wanted = keys.clone();
         self.read(
             within,
-            vec![name.clone()],
-            read,
-            Some(wanted),
+            ReadScope::keys(&name, wanted, read),
             move |tx| Ok(args::nulls(tx.values_of(&name, &keys)?)),
             done,
         )
@@ -511,13 +357,13 @@ impl Db {
         within: Within,
         store: &str,
         keys: &Value,
-        read: Read,
+        read: Freshness,
         done: impl FnOnce(Result<String>) + Send + 'static,
     ) -> Result<RequestId> {
         let keys = args::keys(keys)?;
         let name = store.to_string();
         let wanted = keys.clone();
-        self.read(within, vec![name.clone()], read, Some(wanted), move |tx| tx.values_of_text(&name, &keys), done)
+        self.read(within, ReadScope::keys(&name, wanted, read), move |tx| tx.values_of_text(&name, &keys), done)
     }
 
     /// Removes by key or key range; the result is how many went.
@@ -551,13 +397,13 @@ impl Db {
         store: &str,
         kind: ReadKind,
         scan: Option<&Value>,
-        read: Read,
+        read: Freshness,
         done: impl FnOnce(Result<Value>) + Send + 'static,
     ) -> Result<RequestId> {
         let options = args::scan(scan)?;
         let (name, scan) = (store.to_string(), scan.cloned());
         let work = move |tx: &mut Tx| txops::read(tx, &name, kind, scan.as_ref());
-        self.read_scanning(within, vec![store.to_string()], read, None, Some(options), work, done)
+        self.read(within, ReadScope::scan(store, options, read), work, done)
     }
 
     /// As [`Db::read_scan`], the result as JSON text: records as their stored texts.
@@ -567,13 +413,13 @@ impl Db {
         store: &str,
         kind: ReadKind,
         scan: Option<&Value>,
-        read: Read,
+        read: Freshness,
         done: impl FnOnce(Result<String>) + Send + 'static,
     ) -> Result<RequestId> {
         let options = args::scan(scan)?;
         let (name, scan) = (store.to_string(), scan.cloned());
         let work = move |tx: &mut Tx| txops::read_text(tx, &name, kind, scan.as_ref());
-        self.read_scanning(within, vec![store.to_string()], read, None, Some(options), work, done)
+        self.read(within, ReadScope::scan(store, options, read), work, done)
     }
 
     /// Runs SQL with bound parameters: `{"rows": [...]}` for a SELECT, `{"changed": n}`
@@ -592,7 +438,7 @@ impl Db {
         if mode == Mode::ReadWrite {
             self.write(within, vec![store], run, done)
         } else {
-            self.read(within, vec![store], Read::default(), None, run, done)
+            self.read(within, ReadScope::store(&store, Freshness::Cached), run, done)
         }
     }
 
@@ -618,12 +464,10 @@ impl Db {
     }
 
     pub fn commit(&self, tx: TxId, done: impl FnOnce(Result<()>) + Send + 'static) -> Result<RequestId> {
-        let inner = self.inner.clone();
+        let db = self.inner.db.clone();
         let reply = self.reply(move |r: Result<()>| {
             if r.is_ok() {
-                if let Some(runner) = inner.runner() {
-                    runner.flush_soon();
-                }
+                db.wrote();
             }
             done(r)
         });
@@ -688,24 +532,15 @@ impl Db {
 
     // ----- sync ---------------------------------------------------------------------------------
 
+    /// Runs `job` on the sync agent's threads (see [`SyncedDatabase::agent_job`]).
     fn agent_job<T: Send + 'static>(
         &self,
         done: impl FnOnce(Result<T>) + Send + 'static,
-        job: impl FnOnce(&Agent, &mut Remote, &Token) -> Result<T> + Send + 'static,
+        job: impl FnOnce(&SyncedDatabase, Token, Box<dyn FnOnce(Result<T>) + Send>) -> Result<()>,
     ) -> Result<RequestId> {
-        let Some(runner) = self.inner.runner() else {
-            return Err(Error::InvalidArgument(format!("database {:?} has no synced store", self.inner.name)));
-        };
         let reply = self.reply(done);
-        let (id, slot) = (reply.id, reply.slot.clone());
-        let exec = self.inner.exec.clone();
-        let queued = runner.run(Box::new(move |agent, _| {
-            let token = reply.token.clone();
-            let mut port = Remote::new(&exec, token.clone());
-            let result = job(agent, &mut port, &token);
-            reply.deliver(result);
-        }));
-        match queued {
+        let (id, token, slot) = (reply.id, reply.token.clone(), reply.slot.clone());
+        match job(&self.inner.db, token, Box::new(move |r| reply.deliver(r))) {
             Ok(()) => Ok(id),
             Err(e) => self.withdraw(id, &slot, e),
         }
@@ -718,54 +553,25 @@ impl Db {
     /// every write. Refused writes are kept (see `refused_writes`); held ones stay queued; an
     /// unreachable bucket is reported, not an error.
     pub fn flush(&self, done: impl FnOnce(Result<Value>) + Send + 'static) -> Result<RequestId> {
-        self.agent_job(done, |agent, port, token| {
-            let report = agent.flush(port, token)?;
-            let writes = |list: &[(u64, objstore_db_core::Error)]| -> Vec<Value> {
-                list.iter()
-                    .map(|(sequence, e)| json!({"sequence": sequence, "code": format!("{:?}", e.code()), "message": e.to_string()}))
-                    .collect()
-            };
-            let mut out = json!({"sent": report.sent, "pending": report.pending, "refused": report.refused,
-                "rejected": writes(&report.rejected), "held": writes(&report.held)});
-            if let Some(e) = report.offline {
-                out["offline"] = json!(e.to_string());
-            }
-            if let Some(e) = report.blocked {
-                out["blocked"] = json!(e.to_string());
-            }
-            Ok(out)
-        })
+        let done = move |report: Result<FlushReport>| done(report.map(flush_json));
+        self.agent_job(done, |db, token, done| db.flush(token, done))
     }
 
     /// Lists a synced store now and brings its local copy in line: new and changed objects are
     /// fetched, vanished ones removed, whatever its `prefetch` setting or refractory period.
     pub fn prefetch(&self, store: &str, done: impl FnOnce(Result<()>) + Send + 'static) -> Result<RequestId> {
-        let store = store.to_string();
-        self.agent_job(done, move |agent, port, token| agent.prefetch(port, &store, token))
+        self.agent_job(done, |db, token, done| db.prefetch(store, token, done))
     }
 
     /// Offline, the agent makes no requests: reads serve the cache, writes wait in the outbox.
     pub fn set_offline(&self, offline: bool) -> Result<()> {
-        match self.inner.agent.get() {
-            Some(agent) => {
-                agent.set_offline(offline);
-                if !offline {
-                    if let Some(runner) = self.inner.runner() {
-                        runner.flush_soon();
-                    }
-                }
-                Ok(())
-            }
-            None => Ok(()),
-        }
+        self.inner.db.set_offline(offline);
+        Ok(())
     }
 
     /// Requests made to buckets so far, bytes and cost (`reset` starts again from zero).
     pub fn sync_stats(&self, reset: bool) -> Value {
-        match self.inner.agent.get() {
-            Some(agent) => if reset { agent.take_stats() } else { agent.stats() }.to_json(),
-            None => objstore_db_core::sync::Stats::default().to_json(),
-        }
+        self.inner.db.stats(reset).to_json()
     }
 
     /// Writes the bucket refused, kept until resolved: `[{"sequence", "store", "key", "op",
@@ -784,11 +590,9 @@ impl Db {
         done: impl FnOnce(Result<()>) + Send + 'static,
     ) -> Result<RequestId> {
         let resolution = Resolution::from_name(resolution)?;
-        let inner = self.inner.clone();
+        let db = self.inner.db.clone();
         let reply = self.reply(move |r: Result<()>| {
-            if let Some(runner) = inner.runner() {
-                runner.flush_soon();
-            }
+            db.wrote();
             done(r)
         });
         self.submit(None, reply, move |db| db.resolve_refused(sequence, resolution))
@@ -833,7 +637,7 @@ impl Db {
             Some((token, _)) => {
                 token.cancel();
                 // A request waiting for an open transaction completes now, not when it ends.
-                self.inner.exec.wake();
+                self.inner.db.database().wake();
                 true
             }
             None => false,
@@ -845,10 +649,7 @@ impl Db {
     /// this database. A second close is `Closed` (and its `done` is never called).
     pub fn close(&self, done: impl FnOnce(Result<()>) + Send + 'static) -> Result<()> {
         let inner = self.inner.clone();
-        self.inner.exec.close(move |r| {
-            if let Some(runner) = inner.runner.get() {
-                runner.stop();
-            }
+        self.inner.db.close(move |r| {
             let _gate = inner.gate.write().unwrap_or_else(|p| p.into_inner());
             let pending: Vec<(RequestId, (Token, Canceller))> =
                 inner.requests.pending.lock().unwrap_or_else(|p| p.into_inner()).drain().collect();
@@ -861,7 +662,7 @@ impl Db {
     }
 
     pub fn is_closed(&self) -> bool {
-        self.inner.exec.is_closed()
+        self.inner.db.database().is_closed()
     }
 
     /// Closes if needed and waits until the worker and the agent's threads have ended, for
@@ -869,94 +670,24 @@ impl Db {
     /// from a callback; bindings with finalizers use `close` and drop instead.
     pub fn close_and_join(&self) {
         let _ = self.close(|_| {});
-        if let Some(runner) = self.inner.runner.get() {
-            runner.stop();
-            runner.join();
-        }
-        self.inner.exec.join();
+        self.inner.db.close_and_join();
     }
 }
 
-/// On the worker, before a read of a synced store: what the agent must do first, if anything.
-fn need(
-    agent: &Agent,
-    db: &mut Database,
-    stores: &[String],
-    keys: Option<&[Key]>,
-    scan: Option<&ScanOptions>,
-    read: Read,
-) -> Result<Option<Need>> {
-    let freshness = if read.fresh { Freshness::Fresh } else { Freshness::Cached };
-    let Some(store) = stores.iter().find(|s| agent.is_synced(s)) else {
-        return Ok(None);
+/// A flush report as `{"sent", "pending", "refused", "rejected", "held", "offline"?, "blocked"?}`.
+fn flush_json(report: FlushReport) -> Value {
+    let writes = |list: &[(u64, objstore_db_core::Error)]| -> Vec<Value> {
+        list.iter()
+            .map(|(sequence, e)| json!({"sequence": sequence, "code": format!("{:?}", e.code()), "message": e.to_string()}))
+            .collect()
     };
-    if agent.is_offline() {
-        return Ok(None);
+    let mut out = json!({"sent": report.sent, "pending": report.pending, "refused": report.refused,
+        "rejected": writes(&report.rejected), "held": writes(&report.held)});
+    if let Some(e) = report.offline {
+        out["offline"] = json!(e.to_string());
     }
-    if let Some(keys) = keys {
-        if db.sync_config(store).is_some_and(|c| c.policy.format == objstore_db_core::sync::Format::ObjstoreMeta) {
-            return Ok(None);
-        }
-        let missing = db.local_copies(store, keys)?.iter().any(|c| !c.present && !c.held);
-        return Ok((read.fresh || missing).then(|| Need::Fetch {
-            store: store.clone(),
-            keys: keys.to_vec(),
-            freshness,
-        }));
+    if let Some(e) = report.blocked {
+        out["blocked"] = json!(e.to_string());
     }
-    // A fresh read lists, unless a listing within the refractory period (the least interval
-    // between two, the seed's `prefetchRefractoryPeriod`) already answered for the bucket.
-    // A read of the first name of each pair is served by a store listed only that far; any
-    // other read wants it listed in full.
-    let fresh = read.fresh && !agent.refractory_fresh(store);
-    let first_per_pair = scan.is_some_and(|scan| agent.reads_first_per_pair(store, scan));
-    if agent.prefetches(store) && (fresh || !agent.listed_for(store, first_per_pair)) {
-        let cached = !fresh && db.store_state(store)?.prefetched;
-        return Ok(Some(Need::Prefetch {
-            store: store.clone(),
-            cached,
-            first_per_pair,
-            asked: std::time::Instant::now(),
-        }));
-    }
-    Ok(None)
-}
-
-/// After a plain read served the cache: the agent revalidates in the background.
-fn revalidate_later(inner: &Arc<Inner>, agent: &Agent, stores: &[String], keys: Option<&[Key]>) {
-    let Some(store) = stores.iter().find(|s| agent.is_synced(s)).cloned() else {
-        return;
-    };
-    if agent.is_offline() {
-        return;
-    }
-    let keys = keys.map(<[Key]>::to_vec);
-    let wants = match &keys {
-        Some(_) => agent.revalidates(&store),
-        None => agent.prefetches(&store),
-    };
-    if !wants {
-        return;
-    }
-    let Some(runner) = inner.runner() else { return };
-    let exec = inner.exec.clone();
-    // Reads of the same keys share one revalidation; at most a few are queued at a time.
-    let what = match &keys {
-        Some(keys) => format!(
-            "{store}\u{0}{}",
-            serde_json::to_string(&keys.iter().map(Key::to_string).collect::<Vec<_>>()).unwrap_or_default()
-        ),
-        None => store.clone(),
-    };
-    runner.revalidate_soon(
-        what,
-        Box::new(move |agent, _| {
-            let token = Token::default();
-            let mut port = Remote::new(&exec, token.clone());
-            let _ = match keys {
-                Some(keys) => agent.fetch(&mut port, &store, &keys, Freshness::Fresh, &token),
-                None => agent.refresh(&mut port, &store, &token),
-            };
-        }),
-    );
+    out
 }

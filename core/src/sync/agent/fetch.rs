@@ -22,7 +22,7 @@ impl Agent {
             // Descriptions come from listings, never from GETs of the objects.
             return Ok(());
         }
-        keys.iter().try_for_each(|k| object_id(&s.config, store, k).map(drop))?;
+        keys.iter().try_for_each(|k| object_id(&s.config.policy, store, k).map(drop))?;
         let (name, wanted) = (store.to_string(), keys.to_vec());
         let locals = port.exec(move |db| db.local_copies(&name, &wanted))?;
         let asks = self.asks(store, &locals, freshness);

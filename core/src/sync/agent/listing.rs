@@ -47,23 +47,6 @@ impl Agent {
         self.seen().get(store).is_some_and(|s| s.at.is_some() && (first_per_pair || s.complete))
     }
 
-    /// Before `scan` of a prefetching store: lists it when this process has not (only the
-    /// first name of each pair, when that is all the scan reads), else refreshes it as
-    /// [`Agent::refresh`] does.
-    pub fn refresh_for(
-        &self,
-        port: &mut impl Port,
-        store: &str,
-        scan: &crate::ScanOptions,
-        token: &Token,
-    ) -> Result<()> {
-        let first_per_pair = self.reads_first_per_pair(store, scan);
-        if !self.listed_for(store, first_per_pair) {
-            return self.prefetch_for_read(port, store, first_per_pair, Instant::now(), token);
-        }
-        self.refresh(port, store, token)
-    }
-
     /// Lists the store's objects now and brings the local copy in line, whatever the
     /// refractory period and the change log: new and changed objects are fetched (or, for an
     /// objstore-meta store, described) and vanished ones removed. Explicit prefetches always
@@ -365,7 +348,7 @@ impl Agent {
         // (their clocks may order them wrongly).
         let mut latest: HashMap<&str, (&changelog::Marker, bool)> = HashMap::new();
         for marker in &markers {
-            if object_id(&s.config, store, &Key::String(marker.id.clone())).is_err() {
+            if object_id(&s.config.policy, store, &Key::String(marker.id.clone())).is_err() {
                 continue;
             }
             let entry = latest.entry(marker.id.as_str()).or_insert((marker, false));

@@ -200,7 +200,8 @@ impl Agent {
         }
         let schema = db.schema();
         let mut stores = HashMap::new();
-        for (name, config) in db.sync_configs().clone() {
+        let configs = super::config::configs(schema, db.secrets())?;
+        for (name, config) in configs.into_iter().filter(|(name, _)| db.sync_policy(name).is_some()) {
             let bucket = open_bucket(&config.connection, accounting.clone())?;
             let key_path = schema.store(&name).and_then(|s| s.key_path.clone());
             let pair_indexes = pair_indexes(&config, schema.store(&name).map_or(&[][..], |s| &s.indexes[..]));
@@ -397,7 +398,7 @@ fn records(s: &SyncedStore, store: &str, objects: Vec<ObjectInfo>) -> Vec<(Strin
         .into_iter()
         .filter_map(|o| Some((o.key.strip_prefix(prefix.as_str())?.to_string(), o)))
         .filter(|(id, _)| {
-            !id.starts_with(changelog::DIR) && object_id(&s.config, store, &Key::String(id.clone())).is_ok()
+            !id.starts_with(changelog::DIR) && object_id(&s.config.policy, store, &Key::String(id.clone())).is_ok()
         })
         .collect()
 }
