@@ -187,10 +187,9 @@ typedef void (*objstore_callback)(void *user_data,
                                   size_t result_len);
 
 /*
- The body of `objstore_db_transaction`, run on the worker with a transaction handle valid
- only during the call. Returning anything but 0 (OBJSTORE_STATUS_OK) rolls everything back.
+ An event as JSON `{"kind", "store", "key", "value", "message"}`, valid during the call.
  */
-typedef int32_t (*objstore_tx_fn)(void *user_data, struct objstore_tx *tx);
+typedef void (*objstore_event_fn)(void *user_data, const char *event, size_t event_len);
 
 /*
  A push-cursor visitor: `item` is `{"key", "primaryKey", "value"}` JSON. It returns one of
@@ -205,13 +204,82 @@ typedef int32_t (*objstore_cursor_fn)(void *user_data,
                                       size_t *update_len);
 
 /*
- An event as JSON `{"kind", "store", "key", "value", "message"}`, valid during the call.
+ The body of `objstore_db_transaction`, run on the worker with a transaction handle valid
+ only during the call. Returning anything but 0 (OBJSTORE_STATUS_OK) rolls everything back.
  */
-typedef void (*objstore_event_fn)(void *user_data, const char *event, size_t event_len);
+typedef int32_t (*objstore_tx_fn)(void *user_data, struct objstore_tx *tx);
 
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/*
+ Opens a pull cursor over the query's matches from the start (the query's own paging is
+ untouched) into `*cursor_out`; `mode` OBJSTORE_MODE_READWRITE lets it update and delete.
+ Free it with `objstore_cursor_free`.
+
+ # Safety
+ `query` is a live query; `cursor_out` is valid for a write.
+ */
+enum objstore_status objstore_cursor_open(const struct objstore_query *query,
+                                          uint64_t tx,
+                                          uint32_t mode_,
+                                          struct objstore_cursor **cursor_out,
+                                          char **error_out);
+
+/*
+ Frees a cursor (closing it). Accepts NULL. Requests already made with it still complete.
+
+ # Safety
+ `cursor` is NULL or a live cursor, not used again.
+ */
+void objstore_cursor_free(struct objstore_cursor *cursor);
+
+/*
+ The cursor's next batch of at most `n` items, a JSON array of `{"key", "primaryKey",
+ "value"}`; an empty array is the end. Each batch is a request of its own: other requests
+ may be made between two batches.
+
+ # Safety
+ `cursor` is a live cursor; other pointers as in `objstore_db_put`.
+ */
+enum objstore_status objstore_cursor_next(const struct objstore_cursor *cursor,
+                                          size_t n,
+                                          objstore_callback done,
+                                          void *user_data,
+                                          uint64_t *request_out,
+                                          char **error_out);
+
+/*
+ Replaces the record under `primary_key_json` (one the cursor returned) with `value_json`;
+ the key must stay the same. The result is `null`.
+
+ # Safety
+ As `objstore_cursor_next`.
+ */
+enum objstore_status objstore_cursor_update(const struct objstore_cursor *cursor,
+                                            const char *primary_key_json,
+                                            size_t primary_key_len,
+                                            const char *value_json,
+                                            size_t value_len,
+                                            objstore_callback done,
+                                            void *user_data,
+                                            uint64_t *request_out,
+                                            char **error_out);
+
+/*
+ Removes the record under `primary_key_json`; the result is how many went (0 or 1).
+
+ # Safety
+ As `objstore_cursor_next`.
+ */
+enum objstore_status objstore_cursor_delete(const struct objstore_cursor *cursor,
+                                            const char *primary_key_json,
+                                            size_t primary_key_len,
+                                            objstore_callback done,
+                                            void *user_data,
+                                            uint64_t *request_out,
+                                            char **error_out);
 
 /*
  The library version, e.g. "0.1.0" (static; do not free).
@@ -446,6 +514,258 @@ enum objstore_status objstore_db_sql(const struct objstore_db *db,
                                      char **error_out);
 
 /*
+ The schema as the database has it now: `{"version", "stores"}` (default index names filled
+ in, no credentials).
+
+ # Safety
+ As `objstore_db_put`.
+ */
+enum objstore_status objstore_db_schema(const struct objstore_db *db,
+                                        objstore_callback done,
+                                        void *user_data,
+                                        uint64_t *request_out,
+                                        char **error_out);
+
+/*
+ Subscribes `listener` to events (filter JSON `{"kinds"?: [...], "store"?: name}`, NULL:
+ all). The listener runs on the worker thread until unsubscribed or the database closes;
+ `done` gets the subscription id (a JSON number).
+
+ # Safety
+ As `objstore_db_put`; `listener_data` is passed to `listener` on the worker thread.
+ */
+enum objstore_status objstore_db_subscribe(const struct objstore_db *db,
+                                           const char *filter_json,
+                                           size_t filter_len,
+                                           objstore_event_fn listener,
+                                           void *listener_data,
+                                           objstore_callback done,
+                                           void *user_data,
+                                           uint64_t *request_out,
+                                           char **error_out);
+
+/*
+ Ends a subscription; the result is `true`, or `false` if there was none with that id.
+
+ # Safety
+ As `objstore_db_put`.
+ */
+enum objstore_status objstore_db_unsubscribe(const struct objstore_db *db,
+                                             uint64_t subscription,
+                                             objstore_callback done,
+                                             void *user_data,
+                                             uint64_t *request_out,
+                                             char **error_out);
+
+/*
+ A convenience over the pull cursor: streams every match to `visit`, batch by batch on a
+ library thread, applying what it answers (OBJSTORE_CURSOR_*) before the next batch; `done`
+ gets the number visited. Memory stays flat when an index or the primary key gives the order.
+
+ # Safety
+ As `objstore_query_list`; `visit_data` is passed to `visit` on a library thread.
+ */
+enum objstore_status objstore_query_open(const struct objstore_query *query,
+                                         uint64_t tx,
+                                         uint32_t mode_,
+                                         objstore_cursor_fn visit,
+                                         void *visit_data,
+                                         objstore_callback done,
+                                         void *user_data,
+                                         uint64_t *request_out,
+                                         char **error_out);
+
+/*
+ Makes a query from JSON `{"from": store, "where"?: [[field, op, value], ...], "order"?,
+ "reverse"?, "unique"?, "select"?}` into `*query_out` (free with `objstore_query_free`).
+
+ # Safety
+ `db` is a live handle; `spec_json` is valid for `spec_len` bytes; `query_out` for a write.
+ */
+enum objstore_status objstore_query_new(const struct objstore_db *db,
+                                        const char *spec_json,
+                                        size_t spec_len,
+                                        struct objstore_query **query_out,
+                                        char **error_out);
+
+/*
+ Frees a query. Accepts NULL. Requests already made with it still complete.
+
+ # Safety
+ `query` is NULL or a live query, not used again.
+ */
+void objstore_query_free(struct objstore_query *query);
+
+/*
+ The next `n` records as a JSON array (empty at the end): each call continues after the
+ last record of the one before (keyset paging).
+
+ # Safety
+ `query` is a live query; other pointers as in `objstore_db_put`.
+ */
+enum objstore_status objstore_query_list(const struct objstore_query *query,
+                                         uint64_t tx,
+                                         size_t n,
+                                         uint32_t flags,
+                                         objstore_callback done,
+                                         void *user_data,
+                                         uint64_t *request_out,
+                                         char **error_out);
+
+/*
+ Counts the matches (a number), explains the plan (a string), or deletes the matches (how
+ many), by `action` (OBJSTORE_QUERY_*).
+
+ # Safety
+ As `objstore_query_list`.
+ */
+enum objstore_status objstore_query_run(const struct objstore_query *query,
+                                        uint64_t tx,
+                                        uint32_t action,
+                                        objstore_callback done,
+                                        void *user_data,
+                                        uint64_t *request_out,
+                                        char **error_out);
+
+/*
+ Merges a JSON merge patch (RFC 7396) into every match; the result is how many changed.
+
+ # Safety
+ As `objstore_query_list`.
+ */
+enum objstore_status objstore_query_patch(const struct objstore_query *query,
+                                          uint64_t tx,
+                                          const char *patch_json,
+                                          size_t patch_len,
+                                          objstore_callback done,
+                                          void *user_data,
+                                          uint64_t *request_out,
+                                          char **error_out);
+
+/*
+ Sends the outbox of synced stores now; the result is `{"sent", "pending", "refused",
+ "rejected": [{"sequence", "code", "message"}], "held": [...], "offline"?, "blocked"?}`.
+ Writes are also sent in the background after each commit, so `sent`, `rejected` and `held`
+ are what this call did, while `pending` (writes still waiting) and `refused` (refused writes
+ awaiting `objstore_db_resolve`, whoever met the refusal) count every write. `rejected`
+ writes the bucket refused (kept, see `objstore_db_refused_writes`), `held` writes the server
+ failed on (5xx) while it took others — they stay queued and do not block writes to other
+ objects; `offline` why the bucket could not be reached, `blocked` why it refused every
+ request (credentials, a wrong region): those writes wait.
+
+ # Safety
+ As `objstore_db_put`.
+ */
+enum objstore_status objstore_db_flush(const struct objstore_db *db,
+                                       objstore_callback done,
+                                       void *user_data,
+                                       uint64_t *request_out,
+                                       char **error_out);
+
+/*
+ Lists a synced store now and brings its local copy in line (new and changed objects
+ fetched, vanished ones removed), whatever its prefetch setting; the result is `null`.
+
+ # Safety
+ As `objstore_db_put`.
+ */
+enum objstore_status objstore_db_prefetch(const struct objstore_db *db,
+                                          const char *store,
+                                          objstore_callback done,
+                                          void *user_data,
+                                          uint64_t *request_out,
+                                          char **error_out);
+
+/*
+ Offline, the library makes no requests to buckets: reads serve the cache and writes wait.
+ Takes effect at once (no callback).
+
+ # Safety
+ `db` is NULL or a live handle.
+ */
+enum objstore_status objstore_db_set_offline(const struct objstore_db *db,
+                                             bool offline,
+                                             char **error_out);
+
+/*
+ Requests made to buckets so far: `{"requests": {kind: {status: n}}, "total",
+ "bytesSent", "bytesReceived", "costUsd" (S3 Standard), "costsUsd": {"s3Standard", "r2",
+ "s3ExpressOneZone"}, "conditionalWrites": {bucket: bool}}` into `*result_out` (free with
+ objstore_string_free); `reset` starts the count again. Synchronous.
+
+ # Safety
+ `db` is NULL or a live handle; `result_out` is valid for a write.
+ */
+enum objstore_status objstore_db_sync_stats(const struct objstore_db *db,
+                                            bool reset,
+                                            char **result_out,
+                                            char **error_out);
+
+/*
+ The writes the bucket refused, kept until resolved: a JSON array of `{"sequence", "store",
+ "key", "op", "value", "code", "message"}`.
+
+ # Safety
+ As `objstore_db_put`.
+ */
+enum objstore_status objstore_db_refused_writes(const struct objstore_db *db,
+                                                objstore_callback done,
+                                                void *user_data,
+                                                uint64_t *request_out,
+                                                char **error_out);
+
+/*
+ Resolves refused write `sequence`, and every other refused write of the same object with
+ it: `resolution` "discard" (the bucket's version wins) or "overwrite" (the local copy is
+ sent over whatever the bucket holds; a refused remove removes it). The result is `null`.
+
+ # Safety
+ As `objstore_db_put`.
+ */
+enum objstore_status objstore_db_resolve(const struct objstore_db *db,
+                                         uint64_t sequence,
+                                         const char *resolution,
+                                         objstore_callback done,
+                                         void *user_data,
+                                         uint64_t *request_out,
+                                         char **error_out);
+
+/*
+ The sync state of the record under `key_json`: "local" (not a synced store), "pending",
+ "refused", "synced", "unusable" (the bucket's version is over the size cap or not JSON; an
+ error event said so) or "unknown", as a JSON string.
+
+ # Safety
+ As `objstore_db_put`.
+ */
+enum objstore_status objstore_db_sync_status(const struct objstore_db *db,
+                                             const char *store,
+                                             const char *key_json,
+                                             size_t key_len,
+                                             objstore_callback done,
+                                             void *user_data,
+                                             uint64_t *request_out,
+                                             char **error_out);
+
+/*
+ Takes back the writes to the record under `key_json` still waiting for the bucket, and the
+ local record with them (no delete is queued); the result is how many, as JSON. For a caller
+ that told its own client the write failed: it does not land later (a send already under way
+ may).
+
+ # Safety
+ As `objstore_db_put`.
+ */
+enum objstore_status objstore_db_withdraw_pending(const struct objstore_db *db,
+                                                  const char *store,
+                                                  const char *key_json,
+                                                  size_t key_len,
+                                                  objstore_callback done,
+                                                  void *user_data,
+                                                  uint64_t *request_out,
+                                                  char **error_out);
+
+/*
  Starts an explicit transaction over the stores named (a JSON array or one name) in `mode`
  (OBJSTORE_MODE_*); the result is its id (a JSON number) to pass as `tx`. It starts when
  the transaction open now (if any) ends. While it is open, requests outside it wait for it
@@ -605,326 +925,6 @@ enum objstore_status objstore_tx_sql(struct objstore_tx *tx,
                                      char **result_out,
                                      size_t *result_len,
                                      char **error_out);
-
-/*
- Makes a query from JSON `{"from": store, "where"?: [[field, op, value], ...], "order"?,
- "reverse"?, "unique"?, "select"?}` into `*query_out` (free with `objstore_query_free`).
-
- # Safety
- `db` is a live handle; `spec_json` is valid for `spec_len` bytes; `query_out` for a write.
- */
-enum objstore_status objstore_query_new(const struct objstore_db *db,
-                                        const char *spec_json,
-                                        size_t spec_len,
-                                        struct objstore_query **query_out,
-                                        char **error_out);
-
-/*
- Frees a query. Accepts NULL. Requests already made with it still complete.
-
- # Safety
- `query` is NULL or a live query, not used again.
- */
-void objstore_query_free(struct objstore_query *query);
-
-/*
- The next `n` records as a JSON array (empty at the end): each call continues after the
- last record of the one before (keyset paging).
-
- # Safety
- `query` is a live query; other pointers as in `objstore_db_put`.
- */
-enum objstore_status objstore_query_list(const struct objstore_query *query,
-                                         uint64_t tx,
-                                         size_t n,
-                                         uint32_t flags,
-                                         objstore_callback done,
-                                         void *user_data,
-                                         uint64_t *request_out,
-                                         char **error_out);
-
-/*
- Counts the matches (a number), explains the plan (a string), or deletes the matches (how
- many), by `action` (OBJSTORE_QUERY_*).
-
- # Safety
- As `objstore_query_list`.
- */
-enum objstore_status objstore_query_run(const struct objstore_query *query,
-                                        uint64_t tx,
-                                        uint32_t action,
-                                        objstore_callback done,
-                                        void *user_data,
-                                        uint64_t *request_out,
-                                        char **error_out);
-
-/*
- Merges a JSON merge patch (RFC 7396) into every match; the result is how many changed.
-
- # Safety
- As `objstore_query_list`.
- */
-enum objstore_status objstore_query_patch(const struct objstore_query *query,
-                                          uint64_t tx,
-                                          const char *patch_json,
-                                          size_t patch_len,
-                                          objstore_callback done,
-                                          void *user_data,
-                                          uint64_t *request_out,
-                                          char **error_out);
-
-/*
- Opens a pull cursor over the query's matches from the start (the query's own paging is
- untouched) into `*cursor_out`; `mode` OBJSTORE_MODE_READWRITE lets it update and delete.
- Free it with `objstore_cursor_free`.
-
- # Safety
- `query` is a live query; `cursor_out` is valid for a write.
- */
-enum objstore_status objstore_cursor_open(const struct objstore_query *query,
-                                          uint64_t tx,
-                                          uint32_t mode_,
-                                          struct objstore_cursor **cursor_out,
-                                          char **error_out);
-
-/*
- Frees a cursor (closing it). Accepts NULL. Requests already made with it still complete.
-
- # Safety
- `cursor` is NULL or a live cursor, not used again.
- */
-void objstore_cursor_free(struct objstore_cursor *cursor);
-
-/*
- The cursor's next batch of at most `n` items, a JSON array of `{"key", "primaryKey",
- "value"}`; an empty array is the end. Each batch is a request of its own: other requests
- may be made between two batches.
-
- # Safety
- `cursor` is a live cursor; other pointers as in `objstore_db_put`.
- */
-enum objstore_status objstore_cursor_next(const struct objstore_cursor *cursor,
-                                          size_t n,
-                                          objstore_callback done,
-                                          void *user_data,
-                                          uint64_t *request_out,
-                                          char **error_out);
-
-/*
- Replaces the record under `primary_key_json` (one the cursor returned) with `value_json`;
- the key must stay the same. The result is `null`.
-
- # Safety
- As `objstore_cursor_next`.
- */
-enum objstore_status objstore_cursor_update(const struct objstore_cursor *cursor,
-                                            const char *primary_key_json,
-                                            size_t primary_key_len,
-                                            const char *value_json,
-                                            size_t value_len,
-                                            objstore_callback done,
-                                            void *user_data,
-                                            uint64_t *request_out,
-                                            char **error_out);
-
-/*
- Removes the record under `primary_key_json`; the result is how many went (0 or 1).
-
- # Safety
- As `objstore_cursor_next`.
- */
-enum objstore_status objstore_cursor_delete(const struct objstore_cursor *cursor,
-                                            const char *primary_key_json,
-                                            size_t primary_key_len,
-                                            objstore_callback done,
-                                            void *user_data,
-                                            uint64_t *request_out,
-                                            char **error_out);
-
-/*
- A convenience over the pull cursor: streams every match to `visit`, batch by batch on a
- library thread, applying what it answers (OBJSTORE_CURSOR_*) before the next batch; `done`
- gets the number visited. Memory stays flat when an index or the primary key gives the order.
-
- # Safety
- As `objstore_query_list`; `visit_data` is passed to `visit` on a library thread.
- */
-enum objstore_status objstore_query_open(const struct objstore_query *query,
-                                         uint64_t tx,
-                                         uint32_t mode_,
-                                         objstore_cursor_fn visit,
-                                         void *visit_data,
-                                         objstore_callback done,
-                                         void *user_data,
-                                         uint64_t *request_out,
-                                         char **error_out);
-
-/*
- Subscribes `listener` to events (filter JSON `{"kinds"?: [...], "store"?: name}`, NULL:
- all). The listener runs on the worker thread until unsubscribed or the database closes;
- `done` gets the subscription id (a JSON number).
-
- # Safety
- As `objstore_db_put`; `listener_data` is passed to `listener` on the worker thread.
- */
-enum objstore_status objstore_db_subscribe(const struct objstore_db *db,
-                                           const char *filter_json,
-                                           size_t filter_len,
-                                           objstore_event_fn listener,
-                                           void *listener_data,
-                                           objstore_callback done,
-                                           void *user_data,
-                                           uint64_t *request_out,
-                                           char **error_out);
-
-/*
- Ends a subscription; the result is `true`, or `false` if there was none with that id.
-
- # Safety
- As `objstore_db_put`.
- */
-enum objstore_status objstore_db_unsubscribe(const struct objstore_db *db,
-                                             uint64_t subscription,
-                                             objstore_callback done,
-                                             void *user_data,
-                                             uint64_t *request_out,
-                                             char **error_out);
-
-/*
- Sends the outbox of synced stores now; the result is `{"sent", "pending", "refused",
- "rejected": [{"sequence", "code", "message"}], "held": [...], "offline"?, "blocked"?}`.
- Writes are also sent in the background after each commit, so `sent`, `rejected` and `held`
- are what this call did, while `pending` (writes still waiting) and `refused` (refused writes
- awaiting `objstore_db_resolve`, whoever met the refusal) count every write. `rejected`
- writes the bucket refused (kept, see `objstore_db_refused_writes`), `held` writes the server
- failed on (5xx) while it took others — they stay queued and do not block writes to other
- objects; `offline` why the bucket could not be reached, `blocked` why it refused every
- request (credentials, a wrong region): those writes wait.
-
- # Safety
- As `objstore_db_put`.
- */
-enum objstore_status objstore_db_flush(const struct objstore_db *db,
-                                       objstore_callback done,
-                                       void *user_data,
-                                       uint64_t *request_out,
-                                       char **error_out);
-
-/*
- Lists a synced store now and brings its local copy in line (new and changed objects
- fetched, vanished ones removed), whatever its prefetch setting; the result is `null`.
-
- # Safety
- As `objstore_db_put`.
- */
-enum objstore_status objstore_db_prefetch(const struct objstore_db *db,
-                                          const char *store,
-                                          objstore_callback done,
-                                          void *user_data,
-                                          uint64_t *request_out,
-                                          char **error_out);
-
-/*
- Offline, the library makes no requests to buckets: reads serve the cache and writes wait.
- Takes effect at once (no callback).
-
- # Safety
- `db` is NULL or a live handle.
- */
-enum objstore_status objstore_db_set_offline(const struct objstore_db *db,
-                                             bool offline,
-                                             char **error_out);
-
-/*
- Requests made to buckets so far: `{"requests": {kind: {status: n}}, "total",
- "bytesSent", "bytesReceived", "costUsd" (S3 Standard), "costsUsd": {"s3Standard", "r2",
- "s3ExpressOneZone"}, "conditionalWrites": {bucket: bool}}` into `*result_out` (free with
- objstore_string_free); `reset` starts the count again. Synchronous.
-
- # Safety
- `db` is NULL or a live handle; `result_out` is valid for a write.
- */
-enum objstore_status objstore_db_sync_stats(const struct objstore_db *db,
-                                            bool reset,
-                                            char **result_out,
-                                            char **error_out);
-
-/*
- The schema as the database has it now: `{"version", "stores"}` (default index names filled
- in, no credentials).
-
- # Safety
- As `objstore_db_put`.
- */
-enum objstore_status objstore_db_schema(const struct objstore_db *db,
-                                        objstore_callback done,
-                                        void *user_data,
-                                        uint64_t *request_out,
-                                        char **error_out);
-
-/*
- The writes the bucket refused, kept until resolved: a JSON array of `{"sequence", "store",
- "key", "op", "value", "code", "message"}`.
-
- # Safety
- As `objstore_db_put`.
- */
-enum objstore_status objstore_db_refused_writes(const struct objstore_db *db,
-                                                objstore_callback done,
-                                                void *user_data,
-                                                uint64_t *request_out,
-                                                char **error_out);
-
-/*
- Resolves refused write `sequence`, and every other refused write of the same object with
- it: `resolution` "discard" (the bucket's version wins) or "overwrite" (the local copy is
- sent over whatever the bucket holds; a refused remove removes it). The result is `null`.
-
- # Safety
- As `objstore_db_put`.
- */
-enum objstore_status objstore_db_resolve(const struct objstore_db *db,
-                                         uint64_t sequence,
-                                         const char *resolution,
-                                         objstore_callback done,
-                                         void *user_data,
-                                         uint64_t *request_out,
-                                         char **error_out);
-
-/*
- The sync state of the record under `key_json`: "local" (not a synced store), "pending",
- "refused", "synced", "unusable" (the bucket's version is over the size cap or not JSON; an
- error event said so) or "unknown", as a JSON string.
-
- # Safety
- As `objstore_db_put`.
- */
-enum objstore_status objstore_db_sync_status(const struct objstore_db *db,
-                                             const char *store,
-                                             const char *key_json,
-                                             size_t key_len,
-                                             objstore_callback done,
-                                             void *user_data,
-                                             uint64_t *request_out,
-                                             char **error_out);
-
-/*
- Takes back the writes to the record under `key_json` still waiting for the bucket, and the
- local record with them (no delete is queued); the result is how many, as JSON. For a caller
- that told its own client the write failed: it does not land later (a send already under way
- may).
-
- # Safety
- As `objstore_db_put`.
- */
-enum objstore_status objstore_db_withdraw_pending(const struct objstore_db *db,
-                                                  const char *store,
-                                                  const char *key_json,
-                                                  size_t key_len,
-                                                  objstore_callback done,
-                                                  void *user_data,
-                                                  uint64_t *request_out,
-                                                  char **error_out);
 
 /*
  A new waiter (free with `objstore_waiter_free`). Pass `objstore_waiter_callback` as the

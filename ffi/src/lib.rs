@@ -2,7 +2,6 @@
 //! safe Rust API (`rsapi`) that the Python and Node wrappers call too.
 
 pub mod capi;
-mod push;
 pub mod rsapi;
 
 #[cfg(test)]

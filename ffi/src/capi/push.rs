@@ -10,11 +10,43 @@ use std::sync::{Arc, Mutex};
 use objstore_db_core::{Error, Mode, Result, TxId};
 use serde_json::Value;
 
-use crate::capi::{OBJSTORE_CURSOR_CONTINUE, OBJSTORE_CURSOR_DELETE, OBJSTORE_CURSOR_STOP, OBJSTORE_CURSOR_UPDATE};
+use super::args::{c_string, completion, json_arg, mode, request, within};
+use super::query::query_ref;
+use super::{
+    ObjstoreCallback, ObjstoreCursorFn, ObjstoreQuery, ObjstoreStatus, OBJSTORE_CURSOR_CONTINUE,
+    OBJSTORE_CURSOR_DELETE, OBJSTORE_CURSOR_STOP, OBJSTORE_CURSOR_UPDATE,
+};
 use crate::rsapi::{Cursor, Db, Freshness, QueryHandle, RequestId, Within};
 
 /// Records pulled per batch.
 const BATCH: usize = 256;
+
+/// A convenience over the pull cursor: streams every match to `visit`, batch by batch on a
+/// library thread, applying what it answers (OBJSTORE_CURSOR_*) before the next batch; `done`
+/// gets the number visited. Memory stays flat when an index or the primary key gives the order.
+///
+/// # Safety
+/// As `objstore_query_list`; `visit_data` is passed to `visit` on a library thread.
+#[no_mangle]
+pub unsafe extern "C" fn objstore_query_open(
+    query: *const ObjstoreQuery,
+    tx: u64,
+    mode_: u32,
+    visit: ObjstoreCursorFn,
+    visit_data: *mut c_void,
+    done: ObjstoreCallback,
+    user_data: *mut c_void,
+    request_out: *mut u64,
+    error_out: *mut *mut c_char,
+) -> ObjstoreStatus {
+    request(error_out, request_out, || {
+        let (q, mode) = (query_ref(query)?, mode(mode_)?);
+        let visit = visit.ok_or_else(|| Error::InvalidArgument("the cursor visitor is NULL".into()))?;
+        let done = completion(done, user_data)?;
+        let visitor = Visitor { visit, data: visit_data };
+        start(q.db().clone(), q.clone(), within(tx), mode, visitor, move |r| done.deliver(r))
+    })
+}
 
 pub(crate) struct Visitor {
     pub visit: unsafe extern "C" fn(*mut c_void, *const c_char, usize, *mut *const c_char, *mut usize) -> i32,
@@ -34,7 +66,7 @@ enum Step {
 
 impl Visitor {
     fn show(&self, item: &Value) -> Result<Step> {
-        let text = crate::capi::c_string(item.to_string());
+        let text = c_string(item.to_string());
         let (mut update, mut update_len): (*const c_char, usize) = (std::ptr::null(), 0);
         let answer =
             unsafe { (self.visit)(self.data, text.as_ptr(), text.as_bytes().len(), &mut update, &mut update_len) };
@@ -42,9 +74,7 @@ impl Visitor {
             OBJSTORE_CURSOR_CONTINUE => Ok(Step::Go),
             OBJSTORE_CURSOR_STOP => Ok(Step::Stop),
             OBJSTORE_CURSOR_DELETE => Ok(Step::Delete),
-            OBJSTORE_CURSOR_UPDATE => {
-                unsafe { crate::capi::json_arg(update, update_len, "cursor update") }.map(Step::Update)
-            }
+            OBJSTORE_CURSOR_UPDATE => unsafe { json_arg(update, update_len, "cursor update") }.map(Step::Update),
             other => Err(Error::InvalidArgument(format!(
                 "the cursor visitor returned {other}, not an OBJSTORE_CURSOR_* value"
             ))),

@@ -1,0 +1,212 @@
+//! The `extern "C"` layer over `rsapi`, a file per C type: `db` (the database and its
+//! single-request operations), `tx` (transactions), `query`, `cursor` and `push` (the push
+//! cursor), `sync`, `waiter`; what they share (the guard, completions, argument readers) is
+//! `args`, and the C vocabulary (statuses, constants, callback types, handles) is here. Every
+//! entry point goes through `call` (the guard: no panic crosses the boundary, errors become a
+//! status and a message); JSON is parsed once into values for `rsapi`, and results are written
+//! as JSON text once.
+//!
+//! Conventions (repeated in the header): a function that returns a status other than
+//! `OBJSTORE_STATUS_OK` has done nothing and will not call its callback; one that returns
+//! `OBJSTORE_STATUS_OK` calls its callback exactly once, from a thread of the library (the
+//! database's worker, or its sync agent's), also on error, cancel and close, and the close
+//! callback is the last one. Enumerations cross the boundary as integers and are checked.
+
+// C signatures carry a callback, its user data, a request id and an error out-parameter.
+#![allow(clippy::too_many_arguments)]
+
+use std::ffi::{c_char, c_void, CStr, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use objstore_db_core::{Error, ErrorCode, Mode, Result};
+use serde_json::Value;
+
+use crate::rsapi::{Cursor, Db, Freshness, OpenOptions, QueryHandle, ReadKind, RequestId, TxOps, Within};
+
+mod args;
+mod cursor;
+mod db;
+mod push;
+mod query;
+mod sync;
+mod tx;
+mod waiter;
+
+use args::*;
+pub use cursor::*;
+pub use db::*;
+pub use push::*;
+pub use query::*;
+pub use sync::*;
+pub use tx::*;
+pub use waiter::*;
+
+/// Status of a call or of a completed request.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ObjstoreStatus {
+    Ok = 0,
+    /// An unknown store or index.
+    NotFound = 1,
+    /// A key that is not valid, or a record without its key.
+    InvalidKey = 2,
+    /// A bad argument: NULL, invalid UTF-8 or JSON, an unknown option or enumeration value.
+    InvalidArgument = 3,
+    /// A duplicate key or a unique-index clash; nothing was written.
+    Constraint = 4,
+    /// A write in a readonly transaction or cursor.
+    ReadOnly = 5,
+    /// The transaction has ended (committed, aborted, timed out).
+    TransactionInactive = 6,
+    /// The schema is invalid or changed without a higher version.
+    Schema = 7,
+    /// The database is closed.
+    Closed = 8,
+    /// The request was cancelled (`objstore_db_cancel`) or the database closed first.
+    Cancelled = 9,
+    /// The storage (SQLite) failed.
+    Storage = 10,
+    /// A bug in objstore-db (a caught panic).
+    Internal = 11,
+    /// The bucket holds another version than a write assumed (HTTP 412); nothing was
+    /// overwritten.
+    Conflict = 12,
+    /// The bucket could not be reached (refused, reset, timed out, 5xx after retries).
+    Network = 13,
+    /// The bucket refused the request (4xx other than 412).
+    Remote = 14,
+    /// The bucket answered with something unusable (malformed XML, not JSON, oversized).
+    RemoteData = 15,
+    /// Retired, never returned: requests now wait for an open transaction. Kept so that the
+    /// number is not given to another status and code naming it still compiles.
+    Busy = 16,
+    /// `objstore_waiter_wait` timed out; the request is still running.
+    Timeout = 17,
+}
+
+/// Transaction or cursor mode (an `int` argument; other values are INVALID_ARGUMENT).
+pub const OBJSTORE_MODE_READONLY: u32 = 0;
+pub const OBJSTORE_MODE_READWRITE: u32 = 1;
+
+/// What `objstore_db_read` returns: how many, the primary keys, or the records.
+pub const OBJSTORE_READ_COUNT: u32 = 0;
+pub const OBJSTORE_READ_KEYS: u32 = 1;
+pub const OBJSTORE_READ_VALUES: u32 = 2;
+
+/// Read flags: ask the bucket before answering (a read of a synced store otherwise serves the
+/// cache, fetching only what is not held, and revalidates in the background).
+pub const OBJSTORE_READ_FRESH: u32 = 1;
+
+/// What a push-cursor visitor returns for the record it was shown.
+pub const OBJSTORE_CURSOR_CONTINUE: i32 = 0;
+pub const OBJSTORE_CURSOR_STOP: i32 = 1;
+/// Delete this record, then continue.
+pub const OBJSTORE_CURSOR_DELETE: i32 = 2;
+/// Replace this record with the JSON the visitor put in `*update`, then continue.
+pub const OBJSTORE_CURSOR_UPDATE: i32 = 3;
+
+/// Completion of a request: `result` is JSON (status OK) or an error message, `result_len`
+/// bytes, NUL-terminated, valid only during the call.
+pub type ObjstoreCallback = Option<
+    unsafe extern "C" fn(user_data: *mut c_void, status: ObjstoreStatus, result: *const c_char, result_len: usize),
+>;
+
+/// An event as JSON `{"kind", "store", "key", "value", "message"}`, valid during the call.
+pub type ObjstoreEventFn = Option<unsafe extern "C" fn(user_data: *mut c_void, event: *const c_char, event_len: usize)>;
+
+/// A push-cursor visitor: `item` is `{"key", "primaryKey", "value"}` JSON. It returns one of
+/// the OBJSTORE_CURSOR_* values; to update, it sets `*update` and `*update_len` to the new
+/// record's JSON (copied before the visitor returns... to the library) and returns
+/// OBJSTORE_CURSOR_UPDATE. Any other value stops the cursor with INVALID_ARGUMENT.
+pub type ObjstoreCursorFn = Option<
+    unsafe extern "C" fn(
+        user_data: *mut c_void,
+        item: *const c_char,
+        item_len: usize,
+        update: *mut *const c_char,
+        update_len: *mut usize,
+    ) -> i32,
+>;
+
+/// The body of `objstore_db_transaction`, run on the worker with a transaction handle valid
+/// only during the call. Returning anything but 0 (OBJSTORE_STATUS_OK) rolls everything back.
+pub type ObjstoreTxFn = Option<unsafe extern "C" fn(user_data: *mut c_void, tx: *mut ObjstoreTx) -> i32>;
+
+/// An open database (opaque). Valid from `objstore_db_open` until `objstore_db_free`; after
+/// `objstore_db_close` calls are refused with OBJSTORE_STATUS_CLOSED.
+pub struct ObjstoreDb {
+    db: Db,
+}
+
+/// A query whose `list` pages continue from call to call (opaque).
+pub struct ObjstoreQuery {
+    query: QueryHandle,
+}
+
+/// A pull cursor (opaque): `objstore_cursor_next` hands out batches.
+pub struct ObjstoreCursor {
+    cursor: Cursor,
+}
+
+/// The transaction inside an `objstore_db_transaction` body (opaque).
+pub struct ObjstoreTx {
+    ops: *mut TxOps<'static, 'static>,
+    /// The last operation that failed, so that a body returning its status ends with its error.
+    failed: Option<(i32, String)>,
+}
+
+/// Turns a completion callback into a blocking step for test harnesses (opaque): pass
+/// `objstore_waiter_callback` and the waiter as callback and user data, then wait.
+pub struct ObjstoreWaiter {
+    state: Mutex<Option<(ObjstoreStatus, String)>>,
+    ready: Condvar,
+}
+
+pub(crate) fn status_of(error: &Error) -> ObjstoreStatus {
+    status_of_code(error.code())
+}
+
+const CODES: [ErrorCode; 15] = [
+    ErrorCode::NotFound,
+    ErrorCode::InvalidKey,
+    ErrorCode::InvalidArgument,
+    ErrorCode::Constraint,
+    ErrorCode::ReadOnly,
+    ErrorCode::TransactionInactive,
+    ErrorCode::Schema,
+    ErrorCode::Closed,
+    ErrorCode::Cancelled,
+    ErrorCode::Storage,
+    ErrorCode::Internal,
+    ErrorCode::Conflict,
+    ErrorCode::Network,
+    ErrorCode::Remote,
+    ErrorCode::RemoteData,
+];
+
+/// The error code a status a caller returned stands for (a status it made up: none).
+fn code_of_status(status: i32) -> Option<ErrorCode> {
+    CODES.into_iter().find(|code| status_of_code(*code) as i32 == status)
+}
+
+fn status_of_code(code: ErrorCode) -> ObjstoreStatus {
+    match code {
+        ErrorCode::NotFound => ObjstoreStatus::NotFound,
+        ErrorCode::InvalidKey => ObjstoreStatus::InvalidKey,
+        ErrorCode::InvalidArgument => ObjstoreStatus::InvalidArgument,
+        ErrorCode::Constraint => ObjstoreStatus::Constraint,
+        ErrorCode::ReadOnly => ObjstoreStatus::ReadOnly,
+        ErrorCode::TransactionInactive => ObjstoreStatus::TransactionInactive,
+        ErrorCode::Schema => ObjstoreStatus::Schema,
+        ErrorCode::Closed => ObjstoreStatus::Closed,
+        ErrorCode::Cancelled => ObjstoreStatus::Cancelled,
+        ErrorCode::Storage => ObjstoreStatus::Storage,
+        ErrorCode::Internal => ObjstoreStatus::Internal,
+        ErrorCode::Conflict => ObjstoreStatus::Conflict,
+        ErrorCode::Network => ObjstoreStatus::Network,
+        ErrorCode::Remote => ObjstoreStatus::Remote,
+        ErrorCode::RemoteData => ObjstoreStatus::RemoteData,
+    }
+}

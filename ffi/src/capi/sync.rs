@@ -1,0 +1,180 @@
+//! Sync: flush, prefetch, offline, request accounting, refused writes and their resolution,
+//! a record's sync status, and withdrawing writes still waiting.
+
+use super::*;
+
+/// Sends the outbox of synced stores now; the result is `{"sent", "pending", "refused",
+/// "rejected": [{"sequence", "code", "message"}], "held": [...], "offline"?, "blocked"?}`.
+/// Writes are also sent in the background after each commit, so `sent`, `rejected` and `held`
+/// are what this call did, while `pending` (writes still waiting) and `refused` (refused writes
+/// awaiting `objstore_db_resolve`, whoever met the refusal) count every write. `rejected`
+/// writes the bucket refused (kept, see `objstore_db_refused_writes`), `held` writes the server
+/// failed on (5xx) while it took others — they stay queued and do not block writes to other
+/// objects; `offline` why the bucket could not be reached, `blocked` why it refused every
+/// request (credentials, a wrong region): those writes wait.
+///
+/// # Safety
+/// As `objstore_db_put`.
+#[no_mangle]
+pub unsafe extern "C" fn objstore_db_flush(
+    db: *const ObjstoreDb,
+    done: ObjstoreCallback,
+    user_data: *mut c_void,
+    request_out: *mut u64,
+    error_out: *mut *mut c_char,
+) -> ObjstoreStatus {
+    request(error_out, request_out, || {
+        let (db, done) = (db_ref(db)?, completion(done, user_data)?);
+        db.flush(move |r| done.deliver(r))
+    })
+}
+
+/// Lists a synced store now and brings its local copy in line (new and changed objects
+/// fetched, vanished ones removed), whatever its prefetch setting; the result is `null`.
+///
+/// # Safety
+/// As `objstore_db_put`.
+#[no_mangle]
+pub unsafe extern "C" fn objstore_db_prefetch(
+    db: *const ObjstoreDb,
+    store: *const c_char,
+    done: ObjstoreCallback,
+    user_data: *mut c_void,
+    request_out: *mut u64,
+    error_out: *mut *mut c_char,
+) -> ObjstoreStatus {
+    request(error_out, request_out, || {
+        let (db, store, done) = (db_ref(db)?, text(store, "store")?, completion(done, user_data)?);
+        db.prefetch(store, move |r| done.deliver(r.map(|()| Value::Null)))
+    })
+}
+
+/// Offline, the library makes no requests to buckets: reads serve the cache and writes wait.
+/// Takes effect at once (no callback).
+///
+/// # Safety
+/// `db` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn objstore_db_set_offline(
+    db: *const ObjstoreDb,
+    offline: bool,
+    error_out: *mut *mut c_char,
+) -> ObjstoreStatus {
+    call(error_out, || db_ref(db)?.set_offline(offline))
+}
+
+/// Requests made to buckets so far: `{"requests": {kind: {status: n}}, "total",
+/// "bytesSent", "bytesReceived", "costUsd" (S3 Standard), "costsUsd": {"s3Standard", "r2",
+/// "s3ExpressOneZone"}, "conditionalWrites": {bucket: bool}}` into `*result_out` (free with
+/// objstore_string_free); `reset` starts the count again. Synchronous.
+///
+/// # Safety
+/// `db` is NULL or a live handle; `result_out` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn objstore_db_sync_stats(
+    db: *const ObjstoreDb,
+    reset: bool,
+    result_out: *mut *mut c_char,
+    error_out: *mut *mut c_char,
+) -> ObjstoreStatus {
+    call(error_out, || {
+        if result_out.is_null() {
+            return Err(Error::InvalidArgument("result_out is NULL".into()));
+        }
+        *result_out = c_string(db_ref(db)?.sync_stats(reset).to_string()).into_raw();
+        Ok(())
+    })
+}
+
+/// The writes the bucket refused, kept until resolved: a JSON array of `{"sequence", "store",
+/// "key", "op", "value", "code", "message"}`.
+///
+/// # Safety
+/// As `objstore_db_put`.
+#[no_mangle]
+pub unsafe extern "C" fn objstore_db_refused_writes(
+    db: *const ObjstoreDb,
+    done: ObjstoreCallback,
+    user_data: *mut c_void,
+    request_out: *mut u64,
+    error_out: *mut *mut c_char,
+) -> ObjstoreStatus {
+    request(error_out, request_out, || {
+        let (db, done) = (db_ref(db)?, completion(done, user_data)?);
+        db.refused_writes(move |r| done.deliver(r))
+    })
+}
+
+/// Resolves refused write `sequence`, and every other refused write of the same object with
+/// it: `resolution` "discard" (the bucket's version wins) or "overwrite" (the local copy is
+/// sent over whatever the bucket holds; a refused remove removes it). The result is `null`.
+///
+/// # Safety
+/// As `objstore_db_put`.
+#[no_mangle]
+pub unsafe extern "C" fn objstore_db_resolve(
+    db: *const ObjstoreDb,
+    sequence: u64,
+    resolution: *const c_char,
+    done: ObjstoreCallback,
+    user_data: *mut c_void,
+    request_out: *mut u64,
+    error_out: *mut *mut c_char,
+) -> ObjstoreStatus {
+    request(error_out, request_out, || {
+        let (db, resolution) = (db_ref(db)?, text(resolution, "resolution")?);
+        let done = completion(done, user_data)?;
+        db.resolve(sequence, resolution, move |r| done.deliver(r.map(|()| Value::Null)))
+    })
+}
+
+/// The sync state of the record under `key_json`: "local" (not a synced store), "pending",
+/// "refused", "synced", "unusable" (the bucket's version is over the size cap or not JSON; an
+/// error event said so) or "unknown", as a JSON string.
+///
+/// # Safety
+/// As `objstore_db_put`.
+#[no_mangle]
+pub unsafe extern "C" fn objstore_db_sync_status(
+    db: *const ObjstoreDb,
+    store: *const c_char,
+    key_json: *const c_char,
+    key_len: usize,
+    done: ObjstoreCallback,
+    user_data: *mut c_void,
+    request_out: *mut u64,
+    error_out: *mut *mut c_char,
+) -> ObjstoreStatus {
+    request(error_out, request_out, || {
+        let (db, store) = (db_ref(db)?, text(store, "store")?);
+        let key = json(key_json, key_len, "key_json")?;
+        let done = completion(done, user_data)?;
+        db.sync_status(store, &key, move |r| done.deliver(r))
+    })
+}
+
+/// Takes back the writes to the record under `key_json` still waiting for the bucket, and the
+/// local record with them (no delete is queued); the result is how many, as JSON. For a caller
+/// that told its own client the write failed: it does not land later (a send already under way
+/// may).
+///
+/// # Safety
+/// As `objstore_db_put`.
+#[no_mangle]
+pub unsafe extern "C" fn objstore_db_withdraw_pending(
+    db: *const ObjstoreDb,
+    store: *const c_char,
+    key_json: *const c_char,
+    key_len: usize,
+    done: ObjstoreCallback,
+    user_data: *mut c_void,
+    request_out: *mut u64,
+    error_out: *mut *mut c_char,
+) -> ObjstoreStatus {
+    request(error_out, request_out, || {
+        let (db, store) = (db_ref(db)?, text(store, "store")?);
+        let key = json(key_json, key_len, "key_json")?;
+        let done = completion(done, user_data)?;
+        db.withdraw_pending(store, &key, move |r| done.deliver(r))
+    })
+}
