@@ -26,7 +26,7 @@
 #define OBJSTORE_DB_VERSION_NUMBER 1000
 
 /*
- Transaction or cursor mode (an `int` argument; other values are INVALID_ARGUMENT).
+ Transaction or cursor mode (a `uint32_t` argument; other values are INVALID_ARGUMENT).
  */
 #define OBJSTORE_MODE_READONLY 0
 
@@ -194,8 +194,9 @@ typedef void (*objstore_event_fn)(void *user_data, const char *event, size_t eve
 /*
  A push-cursor visitor: `item` is `{"key", "primaryKey", "value"}` JSON. It returns one of
  the OBJSTORE_CURSOR_* values; to update, it sets `*update` and `*update_len` to the new
- record's JSON (copied before the visitor returns... to the library) and returns
- OBJSTORE_CURSOR_UPDATE. Any other value stops the cursor with INVALID_ARGUMENT.
+ record's JSON and returns OBJSTORE_CURSOR_UPDATE. The library reads `*update` after the
+ visitor returns, so it must not point into the visitor's stack; it is not freed by the
+ library. Any other value stops the cursor with INVALID_ARGUMENT.
  */
 typedef int32_t (*objstore_cursor_fn)(void *user_data,
                                       const char *item,
@@ -215,11 +216,18 @@ extern "C" {
 
 /*
  Opens a pull cursor over the query's matches from the start (the query's own paging is
- untouched) into `*cursor_out`; `mode` OBJSTORE_MODE_READWRITE lets it update and delete.
- Free it with `objstore_cursor_free`.
+ untouched) and stores it in `*cursor_out`. `mode_` OBJSTORE_MODE_READWRITE lets it update
+ and delete, OBJSTORE_MODE_READONLY does not; another value is
+ OBJSTORE_STATUS_INVALID_ARGUMENT. `tx`: 0 for each batch to read on its own, or an id from
+ objstore_db_begin. Synchronous: no callback, no request.
+ The cursor is the caller's: free it with objstore_cursor_free. The query may be freed
+ before it.
+ A NULL `query` or `cursor_out` is OBJSTORE_STATUS_INVALID_ARGUMENT. On failure
+ `*cursor_out` is NULL. `error_out` (gets NULL, or on failure a message to free with
+ objstore_string_free) may be NULL.
 
  # Safety
- `query` is a live query; `cursor_out` is valid for a write.
+ The pointers are NULL or valid as described above.
  */
 enum objstore_status objstore_cursor_open(const struct objstore_query *query,
                                           uint64_t tx,
@@ -228,20 +236,28 @@ enum objstore_status objstore_cursor_open(const struct objstore_query *query,
                                           char **error_out);
 
 /*
- Frees a cursor (closing it). Accepts NULL. Requests already made with it still complete.
+ Frees a cursor, closing it. NULL is a harmless no-op. Requests already made with it still
+ complete. The handle must not be used afterwards.
 
  # Safety
- `cursor` is NULL or a live cursor, not used again.
+ The pointers are NULL or valid as described above.
  */
 void objstore_cursor_free(struct objstore_cursor *cursor);
 
 /*
- The cursor's next batch of at most `n` items, a JSON array of `{"key", "primaryKey",
- "value"}`; an empty array is the end. Each batch is a request of its own: other requests
- may be made between two batches.
+ Reads the cursor's next batch of at most `n` matches; the result is a JSON array of
+ `{"key", "primaryKey", "value"}`, empty at the end. Each batch is a request of its own:
+ other requests may be made between two batches. `n` 0 is OBJSTORE_STATUS_INVALID_ARGUMENT.
+ The callback's `result` is owned by the library and valid only during the callback. The
+ cursor may be freed once this returns.
+ `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+ on a library thread (the database's worker or its sync agent's), never inside this call.
+ A NULL `cursor` or `done` is OBJSTORE_STATUS_INVALID_ARGUMENT.
+ `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
+ NULL, or on failure a message to free with objstore_string_free) may be NULL.
 
  # Safety
- `cursor` is a live cursor; other pointers as in `objstore_db_put`.
+ The pointers are NULL or valid as described above.
  */
 enum objstore_status objstore_cursor_next(const struct objstore_cursor *cursor,
                                           size_t n,
@@ -251,11 +267,21 @@ enum objstore_status objstore_cursor_next(const struct objstore_cursor *cursor,
                                           char **error_out);
 
 /*
- Replaces the record under `primary_key_json` (one the cursor returned) with `value_json`;
- the key must stay the same. The result is `null`.
+ Replaces the record under `primary_key_json` (a primary key the cursor returned) with
+ `value_json`; the key must stay the same. The result is `null`. A cursor opened
+ OBJSTORE_MODE_READONLY returns OBJSTORE_STATUS_READ_ONLY.
+ Arguments are read during the call and not kept; the callback's `result` is owned by the
+ library and valid only during the callback. The cursor may be freed once this returns.
+ `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+ on the database's worker thread, never inside this call.
+ A NULL `cursor`, `primary_key_json`, `value_json` or `done` is
+ OBJSTORE_STATUS_INVALID_ARGUMENT.
+ `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
+ NULL, or on failure a message to free with objstore_string_free) may be NULL.
+ JSON arguments are `*_len` bytes, no NUL needed.
 
  # Safety
- As `objstore_cursor_next`.
+ The pointers are NULL or valid as described above.
  */
 enum objstore_status objstore_cursor_update(const struct objstore_cursor *cursor,
                                             const char *primary_key_json,
@@ -268,10 +294,20 @@ enum objstore_status objstore_cursor_update(const struct objstore_cursor *cursor
                                             char **error_out);
 
 /*
- Removes the record under `primary_key_json`; the result is how many went (0 or 1).
+ Removes the record under `primary_key_json` (a primary key the cursor returned); the result
+ is how many were removed (0 or 1). A cursor opened OBJSTORE_MODE_READONLY returns
+ OBJSTORE_STATUS_READ_ONLY.
+ Arguments are read during the call and not kept; the callback's `result` is owned by the
+ library and valid only during the callback. The cursor may be freed once this returns.
+ `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+ on the database's worker thread, never inside this call.
+ A NULL `cursor`, `primary_key_json` or `done` is OBJSTORE_STATUS_INVALID_ARGUMENT.
+ `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
+ NULL, or on failure a message to free with objstore_string_free) may be NULL.
+ `primary_key_json` is `primary_key_len` bytes of JSON, no NUL needed.
 
  # Safety
- As `objstore_cursor_next`.
+ The pointers are NULL or valid as described above.
  */
 enum objstore_status objstore_cursor_delete(const struct objstore_cursor *cursor,
                                             const char *primary_key_json,
@@ -282,49 +318,64 @@ enum objstore_status objstore_cursor_delete(const struct objstore_cursor *cursor
                                             char **error_out);
 
 /*
- The library version, e.g. "0.1.0" (static; do not free).
+ Returns the library's version, e.g. "0.1.0", as a static NUL-terminated string; do not free
+ it.
  */
 const char *objstore_db_version(void);
 
 /*
- The library version as major * 1000000 + minor * 1000 + patch.
+ Returns the library's version as major * 1000000 + minor * 1000 + patch, the scheme of
+ OBJSTORE_DB_VERSION_NUMBER (the version this header was made for).
  */
 uint32_t objstore_db_version_number(void);
 
 /*
- Frees a string the library returned through an out parameter. Accepts NULL.
+ Frees a string the library returned through an out parameter (`*error_out`, `*result_out`).
+ NULL is a harmless no-op.
+ Free each string once. Never pass it a callback's `result`, a listener's `event` or a
+ static string (from objstore_db_version or objstore_status_name).
 
  # Safety
- `s` is NULL or a string from this library, not yet freed.
+ The pointers are NULL or valid as described above.
  */
 void objstore_string_free(char *s);
 
 /*
- A short, static name for a status, e.g. "OBJSTORE_STATUS_CONSTRAINT" (do not free); any
- other integer gives "OBJSTORE_STATUS_UNKNOWN".
+ Returns the name of a status, e.g. "OBJSTORE_STATUS_CONSTRAINT", as a static NUL-terminated
+ string; do not free it. Any other integer gives "OBJSTORE_STATUS_UNKNOWN".
  */
 const char *objstore_status_name(int32_t status);
 
 /*
- Opens (creating if needed) the database `name` (a file path for the sqlite mechanism) and
- stores its handle in `*db_out`, before `on_open` can fire. `schema_json` and `options_json`
- are NUL-terminated and may be NULL; options: `{"mechanism": "sqlite"|"memory",
- "durability": "normal"|"full", "idleTransactionTimeoutMs": n, "queueCapacity": n,
- "syncThreads": n}`. Durability "normal" (the default) keeps a commit through a crash of the
- process, "full" (an fsync per commit) through a crash of the machine too. One process at a
- time opens a file: a second open fails with OBJSTORE_STATUS_STORAGE naming the file.
- `on_open` fires once with the schema as stored (`{"version", "stores", "previousVersion"}`:
- the version before this open, null for a new database; plus `"warnings"`, a list of texts, when a
- bucket is known to ignore conditional writes) or the error. A schema without a version
- keeps the stored one, or takes the next one when it changed; a given version lower than the
- stored one is OBJSTORE_STATUS_SCHEMA naming both. Sync credentials
+ Opens the database `name` (for the sqlite mechanism, a file path), creating it if needed,
+ and stores its handle in `*db_out`. `on_open` gets the schema as stored, `{"version",
+ "stores", "previousVersion"}` (`previousVersion`: the version before this open, null for a
+ new database; plus `"warnings"`, a list of texts, when a bucket is known to ignore
+ conditional writes), or the error. A schema without a version keeps the stored one, or
+ takes the next one when it changed; a version lower than the stored one is
+ OBJSTORE_STATUS_SCHEMA naming both.
+ Options: `{"mechanism": "sqlite"|"memory", "durability": "normal"|"full",
+ "idleTransactionTimeoutMs": n, "queueCapacity": n, "syncThreads": n}`, each optional.
+ Durability "normal" (the default) keeps a commit through a crash of the process, "full" (an
+ fsync per commit) through a crash of the machine too. One process at a time opens a file: a
+ second open's `on_open` gets OBJSTORE_STATUS_STORAGE naming the file. Sync credentials
  (`accessKeyId`, `secretAccessKey`, `sessionToken` in a Sync block's Options) are used but
  never stored in the file; without them the standard AWS variables and the shared AWS files
- (`AWS_PROFILE`) are read. Requests may be made at once: they run after the open, or fail
- with its error. Free the handle with `objstore_db_free`.
+ (`AWS_PROFILE`) are read. Requests may be made at once: they run after the open, or
+ complete with its error.
+ The strings are read during the call and not kept. The handle is the caller's, also when
+ `on_open` reports an error: free it with objstore_db_free. The callback's `result` is
+ owned by the library and valid only during the callback.
+ `on_open` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it
+ runs on the database's worker thread, never inside this call, after `*db_out` is set.
+ `schema_json` NULL: no schema given; `options_json` NULL: the defaults. A NULL `name`,
+ `db_out` or `on_open` is OBJSTORE_STATUS_INVALID_ARGUMENT. On failure `*db_out` is NULL.
+ `error_out` (gets NULL, or on failure a message to free with objstore_string_free) may be
+ NULL.
+ `name`, `schema_json` and `options_json` are NUL-terminated UTF-8.
 
  # Safety
- Pointers are NULL or valid NUL-terminated strings; `db_out` is valid for a write.
+ The pointers are NULL or valid as described above.
  */
 enum objstore_status objstore_db_open(const char *name,
                                       const char *schema_json,
@@ -336,12 +387,18 @@ enum objstore_status objstore_db_open(const char *name,
 
 /*
  Closes the database: queued requests complete with OBJSTORE_STATUS_CANCELLED, an open
- transaction rolls back, the file closes, and then `done` fires: the last callback this
- database makes. Later calls on the handle return OBJSTORE_STATUS_CLOSED (and never call
- back) until `objstore_db_free`.
+ transaction rolls back, the file closes, and then `done` gets OBJSTORE_STATUS_OK and
+ `null`: the last callback this database makes. Later requests on it, and a second close,
+ are refused with OBJSTORE_STATUS_CLOSED. The handle stays allocated until objstore_db_free.
+ The callback's `result` is owned by the library and valid only during the callback.
+ `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+ on the database's worker thread, never inside this call. This function may be called from a
+ callback of this database.
+ A NULL `db` or `done` is OBJSTORE_STATUS_INVALID_ARGUMENT. `error_out` (gets NULL, or on
+ failure a message to free with objstore_string_free) may be NULL.
 
  # Safety
- `db` is NULL or a live handle.
+ The pointers are NULL or valid as described above.
  */
 enum objstore_status objstore_db_close(struct objstore_db *db,
                                        objstore_callback done,
@@ -349,31 +406,48 @@ enum objstore_status objstore_db_close(struct objstore_db *db,
                                        char **error_out);
 
 /*
- Frees a handle: closes the database first if needed and waits until the library's threads
- for it have ended, so a program can exit clean. Accepts NULL. Must not be called from a
- callback (or a listener) of the same database.
+ Frees a database handle: closes the database first if needed (queued requests complete with
+ OBJSTORE_STATUS_CANCELLED) and waits until the library's threads for it have ended, so that
+ a program can exit clean. NULL is a harmless no-op.
+ Must not be called from a callback, listener, cursor visitor or transaction body of the
+ same database. The handle must not be used afterwards. Queries and cursors made from it are
+ still freed with their own free functions; their requests are refused with
+ OBJSTORE_STATUS_CLOSED.
 
  # Safety
- `db` is NULL or a live handle, not used again.
+ The pointers are NULL or valid as described above.
  */
 void objstore_db_free(struct objstore_db *db);
 
 /*
- Cancels request `request` (an id from a `request_out` parameter): a queued request
- completes with OBJSTORE_STATUS_CANCELLED without running; a running fetch, prefetch or
- flush stops at its next batch or HTTP request. Returns whether the request was pending.
+ Cancels request `request` of this database (an id from a `request_out` parameter): a queued
+ request completes with OBJSTORE_STATUS_CANCELLED without running; a running fetch, prefetch
+ or flush stops at its next batch or HTTP request. Returns true if the request had not
+ completed yet (one already running may still finish normally), false otherwise or when `db`
+ is NULL.
+ The request's own callback reports the outcome; this function calls nothing back.
 
  # Safety
- `db` is NULL or a live handle.
+ The pointers are NULL or valid as described above.
  */
 bool objstore_db_cancel(const struct objstore_db *db, uint64_t request);
 
 /*
- Writes a record (JSON), replacing any with the same key; the result is the key as JSON.
- `key_json` is NULL for stores with an inline key path or generated keys.
+ Writes a record (JSON) into `store`, replacing any under the same key; the result is its
+ key (JSON). `tx`: 0 for a transaction of its own, or an id from objstore_db_begin.
+ Arguments are read during the call and not kept; the callback's `result` is owned by the
+ library and valid only during the callback.
+ `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+ on the database's worker thread, never inside this call.
+ `key_json` NULL (or JSON null): no key given, for stores with an inline key path or
+ generated keys. A NULL `db`, `store`, `value_json` or `done` is
+ OBJSTORE_STATUS_INVALID_ARGUMENT.
+ `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
+ NULL, or on failure a message to free with objstore_string_free) may be NULL.
+ JSON arguments are `*_len` bytes, no NUL needed; `store` is NUL-terminated UTF-8.
 
  # Safety
- Pointers are NULL or valid for the lengths given; strings are NUL-terminated.
+ The pointers are NULL or valid as described above.
  */
 enum objstore_status objstore_db_put(const struct objstore_db *db,
                                      uint64_t tx,
@@ -388,11 +462,22 @@ enum objstore_status objstore_db_put(const struct objstore_db *db,
                                      char **error_out);
 
 /*
- Like `objstore_db_put`, but an existing key or unique-index clash completes with
- OBJSTORE_STATUS_CONSTRAINT and writes nothing.
+ Writes a new record (JSON) into `store`: an existing key or a unique-index clash completes
+ with OBJSTORE_STATUS_CONSTRAINT and writes nothing. The result is its key (JSON). `tx`: 0
+ for a transaction of its own, or an id from objstore_db_begin.
+ Arguments are read during the call and not kept; the callback's `result` is owned by the
+ library and valid only during the callback.
+ `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+ on the database's worker thread, never inside this call.
+ `key_json` NULL (or JSON null): no key given, for stores with an inline key path or
+ generated keys. A NULL `db`, `store`, `value_json` or `done` is
+ OBJSTORE_STATUS_INVALID_ARGUMENT.
+ `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
+ NULL, or on failure a message to free with objstore_string_free) may be NULL.
+ JSON arguments are `*_len` bytes, no NUL needed; `store` is NUL-terminated UTF-8.
 
  # Safety
- As `objstore_db_put`.
+ The pointers are NULL or valid as described above.
  */
 enum objstore_status objstore_db_add(const struct objstore_db *db,
                                      uint64_t tx,
@@ -407,11 +492,21 @@ enum objstore_status objstore_db_add(const struct objstore_db *db,
                                      char **error_out);
 
 /*
- Reads the record under `key_json`; the result is the record, or `null`. `flags`: 0 or
- OBJSTORE_READ_FRESH.
+ Reads the record under `key_json` in `store`; the result is the record, or `null` if there
+ is none. `tx`: 0 for a transaction of its own, or an id from objstore_db_begin.
+ `flags`: 0, or OBJSTORE_READ_FRESH to ask the bucket before answering (synced stores;
+ ignored when `tx` is not 0: a transaction reads the local copy).
+ Arguments are read during the call and not kept; the callback's `result` is owned by the
+ library and valid only during the callback.
+ `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+ on a library thread (the database's worker or its sync agent's), never inside this call.
+ A NULL `db`, `store`, `key_json` or `done` is OBJSTORE_STATUS_INVALID_ARGUMENT.
+ `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
+ NULL, or on failure a message to free with objstore_string_free) may be NULL.
+ `key_json` is `key_len` bytes of JSON, no NUL needed; `store` is NUL-terminated UTF-8.
 
  # Safety
- As `objstore_db_put`.
+ The pointers are NULL or valid as described above.
  */
 enum objstore_status objstore_db_get(const struct objstore_db *db,
                                      uint64_t tx,
@@ -425,11 +520,22 @@ enum objstore_status objstore_db_get(const struct objstore_db *db,
                                      char **error_out);
 
 /*
- Reads the records under a JSON array of keys; the result is an array with `null` where
- there is none. For a synced store, what the cache lacks is fetched in parallel.
+ Reads the records under `keys_json`, a JSON array of keys; the result is an array of the
+ records, `null` where there is none. For a synced store, what the cache lacks is fetched in
+ parallel. `tx`: 0 for a transaction of its own, or an id from objstore_db_begin.
+ `flags`: 0, or OBJSTORE_READ_FRESH to ask the bucket before answering (synced stores;
+ ignored when `tx` is not 0: a transaction reads the local copy).
+ Arguments are read during the call and not kept; the callback's `result` is owned by the
+ library and valid only during the callback.
+ `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+ on a library thread (the database's worker or its sync agent's), never inside this call.
+ A NULL `db`, `store`, `keys_json` or `done` is OBJSTORE_STATUS_INVALID_ARGUMENT.
+ `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
+ NULL, or on failure a message to free with objstore_string_free) may be NULL.
+ `keys_json` is `keys_len` bytes of JSON, no NUL needed; `store` is NUL-terminated UTF-8.
 
  # Safety
- As `objstore_db_put`.
+ The pointers are NULL or valid as described above.
  */
 enum objstore_status objstore_db_values_of(const struct objstore_db *db,
                                            uint64_t tx,
@@ -444,10 +550,20 @@ enum objstore_status objstore_db_values_of(const struct objstore_db *db,
 
 /*
  Removes the record under a key, or the records in a key range (`{"lower": .., "upper": ..,
- "lowerOpen"?, "upperOpen"?}`, `{"only": k}`, `{"starts": prefix}`); the result is how many.
+ "lowerOpen"?, "upperOpen"?}`, `{"only": k}`, `{"starts": prefix}`), of `store`; the result
+ is how many were removed. `tx`: 0 for a transaction of its own, or an id from
+ objstore_db_begin.
+ Arguments are read during the call and not kept; the callback's `result` is owned by the
+ library and valid only during the callback.
+ `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+ on the database's worker thread, never inside this call.
+ A NULL `db`, `store`, `key_or_range_json` or `done` is OBJSTORE_STATUS_INVALID_ARGUMENT.
+ `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
+ NULL, or on failure a message to free with objstore_string_free) may be NULL.
+ `key_or_range_json` is `len` bytes of JSON, no NUL needed; `store` is NUL-terminated UTF-8.
 
  # Safety
- As `objstore_db_put`.
+ The pointers are NULL or valid as described above.
  */
 enum objstore_status objstore_db_remove(const struct objstore_db *db,
                                         uint64_t tx,
@@ -460,10 +576,19 @@ enum objstore_status objstore_db_remove(const struct objstore_db *db,
                                         char **error_out);
 
 /*
- Removes every record of the store; the result is `null`.
+ Removes every record of `store`; the result is `null`. `tx`: 0 for a transaction of its
+ own, or an id from objstore_db_begin.
+ Arguments are read during the call and not kept; the callback's `result` is owned by the
+ library and valid only during the callback.
+ `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+ on the database's worker thread, never inside this call.
+ A NULL `db`, `store` or `done` is OBJSTORE_STATUS_INVALID_ARGUMENT.
+ `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
+ NULL, or on failure a message to free with objstore_string_free) may be NULL.
+ `store` is NUL-terminated UTF-8.
 
  # Safety
- As `objstore_db_put`.
+ The pointers are NULL or valid as described above.
  */
 enum objstore_status objstore_db_clear(const struct objstore_db *db,
                                        uint64_t tx,
@@ -474,12 +599,25 @@ enum objstore_status objstore_db_clear(const struct objstore_db *db,
                                        char **error_out);
 
 /*
- Counts (OBJSTORE_READ_COUNT), lists primary keys (OBJSTORE_READ_KEYS) or reads records
- (OBJSTORE_READ_VALUES) of a store or index; `scan_json` (may be NULL): `{"index"?,
- "range"?, "limit"?, "offset"?, "reverse"?, "unique"?}`. `flags`: 0 or OBJSTORE_READ_FRESH.
+ Counts the records of a store or index (`kind` OBJSTORE_READ_COUNT: a number), lists their
+ primary keys (OBJSTORE_READ_KEYS: an array) or reads them (OBJSTORE_READ_VALUES: an array
+ of records); another `kind` is OBJSTORE_STATUS_INVALID_ARGUMENT. `scan_json`: `{"index"?,
+ "range"?, "limit"?, "offset"?, "reverse"?, "unique"?}`. `tx`: 0 for a transaction of its
+ own, or an id from objstore_db_begin.
+ `flags`: 0, or OBJSTORE_READ_FRESH to ask the bucket before answering (synced stores;
+ ignored when `tx` is not 0: a transaction reads the local copy).
+ Arguments are read during the call and not kept; the callback's `result` is owned by the
+ library and valid only during the callback.
+ `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+ on a library thread (the database's worker or its sync agent's), never inside this call.
+ `scan_json` NULL: the whole store. A NULL `db`, `store` or `done` is
+ OBJSTORE_STATUS_INVALID_ARGUMENT.
+ `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
+ NULL, or on failure a message to free with objstore_string_free) may be NULL.
+ `scan_json` is `scan_len` bytes of JSON, no NUL needed; `store` is NUL-terminated UTF-8.
 
  # Safety
- As `objstore_db_put`.
+ The pointers are NULL or valid as described above.
  */
 enum objstore_status objstore_db_read(const struct objstore_db *db,
                                       uint64_t tx,
@@ -494,14 +632,24 @@ enum objstore_status objstore_db_read(const struct objstore_db *db,
                                       char **error_out);
 
 /*
- Runs one SQL statement with bound parameters (`params_json`: a JSON array, or NULL); the
- store and whether it writes come from the statement. The result is `{"rows": [...]}` for a
- SELECT, with `"columns"` (the names it selects, in order) and `"aggregate"` (true for
+ Runs one SQL statement with bound parameters (`params_json`: a JSON array); the store and
+ whether it writes come from the statement. The result is `{"rows": [...]}` for a SELECT,
+ with `"columns"` (the names it selects, in order) and `"aggregate"` (true for
  COUNT/MIN/MAX/SUM/AVG: one row) unless it is `SELECT *`, and `{"changed": n}` (records
- written) for INSERT, UPDATE and DELETE.
+ written) for INSERT, UPDATE and DELETE. `tx`: 0 for a transaction of its own, or an id from
+ objstore_db_begin.
+ Arguments are read during the call and not kept; the callback's `result` is owned by the
+ library and valid only during the callback.
+ `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+ on a library thread (the database's worker or its sync agent's), never inside this call.
+ `params_json` NULL: no parameters. A NULL `db`, `sql` or `done` is
+ OBJSTORE_STATUS_INVALID_ARGUMENT.
+ `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
+ NULL, or on failure a message to free with objstore_string_free) may be NULL.
+ `params_json` is `params_len` bytes of JSON, no NUL needed; `sql` is NUL-terminated UTF-8.
 
  # Safety
- As `objstore_db_put`.
+ The pointers are NULL or valid as described above.
  */
 enum objstore_status objstore_db_sql(const struct objstore_db *db,
                                      uint64_t tx,
@@ -514,11 +662,17 @@ enum objstore_status objstore_db_sql(const struct objstore_db *db,
                                      char **error_out);
 
 /*
- The schema as the database has it now: `{"version", "stores"}` (default index names filled
- in, no credentials).
+ Gets the schema as the database has it now: the result is `{"version", "stores"}` (default
+ index names filled in, no credentials).
+ The callback's `result` is owned by the library and valid only during the callback.
+ `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+ on the database's worker thread, never inside this call.
+ A NULL `db` or `done` is OBJSTORE_STATUS_INVALID_ARGUMENT.
+ `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
+ NULL, or on failure a message to free with objstore_string_free) may be NULL.
 
  # Safety
- As `objstore_db_put`.
+ The pointers are NULL or valid as described above.
  */
 enum objstore_status objstore_db_schema(const struct objstore_db *db,
                                         objstore_callback done,
@@ -527,12 +681,22 @@ enum objstore_status objstore_db_schema(const struct objstore_db *db,
                                         char **error_out);
 
 /*
- Subscribes `listener` to events (filter JSON `{"kinds"?: [...], "store"?: name}`, NULL:
- all). The listener runs on the worker thread until unsubscribed or the database closes;
- `done` gets the subscription id (a JSON number).
+ Subscribes `listener` to the database's events, each `{"kind", "store", "key", "value",
+ "message"}` as JSON, chosen by `filter_json` (`{"kinds"?: [...], "store"?: name}`). The
+ result is the subscription's id (a JSON number) for objstore_db_unsubscribe.
+ The filter is read during the call and not kept; the callback's `result` and the listener's
+ `event` are owned by the library and valid only during that call.
+ `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+ on the database's worker thread, never inside this call. `listener` runs on the worker
+ thread, with `listener_data`, for each event until unsubscribed or the database closes.
+ `filter_json` NULL: every event. A NULL `db`, `listener` or `done` is
+ OBJSTORE_STATUS_INVALID_ARGUMENT.
+ `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
+ NULL, or on failure a message to free with objstore_string_free) may be NULL.
+ `filter_json` is `filter_len` bytes of JSON, no NUL needed.
 
  # Safety
- As `objstore_db_put`; `listener_data` is passed to `listener` on the worker thread.
+ The pointers are NULL or valid as described above.
  */
 enum objstore_status objstore_db_subscribe(const struct objstore_db *db,
                                            const char *filter_json,
@@ -545,10 +709,17 @@ enum objstore_status objstore_db_subscribe(const struct objstore_db *db,
                                            char **error_out);
 
 /*
- Ends a subscription; the result is `true`, or `false` if there was none with that id.
+ Ends subscription `subscription` (an id from objstore_db_subscribe); the result is `true`,
+ or `false` if there was none with that id.
+ The callback's `result` is owned by the library and valid only during the callback.
+ `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+ on the database's worker thread, never inside this call.
+ A NULL `db` or `done` is OBJSTORE_STATUS_INVALID_ARGUMENT.
+ `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
+ NULL, or on failure a message to free with objstore_string_free) may be NULL.
 
  # Safety
- As `objstore_db_put`.
+ The pointers are NULL or valid as described above.
  */
 enum objstore_status objstore_db_unsubscribe(const struct objstore_db *db,
                                              uint64_t subscription,
@@ -558,12 +729,29 @@ enum objstore_status objstore_db_unsubscribe(const struct objstore_db *db,
                                              char **error_out);
 
 /*
- A convenience over the pull cursor: streams every match to `visit`, batch by batch on a
- library thread, applying what it answers (OBJSTORE_CURSOR_*) before the next batch; `done`
- gets the number visited. Memory stays flat when an index or the primary key gives the order.
+ Shows every match of the query to `visit`, one record at a time in batches of 256, applying
+ what it returns (OBJSTORE_CURSOR_*) before the next batch; `done` gets the number of
+ records shown. Memory stays flat when an index or the primary key gives the order. `mode_`:
+ OBJSTORE_MODE_READONLY, or OBJSTORE_MODE_READWRITE to let the visitor update and delete.
+ `tx`: 0, or an id from objstore_db_begin; read-write with 0 runs in a transaction of its
+ own over the query's store (other requests wait), committed at the end and rolled back when
+ anything fails.
+ The visitor's `item` and the callback's `result` are owned by the library and valid only
+ during that call. To update, the visitor points `*update` and `*update_len` at the new
+ record's JSON, read after it returns: keep it valid until the visitor or `done` is next
+ called. The query may be freed once this returns.
+ If this returns OBJSTORE_STATUS_OK, `visit` runs zero or more times, then `done` exactly
+ once; never otherwise. Both run on a library thread (the database's worker or its sync
+ agent's), never inside this call. The visitor must not wait for another request of this
+ database.
+ A NULL `query`, `visit` or `done`, or another `mode_`, is OBJSTORE_STATUS_INVALID_ARGUMENT;
+ so is a visitor's unknown return value or an update that is not JSON, which ends the walk.
+ `request_out` (gets the id of the walk's first step only, for objstore_db_cancel, which
+ stops the walk while that step is pending; 0 on failure) and `error_out` (gets NULL, or on
+ failure a message to free with objstore_string_free) may be NULL.
 
  # Safety
- As `objstore_query_list`; `visit_data` is passed to `visit` on a library thread.
+ The pointers are NULL or valid as described above.
  */
 enum objstore_status objstore_query_open(const struct objstore_query *query,
                                          uint64_t tx,
@@ -576,11 +764,19 @@ enum objstore_status objstore_query_open(const struct objstore_query *query,
                                          char **error_out);
 
 /*
- Makes a query from JSON `{"from": store, "where"?: [[field, op, value], ...], "order"?,
- "reverse"?, "unique"?, "select"?}` into `*query_out` (free with `objstore_query_free`).
+ Makes a query on the database from `spec_json`, `{"from": store, "where"?: [[field, op,
+ value], ...], "order"?, "reverse"?, "unique"?, "select"?}`, and stores its handle in
+ `*query_out`. Synchronous: no callback, no request.
+ `spec_json` is read during the call and not kept. The query is the caller's: free it with
+ objstore_query_free (it may outlive objstore_db_free; its requests are then refused with
+ OBJSTORE_STATUS_CLOSED).
+ A NULL `db`, `spec_json` or `query_out` is OBJSTORE_STATUS_INVALID_ARGUMENT. On failure
+ `*query_out` is NULL. `error_out` (gets NULL, or on failure a message to free with
+ objstore_string_free) may be NULL.
+ `spec_json` is `spec_len` bytes of JSON, no NUL needed.
 
  # Safety
- `db` is a live handle; `spec_json` is valid for `spec_len` bytes; `query_out` for a write.
+ The pointers are NULL or valid as described above.
  */
 enum objstore_status objstore_query_new(const struct objstore_db *db,
                                         const char *spec_json,
@@ -589,19 +785,30 @@ enum objstore_status objstore_query_new(const struct objstore_db *db,
                                         char **error_out);
 
 /*
- Frees a query. Accepts NULL. Requests already made with it still complete.
+ Frees a query. NULL is a harmless no-op. Requests already made with it still complete, and
+ cursors opened from it stay valid. The handle must not be used afterwards.
 
  # Safety
- `query` is NULL or a live query, not used again.
+ The pointers are NULL or valid as described above.
  */
 void objstore_query_free(struct objstore_query *query);
 
 /*
- The next `n` records as a JSON array (empty at the end): each call continues after the
- last record of the one before (keyset paging).
+ Reads the query's next `n` matches; the result is a JSON array (empty at the end). Each
+ call continues after the last match of the one before (keyset paging). `tx`: 0 for a
+ transaction of its own, or an id from objstore_db_begin.
+ `flags`: 0, or OBJSTORE_READ_FRESH to ask the bucket before answering (synced stores;
+ ignored when `tx` is not 0: a transaction reads the local copy).
+ The callback's `result` is owned by the library and valid only during the callback. The
+ query may be freed once this returns.
+ `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+ on a library thread (the database's worker or its sync agent's), never inside this call.
+ A NULL `query` or `done` is OBJSTORE_STATUS_INVALID_ARGUMENT.
+ `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
+ NULL, or on failure a message to free with objstore_string_free) may be NULL.
 
  # Safety
- `query` is a live query; other pointers as in `objstore_db_put`.
+ The pointers are NULL or valid as described above.
  */
 enum objstore_status objstore_query_list(const struct objstore_query *query,
                                          uint64_t tx,
@@ -613,11 +820,20 @@ enum objstore_status objstore_query_list(const struct objstore_query *query,
                                          char **error_out);
 
 /*
- Counts the matches (a number), explains the plan (a string), or deletes the matches (how
- many), by `action` (OBJSTORE_QUERY_*).
+ By `action`: counts the query's matches (OBJSTORE_QUERY_COUNT: a number, paging aside),
+ explains its plan (OBJSTORE_QUERY_EXPLAIN: a string) or deletes the matches
+ (OBJSTORE_QUERY_DELETE: how many); another `action` is OBJSTORE_STATUS_INVALID_ARGUMENT.
+ `tx`: 0 for a transaction of its own, or an id from objstore_db_begin.
+ The callback's `result` is owned by the library and valid only during the callback. The
+ query may be freed once this returns.
+ `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+ on a library thread (the database's worker or its sync agent's), never inside this call.
+ A NULL `query` or `done` is OBJSTORE_STATUS_INVALID_ARGUMENT.
+ `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
+ NULL, or on failure a message to free with objstore_string_free) may be NULL.
 
  # Safety
- As `objstore_query_list`.
+ The pointers are NULL or valid as described above.
  */
 enum objstore_status objstore_query_run(const struct objstore_query *query,
                                         uint64_t tx,
@@ -628,10 +844,20 @@ enum objstore_status objstore_query_run(const struct objstore_query *query,
                                         char **error_out);
 
 /*
- Merges a JSON merge patch (RFC 7396) into every match; the result is how many changed.
+ Merges `patch_json`, a JSON merge patch (RFC 7396), into every match of the query; the
+ result is how many records changed. `tx`: 0 for a transaction of its own, or an id from
+ objstore_db_begin.
+ Arguments are read during the call and not kept; the callback's `result` is owned by the
+ library and valid only during the callback. The query may be freed once this returns.
+ `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+ on the database's worker thread, never inside this call.
+ A NULL `query`, `patch_json` or `done` is OBJSTORE_STATUS_INVALID_ARGUMENT.
+ `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
+ NULL, or on failure a message to free with objstore_string_free) may be NULL.
+ `patch_json` is `patch_len` bytes of JSON, no NUL needed.
 
  # Safety
- As `objstore_query_list`.
+ The pointers are NULL or valid as described above.
  */
 enum objstore_status objstore_query_patch(const struct objstore_query *query,
                                           uint64_t tx,
@@ -646,15 +872,22 @@ enum objstore_status objstore_query_patch(const struct objstore_query *query,
  Sends the outbox of synced stores now; the result is `{"sent", "pending", "refused",
  "rejected": [{"sequence", "code", "message"}], "held": [...], "offline"?, "blocked"?}`.
  Writes are also sent in the background after each commit, so `sent`, `rejected` and `held`
- are what this call did, while `pending` (writes still waiting) and `refused` (refused writes
- awaiting `objstore_db_resolve`, whoever met the refusal) count every write. `rejected`
- writes the bucket refused (kept, see `objstore_db_refused_writes`), `held` writes the server
- failed on (5xx) while it took others — they stay queued and do not block writes to other
- objects; `offline` why the bucket could not be reached, `blocked` why it refused every
- request (credentials, a wrong region): those writes wait.
+ are what this call did, while `pending` (writes still waiting) and `refused` (refused
+ writes awaiting objstore_db_resolve, whoever met the refusal) count every write.
+ `rejected`: writes the bucket refused (kept, see objstore_db_refused_writes); `held`:
+ writes the server failed on (5xx) while it took others, which stay queued and do not block
+ writes to other objects; `offline`: why the bucket could not be reached; `blocked`: why it
+ refused every request (credentials, a wrong region); offline or blocked, the writes wait.
+ Returns OBJSTORE_STATUS_INVALID_ARGUMENT for a database without synced stores.
+ The callback's `result` is owned by the library and valid only during the callback.
+ `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+ on a library thread (the database's worker or its sync agent's), never inside this call.
+ A NULL `db` or `done` is OBJSTORE_STATUS_INVALID_ARGUMENT. `request_out` (gets the id for
+ objstore_db_cancel, 0 on failure) and `error_out` (gets NULL, or on failure a message to
+ free with objstore_string_free) may be NULL.
 
  # Safety
- As `objstore_db_put`.
+ The pointers are NULL or valid as described above.
  */
 enum objstore_status objstore_db_flush(const struct objstore_db *db,
                                        objstore_callback done,
@@ -663,11 +896,20 @@ enum objstore_status objstore_db_flush(const struct objstore_db *db,
                                        char **error_out);
 
 /*
- Lists a synced store now and brings its local copy in line (new and changed objects
- fetched, vanished ones removed), whatever its prefetch setting; the result is `null`.
+ Lists the synced store `store` now and brings its local copy in line (new and changed
+ objects fetched, vanished ones removed), whatever its prefetch setting; the result is
+ `null`. Returns OBJSTORE_STATUS_INVALID_ARGUMENT for a database without synced stores.
+ Arguments are read during the call and not kept; the callback's `result` is owned by the
+ library and valid only during the callback.
+ `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+ on a library thread (the database's worker or its sync agent's), never inside this call.
+ A NULL `db`, `store` or `done` is OBJSTORE_STATUS_INVALID_ARGUMENT. `request_out` (gets the
+ id for objstore_db_cancel, 0 on failure) and `error_out` (gets NULL, or on failure a
+ message to free with objstore_string_free) may be NULL.
+ `store` is NUL-terminated UTF-8.
 
  # Safety
- As `objstore_db_put`.
+ The pointers are NULL or valid as described above.
  */
 enum objstore_status objstore_db_prefetch(const struct objstore_db *db,
                                           const char *store,
@@ -677,24 +919,31 @@ enum objstore_status objstore_db_prefetch(const struct objstore_db *db,
                                           char **error_out);
 
 /*
- Offline, the library makes no requests to buckets: reads serve the cache and writes wait.
- Takes effect at once (no callback).
+ Sets the database offline (`offline` true) or back online. Offline, the library makes no
+ requests to buckets: reads serve the cache and writes wait; back online, the waiting writes
+ are sent. Takes effect at once; no callback. A database without synced stores ignores it.
+ A NULL `db` is OBJSTORE_STATUS_INVALID_ARGUMENT. `error_out` (gets NULL, or on failure a
+ message to free with objstore_string_free) may be NULL.
 
  # Safety
- `db` is NULL or a live handle.
+ The pointers are NULL or valid as described above.
  */
 enum objstore_status objstore_db_set_offline(const struct objstore_db *db,
                                              bool offline,
                                              char **error_out);
 
 /*
- Requests made to buckets so far: `{"requests": {kind: {status: n}}, "total",
+ Reports the requests made to buckets so far: `{"requests": {kind: {status: n}}, "total",
  "bytesSent", "bytesReceived", "costUsd" (S3 Standard), "costsUsd": {"s3Standard", "r2",
- "s3ExpressOneZone"}, "conditionalWrites": {bucket: bool}}` into `*result_out` (free with
- objstore_string_free); `reset` starts the count again. Synchronous.
+ "s3ExpressOneZone"}, "conditionalWrites": {bucket: bool}}`. `reset` true starts the count
+ again after this report. Synchronous: no callback.
+ On OBJSTORE_STATUS_OK `*result_out` gets the report as NUL-terminated JSON, to free with
+ objstore_string_free; on failure it is NULL.
+ A NULL `db` or `result_out` is OBJSTORE_STATUS_INVALID_ARGUMENT. `error_out` (gets NULL, or
+ on failure a message to free with objstore_string_free) may be NULL.
 
  # Safety
- `db` is NULL or a live handle; `result_out` is valid for a write.
+ The pointers are NULL or valid as described above.
  */
 enum objstore_status objstore_db_sync_stats(const struct objstore_db *db,
                                             bool reset,
@@ -702,11 +951,17 @@ enum objstore_status objstore_db_sync_stats(const struct objstore_db *db,
                                             char **error_out);
 
 /*
- The writes the bucket refused, kept until resolved: a JSON array of `{"sequence", "store",
- "key", "op", "value", "code", "message"}`.
+ Lists the writes the bucket refused, kept until resolved: the result is a JSON array of
+ `{"sequence", "store", "key", "op", "value", "code", "message"}`.
+ The callback's `result` is owned by the library and valid only during the callback.
+ `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+ on the database's worker thread, never inside this call.
+ A NULL `db` or `done` is OBJSTORE_STATUS_INVALID_ARGUMENT. `request_out` (gets the id for
+ objstore_db_cancel, 0 on failure) and `error_out` (gets NULL, or on failure a message to
+ free with objstore_string_free) may be NULL.
 
  # Safety
- As `objstore_db_put`.
+ The pointers are NULL or valid as described above.
  */
 enum objstore_status objstore_db_refused_writes(const struct objstore_db *db,
                                                 objstore_callback done,
@@ -715,12 +970,21 @@ enum objstore_status objstore_db_refused_writes(const struct objstore_db *db,
                                                 char **error_out);
 
 /*
- Resolves refused write `sequence`, and every other refused write of the same object with
- it: `resolution` "discard" (the bucket's version wins) or "overwrite" (the local copy is
- sent over whatever the bucket holds; a refused remove removes it). The result is `null`.
+ Resolves refused write `sequence` (from objstore_db_refused_writes), and every other
+ refused write of the same object with it: `resolution` "discard" (the bucket's version
+ wins) or "overwrite" (the local copy is sent over whatever the bucket holds; a refused
+ remove removes it); another word is OBJSTORE_STATUS_INVALID_ARGUMENT. The result is `null`.
+ Arguments are read during the call and not kept; the callback's `result` is owned by the
+ library and valid only during the callback.
+ `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+ on the database's worker thread, never inside this call.
+ A NULL `db`, `resolution` or `done` is OBJSTORE_STATUS_INVALID_ARGUMENT. `request_out`
+ (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets NULL, or on
+ failure a message to free with objstore_string_free) may be NULL.
+ `resolution` is NUL-terminated UTF-8.
 
  # Safety
- As `objstore_db_put`.
+ The pointers are NULL or valid as described above.
  */
 enum objstore_status objstore_db_resolve(const struct objstore_db *db,
                                          uint64_t sequence,
@@ -731,12 +995,20 @@ enum objstore_status objstore_db_resolve(const struct objstore_db *db,
                                          char **error_out);
 
 /*
- The sync state of the record under `key_json`: "local" (not a synced store), "pending",
- "refused", "synced", "unusable" (the bucket's version is over the size cap or not JSON; an
- error event said so) or "unknown", as a JSON string.
+ Gets the sync state of the record under `key_json` in `store`, as a JSON string: "local"
+ (not a synced store), "pending", "refused", "synced", "unusable" (the bucket's version is
+ over the size cap or not JSON; an error event said so) or "unknown".
+ Arguments are read during the call and not kept; the callback's `result` is owned by the
+ library and valid only during the callback.
+ `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+ on the database's worker thread, never inside this call.
+ A NULL `db`, `store`, `key_json` or `done` is OBJSTORE_STATUS_INVALID_ARGUMENT.
+ `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
+ NULL, or on failure a message to free with objstore_string_free) may be NULL.
+ `key_json` is `key_len` bytes of JSON, no NUL needed; `store` is NUL-terminated UTF-8.
 
  # Safety
- As `objstore_db_put`.
+ The pointers are NULL or valid as described above.
  */
 enum objstore_status objstore_db_sync_status(const struct objstore_db *db,
                                              const char *store,
@@ -748,13 +1020,21 @@ enum objstore_status objstore_db_sync_status(const struct objstore_db *db,
                                              char **error_out);
 
 /*
- Takes back the writes to the record under `key_json` still waiting for the bucket, and the
- local record with them (no delete is queued); the result is how many, as JSON. For a caller
- that told its own client the write failed: it does not land later (a send already under way
- may).
+ Takes back the writes to the record under `key_json` in `store` still waiting for the
+ bucket, and the local record with them (no delete is queued); the result is how many, as
+ JSON. For a caller that told its own client the write failed: it does not land later (a
+ send already under way may).
+ Arguments are read during the call and not kept; the callback's `result` is owned by the
+ library and valid only during the callback.
+ `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+ on the database's worker thread, never inside this call.
+ A NULL `db`, `store`, `key_json` or `done` is OBJSTORE_STATUS_INVALID_ARGUMENT.
+ `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
+ NULL, or on failure a message to free with objstore_string_free) may be NULL.
+ `key_json` is `key_len` bytes of JSON, no NUL needed; `store` is NUL-terminated UTF-8.
 
  # Safety
- As `objstore_db_put`.
+ The pointers are NULL or valid as described above.
  */
 enum objstore_status objstore_db_withdraw_pending(const struct objstore_db *db,
                                                   const char *store,
@@ -766,14 +1046,25 @@ enum objstore_status objstore_db_withdraw_pending(const struct objstore_db *db,
                                                   char **error_out);
 
 /*
- Starts an explicit transaction over the stores named (a JSON array or one name) in `mode`
- (OBJSTORE_MODE_*); the result is its id (a JSON number) to pass as `tx`. It starts when
- the transaction open now (if any) ends. While it is open, requests outside it wait for it
- to end (so a thread holding it must not wait on one of those); one left without a request
- for the idle timeout is aborted.
+ Starts an explicit transaction over `stores_json` (a JSON array of store names, or one
+ name) in `mode_` (OBJSTORE_MODE_READONLY or OBJSTORE_MODE_READWRITE; another value is
+ OBJSTORE_STATUS_INVALID_ARGUMENT); the result is its id (a JSON number), to pass as `tx` to
+ requests and to objstore_db_commit or objstore_db_abort. It starts when the transaction
+ open now (if any) ends. While it is open, requests outside it wait for it to end; one left
+ without a request for the idle timeout (option idleTransactionTimeoutMs, 30 s by default)
+ is aborted.
+ Arguments are read during the call and not kept; the callback's `result` is owned by the
+ library and valid only during the callback.
+ `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+ on the database's worker thread, never inside this call.
+ A thread that holds the transaction must not wait for a request made outside it.
+ A NULL `db`, `stores_json` or `done` is OBJSTORE_STATUS_INVALID_ARGUMENT.
+ `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
+ NULL, or on failure a message to free with objstore_string_free) may be NULL.
+ `stores_json` is `stores_len` bytes of JSON, no NUL needed.
 
  # Safety
- As `objstore_db_put`.
+ The pointers are NULL or valid as described above.
  */
 enum objstore_status objstore_db_begin(const struct objstore_db *db,
                                        const char *stores_json,
@@ -785,10 +1076,16 @@ enum objstore_status objstore_db_begin(const struct objstore_db *db,
                                        char **error_out);
 
 /*
- Commits transaction `tx`; the result is `null`.
+ Commits transaction `tx` (an id from objstore_db_begin); the result is `null`.
+ The callback's `result` is owned by the library and valid only during the callback.
+ `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+ on the database's worker thread, never inside this call.
+ A NULL `db` or `done` is OBJSTORE_STATUS_INVALID_ARGUMENT.
+ `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
+ NULL, or on failure a message to free with objstore_string_free) may be NULL.
 
  # Safety
- As `objstore_db_put`.
+ The pointers are NULL or valid as described above.
  */
 enum objstore_status objstore_db_commit(const struct objstore_db *db,
                                         uint64_t tx,
@@ -798,10 +1095,16 @@ enum objstore_status objstore_db_commit(const struct objstore_db *db,
                                         char **error_out);
 
 /*
- Rolls back transaction `tx`; the result is `null`.
+ Rolls back transaction `tx` (an id from objstore_db_begin); the result is `null`.
+ The callback's `result` is owned by the library and valid only during the callback.
+ `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+ on the database's worker thread, never inside this call.
+ A NULL `db` or `done` is OBJSTORE_STATUS_INVALID_ARGUMENT.
+ `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
+ NULL, or on failure a message to free with objstore_string_free) may be NULL.
 
  # Safety
- As `objstore_db_put`.
+ The pointers are NULL or valid as described above.
  */
 enum objstore_status objstore_db_abort(const struct objstore_db *db,
                                        uint64_t tx,
@@ -811,12 +1114,27 @@ enum objstore_status objstore_db_abort(const struct objstore_db *db,
                                        char **error_out);
 
 /*
- Runs `body` on the worker thread inside one transaction over the stores named (a JSON
- array); within it, the `objstore_tx_*` functions work synchronously. The transaction
- commits when `body` returns 0 and rolls back otherwise; `done` gets `null` or the error.
+ Runs `body` inside one transaction over `stores_json` (a JSON array of store names, or one
+ name) in `mode_` (OBJSTORE_MODE_READONLY or OBJSTORE_MODE_READWRITE; another value is
+ OBJSTORE_STATUS_INVALID_ARGUMENT); inside it the objstore_tx_* functions work
+ synchronously. The transaction commits when `body` returns 0 (OBJSTORE_STATUS_OK) and rolls
+ back otherwise. `done` gets `null`, or the error: for a body that returned a status, that
+ status, with the message of the last objstore_tx_* call when it failed with the same status
+ (a value that is no error status of the library gives OBJSTORE_STATUS_INVALID_ARGUMENT).
+ `stores_json` is read during the call and not kept; the `tx` handle given to `body` and the
+ callback's `result` are owned by the library and valid only during that call.
+ If this returns OBJSTORE_STATUS_OK, `body` runs at most once (not when the request fails or
+ is cancelled before it runs), then `done` exactly once; never otherwise. Both run on the
+ database's worker thread, never inside this call.
+ Other requests of this database wait while `body` runs: it must not wait for one of them,
+ nor free the database.
+ A NULL `db`, `stores_json`, `body` or `done` is OBJSTORE_STATUS_INVALID_ARGUMENT.
+ `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
+ NULL, or on failure a message to free with objstore_string_free) may be NULL.
+ `stores_json` is `stores_len` bytes of JSON, no NUL needed.
 
  # Safety
- As `objstore_db_put`; `body_data` is passed to `body` on the worker thread.
+ The pointers are NULL or valid as described above.
  */
 enum objstore_status objstore_db_transaction(const struct objstore_db *db,
                                              const char *stores_json,
@@ -830,11 +1148,22 @@ enum objstore_status objstore_db_transaction(const struct objstore_db *db,
                                              char **error_out);
 
 /*
- Inside a transaction body: writes a record (`add` nonzero: only a new one); the key goes to
- `*result_out`.
+ Inside a transaction body: writes a record (JSON) into `store`, replacing any under the
+ same key (`add` false), or only a new one (`add` true: an existing key or a unique-index
+ clash is OBJSTORE_STATUS_CONSTRAINT). The result is the record's key.
+ Arguments are read during the call and not kept. `*result_out` gets the result as
+ NUL-terminated JSON (NULL on failure), to free with objstore_string_free; `*result_len` its
+ length in bytes.
+ Synchronous: call it only inside an objstore_db_transaction body, on its thread, with the
+ handle it was given (invalid once the body returns).
+ `key_json` NULL (or JSON null): no key given, for stores with an inline key path or
+ generated keys. `result_out` and `result_len` may be NULL (not wanted). A NULL `tx`,
+ `store` or `value_json` is OBJSTORE_STATUS_INVALID_ARGUMENT. `error_out` (gets NULL, or on
+ failure a message to free with objstore_string_free) may be NULL.
+ JSON arguments are `*_len` bytes, no NUL needed; `store` is NUL-terminated UTF-8.
 
  # Safety
- `tx` is the handle passed to the body; other pointers as in `objstore_db_put`.
+ The pointers are NULL or valid as described above.
  */
 enum objstore_status objstore_tx_put(struct objstore_tx *tx,
                                      const char *store,
@@ -848,10 +1177,20 @@ enum objstore_status objstore_tx_put(struct objstore_tx *tx,
                                      char **error_out);
 
 /*
- Inside a transaction body: the record under a key (`null` if none).
+ Inside a transaction body: reads the record under `key_json` in `store`; the result is the
+ record, or `null` if there is none.
+ Arguments are read during the call and not kept. `*result_out` gets the result as
+ NUL-terminated JSON (NULL on failure), to free with objstore_string_free; `*result_len` its
+ length in bytes.
+ Synchronous: call it only inside an objstore_db_transaction body, on its thread, with the
+ handle it was given (invalid once the body returns).
+ `result_out` and `result_len` may be NULL (not wanted). A NULL `tx`, `store` or `key_json`
+ is OBJSTORE_STATUS_INVALID_ARGUMENT. `error_out` (gets NULL, or on failure a message to
+ free with objstore_string_free) may be NULL.
+ `key_json` is `key_len` bytes of JSON, no NUL needed; `store` is NUL-terminated UTF-8.
 
  # Safety
- As `objstore_tx_put`.
+ The pointers are NULL or valid as described above.
  */
 enum objstore_status objstore_tx_get(struct objstore_tx *tx,
                                      const char *store,
@@ -862,10 +1201,20 @@ enum objstore_status objstore_tx_get(struct objstore_tx *tx,
                                      char **error_out);
 
 /*
- Inside a transaction body: the records under a JSON array of keys.
+ Inside a transaction body: reads the records under `keys_json`, a JSON array of keys; the
+ result is an array of the records, `null` where there is none.
+ Arguments are read during the call and not kept. `*result_out` gets the result as
+ NUL-terminated JSON (NULL on failure), to free with objstore_string_free; `*result_len` its
+ length in bytes.
+ Synchronous: call it only inside an objstore_db_transaction body, on its thread, with the
+ handle it was given (invalid once the body returns).
+ `result_out` and `result_len` may be NULL (not wanted). A NULL `tx`, `store` or `keys_json`
+ is OBJSTORE_STATUS_INVALID_ARGUMENT. `error_out` (gets NULL, or on failure a message to
+ free with objstore_string_free) may be NULL.
+ `keys_json` is `keys_len` bytes of JSON, no NUL needed; `store` is NUL-terminated UTF-8.
 
  # Safety
- As `objstore_tx_put`.
+ The pointers are NULL or valid as described above.
  */
 enum objstore_status objstore_tx_values_of(struct objstore_tx *tx,
                                            const char *store,
@@ -876,10 +1225,21 @@ enum objstore_status objstore_tx_values_of(struct objstore_tx *tx,
                                            char **error_out);
 
 /*
- Inside a transaction body: removes by key or key range; the count goes to `*result_out`.
+ Inside a transaction body: removes the record under a key, or the records in a key range
+ (`{"lower": .., "upper": .., "lowerOpen"?, "upperOpen"?}`, `{"only": k}`, `{"starts":
+ prefix}`), of `store`; the result is how many were removed.
+ Arguments are read during the call and not kept. `*result_out` gets the result as
+ NUL-terminated JSON (NULL on failure), to free with objstore_string_free; `*result_len` its
+ length in bytes.
+ Synchronous: call it only inside an objstore_db_transaction body, on its thread, with the
+ handle it was given (invalid once the body returns).
+ `result_out` and `result_len` may be NULL (not wanted). A NULL `tx`, `store` or
+ `key_or_range_json` is OBJSTORE_STATUS_INVALID_ARGUMENT. `error_out` (gets NULL, or on
+ failure a message to free with objstore_string_free) may be NULL.
+ `key_or_range_json` is `len` bytes of JSON, no NUL needed; `store` is NUL-terminated UTF-8.
 
  # Safety
- As `objstore_tx_put`.
+ The pointers are NULL or valid as described above.
  */
 enum objstore_status objstore_tx_remove(struct objstore_tx *tx,
                                         const char *store,
@@ -890,18 +1250,37 @@ enum objstore_status objstore_tx_remove(struct objstore_tx *tx,
                                         char **error_out);
 
 /*
- Inside a transaction body: removes every record of the store.
+ Inside a transaction body: removes every record of `store`.
+ Arguments are read during the call and not kept.
+ Synchronous: call it only inside an objstore_db_transaction body, on its thread, with the
+ handle it was given (invalid once the body returns).
+ A NULL `tx` or `store` is OBJSTORE_STATUS_INVALID_ARGUMENT. `error_out` (gets NULL, or on
+ failure a message to free with objstore_string_free) may be NULL.
+ `store` is NUL-terminated UTF-8.
 
  # Safety
- As `objstore_tx_put`.
+ The pointers are NULL or valid as described above.
  */
 enum objstore_status objstore_tx_clear(struct objstore_tx *tx, const char *store, char **error_out);
 
 /*
- Inside a transaction body: as `objstore_db_read`.
+ Inside a transaction body: counts the records of a store or index (`kind`
+ OBJSTORE_READ_COUNT: a number), lists their primary keys (OBJSTORE_READ_KEYS: an array) or
+ reads them (OBJSTORE_READ_VALUES: an array of records); another `kind` is
+ OBJSTORE_STATUS_INVALID_ARGUMENT. `scan_json`: `{"index"?, "range"?, "limit"?, "offset"?,
+ "reverse"?, "unique"?}`.
+ Arguments are read during the call and not kept. `*result_out` gets the result as
+ NUL-terminated JSON (NULL on failure), to free with objstore_string_free; `*result_len` its
+ length in bytes.
+ Synchronous: call it only inside an objstore_db_transaction body, on its thread, with the
+ handle it was given (invalid once the body returns).
+ `scan_json` NULL: the whole store. `result_out` and `result_len` may be NULL (not wanted).
+ A NULL `tx` or `store` is OBJSTORE_STATUS_INVALID_ARGUMENT. `error_out` (gets NULL, or on
+ failure a message to free with objstore_string_free) may be NULL.
+ `scan_json` is `scan_len` bytes of JSON, no NUL needed; `store` is NUL-terminated UTF-8.
 
  # Safety
- As `objstore_tx_put`.
+ The pointers are NULL or valid as described above.
  */
 enum objstore_status objstore_tx_read(struct objstore_tx *tx,
                                       const char *store,
@@ -913,10 +1292,22 @@ enum objstore_status objstore_tx_read(struct objstore_tx *tx,
                                       char **error_out);
 
 /*
- Inside a transaction body: runs SQL as `objstore_db_sql`.
+ Inside a transaction body: runs one SQL statement with bound parameters (`params_json`: a
+ JSON array). The result is `{"rows": [...]}` for a SELECT, with `"columns"` (the names it
+ selects, in order) and `"aggregate"` (true for COUNT/MIN/MAX/SUM/AVG: one row) unless it is
+ `SELECT *`, and `{"changed": n}` (records written) for INSERT, UPDATE and DELETE.
+ Arguments are read during the call and not kept. `*result_out` gets the result as
+ NUL-terminated JSON (NULL on failure), to free with objstore_string_free; `*result_len` its
+ length in bytes.
+ Synchronous: call it only inside an objstore_db_transaction body, on its thread, with the
+ handle it was given (invalid once the body returns).
+ `params_json` NULL: no parameters. `result_out` and `result_len` may be NULL (not wanted).
+ A NULL `tx` or `sql` is OBJSTORE_STATUS_INVALID_ARGUMENT. `error_out` (gets NULL, or on
+ failure a message to free with objstore_string_free) may be NULL.
+ `params_json` is `params_len` bytes of JSON, no NUL needed; `sql` is NUL-terminated UTF-8.
 
  # Safety
- As `objstore_tx_put`.
+ The pointers are NULL or valid as described above.
  */
 enum objstore_status objstore_tx_sql(struct objstore_tx *tx,
                                      const char *sql,
@@ -927,17 +1318,20 @@ enum objstore_status objstore_tx_sql(struct objstore_tx *tx,
                                      char **error_out);
 
 /*
- A new waiter (free with `objstore_waiter_free`). Pass `objstore_waiter_callback` as the
- callback and the waiter as its user data, then `objstore_waiter_wait`. One waiter serves
- one request at a time.
+ Returns a new waiter, to free with objstore_waiter_free. Pass objstore_waiter_callback as a
+ request's callback and the waiter as its `user_data`, then call objstore_waiter_wait. One
+ waiter serves one request at a time.
  */
 struct objstore_waiter *objstore_waiter_new(void);
 
 /*
- The completion callback that fills a waiter (`user_data` is the waiter).
+ The completion callback that fills a waiter: `user_data` is the waiter. It copies `result`
+ (`result_len` bytes) and wakes objstore_waiter_wait; it keeps no pointer it was given. The
+ library calls it on one of its threads. A NULL `user_data` is ignored; a NULL `result` is
+ taken as empty.
 
  # Safety
- `user_data` is a live waiter; `result` is valid for `result_len` bytes.
+ The pointers are NULL or valid as described above.
  */
 void objstore_waiter_callback(void *user_data,
                               enum objstore_status status,
@@ -946,23 +1340,29 @@ void objstore_waiter_callback(void *user_data,
 
 /*
  Blocks until the waiter's request completes or `timeout_ms` passes. On completion, returns
- the request's status and, when `result_out` is not NULL, its result (JSON or the error
- message; free with objstore_string_free), and readies the waiter for another request. On
- timeout returns OBJSTORE_STATUS_TIMEOUT and the request goes on. A timeout too long to
- reach (UINT64_MAX, say) waits for as long as it takes. Never call it from a callback.
+ the request's status, and readies the waiter for another request. On timeout, returns
+ OBJSTORE_STATUS_TIMEOUT and the request goes on (wait again for it). A timeout too long to
+ reach (UINT64_MAX, say) waits for as long as it takes.
+ On completion `*result_out` gets the request's result (JSON, or the error message) as a
+ NUL-terminated string to free with objstore_string_free; otherwise NULL.
+ `result_out` NULL: the result is not wanted. A NULL `waiter` is
+ OBJSTORE_STATUS_INVALID_ARGUMENT.
+ Never call it from a callback, listener, visitor or transaction body: it would block a
+ library thread.
 
  # Safety
- `waiter` is a live waiter; `result_out` is NULL or valid for a write.
+ The pointers are NULL or valid as described above.
  */
 enum objstore_status objstore_waiter_wait(struct objstore_waiter *waiter,
                                           uint64_t timeout_ms,
                                           char **result_out);
 
 /*
- Frees a waiter. Accepts NULL. Its request must have completed (or never been made).
+ Frees a waiter. NULL is a harmless no-op. Its request must have completed (or never been
+ made), and the waiter must not be used afterwards.
 
  # Safety
- `waiter` is NULL or a live waiter, not used again.
+ The pointers are NULL or valid as described above.
  */
 void objstore_waiter_free(struct objstore_waiter *waiter);
 

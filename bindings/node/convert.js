@@ -11,12 +11,6 @@ function codedError(code, message) {
   return error;
 }
 
-/** Native calls that throw (a query that cannot be built) throw "CODE: message". */
-function fromNative(error) {
-  const match = /^([A-Z_]+): ([\s\S]*)$/.exec(error && error.message);
-  return match ? codedError(match[1], match[2]) : error;
-}
-
 // ----- keys and values --------------------------------------------------------------------------
 
 function keyJson(key) {
@@ -193,7 +187,6 @@ function scanText(index, range, limit, offset, reverse, unique) {
 
 module.exports = {
   codedError,
-  fromNative,
   keyJson,
   keyJs,
   keysJs,

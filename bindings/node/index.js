@@ -14,7 +14,6 @@
 const native = require('./native');
 const {
   codedError,
-  fromNative,
   keyJson,
   keyJs,
   keysJs,
@@ -63,7 +62,7 @@ function request(make) {
   try {
     promise = make();
   } catch (error) {
-    promise = Promise.reject(fromNative(error));
+    promise = Promise.reject(error);
   }
   return decorate(promise);
 }
@@ -74,7 +73,7 @@ function requestThen(make, convert) {
   try {
     promise = make().then(convert);
   } catch (error) {
-    promise = Promise.reject(fromNative(error));
+    promise = Promise.reject(error);
   }
   return decorate(promise);
 }
@@ -159,11 +158,7 @@ class Query {
   _built() {
     if (this._native === null) {
       if (this._keyBounds !== null) this._boundKeys();
-      try {
-        this._native = this._storage._db.query(JSON.stringify(this._spec));
-      } catch (error) {
-        throw fromNative(error);
-      }
+      this._native = this._storage._db.query(JSON.stringify(this._spec));
     }
     return this._native;
   }
@@ -532,12 +527,7 @@ class Storage extends Operations {
     if (queueCapacity !== undefined) openOptions.queueCapacity = queueCapacity;
     if (syncThreads !== undefined) openOptions.syncThreads = syncThreads;
     const schemaText = schema == null ? null : typeof schema === 'string' ? schema : valueJson('schema', schema);
-    let opened;
-    try {
-      opened = native.open(waker, name, schemaText, JSON.stringify(openOptions));
-    } catch (error) {
-      throw fromNative(error);
-    }
+    const opened = native.open(waker, name, schemaText, JSON.stringify(openOptions));
     this._db = opened[0];
     /** Resolves with `{version, previousVersion, stores, warnings?}` once open (previousVersion:
      * the version before this open, null for a new database; warnings also go to
@@ -718,11 +708,7 @@ class Storage extends Operations {
 
   /** Offline, no request goes to a bucket: reads serve the cache and writes wait. */
   setOffline(offline = true) {
-    try {
-      this._db.setOffline(!!offline);
-    } catch (error) {
-      throw fromNative(error);
-    }
+    this._db.setOffline(!!offline);
   }
 
   /** Requests made to buckets, bytes and cost so far (`reset` starts again from zero). */

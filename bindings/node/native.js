@@ -17,7 +17,11 @@ function platformName() {
   return `${platform}-${arch}-${glibc ? 'gnu' : 'musl'}`;
 }
 
-/** Whether `error` says that `what` itself (not something it needs) could not be found. */
+/**
+ * Whether `error` says that `what` itself (not something it needs) could not be found.
+ * @param {any} error
+ * @param {string} what
+ */
 function missing(error, what) {
   return error.code === 'MODULE_NOT_FOUND' && String(error.message).includes(what);
 }

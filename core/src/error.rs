@@ -3,28 +3,84 @@
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// A stable classification of [`Error`], for mapping onto C status codes and binding exceptions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ErrorCode {
-    NotFound,
-    InvalidKey,
-    InvalidArgument,
-    Constraint,
-    ReadOnly,
-    TransactionInactive,
-    Schema,
-    Closed,
-    Cancelled,
-    Storage,
-    /// The bucket holds a different version than the write assumed (HTTP 412).
-    Conflict,
-    /// The bucket could not be reached: connection refused or reset, timeouts, 5xx after retries.
-    Network,
+/// Declares the error codes once: each code's C status number, its stable name (the C
+/// `OBJSTORE_STATUS_<name>` and the JS `error.code`), its Python exception class and what it
+/// means. The C layer, the Python module and the Node module derive theirs from this table.
+macro_rules! error_codes {
+    ($($(#[doc = $doc:literal])+ $code:ident = $status:literal, $name:literal, $python:literal;)+) => {
+        /// A stable classification of [`Error`], for mapping onto C status codes and binding
+        /// exceptions.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum ErrorCode {
+            $($(#[doc = $doc])+ $code,)+
+        }
+
+        impl ErrorCode {
+            /// Every code, in status order.
+            pub const ALL: &'static [ErrorCode] = &[$(ErrorCode::$code,)+];
+
+            /// The C status number (`objstore_status`).
+            pub fn status(self) -> i32 {
+                match self {
+                    $(ErrorCode::$code => $status,)+
+                }
+            }
+
+            /// The stable name: `OBJSTORE_STATUS_<name>` in C, `error.code` in JS.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(ErrorCode::$code => $name,)+
+                }
+            }
+
+            /// The Python exception class (a subclass of `ObjstoreError`).
+            pub fn python_class(self) -> &'static str {
+                match self {
+                    $(ErrorCode::$code => $python,)+
+                }
+            }
+
+            /// What the code means, in one line.
+            pub fn meaning(self) -> &'static str {
+                match self {
+                    $(ErrorCode::$code => concat!($($doc),+).trim_ascii(),)+
+                }
+            }
+        }
+    };
+}
+
+error_codes! {
+    /// A store, index or record that does not exist.
+    NotFound = 1, "NOT_FOUND", "NotFoundError";
+    /// A value that is not a valid key, or a record without its key.
+    InvalidKey = 2, "INVALID_KEY", "InvalidKeyError";
+    /// An argument the call cannot use: NULL, invalid UTF-8 or JSON, an unknown option or value.
+    InvalidArgument = 3, "INVALID_ARGUMENT", "InvalidArgumentError";
+    /// A duplicate key or a unique-index clash; nothing was written.
+    Constraint = 4, "CONSTRAINT", "ConstraintError";
+    /// A write in a read-only transaction or cursor.
+    ReadOnly = 5, "READ_ONLY", "ReadOnlyError";
+    /// A request in a transaction that has ended (committed, aborted, timed out).
+    TransactionInactive = 6, "TRANSACTION_INACTIVE", "TransactionInactiveError";
+    /// A schema or migration that cannot be applied.
+    Schema = 7, "SCHEMA", "SchemaError";
+    /// A request to a closed database.
+    Closed = 8, "CLOSED", "ClosedError";
+    /// A request cancelled before it completed, or whose database closed first.
+    Cancelled = 9, "CANCELLED", "RequestCancelledError";
+    /// The local file could not be read or written (SQLite failed).
+    Storage = 10, "STORAGE", "StorageError";
+    /// A bug in objstore-db (a caught panic): please report it.
+    Internal = 11, "INTERNAL", "InternalError";
+    /// The bucket holds another version than the write assumed (HTTP 412); nothing was overwritten.
+    Conflict = 12, "CONFLICT", "ConflictError";
+    /// The bucket could not be reached: refused, reset, timed out, 5xx after retries.
+    Network = 13, "NETWORK", "NetworkError";
     /// The bucket refused a request (4xx other than 412).
-    Remote,
-    /// The bucket answered with something unusable: malformed XML, non-JSON, oversized.
-    RemoteData,
-    Internal,
+    Remote = 14, "REMOTE", "RemoteError";
+    /// The bucket answered with something unusable: malformed XML, not JSON, oversized.
+    RemoteData = 15, "REMOTE_DATA", "RemoteDataError";
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -26,30 +26,35 @@ use napi_raw::{Deferred, Tsfn};
 
 type CoreResult<T> = objstore_db_core::Result<T>;
 
-/// The stable `code` of a status, as JS code matches on it.
+/// The stable `code` of a status, as JS code matches on it: its name in core's table of codes.
 fn code_of(code: ErrorCode) -> &'static str {
-    match code {
-        ErrorCode::NotFound => "NOT_FOUND",
-        ErrorCode::InvalidKey => "INVALID_KEY",
-        ErrorCode::InvalidArgument => "INVALID_ARGUMENT",
-        ErrorCode::Constraint => "CONSTRAINT",
-        ErrorCode::ReadOnly => "READ_ONLY",
-        ErrorCode::TransactionInactive => "TRANSACTION_INACTIVE",
-        ErrorCode::Schema => "SCHEMA",
-        ErrorCode::Closed => "CLOSED",
-        ErrorCode::Cancelled => "CANCELLED",
-        ErrorCode::Storage => "STORAGE",
-        ErrorCode::Conflict => "CONFLICT",
-        ErrorCode::Network => "NETWORK",
-        ErrorCode::Remote => "REMOTE",
-        ErrorCode::RemoteData => "REMOTE_DATA",
-        ErrorCode::Internal => "INTERNAL",
+    code.name()
+}
+
+/// An error's stable code, which napi-rs sets as the thrown JS error's `code`: a library
+/// error's from the table, or napi-rs's own status name.
+pub struct Code(String);
+
+impl AsRef<str> for Code {
+    fn as_ref(&self) -> &str {
+        &self.0
     }
 }
 
-/// A library error as a thrown JS error with its code.
-fn js_err(error: &Error) -> napi::Error {
-    napi::Error::new(napi::Status::GenericFailure, format!("{}: {}", code_of(error.code()), error))
+/// A library error as a thrown JS error: its message, and its code as `error.code`.
+fn js_err(error: &Error) -> napi::Error<Code> {
+    napi::Error::new(Code(code_of(error.code()).to_string()), error.to_string())
+}
+
+/// A napi-rs error thrown as it would be, its status as `error.code`.
+fn napi_err(error: napi::Error) -> napi::Error<Code> {
+    napi::Error::new(Code(error.status.as_ref().to_string()), error.reason.clone())
+}
+
+/// Every error code's name, in status order (from core's table).
+#[napi]
+pub fn error_codes() -> Vec<&'static str> {
+    ErrorCode::ALL.iter().map(|code| code.name()).collect()
 }
 
 fn parse(what: &str, text: &str) -> CoreResult<Value> {
@@ -285,7 +290,7 @@ pub fn open(
     name: String,
     schema: Option<String>,
     options: Option<String>,
-) -> napi::Result<sys::napi_value> {
+) -> napi::Result<sys::napi_value, Code> {
     let args = (|| {
         let schema = parse_opt("schema", schema.as_deref())?;
         let options = rsapi::OpenOptions::from_json(parse_opt("open options", options.as_deref())?.as_ref())?;
@@ -293,13 +298,15 @@ pub fn open(
     })();
     let (schema, options) = args.map_err(|e| js_err(&e))?;
     let mut opened = None;
-    let promise = waker.request::<Value>(&env, |done| {
-        let db = Db::open(&name, schema.as_ref(), &options, done)?;
-        opened = Some(db);
-        Ok(0)
-    })?;
-    let db = opened.ok_or_else(|| napi::Error::from_reason("the database could not be opened"))?;
-    napi_raw::pair(env.raw(), Database { db }, promise)
+    let promise = waker
+        .request::<Value>(&env, |done| {
+            let db = Db::open(&name, schema.as_ref(), &options, done)?;
+            opened = Some(db);
+            Ok(0)
+        })
+        .map_err(napi_err)?;
+    let db = opened.ok_or_else(|| js_err(&Error::Internal("the database could not be opened".into())))?;
+    napi_raw::pair(env.raw(), Database { db }, promise).map_err(napi_err)
 }
 
 #[napi]
@@ -497,7 +504,7 @@ impl Database {
     }
 
     #[napi]
-    pub fn query(&self, spec: String) -> napi::Result<Query> {
+    pub fn query(&self, spec: String) -> napi::Result<Query, Code> {
         let spec = parse("query", &spec).map_err(|e| js_err(&e))?;
         Ok(Query { query: self.db.query(&spec).map_err(|e| js_err(&e))? })
     }
@@ -515,7 +522,7 @@ impl Database {
     }
 
     #[napi]
-    pub fn set_offline(&self, offline: bool) -> napi::Result<()> {
+    pub fn set_offline(&self, offline: bool) -> napi::Result<(), Code> {
         self.db.set_offline(offline).map_err(|e| js_err(&e))
     }
 
@@ -616,7 +623,7 @@ impl Query {
     }
 
     #[napi]
-    pub fn cursor(&self, mode_name: String, tx: Option<f64>) -> napi::Result<QueryCursor> {
+    pub fn cursor(&self, mode_name: String, tx: Option<f64>) -> napi::Result<QueryCursor, Code> {
         let mode = mode(&mode_name).map_err(|e| js_err(&e))?;
         Ok(QueryCursor { cursor: self.query.cursor(tx_id(tx), mode) })
     }

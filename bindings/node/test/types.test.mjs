@@ -70,3 +70,18 @@ test('every runtime export is declared', () => {
     assert.match(declarations, new RegExp(`export (class|const|function) ${name}\\b`), `${name} is exported but not declared in index.d.ts`);
   }
 });
+
+test("ObjstoreError's codes in index.d.ts are the library's table of error codes", () => {
+  const native = require('../native.js');
+  const source = ts.createSourceFile('index.d.ts', declarations, ts.ScriptTarget.Latest, true);
+  /** @type {string[]} */
+  const declared = [];
+  source.forEachChild(function visit(node) {
+    if (ts.isPropertySignature(node) && node.name.getText(source) === 'code' && node.type && ts.isUnionTypeNode(node.type)) {
+      for (const member of node.type.types) declared.push(member.getText(source).replace(/'/g, ''));
+    }
+    node.forEachChild(visit);
+  });
+  assert.deepEqual([...declared].sort(), [...native.errorCodes()].sort());
+  assert.equal(declared.length, 15);
+});

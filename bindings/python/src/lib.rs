@@ -6,53 +6,48 @@
 //! take the GIL, and the GIL is released around every call into the library (which may wait
 //! for room in its queue).
 
+use std::ffi::CString;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use objstore_db::rsapi::{self, Cursor, Db, Freshness, QueryHandle, ReadKind, RequestId};
 use objstore_db_core::{Error, ErrorCode, Mode, Result};
 use pyo3::create_exception;
-use pyo3::exceptions::PyException;
+use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
+use pyo3::sync::GILOnceCell;
+use pyo3::types::PyType;
 use serde::Serialize;
 use serde_json::Value;
 
 create_exception!(_native, ObjstoreError, PyException, "Base class of every objstore-db error.");
-create_exception!(_native, NotFoundError, ObjstoreError, "A store, index or record that does not exist.");
-create_exception!(_native, InvalidKeyError, ObjstoreError, "A value that is not a valid key.");
-create_exception!(_native, InvalidArgumentError, ObjstoreError, "An argument the call cannot use.");
-create_exception!(_native, ConstraintError, ObjstoreError, "A write that breaks a key or unique index.");
-create_exception!(_native, ReadOnlyError, ObjstoreError, "A write in a read-only transaction or cursor.");
-create_exception!(_native, TransactionInactiveError, ObjstoreError, "A request in a transaction that has ended.");
-create_exception!(_native, SchemaError, ObjstoreError, "A schema or migration that cannot be applied.");
-create_exception!(_native, ClosedError, ObjstoreError, "A request to a closed database.");
-create_exception!(_native, RequestCancelledError, ObjstoreError, "A request cancelled before it completed.");
-create_exception!(_native, StorageError, ObjstoreError, "The local file could not be read or written.");
-create_exception!(_native, ConflictError, ObjstoreError, "The bucket holds another version than the write assumed.");
-create_exception!(_native, NetworkError, ObjstoreError, "The bucket could not be reached (offline).");
-create_exception!(_native, RemoteError, ObjstoreError, "The bucket refused a request.");
-create_exception!(_native, RemoteDataError, ObjstoreError, "The bucket answered with something unusable.");
-create_exception!(_native, InternalError, ObjstoreError, "A bug in objstore-db: please report it.");
+
+/// The exception class of each error code, made at import from core's table of codes.
+static ERROR_CLASSES: GILOnceCell<Vec<(ErrorCode, Py<PyType>)>> = GILOnceCell::new();
+
+/// One subclass of `ObjstoreError` per error code, named and documented by the table.
+fn error_classes(py: Python<'_>) -> PyResult<Vec<(ErrorCode, Py<PyType>)>> {
+    let base = py.get_type::<ObjstoreError>();
+    let text = |s: String| CString::new(s).map_err(|e| PyValueError::new_err(e.to_string()));
+    ErrorCode::ALL
+        .iter()
+        .map(|code| {
+            let name = text(format!("objstore_db._native.{}", code.python_class()))?;
+            let doc = text(code.meaning().to_string())?;
+            Ok((*code, PyErr::new_type(py, &name, Some(&doc), Some(&base), None)?))
+        })
+        .collect()
+}
 
 fn py_err(error: &Error) -> PyErr {
     let message = error.to_string();
-    match error.code() {
-        ErrorCode::NotFound => NotFoundError::new_err(message),
-        ErrorCode::InvalidKey => InvalidKeyError::new_err(message),
-        ErrorCode::InvalidArgument => InvalidArgumentError::new_err(message),
-        ErrorCode::Constraint => ConstraintError::new_err(message),
-        ErrorCode::ReadOnly => ReadOnlyError::new_err(message),
-        ErrorCode::TransactionInactive => TransactionInactiveError::new_err(message),
-        ErrorCode::Schema => SchemaError::new_err(message),
-        ErrorCode::Closed => ClosedError::new_err(message),
-        ErrorCode::Cancelled => RequestCancelledError::new_err(message),
-        ErrorCode::Storage => StorageError::new_err(message),
-        ErrorCode::Conflict => ConflictError::new_err(message),
-        ErrorCode::Network => NetworkError::new_err(message),
-        ErrorCode::Remote => RemoteError::new_err(message),
-        ErrorCode::RemoteData => RemoteDataError::new_err(message),
-        ErrorCode::Internal => InternalError::new_err(message),
-    }
+    Python::with_gil(|py| {
+        let classes = ERROR_CLASSES.get(py).map(Vec::as_slice).unwrap_or_default();
+        match classes.iter().find(|(code, _)| *code == error.code()) {
+            Some((_, class)) => PyErr::from_type(class.bind(py).clone(), message),
+            None => ObjstoreError::new_err(message),
+        }
+    })
 }
 
 fn to_py<T>(result: Result<T>) -> PyResult<T> {
@@ -71,9 +66,9 @@ fn mode(name: &str) -> PyResult<Mode> {
     match name {
         "readonly" => Ok(Mode::ReadOnly),
         "readwrite" => Ok(Mode::ReadWrite),
-        other => Err(InvalidArgumentError::new_err(format!(
+        other => Err(py_err(&Error::InvalidArgument(format!(
             "mode {other:?} is not understood (known: \"readonly\", \"readwrite\")"
-        ))),
+        )))),
     }
 }
 
@@ -181,7 +176,9 @@ struct Waker {
 impl Waker {
     #[new]
     fn new() -> PyResult<Self> {
-        let inner = WakerInner::new().map_err(|e| StorageError::new_err(format!("cannot make a wake-up pipe: {e}")))?;
+        let inner = WakerInner::new().map_err(|e| {
+            py_err(&Error::Aborted { code: ErrorCode::Storage, message: format!("cannot make a wake-up pipe: {e}") })
+        })?;
         Ok(Waker { inner: Arc::new(inner) })
     }
 
@@ -327,7 +324,7 @@ impl Database {
     ) -> PyResult<RequestId> {
         let values = match parse("values", values)? {
             Value::Array(values) => values,
-            other => return Err(InvalidArgumentError::new_err(format!("values: expected a list, got {other}"))),
+            other => return Err(py_err(&Error::InvalidArgument(format!("values: expected a list, got {other}")))),
         };
         request(py, waker, future, |done| self.db.put_many(tx, store, values, done))
     }
@@ -410,7 +407,7 @@ impl Database {
             "count" => ReadKind::Count,
             "keys" => ReadKind::Keys,
             "values" => ReadKind::Values,
-            other => return Err(InvalidArgumentError::new_err(format!("scan kind {other:?} is not understood"))),
+            other => return Err(py_err(&Error::InvalidArgument(format!("scan kind {other:?} is not understood")))),
         };
         let scan = parse_opt("scan options", scan)?;
         request_text(py, waker, future, |done| {
@@ -666,25 +663,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(open, m)?)?;
     m.add_function(wrap_pyfunction!(leaving, m)?)?;
     m.add("__version__", objstore_db_core::VERSION)?;
-    for (name, class) in [
-        ("ObjstoreError", py.get_type::<ObjstoreError>()),
-        ("NotFoundError", py.get_type::<NotFoundError>()),
-        ("InvalidKeyError", py.get_type::<InvalidKeyError>()),
-        ("InvalidArgumentError", py.get_type::<InvalidArgumentError>()),
-        ("ConstraintError", py.get_type::<ConstraintError>()),
-        ("ReadOnlyError", py.get_type::<ReadOnlyError>()),
-        ("TransactionInactiveError", py.get_type::<TransactionInactiveError>()),
-        ("SchemaError", py.get_type::<SchemaError>()),
-        ("ClosedError", py.get_type::<ClosedError>()),
-        ("RequestCancelledError", py.get_type::<RequestCancelledError>()),
-        ("StorageError", py.get_type::<StorageError>()),
-        ("ConflictError", py.get_type::<ConflictError>()),
-        ("NetworkError", py.get_type::<NetworkError>()),
-        ("RemoteError", py.get_type::<RemoteError>()),
-        ("RemoteDataError", py.get_type::<RemoteDataError>()),
-        ("InternalError", py.get_type::<InternalError>()),
-    ] {
-        m.add(name, class)?;
+    m.add("ObjstoreError", py.get_type::<ObjstoreError>())?;
+    let classes = ERROR_CLASSES.get_or_try_init(py, || error_classes(py))?;
+    for (code, class) in classes {
+        m.add(code.python_class(), class.bind(py))?;
     }
+    m.add("ERROR_CLASSES", ErrorCode::ALL.iter().map(|code| code.python_class()).collect::<Vec<_>>())?;
     Ok(())
 }

@@ -177,3 +177,24 @@ def test_an_unknown_durability_is_refused_naming_the_choices(tmp_path: pathlib.P
             await objstore_db.open(str(tmp_path / "d.sqlite3"), durability="eventual")
 
     asyncio.run(attempt())
+
+
+def test_each_error_code_of_the_library_is_an_exported_exception_class() -> None:
+    from objstore_db import _native
+
+    # The classes come from the library's one table of error codes (core/src/error.rs).
+    assert len(_native.ERROR_CLASSES) == 15
+    assert "NotFoundError" in _native.ERROR_CLASSES and "RemoteDataError" in _native.ERROR_CLASSES
+    for name in _native.ERROR_CLASSES:
+        cls = getattr(objstore_db, name)
+        assert issubclass(cls, objstore_db.ObjstoreError), name
+        assert name in objstore_db.__all__, name
+        assert cls.__doc__, f"{name} carries the table's meaning"
+
+
+async def test_a_library_error_raises_its_codes_class(db: objstore_db.Database) -> None:
+    key = await db.add("notes", {"n": 1})
+    with pytest.raises(objstore_db.ConstraintError) as raised:
+        await db.add("notes", {"n": 2}, key)
+    assert type(raised.value).__name__ == "ConstraintError"
+    assert isinstance(raised.value, objstore_db.ObjstoreError)

@@ -4,11 +4,18 @@
 use super::*;
 
 /// Opens a pull cursor over the query's matches from the start (the query's own paging is
-/// untouched) into `*cursor_out`; `mode` OBJSTORE_MODE_READWRITE lets it update and delete.
-/// Free it with `objstore_cursor_free`.
+/// untouched) and stores it in `*cursor_out`. `mode_` OBJSTORE_MODE_READWRITE lets it update
+/// and delete, OBJSTORE_MODE_READONLY does not; another value is
+/// OBJSTORE_STATUS_INVALID_ARGUMENT. `tx`: 0 for each batch to read on its own, or an id from
+/// objstore_db_begin. Synchronous: no callback, no request.
+/// The cursor is the caller's: free it with objstore_cursor_free. The query may be freed
+/// before it.
+/// A NULL `query` or `cursor_out` is OBJSTORE_STATUS_INVALID_ARGUMENT. On failure
+/// `*cursor_out` is NULL. `error_out` (gets NULL, or on failure a message to free with
+/// objstore_string_free) may be NULL.
 ///
 /// # Safety
-/// `query` is a live query; `cursor_out` is valid for a write.
+/// The pointers are NULL or valid as described above.
 #[no_mangle]
 pub unsafe extern "C" fn objstore_cursor_open(
     query: *const ObjstoreQuery,
@@ -28,10 +35,11 @@ pub unsafe extern "C" fn objstore_cursor_open(
     })
 }
 
-/// Frees a cursor (closing it). Accepts NULL. Requests already made with it still complete.
+/// Frees a cursor, closing it. NULL is a harmless no-op. Requests already made with it still
+/// complete. The handle must not be used afterwards.
 ///
 /// # Safety
-/// `cursor` is NULL or a live cursor, not used again.
+/// The pointers are NULL or valid as described above.
 #[no_mangle]
 pub unsafe extern "C" fn objstore_cursor_free(cursor: *mut ObjstoreCursor) {
     if !cursor.is_null() {
@@ -43,12 +51,19 @@ pub(super) unsafe fn cursor_ref<'a>(cursor: *const ObjstoreCursor) -> Result<&'a
     handle(cursor, "cursor").map(|c| &c.cursor)
 }
 
-/// The cursor's next batch of at most `n` items, a JSON array of `{"key", "primaryKey",
-/// "value"}`; an empty array is the end. Each batch is a request of its own: other requests
-/// may be made between two batches.
+/// Reads the cursor's next batch of at most `n` matches; the result is a JSON array of
+/// `{"key", "primaryKey", "value"}`, empty at the end. Each batch is a request of its own:
+/// other requests may be made between two batches. `n` 0 is OBJSTORE_STATUS_INVALID_ARGUMENT.
+/// The callback's `result` is owned by the library and valid only during the callback. The
+/// cursor may be freed once this returns.
+/// `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+/// on a library thread (the database's worker or its sync agent's), never inside this call.
+/// A NULL `cursor` or `done` is OBJSTORE_STATUS_INVALID_ARGUMENT.
+/// `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
+/// NULL, or on failure a message to free with objstore_string_free) may be NULL.
 ///
 /// # Safety
-/// `cursor` is a live cursor; other pointers as in `objstore_db_put`.
+/// The pointers are NULL or valid as described above.
 #[no_mangle]
 pub unsafe extern "C" fn objstore_cursor_next(
     cursor: *const ObjstoreCursor,
@@ -64,11 +79,21 @@ pub unsafe extern "C" fn objstore_cursor_next(
     })
 }
 
-/// Replaces the record under `primary_key_json` (one the cursor returned) with `value_json`;
-/// the key must stay the same. The result is `null`.
+/// Replaces the record under `primary_key_json` (a primary key the cursor returned) with
+/// `value_json`; the key must stay the same. The result is `null`. A cursor opened
+/// OBJSTORE_MODE_READONLY returns OBJSTORE_STATUS_READ_ONLY.
+/// Arguments are read during the call and not kept; the callback's `result` is owned by the
+/// library and valid only during the callback. The cursor may be freed once this returns.
+/// `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+/// on the database's worker thread, never inside this call.
+/// A NULL `cursor`, `primary_key_json`, `value_json` or `done` is
+/// OBJSTORE_STATUS_INVALID_ARGUMENT.
+/// `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
+/// NULL, or on failure a message to free with objstore_string_free) may be NULL.
+/// JSON arguments are `*_len` bytes, no NUL needed.
 ///
 /// # Safety
-/// As `objstore_cursor_next`.
+/// The pointers are NULL or valid as described above.
 #[no_mangle]
 pub unsafe extern "C" fn objstore_cursor_update(
     cursor: *const ObjstoreCursor,
@@ -90,10 +115,20 @@ pub unsafe extern "C" fn objstore_cursor_update(
     })
 }
 
-/// Removes the record under `primary_key_json`; the result is how many went (0 or 1).
+/// Removes the record under `primary_key_json` (a primary key the cursor returned); the result
+/// is how many were removed (0 or 1). A cursor opened OBJSTORE_MODE_READONLY returns
+/// OBJSTORE_STATUS_READ_ONLY.
+/// Arguments are read during the call and not kept; the callback's `result` is owned by the
+/// library and valid only during the callback. The cursor may be freed once this returns.
+/// `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+/// on the database's worker thread, never inside this call.
+/// A NULL `cursor`, `primary_key_json` or `done` is OBJSTORE_STATUS_INVALID_ARGUMENT.
+/// `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
+/// NULL, or on failure a message to free with objstore_string_free) may be NULL.
+/// `primary_key_json` is `primary_key_len` bytes of JSON, no NUL needed.
 ///
 /// # Safety
-/// As `objstore_cursor_next`.
+/// The pointers are NULL or valid as described above.
 #[no_mangle]
 pub unsafe extern "C" fn objstore_cursor_delete(
     cursor: *const ObjstoreCursor,

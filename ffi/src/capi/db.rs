@@ -3,13 +3,15 @@
 
 use super::*;
 
-/// The library version, e.g. "0.1.0" (static; do not free).
+/// Returns the library's version, e.g. "0.1.0", as a static NUL-terminated string; do not free
+/// it.
 #[no_mangle]
 pub extern "C" fn objstore_db_version() -> *const c_char {
     concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
 }
 
-/// The library version as major * 1000000 + minor * 1000 + patch.
+/// Returns the library's version as major * 1000000 + minor * 1000 + patch, the scheme of
+/// OBJSTORE_DB_VERSION_NUMBER (the version this header was made for).
 #[no_mangle]
 pub extern "C" fn objstore_db_version_number() -> u32 {
     let part = |s: &str| s.parse::<u32>().unwrap_or(0);
@@ -18,10 +20,13 @@ pub extern "C" fn objstore_db_version_number() -> u32 {
         + part(env!("CARGO_PKG_VERSION_PATCH"))
 }
 
-/// Frees a string the library returned through an out parameter. Accepts NULL.
+/// Frees a string the library returned through an out parameter (`*error_out`, `*result_out`).
+/// NULL is a harmless no-op.
+/// Free each string once. Never pass it a callback's `result`, a listener's `event` or a
+/// static string (from objstore_db_version or objstore_status_name).
 ///
 /// # Safety
-/// `s` is NULL or a string from this library, not yet freed.
+/// The pointers are NULL or valid as described above.
 #[no_mangle]
 pub unsafe extern "C" fn objstore_string_free(s: *mut c_char) {
     if !s.is_null() {
@@ -29,53 +34,42 @@ pub unsafe extern "C" fn objstore_string_free(s: *mut c_char) {
     }
 }
 
-/// A short, static name for a status, e.g. "OBJSTORE_STATUS_CONSTRAINT" (do not free); any
-/// other integer gives "OBJSTORE_STATUS_UNKNOWN".
+/// Returns the name of a status, e.g. "OBJSTORE_STATUS_CONSTRAINT", as a static NUL-terminated
+/// string; do not free it. Any other integer gives "OBJSTORE_STATUS_UNKNOWN".
 #[no_mangle]
 pub extern "C" fn objstore_status_name(status: i32) -> *const c_char {
-    let name: &'static str = match status {
-        0 => "OBJSTORE_STATUS_OK\0",
-        1 => "OBJSTORE_STATUS_NOT_FOUND\0",
-        2 => "OBJSTORE_STATUS_INVALID_KEY\0",
-        3 => "OBJSTORE_STATUS_INVALID_ARGUMENT\0",
-        4 => "OBJSTORE_STATUS_CONSTRAINT\0",
-        5 => "OBJSTORE_STATUS_READ_ONLY\0",
-        6 => "OBJSTORE_STATUS_TRANSACTION_INACTIVE\0",
-        7 => "OBJSTORE_STATUS_SCHEMA\0",
-        8 => "OBJSTORE_STATUS_CLOSED\0",
-        9 => "OBJSTORE_STATUS_CANCELLED\0",
-        10 => "OBJSTORE_STATUS_STORAGE\0",
-        11 => "OBJSTORE_STATUS_INTERNAL\0",
-        12 => "OBJSTORE_STATUS_CONFLICT\0",
-        13 => "OBJSTORE_STATUS_NETWORK\0",
-        14 => "OBJSTORE_STATUS_REMOTE\0",
-        15 => "OBJSTORE_STATUS_REMOTE_DATA\0",
-        16 => "OBJSTORE_STATUS_BUSY\0",
-        17 => "OBJSTORE_STATUS_TIMEOUT\0",
-        _ => "OBJSTORE_STATUS_UNKNOWN\0",
-    };
-    name.as_ptr().cast()
+    status_name(status).as_ptr()
 }
 
-/// Opens (creating if needed) the database `name` (a file path for the sqlite mechanism) and
-/// stores its handle in `*db_out`, before `on_open` can fire. `schema_json` and `options_json`
-/// are NUL-terminated and may be NULL; options: `{"mechanism": "sqlite"|"memory",
-/// "durability": "normal"|"full", "idleTransactionTimeoutMs": n, "queueCapacity": n,
-/// "syncThreads": n}`. Durability "normal" (the default) keeps a commit through a crash of the
-/// process, "full" (an fsync per commit) through a crash of the machine too. One process at a
-/// time opens a file: a second open fails with OBJSTORE_STATUS_STORAGE naming the file.
-/// `on_open` fires once with the schema as stored (`{"version", "stores", "previousVersion"}`:
-/// the version before this open, null for a new database; plus `"warnings"`, a list of texts, when a
-/// bucket is known to ignore conditional writes) or the error. A schema without a version
-/// keeps the stored one, or takes the next one when it changed; a given version lower than the
-/// stored one is OBJSTORE_STATUS_SCHEMA naming both. Sync credentials
+/// Opens the database `name` (for the sqlite mechanism, a file path), creating it if needed,
+/// and stores its handle in `*db_out`. `on_open` gets the schema as stored, `{"version",
+/// "stores", "previousVersion"}` (`previousVersion`: the version before this open, null for a
+/// new database; plus `"warnings"`, a list of texts, when a bucket is known to ignore
+/// conditional writes), or the error. A schema without a version keeps the stored one, or
+/// takes the next one when it changed; a version lower than the stored one is
+/// OBJSTORE_STATUS_SCHEMA naming both.
+/// Options: `{"mechanism": "sqlite"|"memory", "durability": "normal"|"full",
+/// "idleTransactionTimeoutMs": n, "queueCapacity": n, "syncThreads": n}`, each optional.
+/// Durability "normal" (the default) keeps a commit through a crash of the process, "full" (an
+/// fsync per commit) through a crash of the machine too. One process at a time opens a file: a
+/// second open's `on_open` gets OBJSTORE_STATUS_STORAGE naming the file. Sync credentials
 /// (`accessKeyId`, `secretAccessKey`, `sessionToken` in a Sync block's Options) are used but
 /// never stored in the file; without them the standard AWS variables and the shared AWS files
-/// (`AWS_PROFILE`) are read. Requests may be made at once: they run after the open, or fail
-/// with its error. Free the handle with `objstore_db_free`.
+/// (`AWS_PROFILE`) are read. Requests may be made at once: they run after the open, or
+/// complete with its error.
+/// The strings are read during the call and not kept. The handle is the caller's, also when
+/// `on_open` reports an error: free it with objstore_db_free. The callback's `result` is
+/// owned by the library and valid only during the callback.
+/// `on_open` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it
+/// runs on the database's worker thread, never inside this call, after `*db_out` is set.
+/// `schema_json` NULL: no schema given; `options_json` NULL: the defaults. A NULL `name`,
+/// `db_out` or `on_open` is OBJSTORE_STATUS_INVALID_ARGUMENT. On failure `*db_out` is NULL.
+/// `error_out` (gets NULL, or on failure a message to free with objstore_string_free) may be
+/// NULL.
+/// `name`, `schema_json` and `options_json` are NUL-terminated UTF-8.
 ///
 /// # Safety
-/// Pointers are NULL or valid NUL-terminated strings; `db_out` is valid for a write.
+/// The pointers are NULL or valid as described above.
 #[no_mangle]
 pub unsafe extern "C" fn objstore_db_open(
     name: *const c_char,
@@ -115,12 +109,18 @@ pub unsafe extern "C" fn objstore_db_open(
 }
 
 /// Closes the database: queued requests complete with OBJSTORE_STATUS_CANCELLED, an open
-/// transaction rolls back, the file closes, and then `done` fires: the last callback this
-/// database makes. Later calls on the handle return OBJSTORE_STATUS_CLOSED (and never call
-/// back) until `objstore_db_free`.
+/// transaction rolls back, the file closes, and then `done` gets OBJSTORE_STATUS_OK and
+/// `null`: the last callback this database makes. Later requests on it, and a second close,
+/// are refused with OBJSTORE_STATUS_CLOSED. The handle stays allocated until objstore_db_free.
+/// The callback's `result` is owned by the library and valid only during the callback.
+/// `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+/// on the database's worker thread, never inside this call. This function may be called from a
+/// callback of this database.
+/// A NULL `db` or `done` is OBJSTORE_STATUS_INVALID_ARGUMENT. `error_out` (gets NULL, or on
+/// failure a message to free with objstore_string_free) may be NULL.
 ///
 /// # Safety
-/// `db` is NULL or a live handle.
+/// The pointers are NULL or valid as described above.
 #[no_mangle]
 pub unsafe extern "C" fn objstore_db_close(
     db: *mut ObjstoreDb,
@@ -135,12 +135,16 @@ pub unsafe extern "C" fn objstore_db_close(
     })
 }
 
-/// Frees a handle: closes the database first if needed and waits until the library's threads
-/// for it have ended, so a program can exit clean. Accepts NULL. Must not be called from a
-/// callback (or a listener) of the same database.
+/// Frees a database handle: closes the database first if needed (queued requests complete with
+/// OBJSTORE_STATUS_CANCELLED) and waits until the library's threads for it have ended, so that
+/// a program can exit clean. NULL is a harmless no-op.
+/// Must not be called from a callback, listener, cursor visitor or transaction body of the
+/// same database. The handle must not be used afterwards. Queries and cursors made from it are
+/// still freed with their own free functions; their requests are refused with
+/// OBJSTORE_STATUS_CLOSED.
 ///
 /// # Safety
-/// `db` is NULL or a live handle, not used again.
+/// The pointers are NULL or valid as described above.
 #[no_mangle]
 pub unsafe extern "C" fn objstore_db_free(db: *mut ObjstoreDb) {
     if !db.is_null() {
@@ -151,29 +155,37 @@ pub unsafe extern "C" fn objstore_db_free(db: *mut ObjstoreDb) {
     }
 }
 
-/// Cancels request `request` (an id from a `request_out` parameter): a queued request
-/// completes with OBJSTORE_STATUS_CANCELLED without running; a running fetch, prefetch or
-/// flush stops at its next batch or HTTP request. Returns whether the request was pending.
+/// Cancels request `request` of this database (an id from a `request_out` parameter): a queued
+/// request completes with OBJSTORE_STATUS_CANCELLED without running; a running fetch, prefetch
+/// or flush stops at its next batch or HTTP request. Returns true if the request had not
+/// completed yet (one already running may still finish normally), false otherwise or when `db`
+/// is NULL.
+/// The request's own callback reports the outcome; this function calls nothing back.
 ///
 /// # Safety
-/// `db` is NULL or a live handle.
+/// The pointers are NULL or valid as described above.
 #[no_mangle]
 pub unsafe extern "C" fn objstore_db_cancel(db: *const ObjstoreDb, request: u64) -> bool {
     catch_unwind(AssertUnwindSafe(|| db_ref(db).map(|db| db.cancel(request)).unwrap_or(false))).unwrap_or(false)
 }
 
-//
-// Every asynchronous entry point below takes `tx` (0: a transaction of its own, otherwise an
-// id from objstore_db_begin), its arguments, then `done` and `user_data` (the completion),
-// `request_out` (NULL, or where the request's id goes, for objstore_db_cancel) and
-// `error_out` (NULL, or where a refusal's message goes; free it with objstore_string_free).
-// JSON arguments are given with their length in bytes; store names are NUL-terminated.
+// ----- single requests (each function's comment stands alone) ----------------------------
 
-/// Writes a record (JSON), replacing any with the same key; the result is the key as JSON.
-/// `key_json` is NULL for stores with an inline key path or generated keys.
+/// Writes a record (JSON) into `store`, replacing any under the same key; the result is its
+/// key (JSON). `tx`: 0 for a transaction of its own, or an id from objstore_db_begin.
+/// Arguments are read during the call and not kept; the callback's `result` is owned by the
+/// library and valid only during the callback.
+/// `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+/// on the database's worker thread, never inside this call.
+/// `key_json` NULL (or JSON null): no key given, for stores with an inline key path or
+/// generated keys. A NULL `db`, `store`, `value_json` or `done` is
+/// OBJSTORE_STATUS_INVALID_ARGUMENT.
+/// `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
+/// NULL, or on failure a message to free with objstore_string_free) may be NULL.
+/// JSON arguments are `*_len` bytes, no NUL needed; `store` is NUL-terminated UTF-8.
 ///
 /// # Safety
-/// Pointers are NULL or valid for the lengths given; strings are NUL-terminated.
+/// The pointers are NULL or valid as described above.
 #[no_mangle]
 pub unsafe extern "C" fn objstore_db_put(
     db: *const ObjstoreDb,
@@ -197,11 +209,22 @@ pub unsafe extern "C" fn objstore_db_put(
     })
 }
 
-/// Like `objstore_db_put`, but an existing key or unique-index clash completes with
-/// OBJSTORE_STATUS_CONSTRAINT and writes nothing.
+/// Writes a new record (JSON) into `store`: an existing key or a unique-index clash completes
+/// with OBJSTORE_STATUS_CONSTRAINT and writes nothing. The result is its key (JSON). `tx`: 0
+/// for a transaction of its own, or an id from objstore_db_begin.
+/// Arguments are read during the call and not kept; the callback's `result` is owned by the
+/// library and valid only during the callback.
+/// `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+/// on the database's worker thread, never inside this call.
+/// `key_json` NULL (or JSON null): no key given, for stores with an inline key path or
+/// generated keys. A NULL `db`, `store`, `value_json` or `done` is
+/// OBJSTORE_STATUS_INVALID_ARGUMENT.
+/// `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
+/// NULL, or on failure a message to free with objstore_string_free) may be NULL.
+/// JSON arguments are `*_len` bytes, no NUL needed; `store` is NUL-terminated UTF-8.
 ///
 /// # Safety
-/// As `objstore_db_put`.
+/// The pointers are NULL or valid as described above.
 #[no_mangle]
 pub unsafe extern "C" fn objstore_db_add(
     db: *const ObjstoreDb,
@@ -225,11 +248,21 @@ pub unsafe extern "C" fn objstore_db_add(
     })
 }
 
-/// Reads the record under `key_json`; the result is the record, or `null`. `flags`: 0 or
-/// OBJSTORE_READ_FRESH.
+/// Reads the record under `key_json` in `store`; the result is the record, or `null` if there
+/// is none. `tx`: 0 for a transaction of its own, or an id from objstore_db_begin.
+/// `flags`: 0, or OBJSTORE_READ_FRESH to ask the bucket before answering (synced stores;
+/// ignored when `tx` is not 0: a transaction reads the local copy).
+/// Arguments are read during the call and not kept; the callback's `result` is owned by the
+/// library and valid only during the callback.
+/// `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+/// on a library thread (the database's worker or its sync agent's), never inside this call.
+/// A NULL `db`, `store`, `key_json` or `done` is OBJSTORE_STATUS_INVALID_ARGUMENT.
+/// `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
+/// NULL, or on failure a message to free with objstore_string_free) may be NULL.
+/// `key_json` is `key_len` bytes of JSON, no NUL needed; `store` is NUL-terminated UTF-8.
 ///
 /// # Safety
-/// As `objstore_db_put`.
+/// The pointers are NULL or valid as described above.
 #[no_mangle]
 pub unsafe extern "C" fn objstore_db_get(
     db: *const ObjstoreDb,
@@ -251,11 +284,22 @@ pub unsafe extern "C" fn objstore_db_get(
     })
 }
 
-/// Reads the records under a JSON array of keys; the result is an array with `null` where
-/// there is none. For a synced store, what the cache lacks is fetched in parallel.
+/// Reads the records under `keys_json`, a JSON array of keys; the result is an array of the
+/// records, `null` where there is none. For a synced store, what the cache lacks is fetched in
+/// parallel. `tx`: 0 for a transaction of its own, or an id from objstore_db_begin.
+/// `flags`: 0, or OBJSTORE_READ_FRESH to ask the bucket before answering (synced stores;
+/// ignored when `tx` is not 0: a transaction reads the local copy).
+/// Arguments are read during the call and not kept; the callback's `result` is owned by the
+/// library and valid only during the callback.
+/// `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+/// on a library thread (the database's worker or its sync agent's), never inside this call.
+/// A NULL `db`, `store`, `keys_json` or `done` is OBJSTORE_STATUS_INVALID_ARGUMENT.
+/// `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
+/// NULL, or on failure a message to free with objstore_string_free) may be NULL.
+/// `keys_json` is `keys_len` bytes of JSON, no NUL needed; `store` is NUL-terminated UTF-8.
 ///
 /// # Safety
-/// As `objstore_db_put`.
+/// The pointers are NULL or valid as described above.
 #[no_mangle]
 pub unsafe extern "C" fn objstore_db_values_of(
     db: *const ObjstoreDb,
@@ -278,10 +322,20 @@ pub unsafe extern "C" fn objstore_db_values_of(
 }
 
 /// Removes the record under a key, or the records in a key range (`{"lower": .., "upper": ..,
-/// "lowerOpen"?, "upperOpen"?}`, `{"only": k}`, `{"starts": prefix}`); the result is how many.
+/// "lowerOpen"?, "upperOpen"?}`, `{"only": k}`, `{"starts": prefix}`), of `store`; the result
+/// is how many were removed. `tx`: 0 for a transaction of its own, or an id from
+/// objstore_db_begin.
+/// Arguments are read during the call and not kept; the callback's `result` is owned by the
+/// library and valid only during the callback.
+/// `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+/// on the database's worker thread, never inside this call.
+/// A NULL `db`, `store`, `key_or_range_json` or `done` is OBJSTORE_STATUS_INVALID_ARGUMENT.
+/// `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
+/// NULL, or on failure a message to free with objstore_string_free) may be NULL.
+/// `key_or_range_json` is `len` bytes of JSON, no NUL needed; `store` is NUL-terminated UTF-8.
 ///
 /// # Safety
-/// As `objstore_db_put`.
+/// The pointers are NULL or valid as described above.
 #[no_mangle]
 pub unsafe extern "C" fn objstore_db_remove(
     db: *const ObjstoreDb,
@@ -302,10 +356,19 @@ pub unsafe extern "C" fn objstore_db_remove(
     })
 }
 
-/// Removes every record of the store; the result is `null`.
+/// Removes every record of `store`; the result is `null`. `tx`: 0 for a transaction of its
+/// own, or an id from objstore_db_begin.
+/// Arguments are read during the call and not kept; the callback's `result` is owned by the
+/// library and valid only during the callback.
+/// `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+/// on the database's worker thread, never inside this call.
+/// A NULL `db`, `store` or `done` is OBJSTORE_STATUS_INVALID_ARGUMENT.
+/// `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
+/// NULL, or on failure a message to free with objstore_string_free) may be NULL.
+/// `store` is NUL-terminated UTF-8.
 ///
 /// # Safety
-/// As `objstore_db_put`.
+/// The pointers are NULL or valid as described above.
 #[no_mangle]
 pub unsafe extern "C" fn objstore_db_clear(
     db: *const ObjstoreDb,
@@ -323,12 +386,25 @@ pub unsafe extern "C" fn objstore_db_clear(
     })
 }
 
-/// Counts (OBJSTORE_READ_COUNT), lists primary keys (OBJSTORE_READ_KEYS) or reads records
-/// (OBJSTORE_READ_VALUES) of a store or index; `scan_json` (may be NULL): `{"index"?,
-/// "range"?, "limit"?, "offset"?, "reverse"?, "unique"?}`. `flags`: 0 or OBJSTORE_READ_FRESH.
+/// Counts the records of a store or index (`kind` OBJSTORE_READ_COUNT: a number), lists their
+/// primary keys (OBJSTORE_READ_KEYS: an array) or reads them (OBJSTORE_READ_VALUES: an array
+/// of records); another `kind` is OBJSTORE_STATUS_INVALID_ARGUMENT. `scan_json`: `{"index"?,
+/// "range"?, "limit"?, "offset"?, "reverse"?, "unique"?}`. `tx`: 0 for a transaction of its
+/// own, or an id from objstore_db_begin.
+/// `flags`: 0, or OBJSTORE_READ_FRESH to ask the bucket before answering (synced stores;
+/// ignored when `tx` is not 0: a transaction reads the local copy).
+/// Arguments are read during the call and not kept; the callback's `result` is owned by the
+/// library and valid only during the callback.
+/// `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+/// on a library thread (the database's worker or its sync agent's), never inside this call.
+/// `scan_json` NULL: the whole store. A NULL `db`, `store` or `done` is
+/// OBJSTORE_STATUS_INVALID_ARGUMENT.
+/// `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
+/// NULL, or on failure a message to free with objstore_string_free) may be NULL.
+/// `scan_json` is `scan_len` bytes of JSON, no NUL needed; `store` is NUL-terminated UTF-8.
 ///
 /// # Safety
-/// As `objstore_db_put`.
+/// The pointers are NULL or valid as described above.
 #[no_mangle]
 pub unsafe extern "C" fn objstore_db_read(
     db: *const ObjstoreDb,
@@ -351,14 +427,24 @@ pub unsafe extern "C" fn objstore_db_read(
     })
 }
 
-/// Runs one SQL statement with bound parameters (`params_json`: a JSON array, or NULL); the
-/// store and whether it writes come from the statement. The result is `{"rows": [...]}` for a
-/// SELECT, with `"columns"` (the names it selects, in order) and `"aggregate"` (true for
+/// Runs one SQL statement with bound parameters (`params_json`: a JSON array); the store and
+/// whether it writes come from the statement. The result is `{"rows": [...]}` for a SELECT,
+/// with `"columns"` (the names it selects, in order) and `"aggregate"` (true for
 /// COUNT/MIN/MAX/SUM/AVG: one row) unless it is `SELECT *`, and `{"changed": n}` (records
-/// written) for INSERT, UPDATE and DELETE.
+/// written) for INSERT, UPDATE and DELETE. `tx`: 0 for a transaction of its own, or an id from
+/// objstore_db_begin.
+/// Arguments are read during the call and not kept; the callback's `result` is owned by the
+/// library and valid only during the callback.
+/// `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+/// on a library thread (the database's worker or its sync agent's), never inside this call.
+/// `params_json` NULL: no parameters. A NULL `db`, `sql` or `done` is
+/// OBJSTORE_STATUS_INVALID_ARGUMENT.
+/// `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
+/// NULL, or on failure a message to free with objstore_string_free) may be NULL.
+/// `params_json` is `params_len` bytes of JSON, no NUL needed; `sql` is NUL-terminated UTF-8.
 ///
 /// # Safety
-/// As `objstore_db_put`.
+/// The pointers are NULL or valid as described above.
 #[no_mangle]
 pub unsafe extern "C" fn objstore_db_sql(
     db: *const ObjstoreDb,
@@ -379,11 +465,17 @@ pub unsafe extern "C" fn objstore_db_sql(
     })
 }
 
-/// The schema as the database has it now: `{"version", "stores"}` (default index names filled
-/// in, no credentials).
+/// Gets the schema as the database has it now: the result is `{"version", "stores"}` (default
+/// index names filled in, no credentials).
+/// The callback's `result` is owned by the library and valid only during the callback.
+/// `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+/// on the database's worker thread, never inside this call.
+/// A NULL `db` or `done` is OBJSTORE_STATUS_INVALID_ARGUMENT.
+/// `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
+/// NULL, or on failure a message to free with objstore_string_free) may be NULL.
 ///
 /// # Safety
-/// As `objstore_db_put`.
+/// The pointers are NULL or valid as described above.
 #[no_mangle]
 pub unsafe extern "C" fn objstore_db_schema(
     db: *const ObjstoreDb,
@@ -398,12 +490,22 @@ pub unsafe extern "C" fn objstore_db_schema(
     })
 }
 
-/// Subscribes `listener` to events (filter JSON `{"kinds"?: [...], "store"?: name}`, NULL:
-/// all). The listener runs on the worker thread until unsubscribed or the database closes;
-/// `done` gets the subscription id (a JSON number).
+/// Subscribes `listener` to the database's events, each `{"kind", "store", "key", "value",
+/// "message"}` as JSON, chosen by `filter_json` (`{"kinds"?: [...], "store"?: name}`). The
+/// result is the subscription's id (a JSON number) for objstore_db_unsubscribe.
+/// The filter is read during the call and not kept; the callback's `result` and the listener's
+/// `event` are owned by the library and valid only during that call.
+/// `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+/// on the database's worker thread, never inside this call. `listener` runs on the worker
+/// thread, with `listener_data`, for each event until unsubscribed or the database closes.
+/// `filter_json` NULL: every event. A NULL `db`, `listener` or `done` is
+/// OBJSTORE_STATUS_INVALID_ARGUMENT.
+/// `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
+/// NULL, or on failure a message to free with objstore_string_free) may be NULL.
+/// `filter_json` is `filter_len` bytes of JSON, no NUL needed.
 ///
 /// # Safety
-/// As `objstore_db_put`; `listener_data` is passed to `listener` on the worker thread.
+/// The pointers are NULL or valid as described above.
 #[no_mangle]
 pub unsafe extern "C" fn objstore_db_subscribe(
     db: *const ObjstoreDb,
@@ -437,10 +539,17 @@ pub unsafe extern "C" fn objstore_db_subscribe(
     })
 }
 
-/// Ends a subscription; the result is `true`, or `false` if there was none with that id.
+/// Ends subscription `subscription` (an id from objstore_db_subscribe); the result is `true`,
+/// or `false` if there was none with that id.
+/// The callback's `result` is owned by the library and valid only during the callback.
+/// `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+/// on the database's worker thread, never inside this call.
+/// A NULL `db` or `done` is OBJSTORE_STATUS_INVALID_ARGUMENT.
+/// `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
+/// NULL, or on failure a message to free with objstore_string_free) may be NULL.
 ///
 /// # Safety
-/// As `objstore_db_put`.
+/// The pointers are NULL or valid as described above.
 #[no_mangle]
 pub unsafe extern "C" fn objstore_db_unsubscribe(
     db: *const ObjstoreDb,

@@ -17,7 +17,7 @@
 
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use objstore_db_core::{Error, ErrorCode, Mode, Result};
@@ -86,7 +86,7 @@ pub enum ObjstoreStatus {
     Timeout = 17,
 }
 
-/// Transaction or cursor mode (an `int` argument; other values are INVALID_ARGUMENT).
+/// Transaction or cursor mode (a `uint32_t` argument; other values are INVALID_ARGUMENT).
 pub const OBJSTORE_MODE_READONLY: u32 = 0;
 pub const OBJSTORE_MODE_READWRITE: u32 = 1;
 
@@ -118,8 +118,9 @@ pub type ObjstoreEventFn = Option<unsafe extern "C" fn(user_data: *mut c_void, e
 
 /// A push-cursor visitor: `item` is `{"key", "primaryKey", "value"}` JSON. It returns one of
 /// the OBJSTORE_CURSOR_* values; to update, it sets `*update` and `*update_len` to the new
-/// record's JSON (copied before the visitor returns... to the library) and returns
-/// OBJSTORE_CURSOR_UPDATE. Any other value stops the cursor with INVALID_ARGUMENT.
+/// record's JSON and returns OBJSTORE_CURSOR_UPDATE. The library reads `*update` after the
+/// visitor returns, so it must not point into the visitor's stack; it is not freed by the
+/// library. Any other value stops the cursor with INVALID_ARGUMENT.
 pub type ObjstoreCursorFn = Option<
     unsafe extern "C" fn(
         user_data: *mut c_void,
@@ -168,45 +169,58 @@ pub(crate) fn status_of(error: &Error) -> ObjstoreStatus {
     status_of_code(error.code())
 }
 
-const CODES: [ErrorCode; 15] = [
-    ErrorCode::NotFound,
-    ErrorCode::InvalidKey,
-    ErrorCode::InvalidArgument,
-    ErrorCode::Constraint,
-    ErrorCode::ReadOnly,
-    ErrorCode::TransactionInactive,
-    ErrorCode::Schema,
-    ErrorCode::Closed,
-    ErrorCode::Cancelled,
-    ErrorCode::Storage,
-    ErrorCode::Internal,
-    ErrorCode::Conflict,
-    ErrorCode::Network,
-    ErrorCode::Remote,
-    ErrorCode::RemoteData,
-];
-
 /// The error code a status a caller returned stands for (a status it made up: none).
 fn code_of_status(status: i32) -> Option<ErrorCode> {
-    CODES.into_iter().find(|code| status_of_code(*code) as i32 == status)
+    ErrorCode::ALL.iter().copied().find(|code| code.status() == status)
 }
 
+/// The C status of an error code: its number in core's table of codes.
 fn status_of_code(code: ErrorCode) -> ObjstoreStatus {
-    match code {
-        ErrorCode::NotFound => ObjstoreStatus::NotFound,
-        ErrorCode::InvalidKey => ObjstoreStatus::InvalidKey,
-        ErrorCode::InvalidArgument => ObjstoreStatus::InvalidArgument,
-        ErrorCode::Constraint => ObjstoreStatus::Constraint,
-        ErrorCode::ReadOnly => ObjstoreStatus::ReadOnly,
-        ErrorCode::TransactionInactive => ObjstoreStatus::TransactionInactive,
-        ErrorCode::Schema => ObjstoreStatus::Schema,
-        ErrorCode::Closed => ObjstoreStatus::Closed,
-        ErrorCode::Cancelled => ObjstoreStatus::Cancelled,
-        ErrorCode::Storage => ObjstoreStatus::Storage,
-        ErrorCode::Internal => ObjstoreStatus::Internal,
-        ErrorCode::Conflict => ObjstoreStatus::Conflict,
-        ErrorCode::Network => ObjstoreStatus::Network,
-        ErrorCode::Remote => ObjstoreStatus::Remote,
-        ErrorCode::RemoteData => ObjstoreStatus::RemoteData,
+    status_of_number(code.status()).unwrap_or(ObjstoreStatus::Internal)
+}
+
+/// The status with this number, if there is one.
+fn status_of_number(number: i32) -> Option<ObjstoreStatus> {
+    // The statuses are numbered 0 to TIMEOUT without gaps (the C enum is the header's).
+    // SAFETY: `ObjstoreStatus` is a fieldless repr(C) enum (an int) and `number` is one of its
+    // discriminants.
+    (0..=ObjstoreStatus::Timeout as i32).contains(&number).then(|| unsafe { std::mem::transmute(number) })
+}
+
+/// The name of a status as a C string, e.g. "OBJSTORE_STATUS_CONSTRAINT": the error codes'
+/// from core's table, and the statuses only C has.
+fn status_name(number: i32) -> &'static CStr {
+    static NAMES: OnceLock<Vec<(i32, CString)>> = OnceLock::new();
+    let names = NAMES.get_or_init(|| {
+        let c_only = [(0, "OK"), (ObjstoreStatus::Busy as i32, "BUSY"), (ObjstoreStatus::Timeout as i32, "TIMEOUT")];
+        let codes = ErrorCode::ALL.iter().map(|code| (code.status(), code.name()));
+        c_only
+            .into_iter()
+            .chain(codes)
+            .map(|(number, name)| (number, CString::new(format!("OBJSTORE_STATUS_{name}")).expect("no NUL")))
+            .collect()
+    });
+    names.iter().find(|(n, _)| *n == number).map_or(c"OBJSTORE_STATUS_UNKNOWN", |(_, name)| name.as_c_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_error_code_has_the_c_status_of_its_number_and_name() {
+        for code in ErrorCode::ALL {
+            let status = status_of_code(*code);
+            assert_eq!(status as i32, code.status(), "{code:?}");
+            let name = format!("OBJSTORE_STATUS_{}", code.name());
+            assert_eq!(status_name(status as i32).to_str().unwrap(), name);
+            assert_eq!(format!("{status:?}"), format!("{code:?}"), "the C enum names the code as core does");
+            assert_eq!(code_of_status(status as i32), Some(*code));
+        }
+        assert_eq!(status_name(0).to_str().unwrap(), "OBJSTORE_STATUS_OK");
+        assert_eq!(status_name(17).to_str().unwrap(), "OBJSTORE_STATUS_TIMEOUT");
+        assert_eq!(status_name(99).to_str().unwrap(), "OBJSTORE_STATUS_UNKNOWN");
+        assert_eq!(status_of_number(18), None);
+        assert_eq!(code_of_status(0), None);
     }
 }

@@ -21,12 +21,29 @@ use crate::rsapi::{Cursor, Db, Freshness, QueryHandle, RequestId, Within};
 /// Records pulled per batch.
 const BATCH: usize = 256;
 
-/// A convenience over the pull cursor: streams every match to `visit`, batch by batch on a
-/// library thread, applying what it answers (OBJSTORE_CURSOR_*) before the next batch; `done`
-/// gets the number visited. Memory stays flat when an index or the primary key gives the order.
+/// Shows every match of the query to `visit`, one record at a time in batches of 256, applying
+/// what it returns (OBJSTORE_CURSOR_*) before the next batch; `done` gets the number of
+/// records shown. Memory stays flat when an index or the primary key gives the order. `mode_`:
+/// OBJSTORE_MODE_READONLY, or OBJSTORE_MODE_READWRITE to let the visitor update and delete.
+/// `tx`: 0, or an id from objstore_db_begin; read-write with 0 runs in a transaction of its
+/// own over the query's store (other requests wait), committed at the end and rolled back when
+/// anything fails.
+/// The visitor's `item` and the callback's `result` are owned by the library and valid only
+/// during that call. To update, the visitor points `*update` and `*update_len` at the new
+/// record's JSON, read after it returns: keep it valid until the visitor or `done` is next
+/// called. The query may be freed once this returns.
+/// If this returns OBJSTORE_STATUS_OK, `visit` runs zero or more times, then `done` exactly
+/// once; never otherwise. Both run on a library thread (the database's worker or its sync
+/// agent's), never inside this call. The visitor must not wait for another request of this
+/// database.
+/// A NULL `query`, `visit` or `done`, or another `mode_`, is OBJSTORE_STATUS_INVALID_ARGUMENT;
+/// so is a visitor's unknown return value or an update that is not JSON, which ends the walk.
+/// `request_out` (gets the id of the walk's first step only, for objstore_db_cancel, which
+/// stops the walk while that step is pending; 0 on failure) and `error_out` (gets NULL, or on
+/// failure a message to free with objstore_string_free) may be NULL.
 ///
 /// # Safety
-/// As `objstore_query_list`; `visit_data` is passed to `visit` on a library thread.
+/// The pointers are NULL or valid as described above.
 #[no_mangle]
 pub unsafe extern "C" fn objstore_query_open(
     query: *const ObjstoreQuery,

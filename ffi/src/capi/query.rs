@@ -7,11 +7,19 @@ pub(super) unsafe fn query_ref<'a>(query: *const ObjstoreQuery) -> Result<&'a Qu
     handle(query, "query").map(|q| &q.query)
 }
 
-/// Makes a query from JSON `{"from": store, "where"?: [[field, op, value], ...], "order"?,
-/// "reverse"?, "unique"?, "select"?}` into `*query_out` (free with `objstore_query_free`).
+/// Makes a query on the database from `spec_json`, `{"from": store, "where"?: [[field, op,
+/// value], ...], "order"?, "reverse"?, "unique"?, "select"?}`, and stores its handle in
+/// `*query_out`. Synchronous: no callback, no request.
+/// `spec_json` is read during the call and not kept. The query is the caller's: free it with
+/// objstore_query_free (it may outlive objstore_db_free; its requests are then refused with
+/// OBJSTORE_STATUS_CLOSED).
+/// A NULL `db`, `spec_json` or `query_out` is OBJSTORE_STATUS_INVALID_ARGUMENT. On failure
+/// `*query_out` is NULL. `error_out` (gets NULL, or on failure a message to free with
+/// objstore_string_free) may be NULL.
+/// `spec_json` is `spec_len` bytes of JSON, no NUL needed.
 ///
 /// # Safety
-/// `db` is a live handle; `spec_json` is valid for `spec_len` bytes; `query_out` for a write.
+/// The pointers are NULL or valid as described above.
 #[no_mangle]
 pub unsafe extern "C" fn objstore_query_new(
     db: *const ObjstoreDb,
@@ -31,10 +39,11 @@ pub unsafe extern "C" fn objstore_query_new(
     })
 }
 
-/// Frees a query. Accepts NULL. Requests already made with it still complete.
+/// Frees a query. NULL is a harmless no-op. Requests already made with it still complete, and
+/// cursors opened from it stay valid. The handle must not be used afterwards.
 ///
 /// # Safety
-/// `query` is NULL or a live query, not used again.
+/// The pointers are NULL or valid as described above.
 #[no_mangle]
 pub unsafe extern "C" fn objstore_query_free(query: *mut ObjstoreQuery) {
     if !query.is_null() {
@@ -42,11 +51,21 @@ pub unsafe extern "C" fn objstore_query_free(query: *mut ObjstoreQuery) {
     }
 }
 
-/// The next `n` records as a JSON array (empty at the end): each call continues after the
-/// last record of the one before (keyset paging).
+/// Reads the query's next `n` matches; the result is a JSON array (empty at the end). Each
+/// call continues after the last match of the one before (keyset paging). `tx`: 0 for a
+/// transaction of its own, or an id from objstore_db_begin.
+/// `flags`: 0, or OBJSTORE_READ_FRESH to ask the bucket before answering (synced stores;
+/// ignored when `tx` is not 0: a transaction reads the local copy).
+/// The callback's `result` is owned by the library and valid only during the callback. The
+/// query may be freed once this returns.
+/// `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+/// on a library thread (the database's worker or its sync agent's), never inside this call.
+/// A NULL `query` or `done` is OBJSTORE_STATUS_INVALID_ARGUMENT.
+/// `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
+/// NULL, or on failure a message to free with objstore_string_free) may be NULL.
 ///
 /// # Safety
-/// `query` is a live query; other pointers as in `objstore_db_put`.
+/// The pointers are NULL or valid as described above.
 #[no_mangle]
 pub unsafe extern "C" fn objstore_query_list(
     query: *const ObjstoreQuery,
@@ -69,11 +88,20 @@ pub const OBJSTORE_QUERY_COUNT: u32 = 0;
 pub const OBJSTORE_QUERY_EXPLAIN: u32 = 1;
 pub const OBJSTORE_QUERY_DELETE: u32 = 2;
 
-/// Counts the matches (a number), explains the plan (a string), or deletes the matches (how
-/// many), by `action` (OBJSTORE_QUERY_*).
+/// By `action`: counts the query's matches (OBJSTORE_QUERY_COUNT: a number, paging aside),
+/// explains its plan (OBJSTORE_QUERY_EXPLAIN: a string) or deletes the matches
+/// (OBJSTORE_QUERY_DELETE: how many); another `action` is OBJSTORE_STATUS_INVALID_ARGUMENT.
+/// `tx`: 0 for a transaction of its own, or an id from objstore_db_begin.
+/// The callback's `result` is owned by the library and valid only during the callback. The
+/// query may be freed once this returns.
+/// `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+/// on a library thread (the database's worker or its sync agent's), never inside this call.
+/// A NULL `query` or `done` is OBJSTORE_STATUS_INVALID_ARGUMENT.
+/// `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
+/// NULL, or on failure a message to free with objstore_string_free) may be NULL.
 ///
 /// # Safety
-/// As `objstore_query_list`.
+/// The pointers are NULL or valid as described above.
 #[no_mangle]
 pub unsafe extern "C" fn objstore_query_run(
     query: *const ObjstoreQuery,
@@ -96,10 +124,20 @@ pub unsafe extern "C" fn objstore_query_run(
     })
 }
 
-/// Merges a JSON merge patch (RFC 7396) into every match; the result is how many changed.
+/// Merges `patch_json`, a JSON merge patch (RFC 7396), into every match of the query; the
+/// result is how many records changed. `tx`: 0 for a transaction of its own, or an id from
+/// objstore_db_begin.
+/// Arguments are read during the call and not kept; the callback's `result` is owned by the
+/// library and valid only during the callback. The query may be freed once this returns.
+/// `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+/// on the database's worker thread, never inside this call.
+/// A NULL `query`, `patch_json` or `done` is OBJSTORE_STATUS_INVALID_ARGUMENT.
+/// `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
+/// NULL, or on failure a message to free with objstore_string_free) may be NULL.
+/// `patch_json` is `patch_len` bytes of JSON, no NUL needed.
 ///
 /// # Safety
-/// As `objstore_query_list`.
+/// The pointers are NULL or valid as described above.
 #[no_mangle]
 pub unsafe extern "C" fn objstore_query_patch(
     query: *const ObjstoreQuery,

@@ -4,14 +4,25 @@
 
 use super::*;
 
-/// Starts an explicit transaction over the stores named (a JSON array or one name) in `mode`
-/// (OBJSTORE_MODE_*); the result is its id (a JSON number) to pass as `tx`. It starts when
-/// the transaction open now (if any) ends. While it is open, requests outside it wait for it
-/// to end (so a thread holding it must not wait on one of those); one left without a request
-/// for the idle timeout is aborted.
+/// Starts an explicit transaction over `stores_json` (a JSON array of store names, or one
+/// name) in `mode_` (OBJSTORE_MODE_READONLY or OBJSTORE_MODE_READWRITE; another value is
+/// OBJSTORE_STATUS_INVALID_ARGUMENT); the result is its id (a JSON number), to pass as `tx` to
+/// requests and to objstore_db_commit or objstore_db_abort. It starts when the transaction
+/// open now (if any) ends. While it is open, requests outside it wait for it to end; one left
+/// without a request for the idle timeout (option idleTransactionTimeoutMs, 30 s by default)
+/// is aborted.
+/// Arguments are read during the call and not kept; the callback's `result` is owned by the
+/// library and valid only during the callback.
+/// `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+/// on the database's worker thread, never inside this call.
+/// A thread that holds the transaction must not wait for a request made outside it.
+/// A NULL `db`, `stores_json` or `done` is OBJSTORE_STATUS_INVALID_ARGUMENT.
+/// `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
+/// NULL, or on failure a message to free with objstore_string_free) may be NULL.
+/// `stores_json` is `stores_len` bytes of JSON, no NUL needed.
 ///
 /// # Safety
-/// As `objstore_db_put`.
+/// The pointers are NULL or valid as described above.
 #[no_mangle]
 pub unsafe extern "C" fn objstore_db_begin(
     db: *const ObjstoreDb,
@@ -31,10 +42,16 @@ pub unsafe extern "C" fn objstore_db_begin(
     })
 }
 
-/// Commits transaction `tx`; the result is `null`.
+/// Commits transaction `tx` (an id from objstore_db_begin); the result is `null`.
+/// The callback's `result` is owned by the library and valid only during the callback.
+/// `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+/// on the database's worker thread, never inside this call.
+/// A NULL `db` or `done` is OBJSTORE_STATUS_INVALID_ARGUMENT.
+/// `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
+/// NULL, or on failure a message to free with objstore_string_free) may be NULL.
 ///
 /// # Safety
-/// As `objstore_db_put`.
+/// The pointers are NULL or valid as described above.
 #[no_mangle]
 pub unsafe extern "C" fn objstore_db_commit(
     db: *const ObjstoreDb,
@@ -50,10 +67,16 @@ pub unsafe extern "C" fn objstore_db_commit(
     })
 }
 
-/// Rolls back transaction `tx`; the result is `null`.
+/// Rolls back transaction `tx` (an id from objstore_db_begin); the result is `null`.
+/// The callback's `result` is owned by the library and valid only during the callback.
+/// `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+/// on the database's worker thread, never inside this call.
+/// A NULL `db` or `done` is OBJSTORE_STATUS_INVALID_ARGUMENT.
+/// `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
+/// NULL, or on failure a message to free with objstore_string_free) may be NULL.
 ///
 /// # Safety
-/// As `objstore_db_put`.
+/// The pointers are NULL or valid as described above.
 #[no_mangle]
 pub unsafe extern "C" fn objstore_db_abort(
     db: *const ObjstoreDb,
@@ -69,12 +92,27 @@ pub unsafe extern "C" fn objstore_db_abort(
     })
 }
 
-/// Runs `body` on the worker thread inside one transaction over the stores named (a JSON
-/// array); within it, the `objstore_tx_*` functions work synchronously. The transaction
-/// commits when `body` returns 0 and rolls back otherwise; `done` gets `null` or the error.
+/// Runs `body` inside one transaction over `stores_json` (a JSON array of store names, or one
+/// name) in `mode_` (OBJSTORE_MODE_READONLY or OBJSTORE_MODE_READWRITE; another value is
+/// OBJSTORE_STATUS_INVALID_ARGUMENT); inside it the objstore_tx_* functions work
+/// synchronously. The transaction commits when `body` returns 0 (OBJSTORE_STATUS_OK) and rolls
+/// back otherwise. `done` gets `null`, or the error: for a body that returned a status, that
+/// status, with the message of the last objstore_tx_* call when it failed with the same status
+/// (a value that is no error status of the library gives OBJSTORE_STATUS_INVALID_ARGUMENT).
+/// `stores_json` is read during the call and not kept; the `tx` handle given to `body` and the
+/// callback's `result` are owned by the library and valid only during that call.
+/// If this returns OBJSTORE_STATUS_OK, `body` runs at most once (not when the request fails or
+/// is cancelled before it runs), then `done` exactly once; never otherwise. Both run on the
+/// database's worker thread, never inside this call.
+/// Other requests of this database wait while `body` runs: it must not wait for one of them,
+/// nor free the database.
+/// A NULL `db`, `stores_json`, `body` or `done` is OBJSTORE_STATUS_INVALID_ARGUMENT.
+/// `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
+/// NULL, or on failure a message to free with objstore_string_free) may be NULL.
+/// `stores_json` is `stores_len` bytes of JSON, no NUL needed.
 ///
 /// # Safety
-/// As `objstore_db_put`; `body_data` is passed to `body` on the worker thread.
+/// The pointers are NULL or valid as described above.
 #[no_mangle]
 pub unsafe extern "C" fn objstore_db_transaction(
     db: *const ObjstoreDb,
@@ -144,11 +182,22 @@ unsafe fn tx_op(
     })
 }
 
-/// Inside a transaction body: writes a record (`add` nonzero: only a new one); the key goes to
-/// `*result_out`.
+/// Inside a transaction body: writes a record (JSON) into `store`, replacing any under the
+/// same key (`add` false), or only a new one (`add` true: an existing key or a unique-index
+/// clash is OBJSTORE_STATUS_CONSTRAINT). The result is the record's key.
+/// Arguments are read during the call and not kept. `*result_out` gets the result as
+/// NUL-terminated JSON (NULL on failure), to free with objstore_string_free; `*result_len` its
+/// length in bytes.
+/// Synchronous: call it only inside an objstore_db_transaction body, on its thread, with the
+/// handle it was given (invalid once the body returns).
+/// `key_json` NULL (or JSON null): no key given, for stores with an inline key path or
+/// generated keys. `result_out` and `result_len` may be NULL (not wanted). A NULL `tx`,
+/// `store` or `value_json` is OBJSTORE_STATUS_INVALID_ARGUMENT. `error_out` (gets NULL, or on
+/// failure a message to free with objstore_string_free) may be NULL.
+/// JSON arguments are `*_len` bytes, no NUL needed; `store` is NUL-terminated UTF-8.
 ///
 /// # Safety
-/// `tx` is the handle passed to the body; other pointers as in `objstore_db_put`.
+/// The pointers are NULL or valid as described above.
 #[no_mangle]
 pub unsafe extern "C" fn objstore_tx_put(
     tx: *mut ObjstoreTx,
@@ -174,10 +223,20 @@ pub unsafe extern "C" fn objstore_tx_put(
     })
 }
 
-/// Inside a transaction body: the record under a key (`null` if none).
+/// Inside a transaction body: reads the record under `key_json` in `store`; the result is the
+/// record, or `null` if there is none.
+/// Arguments are read during the call and not kept. `*result_out` gets the result as
+/// NUL-terminated JSON (NULL on failure), to free with objstore_string_free; `*result_len` its
+/// length in bytes.
+/// Synchronous: call it only inside an objstore_db_transaction body, on its thread, with the
+/// handle it was given (invalid once the body returns).
+/// `result_out` and `result_len` may be NULL (not wanted). A NULL `tx`, `store` or `key_json`
+/// is OBJSTORE_STATUS_INVALID_ARGUMENT. `error_out` (gets NULL, or on failure a message to
+/// free with objstore_string_free) may be NULL.
+/// `key_json` is `key_len` bytes of JSON, no NUL needed; `store` is NUL-terminated UTF-8.
 ///
 /// # Safety
-/// As `objstore_tx_put`.
+/// The pointers are NULL or valid as described above.
 #[no_mangle]
 pub unsafe extern "C" fn objstore_tx_get(
     tx: *mut ObjstoreTx,
@@ -193,10 +252,20 @@ pub unsafe extern "C" fn objstore_tx_get(
     })
 }
 
-/// Inside a transaction body: the records under a JSON array of keys.
+/// Inside a transaction body: reads the records under `keys_json`, a JSON array of keys; the
+/// result is an array of the records, `null` where there is none.
+/// Arguments are read during the call and not kept. `*result_out` gets the result as
+/// NUL-terminated JSON (NULL on failure), to free with objstore_string_free; `*result_len` its
+/// length in bytes.
+/// Synchronous: call it only inside an objstore_db_transaction body, on its thread, with the
+/// handle it was given (invalid once the body returns).
+/// `result_out` and `result_len` may be NULL (not wanted). A NULL `tx`, `store` or `keys_json`
+/// is OBJSTORE_STATUS_INVALID_ARGUMENT. `error_out` (gets NULL, or on failure a message to
+/// free with objstore_string_free) may be NULL.
+/// `keys_json` is `keys_len` bytes of JSON, no NUL needed; `store` is NUL-terminated UTF-8.
 ///
 /// # Safety
-/// As `objstore_tx_put`.
+/// The pointers are NULL or valid as described above.
 #[no_mangle]
 pub unsafe extern "C" fn objstore_tx_values_of(
     tx: *mut ObjstoreTx,
@@ -212,10 +281,21 @@ pub unsafe extern "C" fn objstore_tx_values_of(
     })
 }
 
-/// Inside a transaction body: removes by key or key range; the count goes to `*result_out`.
+/// Inside a transaction body: removes the record under a key, or the records in a key range
+/// (`{"lower": .., "upper": .., "lowerOpen"?, "upperOpen"?}`, `{"only": k}`, `{"starts":
+/// prefix}`), of `store`; the result is how many were removed.
+/// Arguments are read during the call and not kept. `*result_out` gets the result as
+/// NUL-terminated JSON (NULL on failure), to free with objstore_string_free; `*result_len` its
+/// length in bytes.
+/// Synchronous: call it only inside an objstore_db_transaction body, on its thread, with the
+/// handle it was given (invalid once the body returns).
+/// `result_out` and `result_len` may be NULL (not wanted). A NULL `tx`, `store` or
+/// `key_or_range_json` is OBJSTORE_STATUS_INVALID_ARGUMENT. `error_out` (gets NULL, or on
+/// failure a message to free with objstore_string_free) may be NULL.
+/// `key_or_range_json` is `len` bytes of JSON, no NUL needed; `store` is NUL-terminated UTF-8.
 ///
 /// # Safety
-/// As `objstore_tx_put`.
+/// The pointers are NULL or valid as described above.
 #[no_mangle]
 pub unsafe extern "C" fn objstore_tx_remove(
     tx: *mut ObjstoreTx,
@@ -231,10 +311,16 @@ pub unsafe extern "C" fn objstore_tx_remove(
     })
 }
 
-/// Inside a transaction body: removes every record of the store.
+/// Inside a transaction body: removes every record of `store`.
+/// Arguments are read during the call and not kept.
+/// Synchronous: call it only inside an objstore_db_transaction body, on its thread, with the
+/// handle it was given (invalid once the body returns).
+/// A NULL `tx` or `store` is OBJSTORE_STATUS_INVALID_ARGUMENT. `error_out` (gets NULL, or on
+/// failure a message to free with objstore_string_free) may be NULL.
+/// `store` is NUL-terminated UTF-8.
 ///
 /// # Safety
-/// As `objstore_tx_put`.
+/// The pointers are NULL or valid as described above.
 #[no_mangle]
 pub unsafe extern "C" fn objstore_tx_clear(
     tx: *mut ObjstoreTx,
@@ -244,10 +330,23 @@ pub unsafe extern "C" fn objstore_tx_clear(
     tx_op(tx, std::ptr::null_mut(), std::ptr::null_mut(), error_out, |ops| ops.clear(text(store, "store")?))
 }
 
-/// Inside a transaction body: as `objstore_db_read`.
+/// Inside a transaction body: counts the records of a store or index (`kind`
+/// OBJSTORE_READ_COUNT: a number), lists their primary keys (OBJSTORE_READ_KEYS: an array) or
+/// reads them (OBJSTORE_READ_VALUES: an array of records); another `kind` is
+/// OBJSTORE_STATUS_INVALID_ARGUMENT. `scan_json`: `{"index"?, "range"?, "limit"?, "offset"?,
+/// "reverse"?, "unique"?}`.
+/// Arguments are read during the call and not kept. `*result_out` gets the result as
+/// NUL-terminated JSON (NULL on failure), to free with objstore_string_free; `*result_len` its
+/// length in bytes.
+/// Synchronous: call it only inside an objstore_db_transaction body, on its thread, with the
+/// handle it was given (invalid once the body returns).
+/// `scan_json` NULL: the whole store. `result_out` and `result_len` may be NULL (not wanted).
+/// A NULL `tx` or `store` is OBJSTORE_STATUS_INVALID_ARGUMENT. `error_out` (gets NULL, or on
+/// failure a message to free with objstore_string_free) may be NULL.
+/// `scan_json` is `scan_len` bytes of JSON, no NUL needed; `store` is NUL-terminated UTF-8.
 ///
 /// # Safety
-/// As `objstore_tx_put`.
+/// The pointers are NULL or valid as described above.
 #[no_mangle]
 pub unsafe extern "C" fn objstore_tx_read(
     tx: *mut ObjstoreTx,
@@ -265,10 +364,22 @@ pub unsafe extern "C" fn objstore_tx_read(
     })
 }
 
-/// Inside a transaction body: runs SQL as `objstore_db_sql`.
+/// Inside a transaction body: runs one SQL statement with bound parameters (`params_json`: a
+/// JSON array). The result is `{"rows": [...]}` for a SELECT, with `"columns"` (the names it
+/// selects, in order) and `"aggregate"` (true for COUNT/MIN/MAX/SUM/AVG: one row) unless it is
+/// `SELECT *`, and `{"changed": n}` (records written) for INSERT, UPDATE and DELETE.
+/// Arguments are read during the call and not kept. `*result_out` gets the result as
+/// NUL-terminated JSON (NULL on failure), to free with objstore_string_free; `*result_len` its
+/// length in bytes.
+/// Synchronous: call it only inside an objstore_db_transaction body, on its thread, with the
+/// handle it was given (invalid once the body returns).
+/// `params_json` NULL: no parameters. `result_out` and `result_len` may be NULL (not wanted).
+/// A NULL `tx` or `sql` is OBJSTORE_STATUS_INVALID_ARGUMENT. `error_out` (gets NULL, or on
+/// failure a message to free with objstore_string_free) may be NULL.
+/// `params_json` is `params_len` bytes of JSON, no NUL needed; `sql` is NUL-terminated UTF-8.
 ///
 /// # Safety
-/// As `objstore_tx_put`.
+/// The pointers are NULL or valid as described above.
 #[no_mangle]
 pub unsafe extern "C" fn objstore_tx_sql(
     tx: *mut ObjstoreTx,

@@ -3,18 +3,21 @@
 
 use super::*;
 
-/// A new waiter (free with `objstore_waiter_free`). Pass `objstore_waiter_callback` as the
-/// callback and the waiter as its user data, then `objstore_waiter_wait`. One waiter serves
-/// one request at a time.
+/// Returns a new waiter, to free with objstore_waiter_free. Pass objstore_waiter_callback as a
+/// request's callback and the waiter as its `user_data`, then call objstore_waiter_wait. One
+/// waiter serves one request at a time.
 #[no_mangle]
 pub extern "C" fn objstore_waiter_new() -> *mut ObjstoreWaiter {
     Box::into_raw(Box::new(ObjstoreWaiter { state: Mutex::new(None), ready: Condvar::new() }))
 }
 
-/// The completion callback that fills a waiter (`user_data` is the waiter).
+/// The completion callback that fills a waiter: `user_data` is the waiter. It copies `result`
+/// (`result_len` bytes) and wakes objstore_waiter_wait; it keeps no pointer it was given. The
+/// library calls it on one of its threads. A NULL `user_data` is ignored; a NULL `result` is
+/// taken as empty.
 ///
 /// # Safety
-/// `user_data` is a live waiter; `result` is valid for `result_len` bytes.
+/// The pointers are NULL or valid as described above.
 #[no_mangle]
 pub unsafe extern "C" fn objstore_waiter_callback(
     user_data: *mut c_void,
@@ -30,13 +33,18 @@ pub unsafe extern "C" fn objstore_waiter_callback(
 }
 
 /// Blocks until the waiter's request completes or `timeout_ms` passes. On completion, returns
-/// the request's status and, when `result_out` is not NULL, its result (JSON or the error
-/// message; free with objstore_string_free), and readies the waiter for another request. On
-/// timeout returns OBJSTORE_STATUS_TIMEOUT and the request goes on. A timeout too long to
-/// reach (UINT64_MAX, say) waits for as long as it takes. Never call it from a callback.
+/// the request's status, and readies the waiter for another request. On timeout, returns
+/// OBJSTORE_STATUS_TIMEOUT and the request goes on (wait again for it). A timeout too long to
+/// reach (UINT64_MAX, say) waits for as long as it takes.
+/// On completion `*result_out` gets the request's result (JSON, or the error message) as a
+/// NUL-terminated string to free with objstore_string_free; otherwise NULL.
+/// `result_out` NULL: the result is not wanted. A NULL `waiter` is
+/// OBJSTORE_STATUS_INVALID_ARGUMENT.
+/// Never call it from a callback, listener, visitor or transaction body: it would block a
+/// library thread.
 ///
 /// # Safety
-/// `waiter` is a live waiter; `result_out` is NULL or valid for a write.
+/// The pointers are NULL or valid as described above.
 #[no_mangle]
 pub unsafe extern "C" fn objstore_waiter_wait(
     waiter: *mut ObjstoreWaiter,
@@ -72,10 +80,11 @@ pub unsafe extern "C" fn objstore_waiter_wait(
     }
 }
 
-/// Frees a waiter. Accepts NULL. Its request must have completed (or never been made).
+/// Frees a waiter. NULL is a harmless no-op. Its request must have completed (or never been
+/// made), and the waiter must not be used afterwards.
 ///
 /// # Safety
-/// `waiter` is NULL or a live waiter, not used again.
+/// The pointers are NULL or valid as described above.
 #[no_mangle]
 pub unsafe extern "C" fn objstore_waiter_free(waiter: *mut ObjstoreWaiter) {
     if !waiter.is_null() {

@@ -4,7 +4,10 @@
 from typing import Any, Callable, Optional, final
 
 __version__: str
+# The exception classes made from the library's table of error codes, in status order.
+ERROR_CLASSES: list[str]
 __all__ = [
+    "ERROR_CLASSES",
     "ClosedError",
     "ConflictError",
     "ConstraintError",
