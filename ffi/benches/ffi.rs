@@ -25,16 +25,16 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::{measuring, median};
-use objstore_db::rsapi::{self, Db, Freshness};
-use objstore_db_core::{Database, Mode, OpenOptions, Schema};
+use objstore_db::rsapi::{self, AsValue, Db, Freshness};
+use objstore_db_core::{Database, Key, Mode, OpenOptions, Schema};
 use serde_json::json;
 use sync_support::{Misbehaviour, Peer};
 
-fn key(x: &mut u64, records: usize) -> serde_json::Value {
+fn key(x: &mut u64, records: usize) -> Key {
     *x ^= *x << 13;
     *x ^= *x >> 7;
     *x ^= *x << 17;
-    json!(format!("r{:08}", *x as usize % records))
+    Key::from(format!("r{:08}", *x as usize % records))
 }
 
 /// Pipelined gets through the Rust async API, as the C program does them.
@@ -43,7 +43,7 @@ fn rust_gets(db: &Db, records: usize, n: usize) {
     let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
     for _ in 0..n {
         let left = left.clone();
-        db.get(None, "bench", &key(&mut x, records), Freshness::Cached, move |r| {
+        db.get(None, "bench", key(&mut x, records), Freshness::Cached, AsValue, move |r| {
             assert!(r.unwrap().is_object());
             let mut count = left.0.lock().unwrap();
             *count -= 1;
@@ -77,7 +77,8 @@ fn p99_of_gets(db: &Db, records: usize, n: usize) -> f64 {
         .map(|_| {
             let (tx, rx) = mpsc::channel();
             let start = Instant::now();
-            db.get(None, "bench", &key(&mut x, records), Freshness::Cached, move |r| tx.send(r).unwrap()).unwrap();
+            db.get(None, "bench", key(&mut x, records), Freshness::Cached, AsValue, move |r| tx.send(r).unwrap())
+                .unwrap();
             assert!(rx.recv().unwrap().unwrap().is_object());
             start.elapsed()
         })
@@ -101,7 +102,7 @@ fn keep_the_bucket_busy(db: Db, depth: usize, stop: Arc<AtomicBool>) -> thread::
             }
             waiting.fetch_add(1, Ordering::AcqRel);
             let w = waiting.clone();
-            let made = db.get(None, "remote", &json!(format!("k{i}")), Freshness::Cached, move |_| {
+            let made = db.get(None, "remote", Key::from(format!("k{i}")), Freshness::Cached, AsValue, move |_| {
                 w.fetch_sub(1, Ordering::AcqRel);
             });
             if made.is_err() {
@@ -121,9 +122,13 @@ fn local_gets_under_a_slow_bucket(records: usize, n: usize) -> (f64, f64) {
     ]});
     let path = dir.path().join("slow.sqlite3");
     let (tx, rx) = mpsc::channel();
-    let db =
-        Db::open(path.to_str().unwrap(), Some(&schema), &rsapi::OpenOptions::default(), move |r| tx.send(r).unwrap())
-            .unwrap();
+    let db = Db::open(
+        path.to_str().unwrap(),
+        Some(Schema::from_json(&schema.to_string()).unwrap()),
+        &rsapi::OpenOptions::default(),
+        move |r| tx.send(r).unwrap(),
+    )
+    .unwrap();
     rx.recv().unwrap().unwrap();
     let values = (0..records).map(|i| json!({"id": format!("r{i:08}"), "n": i, "payload": "x".repeat(64)})).collect();
     let (tx, rx) = mpsc::channel();

@@ -2,6 +2,7 @@
 //! safe Rust API (`rsapi`) that the Python and Node wrappers call too.
 
 pub mod capi;
+pub mod json;
 pub mod rsapi;
 
 #[cfg(test)]

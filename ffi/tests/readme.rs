@@ -2,7 +2,8 @@
 //! temporary directory: a record written to a store synced with a `file://` bucket lands as
 //! `DIR/BUCKET/KEY`, a flush reports it settled, and it reads back.
 
-use objstore_db::rsapi::{Db, Freshness, OpenOptions};
+use objstore_db::rsapi::{AsValue, Db, Freshness, OpenOptions};
+use objstore_db_core::{Key, Schema};
 use serde_json::json;
 
 #[test]
@@ -11,20 +12,22 @@ fn the_readme_rust_path_runs() -> Result<(), Box<dyn std::error::Error>> {
     let buckets = format!("file://{}", dir.path().join("buckets").display());
     let file = dir.path().join("notes.sqlite3").display().to_string();
 
-    let schema = json!({"stores": [{"name": "notes", "Sync": {"format": "objstore",
-        "Options": {"bucket": "notes", "endpoint": buckets}}}]});
+    let schema = Schema::from_json(&format!(
+        r#"{{"stores": [{{"name": "notes", "Sync": {{"format": "objstore",
+        "Options": {{"bucket": "notes", "endpoint": "{buckets}"}}}}}}]}}"#
+    ))?;
     let (tx, rx) = std::sync::mpsc::channel();
     let answer = || {
         let tx = tx.clone();
         move |r| tx.send(r).unwrap()
     };
-    let db = Db::open(&file, Some(&schema), &OpenOptions::default(), answer())?;
+    let db = Db::open(&file, Some(schema), &OpenOptions::default(), answer())?;
     rx.recv()??;
-    db.put(None, "notes", json!({"text": "hello"}), Some(&json!("n1")), answer())?;
+    db.put(None, "notes", json!({"text": "hello"}), Some(Key::from("n1")), answer())?;
     rx.recv()??;
     db.flush(answer())?;
     let report = rx.recv()??;
-    db.get(None, "notes", &json!("n1"), Freshness::Cached, answer())?;
+    db.get(None, "notes", Key::from("n1"), Freshness::Cached, AsValue, answer())?;
     let record = rx.recv()??;
 
     assert_eq!((report["pending"].clone(), report["refused"].clone()), (json!(0), json!(0)), "{report}");

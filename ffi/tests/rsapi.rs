@@ -15,8 +15,9 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use objstore_db::rsapi::{Db, Freshness, OpenOptions, ReadKind, RequestId};
-use objstore_db_core::{Error, ErrorCode, Mode, Result};
+use objstore_db::json;
+use objstore_db::rsapi::{AsValue, Db, Freshness, ReadKind, RequestId};
+use objstore_db_core::{Error, ErrorCode, Key, KeyRange, Mode, Query, Result, ScanOptions, Schema};
 use serde_json::{json, Value};
 use sync_support::{server, signed_options, unique_prefix, Misbehaviour, Peer};
 use tempfile::TempDir;
@@ -29,6 +30,36 @@ type Done<T> = Box<dyn FnOnce(Result<T>) + Send>;
 
 /// Makes a request and waits for its completion; an error from the call itself is returned
 /// the same way.
+/// The JSON forms the tests write their arguments in, as the library's types (as the skins
+/// convert them).
+fn as_key(value: &Value) -> Key {
+    json::key(value).unwrap()
+}
+
+fn as_keys(value: &Value) -> Vec<Key> {
+    json::keys(value).unwrap()
+}
+
+fn as_target(value: &Value) -> KeyRange {
+    json::target(value).unwrap()
+}
+
+fn as_scan(value: &Value) -> ScanOptions {
+    json::scan(Some(value)).unwrap()
+}
+
+fn as_stores(value: &Value) -> Vec<String> {
+    json::stores(value).unwrap()
+}
+
+fn as_schema(value: &Value) -> Option<Schema> {
+    json::schema(Some(value)).unwrap()
+}
+
+fn as_query(value: &Value) -> Query {
+    Query::from_json(value).unwrap()
+}
+
 fn wait<T: Send + 'static>(start: impl FnOnce(Done<T>) -> Result<RequestId>) -> Result<T> {
     let (tx, rx) = mpsc::channel();
     start(Box::new(move |r| {
@@ -38,9 +69,9 @@ fn wait<T: Send + 'static>(start: impl FnOnce(Done<T>) -> Result<RequestId>) -> 
 }
 
 fn open_db(name: &str, schema: &Value, options: Value) -> Db {
-    let options = OpenOptions::from_json(Some(&options)).unwrap();
+    let options = json::open_options(Some(&options)).unwrap();
     let (tx, rx) = mpsc::channel();
-    let db = Db::open(name, Some(schema), &options, move |r| {
+    let db = Db::open(name, as_schema(schema), &options, move |r| {
         let _ = tx.send(r);
     })
     .unwrap();
@@ -70,7 +101,10 @@ fn put(db: &Db, value: Value) -> Result<Value> {
 }
 
 fn count(db: &Db) -> u64 {
-    wait(|done| db.read_scan(None, "notes", ReadKind::Count, None, Freshness::Cached, done)).unwrap().as_u64().unwrap()
+    wait(|done| db.read_scan(None, "notes", ReadKind::Count, ScanOptions::new(), Freshness::Cached, AsValue, done))
+        .unwrap()
+        .as_u64()
+        .unwrap()
 }
 
 fn seed(db: &Db, n: u64) {
@@ -82,7 +116,7 @@ fn seed(db: &Db, n: u64) {
 fn a_cursor_consumer_awaits_other_requests_between_steps() {
     on_both_mechanisms(|db| {
         seed(&db, 10);
-        let query = db.query(&json!({"from": "notes"})).unwrap();
+        let query = db.query(as_query(&json!({"from": "notes"}))).unwrap();
         let cursor = query.cursor(None, Mode::ReadWrite);
         let mut seen = Vec::new();
         loop {
@@ -95,23 +129,26 @@ fn a_cursor_consumer_awaits_other_requests_between_steps() {
                 let id = item["primaryKey"].as_u64().unwrap();
                 seen.push(id);
                 // Other requests, awaited inside the loop's body: each is served at once.
-                let got = wait(|done| db.get(None, "notes", &json!(id), Freshness::Cached, done)).unwrap();
+                let got =
+                    wait(|done| db.get(None, "notes", as_key(&json!(id)), Freshness::Cached, AsValue, done)).unwrap();
                 assert_eq!(got["id"], json!(id));
                 if id <= 10 {
                     put(&db, json!({"id": 100 + id, "n": 0})).unwrap();
                 }
                 if id % 2 == 0 {
-                    wait(|done| cursor.update(&json!(id), json!({"id": id, "n": 1}), done)).unwrap();
+                    wait(|done| cursor.update(as_key(&json!(id)), json!({"id": id, "n": 1}), done)).unwrap();
                 } else {
-                    wait(|done| cursor.delete(&json!(id), done)).unwrap();
+                    wait(|done| cursor.delete(as_key(&json!(id)), done)).unwrap();
                 }
             }
         }
         // The records the body added ahead of the cursor are met too, in key order.
         assert_eq!(seen, (1..=10).chain(101..=110).collect::<Vec<_>>());
         assert_eq!(count(&db), 10, "the odd ones were deleted");
-        let evens =
-            wait(|done| db.values_of(None, "notes", &json!([2, 10, 102, 110]), Freshness::Cached, done)).unwrap();
+        let evens = wait(|done| {
+            db.values_of(None, "notes", as_keys(&json!([2, 10, 102, 110])), Freshness::Cached, AsValue, done)
+        })
+        .unwrap();
         assert!(evens.as_array().unwrap().iter().all(|v| v["n"] == json!(1)), "{evens}");
         close(&db);
     });
@@ -121,20 +158,24 @@ fn a_cursor_consumer_awaits_other_requests_between_steps() {
 fn a_request_outside_an_open_transaction_waits_for_it_to_end() {
     on_both_mechanisms(|db| {
         seed(&db, 1);
-        let tx = wait(|done| db.begin(&json!(["notes"]), Mode::ReadWrite, done)).unwrap();
+        let tx = wait(|done| db.begin(as_stores(&json!(["notes"])), Mode::ReadWrite, done)).unwrap();
         wait(|done| db.put(Some(tx), "notes", json!({"id": 2}), None, done)).unwrap();
         // A read outside it and a second transaction wait; the open one's requests still run.
         let (turns_tx, turns) = mpsc::channel();
         let read_turn = turns_tx.clone();
         let counted = move |r: Result<Value>| read_turn.send(format!("count {}", r.unwrap())).unwrap();
-        db.read_scan(None, "notes", ReadKind::Count, None, Freshness::Cached, counted).unwrap();
-        db.begin(&json!("notes"), Mode::ReadOnly, move |r| turns_tx.send(format!("begun {}", r.is_ok())).unwrap())
-            .unwrap();
+        db.read_scan(None, "notes", ReadKind::Count, ScanOptions::new(), Freshness::Cached, AsValue, counted).unwrap();
+        db.begin(as_stores(&json!("notes")), Mode::ReadOnly, move |r| {
+            turns_tx.send(format!("begun {}", r.is_ok())).unwrap()
+        })
+        .unwrap();
         assert!(turns.recv_timeout(Duration::from_millis(300)).is_err(), "nothing outside ran while it was open");
         // A waiting request that is cancelled completes at once, while the transaction is open.
         let (cancelled_tx, cancelled) = mpsc::channel();
         let id = db
-            .read_scan(None, "notes", ReadKind::Count, None, Freshness::Cached, move |r| cancelled_tx.send(r).unwrap())
+            .read_scan(None, "notes", ReadKind::Count, ScanOptions::new(), Freshness::Cached, AsValue, move |r| {
+                cancelled_tx.send(r).unwrap()
+            })
             .unwrap();
         assert!(db.cancel(id));
         let err = cancelled.recv_timeout(PATIENCE).expect("cancelled at once").unwrap_err();
@@ -156,7 +197,7 @@ fn a_queued_request_is_cancelled_without_running() {
             thread::sleep(Duration::from_millis(300));
             Ok(())
         };
-        db.run_body(&json!(["notes"]), Mode::ReadWrite, body, move |r| held_tx.send(r).unwrap()).unwrap();
+        db.run_body(as_stores(&json!(["notes"])), Mode::ReadWrite, body, move |r| held_tx.send(r).unwrap()).unwrap();
         let (put_tx, put_done) = mpsc::channel();
         let id = db.put(None, "notes", json!({"id": 1}), None, move |r| put_tx.send(r).unwrap()).unwrap();
         assert!(db.cancel(id), "the put was still pending");
@@ -189,7 +230,11 @@ fn a_slow_values_of_is_cancelled_between_its_http_attempts() {
     let schema = peer_schema(&peer, json!({"retries": 5, "retryBaseMs": 2000}));
     let db = open_db(dir.path().join("c.sqlite3").to_str().unwrap(), &schema, json!({}));
     let (tx, rx) = mpsc::channel();
-    let id = db.values_of(None, "remote", &json!(["a", "b"]), Freshness::Cached, move |r| tx.send(r).unwrap()).unwrap();
+    let id = db
+        .values_of(None, "remote", as_keys(&json!(["a", "b"])), Freshness::Cached, AsValue, move |r| {
+            tx.send(r).unwrap()
+        })
+        .unwrap();
     let deadline = Instant::now() + PATIENCE;
     while peer.count() == 0 && Instant::now() < deadline {
         thread::sleep(Duration::from_millis(5));
@@ -224,7 +269,7 @@ fn close_racing_requests_from_several_threads_calls_back_last() {
                             completions.lock().unwrap().push(at);
                         };
                         let made = if i % 2 == 0 {
-                            db.get(None, "notes", &json!(1 + i % 20), Freshness::Cached, record)
+                            db.get(None, "notes", as_key(&json!(1 + i % 20)), Freshness::Cached, AsValue, record)
                         } else {
                             db.put(None, "notes", json!({"id": 1000 * (t + 1) + i}), None, record)
                         };
@@ -265,21 +310,28 @@ fn a_transaction_with_one_conflicting_write(options: Value) {
     let schema = synced_schema(options);
     let a = open_db(dir.path().join("a.sqlite3").to_str().unwrap(), &schema, json!({}));
     let b = open_db(dir.path().join("b.sqlite3").to_str().unwrap(), &schema, json!({}));
-    wait(|done| a.add(None, "results", json!({"by": "a"}), Some(&json!("same")), done)).unwrap();
+    wait(|done| a.add(None, "results", json!({"by": "a"}), Some(as_key(&json!("same"))), done)).unwrap();
     let report = wait(|done| a.flush(done)).unwrap();
     assert_eq!(report["pending"], json!(0), "{report}");
 
     let conflicts: Arc<Mutex<Vec<Value>>> = Arc::default();
     let seen = conflicts.clone();
     let filter = json!({"kinds": ["conflict"]});
-    wait(|done| b.subscribe(Some(&filter), move |e| seen.lock().unwrap().push(e), done)).unwrap();
+    wait(|done| {
+        b.subscribe(
+            json::event_filter(Some(&filter)).unwrap(),
+            move |e| seen.lock().unwrap().push(json::event_json(e)),
+            done,
+        )
+    })
+    .unwrap();
     let body = |ops: &mut objstore_db::rsapi::TxOps| {
-        ops.add("results", json!({"by": "b"}), Some(&json!("same")))?;
-        ops.add("results", json!({"by": "b"}), Some(&json!("fresh")))?;
+        ops.add("results", json!({"by": "b"}), Some(Key::from("same")))?;
+        ops.add("results", json!({"by": "b"}), Some(Key::from("fresh")))?;
         Ok(())
     };
     // The commit is local and succeeds; the bucket's refusal of one write is reported apart.
-    wait(|done| b.run_body(&json!(["results"]), Mode::ReadWrite, body, done)).unwrap();
+    wait(|done| b.run_body(as_stores(&json!(["results"])), Mode::ReadWrite, body, done)).unwrap();
     let report = wait(|done| b.flush(done)).unwrap();
     assert_eq!(report["pending"], json!(0), "{report}");
     let refused = wait(|done| b.refused_writes(done)).unwrap();
@@ -287,12 +339,12 @@ fn a_transaction_with_one_conflicting_write(options: Value) {
     assert_eq!(refused.len(), 1, "{refused:?}");
     assert_eq!(refused[0]["code"], json!("Conflict"), "{refused:?}");
     assert!(refused[0]["message"].as_str().unwrap().contains("\"same\""), "{refused:?}");
-    let status = |key: &str| wait(|done| b.sync_status("results", &json!(key), done)).unwrap();
+    let status = |key: &str| wait(|done| b.sync_status("results", as_key(&json!(key)), done)).unwrap();
     assert_eq!(status("same"), json!("refused"));
     assert_eq!(status("fresh"), json!("synced"));
     assert_eq!(conflicts.lock().unwrap().len(), 1, "{:?}", conflicts.lock().unwrap());
     let fresh = Freshness::Fresh;
-    let other = wait(|done| a.get(None, "results", &json!("fresh"), fresh, done)).unwrap();
+    let other = wait(|done| a.get(None, "results", as_key(&json!("fresh")), fresh, AsValue, done)).unwrap();
     assert_eq!(other, json!({"by": "b"}), "the write that was not refused reached the bucket");
     close(&a);
     close(&b);
@@ -318,20 +370,24 @@ fn a_black_holed_bucket_leaves_cached_reads_and_unsynced_stores_answering() {
     let dir = TempDir::new().unwrap();
     let schema = peer_schema(&peer, json!({"retries": 0, "timeoutMs": 600_000}));
     let db = open_db(dir.path().join("c.sqlite3").to_str().unwrap(), &schema, json!({}));
-    let get_cached = || wait(|done| db.get(None, "remote", &json!("x"), Freshness::Cached, done));
+    let get_cached = || wait(|done| db.get(None, "remote", as_key(&json!("x")), Freshness::Cached, AsValue, done));
     assert_eq!(get_cached().unwrap(), json!({"v": 1}), "fetched once, now cached");
     for i in 0..50 {
         // Each read of the cached copy answers at once and revalidates in the background,
         // where the black hole holds it; the unsynced store is untouched by all of it.
         assert_eq!(get_cached().unwrap(), json!({"v": 1}));
         put(&db, json!({"id": i})).unwrap();
-        assert_eq!(wait(|done| db.get(None, "notes", &json!(i), Freshness::Cached, done)).unwrap(), json!({"id": i}));
+        assert_eq!(
+            wait(|done| db.get(None, "notes", as_key(&json!(i)), Freshness::Cached, AsValue, done)).unwrap(),
+            json!({"id": i})
+        );
     }
     assert!(peer.count() >= 2, "a revalidation is held by the black hole meanwhile");
     assert_eq!(count(&db), 50);
     // A fresh read must wait for the bucket: cancelled, it gives up without an answer.
     let (tx, rx) = mpsc::channel();
-    let id = db.get(None, "remote", &json!("x"), Freshness::Fresh, move |r| tx.send(r).unwrap()).unwrap();
+    let id =
+        db.get(None, "remote", as_key(&json!("x")), Freshness::Fresh, AsValue, move |r| tx.send(r).unwrap()).unwrap();
     thread::sleep(Duration::from_millis(50));
     assert!(rx.try_recv().is_err(), "a fresh read does not answer from the cache");
     db.cancel(id);
@@ -352,11 +408,13 @@ fn a_store_without_prefetch_reads_what_it_holds_until_prefetch_brings_it_in_line
     assert_eq!(wait(|done| writer.flush(done)).unwrap()["pending"], json!(0));
 
     let reader = open_db(dir.path().join("r.sqlite3").to_str().unwrap(), &schema, json!({}));
-    let count =
-        |db: &Db| wait(|done| db.read_scan(None, "docs", ReadKind::Count, None, Freshness::Cached, done)).unwrap();
+    let count = |db: &Db| {
+        wait(|done| db.read_scan(None, "docs", ReadKind::Count, ScanOptions::new(), Freshness::Cached, AsValue, done))
+            .unwrap()
+    };
     assert_eq!(count(&reader), json!(0), "without prefetch, a scan reads what this database holds");
     for key in ["d01", "d02", "d03", "d04"] {
-        let got = wait(|done| reader.get(None, "docs", &json!(key), Freshness::Cached, done)).unwrap();
+        let got = wait(|done| reader.get(None, "docs", as_key(&json!(key)), Freshness::Cached, AsValue, done)).unwrap();
         assert_eq!(got, json!({"id": key}), "a record not held is fetched");
     }
     assert_eq!(count(&reader), json!(4));
@@ -407,7 +465,7 @@ fn the_newest_per_pair_is_read_without_listing_everything_and_other_reads_list_i
         "Sync": {"format": "objstore-meta", "prefetch": "meta", "Options": meta}}]});
     let reader = open_db(dir.path().join("r.sqlite3").to_str().unwrap(), &schema, json!({}));
     let scan = |scan: Value, kind: ReadKind| {
-        wait(|done| reader.read_scan(None, "meta", kind, Some(&scan), Freshness::Cached, done)).unwrap()
+        wait(|done| reader.read_scan(None, "meta", kind, as_scan(&scan), Freshness::Cached, AsValue, done)).unwrap()
     };
     let newest = scan(json!({"index": "pair", "unique": true}), ReadKind::Keys);
     assert_eq!(newest, json!(["linux/node/0000", "linux/python/0000"]));
@@ -440,9 +498,17 @@ fn concurrent_reads_of_a_cold_store_share_one_listing() {
     for _ in 0..10 {
         let tx = tx.clone();
         reader
-            .read_scan(None, "docs", ReadKind::Count, None, Freshness::Cached, move |r: Result<Value>| {
-                let _ = tx.send(r);
-            })
+            .read_scan(
+                None,
+                "docs",
+                ReadKind::Count,
+                ScanOptions::new(),
+                Freshness::Cached,
+                AsValue,
+                move |r: Result<Value>| {
+                    let _ = tx.send(r);
+                },
+            )
             .unwrap();
     }
     for _ in 0..10 {
@@ -454,7 +520,9 @@ fn concurrent_reads_of_a_cold_store_share_one_listing() {
     // A fresh read later still asks the bucket: sharing is for reads that waited together.
     wait(|done| writer.put(None, "docs", json!({"id": "d300"}), None, done)).unwrap();
     assert_eq!(wait(|done| writer.flush(done)).unwrap()["pending"], json!(0));
-    let fresh = wait(|done| reader.read_scan(None, "docs", ReadKind::Count, None, Freshness::Fresh, done));
+    let fresh = wait(|done| {
+        reader.read_scan(None, "docs", ReadKind::Count, ScanOptions::new(), Freshness::Fresh, AsValue, done)
+    });
     assert_eq!(fresh.unwrap(), json!(301));
     close(&writer);
     close(&reader);
@@ -472,28 +540,37 @@ fn a_huge_store_name_is_cut_in_every_error() {
     let huge = "s".repeat(1 << 20);
     let key = json!("k");
     let errors: Vec<(&str, Error)> = vec![
-        ("get", wait(|done| db.get(None, &huge, &key, Freshness::Cached, done)).unwrap_err()),
+        ("get", wait(|done| db.get(None, &huge, as_key(&key), Freshness::Cached, AsValue, done)).unwrap_err()),
         ("put", wait(|done| db.put(None, &huge, json!({"id": 1}), None, done)).unwrap_err()),
-        ("remove", wait(|done| db.remove(None, &huge, &key, done)).unwrap_err()),
+        ("remove", wait(|done| db.remove(None, &huge, as_target(&key), done)).unwrap_err()),
         ("clear", wait(|done| db.clear(None, &huge, done)).unwrap_err()),
-        ("count", wait(|done| db.read_scan(None, &huge, ReadKind::Count, None, Freshness::Cached, done)).unwrap_err()),
+        (
+            "count",
+            wait(|done| {
+                db.read_scan(None, &huge, ReadKind::Count, ScanOptions::new(), Freshness::Cached, AsValue, done)
+            })
+            .unwrap_err(),
+        ),
         ("prefetch", wait(|done| db.prefetch(&huge, done)).unwrap_err()),
-        ("sync_status", wait(|done| db.sync_status(&huge, &key, done)).unwrap_err()),
-        ("withdraw_pending", wait(|done| db.withdraw_pending(&huge, &key, done)).unwrap_err()),
-        ("begin", wait(|done| db.begin(&json!([huge.clone()]), Mode::ReadOnly, done)).unwrap_err()),
+        ("sync_status", wait(|done| db.sync_status(&huge, as_key(&key), done)).unwrap_err()),
+        ("withdraw_pending", wait(|done| db.withdraw_pending(&huge, as_key(&key), done)).unwrap_err()),
+        ("begin", wait(|done| db.begin(as_stores(&json!([huge.clone()])), Mode::ReadOnly, done)).unwrap_err()),
         (
             "query",
-            wait(|done| db.query(&json!({"from": huge.clone()}))?.list(None, 10, Freshness::Cached, done)).unwrap_err(),
+            wait(|done| {
+                db.query(as_query(&json!({"from": huge.clone()})))?.list(None, 10, Freshness::Cached, AsValue, done)
+            })
+            .unwrap_err(),
         ),
-        ("sql", wait(|done| db.sql(None, &format!("SELECT * FROM {huge}"), None, done)).unwrap_err()),
+        ("sql", wait(|done| db.sql(None, &format!("SELECT * FROM {huge}"), Vec::new(), done)).unwrap_err()),
     ];
     for (call, err) in errors {
         let message = err.to_string();
         assert!(message.len() < 500, "{call}: a {}-byte message: {}…", message.len(), &message[..200]);
         assert!(message.contains("sss") && message.contains(&format!("{} bytes", huge.len())), "{call}: {message}");
     }
-    let inside = wait(|done| db.begin(&json!(["notes"]), Mode::ReadOnly, done)).unwrap();
-    let err = wait(|done| db.get(Some(inside), &huge, &key, Freshness::Cached, done)).unwrap_err();
+    let inside = wait(|done| db.begin(as_stores(&json!(["notes"])), Mode::ReadOnly, done)).unwrap();
+    let err = wait(|done| db.get(Some(inside), &huge, as_key(&key), Freshness::Cached, AsValue, done)).unwrap_err();
     assert!(err.to_string().len() < 500, "inside a transaction: {} bytes", err.to_string().len());
     wait(|done| db.abort(inside, done)).unwrap();
     close(&db);

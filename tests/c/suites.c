@@ -1,4 +1,6 @@
-/* The conformance suites through the C API: crud, cursor, event, transaction, query and sql,
+/* Over 800 lines: every area's suite in one program, so that each build of it (shared, static,
+ * sanitizers, valgrind) runs them all.
+ * The conformance suites through the C API: crud, cursor, event, transaction, query and sql,
  * plus misuse (NULLs, bad UTF-8 and JSON, use after close, slow callbacks) and sync (against
  * moto: the MOTO_* variables of target/servers/moto.env). Every completion
  * is waited for, and each test checks that no callback fired more than once.

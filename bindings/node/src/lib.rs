@@ -17,8 +17,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use napi::bindgen_prelude::{Env, JsValue, Unknown};
 use napi::sys;
 use napi_derive::napi;
-use objstore_db::rsapi::{self, Cursor, Db, Freshness, QueryHandle, ReadKind, RequestId};
-use objstore_db_core::{Error, ErrorCode, Mode};
+use objstore_db::json;
+use objstore_db::rsapi::{AsText, Cursor, Db, Freshness, QueryHandle, ReadKind, RequestId};
+use objstore_db_core::{Error, ErrorCode, Key, Mode, Resolution};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -58,7 +59,12 @@ pub fn error_codes() -> Vec<&'static str> {
 }
 
 fn parse(what: &str, text: &str) -> CoreResult<Value> {
-    rsapi::parse(what, text)
+    json::parse(what, text)
+}
+
+/// A key given as JSON text, or none.
+fn optional_key(text: Option<&str>) -> CoreResult<Option<Key>> {
+    json::optional_key(parse_opt("key", text)?.as_ref())
 }
 
 fn parse_opt(what: &str, text: Option<&str>) -> CoreResult<Option<Value>> {
@@ -292,15 +298,15 @@ pub fn open(
     options: Option<String>,
 ) -> napi::Result<sys::napi_value, Code> {
     let args = (|| {
-        let schema = parse_opt("schema", schema.as_deref())?;
-        let options = rsapi::OpenOptions::from_json(parse_opt("open options", options.as_deref())?.as_ref())?;
+        let schema = json::schema(parse_opt("schema", schema.as_deref())?.as_ref())?;
+        let options = json::open_options(parse_opt("open options", options.as_deref())?.as_ref())?;
         Ok::<_, Error>((schema, options))
     })();
     let (schema, options) = args.map_err(|e| js_err(&e))?;
     let mut opened = None;
     let promise = waker
         .request::<Value>(&env, |done| {
-            let db = Db::open(&name, schema.as_ref(), &options, done)?;
+            let db = Db::open(&name, schema, &options, done)?;
             opened = Some(db);
             Ok(0)
         })
@@ -322,8 +328,8 @@ impl Database {
         tx: Option<f64>,
     ) -> napi::Result<sys::napi_value> {
         let (value, key) =
-            checked!(waker, env, (|| Ok::<_, Error>((parse("value", &value)?, parse_opt("key", key.as_deref())?)))());
-        waker.request(&env, |done| self.db.put(tx_id(tx), &store, value, key.as_ref(), done))
+            checked!(waker, env, (|| Ok::<_, Error>((parse("value", &value)?, optional_key(key.as_deref())?)))());
+        waker.request(&env, |done| self.db.put(tx_id(tx), &store, value, key, done))
     }
 
     #[napi]
@@ -337,8 +343,8 @@ impl Database {
         tx: Option<f64>,
     ) -> napi::Result<sys::napi_value> {
         let (value, key) =
-            checked!(waker, env, (|| Ok::<_, Error>((parse("value", &value)?, parse_opt("key", key.as_deref())?)))());
-        waker.request(&env, |done| self.db.add(tx_id(tx), &store, value, key.as_ref(), done))
+            checked!(waker, env, (|| Ok::<_, Error>((parse("value", &value)?, optional_key(key.as_deref())?)))());
+        waker.request(&env, |done| self.db.add(tx_id(tx), &store, value, key, done))
     }
 
     /// Many records in one transaction, with a key each when `keys` is given; `create`: as add.
@@ -364,7 +370,10 @@ impl Database {
         let (values, keys) = checked!(
             waker,
             env,
-            (|| Ok::<_, Error>((array("values", &values)?, keys.as_deref().map(|k| array("keys", k)).transpose()?)))()
+            (|| Ok::<_, Error>((
+                array("values", &values)?,
+                keys.as_deref().map(|k| json::keys(&parse("keys", k)?)).transpose()?
+            )))()
         );
         waker.request(&env, |done| self.db.write_many(tx_id(tx), &store, values, keys, create, done))
     }
@@ -380,8 +389,8 @@ impl Database {
         fresh: Option<bool>,
         tx: Option<f64>,
     ) -> napi::Result<sys::napi_value> {
-        let key = checked!(waker, env, parse("key", &key));
-        waker.request_text(&env, |done| self.db.get_text(tx_id(tx), &store, &key, read(fresh), done))
+        let key = checked!(waker, env, parse("key", &key).and_then(|k| json::key(&k)));
+        waker.request_text(&env, |done| self.db.get(tx_id(tx), &store, key, read(fresh), AsText, done))
     }
 
     #[napi]
@@ -394,8 +403,8 @@ impl Database {
         fresh: Option<bool>,
         tx: Option<f64>,
     ) -> napi::Result<sys::napi_value> {
-        let keys = checked!(waker, env, parse("keys", &keys));
-        waker.request_text(&env, |done| self.db.values_of_text(tx_id(tx), &store, &keys, read(fresh), done))
+        let keys = checked!(waker, env, parse("keys", &keys).and_then(|k| json::keys(&k)));
+        waker.request_text(&env, |done| self.db.values_of(tx_id(tx), &store, keys, read(fresh), AsText, done))
     }
 
     #[napi]
@@ -407,8 +416,8 @@ impl Database {
         target: String,
         tx: Option<f64>,
     ) -> napi::Result<sys::napi_value> {
-        let target = checked!(waker, env, parse("key or range", &target));
-        waker.request(&env, |done| self.db.remove(tx_id(tx), &store, &target, done))
+        let target = checked!(waker, env, parse("key or range", &target).and_then(|t| json::target(&t)));
+        waker.request(&env, |done| self.db.remove(tx_id(tx), &store, target, done))
     }
 
     #[napi]
@@ -439,12 +448,10 @@ impl Database {
                     "values" => ReadKind::Values,
                     other => return Err(Error::InvalidArgument(format!("scan kind {other:?} is not understood"))),
                 };
-                Ok((kind, parse_opt("scan options", scan.as_deref())?))
+                Ok((kind, json::scan(parse_opt("scan options", scan.as_deref())?.as_ref())?))
             })()
         );
-        waker.request_text(&env, |done| {
-            self.db.read_scan_text(tx_id(tx), &store, kind, scan.as_ref(), read(fresh), done)
-        })
+        waker.request_text(&env, |done| self.db.read_scan(tx_id(tx), &store, kind, scan, read(fresh), AsText, done))
     }
 
     #[napi]
@@ -456,15 +463,19 @@ impl Database {
         params: Option<String>,
         tx: Option<f64>,
     ) -> napi::Result<sys::napi_value> {
-        let params = checked!(waker, env, parse_opt("SQL parameters", params.as_deref()));
-        waker.request(&env, |done| self.db.sql(tx_id(tx), &text, params.as_ref(), done))
+        let params = checked!(
+            waker,
+            env,
+            parse_opt("SQL parameters", params.as_deref()).and_then(|p| json::sql_params(p.as_ref()))
+        );
+        waker.request(&env, |done| self.db.sql(tx_id(tx), &text, params, done))
     }
 
     #[napi]
     pub fn begin(&self, env: Env, waker: &Waker, stores: String, mode_name: String) -> napi::Result<sys::napi_value> {
         let (stores, mode) =
-            checked!(waker, env, (|| Ok::<_, Error>((parse("stores", &stores)?, mode(&mode_name)?)))());
-        waker.request(&env, |done| self.db.begin(&stores, mode, done))
+            checked!(waker, env, (|| Ok::<_, Error>((json::stores(&parse("stores", &stores)?)?, mode(&mode_name)?)))());
+        waker.request(&env, |done| self.db.begin(stores, mode, done))
     }
 
     #[napi]
@@ -487,10 +498,16 @@ impl Database {
         subscription: f64,
         filter: Option<String>,
     ) -> napi::Result<sys::napi_value> {
-        let filter = checked!(waker, env, parse_opt("event filter", filter.as_deref()));
+        let filter = checked!(
+            waker,
+            env,
+            parse_opt("event filter", filter.as_deref()).and_then(|f| json::event_filter(f.as_ref()))
+        );
         let shared = waker.shared.clone();
-        let forward = move |event: Value| shared.deliver(Delivery::Event(subscription, event.to_string()));
-        waker.request(&env, |done| self.db.subscribe(filter.as_ref(), forward, done))
+        let forward = move |event: &objstore_db_core::Event| {
+            shared.deliver(Delivery::Event(subscription, json::event_json(event).to_string()))
+        };
+        waker.request(&env, |done| self.db.subscribe(filter, forward, done))
     }
 
     #[napi]
@@ -505,8 +522,9 @@ impl Database {
 
     #[napi]
     pub fn query(&self, spec: String) -> napi::Result<Query, Code> {
-        let spec = parse("query", &spec).map_err(|e| js_err(&e))?;
-        Ok(Query { query: self.db.query(&spec).map_err(|e| js_err(&e))? })
+        let spec =
+            parse("query", &spec).and_then(|s| objstore_db_core::Query::from_json(&s)).map_err(|e| js_err(&e))?;
+        Ok(Query { query: self.db.query(spec).map_err(|e| js_err(&e))? })
     }
 
     // ----- sync -------------------------------------------------------------------------------
@@ -539,13 +557,14 @@ impl Database {
 
     #[napi]
     pub fn resolve(&self, env: Env, waker: &Waker, sequence: f64, resolution: String) -> napi::Result<sys::napi_value> {
-        waker.request(&env, |done| self.db.resolve(sequence as u64, &resolution, done))
+        let resolution = checked!(waker, env, Resolution::from_name(&resolution));
+        waker.request(&env, |done| self.db.resolve(sequence as u64, resolution, done))
     }
 
     #[napi]
     pub fn sync_status(&self, env: Env, waker: &Waker, store: String, key: String) -> napi::Result<sys::napi_value> {
-        let key = checked!(waker, env, parse("key", &key));
-        waker.request(&env, |done| self.db.sync_status(&store, &key, done))
+        let key = checked!(waker, env, parse("key", &key).and_then(|k| json::key(&k)));
+        waker.request(&env, |done| self.db.sync_status(&store, key, done))
     }
 
     #[napi]
@@ -556,8 +575,8 @@ impl Database {
         store: String,
         key: String,
     ) -> napi::Result<sys::napi_value> {
-        let key = checked!(waker, env, parse("key", &key));
-        waker.request(&env, |done| self.db.withdraw_pending(&store, &key, done))
+        let key = checked!(waker, env, parse("key", &key).and_then(|k| json::key(&k)));
+        waker.request(&env, |done| self.db.withdraw_pending(&store, key, done))
     }
 
     // ----- lifetime ---------------------------------------------------------------------------
@@ -592,7 +611,7 @@ impl Query {
         fresh: Option<bool>,
         tx: Option<f64>,
     ) -> napi::Result<sys::napi_value> {
-        waker.request_text(&env, |done| self.query.list_text(tx_id(tx), n as usize, read(fresh), done))
+        waker.request_text(&env, |done| self.query.list(tx_id(tx), n as usize, read(fresh), AsText, done))
     }
 
     #[napi]
@@ -644,15 +663,18 @@ impl QueryCursor {
 
     #[napi]
     pub fn update(&self, env: Env, waker: &Waker, primary_key: String, value: String) -> napi::Result<sys::napi_value> {
-        let (key, value) =
-            checked!(waker, env, (|| Ok::<_, Error>((parse("primary key", &primary_key)?, parse("value", &value)?)))());
-        waker.request(&env, |done| self.cursor.update(&key, value, done))
+        let (key, value) = checked!(
+            waker,
+            env,
+            (|| Ok::<_, Error>((json::key(&parse("primary key", &primary_key)?)?, parse("value", &value)?)))()
+        );
+        waker.request(&env, |done| self.cursor.update(key, value, done))
     }
 
     #[napi]
     pub fn delete(&self, env: Env, waker: &Waker, primary_key: String) -> napi::Result<sys::napi_value> {
-        let key = checked!(waker, env, parse("primary key", &primary_key));
-        waker.request(&env, |done| self.cursor.delete(&key, done))
+        let key = checked!(waker, env, parse("primary key", &primary_key).and_then(|k| json::key(&k)));
+        waker.request(&env, |done| self.cursor.delete(key, done))
     }
 }
 

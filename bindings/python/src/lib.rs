@@ -10,8 +10,9 @@ use std::ffi::CString;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use objstore_db::rsapi::{self, Cursor, Db, Freshness, QueryHandle, ReadKind, RequestId};
-use objstore_db_core::{Error, ErrorCode, Mode, Result};
+use objstore_db::json;
+use objstore_db::rsapi::{AsText, Cursor, Db, Freshness, QueryHandle, ReadKind, RequestId};
+use objstore_db_core::{Error, ErrorCode, Key, Mode, Resolution, Result};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
@@ -55,7 +56,12 @@ fn to_py<T>(result: Result<T>) -> PyResult<T> {
 }
 
 fn parse(what: &str, text: &str) -> PyResult<Value> {
-    to_py(rsapi::parse(what, text))
+    to_py(json::parse(what, text))
+}
+
+/// A key given as JSON text, or none.
+fn optional_key(text: Option<&str>) -> PyResult<Option<Key>> {
+    to_py(json::optional_key(parse_opt("key", text)?.as_ref()))
 }
 
 fn parse_opt(what: &str, text: Option<&str>) -> PyResult<Option<Value>> {
@@ -270,11 +276,11 @@ fn open(
     schema: Option<&str>,
     options: Option<&str>,
 ) -> PyResult<Database> {
-    let schema = parse_opt("schema", schema)?;
-    let options = to_py(rsapi::OpenOptions::from_json(parse_opt("open options", options)?.as_ref()))?;
+    let schema = to_py(json::schema(parse_opt("schema", schema)?.as_ref()))?;
+    let options = to_py(json::open_options(parse_opt("open options", options)?.as_ref()))?;
     let done = done_json::<Value>(waker, future);
     let name = name.to_string();
-    let db = to_py(py.allow_threads(move || Db::open(&name, schema.as_ref(), &options, done)))?;
+    let db = to_py(py.allow_threads(move || Db::open(&name, schema, &options, done)))?;
     Ok(Database { db })
 }
 
@@ -292,8 +298,8 @@ impl Database {
         key: Option<&str>,
         tx: Option<u64>,
     ) -> PyResult<RequestId> {
-        let (value, key) = (parse("value", value)?, parse_opt("key", key)?);
-        request(py, waker, future, |done| self.db.put(tx, store, value, key.as_ref(), done))
+        let (value, key) = (parse("value", value)?, optional_key(key)?);
+        request(py, waker, future, |done| self.db.put(tx, store, value, key, done))
     }
 
     #[pyo3(signature = (waker, future, store, value, key=None, tx=None))]
@@ -308,8 +314,8 @@ impl Database {
         key: Option<&str>,
         tx: Option<u64>,
     ) -> PyResult<RequestId> {
-        let (value, key) = (parse("value", value)?, parse_opt("key", key)?);
-        request(py, waker, future, |done| self.db.add(tx, store, value, key.as_ref(), done))
+        let (value, key) = (parse("value", value)?, optional_key(key)?);
+        request(py, waker, future, |done| self.db.add(tx, store, value, key, done))
     }
 
     #[pyo3(signature = (waker, future, store, values, tx=None))]
@@ -342,8 +348,8 @@ impl Database {
         fresh: bool,
         tx: Option<u64>,
     ) -> PyResult<RequestId> {
-        let key = parse("key", key)?;
-        request_text(py, waker, future, |done| self.db.get_text(tx, store, &key, read(fresh), done))
+        let key = to_py(json::key(&parse("key", key)?))?;
+        request_text(py, waker, future, |done| self.db.get(tx, store, key, read(fresh), AsText, done))
     }
 
     #[pyo3(signature = (waker, future, store, keys, fresh=false, tx=None))]
@@ -358,8 +364,8 @@ impl Database {
         fresh: bool,
         tx: Option<u64>,
     ) -> PyResult<RequestId> {
-        let keys = parse("keys", keys)?;
-        request_text(py, waker, future, |done| self.db.values_of_text(tx, store, &keys, read(fresh), done))
+        let keys = to_py(json::keys(&parse("keys", keys)?))?;
+        request_text(py, waker, future, |done| self.db.values_of(tx, store, keys, read(fresh), AsText, done))
     }
 
     #[pyo3(signature = (waker, future, store, target, tx=None))]
@@ -372,8 +378,8 @@ impl Database {
         target: &str,
         tx: Option<u64>,
     ) -> PyResult<RequestId> {
-        let target = parse("key or range", target)?;
-        request(py, waker, future, |done| self.db.remove(tx, store, &target, done))
+        let target = to_py(json::target(&parse("key or range", target)?))?;
+        request(py, waker, future, |done| self.db.remove(tx, store, target, done))
     }
 
     #[pyo3(signature = (waker, future, store, tx=None))]
@@ -409,10 +415,8 @@ impl Database {
             "values" => ReadKind::Values,
             other => return Err(py_err(&Error::InvalidArgument(format!("scan kind {other:?} is not understood")))),
         };
-        let scan = parse_opt("scan options", scan)?;
-        request_text(py, waker, future, |done| {
-            self.db.read_scan_text(tx, store, kind, scan.as_ref(), read(fresh), done)
-        })
+        let scan = to_py(json::scan(parse_opt("scan options", scan)?.as_ref()))?;
+        request_text(py, waker, future, |done| self.db.read_scan(tx, store, kind, scan, read(fresh), AsText, done))
     }
 
     #[pyo3(signature = (waker, future, text, params=None, tx=None))]
@@ -425,8 +429,8 @@ impl Database {
         params: Option<&str>,
         tx: Option<u64>,
     ) -> PyResult<RequestId> {
-        let params = parse_opt("SQL parameters", params)?;
-        request(py, waker, future, |done| self.db.sql(tx, text, params.as_ref(), done))
+        let params = to_py(json::sql_params(parse_opt("SQL parameters", params)?.as_ref()))?;
+        request(py, waker, future, |done| self.db.sql(tx, text, params, done))
     }
 
     fn begin(
@@ -437,8 +441,8 @@ impl Database {
         stores: &str,
         mode_: &str,
     ) -> PyResult<RequestId> {
-        let (stores, mode) = (parse("stores", stores)?, mode(mode_)?);
-        request(py, waker, future, |done| self.db.begin(&stores, mode, done))
+        let (stores, mode) = (to_py(json::stores(&parse("stores", stores)?))?, mode(mode_)?);
+        request(py, waker, future, |done| self.db.begin(stores, mode, done))
     }
 
     fn commit(&self, py: Python<'_>, waker: &Waker, future: Py<PyAny>, tx: u64) -> PyResult<RequestId> {
@@ -460,11 +464,12 @@ impl Database {
         listener: Py<PyAny>,
         filter: Option<&str>,
     ) -> PyResult<RequestId> {
-        let filter = parse_opt("event filter", filter)?;
+        let filter = to_py(json::event_filter(parse_opt("event filter", filter)?.as_ref()))?;
         let (inner, listener) = (waker.inner.clone(), Arc::new(listener));
-        let forward =
-            move |event: Value| inner.deliver(Target::Listener(listener.clone()), Delivery::Event(event.to_string()));
-        request(py, waker, future, |done| self.db.subscribe(filter.as_ref(), forward, done))
+        let forward = move |event: &objstore_db_core::Event| {
+            inner.deliver(Target::Listener(listener.clone()), Delivery::Event(json::event_json(event).to_string()))
+        };
+        request(py, waker, future, |done| self.db.subscribe(filter, forward, done))
     }
 
     fn unsubscribe(&self, py: Python<'_>, waker: &Waker, future: Py<PyAny>, id: u64) -> PyResult<RequestId> {
@@ -476,8 +481,8 @@ impl Database {
     }
 
     fn query(&self, spec: &str) -> PyResult<Query> {
-        let spec = parse("query", spec)?;
-        Ok(Query { query: to_py(self.db.query(&spec))? })
+        let spec = to_py(objstore_db_core::Query::from_json(&parse("query", spec)?))?;
+        Ok(Query { query: to_py(self.db.query(spec))? })
     }
 
     // ----- sync -------------------------------------------------------------------------------
@@ -510,6 +515,7 @@ impl Database {
         sequence: u64,
         resolution: &str,
     ) -> PyResult<RequestId> {
+        let resolution = to_py(Resolution::from_name(resolution))?;
         request(py, waker, future, |done| self.db.resolve(sequence, resolution, done))
     }
 
@@ -521,8 +527,8 @@ impl Database {
         store: &str,
         key: &str,
     ) -> PyResult<RequestId> {
-        let key = parse("key", key)?;
-        request(py, waker, future, |done| self.db.sync_status(store, &key, done))
+        let key = to_py(json::key(&parse("key", key)?))?;
+        request(py, waker, future, |done| self.db.sync_status(store, key, done))
     }
 
     fn withdraw_pending(
@@ -533,8 +539,8 @@ impl Database {
         store: &str,
         key: &str,
     ) -> PyResult<RequestId> {
-        let key = parse("key", key)?;
-        request(py, waker, future, |done| self.db.withdraw_pending(store, &key, done))
+        let key = to_py(json::key(&parse("key", key)?))?;
+        request(py, waker, future, |done| self.db.withdraw_pending(store, key, done))
     }
 
     // ----- lifetime ---------------------------------------------------------------------------
@@ -579,7 +585,7 @@ impl Query {
         fresh: bool,
         tx: Option<u64>,
     ) -> PyResult<RequestId> {
-        request_text(py, waker, future, |done| self.query.list_text(tx, n, read(fresh), done))
+        request_text(py, waker, future, |done| self.query.list(tx, n, read(fresh), AsText, done))
     }
 
     #[pyo3(signature = (waker, future, fresh=false, tx=None))]
@@ -643,13 +649,13 @@ impl QueryCursor {
         primary_key: &str,
         value: &str,
     ) -> PyResult<RequestId> {
-        let (key, value) = (parse("primary key", primary_key)?, parse("value", value)?);
-        request(py, waker, future, |done| self.cursor.update(&key, value, done))
+        let (key, value) = (to_py(json::key(&parse("primary key", primary_key)?))?, parse("value", value)?);
+        request(py, waker, future, |done| self.cursor.update(key, value, done))
     }
 
     fn delete(&self, py: Python<'_>, waker: &Waker, future: Py<PyAny>, primary_key: &str) -> PyResult<RequestId> {
-        let key = parse("primary key", primary_key)?;
-        request(py, waker, future, |done| self.cursor.delete(&key, done))
+        let key = to_py(json::key(&parse("primary key", primary_key)?))?;
+        request(py, waker, future, |done| self.cursor.delete(key, done))
     }
 }
 

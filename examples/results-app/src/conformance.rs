@@ -6,8 +6,11 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use objstore_db::rsapi::{Db, Freshness, OpenOptions, ReadKind};
-use objstore_db_core::{MechanismKind, Mode, Result as CoreResult};
+use objstore_db::json;
+use objstore_db::rsapi::{AsValue, Db, Freshness, OpenOptions, ReadKind};
+use objstore_db_core::{
+    Event, EventFilter, EventKind, Key, KeyRange, MechanismKind, Mode, Query, Result as CoreResult, ScanOptions, Schema,
+};
 use serde_json::{json, Value};
 
 use crate::format::{Detail, Results, Run, Status, Summary, Test, Tool};
@@ -89,12 +92,44 @@ fn open(path: &std::path::Path, mechanism: MechanismKind) -> Result<Db, String> 
         {"name": "keys"}]});
     let options = OpenOptions { mechanism, ..OpenOptions::default() };
     let (tx, rx) = std::sync::mpsc::channel();
-    let db = Db::open(&path.display().to_string(), Some(&schema), &options, move |r| {
-        let _ = tx.send(r.map(drop));
-    })
-    .map_err(|e| e.to_string())?;
+    let db =
+        Db::open(&path.display().to_string(), as_schema(&schema).map_err(|e| e.to_string())?, &options, move |r| {
+            let _ = tx.send(r.map(drop));
+        })
+        .map_err(|e| e.to_string())?;
     rx.recv().map_err(|_| "the database went away".to_string())?.map_err(|e| e.to_string())?;
     Ok(db)
+}
+
+// The suites write their arguments in the JSON forms the bindings pass; the skins' conversions
+// make them the library's types.
+
+fn as_key(value: &Value) -> CoreResult<Key> {
+    json::key(value)
+}
+
+fn as_target(value: &Value) -> CoreResult<KeyRange> {
+    json::target(value)
+}
+
+fn as_scan(value: &Value) -> CoreResult<ScanOptions> {
+    json::scan(Some(value))
+}
+
+fn as_stores(value: &Value) -> CoreResult<Vec<String>> {
+    json::stores(value)
+}
+
+fn as_schema(value: &Value) -> CoreResult<Option<Schema>> {
+    json::schema(Some(value))
+}
+
+fn as_query(value: &Value) -> CoreResult<Query> {
+    Query::from_json(value)
+}
+
+fn as_params(value: &Value) -> CoreResult<Vec<Value>> {
+    json::sql_params(Some(value))
 }
 
 /// `actual` must be `expected`, else the difference is the failure.
@@ -128,7 +163,7 @@ fn people(db: &Db, n: usize) -> Result<(), String> {
 }
 
 fn scan(db: &Db, store: &str, kind: ReadKind, scan: Value) -> Result<Value, String> {
-    call(|done| db.read_scan(None, store, kind, Some(&scan), Freshness::Cached, done))
+    call(|done| db.read_scan(None, store, kind, as_scan(&scan)?, Freshness::Cached, AsValue, done))
 }
 
 fn count(db: &Db, store: &str) -> Result<Value, String> {
@@ -140,11 +175,15 @@ fn count(db: &Db, store: &str) -> Result<Value, String> {
 fn put_get_add(db: &Db) -> Result<(), String> {
     let record = json!({"id": "a", "city": "Oslo", "age": 30, "tags": ["x", null, {"deep": [1.5]}]});
     call(|done| db.put(None, "people", record.clone(), None, done))?;
-    expect("get", call(|done| db.get(None, "people", &json!("a"), Freshness::Cached, done))?, record.clone())?;
+    expect(
+        "get",
+        call(|done| db.get(None, "people", as_key(&json!("a"))?, Freshness::Cached, AsValue, done))?,
+        record.clone(),
+    )?;
     refused("add over an existing key", "", |done| db.add(None, "people", json!({"id": "a", "age": 1}), None, done))?;
     expect(
         "the record after the refused add",
-        call(|done| db.get(None, "people", &json!("a"), Freshness::Cached, done))?,
+        call(|done| db.get(None, "people", as_key(&json!("a"))?, Freshness::Cached, AsValue, done))?,
         record,
     )
 }
@@ -161,14 +200,15 @@ fn key_types(db: &Db) -> Result<(), String> {
         json!([1, "a"]),
     ];
     for (i, key) in keys.iter().rev().enumerate() {
-        call(|done| db.put(None, "keys", json!({"i": i}), Some(key), done))?;
+        call(|done| db.put(None, "keys", json!({"i": i}), Some(as_key(key)?), done))?;
     }
     expect("keys in order", scan(db, "keys", ReadKind::Keys, json!({}))?, json!(keys))
 }
 
 fn remove_and_clear(db: &Db) -> Result<(), String> {
     people(db, 30)?;
-    let removed = call(|done| db.remove(None, "people", &json!({"lower": "p0010", "upper": "p0019"}), done))?;
+    let removed =
+        call(|done| db.remove(None, "people", as_target(&json!({"lower": "p0010", "upper": "p0019"}))?, done))?;
     expect("removed by range", removed, json!(10))?;
     expect("count after the range", count(db, "people")?, json!(20))?;
     call(|done| db.clear(None, "people", done))?;
@@ -184,7 +224,10 @@ fn unknown_store(db: &Db) -> Result<(), String> {
 
 fn cursor_visits_all(db: &Db) -> Result<(), String> {
     people(db, 1000)?;
-    let cursor = db.query(&json!({"from": "people"})).map_err(|e| e.to_string())?.cursor(None, Mode::ReadOnly);
+    let cursor = db
+        .query(as_query(&json!({"from": "people"})).map_err(|e| e.to_string())?)
+        .map_err(|e| e.to_string())?
+        .cursor(None, Mode::ReadOnly);
     let mut seen = Vec::new();
     loop {
         let batch = call(|done| cursor.next(128, Freshness::Cached, done))?;
@@ -200,7 +243,10 @@ fn cursor_visits_all(db: &Db) -> Result<(), String> {
 
 fn cursor_reverse_unique(db: &Db) -> Result<(), String> {
     people(db, 30)?;
-    let query = db.query(&json!({"from": "people", "order": "city", "reverse": true, "unique": true}));
+    let query = db.query(
+        as_query(&json!({"from": "people", "order": "city", "reverse": true, "unique": true}))
+            .map_err(|e| e.to_string())?,
+    );
     let cursor = query.map_err(|e| e.to_string())?.cursor(None, Mode::ReadOnly);
     let batch = call(|done| cursor.next(10, Freshness::Cached, done))?;
     let cities: Vec<Value> = batch.as_array().into_iter().flatten().map(|i| i["key"].clone()).collect();
@@ -209,14 +255,21 @@ fn cursor_reverse_unique(db: &Db) -> Result<(), String> {
 
 fn cursor_writes(db: &Db) -> Result<(), String> {
     people(db, 3)?;
-    let cursor = db.query(&json!({"from": "people"})).map_err(|e| e.to_string())?.cursor(None, Mode::ReadWrite);
+    let cursor = db
+        .query(as_query(&json!({"from": "people"})).map_err(|e| e.to_string())?)
+        .map_err(|e| e.to_string())?
+        .cursor(None, Mode::ReadWrite);
     let batch = call(|done| cursor.next(3, Freshness::Cached, done))?;
     let first = batch[0]["value"].clone();
     let mut changed = first.clone();
     changed["age"] = json!(99);
-    call(|done| cursor.update(&first["id"], changed.clone(), done))?;
-    call(|done| cursor.delete(&batch[1]["primaryKey"], done))?;
-    expect("the updated record", call(|done| db.get(None, "people", &first["id"], Freshness::Cached, done))?, changed)?;
+    call(|done| cursor.update(as_key(&first["id"])?, changed.clone(), done))?;
+    call(|done| cursor.delete(as_key(&batch[1]["primaryKey"])?, done))?;
+    expect(
+        "the updated record",
+        call(|done| db.get(None, "people", as_key(&first["id"])?, Freshness::Cached, AsValue, done))?,
+        changed,
+    )?;
     expect("count after a delete", count(db, "people")?, json!(2))
 }
 
@@ -229,16 +282,13 @@ type Seen = Arc<Mutex<Vec<String>>>;
 fn listen(db: &Db, store: &str) -> Result<(u64, Seen), String> {
     let seen: Seen = Arc::default();
     let sink = seen.clone();
-    let filter = json!({"store": store, "kinds": ["created", "updated", "deleted"]});
+    let filter = EventFilter::kinds(&[EventKind::Created, EventKind::Updated, EventKind::Deleted]).store(store);
     let id = call(|done| {
         db.subscribe(
-            Some(&filter),
-            move |e| {
-                sink.lock().unwrap_or_else(|p| p.into_inner()).push(format!(
-                    "{} {}",
-                    e["kind"].as_str().unwrap_or("?"),
-                    e["key"]
-                ))
+            filter,
+            move |e: &Event| {
+                let key = e.key.as_ref().map_or(Value::Null, Key::to_json);
+                sink.lock().unwrap_or_else(|p| p.into_inner()).push(format!("{} {key}", e.kind.name()))
             },
             done,
         )
@@ -256,7 +306,7 @@ fn events_in_order(db: &Db) -> Result<(), String> {
     let (_, seen) = listen(db, "people")?;
     call(|done| db.put(None, "people", json!({"id": "e", "age": 1}), None, done))?;
     call(|done| db.put(None, "people", json!({"id": "e", "age": 2}), None, done))?;
-    call(|done| db.remove(None, "people", &json!("e"), done))?;
+    call(|done| db.remove(None, "people", as_target(&json!("e"))?, done))?;
     expect("events", json!(events(db, &seen)?), json!(["created \"e\"", "updated \"e\"", "deleted \"e\""]))
 }
 
@@ -269,7 +319,7 @@ fn events_unsubscribe(db: &Db) -> Result<(), String> {
 
 fn events_not_for_abort(db: &Db) -> Result<(), String> {
     let (_, seen) = listen(db, "people")?;
-    let tx = call(|done| db.begin(&json!("people"), Mode::ReadWrite, done))?;
+    let tx = call(|done| db.begin(as_stores(&json!("people"))?, Mode::ReadWrite, done))?;
     call(|done| db.put(Some(tx), "people", json!({"id": "gone"}), None, done))?;
     call(|done| db.abort(tx, done))?;
     expect("events", json!(events(db, &seen)?), json!([]))?;
@@ -281,7 +331,7 @@ fn events_not_for_abort(db: &Db) -> Result<(), String> {
 fn tx_commits_both(db: &Db) -> Result<(), String> {
     call(|done| {
         db.run_body(
-            &json!(["people", "log"]),
+            as_stores(&json!(["people", "log"]))?,
             Mode::ReadWrite,
             |ops| {
                 ops.put("people", json!({"id": "t"}), None)?;
@@ -298,7 +348,7 @@ fn tx_commits_both(db: &Db) -> Result<(), String> {
 fn tx_rolls_back(db: &Db) -> Result<(), String> {
     let failed = call(|done| {
         db.run_body(
-            &json!(["people", "log"]),
+            as_stores(&json!(["people", "log"]))?,
             Mode::ReadWrite,
             |ops| {
                 ops.put("people", json!({"id": "t"}), None)?;
@@ -317,7 +367,7 @@ fn tx_rolls_back(db: &Db) -> Result<(), String> {
 }
 
 fn tx_readonly(db: &Db) -> Result<(), String> {
-    let tx = call(|done| db.begin(&json!("people"), Mode::ReadOnly, done))?;
+    let tx = call(|done| db.begin(as_stores(&json!("people"))?, Mode::ReadOnly, done))?;
     let outcome = refused("a put in a read-only transaction", "", |done| {
         db.put(Some(tx), "people", json!({"id": "r"}), None, done)
     });
@@ -331,9 +381,9 @@ fn tx_readonly(db: &Db) -> Result<(), String> {
 fn query_where_order(db: &Db) -> Result<(), String> {
     people(db, 60)?;
     let q = db
-        .query(&json!({"from": "people", "where": [["city", "=", "Lima"], ["age", ">=", 40]], "order": "age", "select": ["id", "age"]}))
+        .query(as_query(&json!({"from": "people", "where": [["city", "=", "Lima"], ["age", ">=", 40]], "order": "age", "select": ["id", "age"]})).map_err(|e| e.to_string())?)
         .map_err(|e| e.to_string())?;
-    let rows = call(|done| q.list(None, 3, Freshness::Cached, done))?;
+    let rows = call(|done| q.list(None, 3, Freshness::Cached, AsValue, done))?;
     let ages: Vec<u64> = rows.as_array().into_iter().flatten().filter_map(|r| r["age"].as_u64()).collect();
     if ages.len() != 3 || ages.windows(2).any(|w| w[0] > w[1]) || ages.iter().any(|a| *a < 40) {
         return Err(format!("rows {rows}: expected 3, by age, each 40 or more"));
@@ -346,10 +396,12 @@ fn query_where_order(db: &Db) -> Result<(), String> {
 
 fn query_pages(db: &Db) -> Result<(), String> {
     people(db, 25)?;
-    let q = db.query(&json!({"from": "people", "order": "age"})).map_err(|e| e.to_string())?;
+    let q = db
+        .query(as_query(&json!({"from": "people", "order": "age"})).map_err(|e| e.to_string())?)
+        .map_err(|e| e.to_string())?;
     let mut ids = Vec::new();
     loop {
-        let page = call(|done| q.list(None, 10, Freshness::Cached, done))?;
+        let page = call(|done| q.list(None, 10, Freshness::Cached, AsValue, done))?;
         let page = page.as_array().cloned().unwrap_or_default();
         if page.is_empty() {
             break;
@@ -364,12 +416,15 @@ fn query_pages(db: &Db) -> Result<(), String> {
 
 fn query_patch_delete(db: &Db) -> Result<(), String> {
     people(db, 30)?;
-    let oslo = db.query(&json!({"from": "people", "where": [["city", "=", "Oslo"]]})).map_err(|e| e.to_string())?;
+    let oslo = db
+        .query(as_query(&json!({"from": "people", "where": [["city", "=", "Oslo"]]})).map_err(|e| e.to_string())?)
+        .map_err(|e| e.to_string())?;
     expect("count", call(|done| oslo.count(None, Freshness::Cached, done))?, json!(10))?;
     expect("patched", call(|done| oslo.patch(None, json!({"seen": true}), done))?, json!(10))?;
     expect(
         "a patched record",
-        call(|done| db.get(None, "people", &json!("p0003"), Freshness::Cached, done))?["seen"].clone(),
+        call(|done| db.get(None, "people", as_key(&json!("p0003"))?, Freshness::Cached, AsValue, done))?["seen"]
+            .clone(),
         json!(true),
     )?;
     expect("deleted", call(|done| oslo.delete(None, done))?, json!(10))?;
@@ -382,13 +437,13 @@ fn sql_select(db: &Db) -> Result<(), String> {
     people(db, 30)?;
     let params = json!(["Pune", 2]);
     let out = call(|done| {
-        db.sql(None, "SELECT id FROM people WHERE city = ? ORDER BY id DESC LIMIT ?", Some(&params), done)
+        db.sql(None, "SELECT id FROM people WHERE city = ? ORDER BY id DESC LIMIT ?", as_params(&params)?, done)
     })?;
     expect("rows", out["rows"].clone(), json!([{"id": "p0029"}, {"id": "p0026"}]))
 }
 
 fn sql_writes(db: &Db) -> Result<(), String> {
-    let changed = |text: &str| call(|done| db.sql(None, text, None, done)).map(|v| v["changed"].clone());
+    let changed = |text: &str| call(|done| db.sql(None, text, Vec::new(), done)).map(|v| v["changed"].clone());
     expect(
         "INSERT",
         changed("INSERT INTO people (id, city, age) VALUES ('s1', 'Oslo', 30), ('s2', 'Lima', 40)")?,
@@ -396,6 +451,8 @@ fn sql_writes(db: &Db) -> Result<(), String> {
     )?;
     expect("UPDATE", changed("UPDATE people SET age = 31 WHERE city = 'Oslo'")?, json!(1))?;
     expect("DELETE", changed("DELETE FROM people WHERE age > 35")?, json!(1))?;
-    refused("a JOIN", "JOIN", |done| db.sql(None, "SELECT * FROM people JOIN log ON people.id = log.id", None, done))?;
+    refused("a JOIN", "JOIN", |done| {
+        db.sql(None, "SELECT * FROM people JOIN log ON people.id = log.id", Vec::new(), done)
+    })?;
     expect("left", count(db, "people")?, json!(1))
 }

@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use objstore_db::rsapi::{Db, Freshness, OpenOptions};
-use objstore_db_core::{MechanismKind, Result as CoreResult};
+use objstore_db::rsapi::{AsValue, Db, Freshness, OpenOptions};
+use objstore_db_core::{Key, MechanismKind, Resolution, Result as CoreResult, Schema};
 use serde_json::{json, Value};
 
 use crate::digest;
@@ -100,6 +100,7 @@ pub struct Writer {
 pub(crate) fn open_and_wait(name: &str, schema: &Value, mechanism: MechanismKind) -> Result<Db, String> {
     let options = OpenOptions { mechanism, ..OpenOptions::default() };
     let (tx, rx) = mpsc::channel();
+    let schema = Schema::from_json(&schema.to_string()).map_err(|e| e.to_string())?;
     let db = Db::open(name, Some(schema), &options, move |r| {
         let _ = tx.send(r.map(drop));
     })
@@ -180,10 +181,11 @@ impl Writer {
     /// moment between that GET and the write.
     fn segment_of(&self, db: &Db, id: &str) -> Result<String, StoreError> {
         let _one = self.anchoring.lock().unwrap_or_else(|p| p.into_inner());
-        let anchor = json!(format!(".runs/{id}"));
+        let anchor = format!(".runs/{id}");
         let anchored = |db: &Db| -> Result<Option<String>, StoreError> {
-            let found = call(|done| db.get(None, "results", &anchor, Freshness::Fresh, done))
-                .map_err(StoreError::Unavailable)?;
+            let found =
+                call(|done| db.get(None, "results", Key::from(anchor.as_str()), Freshness::Fresh, AsValue, done))
+                    .map_err(StoreError::Unavailable)?;
             match &found {
                 Value::Null => Ok(None),
                 Value::Object(o) => match o.get("segment").and_then(Value::as_str) {
@@ -203,16 +205,16 @@ impl Writer {
             return Ok(segment);
         }
         let mine = run_segment(now_ms(), id);
-        match self.create(db, anchor.as_str().unwrap_or_default(), json!({"run": id, "segment": mine})) {
+        match self.create(db, &anchor, json!({"run": id, "segment": mine})) {
             Ok(()) => Ok(mine),
             Err(StoreError::Refused(why)) => {
                 // Another post anchored the run first: its anchor wins, and is read.
                 let refused = call(|done| db.refused_writes(done)).map_err(StoreError::Local)?;
-                let ours = refused.as_array().into_iter().flatten().find(|w| w["key"] == anchor);
+                let ours = refused.as_array().into_iter().flatten().find(|w| w["key"] == anchor.as_str());
                 let Some(sequence) = ours.and_then(|w| w["sequence"].as_u64()) else {
                     return Err(StoreError::Refused(why));
                 };
-                call(|done| db.resolve(sequence, "discard", done)).map_err(StoreError::Local)?;
+                call(|done| db.resolve(sequence, Resolution::Discard, done)).map_err(StoreError::Local)?;
                 anchored(db)?.ok_or(StoreError::Refused(why))
             }
             Err(other) => Err(other),
@@ -221,11 +223,11 @@ impl Writer {
 
     /// Writes `value` under `key`, create-only, and waits until the bucket holds it.
     fn create(&self, db: &Db, key: &str, value: Value) -> Result<(), StoreError> {
-        call(|done| db.add(None, "results", value, Some(&json!(key)), done)).map_err(StoreError::Local)?;
+        call(|done| db.add(None, "results", value, Some(Key::from(key)), done)).map_err(StoreError::Local)?;
         let report = call(|done| db.flush(done)).map_err(StoreError::Local)?;
         // The report covers every write the flush met (other posts' too): this run's outcome is
         // its own sync status; the report only says why.
-        let status = call(|done| db.sync_status("results", &json!(key), done)).map_err(StoreError::Local)?;
+        let status = call(|done| db.sync_status("results", Key::from(key), done)).map_err(StoreError::Local)?;
         let why = |fields: &[&str]| {
             fields
                 .iter()
@@ -244,8 +246,8 @@ impl Writer {
         // The caller hears that the run was not stored: it must not land later either. A run
         // whose body is already in the bucket (only its change-log marker is owed, and is sent
         // later) cannot be taken back: it is stored, and said so.
-        call(|done| db.withdraw_pending("results", &json!(key), done)).map_err(StoreError::Local)?;
-        let status = call(|done| db.sync_status("results", &json!(key), done)).map_err(StoreError::Local)?;
+        call(|done| db.withdraw_pending("results", Key::from(key), done)).map_err(StoreError::Local)?;
+        let status = call(|done| db.sync_status("results", Key::from(key), done)).map_err(StoreError::Local)?;
         match status.as_str() {
             Some("pending") => Ok(()),
             _ => Err(failed),

@@ -7,8 +7,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use objstore_db::rsapi::{Db, Freshness};
-use objstore_db_core::MechanismKind;
+use objstore_db::rsapi::{AsValue, Db, Freshness};
+use objstore_db_core::{Key, MechanismKind, Resolution};
 
 use crate::format::{check_pair_pattern, clip, pair_matches, MAX_LABEL};
 use crate::post::{call, now_ms, Target};
@@ -139,7 +139,7 @@ pub fn load(target: &Target) -> Result<(Quarantine, u64), String> {
 }
 
 fn read(db: &Db) -> Result<Quarantine, String> {
-    let found = call(|done| db.get(None, STORE, &json!(KEY), Freshness::Fresh, done))
+    let found = call(|done| db.get(None, STORE, Key::from(KEY), Freshness::Fresh, AsValue, done))
         .map_err(|e| format!("reading the quarantine: {e}"))?;
     match found {
         Value::Null => Ok(Quarantine::default()),
@@ -169,9 +169,9 @@ fn edit_in(
         let mut quarantine = read(db)?;
         let said = change(&mut quarantine)?;
         let value = serde_json::to_value(&quarantine).map_err(|e| e.to_string())?;
-        call(|done| db.put(None, STORE, value, Some(&key), done))?;
+        call(|done| db.put(None, STORE, value, Some(Key::from(KEY)), done))?;
         let flushed = call(|done| db.flush(done))?;
-        let status = call(|done| db.sync_status(STORE, &key, done))?;
+        let status = call(|done| db.sync_status(STORE, Key::from(KEY), done))?;
         if status == "synced" {
             return Ok((quarantine, said));
         }
@@ -183,7 +183,7 @@ fn edit_in(
             let why = flushed.get("offline").or_else(|| flushed.get("blocked")).cloned().unwrap_or(flushed.clone());
             return Err(format!("the bucket did not take the quarantine: {why}"));
         };
-        call(|done| db.resolve(sequence, "discard", done))?;
+        call(|done| db.resolve(sequence, Resolution::Discard, done))?;
     }
     Err(format!("other editors kept changing the quarantine; nothing was changed after {ATTEMPTS} tries"))
 }

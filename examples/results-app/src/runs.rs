@@ -4,8 +4,9 @@
 use std::collections::HashMap;
 use std::sync::mpsc;
 
-use objstore_db::rsapi::{Db, Freshness, ReadKind};
-use serde_json::{json, Value};
+use objstore_db::rsapi::{AsValue, Db, Freshness, ReadKind};
+use objstore_db_core::{Key, KeyRange, ScanOptions};
+use serde_json::Value;
 
 use crate::classes::{self, Seen, TestId};
 use crate::digest::{self, Digest};
@@ -56,27 +57,28 @@ impl Loaded {
 /// The body of a name the listing had but the bucket no longer holds.
 pub(crate) const MISSING: &str = "the bucket no longer holds this file";
 
-pub(crate) fn keys(db: &Db, store: &str, scan: &Value) -> Result<Vec<String>, ViewError> {
+pub(crate) fn keys(db: &Db, store: &str, scan: ScanOptions) -> Result<Vec<String>, ViewError> {
     // `fresh`: listed unless a listing within the refractory period answered.
-    let found = call(|done| db.read_scan(None, store, ReadKind::Keys, Some(scan), Freshness::Fresh, done))?;
+    let found = call(|done| db.read_scan(None, store, ReadKind::Keys, scan, Freshness::Fresh, AsValue, done))?;
     Ok(strings(&found))
 }
 
 /// The keys each of `scans` finds, in order: asked all at once, so that the database answers
 /// them one after the other rather than a round trip between threads each (500 pairs' scans
 /// took 60 ms one at a time).
-pub(crate) fn keys_of_each(db: &Db, store: &str, scans: &[Value]) -> Result<Vec<Vec<String>>, ViewError> {
+pub(crate) fn keys_of_each(db: &Db, store: &str, scans: Vec<ScanOptions>) -> Result<Vec<Vec<String>>, ViewError> {
     let (sender, answers) = mpsc::channel();
-    for (i, scan) in scans.iter().enumerate() {
+    let count = scans.len();
+    for (i, scan) in scans.into_iter().enumerate() {
         let sender = sender.clone();
         let done = move |answer| {
             let _ = sender.send((i, answer));
         };
-        db.read_scan(None, store, ReadKind::Keys, Some(scan), Freshness::Fresh, done)
+        db.read_scan(None, store, ReadKind::Keys, scan, Freshness::Fresh, AsValue, done)
             .map_err(|e| ViewError::Failed(e.to_string()))?;
     }
     drop(sender);
-    let mut found: Vec<Option<Vec<String>>> = vec![None; scans.len()];
+    let mut found: Vec<Option<Vec<String>>> = vec![None; count];
     for (i, answer) in answers {
         found[i] = Some(strings(&answer.map_err(|e| ViewError::Failed(e.to_string()))?));
     }
@@ -115,8 +117,8 @@ pub(crate) fn pair_runs(
 /// The runs under `run_keys` with their files, fetched where not cached (immutable: a cached
 /// file costs nothing).
 pub(crate) fn load_runs(db: &Db, run_keys: &[String]) -> Result<Vec<Loaded>, ViewError> {
-    let scans: Vec<Value> = run_keys.iter().map(|key| files_of(key)).collect();
-    let file_keys = keys_of_each(db, "results-meta", &scans)?;
+    let scans = run_keys.iter().map(|key| files_of(key)).collect();
+    let file_keys = keys_of_each(db, "results-meta", scans)?;
     let mut bodies = load(db, &file_keys.concat())?.into_iter();
     Ok(run_keys
         .iter()
@@ -148,7 +150,8 @@ fn load(db: &Db, keys: &[String]) -> Result<Vec<Result<Run, String>>, ViewError>
     if keys.is_empty() {
         return Ok(Vec::new());
     }
-    let bodies = match call(|done| db.values_of(None, "results", &json!(keys), Freshness::Cached, done)) {
+    let wanted = keys.iter().map(|key| Key::from(key.as_str())).collect();
+    let bodies = match call(|done| db.values_of(None, "results", wanted, Freshness::Cached, AsValue, done)) {
         Ok(bodies) => bodies,
         // The library answers a read of one key that cannot be used with that key's error (and
         // a bucket out of reach with its own): that file's reason, not the view's failure.
@@ -172,7 +175,7 @@ fn load(db: &Db, keys: &[String]) -> Result<Vec<Result<Run, String>>, ViewError>
 /// the object cannot be used (asked of that key alone, a conditional request), else that it
 /// is gone.
 fn why_missing(db: &Db, key: &str) -> String {
-    match call(|done| db.values_of(None, "results", &json!([key]), Freshness::Cached, done)) {
+    match call(|done| db.values_of(None, "results", vec![Key::from(key)], Freshness::Cached, AsValue, done)) {
         Err(reason) => reason,
         Ok(_) => MISSING.to_string(),
     }
@@ -226,7 +229,8 @@ pub(crate) fn pair_files(
 ) -> Result<Vec<RunFiles>, ViewError> {
     let mut limit = first_limit(runs);
     loop {
-        let found = keys(db, "results-meta", &json!({"range": files_range(platform, browser, after), "limit": limit}))?;
+        let found =
+            keys(db, "results-meta", ScanOptions::new().range(files_range(platform, browser, after)).limit(limit))?;
         if let Some(whole) = whole_runs(&found, limit, runs) {
             return Ok(whole);
         }
@@ -242,9 +246,8 @@ pub(crate) fn each_pair_files(
     runs: usize,
 ) -> Result<Vec<Vec<RunFiles>>, ViewError> {
     let limit = first_limit(runs);
-    let scans: Vec<Value> =
-        pairs.iter().map(|(p, b)| json!({"range": files_range(p, b, None), "limit": limit})).collect();
-    let found = keys_of_each(db, "results-meta", &scans)?;
+    let scans = pairs.iter().map(|(p, b)| ScanOptions::new().range(files_range(p, b, None)).limit(limit)).collect();
+    let found = keys_of_each(db, "results-meta", scans)?;
     pairs
         .iter()
         .zip(found)
@@ -262,9 +265,9 @@ fn first_limit(runs: usize) -> usize {
 
 /// A pair's names after run `after` (or all of them). A run's files are "<run>/<file id>": those
 /// of later runs sort from "<run>0" on.
-fn files_range(platform: &str, browser: &str, after: Option<&str>) -> Value {
+fn files_range(platform: &str, browser: &str, after: Option<&str>) -> KeyRange {
     let lower = after.map_or_else(|| format!("{platform}/{browser}/"), |run| format!("{run}0"));
-    json!({"lower": lower, "upper": format!("{platform}/{browser}0"), "upperOpen": true})
+    KeyRange::bound(lower, format!("{platform}/{browser}0"), false, true)
 }
 
 /// The first `runs` runs of names a scan of at most `limit` found, when it found them whole:
@@ -317,15 +320,15 @@ pub(crate) fn newest_digested(db: &Db, pairs: &[(String, String)]) -> Result<Vec
 }
 
 /// The listing's range of a run's files ("<run>/<file id>"; '0' follows '/').
-fn files_of(run_key: &str) -> Value {
-    json!({"range": {"lower": format!("{run_key}/"), "upper": format!("{run_key}0"), "upperOpen": true}})
+fn files_of(run_key: &str) -> ScanOptions {
+    ScanOptions::new().range(KeyRange::bound(format!("{run_key}/"), format!("{run_key}0"), false, true))
 }
 
 /// Every pair the bucket holds runs of, in name order (the `platform, browser` index, unique:
 /// local, no request beyond the listing).
 pub(crate) fn all_pairs(db: &Db) -> Result<Vec<(String, String)>, ViewError> {
-    let scan = json!({"index": "platform, browser", "unique": true});
-    Ok(keys(db, "results-meta", &scan)?
+    let scan = ScanOptions::new().index("platform, browser").unique();
+    Ok(keys(db, "results-meta", scan)?
         .iter()
         .filter_map(|key| {
             let mut segments = key.split('/');

@@ -102,7 +102,7 @@ pub(super) unsafe fn json(ptr: *const c_char, len: usize, what: &str) -> Result<
     }
     let bytes = std::slice::from_raw_parts(ptr.cast::<u8>(), len);
     let text = std::str::from_utf8(bytes).map_err(|_| Error::InvalidArgument(format!("{what} is not valid UTF-8")))?;
-    crate::rsapi::parse(what, text)
+    crate::json::parse(what, text)
 }
 
 pub(super) unsafe fn optional_json(ptr: *const c_char, len: usize, what: &str) -> Result<Option<Value>> {
@@ -118,7 +118,7 @@ pub(super) unsafe fn optional_json_text(ptr: *const c_char, what: &str) -> Resul
     if ptr.is_null() {
         return Ok(None);
     }
-    crate::rsapi::parse(what, text(ptr, what)?).map(Some)
+    crate::json::parse(what, text(ptr, what)?).map(Some)
 }
 
 pub(super) unsafe fn handle<'a, T>(ptr: *const T, what: &str) -> Result<&'a T> {

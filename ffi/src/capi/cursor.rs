@@ -108,10 +108,10 @@ pub unsafe extern "C" fn objstore_cursor_update(
 ) -> ObjstoreStatus {
     request(error_out, request_out, || {
         let c = cursor_ref(cursor)?;
-        let key = json(primary_key_json, primary_key_len, "primary_key_json")?;
+        let key = json::key(&json(primary_key_json, primary_key_len, "primary_key_json")?)?;
         let value = json(value_json, value_len, "value_json")?;
         let done = completion(done, user_data)?;
-        c.update(&key, value, move |r| done.deliver(r))
+        c.update(key, value, move |r| done.deliver(r))
     })
 }
 
@@ -141,8 +141,8 @@ pub unsafe extern "C" fn objstore_cursor_delete(
 ) -> ObjstoreStatus {
     request(error_out, request_out, || {
         let c = cursor_ref(cursor)?;
-        let key = json(primary_key_json, primary_key_len, "primary_key_json")?;
+        let key = json::key(&json(primary_key_json, primary_key_len, "primary_key_json")?)?;
         let done = completion(done, user_data)?;
-        c.delete(&key, move |r| done.deliver(r))
+        c.delete(key, move |r| done.deliver(r))
     })
 }

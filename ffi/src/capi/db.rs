@@ -86,13 +86,13 @@ pub unsafe extern "C" fn objstore_db_open(
         }
         *db_out = std::ptr::null_mut();
         let name = text(name, "name")?;
-        let schema = optional_json_text(schema_json, "schema_json")?;
-        let options = OpenOptions::from_json(optional_json_text(options_json, "options_json")?.as_ref())?;
+        let schema = json::schema(optional_json_text(schema_json, "schema_json")?.as_ref())?;
+        let options = json::open_options(optional_json_text(options_json, "options_json")?.as_ref())?;
         let done = completion(on_open, user_data)?;
         // on_open waits until *db_out is stored, so that it may use the handle.
         let stored = Arc::new((Mutex::new(false), Condvar::new()));
         let latch = stored.clone();
-        let db = Db::open(name, schema.as_ref(), &options, move |r| {
+        let db = Db::open(name, schema, &options, move |r| {
             let (lock, cond) = &*latch;
             let mut ready = lock.lock().unwrap_or_else(|p| p.into_inner());
             while !*ready {
@@ -203,9 +203,9 @@ pub unsafe extern "C" fn objstore_db_put(
     request(error_out, request_out, || {
         let (db, store) = (db_ref(db)?, text(store, "store")?);
         let value = json(value_json, value_len, "value_json")?;
-        let key = optional_json(key_json, key_len, "key_json")?;
+        let key = json::optional_key(optional_json(key_json, key_len, "key_json")?.as_ref())?;
         let done = completion(done, user_data)?;
-        db.put(within(tx), store, value, key.as_ref(), move |r| done.deliver(r))
+        db.put(within(tx), store, value, key, move |r| done.deliver(r))
     })
 }
 
@@ -242,9 +242,9 @@ pub unsafe extern "C" fn objstore_db_add(
     request(error_out, request_out, || {
         let (db, store) = (db_ref(db)?, text(store, "store")?);
         let value = json(value_json, value_len, "value_json")?;
-        let key = optional_json(key_json, key_len, "key_json")?;
+        let key = json::optional_key(optional_json(key_json, key_len, "key_json")?.as_ref())?;
         let done = completion(done, user_data)?;
-        db.add(within(tx), store, value, key.as_ref(), move |r| done.deliver(r))
+        db.add(within(tx), store, value, key, move |r| done.deliver(r))
     })
 }
 
@@ -278,9 +278,9 @@ pub unsafe extern "C" fn objstore_db_get(
 ) -> ObjstoreStatus {
     request(error_out, request_out, || {
         let (db, store) = (db_ref(db)?, text(store, "store")?);
-        let key = json(key_json, key_len, "key_json")?;
+        let key = json::key(&json(key_json, key_len, "key_json")?)?;
         let (read, done) = (read_flags(flags)?, completion(done, user_data)?);
-        db.get_text(within(tx), store, &key, read, move |r| done.deliver_text(r))
+        db.get(within(tx), store, key, read, AsText, move |r| done.deliver_text(r))
     })
 }
 
@@ -315,9 +315,9 @@ pub unsafe extern "C" fn objstore_db_values_of(
 ) -> ObjstoreStatus {
     request(error_out, request_out, || {
         let (db, store) = (db_ref(db)?, text(store, "store")?);
-        let keys = json(keys_json, keys_len, "keys_json")?;
+        let keys = json::keys(&json(keys_json, keys_len, "keys_json")?)?;
         let (read, done) = (read_flags(flags)?, completion(done, user_data)?);
-        db.values_of_text(within(tx), store, &keys, read, move |r| done.deliver_text(r))
+        db.values_of(within(tx), store, keys, read, AsText, move |r| done.deliver_text(r))
     })
 }
 
@@ -350,9 +350,9 @@ pub unsafe extern "C" fn objstore_db_remove(
 ) -> ObjstoreStatus {
     request(error_out, request_out, || {
         let (db, store) = (db_ref(db)?, text(store, "store")?);
-        let target = json(key_or_range_json, len, "key_or_range_json")?;
+        let target = json::target(&json(key_or_range_json, len, "key_or_range_json")?)?;
         let done = completion(done, user_data)?;
-        db.remove(within(tx), store, &target, move |r| done.deliver(r))
+        db.remove(within(tx), store, target, move |r| done.deliver(r))
     })
 }
 
@@ -421,9 +421,9 @@ pub unsafe extern "C" fn objstore_db_read(
 ) -> ObjstoreStatus {
     request(error_out, request_out, || {
         let (db, store, kind) = (db_ref(db)?, text(store, "store")?, read_kind(kind)?);
-        let scan = optional_json(scan_json, scan_len, "scan_json")?;
+        let scan = json::scan(optional_json(scan_json, scan_len, "scan_json")?.as_ref())?;
         let (read, done) = (read_flags(flags)?, completion(done, user_data)?);
-        db.read_scan_text(within(tx), store, kind, scan.as_ref(), read, move |r| done.deliver_text(r))
+        db.read_scan(within(tx), store, kind, scan, read, AsText, move |r| done.deliver_text(r))
     })
 }
 
@@ -459,9 +459,9 @@ pub unsafe extern "C" fn objstore_db_sql(
 ) -> ObjstoreStatus {
     request(error_out, request_out, || {
         let (db, sql) = (db_ref(db)?, text(sql, "sql")?);
-        let params = optional_json(params_json, params_len, "params_json")?;
+        let params = json::sql_params(optional_json(params_json, params_len, "params_json")?.as_ref())?;
         let done = completion(done, user_data)?;
-        db.sql(within(tx), sql, params.as_ref(), move |r| done.deliver(r))
+        db.sql(within(tx), sql, params, move |r| done.deliver(r))
     })
 }
 
@@ -522,15 +522,15 @@ pub unsafe extern "C" fn objstore_db_subscribe(
     unsafe impl Send for Listener {}
     request(error_out, request_out, || {
         let db = db_ref(db)?;
-        let filter = optional_json(filter_json, filter_len, "filter_json")?;
+        let filter = json::event_filter(optional_json(filter_json, filter_len, "filter_json")?.as_ref())?;
         let listener =
             Listener(listener.ok_or_else(|| Error::InvalidArgument("the listener is NULL".into()))?, listener_data);
         let done = completion(done, user_data)?;
         db.subscribe(
-            filter.as_ref(),
+            filter,
             move |event| {
                 let listener = &listener;
-                let event = c_string(event.to_string());
+                let event = c_string(json::event_json(event).to_string());
                 let _ =
                     catch_unwind(AssertUnwindSafe(|| (listener.0)(listener.1, event.as_ptr(), event.as_bytes().len())));
             },

@@ -20,10 +20,11 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use objstore_db_core::{Error, ErrorCode, Mode, Result};
+use objstore_db_core::{Error, ErrorCode, Mode, Query, Resolution, Result};
 use serde_json::Value;
 
-use crate::rsapi::{Cursor, Db, Freshness, OpenOptions, QueryHandle, ReadKind, RequestId, TxOps, Within};
+use crate::json;
+use crate::rsapi::{AsText, Cursor, Db, Freshness, QueryHandle, ReadKind, RequestId, TxOps, Within};
 
 mod args;
 mod cursor;

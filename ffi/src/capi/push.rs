@@ -7,7 +7,7 @@
 use std::ffi::{c_char, c_void};
 use std::sync::{Arc, Mutex};
 
-use objstore_db_core::{Error, Mode, Result, TxId};
+use objstore_db_core::{Error, Key, Mode, Result, TxId};
 use serde_json::Value;
 
 use super::args::{c_string, completion, json_arg, mode, request, within};
@@ -129,8 +129,8 @@ pub(crate) fn start(
     let done: Box<dyn FnOnce(Result<Value>) + Send> = Box::new(done);
     if within.is_none() && mode == Mode::ReadWrite {
         let (q, db2) = (query.clone(), db.clone());
-        let store = Value::String(query.store().to_string());
-        return db.begin(&store, mode, move |begun| match begun {
+        let stores = vec![query.store().to_string()];
+        return db.begin(stores, mode, move |begun| match begun {
             Ok(tx) => {
                 let walk = Walk::new(db2, q.cursor(Some(tx), mode), visitor, Some(tx), done);
                 walk.pull();
@@ -212,7 +212,10 @@ impl Walk {
                     stop = true;
                     break;
                 }
-                Ok(step) => actions.push((item["primaryKey"].take(), step)),
+                Ok(step) => match Key::from_json(&item["primaryKey"].take()) {
+                    Ok(key) => actions.push((key, step)),
+                    Err(e) => return self.finish(Err(e)),
+                },
                 Err(e) => return self.finish(Err(e)),
             }
         }
@@ -221,7 +224,7 @@ impl Walk {
 
     /// Queues the batch's updates and deletes; the last one's completion (they complete in
     /// order) carries the walk on.
-    fn apply(self, actions: Vec<(Value, Step)>, stop: bool) {
+    fn apply(self, actions: Vec<(Key, Step)>, stop: bool) {
         let Some(last) = actions.len().checked_sub(1) else {
             return self.carry_on(stop);
         };
@@ -240,8 +243,8 @@ impl Walk {
                 }
             };
             let queued = match step {
-                Step::Update(value) => cursor.update(&key, value, note),
-                _ => cursor.delete(&key, note),
+                Step::Update(value) => cursor.update(key, value, note),
+                _ => cursor.delete(key, note),
             };
             if let Err(e) = queued {
                 // The last action's completion will not come: the walk ends here.

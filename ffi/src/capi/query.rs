@@ -33,7 +33,7 @@ pub unsafe extern "C" fn objstore_query_new(
             return Err(Error::InvalidArgument("query_out is NULL".into()));
         }
         *query_out = std::ptr::null_mut();
-        let query = db_ref(db)?.query(&json(spec_json, spec_len, "spec_json")?)?;
+        let query = db_ref(db)?.query(Query::from_json(&json(spec_json, spec_len, "spec_json")?)?)?;
         *query_out = Box::into_raw(Box::new(ObjstoreQuery { query }));
         Ok(())
     })
@@ -79,7 +79,7 @@ pub unsafe extern "C" fn objstore_query_list(
 ) -> ObjstoreStatus {
     request(error_out, request_out, || {
         let (q, read, done) = (query_ref(query)?, read_flags(flags)?, completion(done, user_data)?);
-        q.list_text(within(tx), n, read, move |r| done.deliver_text(r))
+        q.list(within(tx), n, read, AsText, move |r| done.deliver_text(r))
     })
 }
 

@@ -161,7 +161,7 @@ pub unsafe extern "C" fn objstore_db_resolve(
     error_out: *mut *mut c_char,
 ) -> ObjstoreStatus {
     request(error_out, request_out, || {
-        let (db, resolution) = (db_ref(db)?, text(resolution, "resolution")?);
+        let (db, resolution) = (db_ref(db)?, Resolution::from_name(text(resolution, "resolution")?)?);
         let done = completion(done, user_data)?;
         db.resolve(sequence, resolution, move |r| done.deliver(r.map(|()| Value::Null)))
     })
@@ -194,9 +194,9 @@ pub unsafe extern "C" fn objstore_db_sync_status(
 ) -> ObjstoreStatus {
     request(error_out, request_out, || {
         let (db, store) = (db_ref(db)?, text(store, "store")?);
-        let key = json(key_json, key_len, "key_json")?;
+        let key = json::key(&json(key_json, key_len, "key_json")?)?;
         let done = completion(done, user_data)?;
-        db.sync_status(store, &key, move |r| done.deliver(r))
+        db.sync_status(store, key, move |r| done.deliver(r))
     })
 }
 
@@ -228,8 +228,8 @@ pub unsafe extern "C" fn objstore_db_withdraw_pending(
 ) -> ObjstoreStatus {
     request(error_out, request_out, || {
         let (db, store) = (db_ref(db)?, text(store, "store")?);
-        let key = json(key_json, key_len, "key_json")?;
+        let key = json::key(&json(key_json, key_len, "key_json")?)?;
         let done = completion(done, user_data)?;
-        db.withdraw_pending(store, &key, move |r| done.deliver(r))
+        db.withdraw_pending(store, key, move |r| done.deliver(r))
     })
 }

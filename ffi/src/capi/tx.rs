@@ -36,9 +36,9 @@ pub unsafe extern "C" fn objstore_db_begin(
 ) -> ObjstoreStatus {
     request(error_out, request_out, || {
         let db = db_ref(db)?;
-        let (stores, mode) = (json(stores_json, stores_len, "stores_json")?, mode(mode_)?);
+        let (stores, mode) = (json::stores(&json(stores_json, stores_len, "stores_json")?)?, mode(mode_)?);
         let done = completion(done, user_data)?;
-        db.begin(&stores, mode, move |r| done.deliver(r))
+        db.begin(stores, mode, move |r| done.deliver(r))
     })
 }
 
@@ -130,7 +130,7 @@ pub unsafe extern "C" fn objstore_db_transaction(
     unsafe impl Send for Body {}
     request(error_out, request_out, || {
         let db = db_ref(db)?;
-        let (stores, mode) = (json(stores_json, stores_len, "stores_json")?, mode(mode_)?);
+        let (stores, mode) = (json::stores(&json(stores_json, stores_len, "stores_json")?)?, mode(mode_)?);
         let body = Body(body.ok_or_else(|| Error::InvalidArgument("the transaction body is NULL".into()))?, body_data);
         let done = completion(done, user_data)?;
         let run = move |ops: &mut TxOps| {
@@ -152,7 +152,7 @@ pub unsafe extern "C" fn objstore_db_transaction(
             };
             Err(Error::Aborted { code: code_of_status(status).unwrap_or(ErrorCode::InvalidArgument), message })
         };
-        db.run_body(&stores, mode, run, move |r| done.deliver(r.map(|()| Value::Null)))
+        db.run_body(stores, mode, run, move |r| done.deliver(r.map(|()| Value::Null)))
     })
 }
 
@@ -214,11 +214,11 @@ pub unsafe extern "C" fn objstore_tx_put(
     tx_op(tx, result_out, result_len, error_out, |ops| {
         let store = text(store, "store")?;
         let value = json(value_json, value_len, "value_json")?;
-        let key = optional_json(key_json, key_len, "key_json")?;
+        let key = json::optional_key(optional_json(key_json, key_len, "key_json")?.as_ref())?;
         if add {
-            ops.add(store, value, key.as_ref())
+            ops.add(store, value, key)
         } else {
-            ops.put(store, value, key.as_ref())
+            ops.put(store, value, key)
         }
     })
 }
@@ -248,7 +248,7 @@ pub unsafe extern "C" fn objstore_tx_get(
     error_out: *mut *mut c_char,
 ) -> ObjstoreStatus {
     tx_op(tx, result_out, result_len, error_out, |ops| {
-        ops.get(text(store, "store")?, &json(key_json, key_len, "key_json")?)
+        ops.get(text(store, "store")?, &json::key(&json(key_json, key_len, "key_json")?)?)
     })
 }
 
@@ -277,7 +277,7 @@ pub unsafe extern "C" fn objstore_tx_values_of(
     error_out: *mut *mut c_char,
 ) -> ObjstoreStatus {
     tx_op(tx, result_out, result_len, error_out, |ops| {
-        ops.values_of(text(store, "store")?, &json(keys_json, keys_len, "keys_json")?)
+        ops.values_of(text(store, "store")?, &json::keys(&json(keys_json, keys_len, "keys_json")?)?)
     })
 }
 
@@ -307,7 +307,7 @@ pub unsafe extern "C" fn objstore_tx_remove(
     error_out: *mut *mut c_char,
 ) -> ObjstoreStatus {
     tx_op(tx, result_out, result_len, error_out, |ops| {
-        ops.remove(text(store, "store")?, &json(key_or_range_json, len, "key_or_range_json")?)
+        ops.remove(text(store, "store")?, &json::target(&json(key_or_range_json, len, "key_or_range_json")?)?)
     })
 }
 
@@ -360,7 +360,7 @@ pub unsafe extern "C" fn objstore_tx_read(
 ) -> ObjstoreStatus {
     tx_op(tx, result_out, result_len, error_out, |ops| {
         let (store, kind) = (text(store, "store")?, read_kind(kind)?);
-        ops.read(store, kind, optional_json(scan_json, scan_len, "scan_json")?.as_ref())
+        ops.read(store, kind, &json::scan(optional_json(scan_json, scan_len, "scan_json")?.as_ref())?)
     })
 }
 
@@ -391,6 +391,6 @@ pub unsafe extern "C" fn objstore_tx_sql(
     error_out: *mut *mut c_char,
 ) -> ObjstoreStatus {
     tx_op(tx, result_out, result_len, error_out, |ops| {
-        ops.sql(text(sql, "sql")?, optional_json(params_json, params_len, "params_json")?.as_ref())
+        ops.sql(text(sql, "sql")?, &json::sql_params(optional_json(params_json, params_len, "params_json")?.as_ref())?)
     })
 }

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use objstore_db_core::{Error, Key, Mode, Query, Result, Tx};
 use serde_json::{json, Value};
 
-use super::{Db, Freshness, RequestId, Within};
+use super::{Db, Encoding, Freshness, RequestId, Within};
 use objstore_db_core::ReadScope;
 
 fn lock(query: &Mutex<Query>) -> MutexGuard<'_, Query> {
@@ -28,8 +28,7 @@ pub struct QueryHandle {
 }
 
 impl QueryHandle {
-    pub(super) fn new(db: Db, spec: &Value) -> Result<QueryHandle> {
-        let query = Query::from_json(spec)?;
+    pub(super) fn new(db: Db, query: Query) -> Result<QueryHandle> {
         let store = query.store().to_string();
         Ok(QueryHandle { db, store, start: Arc::new(query.clone()), query: Arc::new(Mutex::new(query)) })
     }
@@ -42,34 +41,18 @@ impl QueryHandle {
         &self.db
     }
 
-    /// The next `n` records as an array (empty at the end).
-    pub fn list(
+    /// The next `n` records as an array (empty at the end), in `encoding`.
+    pub fn list<E: Encoding>(
         &self,
         within: Within,
         n: usize,
         read: Freshness,
-        done: impl FnOnce(Result<Value>) + Send + 'static,
+        encoding: E,
+        done: impl FnOnce(Result<E::Out>) + Send + 'static,
     ) -> Result<RequestId> {
         let query = self.query.clone();
-        self.db.read(
-            within,
-            ReadScope::store(&self.store, read),
-            move |tx| Ok(Value::Array(lock(&query).list_in(tx, n)?)),
-            done,
-        )
-    }
-
-    /// As `list`, the page as one JSON array text (records as stored where nothing had to
-    /// look inside them).
-    pub fn list_text(
-        &self,
-        within: Within,
-        n: usize,
-        read: Freshness,
-        done: impl FnOnce(Result<String>) + Send + 'static,
-    ) -> Result<RequestId> {
-        let query = self.query.clone();
-        self.db.read(within, ReadScope::store(&self.store, read), move |tx| lock(&query).list_text_in(tx, n), done)
+        let page = move |tx: &mut Tx| encoding.page(&mut lock(&query), tx, n);
+        self.db.read(within, ReadScope::store(&self.store, read), page, done)
     }
 
     /// How many records match (paging aside).
@@ -167,16 +150,15 @@ impl Cursor {
         }
     }
 
-    /// Replaces the record under `primary_key` (one this cursor returned) with `value`; the key
+    /// Replaces the record under `key` (a primary key this cursor returned) with `value`; the key
     /// must stay the same.
     pub fn update(
         &self,
-        primary_key: &Value,
+        key: Key,
         value: Value,
         done: impl FnOnce(Result<Value>) + Send + 'static,
     ) -> Result<RequestId> {
         self.writable()?;
-        let key = Key::from_json(primary_key)?;
         let query = self.query.clone();
         self.db.write(
             self.within,
@@ -186,10 +168,9 @@ impl Cursor {
         )
     }
 
-    /// Removes the record under `primary_key`.
-    pub fn delete(&self, primary_key: &Value, done: impl FnOnce(Result<Value>) + Send + 'static) -> Result<RequestId> {
+    /// Removes the record under `key` (a primary key this cursor returned).
+    pub fn delete(&self, key: Key, done: impl FnOnce(Result<Value>) + Send + 'static) -> Result<RequestId> {
         self.writable()?;
-        let key = Key::from_json(primary_key)?;
         let store = self.store.clone();
         self.db.write(
             self.within,

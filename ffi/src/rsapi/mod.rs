@@ -1,7 +1,10 @@
 //! The safe Rust API under the C ABI, and the one the Python and Node wrappers call. It is
 //! request-oriented:
-//! - every request gets a [`RequestId`] and completes exactly once through its callback, with
-//!   its result as a `serde_json::Value` (a binding converts once, to its own objects);
+//! - it takes the engine's types (keys, key ranges, scan options, schemas, filters; records
+//!   as `serde_json::Value`s): JSON text is the skins' business (`crate::json`);
+//! - every request gets a [`RequestId`] and completes exactly once through its callback; reads
+//!   answer in the [`Encoding`] asked for (values, or the records' stored JSON text, which a
+//!   skin passes on without a decode and an encode), other requests with a value;
 //!   [`Db::cancel`] stops a queued request before it runs, and a long one (a fetch, a prefetch,
 //!   a flush) between batches and between HTTP requests;
 //! - arguments are checked at once: a bad one is an `Err` from the call, with no callback;
@@ -16,8 +19,9 @@
 //! read serves the local copy by the read policy ([`Freshness::Fresh`] asks the bucket before
 //! answering).
 
-mod args;
 mod cursor;
+mod encoding;
+mod options;
 mod txops;
 
 use std::collections::HashMap;
@@ -25,14 +29,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use objstore_db_core::{
-    sql, Database, Error, ExecutorOptions, FlushReport, Key, Mode, OpenOptions as CoreOpen, ReadScope, Resolution,
-    Result, SyncedDatabase, Token, Tx, TxId,
+    sql, Database, Error, Event, EventFilter, ExecutorOptions, FlushReport, Key, KeyRange, Mode,
+    OpenOptions as CoreOpen, Query, ReadScope, RefusedWrite, Resolution, Result, ScanOptions, Schema, SyncedDatabase,
+    Token, Tx, TxId,
 };
 use serde_json::{json, Value};
 
-pub use args::{parse, stores, OpenOptions};
 pub use cursor::{Cursor, QueryHandle};
+pub use encoding::{AsText, AsValue, Encoding};
 pub use objstore_db_core::Freshness;
+pub use options::OpenOptions;
 pub use txops::{ReadKind, TxOps};
 
 /// Names one request, for [`Db::cancel`].
@@ -96,11 +102,10 @@ impl Db {
     /// them as their language's warnings).
     pub fn open(
         name: &str,
-        schema: Option<&Value>,
+        schema: Option<Schema>,
         options: &OpenOptions,
         done: impl FnOnce(Result<Value>) + Send + 'static,
     ) -> Result<Db> {
-        let schema = args::schema(schema)?;
         let executor = ExecutorOptions {
             open: CoreOpen { mechanism: options.mechanism, durability: options.durability, ..CoreOpen::default() },
             idle_transaction_timeout: options.idle_transaction_timeout,
@@ -114,7 +119,7 @@ impl Db {
             executor,
             options.sync_threads,
             move |db, warnings| {
-                let mut opened = parse("schema", &db.schema().to_json())?;
+                let mut opened = schema_json(db.schema())?;
                 opened["previousVersion"] = json!(db.previous_version());
                 if !warnings.is_empty() {
                     opened["warnings"] = json!(warnings);
@@ -228,10 +233,9 @@ impl Db {
         within: Within,
         store: &str,
         value: Value,
-        key: Option<&Value>,
+        key: Option<Key>,
         done: impl FnOnce(Result<Value>) + Send + 'static,
     ) -> Result<RequestId> {
-        let key = key.filter(|k| !k.is_null()).map(Key::from_json).transpose()?;
         let name = store.to_string();
         self.write(within, vec![name.clone()], move |tx| Ok(tx.put(&name, value, key)?.to_json()), done)
     }
@@ -242,10 +246,9 @@ impl Db {
         within: Within,
         store: &str,
         value: Value,
-        key: Option<&Value>,
+        key: Option<Key>,
         done: impl FnOnce(Result<Value>) + Send + 'static,
     ) -> Result<RequestId> {
-        let key = key.filter(|k| !k.is_null()).map(Key::from_json).transpose()?;
         let name = store.to_string();
         self.write(within, vec![name.clone()], move |tx| Ok(tx.add(&name, value, key)?.to_json()), done)
     }
@@ -269,7 +272,7 @@ impl Db {
         within: Within,
         store: &str,
         values: Vec<Value>,
-        keys: Option<Vec<Value>>,
+        keys: Option<Vec<Key>>,
         create: bool,
         done: impl FnOnce(Result<Value>) + Send + 'static,
     ) -> Result<RequestId> {
@@ -280,7 +283,6 @@ impl Db {
                 keys.len()
             )));
         }
-        let keys = keys.map(|keys| keys.iter().map(Key::from_json).collect::<Result<Vec<_>>>()).transpose()?;
         let name = store.to_string();
         self.write(
             within,
@@ -290,80 +292,34 @@ impl Db {
         )
     }
 
-    /// As [`Db::get`], with the record as the JSON text it is stored as (`null` when there is
-    /// none): a caller that hands text on (the C API) skips a decode and an encode.
-    pub fn get_text(
+    /// The record under `key`, or null, in `encoding`.
+    pub fn get<E: Encoding>(
         &self,
         within: Within,
         store: &str,
-        key: &Value,
+        key: Key,
         read: Freshness,
-        done: impl FnOnce(Result<String>) + Send + 'static,
+        encoding: E,
+        done: impl FnOnce(Result<E::Out>) + Send + 'static,
     ) -> Result<RequestId> {
-        let key = Key::from_json(key)?;
         let name = store.to_string();
-        let wanted = vec![key.clone()];
-        self.read(
-            within,
-            ReadScope::keys(&name, wanted, read),
-            move |tx| Ok(tx.get_text(&name, &key)?.unwrap_or_else(|| "null".to_string())),
-            done,
-        )
+        let scope = ReadScope::keys(store, vec![key.clone()], read);
+        self.read(within, scope, move |tx| encoding.record(tx, &name, &key), done)
     }
 
-    /// The record under `key`, or `null`.
-    pub fn get(
+    /// The records under `keys` as an array, null where there is none, in `encoding`.
+    pub fn values_of<E: Encoding>(
         &self,
         within: Within,
         store: &str,
-        key: &Value,
+        keys: Vec<Key>,
         read: Freshness,
-        done: impl FnOnce(Result<Value>) + Send + 'static,
+        encoding: E,
+        done: impl FnOnce(Result<E::Out>) + Send + 'static,
     ) -> Result<RequestId> {
-        let key = Key::from_json(key)?;
         let name = store.to_string();
-        let wanted = vec![key.clone()];
-        self.read(
-            within,
-            ReadScope::keys(&name, wanted, read),
-            move |tx| Ok(tx.get(&name, &key)?.unwrap_or(Value::Null)),
-            done,
-        )
-    }
-
-    /// The records under `keys` (an array), `null` where there is none.
-    pub fn values_of(
-        &self,
-        within: Within,
-        store: &str,
-        keys: &Value,
-        read: Freshness,
-        done: impl FnOnce(Result<Value>) + Send + 'static,
-    ) -> Result<RequestId> {
-        let keys = args::keys(keys)?;
-        let name = store.to_string();
-        let wanted = keys.clone();
-        self.read(
-            within,
-            ReadScope::keys(&name, wanted, read),
-            move |tx| Ok(args::nulls(tx.values_of(&name, &keys)?)),
-            done,
-        )
-    }
-
-    /// As [`Db::values_of`], the records as one JSON array of their stored texts.
-    pub fn values_of_text(
-        &self,
-        within: Within,
-        store: &str,
-        keys: &Value,
-        read: Freshness,
-        done: impl FnOnce(Result<String>) + Send + 'static,
-    ) -> Result<RequestId> {
-        let keys = args::keys(keys)?;
-        let name = store.to_string();
-        let wanted = keys.clone();
-        self.read(within, ReadScope::keys(&name, wanted, read), move |tx| tx.values_of_text(&name, &keys), done)
+        let scope = ReadScope::keys(store, keys.clone(), read);
+        self.read(within, scope, move |tx| encoding.records(tx, &name, &keys), done)
     }
 
     /// Removes by key or key range; the result is how many went.
@@ -371,10 +327,9 @@ impl Db {
         &self,
         within: Within,
         store: &str,
-        target: &Value,
+        range: KeyRange,
         done: impl FnOnce(Result<Value>) + Send + 'static,
     ) -> Result<RequestId> {
-        let range = args::target(target)?;
         let name = store.to_string();
         self.write(within, vec![name.clone()], move |tx| Ok(json!(tx.remove(&name, &range)?)), done)
     }
@@ -389,37 +344,22 @@ impl Db {
         self.write(within, vec![name.clone()], move |tx| tx.clear(&name).map(|()| Value::Null), done)
     }
 
-    /// Counts, lists keys of, or reads the records of a store (or an index of it). `scan`:
-    /// `{"index"?, "range"?, "limit"?, "offset"?, "reverse"?, "unique"?}`.
-    pub fn read_scan(
+    /// Counts, lists the keys of, or reads the records of a store (or an index of it), in
+    /// `encoding`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn read_scan<E: Encoding>(
         &self,
         within: Within,
         store: &str,
         kind: ReadKind,
-        scan: Option<&Value>,
+        scan: ScanOptions,
         read: Freshness,
-        done: impl FnOnce(Result<Value>) + Send + 'static,
+        encoding: E,
+        done: impl FnOnce(Result<E::Out>) + Send + 'static,
     ) -> Result<RequestId> {
-        let options = args::scan(scan)?;
-        let (name, scan) = (store.to_string(), scan.cloned());
-        let work = move |tx: &mut Tx| txops::read(tx, &name, kind, scan.as_ref());
-        self.read(within, ReadScope::scan(store, options, read), work, done)
-    }
-
-    /// As [`Db::read_scan`], the result as JSON text: records as their stored texts.
-    pub fn read_scan_text(
-        &self,
-        within: Within,
-        store: &str,
-        kind: ReadKind,
-        scan: Option<&Value>,
-        read: Freshness,
-        done: impl FnOnce(Result<String>) + Send + 'static,
-    ) -> Result<RequestId> {
-        let options = args::scan(scan)?;
-        let (name, scan) = (store.to_string(), scan.cloned());
-        let work = move |tx: &mut Tx| txops::read_text(tx, &name, kind, scan.as_ref());
-        self.read(within, ReadScope::scan(store, options, read), work, done)
+        let name = store.to_string();
+        let scope = ReadScope::scan(store, scan.clone(), read);
+        self.read(within, scope, move |tx| encoding.scan(tx, &name, kind, &scan), done)
     }
 
     /// Runs SQL with bound parameters: `{"rows": [...]}` for a SELECT, `{"changed": n}`
@@ -428,10 +368,9 @@ impl Db {
         &self,
         within: Within,
         text: &str,
-        params: Option<&Value>,
+        params: Vec<Value>,
         done: impl FnOnce(Result<Value>) + Send + 'static,
     ) -> Result<RequestId> {
-        let params = args::sql_params(params)?;
         let (store, mode) = sql::target(text, &params)?;
         let text = text.to_string();
         let run = move |tx: &mut Tx| txops::run_sql(tx, &text, &params);
@@ -442,9 +381,9 @@ impl Db {
         }
     }
 
-    /// A query (the JSON form of `Query::from_json`) whose `list` pages continue call to call.
-    pub fn query(&self, spec: &Value) -> Result<QueryHandle> {
-        QueryHandle::new(self.clone(), spec)
+    /// A query whose `list` pages continue call to call.
+    pub fn query(&self, query: Query) -> Result<QueryHandle> {
+        QueryHandle::new(self.clone(), query)
     }
 
     // ----- transactions -------------------------------------------------------------------------
@@ -454,11 +393,10 @@ impl Db {
     /// requests outside it wait.
     pub fn begin(
         &self,
-        stores: &Value,
+        stores: Vec<String>,
         mode: Mode,
         done: impl FnOnce(Result<TxId>) + Send + 'static,
     ) -> Result<RequestId> {
-        let stores = args::stores(stores)?;
         let reply = self.reply(done);
         self.submit(None, reply, move |db| db.begin(&stores.iter().map(String::as_str).collect::<Vec<_>>(), mode))
     }
@@ -479,12 +417,11 @@ impl Db {
     /// callers hold an explicit transaction (`begin`) across their awaits instead.
     pub fn run_body(
         &self,
-        stores: &Value,
+        stores: Vec<String>,
         mode: Mode,
         body: impl FnOnce(&mut TxOps) -> Result<()> + Send + 'static,
         done: impl FnOnce(Result<()>) + Send + 'static,
     ) -> Result<RequestId> {
-        let stores = args::stores(stores)?;
         let work = move |tx: &mut Tx| body(&mut TxOps { tx });
         match mode {
             Mode::ReadWrite => self.write(None, stores, work, done),
@@ -504,18 +441,16 @@ impl Db {
 
     // ----- events -------------------------------------------------------------------------------
 
-    /// Events as values `{"kind", "store", "key", "value", "message"}`, delivered on the
-    /// worker thread. `filter`: `{"kinds"?: [names], "store"?: name}`. The result is the
-    /// subscription's id.
+    /// Events that pass `filter`, delivered to `listener` on the worker thread. The result is
+    /// the subscription's id.
     pub fn subscribe(
         &self,
-        filter: Option<&Value>,
-        listener: impl Fn(Value) + Send + 'static,
+        filter: EventFilter,
+        listener: impl Fn(&Event) + Send + 'static,
         done: impl FnOnce(Result<u64>) + Send + 'static,
     ) -> Result<RequestId> {
-        let filter = args::event_filter(filter)?;
         let reply = self.reply(done);
-        let forward = Box::new(move |e: &objstore_db_core::Event| listener(args::event_json(e)));
+        let forward = Box::new(move |e: &Event| listener(e));
         self.submit(None, reply, move |db| Ok(db.subscribe(filter, forward)))
     }
 
@@ -527,7 +462,7 @@ impl Db {
     /// The schema as stored, `{"version", "stores"}`.
     pub fn schema(&self, done: impl FnOnce(Result<Value>) + Send + 'static) -> Result<RequestId> {
         let reply = self.reply(done);
-        self.submit(None, reply, |db| parse("schema", &db.schema().to_json()))
+        self.submit(None, reply, |db| schema_json(db.schema()))
     }
 
     // ----- sync ---------------------------------------------------------------------------------
@@ -578,7 +513,7 @@ impl Db {
     /// "value", "code", "message"}]`.
     pub fn refused_writes(&self, done: impl FnOnce(Result<Value>) + Send + 'static) -> Result<RequestId> {
         let reply = self.reply(done);
-        self.submit(None, reply, |db| Ok(Value::Array(db.refused_writes()?.iter().map(args::refused_json).collect())))
+        self.submit(None, reply, |db| Ok(Value::Array(db.refused_writes()?.iter().map(refused_json).collect())))
     }
 
     /// Resolves refused write `sequence`: `"discard"` (the bucket's version wins) or
@@ -586,10 +521,9 @@ impl Db {
     pub fn resolve(
         &self,
         sequence: u64,
-        resolution: &str,
+        resolution: Resolution,
         done: impl FnOnce(Result<()>) + Send + 'static,
     ) -> Result<RequestId> {
-        let resolution = Resolution::from_name(resolution)?;
         let db = self.inner.db.clone();
         let reply = self.reply(move |r: Result<()>| {
             db.wrote();
@@ -602,10 +536,9 @@ impl Db {
     pub fn sync_status(
         &self,
         store: &str,
-        key: &Value,
+        key: Key,
         done: impl FnOnce(Result<Value>) + Send + 'static,
     ) -> Result<RequestId> {
-        let key = Key::from_json(key)?;
         let store = store.to_string();
         let reply = self.reply(done);
         self.submit(None, reply, move |db| Ok(json!(db.sync_status(&store, &key)?.name())))
@@ -618,10 +551,9 @@ impl Db {
     pub fn withdraw_pending(
         &self,
         store: &str,
-        key: &Value,
+        key: Key,
         done: impl FnOnce(Result<Value>) + Send + 'static,
     ) -> Result<RequestId> {
-        let key = Key::from_json(key)?;
         let store = store.to_string();
         let reply = self.reply(done);
         self.submit(None, reply, move |db| Ok(json!(db.withdraw_pending(&store, &key)?)))
@@ -690,4 +622,22 @@ fn flush_json(report: FlushReport) -> Value {
         out["blocked"] = json!(e.to_string());
     }
     out
+}
+
+/// The schema as stored, as a value.
+fn schema_json(schema: &Schema) -> Result<Value> {
+    serde_json::from_str(&schema.to_json()).map_err(|e| Error::Internal(format!("the stored schema is not JSON: {e}")))
+}
+
+/// A refused write as `{"sequence", "store", "key", "op", "value", "code", "message"}`.
+fn refused_json(w: &RefusedWrite) -> Value {
+    json!({
+        "sequence": w.sequence,
+        "store": w.entry.store,
+        "key": w.entry.id,
+        "op": w.entry.op,
+        "value": w.entry.value,
+        "code": w.code,
+        "message": w.message,
+    })
 }

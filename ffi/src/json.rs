@@ -1,11 +1,14 @@
-//! Arguments as the bindings hand them over (serde_json values, converted once from the
-//! caller's own objects) turned into the engine's types, with errors that name the argument.
+//! The JSON edge the skins share (the C API, the Python and Node modules): arguments as they
+//! hand them over (serde_json values, converted once from the caller's own objects) turned
+//! into the engine's types, with errors that name the argument, and events as values.
+//! `rsapi` itself takes and gives the engine's types.
 
 use std::time::Duration;
 
+use crate::rsapi::OpenOptions;
+
 use objstore_db_core::{
-    Durability, Error, Event, EventFilter, EventKind, Key, KeyRange, MechanismKind, RefusedWrite, Result, ScanOptions,
-    Schema,
+    Durability, Error, Event, EventFilter, EventKind, Key, KeyRange, MechanismKind, Result, ScanOptions, Schema,
 };
 use serde_json::{json, Value};
 
@@ -23,6 +26,16 @@ pub fn parse(what: &str, text: &str) -> Result<Value> {
         };
         Error::BadJson { what: what.to_string(), reason }
     })
+}
+
+/// A key (`5`, `"a"`, `[1, 2]`, `{"$date": ...}`).
+pub fn key(value: &Value) -> Result<Key> {
+    Key::from_json(value)
+}
+
+/// A key, or none (absent or null: the store makes or reads the key itself).
+pub fn optional_key(value: Option<&Value>) -> Result<Option<Key>> {
+    value.filter(|k| !k.is_null()).map(Key::from_json).transpose()
 }
 
 /// A key (`5`, `"a"`, `[1, 2]`) or a key range object (`{"lower": 1, "upper": 9}`).
@@ -80,68 +93,40 @@ pub fn sql_params(value: Option<&Value>) -> Result<Vec<Value>> {
     }
 }
 
-/// How a database is opened.
-#[derive(Debug, Clone)]
-pub struct OpenOptions {
-    pub mechanism: MechanismKind,
-    /// Whether a commit waits for an fsync (`full`) or only survives application crashes (`normal`).
-    pub durability: Durability,
-    /// An explicit transaction with no request for this long is aborted.
-    pub idle_transaction_timeout: Duration,
-    /// Requests that may wait for the worker before submitters wait for room.
-    pub queue_capacity: usize,
-    /// Threads of the sync agent (HTTP requests run on them, never on the worker).
-    pub sync_threads: usize,
-}
-
-impl Default for OpenOptions {
-    fn default() -> Self {
-        OpenOptions {
-            mechanism: MechanismKind::Sqlite,
-            durability: Durability::Normal,
-            idle_transaction_timeout: objstore_db_core::DEFAULT_IDLE_TRANSACTION_TIMEOUT,
-            queue_capacity: objstore_db_core::DEFAULT_QUEUE_CAPACITY,
-            sync_threads: 2,
-        }
-    }
-}
-
 const OPEN_OPTIONS: &str = "mechanism, durability, idleTransactionTimeoutMs, queueCapacity, syncThreads";
 
-impl OpenOptions {
-    /// `{"mechanism": "sqlite" | "memory", "durability": "normal" | "full", "idleTransactionTimeoutMs": n, "queueCapacity": n,
-    /// "syncThreads": n}`; every field optional.
-    pub fn from_json(value: Option<&Value>) -> Result<OpenOptions> {
-        let mut options = OpenOptions::default();
-        let Some(value) = value.filter(|v| !v.is_null()) else {
-            return Ok(options);
-        };
-        let map = value
-            .as_object()
-            .ok_or_else(|| Error::InvalidArgument(format!("open options: expected an object, got {value}")))?;
-        let count = |field: &str, v: &Value| {
-            v.as_u64().filter(|n| *n > 0).ok_or_else(|| {
-                Error::InvalidArgument(format!("open options: {field} = {v} is not a positive whole number"))
-            })
-        };
-        for (field, v) in map {
-            match (field.as_str(), v) {
-                ("mechanism", Value::String(m)) => options.mechanism = MechanismKind::from_name(m)?,
-                ("durability", Value::String(d)) => options.durability = Durability::from_name(d)?,
-                ("idleTransactionTimeoutMs", v) => {
-                    options.idle_transaction_timeout = Duration::from_millis(count(field, v)?)
-                }
-                ("queueCapacity", v) => options.queue_capacity = count(field, v)? as usize,
-                ("syncThreads", v) => options.sync_threads = count(field, v)?.min(64) as usize,
-                (other, v) => {
-                    return Err(Error::InvalidArgument(format!(
-                        "open options: {other:?} = {v} is not understood (known: {OPEN_OPTIONS})"
-                    )))
-                }
+/// `{"mechanism": "sqlite" | "memory", "durability": "normal" | "full", "idleTransactionTimeoutMs": n,
+/// "queueCapacity": n, "syncThreads": n}`; every field optional.
+pub fn open_options(value: Option<&Value>) -> Result<OpenOptions> {
+    let mut options = OpenOptions::default();
+    let Some(value) = value.filter(|v| !v.is_null()) else {
+        return Ok(options);
+    };
+    let map = value
+        .as_object()
+        .ok_or_else(|| Error::InvalidArgument(format!("open options: expected an object, got {value}")))?;
+    let count = |field: &str, v: &Value| {
+        v.as_u64().filter(|n| *n > 0).ok_or_else(|| {
+            Error::InvalidArgument(format!("open options: {field} = {v} is not a positive whole number"))
+        })
+    };
+    for (field, v) in map {
+        match (field.as_str(), v) {
+            ("mechanism", Value::String(m)) => options.mechanism = MechanismKind::from_name(m)?,
+            ("durability", Value::String(d)) => options.durability = Durability::from_name(d)?,
+            ("idleTransactionTimeoutMs", v) => {
+                options.idle_transaction_timeout = Duration::from_millis(count(field, v)?)
+            }
+            ("queueCapacity", v) => options.queue_capacity = count(field, v)? as usize,
+            ("syncThreads", v) => options.sync_threads = count(field, v)?.min(64) as usize,
+            (other, v) => {
+                return Err(Error::InvalidArgument(format!(
+                    "open options: {other:?} = {v} is not understood (known: {OPEN_OPTIONS})"
+                )))
             }
         }
-        Ok(options)
     }
+    Ok(options)
 }
 
 /// `{"kinds"?: [names], "store"?: name}`.
@@ -183,20 +168,4 @@ pub fn event_json(e: &Event) -> Value {
         "value": e.value,
         "message": e.message,
     })
-}
-
-pub fn refused_json(w: &RefusedWrite) -> Value {
-    json!({
-        "sequence": w.sequence,
-        "store": w.entry.store,
-        "key": w.entry.id,
-        "op": w.entry.op,
-        "value": w.entry.value,
-        "code": w.code,
-        "message": w.message,
-    })
-}
-
-pub fn nulls(values: Vec<Option<Value>>) -> Value {
-    Value::Array(values.into_iter().map(|v| v.unwrap_or(Value::Null)).collect())
 }

@@ -1,0 +1,141 @@
+//! The commit view: every pair at one commit, or two commits compared.
+
+use super::*;
+
+impl Viewer {
+    /// Every pair at one commit (`commit` a prefix of it): each pair's newest run at it among its
+    /// last [`COMMIT_RUNS`] (found by their names' digests: the bodies read are those of the
+    /// runs shown, and of the base's); the tests divergent there (passed on some pairs, failed
+    /// on others) and flaky there (both outcomes in one pair's runs at it); with `base`, per
+    /// pair, the tests newly failing and fixed since that commit.
+    pub fn commit(&self, commit: &str, base: Option<&str>) -> View {
+        let (asked, asked_base) = (commit, base);
+        for (field, value) in std::iter::once(("commit", commit)).chain(base.map(|b| ("base", b))) {
+            check_label(field, value).map_err(ViewError::BadRequest)?;
+            if value.len() < 7 {
+                return Err(ViewError::BadRequest(format!("{field} {value:?}: give at least 7 characters of it")));
+            }
+        }
+        self.view(|db| {
+            // Each pair's last runs by their names' digests; bodies only of the runs shown.
+            let pairs = all_pairs(db)?;
+            let files = each_pair_files(db, &pairs, COMMIT_RUNS)?;
+            let counts: Vec<usize> = files.iter().map(Vec::len).collect();
+            let mut all = digested(db, files.into_iter().flatten().collect())?.into_iter();
+            let recent: Vec<Vec<Digested>> = counts.iter().map(|n| all.by_ref().take(*n).collect()).collect();
+            let commit_of = |d: &Digested| d.digests.iter().find_map(|x| x.commit.clone());
+            // A prefix names one commit: the one the runs hold that starts with it (digests carry
+            // a commit's first 12 characters, so a longer prefix is matched on those).
+            let resolve = |field: &str, prefix: &str| -> Result<Option<String>, ViewError> {
+                let mut found: Vec<String> = recent
+                    .iter()
+                    .flatten()
+                    .filter_map(commit_of)
+                    .filter(|c| commit_matches(c, prefix))
+                    .collect();
+                found.sort();
+                found.dedup();
+                match found.len() {
+                    0 | 1 => Ok(found.pop()),
+                    _ => Err(ViewError::BadRequest(format!("{field} {prefix:?} is more than one commit: {}", found.join(", ")))),
+                }
+            };
+            let Some(commit) = resolve("commit", commit)? else {
+                return Ok(json!({"commit": commit, "base": base, "runs": [], "newlyFailing": [], "fixed": [],
+                    "divergent": [], "flaky": []}));
+            };
+            let base = match base {
+                Some(base) => resolve("base", base)?,
+                None => None,
+            };
+            let at = |d: &Digested, c: &str| commit_of(d).as_deref() == Some(c);
+            // Per pair, its newest run at the commit and the run before it at the base.
+            let shown: Vec<(Option<usize>, Option<usize>)> = recent
+                .iter()
+                .map(|runs| {
+                    let newest = runs.iter().position(|d| at(d, &commit));
+                    let before = newest.zip(base.as_deref()).and_then(|(n, b)| {
+                        runs.iter().skip(n + 1).position(|d| at(d, b)).map(|i| n + 1 + i)
+                    });
+                    (newest, before)
+                })
+                .collect();
+            let wanted: Vec<String> = recent
+                .iter()
+                .zip(&shown)
+                .flat_map(|(runs, (n, b))| [n, b].into_iter().flatten().map(|i| runs[*i].key.clone()))
+                .collect();
+            let loaded: HashMap<String, Loaded> =
+                load_runs(db, &wanted)?.into_iter().map(|l| (l.key.clone(), l)).collect();
+            let outcomes = |l: &Loaded| -> BTreeMap<TestId, Status> {
+                identified(l.tests()).map(|(id, (_, t))| (id, t.status)).collect()
+            };
+            let entry = |pair: &str, run: &str, (suite, name, _): &TestId| json!({"pair": pair, "run": run, "suite": suite, "name": name});
+            let (mut rows, mut failing, mut fixed, mut flaky) = (vec![], vec![], vec![], vec![]);
+            let mut across: BTreeMap<TestId, [Vec<String>; 2]> = BTreeMap::new();
+            for (((platform, browser), runs), (newest, before)) in pairs.iter().zip(&recent).zip(&shown) {
+                let pair = format!("{platform}/{browser}");
+                let Some(newest) = newest.and_then(|n| loaded.get(&runs[n].key)) else { continue };
+                rows.push(brief(newest));
+                let now = outcomes(newest);
+                for (id, status) in &now {
+                    let seen = across.entry(id.clone()).or_default();
+                    match status {
+                        Status::Passed => seen[0].push(pair.clone()),
+                        Status::Failed => seen[1].push(pair.clone()),
+                        _ => {}
+                    }
+                }
+                // Flaky: the newest run's tests that passed in one of the pair's runs at the
+                // commit and failed in another, by those runs' digests.
+                let at_commit: Vec<Seen> = runs.iter().filter(|d| at(d, &commit)).map(Digested::seen).collect();
+                let named = newest.files.iter().filter_map(|f| f.run.as_ref().ok()).flat_map(|run| {
+                    run.results.tests.iter().zip(digest::ids(run)).map(|(t, id)| (t.suite.as_str(), t.name.as_str(), id))
+                });
+                let mut listed = std::collections::BTreeSet::new();
+                for (suite, name, id) in named {
+                    let statuses: Vec<Status> = at_commit.iter().filter_map(|r| r.status(suite, id)).collect();
+                    if statuses.contains(&Status::Passed) && statuses.contains(&Status::Failed) && listed.insert((suite, name)) {
+                        flaky.push(entry(&pair, &newest.key, &(suite.to_string(), name.to_string(), 1)));
+                    }
+                }
+                // The base's run is one before the commit's, on this pair.
+                let Some(before) = before.and_then(|b| loaded.get(&runs[b].key)) else { continue };
+                let before = outcomes(before);
+                let messages: HashMap<TestId, &str> = identified(newest.tests())
+                    .filter_map(|(id, (_, t))| t.message.as_deref().map(|m| (id, m)))
+                    .collect();
+                for (id, status) in &now {
+                    match (before.get(id), status) {
+                        (Some(Status::Passed), Status::Failed) => {
+                            let mut failed = entry(&pair, &newest.key, id);
+                            if let Some(message) = messages.get(id) {
+                                failed["message"] = json!(message);
+                            }
+                            failing.push(failed);
+                        }
+                        (Some(Status::Failed), Status::Passed) => fixed.push(entry(&pair, &newest.key, id)),
+                        _ => {}
+                    }
+                }
+            }
+            // The commits in full, as the runs' bodies name them.
+            let full = |short: &str| {
+                loaded.values().flat_map(|l| l.reports()).find_map(|r| r.ci.commit.clone().filter(|c| c.starts_with(short)))
+            };
+            let (commit, base) = (full(&commit).unwrap_or(commit), base.map(|b| full(&b).unwrap_or(b)));
+            // A prefix longer than a digest's commit was matched on its first characters only.
+            if !commit.starts_with(asked) || base.as_deref().zip(asked_base).is_some_and(|(b, a)| !b.starts_with(a)) {
+                return Ok(json!({"commit": asked, "base": asked_base, "runs": [], "newlyFailing": [], "fixed": [],
+                    "divergent": [], "flaky": []}));
+            }
+            let divergent: Vec<Value> = across
+                .into_iter()
+                .filter(|(_, [passed, failed])| !passed.is_empty() && !failed.is_empty())
+                .map(|((suite, name, _), [passed, failed])| json!({"suite": suite, "name": name, "passed": passed, "failed": failed}))
+                .collect();
+            Ok(json!({"commit": commit, "base": base, "runs": rows, "newlyFailing": failing, "fixed": fixed,
+                "divergent": divergent, "flaky": flaky}))
+        })
+    }
+}

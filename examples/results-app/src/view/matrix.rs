@@ -1,0 +1,138 @@
+//! The matrix (every pair's newest run, paged and filtered), a pair's history, the latest runs
+//! across pairs, and every pair's newest runs for the page's summary.
+
+use super::*;
+
+impl Viewer {
+    /// The home view: per pair, the newest run's counts per suite, every file of that run
+    /// counted, and how many of each suite's tests fall in each class; the pairs that pass
+    /// `filter`, [`PAIRS`] at a time after the pair `filter.after`. Every pair's runs are weighed
+    /// for the classes, whichever are shown.
+    pub fn matrix(&self, filter: &MatrixFilter) -> View {
+        self.view(|db| {
+            let newest = self.newest(db)?;
+            let Newest { pairs, runs, seen } = &*newest;
+            let weighed = Pairs::new(seen);
+            // A row's cells weigh its tests against every pair's: worked out for the rows shown
+            // only, unless the filter reads them.
+            let with_cells = |i: usize, row: &mut Value| {
+                let newest = &runs[i][0];
+                if !newest.digests.is_empty() {
+                    row["cells"] = cells(&newest.digests, &seen[i][0], &evidence(&seen[i][1..], &weighed));
+                }
+            };
+            let mut matching = Vec::new();
+            let mut variants = std::collections::BTreeSet::new();
+            for (i, (pair, runs)) in pairs.iter().zip(runs).enumerate() {
+                let Some(newest) = runs.first() else { continue };
+                let mut row = digest_brief(newest);
+                if !newest.digests.is_empty() {
+                    row["labels"] = labels(&newest.digests);
+                }
+                if filter.reads_cells() {
+                    with_cells(i, &mut row);
+                }
+                for (key, value) in row["labels"].as_object().into_iter().flatten() {
+                    if variants.len() < VARIANTS {
+                        variants.insert(format!("{key}={}", value.as_str().unwrap_or_default()));
+                    }
+                }
+                if filter.passes(&row) {
+                    matching.push((pair, i, row));
+                }
+            }
+            // Pairs in the index's order, (platform, browser): "linux" before "linux-x86_64".
+            let after = filter.after.as_deref().map(|a| a.split_once('/').unwrap_or((a, "")));
+            let start = match after {
+                Some((p, b)) => matching.iter().position(|(pair, ..)| (pair.0.as_str(), pair.1.as_str()) > (p, b)),
+                None => Some(0),
+            }
+            .unwrap_or(matching.len());
+            let end = (start + PAIRS).min(matching.len());
+            let next = (end < matching.len())
+                .then(|| matching[..end].last().map(|(pair, ..)| format!("{}/{}", pair.0, pair.1)))
+                .flatten();
+            let shown = &mut matching[start..end];
+            if !filter.reads_cells() {
+                for (_, i, row) in shown.iter_mut() {
+                    with_cells(*i, row);
+                }
+            }
+            let mut suites: Vec<String> = shown
+                .iter()
+                .flat_map(|(_, i, _)| &runs[*i][0].digests)
+                .flat_map(|d| d.suites.iter().map(|s| s.name.clone()))
+                .collect();
+            sort_suites(&mut suites);
+            let distinct = |f: fn(&(String, String)) -> &String| {
+                let mut values: Vec<&String> = pairs.iter().map(f).collect();
+                values.sort();
+                values.dedup();
+                values
+            };
+            Ok(json!({"suites": suites, "rows": shown.iter().map(|(_, _, row)| row).collect::<Vec<_>>(),
+                "next": next, "matching": matching.len(), "pairs": pairs.len(), "platforms": distinct(|p| &p.0),
+                "browsers": distinct(|p| &p.1), "labels": variants, "rules": classes::rules()}))
+        })
+    }
+
+    /// A pair's runs, newest first, [`PAGE`] at a time after the run `after` (paged by key),
+    /// with the tests that both passed and failed at one commit (or version) among them.
+    pub fn history(&self, platform: &str, browser: &str, after: Option<&str>) -> View {
+        pair_prefix(platform, browser)?;
+        if let Some(after) = after {
+            if pair_of(after)? != (platform.to_string(), browser.to_string()) {
+                return Err(ViewError::BadRequest(format!("after {after:?} is not a run of {platform}/{browser}")));
+            }
+        }
+        self.view(|db| {
+            let (page, next) = paged(pair_runs(db, platform, browser, after, PAGE + 1)?);
+            let loaded = load_runs(db, &page)?;
+            let flaky: Vec<Value> = flaky(&loaded)
+                .into_iter()
+                .map(|(basis, (suite, name, _))| json!({"basis": basis, "suite": suite, "name": name}))
+                .collect();
+            Ok(json!({"platform": platform, "browser": browser,
+                "runs": loaded.iter().map(brief).collect::<Vec<_>>(), "next": next, "flaky": flaky}))
+        })
+    }
+
+    /// The latest runs across every pair, newest first, [`PAGE`] at a time after `after`.
+    pub fn latest(&self, after: Option<&str>) -> View {
+        let after = match after {
+            None => None,
+            Some(key) => {
+                let (platform, browser) = pair_of(key)?;
+                Some(Key::Array(vec![run_segment(key).into(), platform.into(), browser.into()]))
+            }
+        };
+        self.view(|db| {
+            let mut scan = ScanOptions::new().index("run").unique().limit(PAGE + 1);
+            if let Some(after) = after {
+                scan = scan.range(KeyRange::lower(after, true));
+            }
+            // Paged by the listing's keys, so that a name outside the layout cannot end the pages.
+            let found = keys(db, "results-meta", scan)?;
+            let page = run_keys(&found[..found.len().min(PAGE)]);
+            let next = (found.len() > PAGE).then(|| page.last().cloned()).flatten();
+            let loaded = load_runs(db, &page)?;
+            Ok(json!({"runs": loaded.iter().map(brief).collect::<Vec<_>>(), "next": next}))
+        })
+    }
+
+    /// Each pair's newest run as [`Viewer::run`] shows it, the pairs weighed once for all
+    /// (for `export`).
+    pub fn newest_run_views(&self) -> View {
+        self.view(|db| {
+            let kept = self.newest(db)?;
+            let newest = newest_runs(db, &kept.pairs)?;
+            let weighed = Pairs::new(&kept.seen);
+            let views = newest
+                .iter()
+                .filter_map(|runs| runs.first())
+                .map(|run| run_view(db, run, &weighed))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(json!({"runs": views}))
+        })
+    }
+}

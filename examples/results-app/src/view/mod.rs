@@ -1,0 +1,339 @@
+//! The page's views, read from the bucket only through the library (`runs.rs`), a file per kind
+//! of view (`matrix`, `run`, `by_test`, `commit`), each an `impl Viewer` block sharing what this
+//! file holds (the viewer, its database and its memo of every pair's newest runs): the matrix (the
+//! seed's home view: `keys` on `results-meta` by `platform, browser`, unique, then `values_of` on
+//! `results`; every pair, paged and filtered here), a pair's history, one run, the latest runs
+//! across pairs, the diff of two runs, the top failures, a test's history and a search, each with
+//! what it cost in bucket requests (the library's own accounting).
+//!
+//! Everything read from the bucket is untrusted: a body that is not a run becomes a row that
+//! says so, and the views carry only counts, labels and texts, never markup.
+
+mod by_test;
+mod commit;
+mod matrix;
+mod run;
+#[cfg(test)]
+pub(crate) mod tests;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use objstore_db::rsapi::{AsValue, Db, Freshness};
+use objstore_db_core::{Key, KeyRange, MechanismKind, ScanOptions};
+use serde_json::{json, Map, Value};
+
+use crate::classes::{self, classify, Pairs, Seen, TestId, Weighed};
+use crate::digest;
+use crate::filter::MatrixFilter;
+use crate::fingerprint::{self, Failure};
+use crate::format::{check_label, is_run_segment, pair_matches, sort_suites, Status, Test};
+use crate::history::{self, Outcome};
+use crate::post::{call, open_and_wait, Target};
+use crate::rows::{brief, cells, digest_brief, evidence, flaky, labels};
+use crate::runs::{
+    all_pairs, digested, each_pair_files, identified, keys, load_runs, newest_digested, newest_runs, pair_files,
+    pair_of, pair_prefix, pair_runs, run_keys, run_segment, Digested, Loaded,
+};
+
+/// The pairs the matrix shows at a time (the seed's limit, now a page).
+pub const PAIRS: usize = 50;
+/// The runs a history or the latest-runs page shows at a time.
+pub const PAGE: usize = 25;
+/// The most tests a search answers with.
+pub const FOUND: usize = 100;
+/// Adds `requests` made outside the view's database (the quarantine's GET) to what it cost.
+pub fn add_requests(view: &mut Value, requests: u64) {
+    if requests > 0 {
+        let cost = &mut view["cost"];
+        cost["requests"] = json!(cost["requests"].as_u64().unwrap_or(0) + requests);
+        cost["byKind"]["GET"] = json!(cost["byKind"]["GET"].as_u64().unwrap_or(0) + requests);
+    }
+}
+
+/// How many of its last runs a quarantined test must have passed on every pair it covers
+/// before the page suggests releasing it.
+pub const RELEASE_AFTER: usize = 20;
+/// The most build-variant labels (`key=value`) the matrix offers as a filter.
+pub const VARIANTS: usize = 200;
+/// How many of each pair's newest runs the commit view looks through for the commit.
+pub const COMMIT_RUNS: usize = 25;
+
+/// Reads the results bucket through a database of its own (its cache).
+pub struct Viewer {
+    db: Db,
+    /// The bucket, for what lives beside the runs (the quarantine).
+    target: Target,
+    /// One view at a time, so that the requests counted during a view are that view's.
+    building: Mutex<()>,
+    /// Run keys found naming no files lately, and when: asked again, they cost no listing.
+    missing: Mutex<HashMap<String, Instant>>,
+    /// The files a writer beside this viewer stored, and how many the last view had seen.
+    followed: Mutex<Option<(Arc<AtomicU64>, u64)>>,
+    /// The bucket requests the library made before the view being built began.
+    requests: AtomicU64,
+    /// Every pair's newest runs as of when the library had made that many requests.
+    newest: Mutex<Option<(u64, Arc<Newest>)>>,
+}
+
+/// Every pair with its newest runs ([`classes::BROKEN_RUNS`]), as digests and as the classes
+/// weigh them.
+struct Newest {
+    pairs: Vec<(String, String)>,
+    runs: Vec<Vec<Digested>>,
+    seen: Vec<Vec<Seen>>,
+}
+
+/// How long a run found missing is answered from memory.
+const MISSING_FOR: Duration = Duration::from_secs(10);
+/// Missing runs remembered at most (a loop of made-up keys must not grow it without bound).
+const MISSING_REMEMBERED: usize = 10_000;
+
+/// A view's answer: its data, and what it cost.
+pub type View = Result<Value, ViewError>;
+
+#[derive(Debug)]
+pub enum ViewError {
+    /// The request named something wrong (a key outside the layout, an unknown pair).
+    BadRequest(String),
+    NotFound(String),
+    /// The library or the bucket failed.
+    Failed(String),
+}
+
+impl std::fmt::Display for ViewError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ViewError::BadRequest(why) | ViewError::NotFound(why) | ViewError::Failed(why) => f.write_str(why),
+        }
+    }
+}
+
+impl From<String> for ViewError {
+    fn from(why: String) -> ViewError {
+        ViewError::Failed(why)
+    }
+}
+
+impl Viewer {
+    /// Opens the cache at `cache` (a SQLite file; created with its folder when missing).
+    pub fn open(target: &Target, cache: &Path) -> Result<Viewer, String> {
+        if let Some(dir) = cache.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+        }
+        let path = cache.to_str().ok_or_else(|| format!("the cache path {} is not UTF-8", cache.display()))?;
+        let db = open_and_wait(path, &schema(target), MechanismKind::Sqlite)
+            .map_err(|e| format!("opening the cache {}: {e}", cache.display()))?;
+        Ok(Viewer {
+            db,
+            target: target.clone(),
+            building: Mutex::new(()),
+            missing: Mutex::default(),
+            followed: Mutex::default(),
+            requests: AtomicU64::default(),
+            newest: Mutex::default(),
+        })
+    }
+
+    /// Follows a writer's stored count (the collector's): a view after it stored a file lists
+    /// the bucket again, whatever the refractory period, so that what was posted shows at once.
+    pub fn follow(&self, stored: Arc<AtomicU64>) {
+        let seen = stored.load(Ordering::Relaxed);
+        *self.followed.lock().unwrap_or_else(|p| p.into_inner()) = Some((stored, seen));
+    }
+
+    /// Lists again when the followed writer stored something since the last view.
+    fn catch_up(&self, db: &Db) -> Result<(), ViewError> {
+        let mut followed = self.followed.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((stored, seen)) = followed.as_mut() {
+            let now = stored.load(Ordering::Relaxed);
+            if now != *seen {
+                call(|done| db.prefetch("results-meta", done))?;
+                *seen = now;
+            }
+        }
+        Ok(())
+    }
+
+    /// The run under `key` with its files. One the listing does not have may have been posted
+    /// a moment ago: the bucket is listed again (with the change log, one LIST) before it is a
+    /// 404, which is then remembered for [`MISSING_FOR`], so a made-up key costs one listing.
+    fn find_run(&self, db: &Db, key: &str) -> Result<Loaded, ViewError> {
+        let not_found = || ViewError::NotFound(format!("no run {key:?}"));
+        {
+            let mut missing = self.missing.lock().unwrap_or_else(|p| p.into_inner());
+            missing.retain(|_, at| at.elapsed() < MISSING_FOR);
+            if missing.contains_key(key) {
+                return Err(not_found());
+            }
+        }
+        let loaded = load_runs(db, &[key.to_string()])?.remove(0);
+        if !loaded.files.is_empty() {
+            return Ok(loaded);
+        }
+        call(|done| db.prefetch("results-meta", done))?;
+        let loaded = load_runs(db, &[key.to_string()])?.remove(0);
+        if !loaded.files.is_empty() {
+            return Ok(loaded);
+        }
+        let mut missing = self.missing.lock().unwrap_or_else(|p| p.into_inner());
+        if missing.len() >= MISSING_REMEMBERED {
+            missing.clear();
+        }
+        missing.insert(key.to_string(), Instant::now());
+        Err(not_found())
+    }
+
+    /// Lists the bucket now, whatever the refractory period (after this process wrote to it).
+    pub fn relist(&self) -> Result<(), String> {
+        call(|done| self.db.prefetch("results-meta", done))
+    }
+
+    /// Builds a view with `build`, adding `"cost"`: the bucket requests it made.
+    fn view(&self, build: impl FnOnce(&Db) -> View) -> View {
+        let _one = self.building.lock().unwrap_or_else(|p| p.into_inner());
+        // Requests between views (revalidations in the background) count as made, not as this
+        // view's.
+        self.requests.fetch_add(requests_in(&self.db.sync_stats(true)), Ordering::Relaxed);
+        self.catch_up(&self.db)?;
+        let built = build(&self.db);
+        let stats = self.db.sync_stats(true);
+        self.requests.fetch_add(requests_in(&stats), Ordering::Relaxed);
+        let mut view = built?;
+        let by_kind: Map<String, Value> = stats["requests"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(kind, by_status)| {
+                (
+                    kind.clone(),
+                    json!(by_status.as_object().map_or(0, |s| s.values().filter_map(Value::as_u64).sum::<u64>())),
+                )
+            })
+            .collect();
+        view["cost"] = json!({"requests": stats["total"], "byKind": by_kind,
+            "bytesIn": stats["bytesReceived"], "usd": stats["costUsd"], "usdBy": stats["costsUsd"]});
+        Ok(view)
+    }
+
+    /// Every pair with its newest runs (listed first when the refractory period is over). The
+    /// cache changes only through a bucket request, so they are worked out again only after the
+    /// library made one: a warm reload of the matrix reads one scan, not one per pair.
+    fn newest(&self, db: &Db) -> Result<Arc<Newest>, ViewError> {
+        let pairs = all_pairs(db)?;
+        let made = |db: &Db| self.requests.load(Ordering::Relaxed) + requests_in(&db.sync_stats(false));
+        let mut kept = self.newest.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, newest)) = kept.as_ref().filter(|(at, n)| *at == made(db) && n.pairs == pairs) {
+            return Ok(newest.clone());
+        }
+        let runs = newest_digested(db, &pairs)?;
+        let seen = runs.iter().map(|runs| runs.iter().map(Digested::seen).collect()).collect();
+        let newest = Arc::new(Newest { pairs, runs, seen });
+        *kept = Some((made(db), newest.clone()));
+        Ok(newest)
+    }
+}
+
+impl Drop for Viewer {
+    fn drop(&mut self) {
+        self.db.close_and_join();
+    }
+}
+
+/// One run's view (see [`Viewer::run`]), its classes weighed against the pair's runs before it
+/// and `pairs` (every pair's newest runs).
+fn run_view(db: &Db, this: &Loaded, pairs: &Pairs) -> View {
+    if this.reports().next().is_none() {
+        return Ok(brief(this));
+    }
+    let earlier = digested(db, pair_files(db, &this.platform, &this.browser, Some(&this.key), PAGE)?)?;
+    let previous = earlier.first().map(|d| d.key.clone());
+    let earlier: Vec<Seen> = earlier.iter().map(Digested::seen).collect();
+    let e = evidence(&earlier, pairs);
+    let this_digested = Digested::of(this);
+    let this_seen = this_digested.seen();
+    let tests: Vec<Value> = this
+        .files
+        .iter()
+        .enumerate()
+        .filter_map(|(file, f)| f.run.as_ref().ok().map(|run| (file, run)))
+        .flat_map(|(file, run)| run.results.tests.iter().zip(digest::ids(run)).map(move |(t, id)| (file, t, id)))
+        .map(|(file, t, id)| {
+            let mut test = json!({"name": t.name, "suite": t.suite, "status": t.status,
+                "duration": t.duration, "file": file});
+            if let Some(message) = &t.message {
+                test["message"] = json!(message);
+            }
+            // The trace, output and earlier attempts, under CTRF's names; a pass on a retry is
+            // flaky too.
+            if let Ok(Value::Object(detail)) = serde_json::to_value(&t.detail) {
+                for (field, value) in detail {
+                    test[field] = value;
+                }
+            }
+            // A retry counts where the test passed in the end, as the digests record it.
+            let retried = t.detail.flaky && t.status == Status::Passed;
+            let weighed = Weighed { suite: &t.suite, id, status: t.status, retried };
+            let classes = classify(&weighed, &this_seen, &e);
+            test["flaky"] = json!(classes.iter().any(|c| c["class"] == "flaky"));
+            test["classes"] = json!(classes);
+            test
+        })
+        .collect();
+    let mut view = brief(this);
+    view["files"] = json!(this
+        .files
+        .iter()
+        .map(|f| match &f.run {
+            Ok(run) => json!({"key": f.key, "file": run.ci.file, "job": run.ci.job, "tool": run.results.tool,
+                "version": run.version, "tests": run.results.tests.len()}),
+            Err(why) => json!({"key": f.key, "error": why}),
+        })
+        .collect::<Vec<_>>());
+    view["labels"] = labels(&this_digested.digests);
+    view["tests"] = json!(tests);
+    view["rules"] = classes::rules();
+    view["previous"] = json!(previous);
+    Ok(view)
+}
+
+/// The bucket requests `stats` (the library's `sync_stats`) counts.
+fn requests_in(stats: &Value) -> u64 {
+    stats["total"].as_u64().unwrap_or(0)
+}
+
+/// Whether a commit as a digest carries it (its first 12 characters) is the commit `prefix`
+/// names: it starts with the prefix, or is a whole 12-character prefix of it.
+fn commit_matches(commit: &str, prefix: &str) -> bool {
+    commit.starts_with(prefix) || (commit.len() == digest::COMMIT_CHARS && prefix.starts_with(commit))
+}
+
+/// The viewer's stores: `results` as the writers have it, and `results-meta`, one record per
+/// object from the listing, its labels from the key layout, with the indexes the views need:
+/// every pair (its first name) and every run across pairs, newest first; a pair's runs are a
+/// range of names.
+fn schema(target: &Target) -> Value {
+    let mut schema = target.schema();
+    let mut options = schema["stores"][0]["Sync"]["Options"].clone();
+    options.as_object_mut().expect("the options are an object").remove("metadata");
+    options["keyLayout"] = json!("{platform}/{browser}/{run}/{file}");
+    schema["stores"].as_array_mut().expect("a list of stores").push(json!({
+        "name": "results-meta", "keyPath": "name",
+        "indexes": [
+            {"name": "platform, browser", "keyPath": ["metadata.platform", "metadata.browser"]},
+            {"name": "run", "keyPath": ["metadata.run", "metadata.platform", "metadata.browser"]}],
+        "Sync": {"format": "objstore-meta", "prefetch": "meta", "Options": options}}));
+    schema
+}
+
+/// Splits one more than a page into the page and the key to continue after.
+fn paged(mut keys: Vec<String>) -> (Vec<String>, Option<String>) {
+    let next = (keys.len() > PAGE).then(|| {
+        keys.truncate(PAGE);
+        keys.last().cloned().unwrap_or_default()
+    });
+    (keys, next)
+}

@@ -1,0 +1,94 @@
+//! One run (by key, or a CI run of many files by its id) with its classes, and the diff of
+//! two runs.
+
+use super::*;
+
+impl Viewer {
+    /// One run: its files and tests, each test with its classes (new failure, flaky, broken,
+    /// divergent: [`classes::RULES`]) weighed against the pair's [`PAGE`] runs before it and
+    /// every pair's newest runs; and the pair's previous run, to diff against.
+    pub fn run(&self, key: &str) -> View {
+        pair_of(key)?;
+        let key = key.to_string();
+        self.view(move |db| {
+            let this = self.find_run(db, &key)?;
+            run_view(db, &this, &Pairs::new(&self.newest(db)?.seen))
+        })
+    }
+
+    /// Every pair's part of CI run `id` (the files posted with `--run ID` or from one CI run),
+    /// each as [`Viewer::run`] shows it: the run's anchor names its segment, the `run` index
+    /// finds its pairs. A run nobody anchored is not found.
+    pub fn ci_run(&self, id: &str) -> View {
+        check_label("run", id).map_err(ViewError::BadRequest)?;
+        self.view(|db| {
+            let anchor = format!(".runs/{id}");
+            let anchor = call(|done| db.get(None, "results", Key::from(anchor), Freshness::Cached, AsValue, done))?;
+            let not_found = || {
+                ViewError::NotFound(format!("no run {id:?} in the bucket (runs posted with --run or from CI have one)"))
+            };
+            let segment = anchor["segment"].as_str().filter(|s| is_run_segment(s, id)).ok_or_else(not_found)?;
+            let (lower, upper) = (Key::Array(vec![segment.into()]), Key::Array(vec![format!("{segment}\u{0}").into()]));
+            let found = keys(
+                db,
+                "results-meta",
+                ScanOptions::new().index("run").range(KeyRange::bound(lower, upper, false, true)),
+            )?;
+            let runs = load_runs(db, &run_keys(&found))?;
+            if runs.is_empty() {
+                return Err(not_found());
+            }
+            let newest = self.newest(db)?;
+            let weighed = Pairs::new(&newest.seen);
+            let views = runs.iter().map(|run| run_view(db, run, &weighed)).collect::<Result<Vec<_>, _>>()?;
+            Ok(json!({"run": id, "runs": views}))
+        })
+    }
+
+    /// What changed from run `from` to run `to`: tests newly failing, newly passing, added and
+    /// removed (a test is its suite, name and occurrence).
+    pub fn diff(&self, from: &str, to: &str) -> View {
+        for key in [from, to] {
+            pair_of(key)?;
+        }
+        let keys = [from.to_string(), to.to_string()];
+        self.view(move |db| {
+            let mut loaded = Vec::new();
+            for key in &keys {
+                let run = self.find_run(db, key)?;
+                if run.reports().next().is_none() {
+                    let why = run.files.iter().find_map(|f| f.run.as_ref().err()).cloned().unwrap_or_default();
+                    return Err(ViewError::Failed(format!("run {key:?} cannot be read: {why}")));
+                }
+                loaded.push(run);
+            }
+            let index = |run: &Loaded| -> BTreeMap<TestId, Test> {
+                identified(run.tests()).map(|(id, (_, t))| (id, t.clone())).collect()
+            };
+            let (before, after) = (index(&loaded[0]), index(&loaded[1]));
+            let entry = |t: &Test| {
+                let mut e = json!({"suite": t.suite, "name": t.name, "status": t.status});
+                if let Some(m) = &t.message {
+                    e["message"] = json!(m);
+                }
+                e
+            };
+            let (mut failing, mut passing, mut added, mut removed) = (vec![], vec![], vec![], vec![]);
+            for (id, t) in &after {
+                match before.get(id) {
+                    None => added.push(entry(t)),
+                    Some(b) if b.status != Status::Failed && t.status == Status::Failed => failing.push(entry(t)),
+                    Some(b) if b.status == Status::Failed && t.status == Status::Passed => passing.push(entry(t)),
+                    Some(_) => {}
+                }
+            }
+            for (id, t) in &before {
+                if !after.contains_key(id) {
+                    removed.push(entry(t));
+                }
+            }
+            Ok(json!({"from": brief(&loaded[0]), "to": brief(&loaded[1]), "newlyFailing": failing,
+                "newlyPassing": passing, "added": added, "removed": removed}))
+        })
+    }
+}

@@ -1,0 +1,141 @@
+//! The views' tests, and the helpers other modules' tests share (a report, a file:// target).
+
+use super::*;
+use crate::format::Run;
+
+/// A report of `tests` (linux/c, version 1) started at `start`, at `commit`.
+pub(crate) fn report(start: u64, commit: Option<&str>, tests: Value) -> Run {
+    let mut run: Run = serde_json::from_value(json!({"platform": "linux", "browser": "c", "version": "1",
+        "results": {"tool": {"name": "ctest"}, "summary": {"tests": 0, "passed": 0, "failed": 0, "skipped": 0,
+            "pending": 0, "other": 0, "start": start, "stop": start}, "tests": tests}}))
+    .unwrap();
+    run.results.summary = crate::format::Summary::of(&run.results.tests, start, start);
+    run.ci.commit = commit.map(str::to_string);
+    run
+}
+
+/// A `file://` bucket named `results` under `root`.
+fn file_target(root: &Path) -> Target {
+    Target { endpoint: format!("file://{}", root.display()), bucket: "results".into(), prefix: String::new() }
+}
+
+fn one(suite: &str, name: &str, status: &str) -> Value {
+    json!({"name": name, "status": status, "duration": 1, "suite": suite})
+}
+
+/// A run's age counts from when its reports say it ran (the earliest), not from when it
+/// was posted.
+/// The runs' objects of a file:// bucket's folder (not the change log, anchors or records).
+fn objects(root: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut pending = vec![root.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for path in std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.path()) {
+            if path.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')) {
+                continue;
+            }
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                found.push(path.strip_prefix(root).unwrap().display().to_string());
+            }
+        }
+    }
+    found
+}
+
+/// The matrix drawn from the names' digests, with no GET, is the matrix drawn from the
+/// bodies: the same bucket with its names stripped of their digests gives the same rows.
+#[test]
+fn the_matrix_from_names_is_the_matrix_from_bodies() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = file_target;
+    let named = dir.path().join("named");
+    let writer = crate::post::Writer::open(&target(&named)).unwrap();
+    let mut at = 1_795_000_000_000;
+    for (platform, commit, a, b) in [
+        ("linux", "c1", "passed", "passed"),
+        ("linux", "c2", "failed", "passed"),
+        ("mac", "c1", "passed", "failed"),
+        ("mac", "c2", "passed", "failed"),
+        ("win", "c2", "failed", "skipped"),
+    ] {
+        let mut run =
+            report(at, Some(commit), json!([one("crud", "a", a), one("crud", "b", b), one("sql", "c", "passed")]));
+        run.platform = platform.into();
+        run.results.environment.insert("build".into(), json!("debug"));
+        writer.store(&run).unwrap();
+        at += 1000;
+    }
+    drop(writer);
+    // The same objects under names without digests (and no change log: a full listing).
+    let stripped = dir.path().join("stripped");
+    for key in objects(&named.join("results")) {
+        let (run, file) = key.rsplit_once('/').unwrap();
+        let to = stripped.join("results").join(run).join(file.split('.').next().unwrap());
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(named.join("results").join(&key), to).unwrap();
+    }
+    let matrix = |root: &Path| {
+        let viewer = Viewer::open(&target(root), &root.with_extension("cache.sqlite3")).unwrap();
+        viewer.matrix(&MatrixFilter::default()).unwrap()
+    };
+    let (from_names, from_bodies) = (matrix(&named), matrix(&stripped));
+    assert_eq!(from_names["cost"]["byKind"].get("GET"), None, "{}", from_names["cost"]);
+    assert_eq!(from_bodies["cost"]["byKind"]["GET"], 5, "{}", from_bodies["cost"]);
+    assert_eq!(from_names["rows"], from_bodies["rows"]);
+    // At c2, a failed on linux (passed before: new) and win, passed on mac; b passed on
+    // linux, failed on mac (as before: not new) and did not run on win.
+    let classes: Vec<&Value> = (0..3).map(|i| &from_names["rows"][i]["cells"]["crud"]["classes"]).collect();
+    assert_eq!(
+        classes,
+        [&json!({"new failure": 1, "divergent": 2}), &json!({"divergent": 2}), &json!({"divergent": 1})]
+    );
+    assert_eq!(from_names["rows"][0]["labels"], json!({"build": "debug"}));
+}
+
+/// A run of more files than the first scan of its pair's names takes is read whole, and the
+/// run before it too, while the other pairs' scans, asked with it, answer theirs.
+#[test]
+fn a_run_of_many_files_is_read_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = file_target(dir.path());
+    let writer = crate::post::Writer::open(&target).unwrap();
+    for (platform, run, files) in [("linux", "old", 1), ("linux", "big", 60), ("mac", "one", 2)] {
+        for i in 0..files {
+            let mut report = report(1_795_000_000_000, None, json!([one("crud", &format!("t{i}"), "passed")]));
+            report.platform = platform.into();
+            report.ci.run = Some(run.into());
+            writer.store(&report).unwrap();
+        }
+    }
+    drop(writer);
+    let viewer = Viewer::open(&target, &dir.path().join("cache.sqlite3")).unwrap();
+    let pairs = [("linux".into(), "c".into()), ("mac".into(), "c".into())];
+    let newest = newest_digested(&viewer.db, &pairs).unwrap();
+    let found: Vec<Vec<(usize, &str)>> =
+        newest.iter().map(|runs| runs.iter().map(|d| (d.files, d.key.rsplit('-').next().unwrap())).collect()).collect();
+    assert_eq!(found, [vec![(60, "big"), (1, "old")], vec![(2, "one")]]);
+    let matrix = viewer.matrix(&MatrixFilter::default()).unwrap();
+    assert_eq!(matrix["rows"][0]["cells"]["crud"]["passed"], 60, "{matrix}");
+}
+
+/// The pairs' newest runs are kept between views only while the library makes no bucket
+/// request: a listing that finds a new run shows it in the next matrix.
+#[test]
+fn a_listing_that_finds_a_new_run_shows_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = file_target(dir.path());
+    let writer = crate::post::Writer::open(&target).unwrap();
+    writer.store(&report(1_795_000_000_000, Some("c1"), json!([one("crud", "a", "passed")]))).unwrap();
+    let viewer = Viewer::open(&target, &dir.path().join("cache.sqlite3")).unwrap();
+    let newest_commit = |viewer: &Viewer| {
+        let matrix = viewer.matrix(&MatrixFilter::default()).unwrap();
+        (matrix["rows"][0]["ci"]["commit"].clone(), matrix["rows"][0]["cells"]["crud"]["failed"].clone())
+    };
+    assert_eq!(newest_commit(&viewer), (json!("c1"), json!(0)));
+    assert_eq!(newest_commit(&viewer), (json!("c1"), json!(0)), "kept, without a request");
+    writer.store(&report(1_795_000_001_000, Some("c2"), json!([one("crud", "a", "failed")]))).unwrap();
+    viewer.relist().unwrap();
+    assert_eq!(newest_commit(&viewer), (json!("c2"), json!(1)));
+}
