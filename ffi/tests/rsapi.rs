@@ -443,6 +443,30 @@ fn a_prefetch_of_an_unsynced_store_is_an_invalid_argument() {
     close(&plain);
 }
 
+/// Sync requests made while the database is still opening (the agent is made by the open, on
+/// the worker) wait for the open instead of finding no synced store, and offline asked for in
+/// that window holds.
+#[test]
+fn sync_requests_made_while_the_database_opens_wait_for_the_open() {
+    let dir = TempDir::new().unwrap();
+    let endpoint = format!("file://{}", dir.path().join("bucket").display());
+    let schema = json!({"stores": [{"name": "synced", "Sync": {"format": "objstore", "Options": {"bucket": "b", "endpoint": endpoint}}}]});
+    let (tx, opened) = mpsc::channel();
+    let path = dir.path().join("o.sqlite3");
+    let options = json::open_options(None).unwrap();
+    let db =
+        Db::open(path.to_str().unwrap(), as_schema(&schema), &options, move |r| tx.send(r.map(drop)).unwrap()).unwrap();
+    db.set_offline(true).unwrap();
+    let report = wait(|done| db.flush(done)).unwrap();
+    assert_eq!(report["pending"], json!(0), "{report}");
+    opened.recv().unwrap().unwrap();
+    wait(|done| db.put(None, "synced", json!({"n": 1}), Some(Key::from("a")), done)).unwrap();
+    let report = wait(|done| db.flush(done)).unwrap();
+    assert!(report["offline"].as_str().is_some_and(|why| why.contains("offline")), "{report}");
+    assert_eq!(report["pending"], json!(1), "{report}");
+    close(&db);
+}
+
 /// The home view's read (a unique scan of the index over the layout's first two fields) of a
 /// cold store lists only the first name of each pair; any other read then lists it in full.
 #[test]

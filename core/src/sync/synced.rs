@@ -4,6 +4,7 @@
 //! (`sync::reads`), sends the outbox after writes, and stops the threads at close. A database
 //! without synced stores is an `AsyncDatabase` and nothing more.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::agent::{Agent, FlushReport};
@@ -27,6 +28,10 @@ struct Shared {
     exec: Arc<AsyncDatabase>,
     /// Set on the worker right after open when the schema has synced stores.
     agent: Arc<OnceLock<Arc<Agent>>>,
+    /// Whether the open has completed: until then an agent job waits for it on the worker.
+    opened: Arc<AtomicBool>,
+    /// Offline as last asked, for an agent made after the asking (during the open).
+    offline_asked: Arc<Mutex<Option<bool>>>,
     runner: OnceLock<Runner>,
     sync_threads: usize,
 }
@@ -65,7 +70,9 @@ impl SyncedDatabase {
         done: impl FnOnce(Result<()>) + Send + 'static,
     ) -> Result<SyncedDatabase> {
         let agent: Arc<OnceLock<Arc<Agent>>> = Arc::default();
-        let slot = agent.clone();
+        let offline_asked: Arc<Mutex<Option<bool>>> = Arc::default();
+        let opened = Arc::new(AtomicBool::new(false));
+        let (slot, asked, settled) = (agent.clone(), offline_asked.clone(), opened.clone());
         let exec = AsyncDatabase::open_with(
             name,
             schema,
@@ -73,15 +80,23 @@ impl SyncedDatabase {
             move |db| {
                 let mut warnings = Vec::new();
                 if Agent::is_needed(db.schema()) {
-                    let agent = Agent::new(db)?;
+                    let agent = Arc::new(Agent::new(db)?);
                     warnings = agent.warnings();
-                    let _ = slot.set(Arc::new(agent));
+                    let _ = slot.set(agent.clone());
+                    // Read after the agent is in place: set_offline either sees it or is seen.
+                    if let Some(offline) = *asked.lock().unwrap_or_else(|p| p.into_inner()) {
+                        agent.set_offline(offline);
+                    }
                 }
                 prepare(db, warnings)
             },
-            done,
+            move |r| {
+                settled.store(true, Ordering::Release);
+                done(r)
+            },
         )?;
-        let shared = Shared { exec: Arc::new(exec), agent, runner: OnceLock::new(), sync_threads };
+        let shared =
+            Shared { exec: Arc::new(exec), agent, opened, offline_asked, runner: OnceLock::new(), sync_threads };
         Ok(SyncedDatabase { shared: Arc::new(shared) })
     }
 
@@ -140,8 +155,33 @@ impl SyncedDatabase {
 
     /// Runs `job` on the agent's threads, reaching the database through ordinary requests;
     /// `done` gets its result. `InvalidArgument` when the database has no synced store; an
-    /// `Err` from the call means the job was not queued, and `done` is never called.
+    /// `Err` from the call means the job was not queued, and `done` is never called. A job asked
+    /// for while the database is opening waits for the open (the agent is made there), and
+    /// completes with its error if it fails.
     pub fn agent_job<T: Send + 'static>(
+        &self,
+        token: Token,
+        job: impl FnOnce(&Agent, &mut Remote, &Token) -> Result<T> + Send + 'static,
+        done: impl FnOnce(Result<T>) + Send + 'static,
+    ) -> Result<()> {
+        if self.shared.opened.load(Ordering::Acquire) {
+            return self.start_job(token, job, done);
+        }
+        let (front, done) = (self.clone(), once(done));
+        let answer = done.clone();
+        self.shared.exec.submit(
+            |_| Ok(()),
+            move |opened: Result<()>| {
+                let started = opened.and_then(|()| front.start_job(token, job, move |r| call(&answer, r)));
+                if let Err(e) = started {
+                    call(&done, Err(e));
+                }
+            },
+        )
+    }
+
+    /// Queues `job` on the agent's threads (see [`SyncedDatabase::agent_job`]).
+    fn start_job<T: Send + 'static>(
         &self,
         token: Token,
         job: impl FnOnce(&Agent, &mut Remote, &Token) -> Result<T> + Send + 'static,
@@ -172,6 +212,8 @@ impl SyncedDatabase {
     /// Offline, the agent makes no requests: reads serve the cache, writes wait in the outbox.
     /// Back online, the outbox is sent.
     pub fn set_offline(&self, offline: bool) {
+        // Kept for an agent the open is still making (see `open`).
+        *self.shared.offline_asked.lock().unwrap_or_else(|p| p.into_inner()) = Some(offline);
         if let Some(agent) = self.shared.agent.get() {
             agent.set_offline(offline);
             if !offline {
