@@ -265,6 +265,13 @@ impl Database {
         })
     }
 
+    /// Whether `store` was ever listed into this database (its local copy is a prefetched
+    /// one): one row read, where [`Database::store_state`] reads every object's.
+    pub fn was_prefetched(&mut self, store: &str) -> Result<bool> {
+        self.synced_or_error(store)?;
+        Ok(state::prefetched_at(self.mech_mut(), store)?.is_some())
+    }
+
     /// Validators and held objects of a synced store, for a prefetch.
     pub fn store_state(&mut self, store: &str) -> Result<StoreState> {
         self.store_state_of(store, None)

@@ -121,7 +121,7 @@ pub fn need(agent: &Agent, db: &mut Database, read: &ReadScope) -> Result<Option
     let fresh = fresh_read && !agent.refractory_fresh(store);
     let first_per_pair = read.scan.as_ref().is_some_and(|scan| agent.reads_first_per_pair(store, scan));
     if agent.prefetches(store) && (fresh || !agent.listed_for(store, first_per_pair)) {
-        let cached = !fresh && db.store_state(store)?.prefetched;
+        let cached = !fresh && db.was_prefetched(store)?;
         return Ok(Some(Need::Prefetch { store: store.clone(), cached, first_per_pair, asked: Instant::now() }));
     }
     Ok(None)
