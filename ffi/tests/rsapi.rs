@@ -465,6 +465,16 @@ fn sync_requests_made_while_the_database_opens_wait_for_the_open() {
     assert!(report["offline"].as_str().is_some_and(|why| why.contains("offline")), "{report}");
     assert_eq!(report["pending"], json!(1), "{report}");
     close(&db);
+    // A schema with no synced store: refused by the call itself, opening or not.
+    let (tx, opened) = mpsc::channel();
+    let plain = dir.path().join("plain.sqlite3");
+    let db =
+        Db::open(plain.to_str().unwrap(), as_schema(&local_schema()), &options, move |r| tx.send(r.map(drop)).unwrap())
+            .unwrap();
+    let refused = db.flush(|_| panic!("a refused request never calls back")).unwrap_err();
+    assert_eq!(refused.code(), ErrorCode::InvalidArgument, "{refused}");
+    opened.recv().unwrap().unwrap();
+    close(&db);
 }
 
 /// The home view's read (a unique scan of the index over the layout's first two fields) of a

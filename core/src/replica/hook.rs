@@ -80,18 +80,20 @@ impl WriteHook for Replica {
     /// never dropped silently.
     fn migrating(&self, mech: &mut dyn Mechanism, next: &dyn WriteHook) -> Result<()> {
         let next = (next as &dyn Any).downcast_ref::<Replica>();
-        for (store, before) in &self.policies {
-            let after = next.and_then(|n| n.policy(store));
+        // In name order, so that a refusal names the same store every time.
+        for store in self.stores() {
+            let before = &self.policies[&store];
+            let after = next.and_then(|n| n.policy(&store));
             if after.is_some_and(|after| after.objects_at == before.objects_at) {
                 continue;
             }
-            let waiting = state::pending_count(mech, store)?;
+            let waiting = state::pending_count(mech, &store)?;
             if waiting > 0 {
                 return Err(Error::InvalidSchema(format!(
                     "store {store:?} has {waiting} write(s) waiting for its bucket; flush them before the migration changes where (or whether) it syncs"
                 )));
             }
-            state::forget_store(mech, store)?;
+            state::forget_store(mech, &store)?;
         }
         Ok(())
     }

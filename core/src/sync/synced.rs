@@ -30,6 +30,9 @@ struct Shared {
     agent: Arc<OnceLock<Arc<Agent>>>,
     /// Whether the open has completed: until then an agent job waits for it on the worker.
     opened: Arc<AtomicBool>,
+    /// Whether the database may have synced stores: false when the schema given has none, so
+    /// an agent job is refused at once even while opening.
+    may_sync: bool,
     /// Offline as last asked, for an agent made after the asking (during the open).
     offline_asked: Arc<Mutex<Option<bool>>>,
     runner: OnceLock<Runner>,
@@ -41,6 +44,15 @@ type Once<T> = Arc<Mutex<Option<Box<dyn FnOnce(Result<T>) + Send>>>>;
 
 fn once<T>(done: impl FnOnce(Result<T>) + Send + 'static) -> Once<T> {
     Arc::new(Mutex::new(Some(Box::new(done))))
+}
+
+/// A request the closing database stopped on its way completes as cancelled, as close completes
+/// every request still pending; other errors stay what they are.
+fn closed_first(error: Error, name: &str) -> Error {
+    match error {
+        Error::Closed(_) => Error::Cancelled(format!("database {name:?} closed first")),
+        other => other,
+    }
 }
 
 fn call<T>(done: &Once<T>, result: Result<T>) {
@@ -69,6 +81,7 @@ impl SyncedDatabase {
         prepare: impl FnOnce(&mut Database, Vec<String>) -> Result<()> + Send + 'static,
         done: impl FnOnce(Result<()>) + Send + 'static,
     ) -> Result<SyncedDatabase> {
+        let may_sync = schema.as_ref().is_none_or(Agent::is_needed);
         let agent: Arc<OnceLock<Arc<Agent>>> = Arc::default();
         let offline_asked: Arc<Mutex<Option<bool>>> = Arc::default();
         let opened = Arc::new(AtomicBool::new(false));
@@ -95,8 +108,15 @@ impl SyncedDatabase {
                 done(r)
             },
         )?;
-        let shared =
-            Shared { exec: Arc::new(exec), agent, opened, offline_asked, runner: OnceLock::new(), sync_threads };
+        let shared = Shared {
+            exec: Arc::new(exec),
+            agent,
+            opened,
+            may_sync,
+            offline_asked,
+            runner: OnceLock::new(),
+            sync_threads,
+        };
         Ok(SyncedDatabase { shared: Arc::new(shared) })
     }
 
@@ -164,7 +184,7 @@ impl SyncedDatabase {
         job: impl FnOnce(&Agent, &mut Remote, &Token) -> Result<T> + Send + 'static,
         done: impl FnOnce(Result<T>) + Send + 'static,
     ) -> Result<()> {
-        if self.shared.opened.load(Ordering::Acquire) {
+        if self.shared.opened.load(Ordering::Acquire) || !self.shared.may_sync {
             return self.start_job(token, job, done);
         }
         let (front, done) = (self.clone(), once(done));
@@ -174,7 +194,7 @@ impl SyncedDatabase {
             move |opened: Result<()>| {
                 let started = opened.and_then(|()| front.start_job(token, job, move |r| call(&answer, r)));
                 if let Err(e) = started {
-                    call(&done, Err(e));
+                    call(&done, Err(closed_first(e, front.shared.exec.name())));
                 }
             },
         )
@@ -291,6 +311,7 @@ impl Shared {
             return call(&done, Err(Error::Internal("a synced read without a sync agent".into())));
         };
         let exec = self.exec.clone();
+        let name = self.exec.name().to_string();
         let refused = done.clone();
         let queued = runner.run(Box::new(move |agent, _| {
             if let Err(e) = need.run(agent, &mut Remote::new(&exec, token.clone()), &token) {
@@ -305,11 +326,11 @@ impl Shared {
                 move |r| call(&answered, r),
             );
             if let Err(e) = submitted {
-                call(&done, Err(e));
+                call(&done, Err(closed_first(e, &name)));
             }
         }));
         if let Err(e) = queued {
-            call(&refused, Err(e));
+            call(&refused, Err(closed_first(e, self.exec.name())));
         }
     }
 }
