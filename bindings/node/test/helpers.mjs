@@ -34,8 +34,18 @@ export const PEOPLE = [
   { id: 4, name: 'dee', city: 'oslo', age: 41, email: 'dee@x' },
 ];
 
+/** @type {string[]} */
+const tempDirs = [];
+// Each test file runs in its own process: its directories go when it exits, databases still
+// open among them (a leak here once left 6 GB in /tmp over a day of runs).
+process.on('exit', () => {
+  for (const dir of tempDirs) fs.rmSync(dir, { recursive: true, force: true });
+});
+
 export function tempDir() {
-  return fs.mkdtempSync(path.join(os.tmpdir(), 'objstore-node-'));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'objstore-node-'));
+  tempDirs.push(dir);
+  return dir;
 }
 
 /**
