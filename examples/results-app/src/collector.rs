@@ -19,9 +19,10 @@ use axum::{Json, Router};
 use serde_json::json;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
+use crate::error::{AppError, AppResult, Kind};
 use crate::format::{check_label, check_pair_pattern, pair_matches, Ci, Run};
 use crate::ingest::{ingest, Labels};
-use crate::post::{StoreError, Writer};
+use crate::post::Writer;
 
 /// The collector's settings.
 #[derive(Debug, Clone)]
@@ -72,30 +73,31 @@ impl Token {
 /// The tokens of a tokens file (`serve --tokens FILE`): a line per token, the token then the
 /// `platform/runtime` patterns it may write, separated by spaces; `#` starts a comment. A token
 /// is 16 or more printable characters.
-pub fn read_tokens(path: &std::path::Path) -> Result<Vec<Token>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("reading the tokens file {}: {e}", path.display()))?;
+pub fn read_tokens(path: &std::path::Path) -> AppResult<Vec<Token>> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| AppError::internal(format!("reading the tokens file {}: {e}", path.display())))?;
     let mut tokens = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let at = || format!("the tokens file {}, line {}", path.display(), n + 1);
         let mut fields = line.split('#').next().unwrap_or_default().split_whitespace();
         let Some(secret) = fields.next() else { continue };
         if secret.len() < 16 || !secret.bytes().all(|b| b.is_ascii_graphic()) {
-            return Err(format!("{}: a token is 16 or more printable characters", at()));
+            return Err(AppError::bad(format!("{}: a token is 16 or more printable characters", at())));
         }
         let pairs: Vec<String> = fields.map(str::to_string).collect();
         if pairs.is_empty() {
-            return Err(format!(
+            return Err(AppError::bad(format!(
                 "{}: name the pairs the token may write (platform/runtime, * for any run of characters)",
                 at()
-            ));
+            )));
         }
         for pattern in &pairs {
-            check_pair_pattern(pattern).map_err(|why| format!("{}: {why}", at()))?;
+            check_pair_pattern(pattern).map_err(|why| AppError::bad(format!("{}: {why}", at())))?;
         }
         tokens.push(Token { secret: secret.to_string(), pairs: Some(pairs) });
     }
     if tokens.is_empty() {
-        return Err(format!("the tokens file {} names no token", path.display()));
+        return Err(AppError::bad(format!("the tokens file {} names no token", path.display())));
     }
     Ok(tokens)
 }
@@ -137,7 +139,7 @@ pub fn router(config: Config, writer: Writer) -> Router {
         .route(
             "/results",
             post(post_results).fallback(|| async {
-                let mut refused = error(StatusCode::METHOD_NOT_ALLOWED, "POST a run to /results", None);
+                let mut refused = AppError::new(Kind::MethodNotAllowed, "POST a run to /results").into_response();
                 refused.headers_mut().insert(ALLOW, HeaderValue::from_static("POST"));
                 refused
             }),
@@ -145,31 +147,6 @@ pub fn router(config: Config, writer: Writer) -> Router {
         .layer(limit)
         .layer(cors)
         .with_state(app)
-}
-
-/// A refused post, answered as JSON: `{"error": message, "field"?: name}`.
-struct Refusal {
-    status: StatusCode,
-    message: String,
-    field: Option<String>,
-}
-
-impl IntoResponse for Refusal {
-    fn into_response(self) -> Response {
-        let mut body = json!({"error": self.message});
-        if let Some(field) = self.field {
-            body["field"] = json!(field);
-        }
-        (self.status, Json(body)).into_response()
-    }
-}
-
-fn refusal(status: StatusCode, message: impl Into<String>, field: Option<&str>) -> Refusal {
-    Refusal { status, message: message.into(), field: field.map(str::to_string) }
-}
-
-pub fn error(status: StatusCode, message: impl Into<String>, field: Option<&str>) -> Response {
-    refusal(status, message, field).into_response()
 }
 
 async fn post_results(
@@ -180,34 +157,32 @@ async fn post_results(
     // The limit comes first, so that guessing tokens is limited too.
     if let Err(wait) = app.limiter.take(client.ip()) {
         let mut refused =
-            error(StatusCode::TOO_MANY_REQUESTS, "too many posts from this address; try again later", None);
+            AppError::new(Kind::TooMany, "too many posts from this address; try again later").into_response();
         refused.headers_mut().insert(RETRY_AFTER, HeaderValue::from(wait.as_secs().max(1)));
         return refused;
     }
     let headers = request.headers().clone();
     let token = match admit(&app.config, &headers) {
         Ok(token) => token.cloned(),
-        Err(refusal) => return *refusal,
+        Err(refused) => return refused.into_response(),
     };
     // Reading the post has a deadline (a client sending slowly or not at all is cut off); the
     // write that follows has the library's own timeouts, and is never cut off half-way.
     let run = match tokio::time::timeout(app.config.timeout, read_run(&app.config, request)).await {
         Ok(Ok(run)) => run,
         Ok(Err(refused)) => return refused.into_response(),
-        Err(_) => return error(StatusCode::REQUEST_TIMEOUT, "the post did not arrive in time", None),
+        Err(_) => return AppError::new(Kind::Timeout, "the post did not arrive in time").into_response(),
     };
     // A token scoped to some pairs writes nothing outside them.
     if let Some(why) = token.and_then(|t| t.refuses(&run.platform, &run.browser)) {
-        return error(StatusCode::FORBIDDEN, why, Some("platform"));
+        return AppError::new(Kind::Forbidden, why).at("platform").into_response();
     }
     let writer = app.writer.clone();
     let stored = tokio::task::spawn_blocking(move || writer.store(&run)).await;
     match stored {
         Ok(Ok(key)) => (StatusCode::CREATED, Json(json!({"key": key}))).into_response(),
-        Ok(Err(e @ StoreError::Unavailable(_))) => error(StatusCode::SERVICE_UNAVAILABLE, e.to_string(), None),
-        Ok(Err(e @ StoreError::Refused(_))) => error(StatusCode::BAD_GATEWAY, e.to_string(), None),
-        Ok(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string(), None),
-        Err(_) => error(StatusCode::INTERNAL_SERVER_ERROR, "the write stopped unexpectedly", None),
+        Ok(Err(refused)) => refused.into_response(),
+        Err(_) => AppError::internal("the write stopped unexpectedly").into_response(),
     }
 }
 
@@ -219,11 +194,9 @@ fn admit<'a>(config: &'a Config, headers: &HeaderMap) -> Result<Option<&'a Token
     if let Some(origin) = headers.get(ORIGIN) {
         let origin = origin.to_str().unwrap_or_default();
         if !config.origins.iter().any(|o| o == origin) {
-            return Err(Box::new(error(
-                StatusCode::FORBIDDEN,
-                format!("origin {origin:?} may not post results here"),
-                None,
-            )));
+            return Err(Box::new(
+                AppError::new(Kind::Forbidden, format!("origin {origin:?} may not post results here")).into_response(),
+            ));
         }
         allowed_page = true;
     }
@@ -248,7 +221,7 @@ fn admit<'a>(config: &'a Config, headers: &HeaderMap) -> Result<Option<&'a Token
 }
 
 fn unauthorized(message: &str) -> Response {
-    let mut refused = error(StatusCode::UNAUTHORIZED, message, None);
+    let mut refused = AppError::new(Kind::Unauthorized, message).into_response();
     refused.headers_mut().insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
     refused
 }
@@ -260,21 +233,19 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 
 /// The run a post carries: a JSON body (a run or a CTRF report), or a form (urlencoded or
 /// multipart) with fields platform, browser, version, suite and report.
-async fn read_run(config: &Config, request: Request) -> Result<Run, Refusal> {
+async fn read_run(config: &Config, request: Request) -> AppResult<Run> {
     let kind =
         request.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_ascii_lowercase();
-    let too_large = || {
-        refusal(StatusCode::PAYLOAD_TOO_LARGE, format!("the body is over the {}-byte limit", config.max_bytes), None)
-    };
+    let too_large = || AppError::new(Kind::TooLarge, format!("the body is over the {}-byte limit", config.max_bytes));
     if kind.starts_with("multipart/form-data") {
         // The router's DefaultBodyLimit caps what the multipart reader takes.
-        let mut form = Multipart::from_request(request, &()).await.map_err(|e| bad(&e.body_text(), None))?;
+        let mut form = Multipart::from_request(request, &()).await.map_err(|e| AppError::bad(e.body_text()))?;
         let mut fields = HashMap::new();
         while let Some(field) = form.next_field().await.map_err(|e| {
             if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
                 too_large()
             } else {
-                bad(&e.body_text(), None)
+                AppError::bad(e.body_text())
             }
         })? {
             let name = field.name().unwrap_or_default().to_string();
@@ -282,60 +253,58 @@ async fn read_run(config: &Config, request: Request) -> Result<Run, Refusal> {
                 if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
                     too_large()
                 } else {
-                    bad(&e.body_text(), Some(&name))
+                    AppError::bad(e.body_text()).at(&name)
                 }
             })?;
             fields.insert(name, value);
         }
         let (report, labels) = form_report(fields)?;
-        return ingest_aside("the report", report, labels).await.map_err(|e| bad(&e, Some(field_of(&e))));
+        return ingest_aside("the report", report, labels).await.map_err(form_field);
     }
     let body = to_bytes(request.into_body(), config.max_bytes).await.map_err(|e| {
         // Only the cap is a 413; a body cut off or badly chunked is the client's 400.
         if format!("{e:?}").contains("LengthLimitError") {
             too_large()
         } else {
-            bad(&format!("the body could not be read: {e}"), None)
+            AppError::bad(format!("the body could not be read: {e}"))
         }
     })?;
     if kind.starts_with("application/json") {
-        return ingest_aside("the body", body, Labels::default()).await.map_err(|e| bad(&e, Some("report")));
+        return ingest_aside("the body", body, Labels::default()).await.map_err(|mut e| {
+            e.field = Some("report".into());
+            e
+        });
     }
     if kind.starts_with("application/x-www-form-urlencoded") {
         let pairs: Vec<(String, String)> =
-            serde_urlencoded_pairs(&body).map_err(|e| bad(&format!("the form is not urlencoded: {e}"), None))?;
+            serde_urlencoded_pairs(&body).map_err(|e| e.context("the form is not urlencoded"))?;
         let (report, labels) = form_report(pairs.into_iter().map(|(k, v)| (k, Bytes::from(v))).collect())?;
-        return ingest_aside("the report", report, labels).await.map_err(|e| bad(&e, Some(field_of(&e))));
+        return ingest_aside("the report", report, labels).await.map_err(form_field);
     }
-    Err(refusal(
-        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+    Err(AppError::new(
+        Kind::Unsupported,
         "post application/json, application/x-www-form-urlencoded or multipart/form-data",
-        None,
     ))
-}
-
-fn bad(message: &str, field: Option<&str>) -> Refusal {
-    refusal(StatusCode::BAD_REQUEST, message, field)
 }
 
 /// A form's run: each label checked on its own (a 400 names the field), then the report.
 /// Reads a report into a run on a thread of the blocking pool: parsing is CPU work, which on
 /// the runtime's own threads would hold up every other answer (the page's too), and which the
 /// post's deadline can only cut off from there.
-async fn ingest_aside(what: &'static str, report: Bytes, labels: Labels) -> Result<Run, String> {
+async fn ingest_aside(what: &'static str, report: Bytes, labels: Labels) -> AppResult<Run> {
     tokio::task::spawn_blocking(move || ingest(what, &report, &labels))
         .await
-        .unwrap_or_else(|_| Err(format!("reading {what} stopped unexpectedly")))
+        .unwrap_or_else(|_| Err(AppError::internal(format!("reading {what} stopped unexpectedly"))))
 }
 
 /// A form's report and the labels its fields give.
-fn form_report(mut fields: HashMap<String, Bytes>) -> Result<(Bytes, Labels), Refusal> {
-    let mut text = |name: &str| -> Result<Option<String>, Refusal> {
+fn form_report(mut fields: HashMap<String, Bytes>) -> AppResult<(Bytes, Labels)> {
+    let mut text = |name: &str| -> AppResult<Option<String>> {
         match fields.remove(name) {
             None => Ok(None),
             Some(bytes) => String::from_utf8(bytes.to_vec())
                 .map(Some)
-                .map_err(|_| bad(&format!("{name} is not UTF-8"), Some(name))),
+                .map_err(|_| AppError::bad(format!("{name} is not UTF-8")).at(name)),
         }
     };
     let labels = Labels {
@@ -354,9 +323,10 @@ fn form_report(mut fields: HashMap<String, Bytes>) -> Result<(Bytes, Labels), Re
         },
         extra: Vec::new(),
     };
-    labels.ci.check().map_err(|e| {
-        let field = ["run", "commit", "branch", "url", "job"].into_iter().find(|f| e.starts_with(&format!("ci.{f} ")));
-        bad(&e, field)
+    // The form's fields are the CI labels' names without `ci.`.
+    labels.ci.check().map_err(|mut e| {
+        e.field = e.field.and_then(|f| f.strip_prefix("ci.").map(str::to_string)).filter(|f| f != "file");
+        e
     })?;
     for (field, value) in [
         ("platform", &labels.platform),
@@ -365,27 +335,27 @@ fn form_report(mut fields: HashMap<String, Bytes>) -> Result<(Bytes, Labels), Re
         ("suite", &labels.suite),
     ] {
         if let Some(value) = value {
-            check_label(field, value).map_err(|e| bad(&e, Some(field)))?;
+            check_label(field, value)?;
         }
     }
-    let report = fields.remove("report").ok_or_else(|| bad("the form has no report field", Some("report")))?;
+    let report = fields.remove("report").ok_or_else(|| AppError::bad("the form has no report field").at("report"))?;
     if labels.runtime.is_none() {
-        return Err(bad("the form has no browser field (the runtime, as python-3.11)", Some("browser")));
+        return Err(AppError::bad("the form has no browser field (the runtime, as python-3.11)").at("browser"));
     }
     Ok((report, labels))
 }
 
-/// The field an ingest error is about.
-fn field_of(message: &str) -> &'static str {
-    ["platform", "browser", "version", "suite"]
-        .into_iter()
-        .find(|f| message.contains(&format!(": {f} ")))
-        .unwrap_or("report")
+/// A form's report that could not be read: the label at fault, or else the report.
+fn form_field(mut e: AppError) -> AppError {
+    if !matches!(e.field.as_deref(), Some("platform" | "browser" | "version" | "suite")) {
+        e.field = Some("report".into());
+    }
+    e
 }
 
 /// `application/x-www-form-urlencoded` pairs, percent-decoded.
-fn serde_urlencoded_pairs(body: &[u8]) -> Result<Vec<(String, String)>, String> {
-    let text = std::str::from_utf8(body).map_err(|_| "not UTF-8".to_string())?;
+fn serde_urlencoded_pairs(body: &[u8]) -> AppResult<Vec<(String, String)>> {
+    let text = std::str::from_utf8(body).map_err(|_| AppError::bad("not UTF-8"))?;
     text.split('&')
         .filter(|p| !p.is_empty())
         .map(|pair| {
@@ -395,7 +365,7 @@ fn serde_urlencoded_pairs(body: &[u8]) -> Result<Vec<(String, String)>, String> 
         .collect()
 }
 
-fn percent_decode(text: &str) -> Result<String, String> {
+fn percent_decode(text: &str) -> AppResult<String> {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -408,14 +378,14 @@ fn percent_decode(text: &str) -> Result<String, String> {
                     .filter(|h| h.iter().all(u8::is_ascii_hexdigit))
                     .and_then(|h| std::str::from_utf8(h).ok())
                     .and_then(|h| u8::from_str_radix(h, 16).ok());
-                out.push(hex.ok_or_else(|| format!("a bad %-escape at byte {i}"))?);
+                out.push(hex.ok_or_else(|| AppError::bad(format!("a bad %-escape at byte {i}")))?);
                 i += 2;
             }
             b => out.push(b),
         }
         i += 1;
     }
-    String::from_utf8(out).map_err(|_| "a field is not UTF-8".to_string())
+    String::from_utf8(out).map_err(|_| AppError::bad("a field is not UTF-8"))
 }
 
 /// Token buckets per client address.

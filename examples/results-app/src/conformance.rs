@@ -4,7 +4,7 @@
 //! mechanisms (a SQLite file and memory). Each check returns what went wrong as text.
 
 use std::sync::{Arc, Mutex};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use objstore_db::json;
 use objstore_db::rsapi::{AsValue, Db, Freshness, OpenOptions, ReadKind};
@@ -13,9 +13,10 @@ use objstore_db_core::{
 };
 use serde_json::{json, Value};
 
+use crate::error::AppResult;
 use crate::format::{Detail, Results, Run, Status, Summary, Test, Tool};
 use crate::ingest::this_platform;
-use crate::post::call;
+use crate::post::{self, now_ms};
 
 type Check = fn(&Db) -> Result<(), String>;
 
@@ -41,7 +42,7 @@ const CHECKS: [(&str, &str, Check); 18] = [
 ];
 
 /// Runs every check on both mechanisms (databases in `scratch`) as one run of `runtime`.
-pub fn run(scratch: &std::path::Path, runtime: &str) -> Result<Run, String> {
+pub fn run(scratch: &std::path::Path, runtime: &str) -> AppResult<Run> {
     let start = now_ms();
     let mut tests = Vec::new();
     for (mechanism, kind) in [("sqlite", MechanismKind::Sqlite), ("memory", MechanismKind::Memory)] {
@@ -80,8 +81,11 @@ pub fn run(scratch: &std::path::Path, runtime: &str) -> Result<Run, String> {
     Ok(run)
 }
 
-fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+/// Asks the library and waits; a check's failure is the text it records as the test's message.
+fn call<T: Send + 'static>(
+    request: impl FnOnce(Box<dyn FnOnce(CoreResult<T>) + Send>) -> CoreResult<u64>,
+) -> Result<T, String> {
+    post::call(request).map_err(|e| e.message)
 }
 
 fn open(path: &std::path::Path, mechanism: MechanismKind) -> Result<Db, String> {

@@ -10,6 +10,7 @@
 
 use std::collections::HashMap;
 
+use crate::error::{AppError, AppResult};
 use crate::format::{Attempt, Detail, Results, Status, Summary, Test, Tool};
 
 /// Whether `text` is ctest's console output.
@@ -55,7 +56,7 @@ fn test_line(line: &str) -> Option<Line<'_>> {
 }
 
 /// The tests of a ctest console log, each repeat an attempt; an error when it holds none.
-pub fn parse(text: &str) -> Result<Results, String> {
+pub fn parse(text: &str) -> AppResult<Results> {
     let mut tests: Vec<Test> = Vec::new();
     let mut by_number: HashMap<u64, usize> = HashMap::new();
     let mut lines = text.lines().peekable();
@@ -101,7 +102,7 @@ pub fn parse(text: &str) -> Result<Results, String> {
         }
     }
     if tests.is_empty() {
-        return Err("the ctest output holds no test results".into());
+        return Err(AppError::bad("the ctest output holds no test results"));
     }
     Ok(Results {
         tool: Tool { name: "ctest".into(), version: None },

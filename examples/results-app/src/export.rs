@@ -6,6 +6,7 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
+use crate::error::AppResult;
 use crate::filter::MatrixFilter;
 use crate::view::Viewer;
 
@@ -51,11 +52,11 @@ fn utc(ms: u64) -> String {
 /// Each pair's matrix row, with its newest run's view where it could be read.
 type Rows = Vec<(Value, Option<Value>)>;
 
-fn gather(viewer: &Viewer) -> Result<(Vec<String>, Rows), String> {
+fn gather(viewer: &Viewer) -> AppResult<(Vec<String>, Rows)> {
     let mut filter = MatrixFilter::default();
     let (mut suites, mut rows) = (Vec::new(), Vec::new());
     loop {
-        let page = viewer.matrix(&filter).map_err(|e| e.to_string())?;
+        let page = viewer.matrix(&filter)?;
         for suite in page["suites"].as_array().into_iter().flatten().filter_map(Value::as_str) {
             if !suites.iter().any(|s| s == suite) {
                 suites.push(suite.to_string());
@@ -68,7 +69,7 @@ fn gather(viewer: &Viewer) -> Result<(Vec<String>, Rows), String> {
         }
     }
     // The newest runs' views, the pairs weighed once for all.
-    let views = viewer.newest_run_views().map_err(|e| e.to_string())?;
+    let views = viewer.newest_run_views()?;
     for view in views["runs"].as_array().into_iter().flatten() {
         if let Some((_, run)) = rows.iter_mut().find(|(row, _)| row["key"] == view["key"]) {
             *run = Some(view.clone()).filter(|v| v.get("error").is_none());
@@ -80,7 +81,7 @@ fn gather(viewer: &Viewer) -> Result<(Vec<String>, Rows), String> {
 
 /// The HTML file of the matrix and the newest runs, `source` naming where they came from and
 /// `now_ms` when.
-pub fn render(viewer: &Viewer, source: &str, now_ms: u64) -> Result<String, String> {
+pub fn render(viewer: &Viewer, source: &str, now_ms: u64) -> AppResult<String> {
     let (suites, rows) = gather(viewer)?;
     let mut html = String::new();
     let _ = writeln!(

@@ -7,6 +7,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::error::{AppError, AppResult};
+
 /// Reverse timestamps count down from here, so the newest run sorts first within a pair.
 pub const FAR_FUTURE_MS: u64 = 9_999_999_999_999;
 
@@ -68,7 +70,7 @@ impl Ci {
 
     /// Checks what a page shows of it: a run id and commit as labels, an http(s) URL, short
     /// texts without control characters.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> AppResult<()> {
         if let Some(run) = &self.run {
             check_label("ci.run", run)?;
         }
@@ -84,7 +86,11 @@ impl Ci {
             check_text("ci.url", url, MAX_URL)?;
             let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
             if !matches!(scheme.as_deref(), Some("http" | "https")) || url.contains(char::is_whitespace) {
-                return Err(format!("ci.url {:?} must be an http or https URL without spaces", clip(url)));
+                return Err(AppError::bad(format!(
+                    "ci.url {:?} must be an http or https URL without spaces",
+                    clip(url)
+                ))
+                .at("ci.url"));
             }
         }
         Ok(())
@@ -98,12 +104,12 @@ const MAX_URL: usize = 2048;
 pub const MAX_ENVIRONMENT_BYTES: usize = 16 * 1024;
 
 /// A text a page shows on one line: 1 to `max` bytes, no control characters.
-pub fn check_text(field: &str, text: &str, max: usize) -> Result<(), String> {
+pub fn check_text(field: &str, text: &str, max: usize) -> AppResult<()> {
     if text.is_empty() || text.len() > max {
-        return Err(format!("{field} must be 1 to {max} bytes, not {}", text.len()));
+        return Err(AppError::bad(format!("{field} must be 1 to {max} bytes, not {}", text.len())).at(field));
     }
     match text.chars().find(|c| c.is_control()) {
-        Some(c) => Err(format!("{field} {:?} holds the control character {c:?}", clip(text))),
+        Some(c) => Err(AppError::bad(format!("{field} {:?} holds the control character {c:?}", clip(text))).at(field)),
         None => Ok(()),
     }
 }
@@ -345,15 +351,20 @@ pub fn new_run_id() -> String {
 
 /// Checks a platform, browser or version label: 1 to 64 of `a-z A-Z 0-9 . _ + -`, starting with
 /// a letter or digit, so that no label can make a name outside the layout.
-pub fn check_label(field: &str, value: &str) -> Result<(), String> {
+pub fn check_label(field: &str, value: &str) -> AppResult<()> {
     if value.is_empty() || value.len() > MAX_LABEL {
-        return Err(format!("{field} must be 1 to {MAX_LABEL} characters, not {}", value.len()));
+        return Err(
+            AppError::bad(format!("{field} must be 1 to {MAX_LABEL} characters, not {}", value.len())).at(field)
+        );
     }
     if !value.starts_with(|c: char| c.is_ascii_alphanumeric()) {
-        return Err(format!("{field} {value:?} must start with a letter or digit"));
+        return Err(AppError::bad(format!("{field} {value:?} must start with a letter or digit")).at(field));
     }
     match value.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '+' | '-'))) {
-        Some(c) => Err(format!("{field} {value:?} holds {c:?}; use letters, digits, '.', '_', '+' and '-'")),
+        Some(c) => {
+            Err(AppError::bad(format!("{field} {value:?} holds {c:?}; use letters, digits, '.', '_', '+' and '-'"))
+                .at(field))
+        }
         None => Ok(()),
     }
 }
@@ -392,7 +403,7 @@ fn glob(pattern: &str, text: &str) -> bool {
 }
 
 /// Checks a pair pattern: two segments of label characters and `*`.
-pub fn check_pair_pattern(pattern: &str) -> Result<(), String> {
+pub fn check_pair_pattern(pattern: &str) -> AppResult<()> {
     let segments: Vec<&str> = pattern.split('/').collect();
     let fits = segments.len() == 2
         && segments.iter().all(|s| {
@@ -402,34 +413,38 @@ pub fn check_pair_pattern(pattern: &str) -> Result<(), String> {
         });
     match fits {
         true => Ok(()),
-        false => Err(format!("{:?} is not a platform/runtime pattern", clip(pattern))),
+        false => Err(AppError::bad(format!("{:?} is not a platform/runtime pattern", clip(pattern)))),
     }
 }
 
 impl Run {
     /// Checks what a run must be before it is stored: its labels, a suite on every test, and
     /// a summary that counts its tests.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> AppResult<()> {
         check_label("platform", &self.platform)?;
         check_label("browser", &self.browser)?;
         check_label("version", &self.version)?;
         if let Some(i) = self.results.tests.iter().position(|t| t.suite.trim().is_empty()) {
-            return Err(format!("results.tests[{i}].suite is empty: every test names its suite"));
+            return Err(AppError::bad(format!("results.tests[{i}].suite is empty: every test names its suite")));
         }
         self.ci.check()?;
         let environment = serde_json::to_vec(&self.results.environment).map_or(0, |e| e.len());
         if environment > MAX_ENVIRONMENT_BYTES {
-            return Err(format!("results.environment is {environment} bytes; at most {MAX_ENVIRONMENT_BYTES}"));
+            return Err(AppError::bad(format!(
+                "results.environment is {environment} bytes; at most {MAX_ENVIRONMENT_BYTES}"
+            )));
         }
         if let Some(i) = self.results.tests.iter().position(|t| !t.duration.is_finite() || t.duration < 0.0) {
-            return Err(format!("results.tests[{i}].duration must be a number of milliseconds, 0 or more"));
+            return Err(AppError::bad(format!(
+                "results.tests[{i}].duration must be a number of milliseconds, 0 or more"
+            )));
         }
         let counted = Summary::of(&self.results.tests, self.results.summary.start, self.results.summary.stop);
         if counted != self.results.summary {
-            return Err(format!(
+            return Err(AppError::bad(format!(
                 "results.summary does not count results.tests ({} tests: {} passed, {} failed, {} skipped)",
                 counted.tests, counted.passed, counted.failed, counted.skipped
-            ));
+            )));
         }
         Ok(())
     }
@@ -591,10 +606,10 @@ mod tests {
         assert_eq!(good.suites(), vec!["crud", "sql", "zeta"]);
         let mut unnamed = good.clone();
         unnamed.results.tests[1].suite = " ".into();
-        assert!(unnamed.check().unwrap_err().contains("tests[1].suite"));
+        assert!(unnamed.check().unwrap_err().message.contains("tests[1].suite"));
         let mut miscounted = good.clone();
         miscounted.results.summary.passed = 3;
-        assert!(miscounted.check().unwrap_err().contains("does not count"));
+        assert!(miscounted.check().unwrap_err().message.contains("does not count"));
         let text = serde_json::to_string(&good).unwrap();
         assert_eq!(serde_json::from_str::<Run>(&text).unwrap(), good);
     }

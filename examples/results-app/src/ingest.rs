@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 
+use crate::error::{AppError, AppResult};
 use crate::format::{
     check_label, check_text, Attempt, Ci, Detail, Results, Run, Status, Summary, Test, Tool, TEXT_PER_TEST,
 };
@@ -43,8 +44,9 @@ impl Labels {
 }
 
 /// A `--label key=value`: the key a label, the value a line of text.
-pub fn parse_label(given: &str) -> Result<(String, String), String> {
-    let (key, value) = given.split_once('=').ok_or_else(|| format!("--label {given:?} is not key=value"))?;
+pub fn parse_label(given: &str) -> AppResult<(String, String)> {
+    let (key, value) =
+        given.split_once('=').ok_or_else(|| AppError::bad(format!("--label {given:?} is not key=value")))?;
     check_label("--label key", key)?;
     check_text("--label value", value, 256)?;
     Ok((key.to_string(), value.to_string()))
@@ -56,38 +58,42 @@ pub fn this_platform() -> String {
 }
 
 /// The run in `bytes` (the contents of `file`, named in every error).
-pub fn ingest(file: &str, bytes: &[u8], labels: &Labels) -> Result<Run, String> {
+pub fn ingest(file: &str, bytes: &[u8], labels: &Labels) -> AppResult<Run> {
     if bytes.len() > MAX_REPORT_BYTES {
-        return Err(format!("{file}: {} bytes is over the {MAX_REPORT_BYTES}-byte limit of a report", bytes.len()));
+        return Err(AppError::bad(format!(
+            "{file}: {} bytes is over the {MAX_REPORT_BYTES}-byte limit of a report",
+            bytes.len()
+        )));
     }
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace() && **b != 0xEF && **b != 0xBB && **b != 0xBF);
     let (mut run, from_report) = match first {
         Some(b'{') => from_ctrf(file, bytes, labels)?,
         Some(b'<') => {
-            let results = junit::parse(bytes).map_err(|e| format!("{file}:{}: {}", e.line, e.reason))?;
+            let results = junit::parse(bytes).map_err(|e| AppError::bad(format!("{file}:{}: {}", e.line, e.reason)))?;
             (blank(results), Default::default())
         }
         _ => match std::str::from_utf8(bytes) {
             Ok(text) if ctestlog::recognises(text) => {
-                (blank(ctestlog::parse(text).map_err(|e| format!("{file}: {e}"))?), Default::default())
+                (blank(ctestlog::parse(text).map_err(|e| e.context(file))?), Default::default())
             }
             Ok(text) if tap::recognises(text) => {
-                (blank(tap::parse(text).map_err(|e| format!("{file}: {e}"))?), Default::default())
+                (blank(tap::parse(text).map_err(|e| e.context(file))?), Default::default())
             }
             Ok(text) if textlog::recognises(text) => {
-                (blank(textlog::parse(text).map_err(|e| format!("{file}: {e}"))?), Default::default())
+                (blank(textlog::parse(text).map_err(|e| e.context(file))?), Default::default())
             }
             _ => {
-                return Err(format!(
+                return Err(AppError::bad(format!(
                     "{file}: neither JUnit XML, CTRF JSON, TAP nor a ctest, cargo test or C harness log"
-                ))
+                )))
             }
         },
     };
     let pick = |given: &Option<String>, reported: Option<String>| given.clone().or(reported);
     run.platform = pick(&labels.platform, from_report.platform).unwrap_or_else(this_platform);
     run.browser = pick(&labels.runtime, from_report.runtime).ok_or_else(|| {
-        format!("{file}: the report does not say its runtime; give it (--runtime python-3.11, node-20, c-gcc-12, rust-1.95)")
+        AppError::bad(format!("{file}: the report does not say its runtime; give it (--runtime python-3.11, node-20, c-gcc-12, rust-1.95)"))
+            .at("browser")
     })?;
     run.version = pick(&labels.version, from_report.version).unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_string());
     // The command line and the CI's environment, then the report's own (a stored run's `ci`,
@@ -117,7 +123,7 @@ pub fn ingest(file: &str, bytes: &[u8], labels: &Labels) -> Result<Run, String> 
     // `--suite` names every test's suite; a test whose report names none takes the default
     // (the file's name, for `post`).
     if let Some(suite) = &labels.suite {
-        check_label("suite", suite).map_err(|e| format!("{file}: {e}"))?;
+        check_label("suite", suite).map_err(|e| e.context(file))?;
     }
     for test in run.results.tests.iter_mut() {
         match (&labels.suite, &labels.default_suite) {
@@ -127,22 +133,22 @@ pub fn ingest(file: &str, bytes: &[u8], labels: &Labels) -> Result<Run, String> 
         }
         test.cap_text(TEXT_PER_TEST);
     }
-    run.check().map_err(|e| format!("{file}: {e}"))?;
+    run.check().map_err(|e| e.context(file))?;
     Ok(run)
 }
 
 /// A CTRF test's trace, output and attempts (`stdout`/`stderr` as CTRF's lists of lines, or
 /// as one text).
-fn ctrf_detail(t: &Value) -> Result<Detail, String> {
+fn ctrf_detail(t: &Value) -> AppResult<Detail> {
     let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
-    let lines = |name: &str| -> Result<Vec<String>, String> {
+    let lines = |name: &str| -> AppResult<Vec<String>> {
         match t.get(name) {
             None | Some(Value::Null) => Ok(Vec::new()),
             Some(Value::String(s)) => Ok(vec![s.clone()]),
             Some(Value::Array(items)) => {
                 Ok(vec![items.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("\n")])
             }
-            Some(_) => Err(format!("{name} must be text or a list of lines")),
+            Some(_) => Err(AppError::bad(format!("{name} must be text or a list of lines"))),
         }
     };
     let mut attempts = Vec::new();
@@ -184,9 +190,11 @@ fn blank(results: Results) -> Run {
 
 /// CTRF as ctrf.io writes it (`{"results": ...}`), or a stored run (`{platform, browser,
 /// version, results}`). Counts are taken from the tests, whatever the summary said.
-fn from_ctrf(file: &str, bytes: &[u8], labels: &Labels) -> Result<(Run, Reported), String> {
-    let value: Value = serde_json::from_slice(bytes).map_err(|e| format!("{file}:{}: not JSON: {e}", e.line()))?;
-    let results = value.get("results").ok_or_else(|| format!("{file}: a CTRF report has a \"results\" object"))?;
+fn from_ctrf(file: &str, bytes: &[u8], labels: &Labels) -> AppResult<(Run, Reported)> {
+    let value: Value =
+        serde_json::from_slice(bytes).map_err(|e| AppError::bad(format!("{file}:{}: not JSON: {e}", e.line())))?;
+    let results =
+        value.get("results").ok_or_else(|| AppError::bad(format!("{file}: a CTRF report has a \"results\" object")))?;
     let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
     let environment = results.get("environment").and_then(Value::as_object).cloned().unwrap_or_default();
     let reported = Reported {
@@ -197,11 +205,11 @@ fn from_ctrf(file: &str, bytes: &[u8], labels: &Labels) -> Result<(Run, Reported
     let tests = results
         .get("tests")
         .and_then(Value::as_array)
-        .ok_or_else(|| format!("{file}: results.tests must be a list"))?;
+        .ok_or_else(|| AppError::bad(format!("{file}: results.tests must be a list")))?;
     let mut parsed = Vec::with_capacity(tests.len());
     for (i, t) in tests.iter().enumerate() {
         let field = |name: &str| format!("{file}: results.tests[{i}].{name}");
-        let name = text(t.get("name")).ok_or_else(|| format!("{} must be text", field("name")))?;
+        let name = text(t.get("name")).ok_or_else(|| AppError::bad(format!("{} must be text", field("name"))))?;
         let status = match t.get("status").and_then(Value::as_str) {
             Some("passed") => Status::Passed,
             Some("failed") => Status::Failed,
@@ -209,7 +217,10 @@ fn from_ctrf(file: &str, bytes: &[u8], labels: &Labels) -> Result<(Run, Reported
             Some("pending") => Status::Pending,
             Some("other") => Status::Other,
             other => {
-                return Err(format!("{} is {other:?}; use passed, failed, skipped, pending or other", field("status")))
+                return Err(AppError::bad(format!(
+                    "{} is {other:?}; use passed, failed, skipped, pending or other",
+                    field("status")
+                )))
             }
         };
         let duration = match t.get("duration") {
@@ -217,7 +228,7 @@ fn from_ctrf(file: &str, bytes: &[u8], labels: &Labels) -> Result<(Run, Reported
             Some(d) => d
                 .as_f64()
                 .filter(|d| d.is_finite() && *d >= 0.0)
-                .ok_or_else(|| format!("{} must be milliseconds", field("duration")))?,
+                .ok_or_else(|| AppError::bad(format!("{} must be milliseconds", field("duration"))))?,
         };
         let suite = match t.get("suite") {
             None => labels.suite.clone().unwrap_or_default(),
@@ -226,12 +237,12 @@ fn from_ctrf(file: &str, bytes: &[u8], labels: &Labels) -> Result<(Run, Reported
             Some(Value::Array(path)) => {
                 path.iter().filter_map(Value::as_str).find(|s| !s.is_empty()).unwrap_or_default().to_string()
             }
-            Some(_) => return Err(format!("{} must be text", field("suite"))),
+            Some(_) => return Err(AppError::bad(format!("{} must be text", field("suite")))),
         };
         // A test file's path (pytest-json-ctrf's) names its module, as pytest's JUnit does.
         let suite = if junit::is_test_file(&suite) { junit::suite_name(None, &suite) } else { suite };
         let message = text(t.get("message"));
-        let mut detail = ctrf_detail(t).map_err(|why| format!("{}{why}", field("")))?;
+        let mut detail = ctrf_detail(t).map_err(|why| AppError::bad(format!("{}{why}", field(""))))?;
         // Failed, then passed: flaky, whether or not the report says so.
         detail.flaky |= status == Status::Passed && detail.retry_attempts.iter().any(|a| a.status == Status::Failed);
         parsed.push(Test { name, status, duration, suite, message, detail });

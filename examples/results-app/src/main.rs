@@ -16,6 +16,7 @@ mod collector;
 mod conformance;
 mod ctestlog;
 mod digest;
+mod error;
 mod export;
 mod filter;
 mod fingerprint;
@@ -39,6 +40,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use crate::error::{AppError, AppResult};
 use ingest::Labels;
 use post::now_ms;
 use view::Viewer;
@@ -162,7 +164,9 @@ fn main() -> ExitCode {
         Some((command, rest)) if command == "summary" => print_summary(rest),
         Some((command, rest)) if command == "quarantine" => edit_quarantine(rest),
         Some((command, rest)) if command == "gate" => gate(rest),
-        Some((command, _)) if !command.starts_with("--") => Err(format!("unknown command {command:?}\n{USAGE}")),
+        Some((command, _)) if !command.starts_with("--") => {
+            Err(AppError::bad(format!("unknown command {command:?}\n{USAGE}")))
+        }
         _ => serve(&args, true),
     };
     match outcome {
@@ -175,7 +179,7 @@ fn main() -> ExitCode {
 }
 
 /// Reads every file first, so that one bad file writes nothing; then stores each run.
-fn post_files(args: &[String]) -> Result<(), String> {
+fn post_files(args: &[String]) -> AppResult<()> {
     let mut labels = Labels::default();
     let mut collector = std::env::var("OBJSTORE_COLLECTOR").ok().filter(|c| !c.is_empty());
     let mut files = Vec::new();
@@ -192,21 +196,21 @@ fn post_files(args: &[String]) -> Result<(), String> {
             "--url" => &mut labels.ci.url,
             "--job" => &mut labels.ci.job,
             "--label" => {
-                let given = args.next().ok_or_else(|| format!("--label needs a value\n{USAGE}"))?;
+                let given = args.next().ok_or_else(|| AppError::bad(format!("--label needs a value\n{USAGE}")))?;
                 labels.extra.push(ingest::parse_label(given)?);
                 continue;
             }
             "--collector" => &mut collector,
-            flag if flag.starts_with("--") => return Err(format!("unknown option {flag}\n{USAGE}")),
+            flag if flag.starts_with("--") => return Err(AppError::bad(format!("unknown option {flag}\n{USAGE}"))),
             file => {
                 files.push(file.to_string());
                 continue;
             }
         };
-        *slot = Some(args.next().ok_or_else(|| format!("{arg} needs a value\n{USAGE}"))?.clone());
+        *slot = Some(args.next().ok_or_else(|| AppError::bad(format!("{arg} needs a value\n{USAGE}")))?.clone());
     }
     if files.is_empty() {
-        return Err(USAGE.to_string());
+        return Err(AppError::bad(USAGE));
     }
     // What the command line does not say of the run comes from the CI's environment.
     let detected = ci::detect(&|name| std::env::var(name).ok());
@@ -220,14 +224,17 @@ fn post_files(args: &[String]) -> Result<(), String> {
         job: given.job.or(detected.job),
         file: None,
     };
-    labels.ci.check().map_err(|e| e.replace("ci.", "--"))?;
+    labels.ci.check().map_err(|mut e| {
+        e.message = e.message.replace("ci.", "--");
+        e
+    })?;
     let runs = files
         .iter()
         .map(|file| {
-            let bytes = std::fs::read(file).map_err(|e| format!("{file}: {e}"))?;
+            let bytes = std::fs::read(file).map_err(|e| AppError::internal(format!("{file}: {e}")))?;
             ingest::ingest(file, &bytes, &labels.for_file(file))
         })
-        .collect::<Result<Vec<_>, String>>()?;
+        .collect::<AppResult<Vec<_>>>()?;
     let writer = match &collector {
         None => {
             let target = post::Target::from_env();
@@ -241,8 +248,8 @@ fn post_files(args: &[String]) -> Result<(), String> {
     };
     for (file, run) in files.iter().zip(&runs) {
         let key = match (&writer, &collector) {
-            (Some(writer), _) => writer.store(run).map_err(|e| e.to_string())?,
-            (None, Some(url)) => post::send_to_collector(url, run).map_err(|e| format!("{file}: {e}"))?,
+            (Some(writer), _) => writer.store(run)?,
+            (None, Some(url)) => post::send_to_collector(url, run).map_err(|e| e.context(file))?,
             (None, None) => unreachable!("a writer or a collector"),
         };
         let summary = &run.results.summary;
@@ -259,58 +266,58 @@ fn post_files(args: &[String]) -> Result<(), String> {
 }
 
 /// The viewer's cache: `--cache PATH`, else one file per target in the user's cache folder.
-fn open_viewer(target: &post::Target, cache: Option<PathBuf>) -> Result<Viewer, String> {
+fn open_viewer(target: &post::Target, cache: Option<PathBuf>) -> AppResult<Viewer> {
     Viewer::open(target, &cache.unwrap_or_else(|| target.default_cache()))
 }
 
 /// `objstore-results matrix`: the home view as a table.
-fn print_matrix(args: &[String]) -> Result<(), String> {
+fn print_matrix(args: &[String]) -> AppResult<()> {
     let cache = match args {
         [] => None,
         [flag, path] if flag == "--cache" => Some(PathBuf::from(path)),
-        _ => return Err(USAGE.to_string()),
+        _ => return Err(AppError::bad(USAGE)),
     };
     let target = post::Target::from_env();
     eprintln!("objstore-results: reading {}", target.describe());
     if let Some(dir) = target.missing_directory() {
-        return Err(format!(
+        return Err(AppError::bad(format!(
             "no runs: {} does not exist (set OBJSTORE_RESULTS to where runs are, or post some first)",
             dir.display()
-        ));
+        )));
     }
     let viewer = open_viewer(&target, cache)?;
-    let matrix = viewer.matrix(&Default::default()).map_err(|e| e.to_string())?;
+    let matrix = viewer.matrix(&Default::default())?;
     print!("{}", table::render(&matrix, now_ms()));
     Ok(())
 }
 
 /// `objstore-results export --out FILE`: the matrix and the newest runs as one HTML file.
-fn export_page(args: &[String]) -> Result<(), String> {
+fn export_page(args: &[String]) -> AppResult<()> {
     let (mut out, mut cache) = (None, None);
     let mut args = args.iter();
     while let Some(flag) = args.next() {
-        let value = args.next().ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))?;
+        let value = args.next().ok_or_else(|| AppError::bad(format!("{flag} needs a value\n{USAGE}")))?;
         match flag.as_str() {
             "--out" => out = Some(PathBuf::from(value)),
             "--cache" => cache = Some(PathBuf::from(value)),
-            other => return Err(format!("unknown option {other}\n{USAGE}")),
+            other => return Err(AppError::bad(format!("unknown option {other}\n{USAGE}"))),
         }
     }
-    let out = out.ok_or_else(|| format!("export needs --out FILE\n{USAGE}"))?;
+    let out = out.ok_or_else(|| AppError::bad(format!("export needs --out FILE\n{USAGE}")))?;
     let target = post::Target::from_env();
     eprintln!("objstore-results: reading {}", target.describe());
     if let Some(dir) = target.missing_directory() {
-        return Err(format!("no runs: {} does not exist", dir.display()));
+        return Err(AppError::bad(format!("no runs: {} does not exist", dir.display())));
     }
     let viewer = open_viewer(&target, cache)?;
     let html = export::render(&viewer, &target.describe(), now_ms())?;
-    std::fs::write(&out, html).map_err(|e| format!("writing {}: {e}", out.display()))?;
+    std::fs::write(&out, html).map_err(|e| AppError::internal(format!("writing {}: {e}", out.display())))?;
     println!("objstore-results: the matrix and the newest runs are in {}", out.display());
     Ok(())
 }
 
 /// `objstore-results summary`: a CI run's or a commit's results as Markdown or text.
-fn print_summary(args: &[String]) -> Result<(), String> {
+fn print_summary(args: &[String]) -> AppResult<()> {
     let (mut run, mut commit, mut base, mut page, mut cache) = (None, None, None, None, None);
     let mut format = summary::Format::Text;
     let mut args = args.iter();
@@ -319,33 +326,33 @@ fn print_summary(args: &[String]) -> Result<(), String> {
             format = summary::Format::Markdown;
             continue;
         }
-        let value = args.next().ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))?.clone();
+        let value = args.next().ok_or_else(|| AppError::bad(format!("{flag} needs a value\n{USAGE}")))?.clone();
         match flag.as_str() {
             "--run" => run = Some(value),
             "--commit" => commit = Some(value),
             "--base" => base = Some(value),
             "--page" => {
                 if !(value.starts_with("http://") || value.starts_with("https://")) {
-                    return Err(format!("--page {value:?} is not an http(s) URL"));
+                    return Err(AppError::bad(format!("--page {value:?} is not an http(s) URL")));
                 }
                 page = Some(value)
             }
             "--cache" => cache = Some(PathBuf::from(value)),
-            other => return Err(format!("unknown option {other}\n{USAGE}")),
+            other => return Err(AppError::bad(format!("unknown option {other}\n{USAGE}"))),
         }
     }
     if base.is_some() && commit.is_none() {
-        return Err("--base compares with --commit: name the commit too".into());
+        return Err(AppError::bad("--base compares with --commit: name the commit too"));
     }
     let target = post::Target::from_env();
     eprintln!("objstore-results: reading {}", target.describe());
     if let Some(dir) = target.missing_directory() {
-        return Err(format!("no runs: {} does not exist", dir.display()));
+        return Err(AppError::bad(format!("no runs: {} does not exist", dir.display())));
     }
     let viewer = open_viewer(&target, cache)?;
     let text = match (commit, run) {
         (Some(commit), None) => {
-            let mut view = viewer.commit(&commit, base.as_deref()).map_err(|e| e.to_string())?;
+            let mut view = viewer.commit(&commit, base.as_deref())?;
             let (quarantine, requests) = quarantine::load(&target)?;
             view::add_requests(&mut view, requests);
             summary::of_commit(&view, &quarantine, now_ms(), page.as_deref(), format)
@@ -354,37 +361,43 @@ fn print_summary(args: &[String]) -> Result<(), String> {
             let run = run
                 .or_else(|| std::env::var("OBJSTORE_RESULTS_RUN").ok().filter(|r| !r.is_empty()))
                 .or_else(|| ci::detect(&|name| std::env::var(name).ok()).run)
-                .ok_or("name a run (--run ID, or OBJSTORE_RESULTS_RUN, or run in CI) or a commit (--commit C)")?;
-            let mut view = viewer.ci_run(&run).map_err(|e| e.to_string())?;
+                .ok_or_else(|| {
+                    AppError::bad(
+                        "name a run (--run ID, or OBJSTORE_RESULTS_RUN, or run in CI) or a commit (--commit C)",
+                    )
+                })?;
+            let mut view = viewer.ci_run(&run)?;
             let (quarantine, requests) = quarantine::load(&target)?;
             view::add_requests(&mut view, requests);
             summary::of_run(&view, &quarantine, now_ms(), page.as_deref(), format)
         }
-        (Some(_), Some(_)) => return Err("name a run or a commit, not both".into()),
+        (Some(_), Some(_)) => return Err(AppError::bad("name a run or a commit, not both")),
     };
     print!("{text}");
     Ok(())
 }
 
 /// `objstore-results quarantine add|remove|list`.
-fn edit_quarantine(args: &[String]) -> Result<(), String> {
-    let Some((action, args)) = args.split_first() else { return Err(USAGE.to_string()) };
+fn edit_quarantine(args: &[String]) -> AppResult<()> {
+    let Some((action, args)) = args.split_first() else { return Err(AppError::bad(USAGE)) };
     let (mut suite, mut name, mut pairs, mut reason, mut until) = (None, None, None, None, None);
     let mut args = args.iter();
     while let Some(flag) = args.next() {
-        let value = args.next().ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))?.clone();
+        let value = args.next().ok_or_else(|| AppError::bad(format!("{flag} needs a value\n{USAGE}")))?.clone();
         match flag.as_str() {
             "--suite" => suite = Some(value),
             "--name" => name = Some(value),
             "--pairs" => pairs = Some(value),
             "--reason" => reason = Some(value),
             "--until" => until = Some(value),
-            other => return Err(format!("unknown option {other}\n{USAGE}")),
+            other => return Err(AppError::bad(format!("unknown option {other}\n{USAGE}"))),
         }
     }
     let target = post::Target::from_env();
     eprintln!("objstore-results: the quarantine of {}", target.describe());
-    let needed = |field: &str, value: Option<String>| value.ok_or_else(|| format!("quarantine {action} needs {field}"));
+    let needed = |field: &str, value: Option<String>| {
+        value.ok_or_else(|| AppError::bad(format!("quarantine {action} needs {field}")))
+    };
     match action.as_str() {
         "list" => {
             let (q, _) = quarantine::load(&target)?;
@@ -411,17 +424,17 @@ fn edit_quarantine(args: &[String]) -> Result<(), String> {
         "remove" => {
             let (suite, name) = (needed("--suite", suite)?, needed("--name", name)?);
             let (q, removed) = quarantine::edit(&target, |q| match q.remove(&suite, &name, pairs.as_deref()) {
-                0 => Err(format!(
+                0 => Err(AppError::bad(format!(
                     "{suite} › {name} is not in the quarantine{}",
                     pairs.as_ref().map(|p| format!(" for {p}")).unwrap_or_default()
-                )),
+                ))),
                 n => Ok(format!("{n}")),
             })?;
             eprintln!("objstore-results: {removed} entr{} removed", if removed == "1" { "y" } else { "ies" });
             print!("{}", quarantine_table(&q));
             Ok(())
         }
-        other => Err(format!("unknown quarantine action {other:?} (add, remove or list)\n{USAGE}")),
+        other => Err(AppError::bad(format!("unknown quarantine action {other:?} (add, remove or list)\n{USAGE}"))),
     }
 }
 
@@ -441,7 +454,7 @@ fn quarantine_table(q: &quarantine::Quarantine) -> String {
 
 /// `objstore-results gate REPORT...`: exits 0 when every failure in the reports is quarantined
 /// for their pair.
-fn gate(args: &[String]) -> Result<(), String> {
+fn gate(args: &[String]) -> AppResult<()> {
     let mut labels = Labels::default();
     let mut files = Vec::new();
     let mut args = args.iter();
@@ -450,20 +463,20 @@ fn gate(args: &[String]) -> Result<(), String> {
             "--platform" => &mut labels.platform,
             "--runtime" => &mut labels.runtime,
             "--suite" => &mut labels.suite,
-            flag if flag.starts_with("--") => return Err(format!("unknown option {flag}\n{USAGE}")),
+            flag if flag.starts_with("--") => return Err(AppError::bad(format!("unknown option {flag}\n{USAGE}"))),
             file => {
                 files.push(file.to_string());
                 continue;
             }
         };
-        *slot = Some(args.next().ok_or_else(|| format!("{arg} needs a value\n{USAGE}"))?.clone());
+        *slot = Some(args.next().ok_or_else(|| AppError::bad(format!("{arg} needs a value\n{USAGE}")))?.clone());
     }
     if files.is_empty() {
-        return Err(format!("gate needs the reports to weigh\n{USAGE}"));
+        return Err(AppError::bad(format!("gate needs the reports to weigh\n{USAGE}")));
     }
     let mut runs = Vec::new();
     for file in &files {
-        let bytes = std::fs::read(file).map_err(|e| format!("reading {file}: {e}"))?;
+        let bytes = std::fs::read(file).map_err(|e| AppError::internal(format!("reading {file}: {e}")))?;
         runs.push(ingest::ingest(file, &bytes, &labels.for_file(file))?);
     }
     let failures = runs.iter().flat_map(|r| &r.results.tests).filter(|t| t.status == format::Status::Failed).count();
@@ -495,11 +508,11 @@ fn gate(args: &[String]) -> Result<(), String> {
             if failing.len() == 1 { "" } else { "s" },
             failing.join("\n")
         );
-        return Err(format!(
+        return Err(AppError::bad(format!(
             "{} failure{} not quarantined",
             failing.len(),
             if failing.len() == 1 { " is" } else { "s are" }
-        ));
+        )));
     }
     println!("every failure is quarantined");
     Ok(())
@@ -510,7 +523,7 @@ fn gate(args: &[String]) -> Result<(), String> {
 /// another port when the one asked for is taken. Tokens also come from
 /// `OBJSTORE_COLLECTOR_TOKENS` (comma-separated), so that they need not appear in a process
 /// listing.
-fn serve(args: &[String], start: bool) -> Result<(), String> {
+fn serve(args: &[String], start: bool) -> AppResult<()> {
     let mut config = collector::Config::default();
     let mut cache = None;
     if let Ok(tokens) = std::env::var("OBJSTORE_COLLECTOR_TOKENS") {
@@ -524,18 +537,21 @@ fn serve(args: &[String], start: bool) -> Result<(), String> {
             config.anonymous_origins = true;
             continue;
         }
-        let value = args.next().ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))?;
-        let number = |what: &str| value.parse::<u32>().map_err(|_| format!("{what} {value:?} is not a whole number"));
+        let value = args.next().ok_or_else(|| AppError::bad(format!("{flag} needs a value\n{USAGE}")))?;
+        let number = |what: &str| {
+            value.parse::<u32>().map_err(|_| AppError::bad(format!("{what} {value:?} is not a whole number")))
+        };
         match flag.as_str() {
             "--listen" => {
-                config.listen = value.parse().map_err(|_| format!("--listen {value:?} is not an address:port"))?
+                config.listen =
+                    value.parse().map_err(|_| AppError::bad(format!("--listen {value:?} is not an address:port")))?
             }
             "--cache" => cache = Some(PathBuf::from(value)),
             "--origin" if !start => {
                 let origin = value.trim_end_matches('/');
                 let (scheme, host) = origin.split_once("://").unwrap_or_default();
                 if !matches!(scheme, "http" | "https") || host.is_empty() || host.contains(['/', '*', ' ']) {
-                    return Err(format!("--origin {value:?} is not an origin (scheme://host[:port])"));
+                    return Err(AppError::bad(format!("--origin {value:?} is not an origin (scheme://host[:port])")));
                 }
                 config.origins.push(origin.to_string());
             }
@@ -547,23 +563,22 @@ fn serve(args: &[String], start: bool) -> Result<(), String> {
             "--timeout-secs" if !start => {
                 config.timeout = std::time::Duration::from_secs(number("--timeout-secs")?.into())
             }
-            other => return Err(format!("unknown option {other}\n{USAGE}")),
+            other => return Err(AppError::bad(format!("unknown option {other}\n{USAGE}"))),
         }
     }
     // One secret twice (say any-pair and scoped) would make which scope holds depend on order.
     let mut secrets: Vec<&str> = config.tokens.iter().map(|t| t.secret.as_str()).collect();
     secrets.sort_unstable();
     if secrets.windows(2).any(|w| w[0] == w[1]) {
-        return Err(
-            "a token is given twice (--token, OBJSTORE_COLLECTOR_TOKENS and --tokens must not share one)".into()
-        );
+        return Err(AppError::bad(
+            "a token is given twice (--token, OBJSTORE_COLLECTOR_TOKENS and --tokens must not share one)",
+        ));
     }
     if config.anonymous_origins {
         if config.origins.is_empty() {
-            return Err(
-                "--allow-anonymous-origins lets pages on the --origin list post without a token: give an --origin"
-                    .into(),
-            );
+            return Err(AppError::bad(
+                "--allow-anonymous-origins lets pages on the --origin list post without a token: give an --origin",
+            ));
         }
         if !config.tokens.is_empty() {
             eprintln!(
@@ -577,20 +592,23 @@ fn serve(args: &[String], start: bool) -> Result<(), String> {
     let writer = post::Writer::open(&target)?;
     if start {
         fill_if_empty(&target, &viewer, &writer)?;
-        let matrix = viewer.matrix(&Default::default()).map_err(|e| e.to_string())?;
+        let matrix = viewer.matrix(&Default::default())?;
         print!("\n{}\n", table::render(&matrix, now_ms()));
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| AppError::internal(e.to_string()))?;
     runtime
         .block_on(server::serve(config, writer, Arc::new(viewer), start, |addr| {
             println!("objstore-results: the page is at http://{addr}/ and runs are posted to http://{addr}/results")
         }))
-        .map_err(|e| format!("serving: {e}"))
+        .map_err(|e| AppError::internal(format!("serving: {e}")))
 }
 
 /// An empty bucket gets one real run: the conformance suites, run here on both mechanisms.
-fn fill_if_empty(target: &post::Target, viewer: &Viewer, writer: &post::Writer) -> Result<(), String> {
-    let matrix = viewer.matrix(&Default::default()).map_err(|e| e.to_string())?;
+fn fill_if_empty(target: &post::Target, viewer: &Viewer, writer: &post::Writer) -> AppResult<()> {
+    let matrix = viewer.matrix(&Default::default())?;
     if matrix["rows"].as_array().is_some_and(|rows| !rows.is_empty()) {
         return Ok(());
     }
@@ -599,11 +617,12 @@ fn fill_if_empty(target: &post::Target, viewer: &Viewer, writer: &post::Writer) 
         target.endpoint, target.bucket
     );
     let scratch = std::env::temp_dir().join(format!("objstore-results-conformance-{}", std::process::id()));
-    std::fs::create_dir_all(&scratch).map_err(|e| format!("creating {}: {e}", scratch.display()))?;
+    std::fs::create_dir_all(&scratch)
+        .map_err(|e| AppError::internal(format!("creating {}: {e}", scratch.display())))?;
     let run = conformance::run(&scratch, "rust");
     let _ = std::fs::remove_dir_all(&scratch);
     let run = run?;
-    let key = writer.store(&run).map_err(|e| e.to_string())?;
+    let key = writer.store(&run)?;
     let s = &run.results.summary;
     println!("objstore-results: {} tests, {} passed, {} failed, stored as {key}", s.tests, s.passed, s.failed);
     viewer.relist()

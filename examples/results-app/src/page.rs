@@ -13,11 +13,11 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use serde_json::json;
 
 use crate::collector::Limiter;
+use crate::error::{AppError, AppResult, Kind};
 use crate::filter::MatrixFilter;
-use crate::view::{View, ViewError, Viewer};
+use crate::view::{View, Viewer};
 
 /// The page's own files, served as they are.
 const ASSETS: [(&str, &str, &str); 4] = [
@@ -69,11 +69,8 @@ async fn limited(
     match limiter.take(client.ip()) {
         Ok(()) => next.run(request).await,
         Err(wait) => {
-            let mut refused = (
-                StatusCode::TOO_MANY_REQUESTS,
-                Json(json!({"error": "too many views from this address; try again later"})),
-            )
-                .into_response();
+            let mut refused =
+                AppError::new(Kind::TooMany, "too many views from this address; try again later").into_response();
             refused.headers_mut().insert(RETRY_AFTER, HeaderValue::from(wait.as_secs().max(1)));
             refused
         }
@@ -124,21 +121,18 @@ fn search(v: &Viewer, q: &Params) -> View {
     v.search(required(q, "q")?)
 }
 
-fn required<'q>(q: &'q Params, name: &str) -> Result<&'q str, ViewError> {
-    q.get(name).map(String::as_str).ok_or_else(|| ViewError::BadRequest(format!("the parameter {name:?} is missing")))
+fn required<'q>(q: &'q Params, name: &str) -> AppResult<&'q str> {
+    q.get(name).map(String::as_str).ok_or_else(|| AppError::bad(format!("the parameter {name:?} is missing")))
 }
 
 /// Builds a view off the async threads (the library's calls wait for their answers).
 async fn answer(viewer: Arc<Viewer>, build: fn(&Viewer, &Params) -> View, params: Params) -> Response {
     let built = tokio::task::spawn_blocking(move || build(&viewer, &params)).await;
-    let (status, body) = match built {
-        Ok(Ok(view)) => (StatusCode::OK, view),
-        Ok(Err(ViewError::BadRequest(why))) => (StatusCode::BAD_REQUEST, json!({"error": why})),
-        Ok(Err(ViewError::NotFound(why))) => (StatusCode::NOT_FOUND, json!({"error": why})),
-        Ok(Err(ViewError::Failed(why))) => (StatusCode::BAD_GATEWAY, json!({"error": why})),
-        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, json!({"error": format!("the view failed: {e}")})),
+    let mut response = match built {
+        Ok(Ok(view)) => (StatusCode::OK, Json(view)).into_response(),
+        Ok(Err(refused)) => refused.into_response(),
+        Err(e) => AppError::internal(format!("the view failed: {e}")).into_response(),
     };
-    let mut response = (status, Json(body)).into_response();
     response.headers_mut().insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
 }

@@ -10,6 +10,7 @@ use objstore_db_core::{Key, MechanismKind, Resolution, Result as CoreResult, Sch
 use serde_json::{json, Value};
 
 use crate::digest;
+use crate::error::{AppError, AppResult, Kind};
 use crate::format::{clip, is_run_segment, new_run_id, object_key, run_segment, short_hash, Run};
 
 /// Where results go.
@@ -97,32 +98,34 @@ pub struct Writer {
 }
 
 /// Opens the database `name` (a file path for SQLite) with `schema` and waits until it is open.
-pub(crate) fn open_and_wait(name: &str, schema: &Value, mechanism: MechanismKind) -> Result<Db, String> {
+pub(crate) fn open_and_wait(name: &str, schema: &Value, mechanism: MechanismKind) -> AppResult<Db> {
     let options = OpenOptions { mechanism, ..OpenOptions::default() };
     let (tx, rx) = mpsc::channel();
-    let schema = Schema::from_json(&schema.to_string()).map_err(|e| e.to_string())?;
+    let schema = Schema::from_json(&schema.to_string()).map_err(|e| AppError::internal(e.to_string()))?;
     let db = Db::open(name, Some(schema), &options, move |r| {
         let _ = tx.send(r.map(drop));
     })
-    .map_err(|e| e.to_string())?;
-    rx.recv().map_err(|_| "the database went away".to_string())?.map_err(|e| e.to_string())?;
+    .map_err(|e| AppError::internal(e.to_string()))?;
+    rx.recv()
+        .map_err(|_| AppError::internal("the database went away"))?
+        .map_err(|e| AppError::internal(e.to_string()))?;
     Ok(db)
 }
 
-/// Makes a request of the library and waits for its answer.
+/// Makes a request of the library and waits for its answer (a refusal is the library's or
+/// the bucket's: [`Kind::Refused`]).
 pub(crate) fn call<T: Send + 'static>(
     request: impl FnOnce(Box<dyn FnOnce(CoreResult<T>) + Send>) -> CoreResult<u64>,
-) -> Result<T, String> {
+) -> AppResult<T> {
     let (tx, rx) = mpsc::channel();
     request(Box::new(move |answer| {
         let _ = tx.send(answer);
-    }))
-    .map_err(|e| e.to_string())?;
-    rx.recv().map_err(|_| "the database closed before it answered".to_string())?.map_err(|e| e.to_string())
+    }))?;
+    Ok(rx.recv().map_err(|_| AppError::refused("the database closed before it answered"))??)
 }
 
 impl Writer {
-    pub fn open(target: &Target) -> Result<Writer, String> {
+    pub fn open(target: &Target) -> AppResult<Writer> {
         let db = Self::open_database(target)?;
         Ok(Writer {
             target: target.clone(),
@@ -137,16 +140,16 @@ impl Writer {
         self.stored.clone()
     }
 
-    fn open_database(target: &Target) -> Result<Db, String> {
+    fn open_database(target: &Target) -> AppResult<Db> {
         open_and_wait("results-writer", &target.schema(), MechanismKind::Memory)
     }
 
     /// The database to write through, replaced by a fresh one every [`RUNS_PER_DATABASE`] runs
     /// (the old one closes once its last write is answered).
-    fn database(&self) -> Result<Db, StoreError> {
+    fn database(&self) -> AppResult<Db> {
         let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());
         if current.1 >= RUNS_PER_DATABASE {
-            let fresh = Self::open_database(&self.target).map_err(StoreError::Local)?;
+            let fresh = Self::open_database(&self.target).map_err(local)?;
             // The old one closes when the stores still using it let go of it.
             drop(std::mem::replace(&mut current.0, fresh));
             current.1 = 0;
@@ -158,7 +161,7 @@ impl Writer {
     /// Stores `run` under a new key and waits until the bucket holds it; returns the key. A run
     /// the bucket did not take is an error, and nothing else was written. Files of one CI run
     /// (`ci.run`) go under one run segment, whoever posts them.
-    pub fn store(&self, run: &Run) -> Result<String, StoreError> {
+    pub fn store(&self, run: &Run) -> AppResult<String> {
         let db = self.database()?;
         let segment = match &run.ci.run {
             None => run_segment(now_ms(), &new_run_id()),
@@ -168,7 +171,7 @@ impl Writer {
         let fixed = self.target.prefix.len() + object_key(&run.platform, &run.browser, &segment, "").len();
         let file = digest::file_segment(&new_run_id(), run, fixed);
         let key = object_key(&run.platform, &run.browser, &segment, &file);
-        let value = serde_json::to_value(run).map_err(|e| StoreError::Local(e.to_string()))?;
+        let value = serde_json::to_value(run).map_err(|e| local(AppError::internal(e.to_string())))?;
         self.create(&db, &key, value)?;
         self.stored.fetch_add(1, Ordering::Relaxed);
         Ok(key)
@@ -179,23 +182,23 @@ impl Writer {
     /// that race to anchor a run, the bucket keeps one anchor and the other reads it; a server
     /// that ignores conditional writes (checked with a GET first) narrows the race to the
     /// moment between that GET and the write.
-    fn segment_of(&self, db: &Db, id: &str) -> Result<String, StoreError> {
+    fn segment_of(&self, db: &Db, id: &str) -> AppResult<String> {
         let _one = self.anchoring.lock().unwrap_or_else(|p| p.into_inner());
         let anchor = format!(".runs/{id}");
-        let anchored = |db: &Db| -> Result<Option<String>, StoreError> {
+        let anchored = |db: &Db| -> AppResult<Option<String>> {
             let found =
                 call(|done| db.get(None, "results", Key::from(anchor.as_str()), Freshness::Fresh, AsValue, done))
-                    .map_err(StoreError::Unavailable)?;
+                    .map_err(|e| unavailable(&e.message))?;
             match &found {
                 Value::Null => Ok(None),
                 Value::Object(o) => match o.get("segment").and_then(Value::as_str) {
                     Some(segment) if is_run_segment(segment, id) => Ok(Some(segment.to_string())),
-                    _ => Err(StoreError::Refused(format!(
+                    _ => Err(not_taken(&format!(
                         "the bucket's anchor of run {id:?} is not a run's: {}",
                         clip(&found.to_string())
                     ))),
                 },
-                _ => Err(StoreError::Refused(format!(
+                _ => Err(not_taken(&format!(
                     "the bucket's anchor of run {id:?} is not a run's: {}",
                     clip(&found.to_string())
                 ))),
@@ -207,27 +210,27 @@ impl Writer {
         let mine = run_segment(now_ms(), id);
         match self.create(db, &anchor, json!({"run": id, "segment": mine})) {
             Ok(()) => Ok(mine),
-            Err(StoreError::Refused(why)) => {
+            Err(refused) if refused.kind == Kind::Refused => {
                 // Another post anchored the run first: its anchor wins, and is read.
-                let refused = call(|done| db.refused_writes(done)).map_err(StoreError::Local)?;
-                let ours = refused.as_array().into_iter().flatten().find(|w| w["key"] == anchor.as_str());
+                let writes = call(|done| db.refused_writes(done)).map_err(local)?;
+                let ours = writes.as_array().into_iter().flatten().find(|w| w["key"] == anchor.as_str());
                 let Some(sequence) = ours.and_then(|w| w["sequence"].as_u64()) else {
-                    return Err(StoreError::Refused(why));
+                    return Err(refused);
                 };
-                call(|done| db.resolve(sequence, Resolution::Discard, done)).map_err(StoreError::Local)?;
-                anchored(db)?.ok_or(StoreError::Refused(why))
+                call(|done| db.resolve(sequence, Resolution::Discard, done)).map_err(local)?;
+                anchored(db)?.ok_or(refused)
             }
             Err(other) => Err(other),
         }
     }
 
     /// Writes `value` under `key`, create-only, and waits until the bucket holds it.
-    fn create(&self, db: &Db, key: &str, value: Value) -> Result<(), StoreError> {
-        call(|done| db.add(None, "results", value, Some(Key::from(key)), done)).map_err(StoreError::Local)?;
-        let report = call(|done| db.flush(done)).map_err(StoreError::Local)?;
+    fn create(&self, db: &Db, key: &str, value: Value) -> AppResult<()> {
+        call(|done| db.add(None, "results", value, Some(Key::from(key)), done)).map_err(local)?;
+        let report = call(|done| db.flush(done)).map_err(local)?;
         // The report covers every write the flush met (other posts' too): this run's outcome is
         // its own sync status; the report only says why.
-        let status = call(|done| db.sync_status("results", Key::from(key), done)).map_err(StoreError::Local)?;
+        let status = call(|done| db.sync_status("results", Key::from(key), done)).map_err(local)?;
         let why = |fields: &[&str]| {
             fields
                 .iter()
@@ -240,14 +243,14 @@ impl Writer {
         };
         let failed = match status.as_str() {
             Some("synced") => return Ok(()),
-            Some("refused") => StoreError::Refused(why(&["blocked", "rejected"])),
-            _ => StoreError::Unavailable(why(&["offline", "held", "blocked"])),
+            Some("refused") => not_taken(&why(&["blocked", "rejected"])),
+            _ => unavailable(&why(&["offline", "held", "blocked"])),
         };
         // The caller hears that the run was not stored: it must not land later either. A run
         // whose body is already in the bucket (only its change-log marker is owed, and is sent
         // later) cannot be taken back: it is stored, and said so.
-        call(|done| db.withdraw_pending("results", Key::from(key), done)).map_err(StoreError::Local)?;
-        let status = call(|done| db.sync_status("results", Key::from(key), done)).map_err(StoreError::Local)?;
+        call(|done| db.withdraw_pending("results", Key::from(key), done)).map_err(local)?;
+        let status = call(|done| db.sync_status("results", Key::from(key), done)).map_err(local)?;
         match status.as_str() {
             Some("pending") => Ok(()),
             _ => Err(failed),
@@ -255,25 +258,19 @@ impl Writer {
     }
 }
 
-/// Why a run was not stored.
-#[derive(Debug)]
-pub enum StoreError {
-    /// The bucket could not be reached, or failed for now.
-    Unavailable(String),
-    /// The bucket refused the write (credentials, a conflict, a bad request).
-    Refused(String),
-    /// The library refused it before the bucket was asked.
-    Local(String),
+/// Why a run was not stored: the bucket could not be reached, or failed for now.
+fn unavailable(why: &str) -> AppError {
+    AppError::unavailable(format!("the bucket is unavailable: {why}"))
 }
 
-impl std::fmt::Display for StoreError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            StoreError::Unavailable(why) => write!(f, "the bucket is unavailable: {why}"),
-            StoreError::Refused(why) => write!(f, "the bucket did not take the run: {why}"),
-            StoreError::Local(why) => write!(f, "the run could not be written: {why}"),
-        }
-    }
+/// The bucket refused the write (credentials, a conflict, a bad request).
+fn not_taken(why: &str) -> AppError {
+    AppError::refused(format!("the bucket did not take the run: {why}"))
+}
+
+/// The library refused it before the bucket was asked.
+fn local(e: AppError) -> AppError {
+    AppError::internal(format!("the run could not be written: {}", e.message))
 }
 
 impl Drop for Writer {
@@ -295,23 +292,23 @@ pub fn collector_url(url: &str) -> String {
 
 /// Posts `run` to a collector (`OBJSTORE_COLLECTOR_TOKEN` is sent as its bearer token);
 /// returns the key it stored the run under.
-pub fn send_to_collector(url: &str, run: &Run) -> Result<String, String> {
+pub fn send_to_collector(url: &str, run: &Run) -> AppResult<String> {
     let url = &collector_url(url);
     let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
     let mut request = agent.post(url).header("content-type", "application/json");
     if let Some(token) = std::env::var("OBJSTORE_COLLECTOR_TOKEN").ok().filter(|t| !t.is_empty()) {
         request = request.header("authorization", format!("Bearer {token}"));
     }
-    let body = serde_json::to_vec(run).map_err(|e| e.to_string())?;
-    let mut response = request.send(&body[..]).map_err(|e| format!("posting to {url}: {e}"))?;
+    let body = serde_json::to_vec(run).map_err(|e| AppError::internal(e.to_string()))?;
+    let mut response = request.send(&body[..]).map_err(|e| AppError::unavailable(format!("posting to {url}: {e}")))?;
     let status = response.status().as_u16();
     let text = response.body_mut().read_to_string().unwrap_or_default();
     let answer: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
     match (status, answer["key"].as_str()) {
         (201, Some(key)) => Ok(key.to_string()),
-        _ => Err(format!(
+        _ => Err(AppError::refused(format!(
             "the collector at {url} answered {status}: {}",
             answer["error"].as_str().unwrap_or("no error message")
-        )),
+        ))),
     }
 }

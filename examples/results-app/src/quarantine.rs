@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 use objstore_db::rsapi::{AsValue, Db, Freshness};
 use objstore_db_core::{Key, MechanismKind, Resolution};
 
+use crate::error::{AppError, AppResult};
 use crate::format::{check_pair_pattern, clip, pair_matches, MAX_LABEL};
 use crate::post::{call, now_ms, Target};
 
@@ -60,17 +61,18 @@ pub struct Change {
 impl Entry {
     /// Checks what an entry must be: a suite and a name (of a report's lengths), a pair
     /// pattern, a reason, and a day.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> AppResult<()> {
         for (field, value, most) in
             [("--suite", &self.suite, MAX_LABEL * 4), ("--name", &self.name, 1024), ("--reason", &self.reason, 500)]
         {
             if value.trim().is_empty() || value.len() > most {
-                return Err(format!("{field} must be 1 to {most} characters"));
+                return Err(AppError::bad(format!("{field} must be 1 to {most} characters")));
             }
         }
-        check_pair_pattern(&self.pairs).map_err(|why| format!("--pairs: {why}"))?;
+        check_pair_pattern(&self.pairs).map_err(|why| AppError::bad(format!("--pairs: {why}")))?;
         if let Some(until) = &self.until {
-            day_end_ms(until).ok_or_else(|| format!("--until {:?} is not a day (YYYY-MM-DD)", clip(until)))?;
+            day_end_ms(until)
+                .ok_or_else(|| AppError::bad(format!("--until {:?} is not a day (YYYY-MM-DD)", clip(until))))?;
         }
         Ok(())
     }
@@ -122,7 +124,7 @@ impl Quarantine {
 }
 
 /// The quarantine's store in `target`'s bucket: one mutable object, written conditionally.
-fn open(target: &Target) -> Result<Db, String> {
+fn open(target: &Target) -> AppResult<Db> {
     let schema = json!({"stores": [{"name": STORE, "Sync": {"format": "objstore",
         "Options": {"bucket": target.bucket, "prefix": target.prefix, "endpoint": target.endpoint}}}]});
     crate::post::open_and_wait("quarantine", &schema, MechanismKind::Memory)
@@ -130,7 +132,7 @@ fn open(target: &Target) -> Result<Db, String> {
 
 /// The quarantine as the bucket holds it now (empty when it holds none), and the bucket
 /// requests that took (one GET).
-pub fn load(target: &Target) -> Result<(Quarantine, u64), String> {
+pub fn load(target: &Target) -> AppResult<(Quarantine, u64)> {
     let db = open(target)?;
     let found = read(&db);
     let requests = db.sync_stats(false)["total"].as_u64().unwrap_or(0);
@@ -138,37 +140,32 @@ pub fn load(target: &Target) -> Result<(Quarantine, u64), String> {
     Ok((found?, requests))
 }
 
-fn read(db: &Db) -> Result<Quarantine, String> {
+fn read(db: &Db) -> AppResult<Quarantine> {
     let found = call(|done| db.get(None, STORE, Key::from(KEY), Freshness::Fresh, AsValue, done))
-        .map_err(|e| format!("reading the quarantine: {e}"))?;
+        .map_err(|e| AppError::bad(format!("reading the quarantine: {e}")))?;
     match found {
         Value::Null => Ok(Quarantine::default()),
-        found => serde_json::from_value(found).map_err(|e| format!("the bucket's {KEY} is not a quarantine: {e}")),
+        found => serde_json::from_value(found)
+            .map_err(|e| AppError::bad(format!("the bucket's {KEY} is not a quarantine: {e}"))),
     }
 }
 
 /// Changes the quarantine with `change` and writes it back, conditionally: when another editor
 /// wrote first, their version is read and `change` made again on it. Answers the quarantine
 /// written and what `change` said.
-pub fn edit(
-    target: &Target,
-    change: impl Fn(&mut Quarantine) -> Result<String, String>,
-) -> Result<(Quarantine, String), String> {
+pub fn edit(target: &Target, change: impl Fn(&mut Quarantine) -> AppResult<String>) -> AppResult<(Quarantine, String)> {
     let db = open(target)?;
     let outcome = edit_in(&db, change);
     db.close_and_join();
     outcome
 }
 
-fn edit_in(
-    db: &Db,
-    change: impl Fn(&mut Quarantine) -> Result<String, String>,
-) -> Result<(Quarantine, String), String> {
+fn edit_in(db: &Db, change: impl Fn(&mut Quarantine) -> AppResult<String>) -> AppResult<(Quarantine, String)> {
     let key = json!(KEY);
     for _ in 0..ATTEMPTS {
         let mut quarantine = read(db)?;
         let said = change(&mut quarantine)?;
-        let value = serde_json::to_value(&quarantine).map_err(|e| e.to_string())?;
+        let value = serde_json::to_value(&quarantine).map_err(|e| AppError::internal(e.to_string()))?;
         call(|done| db.put(None, STORE, value, Some(Key::from(KEY)), done))?;
         let flushed = call(|done| db.flush(done))?;
         let status = call(|done| db.sync_status(STORE, Key::from(KEY), done))?;
@@ -181,11 +178,13 @@ fn edit_in(
             refused.as_array().into_iter().flatten().find(|w| w["key"] == key).and_then(|w| w["sequence"].as_u64());
         let Some(sequence) = ours else {
             let why = flushed.get("offline").or_else(|| flushed.get("blocked")).cloned().unwrap_or(flushed.clone());
-            return Err(format!("the bucket did not take the quarantine: {why}"));
+            return Err(AppError::bad(format!("the bucket did not take the quarantine: {why}")));
         };
         call(|done| db.resolve(sequence, Resolution::Discard, done))?;
     }
-    Err(format!("other editors kept changing the quarantine; nothing was changed after {ATTEMPTS} tries"))
+    Err(AppError::bad(format!(
+        "other editors kept changing the quarantine; nothing was changed after {ATTEMPTS} tries"
+    )))
 }
 
 /// The first millisecond after day `day` (`YYYY-MM-DD`, UTC).
@@ -241,8 +240,8 @@ mod tests {
         assert!(!e.covers("crud", "put", "linux-x86_64", "c-gcc-13", 0), "another pair");
         assert!(!e.covers("crud", "get", "windows-x86_64", "c-msvc-19", 0), "another test");
         assert!(entry("*/*", None).covers("crud", "put", "any", "thing", u64::MAX));
-        assert!(entry("linux", None).check().unwrap_err().contains("--pairs"));
-        assert!(entry("*/*", Some("soon")).check().unwrap_err().contains("--until"));
+        assert!(entry("linux", None).check().unwrap_err().message.contains("--pairs"));
+        assert!(entry("*/*", Some("soon")).check().unwrap_err().message.contains("--until"));
     }
 
     /// Adding the same test and pairs again replaces the entry; removing keeps the history.

@@ -10,9 +10,9 @@ use serde_json::Value;
 
 use crate::classes::{self, Seen, TestId};
 use crate::digest::{self, Digest};
+use crate::error::{AppError, AppResult};
 use crate::format::{clip, run_key, Run, Test};
 use crate::post::call;
-use crate::view::ViewError;
 
 /// A run as a view shows it: its key (`<platform>/<browser>/<run>`), the labels its name
 /// carries, and its report files, each read or with why it could not be.
@@ -57,7 +57,7 @@ impl Loaded {
 /// The body of a name the listing had but the bucket no longer holds.
 pub(crate) const MISSING: &str = "the bucket no longer holds this file";
 
-pub(crate) fn keys(db: &Db, store: &str, scan: ScanOptions) -> Result<Vec<String>, ViewError> {
+pub(crate) fn keys(db: &Db, store: &str, scan: ScanOptions) -> AppResult<Vec<String>> {
     // `fresh`: listed unless a listing within the refractory period answered.
     let found = call(|done| db.read_scan(None, store, ReadKind::Keys, scan, Freshness::Fresh, AsValue, done))?;
     Ok(strings(&found))
@@ -66,7 +66,7 @@ pub(crate) fn keys(db: &Db, store: &str, scan: ScanOptions) -> Result<Vec<String
 /// The keys each of `scans` finds, in order: asked all at once, so that the database answers
 /// them one after the other rather than a round trip between threads each (500 pairs' scans
 /// took 60 ms one at a time).
-pub(crate) fn keys_of_each(db: &Db, store: &str, scans: Vec<ScanOptions>) -> Result<Vec<Vec<String>>, ViewError> {
+pub(crate) fn keys_of_each(db: &Db, store: &str, scans: Vec<ScanOptions>) -> AppResult<Vec<Vec<String>>> {
     let (sender, answers) = mpsc::channel();
     let count = scans.len();
     for (i, scan) in scans.into_iter().enumerate() {
@@ -75,17 +75,17 @@ pub(crate) fn keys_of_each(db: &Db, store: &str, scans: Vec<ScanOptions>) -> Res
             let _ = sender.send((i, answer));
         };
         db.read_scan(None, store, ReadKind::Keys, scan, Freshness::Fresh, AsValue, done)
-            .map_err(|e| ViewError::Failed(e.to_string()))?;
+            .map_err(|e| AppError::refused(e.to_string()))?;
     }
     drop(sender);
     let mut found: Vec<Option<Vec<String>>> = vec![None; count];
     for (i, answer) in answers {
-        found[i] = Some(strings(&answer.map_err(|e| ViewError::Failed(e.to_string()))?));
+        found[i] = Some(strings(&answer.map_err(|e| AppError::refused(e.to_string()))?));
     }
     found
         .into_iter()
         .collect::<Option<Vec<_>>>()
-        .ok_or_else(|| ViewError::Failed("the database closed before it answered".into()))
+        .ok_or_else(|| AppError::refused("the database closed before it answered"))
 }
 
 fn strings(found: &Value) -> Vec<String> {
@@ -110,13 +110,13 @@ pub(crate) fn pair_runs(
     browser: &str,
     after: Option<&str>,
     limit: usize,
-) -> Result<Vec<String>, ViewError> {
+) -> AppResult<Vec<String>> {
     Ok(pair_files(db, platform, browser, after, limit)?.into_iter().map(|(run, _)| run).collect())
 }
 
 /// The runs under `run_keys` with their files, fetched where not cached (immutable: a cached
 /// file costs nothing).
-pub(crate) fn load_runs(db: &Db, run_keys: &[String]) -> Result<Vec<Loaded>, ViewError> {
+pub(crate) fn load_runs(db: &Db, run_keys: &[String]) -> AppResult<Vec<Loaded>> {
     let scans = run_keys.iter().map(|key| files_of(key)).collect();
     let file_keys = keys_of_each(db, "results-meta", scans)?;
     let mut bodies = load(db, &file_keys.concat())?.into_iter();
@@ -146,7 +146,7 @@ pub(crate) fn load_runs(db: &Db, run_keys: &[String]) -> Result<Vec<Loaded>, Vie
 }
 
 /// The files under `keys` (which the listing has), as runs or why not.
-fn load(db: &Db, keys: &[String]) -> Result<Vec<Result<Run, String>>, ViewError> {
+fn load(db: &Db, keys: &[String]) -> AppResult<Vec<Result<Run, String>>> {
     if keys.is_empty() {
         return Ok(Vec::new());
     }
@@ -155,8 +155,8 @@ fn load(db: &Db, keys: &[String]) -> Result<Vec<Result<Run, String>>, ViewError>
         Ok(bodies) => bodies,
         // The library answers a read of one key that cannot be used with that key's error (and
         // a bucket out of reach with its own): that file's reason, not the view's failure.
-        Err(reason) if keys.len() == 1 => return Ok(vec![Err(reason)]),
-        Err(e) => return Err(ViewError::Failed(format!("reading the runs: {e}"))),
+        Err(reason) if keys.len() == 1 => return Ok(vec![Err(reason.message)]),
+        Err(e) => return Err(AppError::refused(format!("reading the runs: {e}"))),
     };
     let bodies = bodies.as_array().cloned().unwrap_or_default();
     Ok(keys
@@ -166,7 +166,7 @@ fn load(db: &Db, keys: &[String]) -> Result<Vec<Result<Run, String>>, ViewError>
             Value::Null => Err(why_missing(db, key)),
             body => serde_json::from_value::<Run>(body)
                 .map_err(|e| format!("not a run: {e}"))
-                .and_then(|run| run.check().map(|()| run)),
+                .and_then(|run| run.check().map(|()| run).map_err(|e| e.message)),
         })
         .collect())
 }
@@ -176,7 +176,7 @@ fn load(db: &Db, keys: &[String]) -> Result<Vec<Result<Run, String>>, ViewError>
 /// is gone.
 fn why_missing(db: &Db, key: &str) -> String {
     match call(|done| db.values_of(None, "results", vec![Key::from(key)], Freshness::Cached, AsValue, done)) {
-        Err(reason) => reason,
+        Err(reason) => reason.message,
         Ok(_) => MISSING.to_string(),
     }
 }
@@ -226,7 +226,7 @@ pub(crate) fn pair_files(
     browser: &str,
     after: Option<&str>,
     runs: usize,
-) -> Result<Vec<RunFiles>, ViewError> {
+) -> AppResult<Vec<RunFiles>> {
     let mut limit = first_limit(runs);
     loop {
         let found =
@@ -240,11 +240,7 @@ pub(crate) fn pair_files(
 
 /// Each pair's newest runs, at most `runs`, each with its files, as [`pair_files`] finds them:
 /// the pairs' scans asked at once.
-pub(crate) fn each_pair_files(
-    db: &Db,
-    pairs: &[(String, String)],
-    runs: usize,
-) -> Result<Vec<Vec<RunFiles>>, ViewError> {
+pub(crate) fn each_pair_files(db: &Db, pairs: &[(String, String)], runs: usize) -> AppResult<Vec<Vec<RunFiles>>> {
     let limit = first_limit(runs);
     let scans = pairs.iter().map(|(p, b)| ScanOptions::new().range(files_range(p, b, None)).limit(limit)).collect();
     let found = keys_of_each(db, "results-meta", scans)?;
@@ -289,7 +285,7 @@ fn whole_runs(found: &[String], limit: usize, runs: usize) -> Option<Vec<RunFile
 
 /// Runs as digests: from their names where each of a run's file names carries one, the others'
 /// bodies fetched (immutable: cached ones cost nothing).
-pub(crate) fn digested(db: &Db, runs: Vec<RunFiles>) -> Result<Vec<Digested>, ViewError> {
+pub(crate) fn digested(db: &Db, runs: Vec<RunFiles>) -> AppResult<Vec<Digested>> {
     let mut found: Vec<Option<Digested>> = Vec::with_capacity(runs.len());
     let mut to_read = Vec::new();
     for (key, files) in runs {
@@ -312,7 +308,7 @@ pub(crate) fn digested(db: &Db, runs: Vec<RunFiles>) -> Result<Vec<Digested>, Vi
 
 /// Each pair's newest runs ([`classes::BROKEN_RUNS`], newest first) as digests, one list per
 /// pair.
-pub(crate) fn newest_digested(db: &Db, pairs: &[(String, String)]) -> Result<Vec<Vec<Digested>>, ViewError> {
+pub(crate) fn newest_digested(db: &Db, pairs: &[(String, String)]) -> AppResult<Vec<Vec<Digested>>> {
     let runs_of = each_pair_files(db, pairs, classes::BROKEN_RUNS)?;
     let counts: Vec<usize> = runs_of.iter().map(Vec::len).collect();
     let mut found = digested(db, runs_of.into_iter().flatten().collect())?.into_iter();
@@ -326,7 +322,7 @@ fn files_of(run_key: &str) -> ScanOptions {
 
 /// Every pair the bucket holds runs of, in name order (the `platform, browser` index, unique:
 /// local, no request beyond the listing).
-pub(crate) fn all_pairs(db: &Db) -> Result<Vec<(String, String)>, ViewError> {
+pub(crate) fn all_pairs(db: &Db) -> AppResult<Vec<(String, String)>> {
     let scan = ScanOptions::new().index("platform, browser").unique();
     Ok(keys(db, "results-meta", scan)?
         .iter()
@@ -340,7 +336,7 @@ pub(crate) fn all_pairs(db: &Db) -> Result<Vec<(String, String)>, ViewError> {
 
 /// Each pair's newest runs ([`classes::BROKEN_RUNS`], newest first), one list per pair (empty
 /// where none is in the layout).
-pub(crate) fn newest_runs(db: &Db, pairs: &[(String, String)]) -> Result<Vec<Vec<Loaded>>, ViewError> {
+pub(crate) fn newest_runs(db: &Db, pairs: &[(String, String)]) -> AppResult<Vec<Vec<Loaded>>> {
     let runs_of = newest_keys(db, pairs)?;
     let mut loaded = load_runs(db, &runs_of.concat())?.into_iter();
     Ok(runs_of.iter().map(|runs| loaded.by_ref().take(runs.len()).collect()).collect())
@@ -348,7 +344,7 @@ pub(crate) fn newest_runs(db: &Db, pairs: &[(String, String)]) -> Result<Vec<Vec
 
 /// The keys of each pair's newest runs (a name outside the layout, written around the app, is
 /// no run).
-fn newest_keys(db: &Db, pairs: &[(String, String)]) -> Result<Vec<Vec<String>>, ViewError> {
+fn newest_keys(db: &Db, pairs: &[(String, String)]) -> AppResult<Vec<Vec<String>>> {
     let runs_of = each_pair_files(db, pairs, classes::BROKEN_RUNS)?;
     Ok(runs_of.into_iter().map(|runs| runs.into_iter().map(|(run, _)| run).collect()).collect())
 }
@@ -367,12 +363,12 @@ pub(crate) fn identified<'a, X>(
 }
 
 /// The platform and browser a run's key (`<platform>/<browser>/<run>`) carries.
-pub(crate) fn pair_of(key: &str) -> Result<(String, String), ViewError> {
+pub(crate) fn pair_of(key: &str) -> Result<(String, String), AppError> {
     match key.split('/').collect::<Vec<_>>()[..] {
         [platform, browser, run] if [platform, browser, run].iter().all(|s| !matches!(*s, "" | "." | "..")) => {
             Ok((platform.to_string(), browser.to_string()))
         }
-        _ => Err(ViewError::BadRequest(format!("{:?} is not a run's name (platform/browser/run)", clip(key)))),
+        _ => Err(AppError::bad(format!("{:?} is not a run's name (platform/browser/run)", clip(key)))),
     }
 }
 
@@ -383,10 +379,10 @@ pub(crate) fn run_segment(key: &str) -> &str {
 
 /// Checks that a platform and browser can be name segments. Any segment the bucket holds is a
 /// pair, even one our writers would refuse to make, so only the layout's shape is checked.
-pub(crate) fn pair_prefix(platform: &str, browser: &str) -> Result<(), ViewError> {
+pub(crate) fn pair_prefix(platform: &str, browser: &str) -> AppResult<()> {
     for (field, value) in [("platform", platform), ("browser", browser)] {
         if value.is_empty() || value.contains('/') {
-            return Err(ViewError::BadRequest(format!("{field} {:?} is not a name segment", clip(value))));
+            return Err(AppError::bad(format!("{field} {:?} is not a name segment", clip(value))));
         }
     }
     Ok(())

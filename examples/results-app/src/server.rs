@@ -4,11 +4,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::http::header::{CONTENT_SECURITY_POLICY, REFERRER_POLICY, X_CONTENT_TYPE_OPTIONS, X_FRAME_OPTIONS};
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::HeaderValue;
 use axum::Router;
 use tower_http::set_header::SetResponseHeaderLayer;
 
 use crate::collector::{self, Config};
+use crate::error::{AppError, Kind};
 use crate::page;
 use crate::post::Writer;
 use crate::view::Viewer;
@@ -42,20 +43,10 @@ pub fn router(config: Config, writer: Writer, viewer: Arc<Viewer>) -> Router {
     let header = |name, value| SetResponseHeaderLayer::overriding(name, HeaderValue::from_static(value));
     collector::router(config, writer)
         .merge(page::router(viewer))
-        .fallback(|| async {
-            collector::error(
-                StatusCode::NOT_FOUND,
-                "no such address: the page is at /, runs are posted to /results",
-                None,
-            )
-        })
+        .fallback(|| async { AppError::not_found("no such address: the page is at /, runs are posted to /results") })
         // A POST to the page (a collector URL without /results) is answered as JSON too.
         .method_not_allowed_fallback(|| async {
-            collector::error(
-                StatusCode::METHOD_NOT_ALLOWED,
-                "the page and its /api answer GET; runs are posted to /results",
-                None,
-            )
+            AppError::new(Kind::MethodNotAllowed, "the page and its /api answer GET; runs are posted to /results")
         })
         .layer(header(X_CONTENT_TYPE_OPTIONS, "nosniff"))
         .layer(header(CONTENT_SECURITY_POLICY, page::CONTENT_SECURITY_POLICY))

@@ -11,6 +11,7 @@
 //! - `Bail out!` and a plan that promised more tests than ran are failures, so that a stream that
 //!   stopped early never reads green.
 
+use crate::error::{AppError, AppResult};
 use crate::format::{Detail, Results, Status, Summary, Test, Tool};
 
 /// Whether `text` is a TAP stream: a version line, a plan or a numbered test line first.
@@ -83,7 +84,7 @@ struct Read {
 }
 
 /// The tests of a TAP stream; an error when it holds none.
-pub fn parse(text: &str) -> Result<Results, String> {
+pub fn parse(text: &str) -> AppResult<Results> {
     // Per depth: the subtests read since that depth's last test line, and its plan.
     let mut pending: Vec<Vec<Read>> = vec![Vec::new()];
     let mut plans: Vec<Option<u64>> = vec![None];
@@ -169,7 +170,7 @@ pub fn parse(text: &str) -> Result<Results, String> {
         tests.push(failure("bail out", format!("Bail out! {reason}")));
     }
     if tests.is_empty() && plans[0] != Some(0) {
-        return Err("the TAP stream holds no test lines".into());
+        return Err(AppError::bad("the TAP stream holds no test lines"));
     }
     Ok(Results {
         tool: Tool { name: "tap".into(), version: None },

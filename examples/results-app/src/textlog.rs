@@ -3,6 +3,7 @@
 //! the test file's name up to its first `_`, a unit test's first module, or `doc`), and the
 //! project's C harness (`ok   SUITE: NAME` / `FAIL SUITE: NAME`, its failure lines before).
 
+use crate::error::{AppError, AppResult};
 use crate::format::{Detail, Results, Status, Summary, Test, Tool};
 
 /// Whether `text` is one of the logs this module reads.
@@ -11,11 +12,11 @@ pub fn recognises(text: &str) -> bool {
 }
 
 /// The tests of a log; an error when it holds none.
-pub fn parse(text: &str) -> Result<Results, String> {
+pub fn parse(text: &str) -> AppResult<Results> {
     let libtest = text.lines().any(|l| libtest_line(l).is_some());
     let (tool, tests) = if libtest { ("cargo test", cargo_test(text)) } else { ("c harness", harness(text)) };
     if tests.is_empty() {
-        return Err("the log holds no test results".into());
+        return Err(AppError::bad("the log holds no test results"));
     }
     Ok(Results {
         tool: Tool { name: tool.into(), version: None },

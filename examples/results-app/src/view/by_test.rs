@@ -42,7 +42,7 @@ impl Viewer {
                     entry["expired"] = json!(e.expired(now));
                     Ok(entry)
                 })
-                .collect::<Result<_, ViewError>>()?;
+                .collect::<AppResult<_>>()?;
             Ok(json!({"entries": entries, "releaseAfter": RELEASE_AFTER, "history": quarantine.history.iter().rev().take(50).collect::<Vec<_>>()}))
         })?;
         add_requests(&mut view, requests);
@@ -85,7 +85,7 @@ impl Viewer {
     pub fn search(&self, query: &str) -> View {
         let query = query.trim().to_lowercase();
         if query.is_empty() || query.chars().count() > 200 {
-            return Err(ViewError::BadRequest("search for 1 to 200 characters of a test's name or suite".into()));
+            return Err(AppError::bad("search for 1 to 200 characters of a test's name or suite"));
         }
         self.view(|db| {
             let pairs = newest_runs(db, &all_pairs(db)?)?;

@@ -11,9 +11,9 @@ impl Viewer {
     pub fn commit(&self, commit: &str, base: Option<&str>) -> View {
         let (asked, asked_base) = (commit, base);
         for (field, value) in std::iter::once(("commit", commit)).chain(base.map(|b| ("base", b))) {
-            check_label(field, value).map_err(ViewError::BadRequest)?;
+            check_label(field, value)?;
             if value.len() < 7 {
-                return Err(ViewError::BadRequest(format!("{field} {value:?}: give at least 7 characters of it")));
+                return Err(AppError::bad(format!("{field} {value:?}: give at least 7 characters of it")));
             }
         }
         self.view(|db| {
@@ -26,7 +26,7 @@ impl Viewer {
             let commit_of = |d: &Digested| d.digests.iter().find_map(|x| x.commit.clone());
             // A prefix names one commit: the one the runs hold that starts with it (digests carry
             // a commit's first 12 characters, so a longer prefix is matched on those).
-            let resolve = |field: &str, prefix: &str| -> Result<Option<String>, ViewError> {
+            let resolve = |field: &str, prefix: &str| -> AppResult<Option<String>> {
                 let mut found: Vec<String> = recent
                     .iter()
                     .flatten()
@@ -37,7 +37,7 @@ impl Viewer {
                 found.dedup();
                 match found.len() {
                     0 | 1 => Ok(found.pop()),
-                    _ => Err(ViewError::BadRequest(format!("{field} {prefix:?} is more than one commit: {}", found.join(", ")))),
+                    _ => Err(AppError::bad(format!("{field} {prefix:?} is more than one commit: {}", found.join(", ")))),
                 }
             };
             let Some(commit) = resolve("commit", commit)? else {

@@ -82,7 +82,7 @@ impl Viewer {
         pair_prefix(platform, browser)?;
         if let Some(after) = after {
             if pair_of(after)? != (platform.to_string(), browser.to_string()) {
-                return Err(ViewError::BadRequest(format!("after {after:?} is not a run of {platform}/{browser}")));
+                return Err(AppError::bad(format!("after {after:?} is not a run of {platform}/{browser}")));
             }
         }
         self.view(|db| {

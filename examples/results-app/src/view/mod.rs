@@ -28,6 +28,7 @@ use serde_json::{json, Map, Value};
 
 use crate::classes::{self, classify, Pairs, Seen, TestId, Weighed};
 use crate::digest;
+use crate::error::{AppError, AppResult};
 use crate::filter::MatrixFilter;
 use crate::fingerprint::{self, Failure};
 use crate::format::{check_label, is_run_segment, pair_matches, sort_suites, Status, Test};
@@ -93,40 +94,18 @@ const MISSING_FOR: Duration = Duration::from_secs(10);
 const MISSING_REMEMBERED: usize = 10_000;
 
 /// A view's answer: its data, and what it cost.
-pub type View = Result<Value, ViewError>;
-
-#[derive(Debug)]
-pub enum ViewError {
-    /// The request named something wrong (a key outside the layout, an unknown pair).
-    BadRequest(String),
-    NotFound(String),
-    /// The library or the bucket failed.
-    Failed(String),
-}
-
-impl std::fmt::Display for ViewError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ViewError::BadRequest(why) | ViewError::NotFound(why) | ViewError::Failed(why) => f.write_str(why),
-        }
-    }
-}
-
-impl From<String> for ViewError {
-    fn from(why: String) -> ViewError {
-        ViewError::Failed(why)
-    }
-}
+pub type View = AppResult<Value>;
 
 impl Viewer {
     /// Opens the cache at `cache` (a SQLite file; created with its folder when missing).
-    pub fn open(target: &Target, cache: &Path) -> Result<Viewer, String> {
+    pub fn open(target: &Target, cache: &Path) -> AppResult<Viewer> {
         if let Some(dir) = cache.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+            std::fs::create_dir_all(dir).map_err(|e| AppError::internal(format!("creating {}: {e}", dir.display())))?;
         }
-        let path = cache.to_str().ok_or_else(|| format!("the cache path {} is not UTF-8", cache.display()))?;
+        let path =
+            cache.to_str().ok_or_else(|| AppError::bad(format!("the cache path {} is not UTF-8", cache.display())))?;
         let db = open_and_wait(path, &schema(target), MechanismKind::Sqlite)
-            .map_err(|e| format!("opening the cache {}: {e}", cache.display()))?;
+            .map_err(|e| AppError::internal(format!("opening the cache {}: {e}", cache.display())))?;
         Ok(Viewer {
             db,
             target: target.clone(),
@@ -146,7 +125,7 @@ impl Viewer {
     }
 
     /// Lists again when the followed writer stored something since the last view.
-    fn catch_up(&self, db: &Db) -> Result<(), ViewError> {
+    fn catch_up(&self, db: &Db) -> AppResult<()> {
         let mut followed = self.followed.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((stored, seen)) = followed.as_mut() {
             let now = stored.load(Ordering::Relaxed);
@@ -161,8 +140,8 @@ impl Viewer {
     /// The run under `key` with its files. One the listing does not have may have been posted
     /// a moment ago: the bucket is listed again (with the change log, one LIST) before it is a
     /// 404, which is then remembered for [`MISSING_FOR`], so a made-up key costs one listing.
-    fn find_run(&self, db: &Db, key: &str) -> Result<Loaded, ViewError> {
-        let not_found = || ViewError::NotFound(format!("no run {key:?}"));
+    fn find_run(&self, db: &Db, key: &str) -> AppResult<Loaded> {
+        let not_found = || AppError::not_found(format!("no run {key:?}"));
         {
             let mut missing = self.missing.lock().unwrap_or_else(|p| p.into_inner());
             missing.retain(|_, at| at.elapsed() < MISSING_FOR);
@@ -188,7 +167,7 @@ impl Viewer {
     }
 
     /// Lists the bucket now, whatever the refractory period (after this process wrote to it).
-    pub fn relist(&self) -> Result<(), String> {
+    pub fn relist(&self) -> AppResult<()> {
         call(|done| self.db.prefetch("results-meta", done))
     }
 
@@ -222,7 +201,7 @@ impl Viewer {
     /// Every pair with its newest runs (listed first when the refractory period is over). The
     /// cache changes only through a bucket request, so they are worked out again only after the
     /// library made one: a warm reload of the matrix reads one scan, not one per pair.
-    fn newest(&self, db: &Db) -> Result<Arc<Newest>, ViewError> {
+    fn newest(&self, db: &Db) -> AppResult<Arc<Newest>> {
         let pairs = all_pairs(db)?;
         let made = |db: &Db| self.requests.load(Ordering::Relaxed) + requests_in(&db.sync_stats(false));
         let mut kept = self.newest.lock().unwrap_or_else(|p| p.into_inner());

@@ -20,12 +20,12 @@ impl Viewer {
     /// each as [`Viewer::run`] shows it: the run's anchor names its segment, the `run` index
     /// finds its pairs. A run nobody anchored is not found.
     pub fn ci_run(&self, id: &str) -> View {
-        check_label("run", id).map_err(ViewError::BadRequest)?;
+        check_label("run", id)?;
         self.view(|db| {
             let anchor = format!(".runs/{id}");
             let anchor = call(|done| db.get(None, "results", Key::from(anchor), Freshness::Cached, AsValue, done))?;
             let not_found = || {
-                ViewError::NotFound(format!("no run {id:?} in the bucket (runs posted with --run or from CI have one)"))
+                AppError::not_found(format!("no run {id:?} in the bucket (runs posted with --run or from CI have one)"))
             };
             let segment = anchor["segment"].as_str().filter(|s| is_run_segment(s, id)).ok_or_else(not_found)?;
             let (lower, upper) = (Key::Array(vec![segment.into()]), Key::Array(vec![format!("{segment}\u{0}").into()]));
@@ -58,7 +58,7 @@ impl Viewer {
                 let run = self.find_run(db, key)?;
                 if run.reports().next().is_none() {
                     let why = run.files.iter().find_map(|f| f.run.as_ref().err()).cloned().unwrap_or_default();
-                    return Err(ViewError::Failed(format!("run {key:?} cannot be read: {why}")));
+                    return Err(AppError::refused(format!("run {key:?} cannot be read: {why}")));
                 }
                 loaded.push(run);
             }
