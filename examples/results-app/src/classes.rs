@@ -9,10 +9,9 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::rc::Rc;
 
-use serde_json::{json, Value};
-
 use crate::digest::Digest;
 use crate::format::Status;
+use crate::view::shapes::Class;
 
 /// A test across runs: its suite, its name and which occurrence of that name it is.
 pub type TestId = (String, String, usize);
@@ -200,47 +199,47 @@ pub struct Weighed<'a> {
     pub retried: bool,
 }
 
-/// The classes of test `t` (of run `this`), each `{"class", "evidence": [run keys]}`.
-pub fn classify(t: &Weighed, this: &Seen, e: &Evidence) -> Vec<Value> {
+/// The classes of test `t` (of run `this`), each with the runs that show it.
+pub fn classify(t: &Weighed, this: &Seen, e: &Evidence) -> Vec<Class> {
     let mut classes = Vec::new();
     let status_in = |run: &Seen| run.status(t.suite, t.id);
     if t.status == Status::Failed {
         if let Some(previous) = e.earlier.first().filter(|p| status_in(p) == Some(Status::Passed)) {
-            classes.push(json!({"class": "new failure", "evidence": [previous.key]}));
+            classes.push(Class { class: "new failure", evidence: vec![previous.key.clone()] });
         }
     }
     // Flaky: passed on a retry, or both outcomes at this run's commit (version) on this pair.
     let same_basis: Vec<&Seen> =
         e.earlier.iter().copied().filter(|r| r.basis.is_some() && r.basis == this.basis).collect();
-    let mixed: Vec<&str> = same_basis
+    let mixed: Vec<String> = same_basis
         .iter()
         .filter(|r| matches!(status_in(r), Some(s) if s != t.status && is_outcome(s)))
-        .map(|r| r.key.as_str())
+        .map(|r| r.key.clone())
         .collect();
     if t.retried || (is_outcome(t.status) && !mixed.is_empty()) {
-        classes.push(json!({"class": "flaky", "evidence": mixed}));
+        classes.push(Class { class: "flaky", evidence: mixed });
     }
     // Broken: failed in each of the newest runs of every pair that ran it.
     if t.status == Status::Failed {
         if let Some(ran) = e.pairs.broken(t.suite, t.id) {
-            let keys: Vec<&str> = ran.iter().take(EVIDENCE).map(|at| e.pairs.run(*at).key.as_str()).collect();
-            classes.push(json!({"class": "broken", "evidence": keys}));
+            let keys: Vec<String> = ran.iter().take(EVIDENCE).map(|at| e.pairs.run(*at).key.clone()).collect();
+            classes.push(Class { class: "broken", evidence: keys });
         }
     }
     // Divergent: at this commit, the other pairs' newest runs disagree with this one.
     if let (Some(commit), true) = (&this.commit, is_outcome(t.status)) {
-        let other: Vec<&str> = e
+        let other: Vec<String> = e
             .pairs
             .at_commit(commit, t.suite, t.id)
             .iter()
             .filter(|(_, s)| *s != t.status)
             .map(|(at, _)| e.pairs.run(*at))
             .filter(|r| r.pair != this.pair)
-            .map(|r| r.key.as_str())
+            .map(|r| r.key.clone())
             .take(EVIDENCE)
             .collect();
         if !other.is_empty() {
-            classes.push(json!({"class": "divergent", "evidence": other}));
+            classes.push(Class { class: "divergent", evidence: other });
         }
     }
     classes
@@ -267,7 +266,7 @@ pub fn counts(this: &Seen, e: &Evidence) -> BTreeMap<String, BTreeMap<String, u6
             let Some(status) = this.status(suite, id) else { continue };
             let t = Weighed { suite, id, status, retried: ran.retried.contains(&id) };
             for class in classify(&t, this, e) {
-                *classes.entry(class["class"].as_str().unwrap_or_default().to_string()).or_default() += 1;
+                *classes.entry(class.class.to_string()).or_default() += 1;
             }
         }
         counts.insert(suite.clone(), classes);
@@ -280,15 +279,11 @@ fn is_outcome(status: Status) -> bool {
     matches!(status, Status::Passed | Status::Failed)
 }
 
-/// The rules as the views send them: `{class: rule}`.
-pub fn rules() -> Value {
-    RULES.iter().map(|(class, rule)| (class.to_string(), json!(rule))).collect::<serde_json::Map<_, _>>().into()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::digest::SuiteDigest;
+    use serde_json::json;
 
     const ID: u32 = 7;
 
@@ -313,8 +308,8 @@ mod tests {
         Weighed { suite: "crud", id: ID, status, retried: false }
     }
 
-    fn names(classes: &[Value]) -> Vec<&str> {
-        classes.iter().map(|c| c["class"].as_str().unwrap()).collect()
+    fn names(classes: &[Class]) -> Vec<&str> {
+        classes.iter().map(|c| c.class).collect()
     }
 
     /// Each class by its rule, with the runs that show it.
@@ -328,8 +323,8 @@ mod tests {
         let e = Evidence { earlier: vec![&before], pairs: &e_pairs };
         let classes = classify(&test(Status::Failed), &now, &e);
         assert_eq!(names(&classes), ["new failure", "divergent"]);
-        assert_eq!(classes[0]["evidence"], json!(["a/0"]));
-        assert_eq!(classes[1]["evidence"], json!(["m/1"]));
+        assert_eq!(json!(classes[0].evidence), json!(["a/0"]));
+        assert_eq!(json!(classes[1].evidence), json!(["m/1"]));
         // The matrix counts the same, and the passing side of the divergence on the mac.
         assert_eq!(counts(&now, &e)["crud"], BTreeMap::from([("divergent".into(), 1), ("new failure".into(), 1)]));
         let e_mac_pairs = Pairs::of(vec![vec![&now, &before], vec![&mac, &mac_before]]);
@@ -351,7 +346,7 @@ mod tests {
         let e = Evidence { earlier: vec![&same_commit], pairs: &e_pairs };
         let classes = classify(&test(Status::Failed), &now, &e);
         assert_eq!(names(&classes), ["new failure", "flaky"]);
-        assert_eq!(classes[1]["evidence"], json!(["a/0"]));
+        assert_eq!(json!(classes[1].evidence), json!(["a/0"]));
         let retried = Weighed { retried: true, ..test(Status::Passed) };
         let e_pairs = Pairs::of(vec![]);
         let e = Evidence { earlier: vec![], pairs: &e_pairs };

@@ -2,6 +2,8 @@
 
 use serde_json::Value;
 
+use crate::view::shapes::{Cell, RunRow};
+
 /// Which pairs the matrix shows: by platform, runtime, commit (a prefix), a build-variant label
 /// (`key=value`), a suite present, a test status or class in the suites shown; and after which
 /// pair (`platform/browser`).
@@ -27,38 +29,40 @@ impl MatrixFilter {
 
     /// Whether a matrix row passes: a row whose run cannot be read counts as failed, in any
     /// suite (it is a red flag whatever it held).
-    pub fn passes(&self, row: &Value) -> bool {
-        let text = |field: &str| row[field].as_str().unwrap_or_default();
-        if self.platform.as_ref().is_some_and(|p| p != text("platform"))
-            || self.browser.as_ref().is_some_and(|b| b != text("browser"))
+    pub fn passes(&self, row: &RunRow) -> bool {
+        if self.platform.as_ref().is_some_and(|p| *p != row.platform)
+            || self.browser.as_ref().is_some_and(|b| *b != row.browser)
             || self.commit.as_ref().is_some_and(|c| {
                 // A matrix row carries the commit's first 12 characters (a run's digest).
-                let commit = row["ci"]["commit"].as_str().unwrap_or_default();
+                let commit = row.ci.as_ref().and_then(|ci| ci.commit.as_deref()).unwrap_or_default();
                 commit.is_empty()
                     || !(commit.starts_with(c.as_str())
                         || (commit.len() == crate::digest::COMMIT_CHARS && c.starts_with(commit)))
             })
             || self.label.as_ref().is_some_and(|l| {
                 let (key, value) = l.split_once('=').unwrap_or((l, ""));
-                row["labels"][key].as_str() != Some(value)
+                row.labels.as_ref().and_then(|labels| labels.get(key)).and_then(Value::as_str) != Some(value)
             })
         {
             return false;
         }
-        let Some(cells) = row["cells"].as_object() else {
+        let Some(cells) = &row.cells else {
             return self.class.is_none() && self.status.as_deref().is_none_or(|s| s == "failed");
         };
         // Unfiltered, every pair shows, a run of no tests too.
         if self.suite.is_none() && self.status.is_none() && self.class.is_none() {
             return true;
         }
-        let shown: Vec<&Value> =
+        let shown: Vec<&Cell> =
             cells.iter().filter(|(s, _)| self.suite.as_ref().is_none_or(|w| w == *s)).map(|(_, c)| c).collect();
+        let count = |c: &Cell, status: &str| match status {
+            "passed" => c.passed,
+            "failed" => c.failed,
+            "skipped" => c.skipped,
+            _ => 0,
+        };
         !shown.is_empty()
-            && self.status.as_ref().is_none_or(|s| shown.iter().any(|c| c[s.as_str()].as_u64().unwrap_or(0) > 0))
-            && self
-                .class
-                .as_ref()
-                .is_none_or(|k| shown.iter().any(|c| c["classes"][k.as_str()].as_u64().unwrap_or(0) > 0))
+            && self.status.as_ref().is_none_or(|s| shown.iter().any(|c| count(c, s) > 0))
+            && self.class.as_ref().is_none_or(|k| shown.iter().any(|c| c.classes.get(k).is_some_and(|n| *n > 0)))
     }
 }

@@ -4,9 +4,8 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use serde_json::{json, Value};
-
 use crate::format::{short_hash, Test};
+use crate::view::shapes::{Group, PairTest};
 
 /// A failed test where it failed: its pair (`platform/browser`), its run's key, and the test.
 pub struct Failure<'a> {
@@ -15,34 +14,31 @@ pub struct Failure<'a> {
     pub test: &'a Test,
 }
 
-/// Failures grouped by fingerprint, the groups that hit most pairs first (then most tests):
-/// `[{"fingerprint", "text" (normalised), "message" (the first one's own), "pairs": [..],
-/// "tests": [{"pair", "run", "suite", "name"}]}]`.
-pub fn group<'a>(failures: impl IntoIterator<Item = Failure<'a>>) -> Vec<Value> {
+/// Failures grouped by fingerprint, the groups that hit most pairs first (then most tests),
+/// each with its normalised text and the first one's own message.
+pub fn group<'a>(failures: impl IntoIterator<Item = Failure<'a>>) -> Vec<Group> {
     let mut order: Vec<String> = Vec::new();
-    let mut groups: HashMap<String, (Value, BTreeSet<String>, Vec<Value>)> = HashMap::new();
+    let mut groups: HashMap<String, Group> = HashMap::new();
     for f in failures {
         let print = fingerprint(f.test);
         let group = groups.entry(print.clone()).or_insert_with(|| {
             order.push(print.clone());
             let message = f.test.message.clone().or_else(|| f.test.detail.trace.clone()).unwrap_or_default();
-            (json!({"fingerprint": print, "text": normalised(f.test), "message": message}), BTreeSet::new(), Vec::new())
+            Group { fingerprint: print, text: normalised(f.test), message, pairs: BTreeSet::new(), tests: Vec::new() }
         });
-        group.1.insert(f.pair.clone());
-        group.2.push(json!({"pair": f.pair, "run": f.run, "suite": f.test.suite, "name": f.test.name}));
+        group.pairs.insert(f.pair.clone());
+        group.tests.push(PairTest {
+            pair: f.pair,
+            run: f.run,
+            suite: f.test.suite.clone(),
+            name: f.test.name.clone(),
+            message: None,
+        });
     }
-    let mut found: Vec<(Value, BTreeSet<String>, Vec<Value>)> =
-        order.into_iter().filter_map(|print| groups.remove(&print)).collect();
+    let mut found: Vec<Group> = order.into_iter().filter_map(|print| groups.remove(&print)).collect();
     // Stable: groups hitting as many pairs and tests keep the order they were met in.
-    found.sort_by_key(|(_, pairs, tests)| std::cmp::Reverse((pairs.len(), tests.len())));
+    found.sort_by_key(|g| std::cmp::Reverse((g.pairs.len(), g.tests.len())));
     found
-        .into_iter()
-        .map(|(mut group, pairs, tests)| {
-            group["pairs"] = json!(pairs);
-            group["tests"] = json!(tests);
-            group
-        })
-        .collect()
 }
 
 /// How much of a failure's normalised text tells it apart.

@@ -2,9 +2,8 @@
 //! collapsed), since when it fails, its durations (p50, p95) and whether its newest run was
 //! slower than its last ten.
 
-use serde_json::{json, Value};
-
 use crate::format::{Status, Test};
+use crate::view::shapes::{Durations, FailingSince, History, Stretch};
 
 /// How many of a pair's runs a test's history reads.
 pub const HISTORY_RUNS: usize = 50;
@@ -33,9 +32,9 @@ pub fn outcome_of(tests: &[&Test]) -> Option<(Status, f64, bool)> {
     Some((status, tests.iter().map(|t| t.duration).sum(), tests.iter().any(|t| t.detail.flaky)))
 }
 
-/// The history of `outcomes` (newest first): `{"strip": [{status, runs, newest, oldest}],
-/// "failingSince": {run, commit, runs}?, "durations": {p50, p95, of}, "slower": percent?}`.
-pub fn history(outcomes: &[Outcome]) -> Value {
+/// The history of `outcomes` (newest first): its stretches, since when it fails, its durations
+/// and whether its newest pass was slower.
+pub fn history(outcomes: &[Outcome]) -> History {
     let label = |o: &Outcome| match o.found {
         None => "not run",
         Some((Status::Passed, _, true)) => "flaky",
@@ -43,24 +42,29 @@ pub fn history(outcomes: &[Outcome]) -> Value {
         Some((Status::Failed, ..)) => "failed",
         Some(_) => "skipped",
     };
-    let mut strip: Vec<Value> = Vec::new();
+    let mut strip: Vec<Stretch> = Vec::new();
     for o in outcomes {
         match strip.last_mut() {
-            Some(last) if last["status"] == label(o) => {
-                last["runs"] = json!(last["runs"].as_u64().unwrap_or(0) + 1);
-                last["oldest"] = json!(o.run);
+            Some(last) if last.status == label(o) => {
+                last.runs += 1;
+                last.oldest = o.run.clone();
             }
-            _ => strip.push(json!({"status": label(o), "runs": 1, "newest": o.run, "oldest": o.run})),
+            _ => strip.push(Stretch { status: label(o), runs: 1, newest: o.run.clone(), oldest: o.run.clone() }),
         }
     }
-    let mut view = json!({"strip": strip});
     // Since when it fails: the oldest run of the failing stretch the newest run is in.
     let ran: Vec<&Outcome> = outcomes.iter().filter(|o| o.found.is_some()).collect();
     let failing = ran.iter().take_while(|o| matches!(o.found, Some((Status::Failed, ..)))).count();
-    if failing > 0 {
+    let failing_since = (failing > 0).then(|| {
         let since = ran[failing - 1];
-        view["failingSince"] = json!({"run": since.run, "time": since.time, "commit": since.commit, "runs": failing, "all": failing == ran.len()});
-    }
+        FailingSince {
+            run: since.run.clone(),
+            time: since.time,
+            commit: since.commit.clone(),
+            runs: failing,
+            all: failing == ran.len(),
+        }
+    });
     let mut passed: Vec<f64> = ran
         .iter()
         .filter_map(|o| match o.found {
@@ -68,17 +72,17 @@ pub fn history(outcomes: &[Outcome]) -> Value {
             _ => None,
         })
         .collect();
+    let (mut durations, mut slower) = (None, None);
     if !passed.is_empty() {
         // The newest pass against the median of the ten before it.
         let (newest, before) = (passed[0], median(&mut passed[1..passed.len().min(11)].to_vec()));
         passed.sort_by(f64::total_cmp);
-        view["durations"] =
-            json!({"p50": percentile(&passed, 0.5), "p95": percentile(&passed, 0.95), "of": passed.len()});
-        if let Some(before) = before.filter(|b| *b > 0.0 && newest > b * (1.0 + SLOWER_BY)) {
-            view["slower"] = json!(((newest / before - 1.0) * 100.0).round());
-        }
+        durations = Some(Durations { p50: percentile(&passed, 0.5), p95: percentile(&passed, 0.95), of: passed.len() });
+        slower = before
+            .filter(|b| *b > 0.0 && newest > b * (1.0 + SLOWER_BY))
+            .map(|before| ((newest / before - 1.0) * 100.0).round());
     }
-    view
+    History { strip, failing_since, durations, slower }
 }
 
 /// The nearest-rank percentile of sorted `values`.
@@ -108,7 +112,7 @@ mod tests {
         let p = |d: f64| Some((Status::Passed, d, false));
         let outcomes =
             vec![o("r9", f), o("r8", None), o("r7", f), o("r6", p(10.0)), o("r5", p(10.0)), o("r4", p(12.0))];
-        let h = history(&outcomes);
+        let h = serde_json::to_value(history(&outcomes)).unwrap();
         let strip: Vec<(&str, u64)> = h["strip"]
             .as_array()
             .unwrap()
@@ -120,7 +124,7 @@ mod tests {
         assert_eq!(h["failingSince"]["commit"], "c-r7");
         assert_eq!((h["durations"]["p50"].as_f64(), h["durations"]["p95"].as_f64()), (Some(10.0), Some(12.0)));
         assert!(h.get("slower").is_none(), "the newest pass is 10 against a median of 10");
-        let slower = history(&[o("b", p(30.0)), o("a", p(10.0)), o("z", p(10.0))]);
+        let slower = serde_json::to_value(history(&[o("b", p(30.0)), o("a", p(10.0)), o("z", p(10.0))])).unwrap();
         assert_eq!(slower["slower"], 200.0);
     }
 }

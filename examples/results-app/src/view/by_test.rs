@@ -14,7 +14,7 @@ impl Viewer {
             let pairs = all_pairs(db)?;
             let mut runs_of: HashMap<(String, String), Vec<Digested>> = HashMap::new();
             let now = crate::post::now_ms();
-            let entries: Vec<Value> = quarantine
+            let entries = quarantine
                 .entries
                 .iter()
                 .map(|e| {
@@ -26,24 +26,25 @@ impl Viewer {
                             let files = pair_files(db, platform, browser, None, RELEASE_AFTER)?;
                             runs_of.insert(key.clone(), digested(db, files)?);
                         }
-                        let outcomes: Vec<Value> = runs_of[&key]
-                            .iter()
-                            .map(|d| json!(d.seen().status(&e.suite, id)))
-                            .collect();
-                        covered.push(json!({"pair": format!("{platform}/{browser}"), "outcomes": outcomes}));
+                        let outcomes = runs_of[&key].iter().map(|d| d.seen().status(&e.suite, id)).collect();
+                        covered.push(Covered { pair: format!("{platform}/{browser}"), outcomes });
                     }
-                    let passing = |c: &Value| {
-                        let outcomes = c["outcomes"].as_array().map(Vec::as_slice).unwrap_or_default();
-                        outcomes.len() == RELEASE_AFTER && outcomes.iter().all(|o| o == "passed")
+                    let passing = |c: &Covered| {
+                        c.outcomes.len() == RELEASE_AFTER && c.outcomes.iter().all(|o| *o == Some(Status::Passed))
                     };
-                    let mut entry = serde_json::to_value(e).unwrap_or_default();
-                    entry["pairsCovered"] = json!(covered);
-                    entry["releasable"] = json!(!covered.is_empty() && covered.iter().all(passing));
-                    entry["expired"] = json!(e.expired(now));
-                    Ok(entry)
+                    Ok(QuarantineEntry {
+                        entry: e,
+                        releasable: !covered.is_empty() && covered.iter().all(passing),
+                        expired: e.expired(now),
+                        pairs_covered: covered,
+                    })
                 })
                 .collect::<AppResult<_>>()?;
-            Ok(json!({"entries": entries, "releaseAfter": RELEASE_AFTER, "history": quarantine.history.iter().rev().take(50).collect::<Vec<_>>()}))
+            Ok(QuarantineView {
+                entries,
+                release_after: RELEASE_AFTER,
+                history: quarantine.history.iter().rev().take(50).collect(),
+            })
         })?;
         add_requests(&mut view, requests);
         Ok(view)
@@ -64,19 +65,20 @@ impl Viewer {
                     let row = brief(run);
                     Outcome {
                         run: run.key.clone(),
-                        time: row["time"].as_u64(),
-                        commit: row["ci"]["commit"].as_str().map(str::to_string),
+                        time: row.time,
+                        commit: row.ci.and_then(|ci| ci.commit),
                         found: history::outcome_of(&tests),
                     }
                 })
                 .collect();
-            let mut view = history::history(&outcomes);
-            view["platform"] = json!(platform);
-            view["browser"] = json!(browser);
-            view["suite"] = json!(suite);
-            view["name"] = json!(name);
-            view["runs"] = json!(outcomes.len());
-            Ok(view)
+            Ok(TestHistoryView {
+                platform: platform.to_string(),
+                browser: browser.to_string(),
+                suite: suite.to_string(),
+                name: name.to_string(),
+                runs: outcomes.len(),
+                history: history::history(&outcomes),
+            })
         })
     }
 
@@ -100,11 +102,17 @@ impl Viewer {
                         more = true;
                         break;
                     }
-                    found.push(json!({"platform": run.platform, "browser": run.browser, "run": run.key,
-                        "suite": t.suite, "name": t.name, "status": t.status}));
+                    found.push(FoundTest {
+                        platform: run.platform.clone(),
+                        browser: run.browser.clone(),
+                        run: run.key.clone(),
+                        suite: t.suite.clone(),
+                        name: t.name.clone(),
+                        status: t.status,
+                    });
                 }
             }
-            Ok(json!({"query": query, "tests": found, "more": more}))
+            Ok(SearchView { query, tests: found, more })
         })
     }
 
@@ -121,7 +129,7 @@ impl Viewer {
                     test,
                 })
             });
-            Ok(json!({"groups": fingerprint::group(failures)}))
+            Ok(FailuresView { groups: fingerprint::group(failures) })
         })
     }
 }

@@ -27,22 +27,19 @@ impl Viewer {
             // A prefix names one commit: the one the runs hold that starts with it (digests carry
             // a commit's first 12 characters, so a longer prefix is matched on those).
             let resolve = |field: &str, prefix: &str| -> AppResult<Option<String>> {
-                let mut found: Vec<String> = recent
-                    .iter()
-                    .flatten()
-                    .filter_map(commit_of)
-                    .filter(|c| commit_matches(c, prefix))
-                    .collect();
+                let mut found: Vec<String> =
+                    recent.iter().flatten().filter_map(commit_of).filter(|c| commit_matches(c, prefix)).collect();
                 found.sort();
                 found.dedup();
                 match found.len() {
                     0 | 1 => Ok(found.pop()),
-                    _ => Err(AppError::bad(format!("{field} {prefix:?} is more than one commit: {}", found.join(", ")))),
+                    _ => {
+                        Err(AppError::bad(format!("{field} {prefix:?} is more than one commit: {}", found.join(", "))))
+                    }
                 }
             };
             let Some(commit) = resolve("commit", commit)? else {
-                return Ok(json!({"commit": commit, "base": base, "runs": [], "newlyFailing": [], "fixed": [],
-                    "divergent": [], "flaky": []}));
+                return Ok(CommitView::empty(commit, base));
             };
             let base = match base {
                 Some(base) => resolve("base", base)?,
@@ -54,9 +51,9 @@ impl Viewer {
                 .iter()
                 .map(|runs| {
                     let newest = runs.iter().position(|d| at(d, &commit));
-                    let before = newest.zip(base.as_deref()).and_then(|(n, b)| {
-                        runs.iter().skip(n + 1).position(|d| at(d, b)).map(|i| n + 1 + i)
-                    });
+                    let before = newest
+                        .zip(base.as_deref())
+                        .and_then(|(n, b)| runs.iter().skip(n + 1).position(|d| at(d, b)).map(|i| n + 1 + i));
                     (newest, before)
                 })
                 .collect();
@@ -70,7 +67,13 @@ impl Viewer {
             let outcomes = |l: &Loaded| -> BTreeMap<TestId, Status> {
                 identified(l.tests()).map(|(id, (_, t))| (id, t.status)).collect()
             };
-            let entry = |pair: &str, run: &str, (suite, name, _): &TestId| json!({"pair": pair, "run": run, "suite": suite, "name": name});
+            let entry = |pair: &str, run: &str, (suite, name, _): &TestId| PairTest {
+                pair: pair.to_string(),
+                run: run.to_string(),
+                suite: suite.clone(),
+                name: name.clone(),
+                message: None,
+            };
             let (mut rows, mut failing, mut fixed, mut flaky) = (vec![], vec![], vec![], vec![]);
             let mut across: BTreeMap<TestId, [Vec<String>; 2]> = BTreeMap::new();
             for (((platform, browser), runs), (newest, before)) in pairs.iter().zip(&recent).zip(&shown) {
@@ -90,12 +93,19 @@ impl Viewer {
                 // commit and failed in another, by those runs' digests.
                 let at_commit: Vec<Seen> = runs.iter().filter(|d| at(d, &commit)).map(Digested::seen).collect();
                 let named = newest.files.iter().filter_map(|f| f.run.as_ref().ok()).flat_map(|run| {
-                    run.results.tests.iter().zip(digest::ids(run)).map(|(t, id)| (t.suite.as_str(), t.name.as_str(), id))
+                    run.results
+                        .tests
+                        .iter()
+                        .zip(digest::ids(run))
+                        .map(|(t, id)| (t.suite.as_str(), t.name.as_str(), id))
                 });
                 let mut listed = std::collections::BTreeSet::new();
                 for (suite, name, id) in named {
                     let statuses: Vec<Status> = at_commit.iter().filter_map(|r| r.status(suite, id)).collect();
-                    if statuses.contains(&Status::Passed) && statuses.contains(&Status::Failed) && listed.insert((suite, name)) {
+                    if statuses.contains(&Status::Passed)
+                        && statuses.contains(&Status::Failed)
+                        && listed.insert((suite, name))
+                    {
                         flaky.push(entry(&pair, &newest.key, &(suite.to_string(), name.to_string(), 1)));
                     }
                 }
@@ -108,11 +118,8 @@ impl Viewer {
                 for (id, status) in &now {
                     match (before.get(id), status) {
                         (Some(Status::Passed), Status::Failed) => {
-                            let mut failed = entry(&pair, &newest.key, id);
-                            if let Some(message) = messages.get(id) {
-                                failed["message"] = json!(message);
-                            }
-                            failing.push(failed);
+                            let message = messages.get(id).map(|m| m.to_string());
+                            failing.push(PairTest { message, ..entry(&pair, &newest.key, id) });
                         }
                         (Some(Status::Failed), Status::Passed) => fixed.push(entry(&pair, &newest.key, id)),
                         _ => {}
@@ -121,21 +128,22 @@ impl Viewer {
             }
             // The commits in full, as the runs' bodies name them.
             let full = |short: &str| {
-                loaded.values().flat_map(|l| l.reports()).find_map(|r| r.ci.commit.clone().filter(|c| c.starts_with(short)))
+                loaded
+                    .values()
+                    .flat_map(|l| l.reports())
+                    .find_map(|r| r.ci.commit.clone().filter(|c| c.starts_with(short)))
             };
             let (commit, base) = (full(&commit).unwrap_or(commit), base.map(|b| full(&b).unwrap_or(b)));
             // A prefix longer than a digest's commit was matched on its first characters only.
             if !commit.starts_with(asked) || base.as_deref().zip(asked_base).is_some_and(|(b, a)| !b.starts_with(a)) {
-                return Ok(json!({"commit": asked, "base": asked_base, "runs": [], "newlyFailing": [], "fixed": [],
-                    "divergent": [], "flaky": []}));
+                return Ok(CommitView::empty(asked, asked_base));
             }
-            let divergent: Vec<Value> = across
+            let divergent = across
                 .into_iter()
                 .filter(|(_, [passed, failed])| !passed.is_empty() && !failed.is_empty())
-                .map(|((suite, name, _), [passed, failed])| json!({"suite": suite, "name": name, "passed": passed, "failed": failed}))
+                .map(|((suite, name, _), [passed, failed])| Divergent { suite, name, passed, failed })
                 .collect();
-            Ok(json!({"commit": commit, "base": base, "runs": rows, "newlyFailing": failing, "fixed": fixed,
-                "divergent": divergent, "flaky": flaky}))
+            Ok(CommitView { commit, base, runs: rows, newly_failing: failing, fixed, divergent, flaky })
         })
     }
 }

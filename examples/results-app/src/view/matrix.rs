@@ -15,10 +15,10 @@ impl Viewer {
             let weighed = Pairs::new(seen);
             // A row's cells weigh its tests against every pair's: worked out for the rows shown
             // only, unless the filter reads them.
-            let with_cells = |i: usize, row: &mut Value| {
+            let with_cells = |i: usize, row: &mut RunRow| {
                 let newest = &runs[i][0];
                 if !newest.digests.is_empty() {
-                    row["cells"] = cells(&newest.digests, &seen[i][0], &evidence(&seen[i][1..], &weighed));
+                    row.cells = Some(cells(&newest.digests, &seen[i][0], &evidence(&seen[i][1..], &weighed)));
                 }
             };
             let mut matching = Vec::new();
@@ -27,12 +27,12 @@ impl Viewer {
                 let Some(newest) = runs.first() else { continue };
                 let mut row = digest_brief(newest);
                 if !newest.digests.is_empty() {
-                    row["labels"] = labels(&newest.digests);
+                    row.labels = Some(labels(&newest.digests));
                 }
                 if filter.reads_cells() {
                     with_cells(i, &mut row);
                 }
-                for (key, value) in row["labels"].as_object().into_iter().flatten() {
+                for (key, value) in row.labels.iter().flatten() {
                     if variants.len() < VARIANTS {
                         variants.insert(format!("{key}={}", value.as_str().unwrap_or_default()));
                     }
@@ -52,27 +52,37 @@ impl Viewer {
             let next = (end < matching.len())
                 .then(|| matching[..end].last().map(|(pair, ..)| format!("{}/{}", pair.0, pair.1)))
                 .flatten();
-            let shown = &mut matching[start..end];
+            let matched = matching.len();
+            let mut shown: Vec<(usize, RunRow)> =
+                matching.into_iter().skip(start).take(end - start).map(|(_, i, row)| (i, row)).collect();
             if !filter.reads_cells() {
-                for (_, i, row) in shown.iter_mut() {
+                for (i, row) in shown.iter_mut() {
                     with_cells(*i, row);
                 }
             }
             let mut suites: Vec<String> = shown
                 .iter()
-                .flat_map(|(_, i, _)| &runs[*i][0].digests)
+                .flat_map(|(i, _)| &runs[*i][0].digests)
                 .flat_map(|d| d.suites.iter().map(|s| s.name.clone()))
                 .collect();
             sort_suites(&mut suites);
             let distinct = |f: fn(&(String, String)) -> &String| {
-                let mut values: Vec<&String> = pairs.iter().map(f).collect();
+                let mut values: Vec<String> = pairs.iter().map(f).cloned().collect();
                 values.sort();
                 values.dedup();
                 values
             };
-            Ok(json!({"suites": suites, "rows": shown.iter().map(|(_, _, row)| row).collect::<Vec<_>>(),
-                "next": next, "matching": matching.len(), "pairs": pairs.len(), "platforms": distinct(|p| &p.0),
-                "browsers": distinct(|p| &p.1), "labels": variants, "rules": classes::rules()}))
+            Ok(MatrixView {
+                suites,
+                rows: shown.into_iter().map(|(_, row)| row).collect(),
+                next,
+                matching: matched,
+                pairs: pairs.len(),
+                platforms: distinct(|p| &p.0),
+                browsers: distinct(|p| &p.1),
+                labels: variants,
+                rules: Rules,
+            })
         })
     }
 
@@ -88,12 +98,15 @@ impl Viewer {
         self.view(|db| {
             let (page, next) = paged(pair_runs(db, platform, browser, after, PAGE + 1)?);
             let loaded = load_runs(db, &page)?;
-            let flaky: Vec<Value> = flaky(&loaded)
-                .into_iter()
-                .map(|(basis, (suite, name, _))| json!({"basis": basis, "suite": suite, "name": name}))
-                .collect();
-            Ok(json!({"platform": platform, "browser": browser,
-                "runs": loaded.iter().map(brief).collect::<Vec<_>>(), "next": next, "flaky": flaky}))
+            let flaky =
+                flaky(&loaded).into_iter().map(|(basis, (suite, name, _))| FlakyTest { basis, suite, name }).collect();
+            Ok(PairHistoryView {
+                platform: platform.to_string(),
+                browser: browser.to_string(),
+                runs: loaded.iter().map(brief).collect(),
+                next,
+                flaky,
+            })
         })
     }
 
@@ -116,7 +129,7 @@ impl Viewer {
             let page = run_keys(&found[..found.len().min(PAGE)]);
             let next = (found.len() > PAGE).then(|| page.last().cloned()).flatten();
             let loaded = load_runs(db, &page)?;
-            Ok(json!({"runs": loaded.iter().map(brief).collect::<Vec<_>>(), "next": next}))
+            Ok(LatestView { runs: loaded.iter().map(brief).collect(), next })
         })
     }
 
@@ -132,7 +145,7 @@ impl Viewer {
                 .filter_map(|runs| runs.first())
                 .map(|run| run_view(db, run, &weighed))
                 .collect::<Result<Vec<_>, _>>()?;
-            Ok(json!({"runs": views}))
+            Ok(RunsView { run: None, runs: views })
         })
     }
 }

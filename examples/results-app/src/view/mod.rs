@@ -13,6 +13,7 @@ mod by_test;
 mod commit;
 mod matrix;
 mod run;
+pub(crate) mod shapes;
 #[cfg(test)]
 pub(crate) mod tests;
 
@@ -24,14 +25,15 @@ use std::time::{Duration, Instant};
 
 use objstore_db::rsapi::{AsValue, Db, Freshness};
 use objstore_db_core::{Key, KeyRange, MechanismKind, ScanOptions};
-use serde_json::{json, Map, Value};
+use serde::Serialize;
+use serde_json::{json, Value};
 
-use crate::classes::{self, classify, Pairs, Seen, TestId, Weighed};
+use crate::classes::{classify, Pairs, Seen, TestId, Weighed};
 use crate::digest;
 use crate::error::{AppError, AppResult};
 use crate::filter::MatrixFilter;
 use crate::fingerprint::{self, Failure};
-use crate::format::{check_label, is_run_segment, pair_matches, sort_suites, Status, Test};
+use crate::format::{check_label, is_run_segment, pair_matches, sort_suites, Detail, Status, Test};
 use crate::history::{self, Outcome};
 use crate::post::{call, open_and_wait, Target};
 use crate::rows::{brief, cells, digest_brief, evidence, flaky, labels};
@@ -39,6 +41,7 @@ use crate::runs::{
     all_pairs, digested, each_pair_files, identified, keys, load_runs, newest_digested, newest_runs, pair_files,
     pair_of, pair_prefix, pair_runs, run_keys, run_segment, Digested, Loaded,
 };
+use shapes::*;
 
 /// The pairs the matrix shows at a time (the seed's limit, now a page).
 pub const PAIRS: usize = 50;
@@ -50,8 +53,8 @@ pub const FOUND: usize = 100;
 pub fn add_requests(view: &mut Value, requests: u64) {
     if requests > 0 {
         let cost = &mut view["cost"];
-        cost["requests"] = json!(cost["requests"].as_u64().unwrap_or(0) + requests);
-        cost["byKind"]["GET"] = json!(cost["byKind"]["GET"].as_u64().unwrap_or(0) + requests);
+        cost["requests"] = (cost["requests"].as_u64().unwrap_or(0) + requests).into();
+        cost["byKind"]["GET"] = (cost["byKind"]["GET"].as_u64().unwrap_or(0) + requests).into();
     }
 }
 
@@ -93,7 +96,7 @@ const MISSING_FOR: Duration = Duration::from_secs(10);
 /// Missing runs remembered at most (a loop of made-up keys must not grow it without bound).
 const MISSING_REMEMBERED: usize = 10_000;
 
-/// A view's answer: its data, and what it cost.
+/// A view's answer: its data, and what it cost (a [`Costed`] shape, serialized).
 pub type View = AppResult<Value>;
 
 impl Viewer {
@@ -172,7 +175,7 @@ impl Viewer {
     }
 
     /// Builds a view with `build`, adding `"cost"`: the bucket requests it made.
-    fn view(&self, build: impl FnOnce(&Db) -> View) -> View {
+    fn view<T: Serialize>(&self, build: impl FnOnce(&Db) -> AppResult<T>) -> View {
         let _one = self.building.lock().unwrap_or_else(|p| p.into_inner());
         // Requests between views (revalidations in the background) count as made, not as this
         // view's.
@@ -181,21 +184,8 @@ impl Viewer {
         let built = build(&self.db);
         let stats = self.db.sync_stats(true);
         self.requests.fetch_add(requests_in(&stats), Ordering::Relaxed);
-        let mut view = built?;
-        let by_kind: Map<String, Value> = stats["requests"]
-            .as_object()
-            .into_iter()
-            .flatten()
-            .map(|(kind, by_status)| {
-                (
-                    kind.clone(),
-                    json!(by_status.as_object().map_or(0, |s| s.values().filter_map(Value::as_u64).sum::<u64>())),
-                )
-            })
-            .collect();
-        view["cost"] = json!({"requests": stats["total"], "byKind": by_kind,
-            "bytesIn": stats["bytesReceived"], "usd": stats["costUsd"], "usdBy": stats["costsUsd"]});
-        Ok(view)
+        let costed = Costed { view: built?, cost: Cost::of(&stats) };
+        serde_json::to_value(costed).map_err(|e| AppError::internal(format!("serializing a view: {e}")))
     }
 
     /// Every pair with its newest runs (listed first when the refractory period is over). The
@@ -224,9 +214,10 @@ impl Drop for Viewer {
 
 /// One run's view (see [`Viewer::run`]), its classes weighed against the pair's runs before it
 /// and `pairs` (every pair's newest runs).
-fn run_view(db: &Db, this: &Loaded, pairs: &Pairs) -> View {
+fn run_view(db: &Db, this: &Loaded, pairs: &Pairs) -> AppResult<RunView> {
+    let mut row = brief(this);
     if this.reports().next().is_none() {
-        return Ok(brief(this));
+        return Ok(RunView { row, detail: None });
     }
     let earlier = digested(db, pair_files(db, &this.platform, &this.browser, Some(&this.key), PAGE)?)?;
     let previous = earlier.first().map(|d| d.key.clone());
@@ -234,49 +225,50 @@ fn run_view(db: &Db, this: &Loaded, pairs: &Pairs) -> View {
     let e = evidence(&earlier, pairs);
     let this_digested = Digested::of(this);
     let this_seen = this_digested.seen();
-    let tests: Vec<Value> = this
+    let tests: Vec<RunTest> = this
         .files
         .iter()
         .enumerate()
         .filter_map(|(file, f)| f.run.as_ref().ok().map(|run| (file, run)))
         .flat_map(|(file, run)| run.results.tests.iter().zip(digest::ids(run)).map(move |(t, id)| (file, t, id)))
         .map(|(file, t, id)| {
-            let mut test = json!({"name": t.name, "suite": t.suite, "status": t.status,
-                "duration": t.duration, "file": file});
-            if let Some(message) = &t.message {
-                test["message"] = json!(message);
-            }
-            // The trace, output and earlier attempts, under CTRF's names; a pass on a retry is
-            // flaky too.
-            if let Ok(Value::Object(detail)) = serde_json::to_value(&t.detail) {
-                for (field, value) in detail {
-                    test[field] = value;
-                }
-            }
             // A retry counts where the test passed in the end, as the digests record it.
             let retried = t.detail.flaky && t.status == Status::Passed;
             let weighed = Weighed { suite: &t.suite, id, status: t.status, retried };
             let classes = classify(&weighed, &this_seen, &e);
-            test["flaky"] = json!(classes.iter().any(|c| c["class"] == "flaky"));
-            test["classes"] = json!(classes);
-            test
+            RunTest {
+                name: t.name.clone(),
+                suite: t.suite.clone(),
+                status: t.status,
+                duration: t.duration,
+                file,
+                message: t.message.clone(),
+                // The trace, output and earlier attempts, under CTRF's names; whether it is flaky
+                // is the classes' word (a pass on a retry is flaky too).
+                detail: Detail { flaky: false, ..t.detail.clone() },
+                flaky: classes.iter().any(|c| c.class == "flaky"),
+                classes,
+            }
         })
         .collect();
-    let mut view = brief(this);
-    view["files"] = json!(this
-        .files
-        .iter()
-        .map(|f| match &f.run {
-            Ok(run) => json!({"key": f.key, "file": run.ci.file, "job": run.ci.job, "tool": run.results.tool,
-                "version": run.version, "tests": run.results.tests.len()}),
-            Err(why) => json!({"key": f.key, "error": why}),
-        })
-        .collect::<Vec<_>>());
-    view["labels"] = labels(&this_digested.digests);
-    view["tests"] = json!(tests);
-    view["rules"] = classes::rules();
-    view["previous"] = json!(previous);
-    Ok(view)
+    row.files = RunFiles::Each(
+        this.files
+            .iter()
+            .map(|f| match &f.run {
+                Ok(run) => RunFile::Read {
+                    key: f.key.clone(),
+                    file: run.ci.file.clone(),
+                    job: run.ci.job.clone(),
+                    tool: run.results.tool.clone(),
+                    version: run.version.clone(),
+                    tests: run.results.tests.len(),
+                },
+                Err(why) => RunFile::Unreadable { key: f.key.clone(), error: why.clone() },
+            })
+            .collect(),
+    );
+    row.labels = Some(labels(&this_digested.digests));
+    Ok(RunView { row, detail: Some(RunDetail { tests, rules: Rules, previous }) })
 }
 
 /// The bucket requests `stats` (the library's `sync_stats`) counts.

@@ -41,7 +41,7 @@ impl Viewer {
             let newest = self.newest(db)?;
             let weighed = Pairs::new(&newest.seen);
             let views = runs.iter().map(|run| run_view(db, run, &weighed)).collect::<Result<Vec<_>, _>>()?;
-            Ok(json!({"run": id, "runs": views}))
+            Ok(RunsView { run: Some(id.to_string()), runs: views })
         })
     }
 
@@ -66,12 +66,11 @@ impl Viewer {
                 identified(run.tests()).map(|(id, (_, t))| (id, t.clone())).collect()
             };
             let (before, after) = (index(&loaded[0]), index(&loaded[1]));
-            let entry = |t: &Test| {
-                let mut e = json!({"suite": t.suite, "name": t.name, "status": t.status});
-                if let Some(m) = &t.message {
-                    e["message"] = json!(m);
-                }
-                e
+            let entry = |t: &Test| DiffTest {
+                suite: t.suite.clone(),
+                name: t.name.clone(),
+                status: t.status,
+                message: t.message.clone(),
             };
             let (mut failing, mut passing, mut added, mut removed) = (vec![], vec![], vec![], vec![]);
             for (id, t) in &after {
@@ -87,8 +86,14 @@ impl Viewer {
                     removed.push(entry(t));
                 }
             }
-            Ok(json!({"from": brief(&loaded[0]), "to": brief(&loaded[1]), "newlyFailing": failing,
-                "newlyPassing": passing, "added": added, "removed": removed}))
+            Ok(DiffView {
+                from: brief(&loaded[0]),
+                to: brief(&loaded[1]),
+                newly_failing: failing,
+                newly_passing: passing,
+                added,
+                removed,
+            })
         })
     }
 }

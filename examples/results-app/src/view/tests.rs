@@ -139,3 +139,83 @@ fn a_listing_that_finds_a_new_run_shows_it() {
     viewer.relist().unwrap();
     assert_eq!(newest_commit(&viewer), (json!("c2"), json!(1)));
 }
+
+/// The views' shapes: an optional field is absent while unset and present once set, and a
+/// field the page reads as null (`next`, `previous`) is present as null.
+#[test]
+fn optional_fields_are_absent_until_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = file_target(dir.path());
+    let writer = crate::post::Writer::open(&target).unwrap();
+    let failed = json!({"name": "a", "status": "failed", "duration": 1, "suite": "crud", "message": "boom",
+        "trace": "at a"});
+    let mut old = report(1_795_000_000_000, None, json!([one("crud", "a", "passed")]));
+    old.platform = "mac".into();
+    writer.store(&old).unwrap();
+    let mut new = report(1_795_000_001_000, Some("c1"), json!([failed, one("crud", "b", "passed")]));
+    new.platform = "mac".into();
+    new.results.environment.insert("build".into(), json!("debug"));
+    let new_key = crate::format::run_key(&writer.store(&new).unwrap()).unwrap().to_string();
+    writer.store(&report(1_795_000_002_000, None, json!([one("sql", "c", "passed")]))).unwrap();
+    drop(writer);
+    // A run of one file that is not a run.
+    let unreadable = format!("linux/c/{}", crate::format::run_segment(1_700_000_000_000, "bad"));
+    std::fs::create_dir_all(dir.path().join("results").join(&unreadable)).unwrap();
+    std::fs::write(dir.path().join("results").join(&unreadable).join("f"), "{\"not\": \"a run\"}").unwrap();
+    let viewer = Viewer::open(&target, &dir.path().join("cache.sqlite3")).unwrap();
+    let has = |v: &Value, field: &str| v.get(field).is_some();
+
+    let matrix = viewer.matrix(&MatrixFilter::default()).unwrap();
+    assert!(matrix["next"].is_null() && has(&matrix, "next"), "{matrix}");
+    let (linux, mac) = (&matrix["rows"][0], &matrix["rows"][1]);
+    assert_eq!((linux["platform"].as_str(), mac["platform"].as_str()), (Some("linux"), Some("mac")));
+    for field in ["ci", "error", "unreadable"] {
+        assert!(!has(linux, field), "{field}: {linux}");
+    }
+    for field in ["version", "summary", "labels", "cells"] {
+        assert!(has(linux, field), "{field}: {linux}");
+    }
+    assert_eq!((&mac["ci"], &mac["labels"]), (&json!({"commit": "c1"}), &json!({"build": "debug"})));
+    assert!(has(&matrix["cost"], "requests") && has(&matrix["cost"], "byKind"), "{matrix}");
+
+    let run = viewer.run(&new_key).unwrap();
+    assert!(has(&run, "previous") && run["previous"].as_str().is_some_and(|p| p.starts_with("mac/c/")), "{run}");
+    assert!(!has(&run, "error") && !has(&run, "unreadable"), "{run}");
+    let tests = run["tests"].as_array().unwrap();
+    assert_eq!((tests[0]["message"].as_str(), tests[0]["trace"].as_str()), (Some("boom"), Some("at a")));
+    for field in ["message", "trace", "stdout", "retries"] {
+        assert!(!has(&tests[1], field), "{field}: {}", tests[1]);
+    }
+    assert_eq!((tests[0]["flaky"].as_bool(), tests[1]["classes"].as_array().map(Vec::len)), (Some(false), Some(0)));
+    assert!(has(&run["files"][0], "file") && run["files"][0]["file"].is_null(), "{run}");
+    let mac_runs = viewer.history("mac", "c", None).unwrap();
+    let first = viewer.run(mac_runs["runs"][1]["key"].as_str().unwrap()).unwrap();
+    assert!(has(&first, "previous") && first["previous"].is_null(), "{first}");
+
+    let history = viewer.history("linux", "c", None).unwrap();
+    assert!(has(&history, "next") && history["next"].is_null(), "{history}");
+    let (readable, bad) = (&history["runs"][0], &history["runs"][1]);
+    assert!(has(readable, "summary") && !has(readable, "error"), "{readable}");
+    assert!(bad["error"].as_str().is_some_and(|e| e.starts_with("not a run")), "{bad}");
+    for field in ["version", "ci", "summary", "unreadable", "labels", "cells"] {
+        assert!(!has(bad, field), "{field}: {bad}");
+    }
+    // An unreadable run's page is its row alone.
+    let page = viewer.run(&unreadable).unwrap();
+    assert_eq!(page["error"], bad["error"]);
+    for field in ["tests", "rules", "previous", "labels"] {
+        assert!(!has(&page, field), "{field}: {page}");
+    }
+
+    let failing = viewer.test_history("mac", "c", "crud", "a").unwrap();
+    assert_eq!((failing["failingSince"]["runs"].as_u64(), failing["runs"].as_u64()), (Some(1), Some(2)));
+    assert_eq!(failing["failingSince"]["commit"], "c1");
+    assert_eq!(failing["durations"]["of"], 1, "{failing}");
+    assert!(!has(&failing, "slower"), "{failing}");
+    let passing = viewer.test_history("mac", "c", "crud", "b").unwrap();
+    assert!(!has(&passing, "failingSince") && !has(&passing, "slower"), "{passing}");
+    assert_eq!(passing["durations"]["p50"], 1.0, "{passing}");
+    let never = viewer.test_history("mac", "c", "sql", "c").unwrap();
+    assert!(!has(&never, "failingSince") && !has(&never, "durations"), "{never}");
+    assert_eq!((never["strip"][0]["status"].as_str(), never["strip"][0]["runs"].as_u64()), (Some("not run"), Some(2)));
+}
