@@ -1,14 +1,16 @@
 //! The JSON edge the skins share (the C API, the Python and Node modules): arguments as they
 //! hand them over (serde_json values, converted once from the caller's own objects) turned
-//! into the engine's types, with errors that name the argument, and events as values.
-//! `rsapi` itself takes and gives the engine's types.
+//! into the engine's types, with errors that name the argument; results ([`IntoJson`]) and
+//! events turned into the JSON the skins send. `rsapi` itself takes and gives the engine's
+//! types.
 
 use std::time::Duration;
 
-use crate::rsapi::OpenOptions;
+use crate::rsapi::{OpenOptions, Opened};
 
 use objstore_db_core::{
-    Durability, Error, Event, EventFilter, EventKind, Key, KeyRange, MechanismKind, Result, ScanOptions, Schema,
+    Durability, Error, Event, EventFilter, EventKind, FlushReport, Key, KeyRange, MechanismKind, Plan, RefusedWrite,
+    Result, ScanOptions, Schema, Stats, SyncStatus,
 };
 use serde_json::{json, Value};
 
@@ -168,4 +170,196 @@ pub fn event_json(e: &Event) -> Value {
         "value": e.value,
         "message": e.message,
     })
+}
+
+// ----- results ----------------------------------------------------------------------------------
+
+/// A result of `rsapi` as the skins send it. The C API, the Python and the Node modules all
+/// turn results into JSON through this, so the three send the same JSON.
+pub trait IntoJson {
+    fn into_json(self) -> Value;
+}
+
+/// A result as JSON text.
+pub fn text(result: impl IntoJson) -> String {
+    result.into_json().to_string()
+}
+
+/// Records, and results that are JSON already (SQL output, cursor batches).
+impl IntoJson for Value {
+    fn into_json(self) -> Value {
+        self
+    }
+}
+
+/// Nothing to say: `null`.
+impl IntoJson for () {
+    fn into_json(self) -> Value {
+        Value::Null
+    }
+}
+
+impl IntoJson for bool {
+    fn into_json(self) -> Value {
+        Value::Bool(self)
+    }
+}
+
+/// A count, an id (a transaction's, a subscription's).
+impl IntoJson for u64 {
+    fn into_json(self) -> Value {
+        json!(self)
+    }
+}
+
+/// A query's plan, as the line `explain` shows.
+impl IntoJson for Plan {
+    fn into_json(self) -> Value {
+        Value::String(self.to_string())
+    }
+}
+
+/// A key (`5`, `"a"`, `[1, 2]`, `{"$date": ...}`).
+impl IntoJson for Key {
+    fn into_json(self) -> Value {
+        self.to_json()
+    }
+}
+
+/// Keys, as an array.
+impl IntoJson for Vec<Key> {
+    fn into_json(self) -> Value {
+        Value::Array(self.iter().map(Key::to_json).collect())
+    }
+}
+
+/// A schema, `{"version", "stores"}`.
+impl IntoJson for Schema {
+    fn into_json(self) -> Value {
+        serde_json::to_value(&self).expect("a schema always serialises")
+    }
+}
+
+/// An open's report: the schema as stored, `{"version", "stores"}`, with `"previousVersion"`
+/// (`null` for a new database) and `"warnings"` when there are any.
+impl IntoJson for Opened {
+    fn into_json(self) -> Value {
+        let mut opened = self.schema.into_json();
+        opened["previousVersion"] = json!(self.previous_version);
+        if !self.warnings.is_empty() {
+            opened["warnings"] = json!(self.warnings);
+        }
+        opened
+    }
+}
+
+/// `{"sent", "pending", "refused", "rejected": [{"sequence", "code", "message"}], "held": [...the
+/// same], "offline"?, "blocked"?}`.
+impl IntoJson for FlushReport {
+    fn into_json(self) -> Value {
+        let writes = |list: &[(u64, Error)]| -> Vec<Value> {
+            list.iter()
+                .map(|(sequence, e)| {
+                    json!({"sequence": sequence, "code": format!("{:?}", e.code()), "message": e.to_string()})
+                })
+                .collect()
+        };
+        let mut out = json!({"sent": self.sent, "pending": self.pending, "refused": self.refused,
+            "rejected": writes(&self.rejected), "held": writes(&self.held)});
+        if let Some(e) = self.offline {
+            out["offline"] = json!(e.to_string());
+        }
+        if let Some(e) = self.blocked {
+            out["blocked"] = json!(e.to_string());
+        }
+        out
+    }
+}
+
+/// `{"requests": {kind: {status: n}}, "total", "bytesSent", "bytesReceived", "costUsd",
+/// "costsUsd": {list: usd}, "conditionalWrites": {bucket: bool}}` (see [`Stats::to_json`]).
+impl IntoJson for Stats {
+    fn into_json(self) -> Value {
+        self.to_json()
+    }
+}
+
+/// Refused writes, `[{"sequence", "store", "key", "op", "value", "code", "message"}]`.
+impl IntoJson for Vec<RefusedWrite> {
+    fn into_json(self) -> Value {
+        Value::Array(
+            self.into_iter()
+                .map(|w| {
+                    json!({
+                        "sequence": w.sequence,
+                        "store": w.entry.store,
+                        "key": w.entry.id,
+                        "op": w.entry.op,
+                        "value": w.entry.value,
+                        "code": w.code,
+                        "message": w.message,
+                    })
+                })
+                .collect(),
+        )
+    }
+}
+
+/// A record's sync status by name: `"local"`, `"pending"`, `"refused"`, `"synced"`,
+/// `"unusable"` or `"unknown"`.
+impl IntoJson for SyncStatus {
+    fn into_json(self) -> Value {
+        json!(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_schema_is_sent_as_it_is_stored() {
+        let text = r#"{"version": 3, "stores": [
+            {"name": "a", "keyPath": ["x", "y.z"], "indexes": [{"keyPath": "x", "unique": true}]},
+            {"name": "s", "autoIncrement": true, "dispatchEvents": false,
+             "Sync": {"format": "objstore", "Options": {"bucket": "b", "n": 1.5, "list": [1, "two"]}}}]}"#;
+        let schema = Schema::from_json(text).unwrap();
+        let stored: Value = serde_json::from_str(&schema.to_json()).unwrap();
+        assert_eq!(text_of(schema), stored.to_string(), "the same fields, in the same order");
+    }
+
+    #[test]
+    fn a_flush_report_names_each_write_and_only_the_stops_it_has() {
+        let error = || Error::InvalidArgument("no".into());
+        let report = FlushReport {
+            sent: 1,
+            pending: 2,
+            refused: 3,
+            rejected: vec![(7, error())],
+            offline: Some(error()),
+            ..FlushReport::default()
+        };
+        let message = error().to_string();
+        assert_eq!(
+            report.into_json(),
+            json!({"sent": 1, "pending": 2, "refused": 3,
+                "rejected": [{"sequence": 7, "code": "InvalidArgument", "message": message}], "held": [],
+                "offline": message})
+        );
+        assert_eq!(text_of(FlushReport::default()), r#"{"sent":0,"pending":0,"refused":0,"rejected":[],"held":[]}"#);
+    }
+
+    #[test]
+    fn plain_results_are_the_json_they_always_were() {
+        assert_eq!(text_of(()), "null");
+        assert_eq!(text_of(5u64), "5");
+        assert_eq!(text_of(Key::from("a")), r#""a""#);
+        assert_eq!(text_of(vec![Key::from("a"), Key::from(2.0)]), r#"["a",2]"#);
+        assert_eq!(text_of(SyncStatus::Unusable), r#""unusable""#);
+        assert_eq!(text_of(Vec::<RefusedWrite>::new()), "[]");
+    }
+
+    fn text_of(result: impl IntoJson) -> String {
+        text(result)
+    }
 }

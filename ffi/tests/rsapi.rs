@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use objstore_db::json;
 use objstore_db::rsapi::{AsValue, Db, Freshness, ReadKind, RequestId};
-use objstore_db_core::{Error, ErrorCode, Key, KeyRange, Mode, Query, Result, ScanOptions, Schema};
+use objstore_db_core::{Error, ErrorCode, Key, KeyRange, Mode, Query, Result, ScanOptions, Schema, Stats, SyncStatus};
 use serde_json::{json, Value};
 use sync_support::{server, signed_options, unique_prefix, Misbehaviour, Peer};
 use tempfile::TempDir;
@@ -96,7 +96,7 @@ fn on_both_mechanisms(test: impl Fn(Db)) {
     }
 }
 
-fn put(db: &Db, value: Value) -> Result<Value> {
+fn put(db: &Db, value: Value) -> Result<Key> {
     wait(|done| db.put(None, "notes", value, None, done))
 }
 
@@ -264,14 +264,15 @@ fn close_racing_requests_from_several_threads_calls_back_last() {
                 thread::spawn(move || {
                     for i in 0.. {
                         let (order, completions) = (order.clone(), completions.clone());
-                        let record = move |_: Result<Value>| {
+                        let record = move || {
                             let at = order.fetch_add(1, Ordering::SeqCst);
                             completions.lock().unwrap().push(at);
                         };
                         let made = if i % 2 == 0 {
-                            db.get(None, "notes", as_key(&json!(1 + i % 20)), Freshness::Cached, AsValue, record)
+                            let key = as_key(&json!(1 + i % 20));
+                            db.get(None, "notes", key, Freshness::Cached, AsValue, move |_| record())
                         } else {
-                            db.put(None, "notes", json!({"id": 1000 * (t + 1) + i}), None, record)
+                            db.put(None, "notes", json!({"id": 1000 * (t + 1) + i}), None, move |_| record())
                         };
                         match made {
                             Ok(_) => accepted.fetch_add(1, Ordering::SeqCst),
@@ -312,7 +313,7 @@ fn a_transaction_with_one_conflicting_write(options: Value) {
     let b = open_db(dir.path().join("b.sqlite3").to_str().unwrap(), &schema, json!({}));
     wait(|done| a.add(None, "results", json!({"by": "a"}), Some(as_key(&json!("same"))), done)).unwrap();
     let report = wait(|done| a.flush(done)).unwrap();
-    assert_eq!(report["pending"], json!(0), "{report}");
+    assert_eq!(report.pending, 0, "{report:?}");
 
     let conflicts: Arc<Mutex<Vec<Value>>> = Arc::default();
     let seen = conflicts.clone();
@@ -333,15 +334,14 @@ fn a_transaction_with_one_conflicting_write(options: Value) {
     // The commit is local and succeeds; the bucket's refusal of one write is reported apart.
     wait(|done| b.run_body(as_stores(&json!(["results"])), Mode::ReadWrite, body, done)).unwrap();
     let report = wait(|done| b.flush(done)).unwrap();
-    assert_eq!(report["pending"], json!(0), "{report}");
+    assert_eq!(report.pending, 0, "{report:?}");
     let refused = wait(|done| b.refused_writes(done)).unwrap();
-    let refused = refused.as_array().unwrap();
     assert_eq!(refused.len(), 1, "{refused:?}");
-    assert_eq!(refused[0]["code"], json!("Conflict"), "{refused:?}");
-    assert!(refused[0]["message"].as_str().unwrap().contains("\"same\""), "{refused:?}");
+    assert_eq!(refused[0].code, "Conflict", "{refused:?}");
+    assert!(refused[0].message.contains("\"same\""), "{refused:?}");
     let status = |key: &str| wait(|done| b.sync_status("results", as_key(&json!(key)), done)).unwrap();
-    assert_eq!(status("same"), json!("refused"));
-    assert_eq!(status("fresh"), json!("synced"));
+    assert_eq!(status("same"), SyncStatus::Refused);
+    assert_eq!(status("fresh"), SyncStatus::Synced);
     assert_eq!(conflicts.lock().unwrap().len(), 1, "{:?}", conflicts.lock().unwrap());
     let fresh = Freshness::Fresh;
     let other = wait(|done| a.get(None, "results", as_key(&json!("fresh")), fresh, AsValue, done)).unwrap();
@@ -405,7 +405,7 @@ fn a_store_without_prefetch_reads_what_it_holds_until_prefetch_brings_it_in_line
     let writer = open_db(dir.path().join("w.sqlite3").to_str().unwrap(), &schema, json!({}));
     let values = (0..50).map(|i| json!({"id": format!("d{i:02}")})).collect();
     wait(|done| writer.put_many(None, "docs", values, done)).unwrap();
-    assert_eq!(wait(|done| writer.flush(done)).unwrap()["pending"], json!(0));
+    assert_eq!(wait(|done| writer.flush(done)).unwrap().pending, 0);
 
     let reader = open_db(dir.path().join("r.sqlite3").to_str().unwrap(), &schema, json!({}));
     let count = |db: &Db| {
@@ -458,12 +458,12 @@ fn sync_requests_made_while_the_database_opens_wait_for_the_open() {
         Db::open(path.to_str().unwrap(), as_schema(&schema), &options, move |r| tx.send(r.map(drop)).unwrap()).unwrap();
     db.set_offline(true).unwrap();
     let report = wait(|done| db.flush(done)).unwrap();
-    assert_eq!(report["pending"], json!(0), "{report}");
+    assert_eq!(report.pending, 0, "{report:?}");
     opened.recv().unwrap().unwrap();
     wait(|done| db.put(None, "synced", json!({"n": 1}), Some(Key::from("a")), done)).unwrap();
     let report = wait(|done| db.flush(done)).unwrap();
-    assert!(report["offline"].as_str().is_some_and(|why| why.contains("offline")), "{report}");
-    assert_eq!(report["pending"], json!(1), "{report}");
+    assert!(report.offline.as_ref().is_some_and(|why| why.to_string().contains("offline")), "{report:?}");
+    assert_eq!(report.pending, 1, "{report:?}");
     close(&db);
     // A schema with no synced store: refused by the call itself, opening or not.
     let (tx, opened) = mpsc::channel();
@@ -491,7 +491,7 @@ fn the_newest_per_pair_is_read_without_listing_everything_and_other_reads_list_i
         let values: Vec<Value> = (0..1_100).map(|n| json!({"name": format!("linux/{runtime}/{n:04}")})).collect();
         wait(|done| writer.put_many(None, "runs", values, done)).unwrap();
     }
-    assert_eq!(wait(|done| writer.flush(done)).unwrap()["pending"], json!(0));
+    assert_eq!(wait(|done| writer.flush(done)).unwrap().pending, 0);
     let mut meta = options.clone();
     meta["keyLayout"] = json!("{platform}/{browser}/{run}");
     let schema = json!({"stores": [{"name": "meta", "keyPath": "name",
@@ -503,8 +503,7 @@ fn the_newest_per_pair_is_read_without_listing_everything_and_other_reads_list_i
     };
     let newest = scan(json!({"index": "pair", "unique": true}), ReadKind::Keys);
     assert_eq!(newest, json!(["linux/node/0000", "linux/python/0000"]));
-    let lists =
-        |stats: &Value| stats["requests"]["LIST"].as_object().map_or(0, |s| s.values().filter_map(Value::as_u64).sum());
+    let lists = |stats: &Stats| stats.count("LIST");
     // The store's first page (more follow), the platforms, linux's first page, its pairs
     // after that page, python's first name.
     assert_eq!(lists(&reader.sync_stats(true)), 5);
@@ -526,7 +525,7 @@ fn concurrent_reads_of_a_cold_store_share_one_listing() {
     let writer = open_db(dir.path().join("w.sqlite3").to_str().unwrap(), &schema, json!({"mechanism": "memory"}));
     let values: Vec<Value> = (0..300).map(|n| json!({"id": format!("d{n:03}")})).collect();
     wait(|done| writer.put_many(None, "docs", values, done)).unwrap();
-    assert_eq!(wait(|done| writer.flush(done)).unwrap()["pending"], json!(0));
+    assert_eq!(wait(|done| writer.flush(done)).unwrap().pending, 0);
     let reader = open_db(dir.path().join("r.sqlite3").to_str().unwrap(), &schema, json!({}));
     let (tx, rx) = mpsc::channel();
     for _ in 0..10 {
@@ -549,11 +548,10 @@ fn concurrent_reads_of_a_cold_store_share_one_listing() {
         assert_eq!(rx.recv_timeout(PATIENCE).unwrap().unwrap(), json!(300));
     }
     let stats = reader.sync_stats(true);
-    let lists: u64 = stats["requests"]["LIST"].as_object().map_or(0, |s| s.values().filter_map(Value::as_u64).sum());
-    assert_eq!(lists, 1, "{stats}");
+    assert_eq!(stats.count("LIST"), 1, "{stats:?}");
     // A fresh read later still asks the bucket: sharing is for reads that waited together.
     wait(|done| writer.put(None, "docs", json!({"id": "d300"}), None, done)).unwrap();
-    assert_eq!(wait(|done| writer.flush(done)).unwrap()["pending"], json!(0));
+    assert_eq!(wait(|done| writer.flush(done)).unwrap().pending, 0);
     let fresh = wait(|done| {
         reader.read_scan(None, "docs", ReadKind::Count, ScanOptions::new(), Freshness::Fresh, AsValue, done)
     });

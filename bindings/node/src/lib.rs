@@ -17,10 +17,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use napi::bindgen_prelude::{Env, JsValue, Unknown};
 use napi::sys;
 use napi_derive::napi;
-use objstore_db::json;
-use objstore_db::rsapi::{AsText, Cursor, Db, Freshness, QueryHandle, ReadKind, RequestId};
+use objstore_db::json::{self, IntoJson};
+use objstore_db::rsapi::{AsText, Cursor, Db, Freshness, Opened, QueryHandle, ReadKind, RequestId};
 use objstore_db_core::{Error, ErrorCode, Key, Mode, Resolution};
-use serde::Serialize;
 use serde_json::Value;
 
 use napi_raw::{Deferred, Tsfn};
@@ -249,17 +248,14 @@ impl Waker {
         Ok(promise)
     }
 
-    /// As `request_text`, for a request whose result is a serde value.
-    fn request<T: Serialize + Send + 'static>(
+    /// As `request_text`, for a request whose result is in the engine's type: sent as its JSON
+    /// (the JSON edge's, as the C API and Python send it).
+    fn request<T: IntoJson + Send + 'static>(
         &self,
         env: &Env,
         start: impl FnOnce(Box<dyn FnOnce(CoreResult<T>) + Send>) -> CoreResult<RequestId>,
     ) -> napi::Result<sys::napi_value> {
-        self.request_text(env, |done| {
-            start(Box::new(move |result: CoreResult<T>| {
-                done(result.map(|v| serde_json::to_string(&v).expect("results serialise")))
-            }))
-        })
+        self.request_text(env, |done| start(Box::new(move |result: CoreResult<T>| done(result.map(json::text)))))
     }
 
     /// A promise rejected at once with `error` (bad arguments found before any request).
@@ -305,7 +301,7 @@ pub fn open(
     let (schema, options) = args.map_err(|e| js_err(&e))?;
     let mut opened = None;
     let promise = waker
-        .request::<Value>(&env, |done| {
+        .request::<Opened>(&env, |done| {
             let db = Db::open(&name, schema, &options, done)?;
             opened = Some(db);
             Ok(0)
@@ -547,7 +543,7 @@ impl Database {
     /// The sync counters as JSON text.
     #[napi]
     pub fn sync_stats(&self, reset: bool) -> String {
-        self.db.sync_stats(reset).to_string()
+        json::text(self.db.sync_stats(reset))
     }
 
     #[napi]

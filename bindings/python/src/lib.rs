@@ -10,15 +10,14 @@ use std::ffi::CString;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use objstore_db::json;
-use objstore_db::rsapi::{AsText, Cursor, Db, Freshness, QueryHandle, ReadKind, RequestId};
+use objstore_db::json::{self, IntoJson};
+use objstore_db::rsapi::{AsText, Cursor, Db, Freshness, Opened, QueryHandle, ReadKind, RequestId};
 use objstore_db_core::{Error, ErrorCode, Key, Mode, Resolution, Result};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::GILOnceCell;
 use pyo3::types::PyType;
-use serde::Serialize;
 use serde_json::Value;
 
 create_exception!(_native, ObjstoreError, PyException, "Base class of every objstore-db error.");
@@ -218,17 +217,17 @@ impl Waker {
 
 type Done<T> = Box<dyn FnOnce(Result<T>) + Send>;
 
-/// A completion that resolves `future` through `waker` with the result as JSON text.
-fn done_json<T: Serialize + Send + 'static>(waker: &Waker, future: Py<PyAny>) -> Done<T> {
+/// A completion that resolves `future` through `waker` with the result as JSON text (the JSON
+/// edge's, as the C API and Node send it).
+fn done_json<T: IntoJson + Send + 'static>(waker: &Waker, future: Py<PyAny>) -> Done<T> {
     let inner = waker.inner.clone();
     Box::new(move |result: Result<T>| {
-        let text = result.map(|v| serde_json::to_string(&v).expect("results serialise"));
-        inner.deliver(Target::Future(future), Delivery::Result(text));
+        inner.deliver(Target::Future(future), Delivery::Result(result.map(json::text)));
     })
 }
 
 /// Makes a request with the GIL released; an argument error is raised at once.
-fn request<T: Serialize + Send + 'static>(
+fn request<T: IntoJson + Send + 'static>(
     py: Python<'_>,
     waker: &Waker,
     future: Py<PyAny>,
@@ -278,7 +277,7 @@ fn open(
 ) -> PyResult<Database> {
     let schema = to_py(json::schema(parse_opt("schema", schema)?.as_ref()))?;
     let options = to_py(json::open_options(parse_opt("open options", options)?.as_ref()))?;
-    let done = done_json::<Value>(waker, future);
+    let done = done_json::<Opened>(waker, future);
     let name = name.to_string();
     let db = to_py(py.allow_threads(move || Db::open(&name, schema, &options, done)))?;
     Ok(Database { db })
@@ -500,7 +499,7 @@ impl Database {
     }
 
     fn sync_stats(&self, reset: bool) -> String {
-        self.db.sync_stats(reset).to_string()
+        json::text(self.db.sync_stats(reset))
     }
 
     fn refused_writes(&self, py: Python<'_>, waker: &Waker, future: Py<PyAny>) -> PyResult<RequestId> {

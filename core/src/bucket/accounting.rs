@@ -23,6 +23,8 @@ fn price(kind: &str, (writes, reads): (f64, f64)) -> f64 {
     }
 }
 
+/// The requests made to buckets, by kind and status, the bytes each way, and what is known of
+/// each bucket's conditional writes: what a database's `stats` (rsapi's `sync_stats`) reports.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Stats {
     /// Requests by kind (GET, HEAD, PUT, POST, DELETE, LIST) and status; 0 stands for no answer
@@ -49,6 +51,12 @@ impl Stats {
         self.cost_under((PRICE_LISTS[0].1, PRICE_LISTS[0].2))
     }
 
+    /// What the requests cost under each of [`PRICE_LISTS`], by the list's name and in its
+    /// order, each [`rounded`] as reports give it (the first is S3 Standard's).
+    pub fn costs_usd(&self) -> Vec<(&'static str, f64)> {
+        PRICE_LISTS.iter().map(|(name, writes, reads)| (*name, rounded(self.cost_under((*writes, *reads))))).collect()
+    }
+
     fn cost_under(&self, prices: (f64, f64)) -> f64 {
         self.requests
             .iter()
@@ -73,16 +81,18 @@ impl Stats {
             "bytesSent": self.bytes_sent,
             "bytesReceived": self.bytes_received,
             "costUsd": rounded(self.cost_usd()),
-            "costsUsd": PRICE_LISTS
-                .iter()
-                .map(|(name, writes, reads)| (name.to_string(), json!(rounded(self.cost_under((*writes, *reads))))))
+            "costsUsd": self
+                .costs_usd()
+                .into_iter()
+                .map(|(name, usd)| (name.to_string(), json!(usd)))
                 .collect::<serde_json::Map<_, _>>(),
             "conditionalWrites": self.conditional_writes,
         })
     }
 }
 
-/// Rounded to a billionth of a dollar: no float noise (7.000000000000001e-5) in reports.
+/// Rounded to a billionth of a dollar: no float noise (7.000000000000001e-5) in reports. The
+/// costs a report gives (`to_json`'s `costUsd`, [`Stats::costs_usd`]) are rounded so.
 fn rounded(usd: f64) -> f64 {
     (usd * 1e9).round() / 1e9
 }

@@ -6,7 +6,7 @@ use std::sync::{mpsc, Arc};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use objstore_db::rsapi::{AsValue, Db, Freshness, OpenOptions};
-use objstore_db_core::{Key, MechanismKind, Resolution, Result as CoreResult, Schema};
+use objstore_db_core::{Error, Key, MechanismKind, Resolution, Result as CoreResult, Schema, SyncStatus};
 use serde_json::{json, Value};
 
 use crate::digest;
@@ -213,8 +213,7 @@ impl Writer {
             Err(refused) if refused.kind == Kind::Refused => {
                 // Another post anchored the run first: its anchor wins, and is read.
                 let writes = call(|done| db.refused_writes(done)).map_err(local)?;
-                let ours = writes.as_array().into_iter().flatten().find(|w| w["key"] == anchor.as_str());
-                let Some(sequence) = ours.and_then(|w| w["sequence"].as_u64()) else {
+                let Some(sequence) = writes.iter().find(|w| w.entry.id == anchor).map(|w| w.sequence) else {
                     return Err(refused);
                 };
                 call(|done| db.resolve(sequence, Resolution::Discard, done)).map_err(local)?;
@@ -231,28 +230,24 @@ impl Writer {
         // The report covers every write the flush met (other posts' too): this run's outcome is
         // its own sync status; the report only says why.
         let status = call(|done| db.sync_status("results", Key::from(key), done)).map_err(local)?;
-        let why = |fields: &[&str]| {
-            fields
-                .iter()
-                .find_map(|f| match &report[*f] {
-                    Value::String(s) => Some(s.clone()),
-                    Value::Array(list) => list.first().and_then(|w| w["message"].as_str()).map(str::to_string),
-                    _ => None,
-                })
-                .unwrap_or_else(|| "the bucket did not take it".into())
-        };
-        let failed = match status.as_str() {
-            Some("synced") => return Ok(()),
-            Some("refused") => not_taken(&why(&["blocked", "rejected"])),
-            _ => unavailable(&why(&["offline", "held", "blocked"])),
+        // Why, from the first of the report's reasons that says anything: a stop (offline,
+        // blocked), or the first of a list of writes (rejected, held).
+        let stopped = |e: &Option<Error>| e.as_ref().map(Error::to_string);
+        let first = |writes: &[(u64, Error)]| writes.first().map(|(_, e)| e.to_string());
+        let why = |reasons: Option<String>| reasons.unwrap_or_else(|| "the bucket did not take it".into());
+        let failed = match status {
+            SyncStatus::Synced => return Ok(()),
+            SyncStatus::Refused => not_taken(&why(stopped(&report.blocked).or_else(|| first(&report.rejected)))),
+            _ => unavailable(&why(stopped(&report.offline)
+                .or_else(|| first(&report.held))
+                .or_else(|| stopped(&report.blocked)))),
         };
         // The caller hears that the run was not stored: it must not land later either. A run
         // whose body is already in the bucket (only its change-log marker is owed, and is sent
         // later) cannot be taken back: it is stored, and said so.
         call(|done| db.withdraw_pending("results", Key::from(key), done)).map_err(local)?;
-        let status = call(|done| db.sync_status("results", Key::from(key), done)).map_err(local)?;
-        match status.as_str() {
-            Some("pending") => Ok(()),
+        match call(|done| db.sync_status("results", Key::from(key), done)).map_err(local)? {
+            SyncStatus::Pending => Ok(()),
             _ => Err(failed),
         }
     }

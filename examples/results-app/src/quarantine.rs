@@ -7,8 +7,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use objstore_db::json::IntoJson;
 use objstore_db::rsapi::{AsValue, Db, Freshness};
-use objstore_db_core::{Key, MechanismKind, Resolution};
+use objstore_db_core::{Key, MechanismKind, Resolution, SyncStatus};
 
 use crate::error::{AppError, AppResult};
 use crate::format::{check_pair_pattern, clip, pair_matches, MAX_LABEL};
@@ -135,7 +136,7 @@ fn open(target: &Target) -> AppResult<Db> {
 pub fn load(target: &Target) -> AppResult<(Quarantine, u64)> {
     let db = open(target)?;
     let found = read(&db);
-    let requests = db.sync_stats(false)["total"].as_u64().unwrap_or(0);
+    let requests = db.sync_stats(false).total();
     db.close_and_join();
     Ok((found?, requests))
 }
@@ -161,7 +162,6 @@ pub fn edit(target: &Target, change: impl Fn(&mut Quarantine) -> AppResult<Strin
 }
 
 fn edit_in(db: &Db, change: impl Fn(&mut Quarantine) -> AppResult<String>) -> AppResult<(Quarantine, String)> {
-    let key = json!(KEY);
     for _ in 0..ATTEMPTS {
         let mut quarantine = read(db)?;
         let said = change(&mut quarantine)?;
@@ -169,15 +169,17 @@ fn edit_in(db: &Db, change: impl Fn(&mut Quarantine) -> AppResult<String>) -> Ap
         call(|done| db.put(None, STORE, value, Some(Key::from(KEY)), done))?;
         let flushed = call(|done| db.flush(done))?;
         let status = call(|done| db.sync_status(STORE, Key::from(KEY), done))?;
-        if status == "synced" {
+        if status == SyncStatus::Synced {
             return Ok((quarantine, said));
         }
         // Refused: another editor wrote since the read. Theirs stands; the edit is made again.
         let refused = call(|done| db.refused_writes(done))?;
-        let ours =
-            refused.as_array().into_iter().flatten().find(|w| w["key"] == key).and_then(|w| w["sequence"].as_u64());
-        let Some(sequence) = ours else {
-            let why = flushed.get("offline").or_else(|| flushed.get("blocked")).cloned().unwrap_or(flushed.clone());
+        let Some(sequence) = refused.iter().find(|w| w.entry.id == KEY).map(|w| w.sequence) else {
+            // Why, as JSON: the reason the bucket could not be reached, else the whole report.
+            let why = match flushed.offline.as_ref().or(flushed.blocked.as_ref()) {
+                Some(e) => json!(e.to_string()),
+                None => flushed.into_json(),
+            };
             return Err(AppError::bad(format!("the bucket did not take the quarantine: {why}")));
         };
         call(|done| db.resolve(sequence, Resolution::Discard, done))?;

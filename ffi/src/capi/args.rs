@@ -23,8 +23,9 @@ pub(super) struct Completion {
 unsafe impl Send for Completion {}
 
 impl Completion {
-    pub(super) fn deliver<T: Into<Value>>(self, result: Result<T>) {
-        self.deliver_text(result.map(|value| value.into().to_string()))
+    /// A result in the engine's type, sent as its JSON (`crate::json`, as the bindings send it).
+    pub(super) fn deliver<T: IntoJson>(self, result: Result<T>) {
+        self.deliver_text(result.map(json::text))
     }
 
     /// A result that is JSON text already.

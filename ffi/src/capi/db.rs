@@ -131,7 +131,7 @@ pub unsafe extern "C" fn objstore_db_close(
     call(error_out, || {
         let db = db_ref(db)?;
         let done = completion(done, user_data)?;
-        db.close(move |r| done.deliver(r.map(|()| Value::Null)))
+        db.close(move |r| done.deliver(r))
     })
 }
 

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use objstore_db_core::{Error, ErrorCode, Mode, Query, Resolution, Result};
 use serde_json::Value;
 
-use crate::json;
+use crate::json::{self, IntoJson};
 use crate::rsapi::{AsText, Cursor, Db, Freshness, QueryHandle, ReadKind, RequestId, TxOps, Within};
 
 mod args;

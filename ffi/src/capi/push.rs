@@ -232,7 +232,7 @@ impl Walk {
         let (slot, _) = Walk::park(self);
         for (i, (key, step)) in actions.into_iter().enumerate() {
             let (failed, back) = (failed.clone(), slot.clone());
-            let note = move |r: Result<Value>| {
+            let note = move |r: Result<()>| {
                 if let Err(e) = r {
                     failed.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
                 }
@@ -244,7 +244,7 @@ impl Walk {
             };
             let queued = match step {
                 Step::Update(value) => cursor.update(key, value, note),
-                _ => cursor.delete(key, note),
+                _ => cursor.delete(key, move |r| note(r.map(drop))),
             };
             if let Err(e) = queued {
                 // The last action's completion will not come: the walk ends here.

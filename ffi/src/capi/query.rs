@@ -114,11 +114,10 @@ pub unsafe extern "C" fn objstore_query_run(
 ) -> ObjstoreStatus {
     request(error_out, request_out, || {
         let (q, done) = (query_ref(query)?, completion(done, user_data)?);
-        let deliver = move |r| done.deliver(r);
         match action {
-            OBJSTORE_QUERY_COUNT => q.count(within(tx), Freshness::Cached, deliver),
-            OBJSTORE_QUERY_EXPLAIN => q.explain(within(tx), deliver),
-            OBJSTORE_QUERY_DELETE => q.delete(within(tx), deliver),
+            OBJSTORE_QUERY_COUNT => q.count(within(tx), Freshness::Cached, move |r| done.deliver(r)),
+            OBJSTORE_QUERY_EXPLAIN => q.explain(within(tx), move |r| done.deliver(r)),
+            OBJSTORE_QUERY_DELETE => q.delete(within(tx), move |r| done.deliver(r)),
             other => Err(Error::InvalidArgument(format!("query action {other} is not one of OBJSTORE_QUERY_*"))),
         }
     })

@@ -61,7 +61,7 @@ pub unsafe extern "C" fn objstore_db_prefetch(
 ) -> ObjstoreStatus {
     request(error_out, request_out, || {
         let (db, store, done) = (db_ref(db)?, text(store, "store")?, completion(done, user_data)?);
-        db.prefetch(store, move |r| done.deliver(r.map(|()| Value::Null)))
+        db.prefetch(store, move |r| done.deliver(r))
     })
 }
 
@@ -105,7 +105,7 @@ pub unsafe extern "C" fn objstore_db_sync_stats(
             return Err(Error::InvalidArgument("result_out is NULL".into()));
         }
         *result_out = std::ptr::null_mut();
-        *result_out = c_string(db_ref(db)?.sync_stats(reset).to_string()).into_raw();
+        *result_out = c_string(json::text(db_ref(db)?.sync_stats(reset))).into_raw();
         Ok(())
     })
 }
@@ -163,7 +163,7 @@ pub unsafe extern "C" fn objstore_db_resolve(
     request(error_out, request_out, || {
         let (db, resolution) = (db_ref(db)?, Resolution::from_name(text(resolution, "resolution")?)?);
         let done = completion(done, user_data)?;
-        db.resolve(sequence, resolution, move |r| done.deliver(r.map(|()| Value::Null)))
+        db.resolve(sequence, resolution, move |r| done.deliver(r))
     })
 }
 

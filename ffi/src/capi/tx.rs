@@ -63,7 +63,7 @@ pub unsafe extern "C" fn objstore_db_commit(
 ) -> ObjstoreStatus {
     request(error_out, request_out, || {
         let (db, done) = (db_ref(db)?, completion(done, user_data)?);
-        db.commit(tx, move |r| done.deliver(r.map(|()| Value::Null)))
+        db.commit(tx, move |r| done.deliver(r))
     })
 }
 
@@ -88,7 +88,7 @@ pub unsafe extern "C" fn objstore_db_abort(
 ) -> ObjstoreStatus {
     request(error_out, request_out, || {
         let (db, done) = (db_ref(db)?, completion(done, user_data)?);
-        db.abort(tx, move |r| done.deliver(r.map(|()| Value::Null)))
+        db.abort(tx, move |r| done.deliver(r))
     })
 }
 
@@ -152,18 +152,18 @@ pub unsafe extern "C" fn objstore_db_transaction(
             };
             Err(Error::Aborted { code: code_of_status(status).unwrap_or(ErrorCode::InvalidArgument), message })
         };
-        db.run_body(stores, mode, run, move |r| done.deliver(r.map(|()| Value::Null)))
+        db.run_body(stores, mode, run, move |r| done.deliver(r))
     })
 }
 
 /// Runs one synchronous operation inside a transaction body; its result (JSON) goes to
 /// `*result_out` when that is not NULL (free it with objstore_string_free).
-unsafe fn tx_op(
+unsafe fn tx_op<T: IntoJson>(
     tx: *mut ObjstoreTx,
     result_out: *mut *mut c_char,
     result_len: *mut usize,
     error_out: *mut *mut c_char,
-    op: impl FnOnce(&mut TxOps) -> Result<Value>,
+    op: impl FnOnce(&mut TxOps) -> Result<T>,
 ) -> ObjstoreStatus {
     if !result_out.is_null() {
         *result_out = std::ptr::null_mut();
@@ -171,7 +171,7 @@ unsafe fn tx_op(
     call(error_out, || {
         let tx = tx.as_mut().ok_or_else(|| Error::InvalidArgument("the transaction handle is NULL".into()))?;
         let result =
-            op(&mut *tx.ops).inspect_err(|e| tx.failed = Some((status_of(e) as i32, e.to_string())))?.to_string();
+            json::text(op(&mut *tx.ops).inspect_err(|e| tx.failed = Some((status_of(e) as i32, e.to_string())))?);
         if !result_out.is_null() {
             if !result_len.is_null() {
                 *result_len = result.len();

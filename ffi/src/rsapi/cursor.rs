@@ -6,7 +6,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use objstore_db_core::{Error, Key, Mode, Query, Result, Tx};
+use objstore_db_core::{Error, Key, KeyRange, Mode, Plan, Query, Result, Tx};
 use serde_json::{json, Value};
 
 use super::{Db, Encoding, Freshness, RequestId, Within};
@@ -55,44 +55,45 @@ impl QueryHandle {
         self.db.read(within, ReadScope::store(&self.store, read), page, done)
     }
 
-    /// How many records match (paging aside).
+    /// The result is how many records match (paging aside).
     pub fn count(
         &self,
         within: Within,
         read: Freshness,
-        done: impl FnOnce(Result<Value>) + Send + 'static,
+        done: impl FnOnce(Result<u64>) + Send + 'static,
     ) -> Result<RequestId> {
         let query = self.query.clone();
-        self.db.read(within, ReadScope::store(&self.store, read), move |tx| Ok(json!(lock(&query).count_in(tx)?)), done)
+        self.db.read(within, ReadScope::store(&self.store, read), move |tx| lock(&query).count_in(tx), done)
     }
 
-    /// The plan, as text.
-    pub fn explain(&self, within: Within, done: impl FnOnce(Result<Value>) + Send + 'static) -> Result<RequestId> {
+    /// The result is how the query runs, core's [`Plan`]: what it scans (the store or an
+    /// index), the conditions the range serves and those checked on each record, and any sort
+    /// in memory; its `Display` is the line `explain` shows.
+    pub fn explain(&self, within: Within, done: impl FnOnce(Result<Plan>) + Send + 'static) -> Result<RequestId> {
         let query = self.query.clone();
-        let read = Freshness::Cached;
         self.db.read(
             within,
-            ReadScope::store(&self.store, read),
-            move |tx| Ok(json!(lock(&query).explain_in(tx)?.to_string())),
+            ReadScope::store(&self.store, Freshness::Cached),
+            move |tx| lock(&query).explain_in(tx),
             done,
         )
     }
 
-    /// Merges a JSON merge patch into every match; the result is how many changed.
+    /// Merges a JSON merge patch into every match; the result is how many records changed.
     pub fn patch(
         &self,
         within: Within,
         patch: Value,
-        done: impl FnOnce(Result<Value>) + Send + 'static,
+        done: impl FnOnce(Result<u64>) + Send + 'static,
     ) -> Result<RequestId> {
         let query = self.query.clone();
-        self.db.write(within, vec![self.store.clone()], move |tx| Ok(json!(lock(&query).patch_in(tx, &patch)?)), done)
+        self.db.write(within, vec![self.store.clone()], move |tx| lock(&query).patch_in(tx, &patch), done)
     }
 
-    /// Removes every match; the result is how many went.
-    pub fn delete(&self, within: Within, done: impl FnOnce(Result<Value>) + Send + 'static) -> Result<RequestId> {
+    /// Removes every match; the result is how many records went.
+    pub fn delete(&self, within: Within, done: impl FnOnce(Result<u64>) + Send + 'static) -> Result<RequestId> {
         let query = self.query.clone();
-        self.db.write(within, vec![self.store.clone()], move |tx| Ok(json!(lock(&query).delete_in(tx)?)), done)
+        self.db.write(within, vec![self.store.clone()], move |tx| lock(&query).delete_in(tx), done)
     }
 
     /// A pull cursor over the matches from the start (this handle's paging is untouched).
@@ -151,32 +152,18 @@ impl Cursor {
     }
 
     /// Replaces the record under `key` (a primary key this cursor returned) with `value`; the key
-    /// must stay the same.
-    pub fn update(
-        &self,
-        key: Key,
-        value: Value,
-        done: impl FnOnce(Result<Value>) + Send + 'static,
-    ) -> Result<RequestId> {
+    /// must stay the same. The result is nothing.
+    pub fn update(&self, key: Key, value: Value, done: impl FnOnce(Result<()>) + Send + 'static) -> Result<RequestId> {
         self.writable()?;
         let query = self.query.clone();
-        self.db.write(
-            self.within,
-            vec![self.store.clone()],
-            move |tx| lock(&query).update_in(tx, &key, value).map(|()| Value::Null),
-            done,
-        )
+        self.db.write(self.within, vec![self.store.clone()], move |tx| lock(&query).update_in(tx, &key, value), done)
     }
 
-    /// Removes the record under `key` (a primary key this cursor returned).
-    pub fn delete(&self, key: Key, done: impl FnOnce(Result<Value>) + Send + 'static) -> Result<RequestId> {
+    /// Removes the record under `key` (a primary key this cursor returned); the result is how
+    /// many records went (0 or 1).
+    pub fn delete(&self, key: Key, done: impl FnOnce(Result<u64>) + Send + 'static) -> Result<RequestId> {
         self.writable()?;
         let store = self.store.clone();
-        self.db.write(
-            self.within,
-            vec![store.clone()],
-            move |tx| tx.remove(&store, &objstore_db_core::KeyRange::Only(key)).map(|n| json!(n)),
-            done,
-        )
+        self.db.write(self.within, vec![store.clone()], move |tx| tx.remove(&store, &KeyRange::Only(key)), done)
     }
 }

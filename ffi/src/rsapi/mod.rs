@@ -1,10 +1,11 @@
 //! The safe Rust API under the C ABI, and the one the Python and Node wrappers call. It is
 //! request-oriented:
-//! - it takes the engine's types (keys, key ranges, scan options, schemas, filters; records
-//!   as `serde_json::Value`s): JSON text is the skins' business (`crate::json`);
+//! - it takes and gives the engine's types (keys, key ranges, scan options, schemas, filters,
+//!   flush reports, refused writes, sync statuses, counts; records as `serde_json::Value`s):
+//!   JSON is the skins' business (`crate::json`, which turns results into JSON too);
 //! - every request gets a [`RequestId`] and completes exactly once through its callback; reads
 //!   answer in the [`Encoding`] asked for (values, or the records' stored JSON text, which a
-//!   skin passes on without a decode and an encode), other requests with a value;
+//!   skin passes on without a decode and an encode), other requests with the engine's type;
 //!   [`Db::cancel`] stops a queued request before it runs, and a long one (a fetch, a prefetch,
 //!   a flush) between batches and between HTTP requests;
 //! - arguments are checked at once: a bad one is an `Err` from the call, with no callback;
@@ -30,10 +31,10 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use objstore_db_core::{
     sql, Database, Error, Event, EventFilter, ExecutorOptions, FlushReport, Key, KeyRange, Mode,
-    OpenOptions as CoreOpen, Query, ReadScope, RefusedWrite, Resolution, Result, ScanOptions, Schema, SyncedDatabase,
-    Token, Tx, TxId,
+    OpenOptions as CoreOpen, Query, ReadScope, RefusedWrite, Resolution, Result, ScanOptions, Schema, Stats,
+    SyncStatus, SyncedDatabase, Token, Tx, TxId,
 };
-use serde_json::{json, Value};
+use serde_json::Value;
 
 pub use cursor::{Cursor, QueryHandle};
 pub use encoding::{AsText, AsValue, Encoding};
@@ -88,6 +89,18 @@ struct Inner {
     gate: RwLock<()>,
 }
 
+/// What an open completes with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Opened {
+    /// The schema as stored (after this open's migration, if any).
+    pub schema: Schema,
+    /// The schema version before this open: `None` for a new database.
+    pub previous_version: Option<u64>,
+    /// Why a bucket is known to ignore conditional writes, one text each (the bindings raise
+    /// them as their language's warnings); empty when none is.
+    pub warnings: Vec<String>,
+}
+
 /// An open database. Cheap to clone; closed by `close`, or when the last clone goes.
 #[derive(Clone)]
 pub struct Db {
@@ -96,22 +109,20 @@ pub struct Db {
 
 impl Db {
     /// Opens on a worker thread. Argument errors are returned at once; the open itself
-    /// completes through `done` with `{"version", "stores"}` of the schema as stored,
-    /// `"previousVersion"` (the version before this open, `null` for a new database), and
-    /// `"warnings"` when a bucket is known to ignore conditional writes (the bindings raise
-    /// them as their language's warnings).
+    /// completes through `done` with [`Opened`]: the schema as stored, the version before this
+    /// open, and warnings when a bucket is known to ignore conditional writes.
     pub fn open(
         name: &str,
         schema: Option<Schema>,
         options: &OpenOptions,
-        done: impl FnOnce(Result<Value>) + Send + 'static,
+        done: impl FnOnce(Result<Opened>) + Send + 'static,
     ) -> Result<Db> {
         let executor = ExecutorOptions {
             open: CoreOpen { mechanism: options.mechanism, durability: options.durability, ..CoreOpen::default() },
             idle_transaction_timeout: options.idle_transaction_timeout,
             queue_capacity: options.queue_capacity,
         };
-        let opened: Arc<Mutex<Option<Value>>> = Arc::default();
+        let opened: Arc<Mutex<Option<Opened>>> = Arc::default();
         let seen = opened.clone();
         let db = SyncedDatabase::open(
             name,
@@ -119,15 +130,17 @@ impl Db {
             executor,
             options.sync_threads,
             move |db, warnings| {
-                let mut opened = schema_json(db.schema())?;
-                opened["previousVersion"] = json!(db.previous_version());
-                if !warnings.is_empty() {
-                    opened["warnings"] = json!(warnings);
-                }
+                let opened = Opened { schema: db.schema().clone(), previous_version: db.previous_version(), warnings };
                 *seen.lock().unwrap_or_else(|p| p.into_inner()) = Some(opened);
                 Ok(())
             },
-            move |r| done(r.map(|()| opened.lock().unwrap_or_else(|p| p.into_inner()).take().unwrap_or(Value::Null))),
+            // An open that succeeded ran `prepare` above, which left what it opened.
+            move |r| {
+                done(r.and_then(|()| {
+                    let opened = opened.lock().unwrap_or_else(|p| p.into_inner()).take();
+                    opened.ok_or_else(|| Error::Internal("an open succeeded without its report".into()))
+                }))
+            },
         )?;
         let inner = Inner { db, name: name.to_string(), requests: Requests::default(), gate: RwLock::new(()) };
         Ok(Db { inner: Arc::new(inner) })
@@ -227,46 +240,49 @@ impl Db {
 
     // ----- records ------------------------------------------------------------------------------
 
-    /// Writes a record, replacing any under its key; the result is the key.
+    /// Writes a record, replacing any under its key; the result is the key it was written
+    /// under (the one given, the record's own, or a generated one).
     pub fn put(
         &self,
         within: Within,
         store: &str,
         value: Value,
         key: Option<Key>,
-        done: impl FnOnce(Result<Value>) + Send + 'static,
+        done: impl FnOnce(Result<Key>) + Send + 'static,
     ) -> Result<RequestId> {
         let name = store.to_string();
-        self.write(within, vec![name.clone()], move |tx| Ok(tx.put(&name, value, key)?.to_json()), done)
+        self.write(within, vec![name.clone()], move |tx| tx.put(&name, value, key), done)
     }
 
-    /// Like `put`, but an existing key or a unique-index clash is a constraint error.
+    /// Like `put`, but an existing key or a unique-index clash is a constraint error; the
+    /// result is the key written.
     pub fn add(
         &self,
         within: Within,
         store: &str,
         value: Value,
         key: Option<Key>,
-        done: impl FnOnce(Result<Value>) + Send + 'static,
+        done: impl FnOnce(Result<Key>) + Send + 'static,
     ) -> Result<RequestId> {
         let name = store.to_string();
-        self.write(within, vec![name.clone()], move |tx| Ok(tx.add(&name, value, key)?.to_json()), done)
+        self.write(within, vec![name.clone()], move |tx| tx.add(&name, value, key), done)
     }
 
-    /// Writes many records in one transaction (all or none); the result is their keys.
+    /// Writes many records in one transaction (all or none); the result is their keys, in the
+    /// order of the records.
     pub fn put_many(
         &self,
         within: Within,
         store: &str,
         values: Vec<Value>,
-        done: impl FnOnce(Result<Value>) + Send + 'static,
+        done: impl FnOnce(Result<Vec<Key>>) + Send + 'static,
     ) -> Result<RequestId> {
         self.write_many(within, store, values, None, false, done)
     }
 
     /// [`Db::put_many`] with a key per record (`keys`, for a store whose keys are not in its
     /// records) and, with `create`, as `add`: a record whose key exists fails the batch,
-    /// naming it.
+    /// naming it. The result is the keys written, in the order of the records.
     pub fn write_many(
         &self,
         within: Within,
@@ -274,7 +290,7 @@ impl Db {
         values: Vec<Value>,
         keys: Option<Vec<Key>>,
         create: bool,
-        done: impl FnOnce(Result<Value>) + Send + 'static,
+        done: impl FnOnce(Result<Vec<Key>>) + Send + 'static,
     ) -> Result<RequestId> {
         if let Some(keys) = keys.as_ref().filter(|k| k.len() != values.len()) {
             return Err(Error::InvalidArgument(format!(
@@ -284,12 +300,7 @@ impl Db {
             )));
         }
         let name = store.to_string();
-        self.write(
-            within,
-            vec![name.clone()],
-            move |tx| Ok(Value::Array(tx.write_many(&name, values, keys, create)?.iter().map(Key::to_json).collect())),
-            done,
-        )
+        self.write(within, vec![name.clone()], move |tx| tx.write_many(&name, values, keys, create), done)
     }
 
     /// The record under `key`, or null, in `encoding`.
@@ -322,26 +333,27 @@ impl Db {
         self.read(within, scope, move |tx| encoding.records(tx, &name, &keys), done)
     }
 
-    /// Removes by key or key range; the result is how many went.
+    /// Removes by key or key range; the result is how many records went.
     pub fn remove(
         &self,
         within: Within,
         store: &str,
         range: KeyRange,
-        done: impl FnOnce(Result<Value>) + Send + 'static,
+        done: impl FnOnce(Result<u64>) + Send + 'static,
     ) -> Result<RequestId> {
         let name = store.to_string();
-        self.write(within, vec![name.clone()], move |tx| Ok(json!(tx.remove(&name, &range)?)), done)
+        self.write(within, vec![name.clone()], move |tx| tx.remove(&name, &range), done)
     }
 
+    /// Removes every record of `store`; the result is nothing (no count).
     pub fn clear(
         &self,
         within: Within,
         store: &str,
-        done: impl FnOnce(Result<Value>) + Send + 'static,
+        done: impl FnOnce(Result<()>) + Send + 'static,
     ) -> Result<RequestId> {
         let name = store.to_string();
-        self.write(within, vec![name.clone()], move |tx| tx.clear(&name).map(|()| Value::Null), done)
+        self.write(within, vec![name.clone()], move |tx| tx.clear(&name), done)
     }
 
     /// Counts, lists the keys of, or reads the records of a store (or an index of it), in
@@ -459,10 +471,10 @@ impl Db {
         self.submit(None, reply, move |db| Ok(db.unsubscribe(id)))
     }
 
-    /// The schema as stored, `{"version", "stores"}`.
-    pub fn schema(&self, done: impl FnOnce(Result<Value>) + Send + 'static) -> Result<RequestId> {
+    /// The schema as stored, with default index names filled in.
+    pub fn schema(&self, done: impl FnOnce(Result<Schema>) + Send + 'static) -> Result<RequestId> {
         let reply = self.reply(done);
-        self.submit(None, reply, |db| schema_json(db.schema()))
+        self.submit(None, reply, |db| Ok(db.schema().clone()))
     }
 
     // ----- sync ---------------------------------------------------------------------------------
@@ -481,14 +493,13 @@ impl Db {
         }
     }
 
-    /// Sends the outbox now: `{"sent", "pending", "refused", "rejected": [{"sequence", "code",
-    /// "message"}], "held": [...the same], "offline"?, "blocked"?}`. The background sender sends
-    /// writes too: `sent`, `rejected` and `held` are what this flush did; `pending` (writes still
-    /// waiting) and `refused` (refused writes awaiting `resolve`, whoever met the refusal) count
-    /// every write. Refused writes are kept (see `refused_writes`); held ones stay queued; an
-    /// unreachable bucket is reported, not an error.
-    pub fn flush(&self, done: impl FnOnce(Result<Value>) + Send + 'static) -> Result<RequestId> {
-        let done = move |report: Result<FlushReport>| done(report.map(flush_json));
+    /// Sends the outbox now; the result is core's [`FlushReport`]. The background sender sends
+    /// writes too: its `sent`, `rejected` and `held` (writes by sequence number, each with its
+    /// error) are what this flush did; `pending` (writes still waiting) and `refused` (refused
+    /// writes awaiting `resolve`, whoever met the refusal) count every write; `offline` and
+    /// `blocked` say why sending stopped. Refused writes are kept (see `refused_writes`); held
+    /// ones stay queued; an unreachable bucket is reported, not an error.
+    pub fn flush(&self, done: impl FnOnce(Result<FlushReport>) + Send + 'static) -> Result<RequestId> {
         self.agent_job(done, |db, token, done| db.flush(token, done))
     }
 
@@ -504,16 +515,19 @@ impl Db {
         Ok(())
     }
 
-    /// Requests made to buckets so far, bytes and cost (`reset` starts again from zero).
-    pub fn sync_stats(&self, reset: bool) -> Value {
-        self.inner.db.stats(reset).to_json()
+    /// The requests made to buckets so far, as core's [`Stats`]: counts by kind and status,
+    /// bytes each way (and so the cost), and what is known of each bucket's conditional writes.
+    /// `reset` starts the counts again from zero after this report.
+    pub fn sync_stats(&self, reset: bool) -> Stats {
+        self.inner.db.stats(reset)
     }
 
-    /// Writes the bucket refused, kept until resolved: `[{"sequence", "store", "key", "op",
-    /// "value", "code", "message"}]`.
-    pub fn refused_writes(&self, done: impl FnOnce(Result<Value>) + Send + 'static) -> Result<RequestId> {
+    /// The writes the bucket refused, kept until resolved, oldest first: each a
+    /// [`RefusedWrite`] with its sequence number (for `resolve`), the write (store, object key,
+    /// operation, value) and the error's code name and message.
+    pub fn refused_writes(&self, done: impl FnOnce(Result<Vec<RefusedWrite>>) + Send + 'static) -> Result<RequestId> {
         let reply = self.reply(done);
-        self.submit(None, reply, |db| Ok(Value::Array(db.refused_writes()?.iter().map(refused_json).collect())))
+        self.submit(None, reply, |db| db.refused_writes())
     }
 
     /// Resolves refused write `sequence`: `"discard"` (the bucket's version wins) or
@@ -532,31 +546,32 @@ impl Db {
         self.submit(None, reply, move |db| db.resolve_refused(sequence, resolution))
     }
 
-    /// The sync state of one record: "local", "pending", "refused", "synced" or "unknown".
+    /// The sync state of one record, a [`SyncStatus`]: `Local` (the store is not synced),
+    /// `Pending`, `Refused`, `Synced`, `Unusable` or `Unknown`.
     pub fn sync_status(
         &self,
         store: &str,
         key: Key,
-        done: impl FnOnce(Result<Value>) + Send + 'static,
+        done: impl FnOnce(Result<SyncStatus>) + Send + 'static,
     ) -> Result<RequestId> {
         let store = store.to_string();
         let reply = self.reply(done);
-        self.submit(None, reply, move |db| Ok(json!(db.sync_status(&store, &key)?.name())))
+        self.submit(None, reply, move |db| db.sync_status(&store, &key))
     }
 
     /// Takes back the writes to `key` still waiting in the outbox, and the local record with
     /// them (no delete is queued): for a caller that reported to its own client that the write
-    /// failed, so that it does not land later. Answers how many were taken back. A send already
-    /// under way may still land.
+    /// failed, so that it does not land later. The result is how many writes were taken back. A
+    /// send already under way may still land.
     pub fn withdraw_pending(
         &self,
         store: &str,
         key: Key,
-        done: impl FnOnce(Result<Value>) + Send + 'static,
+        done: impl FnOnce(Result<u64>) + Send + 'static,
     ) -> Result<RequestId> {
         let store = store.to_string();
         let reply = self.reply(done);
-        self.submit(None, reply, move |db| Ok(json!(db.withdraw_pending(&store, &key)?)))
+        self.submit(None, reply, move |db| db.withdraw_pending(&store, &key))
     }
 
     // ----- lifetime -----------------------------------------------------------------------------
@@ -604,40 +619,4 @@ impl Db {
         let _ = self.close(|_| {});
         self.inner.db.close_and_join();
     }
-}
-
-/// A flush report as `{"sent", "pending", "refused", "rejected", "held", "offline"?, "blocked"?}`.
-fn flush_json(report: FlushReport) -> Value {
-    let writes = |list: &[(u64, objstore_db_core::Error)]| -> Vec<Value> {
-        list.iter()
-            .map(|(sequence, e)| json!({"sequence": sequence, "code": format!("{:?}", e.code()), "message": e.to_string()}))
-            .collect()
-    };
-    let mut out = json!({"sent": report.sent, "pending": report.pending, "refused": report.refused,
-        "rejected": writes(&report.rejected), "held": writes(&report.held)});
-    if let Some(e) = report.offline {
-        out["offline"] = json!(e.to_string());
-    }
-    if let Some(e) = report.blocked {
-        out["blocked"] = json!(e.to_string());
-    }
-    out
-}
-
-/// The schema as stored, as a value.
-fn schema_json(schema: &Schema) -> Result<Value> {
-    serde_json::from_str(&schema.to_json()).map_err(|e| Error::Internal(format!("the stored schema is not JSON: {e}")))
-}
-
-/// A refused write as `{"sequence", "store", "key", "op", "value", "code", "message"}`.
-fn refused_json(w: &RefusedWrite) -> Value {
-    json!({
-        "sequence": w.sequence,
-        "store": w.entry.store,
-        "key": w.entry.id,
-        "op": w.entry.op,
-        "value": w.entry.value,
-        "code": w.code,
-        "message": w.message,
-    })
 }

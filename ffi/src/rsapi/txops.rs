@@ -19,12 +19,15 @@ pub struct TxOps<'t, 'db> {
 }
 
 impl TxOps<'_, '_> {
-    pub fn put(&mut self, store: &str, value: Value, key: Option<Key>) -> Result<Value> {
-        Ok(self.tx.put(store, value, key)?.to_json())
+    /// Writes a record, replacing any under its key; returns the key it was written under.
+    pub fn put(&mut self, store: &str, value: Value, key: Option<Key>) -> Result<Key> {
+        self.tx.put(store, value, key)
     }
 
-    pub fn add(&mut self, store: &str, value: Value, key: Option<Key>) -> Result<Value> {
-        Ok(self.tx.add(store, value, key)?.to_json())
+    /// Writes a new record (an existing key or a unique-index clash is a constraint error);
+    /// returns the key it was written under.
+    pub fn add(&mut self, store: &str, value: Value, key: Option<Key>) -> Result<Key> {
+        self.tx.add(store, value, key)
     }
 
     pub fn get(&mut self, store: &str, key: &Key) -> Result<Value> {
@@ -35,12 +38,14 @@ impl TxOps<'_, '_> {
         AsValue.records(self.tx, store, keys)
     }
 
-    pub fn remove(&mut self, store: &str, target: &KeyRange) -> Result<Value> {
-        Ok(json!(self.tx.remove(store, target)?))
+    /// Removes by key or key range; returns how many records went.
+    pub fn remove(&mut self, store: &str, target: &KeyRange) -> Result<u64> {
+        self.tx.remove(store, target)
     }
 
-    pub fn clear(&mut self, store: &str) -> Result<Value> {
-        self.tx.clear(store).map(|()| Value::Null)
+    /// Removes every record of `store`.
+    pub fn clear(&mut self, store: &str) -> Result<()> {
+        self.tx.clear(store)
     }
 
     pub fn read(&mut self, store: &str, kind: ReadKind, scan: &ScanOptions) -> Result<Value> {

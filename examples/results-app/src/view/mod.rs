@@ -179,11 +179,11 @@ impl Viewer {
         let _one = self.building.lock().unwrap_or_else(|p| p.into_inner());
         // Requests between views (revalidations in the background) count as made, not as this
         // view's.
-        self.requests.fetch_add(requests_in(&self.db.sync_stats(true)), Ordering::Relaxed);
+        self.requests.fetch_add(self.db.sync_stats(true).total(), Ordering::Relaxed);
         self.catch_up(&self.db)?;
         let built = build(&self.db);
         let stats = self.db.sync_stats(true);
-        self.requests.fetch_add(requests_in(&stats), Ordering::Relaxed);
+        self.requests.fetch_add(stats.total(), Ordering::Relaxed);
         let costed = Costed { view: built?, cost: Cost::of(&stats) };
         serde_json::to_value(costed).map_err(|e| AppError::internal(format!("serializing a view: {e}")))
     }
@@ -193,7 +193,7 @@ impl Viewer {
     /// library made one: a warm reload of the matrix reads one scan, not one per pair.
     fn newest(&self, db: &Db) -> AppResult<Arc<Newest>> {
         let pairs = all_pairs(db)?;
-        let made = |db: &Db| self.requests.load(Ordering::Relaxed) + requests_in(&db.sync_stats(false));
+        let made = |db: &Db| self.requests.load(Ordering::Relaxed) + db.sync_stats(false).total();
         let mut kept = self.newest.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((_, newest)) = kept.as_ref().filter(|(at, n)| *at == made(db) && n.pairs == pairs) {
             return Ok(newest.clone());
@@ -269,11 +269,6 @@ fn run_view(db: &Db, this: &Loaded, pairs: &Pairs) -> AppResult<RunView> {
     );
     row.labels = Some(labels(&this_digested.digests));
     Ok(RunView { row, detail: Some(RunDetail { tests, rules: Rules, previous }) })
-}
-
-/// The bucket requests `stats` (the library's `sync_stats`) counts.
-fn requests_in(stats: &Value) -> u64 {
-    stats["total"].as_u64().unwrap_or(0)
 }
 
 /// Whether a commit as a digest carries it (its first 12 characters) is the commit `prefix`

@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use objstore_db_core::Stats;
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 
@@ -27,30 +28,28 @@ pub struct Cost {
     pub by_kind: BTreeMap<String, u64>,
     pub bytes_in: u64,
     pub usd: f64,
-    /// By price list, in the library's order.
-    pub usd_by: Map<String, Value>,
+    /// By price list, in the library's order: `{list: usd}`.
+    #[serde(serialize_with = "in_order")]
+    pub usd_by: Vec<(&'static str, f64)>,
 }
 
 impl Cost {
-    /// The cost `stats` (the library's `sync_stats`) counts.
-    pub fn of(stats: &Value) -> Cost {
-        let by_kind = stats["requests"]
-            .as_object()
-            .into_iter()
-            .flatten()
-            .map(|(kind, by_status)| {
-                let n = by_status.as_object().map_or(0, |s| s.values().filter_map(Value::as_u64).sum::<u64>());
-                (kind.clone(), n)
-            })
-            .collect();
+    /// The cost `stats` (the library's `sync_stats`) counts, in dollars as it reports them.
+    pub fn of(stats: &Stats) -> Cost {
         Cost {
-            requests: stats["total"].as_u64().unwrap_or(0),
-            by_kind,
-            bytes_in: stats["bytesReceived"].as_u64().unwrap_or(0),
-            usd: stats["costUsd"].as_f64().unwrap_or(0.0),
-            usd_by: stats["costsUsd"].as_object().cloned().unwrap_or_default(),
+            requests: stats.total(),
+            by_kind: stats.requests.keys().map(|kind| (kind.clone(), stats.count(kind))).collect(),
+            bytes_in: stats.bytes_received,
+            // The first price list is S3 Standard's, the `costUsd` of the library's report.
+            usd: stats.costs_usd().first().map_or(0.0, |(_, usd)| *usd),
+            usd_by: stats.costs_usd(),
         }
     }
+}
+
+/// Pairs as a map, in their order.
+fn in_order<S: Serializer>(pairs: &[(&'static str, f64)], out: S) -> Result<S::Ok, S::Error> {
+    out.collect_map(pairs.iter().copied())
 }
 
 /// The classes' rules, `{class: rule}` in [`RULES`]' order (the page's legend).
