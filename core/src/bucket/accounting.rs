@@ -52,7 +52,8 @@ impl Stats {
     }
 
     /// What the requests cost under each of [`PRICE_LISTS`], by the list's name and in its
-    /// order, each [`rounded`] as reports give it (the first is S3 Standard's).
+    /// order, each rounded to a billionth of a dollar as reports give it (the first is S3
+    /// Standard's).
     pub fn costs_usd(&self) -> Vec<(&'static str, f64)> {
         PRICE_LISTS.iter().map(|(name, writes, reads)| (*name, rounded(self.cost_under((*writes, *reads))))).collect()
     }
