@@ -143,11 +143,11 @@ pub fn load(target: &Target) -> AppResult<(Quarantine, u64)> {
 
 fn read(db: &Db) -> AppResult<Quarantine> {
     let found = call(|done| db.get(None, STORE, Key::from(KEY), Freshness::Fresh, AsValue, done))
-        .map_err(|e| AppError::bad(format!("reading the quarantine: {e}")))?;
+        .map_err(|e| e.context("reading the quarantine"))?;
     match found {
         Value::Null => Ok(Quarantine::default()),
         found => serde_json::from_value(found)
-            .map_err(|e| AppError::bad(format!("the bucket's {KEY} is not a quarantine: {e}"))),
+            .map_err(|e| AppError::refused(format!("the bucket's {KEY} is not a quarantine: {e}"))),
     }
 }
 
@@ -180,11 +180,11 @@ fn edit_in(db: &Db, change: impl Fn(&mut Quarantine) -> AppResult<String>) -> Ap
                 Some(e) => json!(e.to_string()),
                 None => flushed.into_json(),
             };
-            return Err(AppError::bad(format!("the bucket did not take the quarantine: {why}")));
+            return Err(AppError::refused(format!("the bucket did not take the quarantine: {why}")));
         };
         call(|done| db.resolve(sequence, Resolution::Discard, done))?;
     }
-    Err(AppError::bad(format!(
+    Err(AppError::refused(format!(
         "other editors kept changing the quarantine; nothing was changed after {ATTEMPTS} tries"
     )))
 }
