@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use objstore_db::json;
-use objstore_db::rsapi::{AsValue, Db, Freshness, OpenOptions, ReadKind};
+use objstore_db::rsapi::{AsValue, Db, Freshness, ReadKind};
 use objstore_db_core::{
-    Event, EventFilter, EventKind, Key, KeyRange, MechanismKind, Mode, Query, Result as CoreResult, ScanOptions, Schema,
+    Event, EventFilter, EventKind, Key, KeyRange, MechanismKind, Mode, Query, Result as CoreResult, ScanOptions,
 };
 use serde_json::{json, Value};
 
@@ -94,15 +94,7 @@ fn open(path: &std::path::Path, mechanism: MechanismKind) -> Result<Db, String> 
         {"name": "people", "keyPath": "id", "indexes": [{"keyPath": "city"}, {"keyPath": "age"}]},
         {"name": "log", "autoIncrement": true},
         {"name": "keys"}]});
-    let options = OpenOptions { mechanism, ..OpenOptions::default() };
-    let (tx, rx) = std::sync::mpsc::channel();
-    let db =
-        Db::open(&path.display().to_string(), as_schema(&schema).map_err(|e| e.to_string())?, &options, move |r| {
-            let _ = tx.send(r.map(drop));
-        })
-        .map_err(|e| e.to_string())?;
-    rx.recv().map_err(|_| "the database went away".to_string())?.map_err(|e| e.to_string())?;
-    Ok(db)
+    post::open_and_wait(&path.display().to_string(), &schema, mechanism).map_err(|e| e.message)
 }
 
 // The suites write their arguments in the JSON forms the bindings pass; the skins' conversions
@@ -122,10 +114,6 @@ fn as_scan(value: &Value) -> CoreResult<ScanOptions> {
 
 fn as_stores(value: &Value) -> CoreResult<Vec<String>> {
     json::stores(value)
-}
-
-fn as_schema(value: &Value) -> CoreResult<Option<Schema>> {
-    json::schema(Some(value))
 }
 
 fn as_query(value: &Value) -> CoreResult<Query> {

@@ -93,10 +93,6 @@ pub(super) unsafe fn text<'a>(ptr: *const c_char, what: &str) -> Result<&'a str>
 }
 
 /// A JSON argument of `len` bytes (not NUL-terminated), parsed.
-pub(crate) unsafe fn json_arg(ptr: *const c_char, len: usize, what: &str) -> Result<Value> {
-    json(ptr, len, what)
-}
-
 pub(super) unsafe fn json(ptr: *const c_char, len: usize, what: &str) -> Result<Value> {
     if ptr.is_null() {
         return Err(Error::InvalidArgument(format!("{what} is NULL")));

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use objstore_db_core::{Error, Key, Mode, Result, TxId};
 use serde_json::Value;
 
-use super::args::{c_string, completion, json_arg, mode, request, within};
+use super::args::{c_string, completion, json, mode, request, within};
 use super::query::query_ref;
 use super::{
     ObjstoreCallback, ObjstoreCursorFn, ObjstoreQuery, ObjstoreStatus, OBJSTORE_CURSOR_CONTINUE,
@@ -91,7 +91,7 @@ impl Visitor {
             OBJSTORE_CURSOR_CONTINUE => Ok(Step::Go),
             OBJSTORE_CURSOR_STOP => Ok(Step::Stop),
             OBJSTORE_CURSOR_DELETE => Ok(Step::Delete),
-            OBJSTORE_CURSOR_UPDATE => unsafe { json_arg(update, update_len, "cursor update") }.map(Step::Update),
+            OBJSTORE_CURSOR_UPDATE => unsafe { json(update, update_len, "cursor update") }.map(Step::Update),
             other => Err(Error::InvalidArgument(format!(
                 "the cursor visitor returned {other}, not an OBJSTORE_CURSOR_* value"
             ))),
