@@ -4,9 +4,10 @@
 // holds every request 20 ms (a bucket in another building). Per bucket: the cold matrix's
 // requests, GETs and time to a rendered matrix; the warm reloads' median; one test's history
 // cold and warm (its requests); the page's JS heap. The baseline, measured in the same run, is
-// the page over an empty bucket, warm. Writes the figures under "page.scale" in
+// the page over an empty bucket, warm; the cold matrix's is the bare listing of every name, with
+// nothing cached (what the bucket itself costs). Writes the figures under "page.scale" in
 // target/bench/app.json.
-//   node scale.mjs [--runs N] [--pairs P] [--seed-only DIR | --reuse DIR GARAGE_PREFIX]
+//   node scale.mjs [--runs N] [--pairs P] [--seed-only DIR [GARAGE_PREFIX] | --reuse DIR GARAGE_PREFIX]
 //   (Garage: tests/servers/garage starts it)
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -70,6 +71,24 @@ async function seed(options) {
   }
 }
 
+/**
+ * The floor under a cold matrix: the same listing of every name (the app's key layout, so one
+ * listing per platform side by side) with nothing written to a cache, through the Node package
+ * (a store that keeps no descriptions). Returns its time in ms and its requests.
+ */
+async function listingOnly(options) {
+  const db = new Storage(`scale-list-${Date.now()}`, { stores: [{ name: "results", Sync: { format: "objstore",
+    prefetch: "meta", immutable: true, Options: { ...options, keyLayout: "{platform}/{browser}/{run}/{file}" } } }] },
+  { mechanism: "memory" });
+  try {
+    const t = performance.now();
+    await db.count("results");
+    return { ms: Math.round(performance.now() - t), requests: db.syncStats().total };
+  } finally {
+    await db.close();
+  }
+}
+
 /** A TCP relay to `target` (host:port) that holds every chunk a client sends `ms` before passing it on. */
 async function relay(target, ms) {
   const [host, port] = target.split(":");
@@ -112,6 +131,12 @@ async function measure(browser, dir, env) {
   }
 }
 
+/** The options of the Garage bucket `g` (garage()'s answer) under `prefix`. */
+function garageOptions(g, prefix) {
+  return { bucket: g.GARAGE_BUCKET, endpoint: g.GARAGE_ENDPOINT, prefix, accessKeyId: g.GARAGE_ACCESS_KEY_ID,
+    secretAccessKey: g.GARAGE_SECRET_ACCESS_KEY, region: g.GARAGE_REGION };
+}
+
 function garage() {
   execFileSync(join(root, "tests/servers/garage"), { stdio: ["ignore", "ignore", "inherit"] });
   const env = Object.fromEntries(readFileSync(join(root, "target/servers/garage.env"), "utf8").split("\n")
@@ -119,10 +144,14 @@ function garage() {
   return env;
 }
 
-// --seed-only DIR: writes the runs into the file:// bucket DIR/bucket and stops (for profiling).
+// --seed-only DIR [PREFIX]: writes the runs into the file:// bucket DIR/bucket (and, given a
+// PREFIX, into Garage under it) and stops: what --reuse DIR PREFIX reads (for profiling). A
+// bucket already in DIR is kept.
 const seedOnly = process.argv.indexOf("--seed-only");
 if (seedOnly > 0) {
-  await seed({ bucket: "results", endpoint: `file://${join(process.argv[seedOnly + 1], "bucket")}`, prefix: "" });
+  const [dir, prefix] = process.argv.slice(seedOnly + 1, seedOnly + 3);
+  if (!existsSync(join(dir, "bucket"))) await seed({ bucket: "results", endpoint: `file://${join(dir, "bucket")}`, prefix: "" });
+  if (prefix && !prefix.startsWith("--")) await seed(garageOptions(garage(), prefix));
   process.exit(0);
 }
 
@@ -144,23 +173,23 @@ try {
   const [reuseDir, reusePrefix] = reuse > 0 ? process.argv.slice(reuse + 1, reuse + 3) : [];
   const prefix = reusePrefix || `scale-${process.pid}-${Date.now()}/`;
   const bucketDir = reuseDir || work.dir;
-  const garageOptions = { bucket: g.GARAGE_BUCKET, endpoint: g.GARAGE_ENDPOINT, prefix, accessKeyId: g.GARAGE_ACCESS_KEY_ID,
-    secretAccessKey: g.GARAGE_SECRET_ACCESS_KEY, region: g.GARAGE_REGION };
   let t = Date.now();
   if (!reuseDir) await seed({ bucket: "results", endpoint: `file://${join(work.dir, "bucket")}`, prefix: "" });
   const seededFileMs = Date.now() - t;
   console.log(`scale: seeded ${RUNS} runs over ${PAIRS} pairs into a file:// bucket in ${(seededFileMs / 1000).toFixed(1)} s`);
   t = Date.now();
-  if (!reusePrefix) await seed(garageOptions);
+  if (!reusePrefix) await seed(garageOptions(g, prefix));
   const seededGarageMs = Date.now() - t;
   console.log(`scale: seeded them into Garage in ${(seededGarageMs / 1000).toFixed(1)} s`);
 
   const file = await measure(browser, bucketDir, {});
+  file.cold.listing_only = await listingOnly({ bucket: "results", endpoint: `file://${join(bucketDir, "bucket")}`, prefix: "" });
   const relayed = await relay(g.GARAGE_ENDPOINT.replace(/^http:\/\//, ""), LATENCY_MS);
   closeRelay = relayed.close;
   const far = await measure(browser, bucketDir, { OBJSTORE_RESULTS: relayed.endpoint, OBJSTORE_RESULTS_BUCKET: g.GARAGE_BUCKET,
     OBJSTORE_RESULTS_PREFIX: prefix, AWS_ACCESS_KEY_ID: g.GARAGE_ACCESS_KEY_ID,
     AWS_SECRET_ACCESS_KEY: g.GARAGE_SECRET_ACCESS_KEY, AWS_REGION: g.GARAGE_REGION });
+  far.cold.listing_only = await listingOnly({ ...garageOptions(g, prefix), endpoint: relayed.endpoint });
 
   const figures = {
     runs: RUNS, pairs: PAIRS, platforms: PLATFORMS, seeded_ms: { file: seededFileMs, garage: seededGarageMs },
@@ -172,6 +201,7 @@ try {
   for (const [name, f] of [["file://", file], [`Garage, ${LATENCY_MS} ms away`, far]]) {
     console.log(`scale: ${RUNS} runs over ${PAIRS} pairs, ${name}`);
     console.log(`  cold matrix: ${f.cold.ms} ms, ${f.cold.requests} requests (${f.cold.by_kind}), ${f.cold.gets} GET (target ≤ ${f.cold.request_target} requests, 0 GET)`);
+    console.log(`  the same listing, nothing cached: ${f.cold.listing_only.ms} ms, ${f.cold.listing_only.requests} requests (the cold matrix is ×${(f.cold.ms / f.cold.listing_only.ms).toFixed(2)} of it)`);
     console.log(`  warm matrix: median ${f.warm.median_ms} ms (requests ${f.warm.requests.join(", ")}); the empty bucket's ${Math.round(baselineMs)} ms`);
     console.log(`  one test's history: cold ${f.history.cold.requests} requests ${JSON.stringify(f.history.cold.by_kind)}, warm ${f.history.warm.requests}`);
     console.log(`  the page's JS heap: ${f.js_heap_mb} MB`);
