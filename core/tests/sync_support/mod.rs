@@ -1,7 +1,10 @@
 //! Shared set-up for the sync suites: databases with synced stores, the real servers (started
 //! by the project's own scripts), a relay that can take a server off the network and bring it
-//! back, and a misbehaving peer for the fault tests.
+//! back, a relay that breaks requests on purpose ([`fault_relay`]), and a misbehaving peer for
+//! the fault tests.
 #![allow(dead_code)]
+
+pub mod fault_relay;
 
 use std::collections::HashMap;
 use std::io::{Read, Write};

@@ -1,0 +1,278 @@
+//! The fault matrix: a real server (moto) behind a relay that breaks every request on purpose
+//! (resets before and after the request, answers cut short, broken listings, 503 storms with
+//! and without Retry-After, 500s, a 2-second spike, a black hole), and a bucket whose host does
+//! not resolve. Under each, a writer puts and removes and flushes, and a reader prefetches;
+//! then the fault ends. Every acknowledged write must be in the bucket once the writer drains,
+//! nothing else may be, the reader's cache must hold what it held while the fault lasted and
+//! what the bucket holds after, and the writer's accounting must count every request the relay
+//! saw exactly once. A bucket whose host does not resolve keeps every write waiting. The figures go to `target/bench/faults.json`, a row per fault and
+//! scenario.
+
+mod sync_support;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use objstore_db_core::{Key, KeyRange, ScanOptions};
+use serde_json::{json, Value};
+use sync_support::fault_relay::{Fault, FaultRelay};
+use sync_support::*;
+use tempfile::TempDir;
+
+/// Objects written before the fault (`d00`..`d09`); under it, five are overwritten, five
+/// removed and twenty new ones written.
+const BEFORE: usize = 10;
+const NEW: usize = 20;
+/// The longest a writer may take to drain once the fault is over.
+const RECOVERY_BOUND: Duration = Duration::from_secs(30);
+
+fn key(i: usize) -> Key {
+    Key::String(format!("d{i:02}"))
+}
+
+fn options(endpoint: &str, prefix: &str) -> Value {
+    let mut options = signed_options(&server("moto"), "moto", "MOTO_SIGNED_BUCKET", prefix);
+    options["endpoint"] = json!(endpoint);
+    for (k, v) in
+        [("retries", json!(1)), ("retryBaseMs", json!(20)), ("timeoutMs", json!(1500)), ("changeLog", json!(true))]
+    {
+        options[k] = v;
+    }
+    options
+}
+
+fn client(dir: &TempDir, name: &str, endpoint: &str, prefix: &str) -> Client {
+    let block = json!({"format": "objstore", "Options": options(endpoint, prefix)});
+    open(&dir.path().join(format!("{name}.sqlite3")), schema_with(&[("docs", block)]))
+}
+
+/// Every record of `docs` in a client's cache, by key.
+fn cached(db: &mut Client) -> BTreeMap<String, Value> {
+    let keys = db.run(&["docs"], objstore_db_core::Mode::ReadOnly, |tx| tx.keys("docs", &ScanOptions::new())).unwrap();
+    let values = db.run(&["docs"], objstore_db_core::Mode::ReadOnly, |tx| tx.values_of("docs", &keys)).unwrap();
+    keys.into_iter().zip(values).filter_map(|(k, v)| Some((k.to_json().as_str()?.to_string(), v?))).collect()
+}
+
+/// One row of the matrix.
+#[derive(Default)]
+struct Row {
+    fault: String,
+    scenario: &'static str,
+    tried: usize,
+    acknowledged: usize,
+    lost: usize,
+    duplicated: usize,
+    corrupt: usize,
+    /// From the fault's end to the writer drained (or the reader listed); `None` where it
+    /// never ends.
+    recovery_ms: Option<u128>,
+    /// What the library said while the fault lasted.
+    said: String,
+}
+
+impl Row {
+    fn json(&self) -> Value {
+        json!({"fault": self.fault, "scenario": self.scenario, "tried": self.tried,
+            "acknowledged": self.acknowledged, "lost": self.lost, "duplicated": self.duplicated,
+            "corrupt": self.corrupt, "recovery_ms": self.recovery_ms, "said": self.said})
+    }
+}
+
+/// The writer's and the reader's rows under `fault`, set on a relay in front of moto.
+fn under(name: &str, fault: Fault) -> [Row; 2] {
+    let moto = server("moto")["MOTO_ENDPOINT"].clone();
+    let prefix = unique_prefix(&format!("faults-{name}"));
+    let dir = TempDir::new().unwrap();
+    let (writer_relay, reader_relay) = (FaultRelay::start(&moto), FaultRelay::start(&moto));
+    let mut writer = client(&dir, "writer", &writer_relay.endpoint(), &prefix);
+    let mut reader = client(&dir, "reader", &reader_relay.endpoint(), &prefix);
+    for i in 0..BEFORE {
+        writer.put("docs", json!({"i": i, "v": 0}), Some(key(i))).unwrap();
+    }
+    assert_eq!(writer.flush().unwrap().pending, 0);
+    reader.prefetch("docs").unwrap();
+    let held_before = cached(&mut reader);
+    assert_eq!(held_before.len(), BEFORE);
+
+    writer_relay.set(fault.clone());
+    reader_relay.set(fault.clone());
+    let mut expected: BTreeMap<String, Value> = held_before.clone();
+    let mut tried = 0;
+    let mut acknowledged = 0;
+    for i in 0..BEFORE / 2 {
+        tried += 1;
+        if writer.put("docs", json!({"i": i, "v": 1}), Some(key(i))).is_ok() {
+            acknowledged += 1;
+            expected.insert(format!("d{i:02}"), json!({"i": i, "v": 1}));
+        }
+    }
+    for i in BEFORE / 2..BEFORE {
+        tried += 1;
+        if writer.remove("docs", &KeyRange::only(format!("d{i:02}").as_str())).is_ok() {
+            acknowledged += 1;
+            expected.remove(&format!("d{i:02}"));
+        }
+    }
+    for i in BEFORE..BEFORE + NEW {
+        tried += 1;
+        if writer.put("docs", json!({"i": i, "v": 1}), Some(key(i))).is_ok() {
+            acknowledged += 1;
+            expected.insert(format!("d{i:02}"), json!({"i": i, "v": 1}));
+        }
+    }
+    let writer_said = match writer.flush() {
+        Ok(report) if report.pending == 0 && report.refused == 0 => "drained".to_string(),
+        Ok(report) => format!("{} pending, {} refused", report.pending, report.refused),
+        Err(e) => e.to_string(),
+    };
+    let reader_said = match reader.prefetch("docs") {
+        Ok(()) => "listed".to_string(),
+        Err(e) => e.to_string(),
+    };
+    // The reader's cache while the fault lasts: what it held, or (a fault that lets a listing
+    // through whole) what the bucket holds.
+    let held_during = cached(&mut reader);
+    let reader_corrupt_during = usize::from(held_during != held_before && reader_said != "listed");
+
+    // The fault ends.
+    writer_relay.set(Fault::None);
+    reader_relay.set(Fault::None);
+    let ended = Instant::now();
+    loop {
+        match writer.flush() {
+            Ok(report) if report.pending == 0 => break,
+            _ if ended.elapsed() > RECOVERY_BOUND => break,
+            _ => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
+    let writer_recovery = ended.elapsed().as_millis();
+    let refused = writer.refused_writes().unwrap();
+    let pending = writer.outbox_len().unwrap();
+    let reader_ended = Instant::now();
+    while reader.prefetch("docs").is_err() && reader_ended.elapsed() < RECOVERY_BOUND {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let reader_recovery = reader_ended.elapsed().as_millis();
+
+    // What the bucket holds, as a client that met no fault lists it.
+    let mut fresh = client(&dir, "fresh", &moto, &prefix);
+    fresh.prefetch("docs").unwrap();
+    let bucket = cached(&mut fresh);
+    let lost = expected.iter().filter(|(k, v)| bucket.get(*k) != Some(v)).count()
+        + held_before.keys().filter(|k| !expected.contains_key(*k) && bucket.contains_key(*k)).count();
+    let duplicated = bucket.keys().filter(|k| !expected.contains_key(*k) && !held_before.contains_key(*k)).count();
+    let writer_corrupt = cached(&mut writer).iter().filter(|(k, v)| expected.get(*k) != Some(v)).count();
+    let reader_after = cached(&mut reader);
+    let reader_corrupt = reader_corrupt_during + usize::from(reader_after != bucket);
+    assert!(refused.is_empty() && pending == 0, "{name}: after the fault, {pending} pending and refused {refused:?}");
+
+    // Each request the relay saw is one the writer's accounting counted, retries included.
+    assert_eq!(writer.sync_stats().total(), writer_relay.requests() as u64, "{name}: the writer's accounting");
+    assert_eq!(reader.sync_stats().total(), reader_relay.requests() as u64, "{name}: the reader's accounting");
+    let fault_name = name.to_string();
+    [
+        Row {
+            fault: fault_name.clone(),
+            scenario: "puts and removes, then a flush",
+            tried,
+            acknowledged,
+            lost,
+            duplicated,
+            corrupt: writer_corrupt,
+            recovery_ms: Some(writer_recovery),
+            said: writer_said,
+        },
+        Row {
+            fault: fault_name,
+            scenario: "a prefetch",
+            tried: 1,
+            acknowledged: usize::from(reader_said == "listed"),
+            lost: 0,
+            duplicated: 0,
+            corrupt: reader_corrupt,
+            recovery_ms: Some(reader_recovery),
+            said: reader_said,
+        },
+    ]
+}
+
+/// A bucket whose host does not resolve: writes wait in the outbox (none lost), the flush and
+/// the prefetch say which host, and the cache stays as it was. It never recovers, so no
+/// recovery time.
+fn unresolvable_host() -> [Row; 2] {
+    let dir = TempDir::new().unwrap();
+    let host = "http://objstore-no-such-host.invalid:9000";
+    let mut writer = client(&dir, "writer", host, "faults/");
+    let tried = BEFORE + NEW;
+    let acknowledged =
+        (0..tried).filter(|i| writer.put("docs", json!({"i": i, "v": 1}), Some(key(*i))).is_ok()).count();
+    let writer_said = writer.flush().expect_err("a flush to a host that does not resolve").to_string();
+    let waiting = writer.outbox_len().unwrap() as usize;
+    let reader_said = writer.prefetch("docs").expect_err("a prefetch from it").to_string();
+    let kept = cached(&mut writer).len();
+    assert!(writer_said.contains("objstore-no-such-host.invalid"), "{writer_said}");
+    // The cache holds every acknowledged write, before and after the failed prefetch.
+    let corrupt = usize::from(kept != acknowledged);
+    let row = |scenario, tried, acknowledged, lost, said| Row {
+        fault: "unresolvable host".into(),
+        scenario,
+        tried,
+        acknowledged,
+        lost,
+        duplicated: 0,
+        corrupt,
+        recovery_ms: None,
+        said,
+    };
+    [
+        row("puts, then a flush (kept waiting)", tried, acknowledged, acknowledged - waiting, writer_said),
+        row("a prefetch", 1, 0, 0, reader_said),
+    ]
+}
+
+#[test]
+fn every_fault_loses_nothing_and_corrupts_nothing() {
+    let faults = [
+        ("reset before the request body", Fault::ResetBeforeBody),
+        ("reset after the request", Fault::ResetAfterRequest),
+        ("answer cut mid-body", Fault::CutAnswer),
+        ("listing truncated", Fault::TruncatedListing),
+        ("listing malformed", Fault::MalformedListing),
+        ("503 SlowDown storm with Retry-After", Fault::Status(503, Some(1))),
+        ("503 SlowDown storm", Fault::Status(503, None)),
+        ("500s", Fault::Status(500, None)),
+        ("2-second latency spike", Fault::Spike(Duration::from_secs(2))),
+        ("black hole", Fault::BlackHole),
+    ];
+    let mut rows = Vec::from(unresolvable_host());
+    for (name, fault) in faults {
+        let started = Instant::now();
+        let pair = under(name, fault);
+        eprintln!("{name}: {:.1} s", started.elapsed().as_secs_f64());
+        rows.extend(pair);
+    }
+    let out = repo_root().join("target/bench/faults.json");
+    std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+    let json: Vec<Value> = rows.iter().map(Row::json).collect();
+    std::fs::write(&out, serde_json::to_string_pretty(&json!({"faults": json})).unwrap()).unwrap();
+    for row in &rows {
+        eprintln!(
+            "{:40} {:32} tried {:2} acknowledged {:2} lost {} duplicated {} corrupt {} recovery {:>5} ms  {}",
+            row.fault,
+            row.scenario,
+            row.tried,
+            row.acknowledged,
+            row.lost,
+            row.duplicated,
+            row.corrupt,
+            row.recovery_ms.map_or("-".into(), |ms| ms.to_string()),
+            row.said.chars().take(100).collect::<String>()
+        );
+    }
+    let bad: Vec<String> = rows
+        .iter()
+        .filter(|r| r.lost + r.duplicated + r.corrupt > 0)
+        .map(|r| format!("{} / {}", r.fault, r.scenario))
+        .collect();
+    assert!(bad.is_empty(), "lost, duplicated or corrupt under: {bad:?}");
+}

@@ -1,0 +1,293 @@
+//! A relay in front of a real server that breaks requests on purpose, one HTTP exchange at a
+//! time: while a fault is set, every request meets it; with none, bytes pass unchanged. It
+//! counts the requests clients sent it, so a client's own accounting can be checked.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::Duration;
+
+/// What every request meets while it is set.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Fault {
+    /// Requests go to the server and answers come back.
+    None,
+    /// The connection is reset once the request's head arrived, before its body.
+    ResetBeforeBody,
+    /// The request reaches the server (a write lands), then the connection is reset before
+    /// the answer comes back.
+    ResetAfterRequest,
+    /// The answer's head and half its body come back, then the connection closes.
+    CutAnswer,
+    /// Answered here with this status and an S3 error body (`SlowDown` for 503), with a
+    /// `Retry-After` header of this many seconds when given; nothing reaches the server.
+    Status(u16, Option<u32>),
+    /// Held this long, then passed on.
+    Spike(Duration),
+    /// Read and never answered (the connection stays open until the fault ends).
+    BlackHole,
+    /// A listing's answer comes back cut in the middle, with a length that says so (valid
+    /// HTTP, broken XML); other requests pass.
+    TruncatedListing,
+    /// A listing's answer comes back with its XML mangled; other requests pass.
+    MalformedListing,
+}
+
+pub struct FaultRelay {
+    pub port: u16,
+    fault: Arc<Mutex<Fault>>,
+    requests: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+}
+
+impl FaultRelay {
+    pub fn start(target: &str) -> FaultRelay {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        listener.set_nonblocking(true).unwrap();
+        let target = target.trim_start_matches("http://").to_string();
+        let relay = FaultRelay {
+            port,
+            fault: Arc::new(Mutex::new(Fault::None)),
+            requests: Arc::default(),
+            stop: Arc::default(),
+        };
+        let (fault, requests, stop) = (relay.fault.clone(), relay.requests.clone(), relay.stop.clone());
+        thread::spawn(move || {
+            while !stop.load(Ordering::SeqCst) {
+                match listener.accept() {
+                    Ok((client, _)) => {
+                        client.set_nonblocking(false).unwrap();
+                        let (fault, requests, stop, target) =
+                            (fault.clone(), requests.clone(), stop.clone(), target.clone());
+                        thread::spawn(move || serve(client, &target, &fault, &requests, &stop));
+                    }
+                    Err(_) => thread::sleep(Duration::from_millis(2)),
+                }
+            }
+        });
+        relay
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    pub fn set(&self, fault: Fault) {
+        *self.fault.lock().unwrap() = fault;
+    }
+
+    /// Requests clients sent through this relay so far.
+    pub fn requests(&self) -> usize {
+        self.requests.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for FaultRelay {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+/// One client connection: its requests in turn, each meeting the fault set when it arrived.
+fn serve(mut client: TcpStream, target: &str, fault: &Mutex<Fault>, requests: &AtomicUsize, stop: &AtomicBool) {
+    let _ = client.set_nodelay(true);
+    let mut server: Option<TcpStream> = None;
+    loop {
+        let Some(head) = read_head(&mut client) else { return };
+        requests.fetch_add(1, Ordering::SeqCst);
+        let now = fault.lock().unwrap().clone();
+        if now == Fault::ResetBeforeBody {
+            return reset(&client);
+        }
+        let text = String::from_utf8_lossy(&head).to_string();
+        let Some(body) = read_body(&mut client, &text) else { return };
+        let listing = is_listing(&text);
+        match &now {
+            Fault::Status(status, retry_after) => {
+                let code = if *status == 503 { "SlowDown" } else { "InternalError" };
+                let body =
+                    format!("<?xml version=\"1.0\"?><Error><Code>{code}</Code><Message>injected</Message></Error>");
+                let retry = retry_after.map(|s| format!("retry-after: {s}\r\n")).unwrap_or_default();
+                let answer = format!(
+                    "HTTP/1.1 {status} Injected\r\ncontent-type: application/xml\r\ncontent-length: {}\r\n{retry}\r\n{body}",
+                    body.len()
+                );
+                if client.write_all(answer.as_bytes()).is_err() {
+                    return;
+                }
+                continue;
+            }
+            Fault::BlackHole => {
+                while *fault.lock().unwrap() == Fault::BlackHole && !stop.load(Ordering::SeqCst) {
+                    thread::sleep(Duration::from_millis(10));
+                }
+                return;
+            }
+            Fault::Spike(hold) => thread::sleep(*hold),
+            _ => {}
+        }
+        let answer = match exchange(&mut server, target, &head, &body, text.starts_with("HEAD ")) {
+            Some(answer) => answer,
+            None => return reset(&client),
+        };
+        let sent = match &now {
+            Fault::ResetAfterRequest => return reset(&client),
+            Fault::CutAnswer => {
+                let (head, body) = answer.split_at(answer.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4);
+                let _ = client.write_all(head).and_then(|_| client.write_all(&body[..body.len() / 2]));
+                return;
+            }
+            Fault::TruncatedListing if listing => {
+                client.write_all(&rewrite_body(&answer, |b| b[..b.len() / 2].to_vec()))
+            }
+            Fault::MalformedListing if listing => client
+                .write_all(&rewrite_body(&answer, |b| String::from_utf8_lossy(b).replace("</Key>", "</Ke>").into())),
+            _ => client.write_all(&answer),
+        };
+        if sent.is_err() {
+            return;
+        }
+    }
+}
+
+/// Sends one request to the server (on the kept connection, or a new one) and reads its whole
+/// answer; `None` when the server cannot be reached.
+fn exchange(
+    server: &mut Option<TcpStream>,
+    target: &str,
+    head: &[u8],
+    body: &[u8],
+    head_only: bool,
+) -> Option<Vec<u8>> {
+    for _ in 0..2 {
+        if server.is_none() {
+            let stream = TcpStream::connect(target).ok()?;
+            let _ = stream.set_nodelay(true);
+            *server = Some(stream);
+        }
+        let stream = server.as_mut().unwrap();
+        if stream.write_all(head).and_then(|_| stream.write_all(body)).is_ok() {
+            if let Some(answer) = read_answer(stream, head_only) {
+                return Some(answer);
+            }
+        }
+        *server = None; // the kept connection had closed: once more on a new one
+    }
+    None
+}
+
+fn reset(stream: &TcpStream) {
+    let _ = super::socket_linger_zero(stream);
+}
+
+fn read_head(stream: &mut TcpStream) -> Option<Vec<u8>> {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        if stream.read(&mut byte).ok()? == 0 {
+            return None;
+        }
+        head.push(byte[0]);
+    }
+    Some(head)
+}
+
+fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
+    head.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.trim().eq_ignore_ascii_case(name).then(|| v.trim())
+    })
+}
+
+fn read_body(stream: &mut TcpStream, head: &str) -> Option<Vec<u8>> {
+    let length = header(head, "content-length").and_then(|v| v.parse().ok()).unwrap_or(0);
+    let mut body = vec![0u8; length];
+    stream.read_exact(&mut body).ok()?;
+    Some(body)
+}
+
+/// A server's whole answer, its body read by length or chunk by chunk.
+fn read_answer(stream: &mut TcpStream, head_only: bool) -> Option<Vec<u8>> {
+    let head = read_head(stream)?;
+    let text = String::from_utf8_lossy(&head).to_string();
+    let status: u16 = text.split_whitespace().nth(1)?.parse().ok()?;
+    let mut answer = head;
+    if head_only || status == 204 || status == 304 {
+        return Some(answer);
+    }
+    if header(&text, "transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
+        loop {
+            let line = read_line(stream)?;
+            let size = usize::from_str_radix(String::from_utf8_lossy(&line).trim(), 16).ok()?;
+            answer.extend_from_slice(&line);
+            let mut chunk = vec![0u8; size + 2];
+            stream.read_exact(&mut chunk).ok()?;
+            answer.extend_from_slice(&chunk);
+            if size == 0 {
+                return Some(answer);
+            }
+        }
+    }
+    answer.extend(read_body(stream, &text)?);
+    Some(answer)
+}
+
+fn read_line(stream: &mut TcpStream) -> Option<Vec<u8>> {
+    let mut line = Vec::new();
+    let mut byte = [0u8; 1];
+    while !line.ends_with(b"\r\n") {
+        if stream.read(&mut byte).ok()? == 0 {
+            return None;
+        }
+        line.push(byte[0]);
+    }
+    Some(line)
+}
+
+/// Whether a request asks for a listing: a GET of the bucket with list parameters.
+fn is_listing(head: &str) -> bool {
+    let target = head.split_whitespace().nth(1).unwrap_or("");
+    head.starts_with("GET ")
+        && (target.contains("list-type=") || target.contains("prefix=") || target.contains("delimiter="))
+}
+
+/// The answer with its body changed by `change` and its length set to match (a chunked answer
+/// is sent back as one with a length).
+fn rewrite_body(answer: &[u8], change: impl Fn(&[u8]) -> Vec<u8>) -> Vec<u8> {
+    let split = answer.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    let head = String::from_utf8_lossy(&answer[..split]).to_string();
+    let mut body = answer[split..].to_vec();
+    if header(&head, "transfer-encoding").is_some() {
+        body = dechunk(&body);
+    }
+    let body = change(&body);
+    let mut lines: Vec<&str> = head
+        .trim_end()
+        .lines()
+        .filter(|l| {
+            let name = l.split(':').next().unwrap_or("").trim().to_ascii_lowercase();
+            name != "content-length" && name != "transfer-encoding"
+        })
+        .collect();
+    let length = format!("content-length: {}", body.len());
+    lines.push(&length);
+    let mut out = format!("{}\r\n\r\n", lines.join("\r\n")).into_bytes();
+    out.extend(body);
+    out
+}
+
+fn dechunk(mut body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(end) = body.windows(2).position(|w| w == b"\r\n") {
+        let size = usize::from_str_radix(String::from_utf8_lossy(&body[..end]).trim(), 16).unwrap_or(0);
+        if size == 0 {
+            break;
+        }
+        out.extend_from_slice(&body[end + 2..end + 2 + size]);
+        body = &body[end + 2 + size + 2..];
+    }
+    out
+}
