@@ -70,6 +70,26 @@ struct Row {
     said: String,
 }
 
+/// Puts `rows` into `target/bench/faults.json` in place of the file's rows of the same faults
+/// (the tests of this file each add theirs).
+fn record(rows: &[Row]) {
+    static FILE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = FILE.lock().unwrap_or_else(|p| p.into_inner());
+    let out = repo_root().join("target/bench/faults.json");
+    std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+    let ours: Vec<&str> = rows.iter().map(|r| r.fault.as_str()).collect();
+    let mut all: Vec<Value> = std::fs::read(&out)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
+        .and_then(|file| file["faults"].as_array().cloned())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|row| !ours.contains(&row["fault"].as_str().unwrap_or_default()))
+        .collect();
+    all.extend(rows.iter().map(Row::json));
+    std::fs::write(&out, serde_json::to_string_pretty(&json!({"faults": all})).unwrap()).unwrap();
+}
+
 impl Row {
     fn json(&self) -> Value {
         json!({"fault": self.fault, "scenario": self.scenario, "tried": self.tried,
@@ -251,10 +271,7 @@ fn every_fault_loses_nothing_and_corrupts_nothing() {
         eprintln!("{name}: {:.1} s", started.elapsed().as_secs_f64());
         rows.extend(pair);
     }
-    let out = repo_root().join("target/bench/faults.json");
-    std::fs::create_dir_all(out.parent().unwrap()).unwrap();
-    let json: Vec<Value> = rows.iter().map(Row::json).collect();
-    std::fs::write(&out, serde_json::to_string_pretty(&json!({"faults": json})).unwrap()).unwrap();
+    record(&rows);
     for row in &rows {
         eprintln!(
             "{:40} {:32} tried {:2} acknowledged {:2} lost {} duplicated {} corrupt {} recovery {:>5} ms  {}",
@@ -275,4 +292,108 @@ fn every_fault_loses_nothing_and_corrupts_nothing() {
         .map(|r| format!("{} / {}", r.fault, r.scenario))
         .collect();
     assert!(bad.is_empty(), "lost, duplicated or corrupt under: {bad:?}");
+}
+
+// ----- the local disk fills during a prefetch ----------------------------------------------------
+
+/// A tmpfs of `size` mounted on a folder of its own, unmounted when dropped: a real filesystem
+/// that fills up, and grows when told to.
+struct SmallDisk {
+    dir: TempDir,
+}
+
+impl SmallDisk {
+    fn mount(size: &str) -> SmallDisk {
+        let dir = TempDir::new().unwrap();
+        let path = dir.path().display().to_string();
+        let status = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs", &path])
+            .status();
+        assert!(
+            status.is_ok_and(|s| s.success()),
+            "mounting a {size} tmpfs on {path} failed: the disk-full test needs to mount one (root, or CAP_SYS_ADMIN)"
+        );
+        SmallDisk { dir }
+    }
+
+    fn path(&self) -> &std::path::Path {
+        self.dir.path()
+    }
+
+    fn grow(&self, size: &str) {
+        let path = self.path().display().to_string();
+        let status = std::process::Command::new("mount").args(["-o", &format!("remount,size={size}"), &path]).status();
+        assert!(status.is_ok_and(|s| s.success()), "growing the tmpfs on {path} to {size} failed");
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(self.path()).status();
+    }
+}
+
+const PREFETCHED: usize = 10_000;
+
+/// Every value the bucket holds, `d00000`..: a few hundred bytes each.
+fn prefetched_value(i: usize) -> Value {
+    json!({"i": i, "text": format!("{i:06} {}", "x".repeat(300))})
+}
+
+#[test]
+fn a_disk_that_fills_during_a_prefetch_loses_nothing_and_the_prefetch_completes_once_space_returns() {
+    // The bucket on a tmpfs as well (its fsyncs cost nothing), the cache on one of 2 MB.
+    let bucket = SmallDisk::mount("256m");
+    let cache = SmallDisk::mount("2m");
+    let block = json!({"format": "objstore", "Options": {"bucket": "b", "endpoint": format!("file://{}", bucket.path().display())}});
+    let schema = || schema_with(&[("docs", block.clone())]);
+    let seeding = TempDir::new().unwrap();
+    let mut writer = open(&seeding.path().join("writer.sqlite3"), schema());
+    for chunk in (0..PREFETCHED).collect::<Vec<_>>().chunks(1000) {
+        writer
+            .run(&["docs"], objstore_db_core::Mode::ReadWrite, |tx| {
+                chunk.iter().try_for_each(|i| {
+                    tx.put("docs", prefetched_value(*i), Some(Key::String(format!("d{i:05}")))).map(drop)
+                })
+            })
+            .unwrap();
+        assert_eq!(writer.flush().unwrap().pending, 0);
+    }
+    drop(writer);
+
+    let mut reader = open(&cache.path().join("reader.sqlite3"), schema());
+    let started = Instant::now();
+    let full = reader.prefetch("docs").expect_err("a prefetch of 10,000 objects into 2 MB");
+    let said = full.to_string();
+    assert!(said.contains("full"), "the error says the disk is full: {said}");
+    // Consistent: what the cache holds is the bucket's, whole records only.
+    let held = cached(&mut reader);
+    let corrupt = held.iter().filter(|(k, v)| Some(*v) != k[1..].parse().ok().map(prefetched_value).as_ref()).count();
+    assert_eq!(corrupt, 0, "records in the cache that are not the bucket's");
+    assert!(held.len() < PREFETCHED, "the disk did fill: {} records held", held.len());
+
+    cache.grow("64m");
+    let space_back = Instant::now();
+    reader.prefetch("docs").unwrap();
+    let recovery_ms = space_back.elapsed().as_millis();
+    let held_after = cached(&mut reader);
+    let lost = (0..PREFETCHED).filter(|i| held_after.get(&format!("d{i:05}")) != Some(&prefetched_value(*i))).count();
+    eprintln!(
+        "disk full: {} records cached when the 2 MB filled ({:.1} s in), {} after it grew ({recovery_ms} ms); said: {said}",
+        held.len(),
+        space_back.duration_since(started).as_secs_f64(),
+        held_after.len()
+    );
+    record(&[Row {
+        fault: "local disk full (2 MB tmpfs, grown to 64 MB)".into(),
+        scenario: "a prefetch of 10,000 objects",
+        tried: PREFETCHED,
+        acknowledged: held_after.len(),
+        lost,
+        duplicated: held_after.len().saturating_sub(PREFETCHED),
+        corrupt,
+        recovery_ms: Some(recovery_ms),
+        said,
+    }]);
+    assert_eq!(lost, 0, "objects the prefetch did not bring once space returned");
 }
