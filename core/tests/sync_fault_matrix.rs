@@ -397,3 +397,101 @@ fn a_disk_that_fills_during_a_prefetch_loses_nothing_and_the_prefetch_completes_
     }]);
     assert_eq!(lost, 0, "objects the prefetch did not bring once space returned");
 }
+
+// ----- a storage cluster losing a node ------------------------------------------------------------
+
+/// Options for the three-node Garage cluster, through node `n`'s S3 API.
+fn cluster_options(env: &std::collections::HashMap<String, String>, n: usize, prefix: &str) -> Value {
+    json!({"bucket": env["GARAGE_CLUSTER_BUCKET"], "prefix": prefix, "endpoint": env[&format!("GARAGE_CLUSTER_ENDPOINT_{n}")],
+        "region": env["GARAGE_CLUSTER_REGION"], "accessKeyId": env["GARAGE_CLUSTER_ACCESS_KEY_ID"],
+        "secretAccessKey": env["GARAGE_CLUSTER_SECRET_ACCESS_KEY"], "retries": 1, "retryBaseMs": 20, "timeoutMs": 3000})
+}
+
+fn cluster_client(dir: &TempDir, name: &str, options: Value) -> Client {
+    let block = json!({"format": "objstore", "Options": options});
+    open(&dir.path().join(format!("{name}.sqlite3")), schema_with(&[("docs", block)]))
+}
+
+fn cluster(args: &[&str]) {
+    let script = repo_root().join("tests/servers/garage-cluster");
+    let status = std::process::Command::new(&script).args(args).stdout(std::process::Stdio::null()).status();
+    assert!(status.is_ok_and(|s| s.success()), "tests/servers/garage-cluster {args:?} failed");
+}
+
+const CLUSTER_WRITES: usize = 200;
+
+/// Writes `CLUSTER_WRITES` objects through node 1 and flushes them while node `killed` is killed
+/// 50 ms into the flush; a reader on node 2 lists meanwhile. Then the node starts again, the
+/// writer flushes until its outbox is empty, and a client on node 2 lists the bucket.
+fn losing_node(killed: usize) -> Row {
+    let env = server("garage-cluster");
+    let prefix = unique_prefix(&format!("cluster-node{killed}"));
+    let dir = TempDir::new().unwrap();
+    let mut writer = cluster_client(&dir, "writer", cluster_options(&env, 1, &prefix));
+    let mut reader = cluster_client(&dir, "reader", cluster_options(&env, 2, &prefix));
+    reader.prefetch("docs").unwrap();
+    let expected: BTreeMap<String, Value> =
+        (0..CLUSTER_WRITES).map(|i| (format!("d{i:03}"), json!({"i": i, "text": "x".repeat(200)}))).collect();
+    // Written in one transaction, none sent yet: the flush below sends them all.
+    writer
+        .run(&["docs"], objstore_db_core::Mode::ReadWrite, |tx| {
+            expected.iter().try_for_each(|(k, v)| tx.put("docs", v.clone(), Some(Key::String(k.clone()))).map(drop))
+        })
+        .unwrap();
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(50));
+        cluster(&["stop", &killed.to_string()]);
+    });
+    let said = match writer.flush() {
+        Ok(report) if report.pending == 0 => "drained".to_string(),
+        Ok(report) => format!("{} pending, {} refused", report.pending, report.refused),
+        Err(e) => e.to_string(),
+    };
+    killer.join().unwrap();
+    // Meanwhile: reads of what the writer holds come from its cache, and the reader lists (its
+    // node is up).
+    let served =
+        expected.keys().filter(|k| writer.get_cached("docs", &Key::String((*k).clone())).unwrap().is_some()).count();
+    assert_eq!(served, CLUSTER_WRITES, "reads served from the writer's cache while node {killed} is down");
+    let listed = reader.prefetch("docs");
+    assert!(listed.is_ok(), "listing through node 2 while node {killed} is down: {listed:?}");
+
+    cluster(&[]);
+    let back = Instant::now();
+    while writer.flush().map_or(true, |r| r.pending > 0) && back.elapsed() < RECOVERY_BOUND {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let recovery_ms = back.elapsed().as_millis();
+    assert_eq!(writer.outbox_len().unwrap(), 0, "writes still waiting {recovery_ms} ms after node {killed} came back");
+    let mut fresh = cluster_client(&dir, "fresh", cluster_options(&env, 2, &prefix));
+    fresh.prefetch("docs").unwrap();
+    let bucket = cached(&mut fresh);
+    let lost = expected.iter().filter(|(k, v)| bucket.get(*k) != Some(v)).count();
+    let duplicated = bucket.keys().filter(|k| !expected.contains_key(*k)).count();
+    reader.prefetch("docs").unwrap();
+    let corrupt = usize::from(cached(&mut reader) != bucket) + usize::from(cached(&mut writer) != expected);
+    eprintln!("cluster, node {killed} killed: flush said {said}; {recovery_ms} ms to drain once it was back");
+    Row {
+        fault: match killed {
+            1 => "cluster of 3: the writer's own node killed mid-flush".into(),
+            n => format!("cluster of 3: node {n} (not the writer's) killed mid-flush"),
+        },
+        scenario: "200 puts, a flush, a listing through another node",
+        tried: CLUSTER_WRITES,
+        acknowledged: CLUSTER_WRITES,
+        lost,
+        duplicated,
+        corrupt,
+        recovery_ms: Some(recovery_ms),
+        said,
+    }
+}
+
+#[test]
+fn a_cluster_losing_a_node_loses_nothing() {
+    let rows = [losing_node(3), losing_node(1)];
+    record(&rows);
+    for row in &rows {
+        assert_eq!((row.lost, row.duplicated, row.corrupt), (0, 0, 0), "{}", row.fault);
+    }
+}

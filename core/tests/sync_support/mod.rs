@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::thread;
 use std::time::Duration;
 
-use objstore_db_core::sync::reads::prepare_read_here;
+use objstore_db_core::sync::reads::{need, prepare_read_here};
 use objstore_db_core::sync::{Agent, FlushReport, Freshness, ReadScope, Stats, Token};
 use objstore_db_core::{
     Database, Event, EventFilter, EventKind, Key, KeyRange, OpenOptions, Result, ScanOptions, Schema,
@@ -119,6 +119,17 @@ impl Client {
 
     pub fn get(&mut self, store: &str, key: &Key) -> Result<Option<Value>> {
         Ok(self.values_of(store, std::slice::from_ref(key))?.pop().flatten())
+    }
+
+    /// A plain read (no freshness asked) as an application's `get` makes it: the read policy's
+    /// step first, if any; the revalidation that would follow runs in the background there, so
+    /// not here.
+    pub fn get_cached(&mut self, store: &str, key: &Key) -> Result<Option<Value>> {
+        let read = ReadScope::keys(store, vec![key.clone()], Freshness::Cached);
+        if let Some(need) = need(&self.agent, &mut self.db, &read)? {
+            need.run(&self.agent, &mut self.db, &Token::default())?;
+        }
+        self.db.get(store, key)
     }
 
     pub fn values_of(&mut self, store: &str, keys: &[Key]) -> Result<Vec<Option<Value>>> {
