@@ -1,12 +1,14 @@
 //! The fault matrix: a real server (moto) behind a relay that breaks every request on purpose
 //! (resets before and after the request, answers cut short, broken listings, 503 storms with
 //! and without Retry-After, 500s, a 2-second spike, a black hole), and a bucket whose host does
-//! not resolve. Under each, a writer puts and removes and flushes, and a reader prefetches;
-//! then the fault ends. Every acknowledged write must be in the bucket once the writer drains,
-//! nothing else may be, the reader's cache must hold what it held while the fault lasted and
-//! what the bucket holds after, and the writer's accounting must count every request the relay
-//! saw exactly once. A bucket whose host does not resolve keeps every write waiting. The figures go to `target/bench/faults.json`, a row per fault and
-//! scenario.
+//! not resolve. Under each, a writer puts and removes and flushes, a reader prefetches, and a
+//! third client refreshes from the change log; then the fault ends. Every acknowledged write
+//! must be in the bucket once the writer drains, nothing else may be, the caches must hold what
+//! they held while the fault lasted and what the bucket holds after, and each client's
+//! accounting must count every request its relay saw exactly once. A bucket whose host does
+//! not resolve keeps every write waiting. Then the local disk filling during a prefetch, and a
+//! three-node cluster losing a node. The figures go to `target/bench/faults.json`, a row per
+//! fault and scenario.
 
 mod sync_support;
 
@@ -98,14 +100,33 @@ impl Row {
     }
 }
 
-/// The writer's and the reader's rows under `fault`, set on a relay in front of moto.
-fn under(name: &str, fault: Fault) -> [Row; 2] {
+/// A client whose reads refresh `docs` from the change log (a store that prefetches, with no
+/// refractory period: every read refreshes).
+fn refreshing_client(dir: &TempDir, name: &str, endpoint: &str, prefix: &str) -> Client {
+    let block = json!({"format": "objstore", "prefetch": "full", "prefetchRefractoryPeriod": 0,
+        "Options": options(endpoint, prefix)});
+    open(&dir.path().join(format!("{name}.sqlite3")), schema_with(&[("docs", block)]))
+}
+
+/// A read of every record, which refreshes the store first: what it said.
+fn refresh(db: &mut Client) -> String {
+    match db.count("docs", &ScanOptions::new()) {
+        Ok(_) => "refreshed".into(),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// The writer's, the reader's and the refresher's rows under `fault`, set on a relay (one per
+/// client) in front of moto.
+fn under(name: &str, fault: Fault) -> [Row; 3] {
     let moto = server("moto")["MOTO_ENDPOINT"].clone();
     let prefix = unique_prefix(&format!("faults-{name}"));
     let dir = TempDir::new().unwrap();
-    let (writer_relay, reader_relay) = (FaultRelay::start(&moto), FaultRelay::start(&moto));
+    let relays = [(); 3].map(|()| FaultRelay::start(&moto));
+    let [writer_relay, reader_relay, refresher_relay] = &relays;
     let mut writer = client(&dir, "writer", &writer_relay.endpoint(), &prefix);
     let mut reader = client(&dir, "reader", &reader_relay.endpoint(), &prefix);
+    let mut refresher = refreshing_client(&dir, "refresher", &refresher_relay.endpoint(), &prefix);
     for i in 0..BEFORE {
         writer.put("docs", json!({"i": i, "v": 0}), Some(key(i))).unwrap();
     }
@@ -113,9 +134,10 @@ fn under(name: &str, fault: Fault) -> [Row; 2] {
     reader.prefetch("docs").unwrap();
     let held_before = cached(&mut reader);
     assert_eq!(held_before.len(), BEFORE);
+    assert_eq!(refresh(&mut refresher), "refreshed");
+    assert_eq!(cached(&mut refresher), held_before);
 
-    writer_relay.set(fault.clone());
-    reader_relay.set(fault.clone());
+    relays.iter().for_each(|relay| relay.set(fault.clone()));
     let mut expected: BTreeMap<String, Value> = held_before.clone();
     let mut tried = 0;
     let mut acknowledged = 0;
@@ -153,10 +175,11 @@ fn under(name: &str, fault: Fault) -> [Row; 2] {
     // through whole) what the bucket holds.
     let held_during = cached(&mut reader);
     let reader_corrupt_during = usize::from(held_during != held_before && reader_said != "listed");
+    let refresher_said = refresh(&mut refresher);
+    let refresher_corrupt_during = usize::from(cached(&mut refresher) != held_before && refresher_said != "refreshed");
 
     // The fault ends.
-    writer_relay.set(Fault::None);
-    reader_relay.set(Fault::None);
+    relays.iter().for_each(|relay| relay.set(Fault::None));
     let ended = Instant::now();
     loop {
         match writer.flush() {
@@ -173,6 +196,12 @@ fn under(name: &str, fault: Fault) -> [Row; 2] {
         std::thread::sleep(Duration::from_millis(50));
     }
     let reader_recovery = reader_ended.elapsed().as_millis();
+    // Every change the writer made reaches the refresher's next refresh, from the log.
+    let refresher_ended = Instant::now();
+    while refresh(&mut refresher) != "refreshed" && refresher_ended.elapsed() < RECOVERY_BOUND {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let refresher_recovery = refresher_ended.elapsed().as_millis();
 
     // What the bucket holds, as a client that met no fault lists it.
     let mut fresh = client(&dir, "fresh", &moto, &prefix);
@@ -184,11 +213,15 @@ fn under(name: &str, fault: Fault) -> [Row; 2] {
     let writer_corrupt = cached(&mut writer).iter().filter(|(k, v)| expected.get(*k) != Some(v)).count();
     let reader_after = cached(&mut reader);
     let reader_corrupt = reader_corrupt_during + usize::from(reader_after != bucket);
+    let refreshed = cached(&mut refresher);
+    let missed = bucket.iter().filter(|(k, v)| refreshed.get(*k) != Some(v)).count()
+        + refreshed.keys().filter(|k| !bucket.contains_key(*k)).count();
     assert!(refused.is_empty() && pending == 0, "{name}: after the fault, {pending} pending and refused {refused:?}");
 
     // Each request the relay saw is one the writer's accounting counted, retries included.
     assert_eq!(writer.sync_stats().total(), writer_relay.requests() as u64, "{name}: the writer's accounting");
     assert_eq!(reader.sync_stats().total(), reader_relay.requests() as u64, "{name}: the reader's accounting");
+    assert_eq!(refresher.sync_stats().total(), refresher_relay.requests() as u64, "{name}: the refresher's accounting");
     let fault_name = name.to_string();
     [
         Row {
@@ -201,6 +234,17 @@ fn under(name: &str, fault: Fault) -> [Row; 2] {
             corrupt: writer_corrupt,
             recovery_ms: Some(writer_recovery),
             said: writer_said,
+        },
+        Row {
+            fault: fault_name.clone(),
+            scenario: "a change-log refresh (lost: changes it missed after)",
+            tried: 1,
+            acknowledged: usize::from(refresher_said == "refreshed"),
+            lost: missed,
+            duplicated: 0,
+            corrupt: refresher_corrupt_during,
+            recovery_ms: Some(refresher_recovery),
+            said: refresher_said,
         },
         Row {
             fault: fault_name,
