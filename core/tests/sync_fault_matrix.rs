@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use objstore_db_core::{Key, KeyRange, ScanOptions};
 use serde_json::{json, Value};
-use sync_support::fault_relay::{Fault, FaultRelay};
+use sync_support::faults::{record, Fault, FaultRelay, Row};
 use sync_support::*;
 use tempfile::TempDir;
 
@@ -53,51 +53,6 @@ fn cached(db: &mut Client) -> BTreeMap<String, Value> {
     let keys = db.run(&["docs"], objstore_db_core::Mode::ReadOnly, |tx| tx.keys("docs", &ScanOptions::new())).unwrap();
     let values = db.run(&["docs"], objstore_db_core::Mode::ReadOnly, |tx| tx.values_of("docs", &keys)).unwrap();
     keys.into_iter().zip(values).filter_map(|(k, v)| Some((k.to_json().as_str()?.to_string(), v?))).collect()
-}
-
-/// One row of the matrix.
-#[derive(Default)]
-struct Row {
-    fault: String,
-    scenario: &'static str,
-    tried: usize,
-    acknowledged: usize,
-    lost: usize,
-    duplicated: usize,
-    corrupt: usize,
-    /// From the fault's end to the writer drained (or the reader listed); `None` where it
-    /// never ends.
-    recovery_ms: Option<u128>,
-    /// What the library said while the fault lasted.
-    said: String,
-}
-
-/// Puts `rows` into `target/bench/faults.json` in place of the file's rows of the same faults
-/// (the tests of this file each add theirs).
-fn record(rows: &[Row]) {
-    static FILE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _one_at_a_time = FILE.lock().unwrap_or_else(|p| p.into_inner());
-    let out = repo_root().join("target/bench/faults.json");
-    std::fs::create_dir_all(out.parent().unwrap()).unwrap();
-    let ours: Vec<&str> = rows.iter().map(|r| r.fault.as_str()).collect();
-    let mut all: Vec<Value> = std::fs::read(&out)
-        .ok()
-        .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
-        .and_then(|file| file["faults"].as_array().cloned())
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|row| !ours.contains(&row["fault"].as_str().unwrap_or_default()))
-        .collect();
-    all.extend(rows.iter().map(Row::json));
-    std::fs::write(&out, serde_json::to_string_pretty(&json!({"faults": all})).unwrap()).unwrap();
-}
-
-impl Row {
-    fn json(&self) -> Value {
-        json!({"fault": self.fault, "scenario": self.scenario, "tried": self.tried,
-            "acknowledged": self.acknowledged, "lost": self.lost, "duplicated": self.duplicated,
-            "corrupt": self.corrupt, "recovery_ms": self.recovery_ms, "said": self.said})
-    }
 }
 
 /// A client whose reads refresh `docs` from the change log (a store that prefetches, with no

@@ -1,10 +1,10 @@
 //! Shared set-up for the sync suites: databases with synced stores, the real servers (started
 //! by the project's own scripts), a relay that can take a server off the network and bring it
-//! back, a relay that breaks requests on purpose ([`fault_relay`]), and a misbehaving peer for
+//! back, a relay that breaks requests on purpose ([`faults`], with the figures file it fills), and a misbehaving peer for
 //! the fault tests.
 #![allow(dead_code)]
 
-pub mod fault_relay;
+pub mod faults;
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -445,29 +445,8 @@ fn answer(stream: &mut TcpStream, step: Misbehaviour) -> bool {
             false
         }
         Misbehaviour::Reset => {
-            let _ = socket_linger_zero(stream);
+            let _ = faults::socket_linger_zero(stream);
             false
         }
-    }
-}
-
-/// Closing with SO_LINGER 0 sends a TCP reset instead of a clean close.
-fn socket_linger_zero(stream: &TcpStream) -> std::io::Result<()> {
-    use std::os::unix::io::AsRawFd;
-    let linger = libc::linger { l_onoff: 1, l_linger: 0 };
-    // SAFETY: setsockopt on a socket we own, with a correctly sized option value.
-    let rc = unsafe {
-        libc::setsockopt(
-            stream.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_LINGER,
-            &linger as *const libc::linger as *const libc::c_void,
-            std::mem::size_of::<libc::linger>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
     }
 }

@@ -133,6 +133,7 @@ Where runs live (every command says which bucket it opened):
                            endpoint http(s)://host:port, signed with the standard AWS_* settings
   OBJSTORE_RESULTS_BUCKET  the bucket (default results)
   OBJSTORE_RESULTS_PREFIX  a key prefix inside it (default none)
+  OBJSTORE_RESULTS_TIMEOUT_MS  the longest one request to the bucket may take (default 10000)
 ";
 
 /// Whether the arguments ask for help: `help`, `--help` or `-h` alone, or after a command
@@ -237,7 +238,7 @@ fn post_files(args: &[String]) -> AppResult<()> {
         .collect::<AppResult<Vec<_>>>()?;
     let writer = match &collector {
         None => {
-            let target = post::Target::from_env();
+            let target = post::Target::from_env()?;
             eprintln!("objstore-results: storing runs in {}", target.describe());
             Some(post::Writer::open(&target)?)
         }
@@ -277,7 +278,7 @@ fn print_matrix(args: &[String]) -> AppResult<()> {
         [flag, path] if flag == "--cache" => Some(PathBuf::from(path)),
         _ => return Err(AppError::bad(USAGE)),
     };
-    let target = post::Target::from_env();
+    let target = post::Target::from_env()?;
     eprintln!("objstore-results: reading {}", target.describe());
     if let Some(dir) = target.missing_directory() {
         return Err(AppError::bad(format!(
@@ -304,7 +305,7 @@ fn export_page(args: &[String]) -> AppResult<()> {
         }
     }
     let out = out.ok_or_else(|| AppError::bad(format!("export needs --out FILE\n{USAGE}")))?;
-    let target = post::Target::from_env();
+    let target = post::Target::from_env()?;
     eprintln!("objstore-results: reading {}", target.describe());
     if let Some(dir) = target.missing_directory() {
         return Err(AppError::bad(format!("no runs: {} does not exist", dir.display())));
@@ -344,7 +345,7 @@ fn print_summary(args: &[String]) -> AppResult<()> {
     if base.is_some() && commit.is_none() {
         return Err(AppError::bad("--base compares with --commit: name the commit too"));
     }
-    let target = post::Target::from_env();
+    let target = post::Target::from_env()?;
     eprintln!("objstore-results: reading {}", target.describe());
     if let Some(dir) = target.missing_directory() {
         return Err(AppError::bad(format!("no runs: {} does not exist", dir.display())));
@@ -393,7 +394,7 @@ fn edit_quarantine(args: &[String]) -> AppResult<()> {
             other => return Err(AppError::bad(format!("unknown option {other}\n{USAGE}"))),
         }
     }
-    let target = post::Target::from_env();
+    let target = post::Target::from_env()?;
     eprintln!("objstore-results: the quarantine of {}", target.describe());
     let needed = |field: &str, value: Option<String>| {
         value.ok_or_else(|| AppError::bad(format!("quarantine {action} needs {field}")))
@@ -485,7 +486,7 @@ fn gate(args: &[String]) -> AppResult<()> {
         println!("no test failed");
         return Ok(());
     }
-    let target = post::Target::from_env();
+    let target = post::Target::from_env()?;
     eprintln!("objstore-results: the quarantine of {}", target.describe());
     let (q, _) = quarantine::load(&target)?;
     let now = now_ms();
@@ -586,7 +587,7 @@ fn serve(args: &[String], start: bool) -> AppResult<()> {
             );
         }
     }
-    let target = post::Target::from_env();
+    let target = post::Target::from_env()?;
     eprintln!("objstore-results: serving {}", target.describe());
     let viewer = open_viewer(&target, cache)?;
     let writer = post::Writer::open(&target)?;

@@ -20,22 +20,34 @@ pub struct Target {
     pub endpoint: String,
     pub bucket: String,
     pub prefix: String,
+    /// How long one request to the bucket may take, in ms (`OBJSTORE_RESULTS_TIMEOUT_MS`; the
+    /// library's 10,000 when unset).
+    pub timeout_ms: Option<u64>,
 }
 
 impl Target {
     /// `OBJSTORE_RESULTS` (else `file://./results`), `OBJSTORE_RESULTS_BUCKET` (else `results`)
-    /// and `OBJSTORE_RESULTS_PREFIX`, as the language reporters read them.
-    pub fn from_env() -> Target {
+    /// and `OBJSTORE_RESULTS_PREFIX`, as the language reporters read them, and
+    /// `OBJSTORE_RESULTS_TIMEOUT_MS`.
+    pub fn from_env() -> AppResult<Target> {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
         let endpoint = var("OBJSTORE_RESULTS").unwrap_or_else(|| {
             let here = std::env::current_dir().unwrap_or_default();
             format!("file://{}", here.join("results").display())
         });
-        Target {
+        let timeout_ms = var("OBJSTORE_RESULTS_TIMEOUT_MS")
+            .map(|ms| {
+                ms.parse::<u64>().ok().filter(|ms| *ms > 0).ok_or_else(|| {
+                    AppError::bad(format!("OBJSTORE_RESULTS_TIMEOUT_MS is {ms:?}: give a whole number of milliseconds"))
+                })
+            })
+            .transpose()?;
+        Ok(Target {
             endpoint,
             bucket: var("OBJSTORE_RESULTS_BUCKET").unwrap_or_else(|| "results".into()),
             prefix: var("OBJSTORE_RESULTS_PREFIX").unwrap_or_default(),
-        }
+            timeout_ms,
+        })
     }
 
     /// What a command says it opened: `bucket "results" at file:///... (prefix "p/")`.
@@ -72,9 +84,12 @@ impl Target {
     /// The `results` store (the app README's "The result format"), immutable and create-only, syncing to this target;
     /// each run stored leaves a change-log marker, so a viewer's warm refresh is one LIST.
     pub fn schema(&self) -> Value {
-        json!({"stores": [{"name": "results", "Sync": {"format": "objstore", "immutable": true, "Options": {
-            "bucket": self.bucket, "prefix": self.prefix, "endpoint": self.endpoint,
-            "metadata": ["platform", "browser", "version"], "changeLog": true}}}]})
+        let mut options = json!({"bucket": self.bucket, "prefix": self.prefix, "endpoint": self.endpoint,
+            "metadata": ["platform", "browser", "version"], "changeLog": true});
+        if let Some(ms) = self.timeout_ms {
+            options["timeoutMs"] = json!(ms);
+        }
+        json!({"stores": [{"name": "results", "Sync": {"format": "objstore", "immutable": true, "Options": options}}]})
     }
 }
 

@@ -486,3 +486,22 @@ fn summary_of_a_run_and_of_a_commit() {
         assert!(!ok && err.contains(said), "{args:?}: {err}");
     }
 }
+
+/// A bucket timeout that is not a whole number of milliseconds is refused, naming the setting,
+/// before anything is stored.
+#[test]
+fn a_bad_bucket_timeout_is_refused_naming_the_setting() {
+    let dir = tempfile::tempdir().unwrap();
+    for bad in ["abc", "0", "-5", "1.5"] {
+        let out =
+            post_in(dir.path(), &["--runtime", "r", &fixture("pytest-9.xml")], &[("OBJSTORE_RESULTS_TIMEOUT_MS", bad)]);
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{bad}");
+        assert!(said.contains(&format!("OBJSTORE_RESULTS_TIMEOUT_MS is {bad:?}")), "{bad}: {said}");
+        assert!(stored(dir.path()).is_empty(), "{bad}: nothing stored");
+    }
+    let fine =
+        post_in(dir.path(), &["--runtime", "r", &fixture("pytest-9.xml")], &[("OBJSTORE_RESULTS_TIMEOUT_MS", "2500")]);
+    assert!(fine.status.success(), "{}", String::from_utf8_lossy(&fine.stderr));
+    assert_eq!(stored(dir.path()).len(), 1);
+}

@@ -16,7 +16,12 @@ pub(crate) fn report(start: u64, commit: Option<&str>, tests: Value) -> Run {
 
 /// A `file://` bucket named `results` under `root`.
 fn file_target(root: &Path) -> Target {
-    Target { endpoint: format!("file://{}", root.display()), bucket: "results".into(), prefix: String::new() }
+    Target {
+        endpoint: format!("file://{}", root.display()),
+        bucket: "results".into(),
+        prefix: String::new(),
+        timeout_ms: None,
+    }
 }
 
 fn one(suite: &str, name: &str, status: &str) -> Value {

@@ -1,13 +1,18 @@
 //! A relay in front of a real server that breaks requests on purpose, one HTTP exchange at a
 //! time: while a fault is set, every request meets it; with none, bytes pass unchanged. It
-//! counts the requests clients sent it, so a client's own accounting can be checked.
+//! counts the requests clients sent it, so a client's own accounting can be checked. And the
+//! rows of `target/bench/faults.json`, which the fault tests (the core's and the results
+//! app's, which includes this file) fill. Self-contained for that reason.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
+
+use serde_json::{json, Value};
 
 /// What every request meets while it is set.
 #[derive(Clone, Debug, PartialEq)]
@@ -180,7 +185,7 @@ fn exchange(
 }
 
 fn reset(stream: &TcpStream) {
-    let _ = super::socket_linger_zero(stream);
+    let _ = socket_linger_zero(stream);
 }
 
 fn read_head(stream: &mut TcpStream) -> Option<Vec<u8>> {
@@ -290,4 +295,77 @@ fn dechunk(mut body: &[u8]) -> Vec<u8> {
         body = &body[end + 2 + size + 2..];
     }
     out
+}
+
+// ----- the figures ----------------------------------------------------------------------------
+
+/// One row of the matrix.
+#[derive(Default)]
+pub struct Row {
+    pub fault: String,
+    pub scenario: &'static str,
+    pub tried: usize,
+    pub acknowledged: usize,
+    pub lost: usize,
+    pub duplicated: usize,
+    pub corrupt: usize,
+    /// From the fault's end to the writer drained (or the reader listed); `None` where it
+    /// never ends.
+    pub recovery_ms: Option<u128>,
+    /// What the library said while the fault lasted.
+    pub said: String,
+}
+
+/// Puts `rows` into `target/bench/faults.json` in place of the file's rows of the same fault and
+/// scenario (each fault test adds its own).
+pub fn record(rows: &[Row]) {
+    static FILE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = FILE.lock().unwrap_or_else(|p| p.into_inner());
+    // The workspace's target folder, from whichever crate's tests include this file.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().find(|dir| dir.join("Cargo.lock").exists());
+    let out = root.expect("a workspace above the crate").join("target/bench/faults.json");
+    std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+    let ours: Vec<(&str, &str)> = rows.iter().map(|r| (r.fault.as_str(), r.scenario)).collect();
+    let mut all: Vec<Value> = std::fs::read(&out)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
+        .and_then(|file| file["faults"].as_array().cloned())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|row| {
+            let row = (row["fault"].as_str().unwrap_or_default(), row["scenario"].as_str().unwrap_or_default());
+            !ours.contains(&row)
+        })
+        .collect();
+    all.extend(rows.iter().map(Row::json));
+    std::fs::write(&out, serde_json::to_string_pretty(&json!({"faults": all})).unwrap()).unwrap();
+}
+
+impl Row {
+    fn json(&self) -> Value {
+        json!({"fault": self.fault, "scenario": self.scenario, "tried": self.tried,
+            "acknowledged": self.acknowledged, "lost": self.lost, "duplicated": self.duplicated,
+            "corrupt": self.corrupt, "recovery_ms": self.recovery_ms, "said": self.said})
+    }
+}
+
+/// Closing with SO_LINGER 0 sends a TCP reset instead of a clean close.
+pub fn socket_linger_zero(stream: &TcpStream) -> std::io::Result<()> {
+    use std::os::unix::io::AsRawFd;
+    let linger = libc::linger { l_onoff: 1, l_linger: 0 };
+    // SAFETY: setsockopt on a socket we own, with a correctly sized option value.
+    let rc = unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            &linger as *const libc::linger as *const libc::c_void,
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
 }

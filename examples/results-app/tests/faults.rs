@@ -1,0 +1,162 @@
+//! The results app's cold view under the fault matrix's faults: runs posted to moto, then a
+//! viewer with an empty cache reads them through a relay that breaks every request. While the
+//! fault lasts the matrix is an error that says what the bucket did (never a panic, never a
+//! matrix with rows missing); once it ends, the next reload shows every pair. The rows join
+//! the core's in `target/bench/faults.json`.
+
+mod support;
+
+#[allow(dead_code)]
+#[path = "../../../core/tests/sync_support/faults.rs"]
+mod faults;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use faults::{record, Fault, FaultRelay, Row};
+use serde_json::Value;
+use support::{server, CI_MARKERS};
+
+const PAIRS: [(&str, &str); 3] = [("linux", "python-3.11"), ("linux", "node-20"), ("macos", "python-3.11")];
+
+/// The environment that points the app at moto's signed bucket, under `prefix`, at `endpoint`.
+fn moto_env(endpoint: &str, prefix: &str) -> Vec<(&'static str, String)> {
+    let env = server("moto");
+    vec![
+        ("OBJSTORE_RESULTS", endpoint.to_string()),
+        ("OBJSTORE_RESULTS_BUCKET", env["MOTO_SIGNED_BUCKET"].clone()),
+        ("OBJSTORE_RESULTS_PREFIX", prefix.to_string()),
+        ("AWS_ACCESS_KEY_ID", env["MOTO_ACCESS_KEY_ID"].clone()),
+        ("AWS_SECRET_ACCESS_KEY", env["MOTO_SECRET_ACCESS_KEY"].clone()),
+        ("AWS_REGION", env["MOTO_REGION"].clone()),
+        // A black hole is found out in seconds, not the default ten per attempt.
+        ("OBJSTORE_RESULTS_TIMEOUT_MS", "1500".into()),
+    ]
+}
+
+fn app(args: &[&str], env: &[(&str, String)]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_objstore-results"));
+    command.args(args);
+    for marker in CI_MARKERS {
+        command.env_remove(marker);
+    }
+    command.envs(env.iter().map(|(k, v)| (*k, v.as_str())));
+    command
+}
+
+/// `objstore-results serve` with an empty cache, until dropped.
+struct Viewer {
+    child: Child,
+    page: String,
+    _cache: tempfile::TempDir,
+}
+
+impl Viewer {
+    fn start(env: &[(&str, String)]) -> Viewer {
+        let cache = tempfile::tempdir().unwrap();
+        let path = cache.path().join("cache.sqlite3");
+        let mut child = app(&["serve", "--listen", "127.0.0.1:0", "--cache", path.to_str().unwrap()], env)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let url = line.trim().rsplit(' ').next().unwrap().to_string();
+        Viewer { child, page: url.trim_end_matches("results").to_string(), _cache: cache }
+    }
+
+    /// The matrix's status and body.
+    fn matrix(&self) -> (u16, Value) {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs(60)))
+            .build()
+            .into();
+        let mut answer = agent.get(&format!("{}api/matrix", self.page)).call().unwrap();
+        let status = answer.status().as_u16();
+        let text = answer.body_mut().read_to_string().unwrap_or_default();
+        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+}
+
+impl Drop for Viewer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Whether a matrix shows every pair posted, each with its run's counts.
+fn shows_every_pair(matrix: &Value) -> bool {
+    let rows = matrix["rows"].as_array().map(Vec::as_slice).unwrap_or_default();
+    let mut shown: Vec<(String, String)> = rows
+        .iter()
+        .map(|r| (r["platform"].as_str().unwrap_or("").into(), r["browser"].as_str().unwrap_or("").into()))
+        .collect();
+    shown.sort();
+    let mut want: Vec<(String, String)> = PAIRS.iter().map(|(p, r)| (p.to_string(), r.to_string())).collect();
+    want.sort();
+    shown == want && rows.iter().all(|r| r["cells"].is_object())
+}
+
+#[test]
+fn a_cold_matrix_under_each_fault_is_a_clear_error_then_every_pair() {
+    let moto = server("moto")["MOTO_ENDPOINT"].clone();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    let prefix = format!("app-faults-{}-{now}/", std::process::id());
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/pytest-9.xml");
+    for (platform, runtime) in PAIRS {
+        let posted = app(&["post", "--platform", platform, "--runtime", runtime, fixture], &moto_env(&moto, &prefix))
+            .output()
+            .unwrap();
+        assert!(posted.status.success(), "{}", String::from_utf8_lossy(&posted.stderr));
+    }
+    let relay = FaultRelay::start(&moto);
+    let faults = [
+        ("reset before the request body", Fault::ResetBeforeBody),
+        ("answer cut mid-body", Fault::CutAnswer),
+        ("listing truncated", Fault::TruncatedListing),
+        ("listing malformed", Fault::MalformedListing),
+        ("503 SlowDown storm", Fault::Status(503, None)),
+        ("500s", Fault::Status(500, None)),
+        ("black hole", Fault::BlackHole),
+    ];
+    let mut rows = Vec::new();
+    for (name, fault) in faults {
+        relay.set(Fault::None);
+        let viewer = Viewer::start(&moto_env(&relay.endpoint(), &prefix));
+        relay.set(fault);
+        let (status, during) = viewer.matrix();
+        let said = during["error"].as_str().unwrap_or_default().to_string();
+        // A fault the view got through whole would be a 200 with every pair; anything else is an
+        // error naming what happened.
+        let clear = (status == 200 && shows_every_pair(&during)) || (status >= 500 && !said.is_empty());
+        assert!(clear, "{name}: {status} {during}");
+
+        relay.set(Fault::None);
+        let ended = Instant::now();
+        let after = loop {
+            let (status, after) = viewer.matrix();
+            if status == 200 || ended.elapsed() > Duration::from_secs(30) {
+                break after;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        let recovery_ms = ended.elapsed().as_millis();
+        assert!(shows_every_pair(&after), "{name}: after the fault, {after}");
+        rows.push(Row {
+            fault: name.into(),
+            scenario: "a cold view of the results app (its matrix)",
+            tried: 1,
+            acknowledged: usize::from(status == 200),
+            lost: 0,
+            duplicated: 0,
+            corrupt: 0,
+            recovery_ms: Some(recovery_ms),
+            said: format!("{status} {said}"),
+        });
+        eprintln!("{name}: {status} {said:.120}; every pair {recovery_ms} ms after");
+    }
+    record(&rows);
+}
