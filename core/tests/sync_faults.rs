@@ -104,6 +104,24 @@ fn a_connection_reset() {
     assert_cache_unchanged(&mut db);
 }
 
+/// A 503 that asks to be tried again later (`Retry-After`) is tried again no sooner; one that
+/// asks for longer than a request may take (the timeout) is not tried again within the request,
+/// and the error says what the bucket asked.
+#[test]
+fn a_retry_after_is_honoured() {
+    let slow_down = br#"<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>"#;
+    let asking = |after: &str| StatusWithHeaders(503, vec![format!("retry-after: {after}")], slow_down.to_vec());
+    let (peer, _dir, mut db) = cached_then(vec![asking("1"), Answer(200, br#"{"v": "new"}"#.to_vec())], json!({}));
+    assert_eq!(db.get("docs", &key("d")).unwrap(), Some(json!({"v": "new"})));
+    assert_eq!(peer.count(), 3, "the cached read, the 503, the retry");
+
+    let (peer, _dir, mut db) = cached_then(vec![asking("3600")], json!({}));
+    let err = db.get("docs", &key("d")).unwrap_err();
+    assert_eq!(peer.count(), 2, "not tried again within the request: {err}");
+    assert!(err.to_string().contains("it asks to be tried again in 3600 s"), "{err}");
+    assert_cache_unchanged(&mut db);
+}
+
 #[test]
 fn a_slow_server_times_out() {
     let slow = Slow(Duration::from_secs(3), br#"{"v": "late"}"#.to_vec());

@@ -1,7 +1,7 @@
 //! A bucket on an S3-compatible server (or, for the `rest` format, any HTTP server) over `ureq`:
 //! keep-alive connections shared by the threads that fetch in parallel, SigV4 when there are
-//! credentials, retries with backoff on what may pass (no answer, 429, 5xx), a size cap on every
-//! body, and every attempt counted.
+//! credentials, retries with backoff on what may pass (no answer, 429, 5xx; no sooner than a
+//! `Retry-After` asks), a size cap on every body, and every attempt counted.
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
@@ -113,14 +113,18 @@ impl HttpBucket {
                 Ok(answer) => matches!(answer.status, 429 | 503),
                 Err((error, sent)) => error.is_offline() && (idempotent || !sent),
             };
-            if !retry || attempt >= self.connection.retries {
+            // A 429 or 503 may say when to come back: no sooner, and not within this request
+            // when that is longer than a request may take.
+            let asked = outcome.as_ref().ok().and_then(asked_wait);
+            let asked_too_long = asked.is_some_and(|wait| wait > self.connection.timeout);
+            if !retry || asked_too_long || attempt >= self.connection.retries {
                 return match outcome {
                     Ok(answer) if answer.status >= 500 || answer.status == 429 => Err(remote_error(&what, &answer)),
                     Ok(answer) => Ok(answer),
                     Err((error, _)) => Err(error),
                 };
             }
-            token.sleep(backoff(self.connection.retry_base, attempt));
+            token.sleep(backoff(self.connection.retry_base, attempt).max(asked.unwrap_or_default()));
             attempt += 1;
         }
     }
@@ -364,7 +368,26 @@ fn remote_error(what: &str, answer: &Answer) -> Error {
         Some((code, message)) => format!("{code}: {message}"),
         None => String::from_utf8_lossy(&answer.body[..answer.body.len().min(200)]).trim().to_string(),
     };
+    let detail = match asked_wait(answer) {
+        Some(wait) => format!("{detail}; it asks to be tried again in {} s", wait.as_secs()),
+        None => detail,
+    };
     Error::Remote { what: what.to_string(), status: answer.status, detail }
+}
+
+/// The wait a 429 or 503 asks for in its `Retry-After` (seconds, or an HTTP date), if any.
+fn asked_wait(answer: &Answer) -> Option<Duration> {
+    if !matches!(answer.status, 429 | 503) {
+        return None;
+    }
+    let value = answer.header("retry-after")?.trim();
+    match value.parse::<u64>() {
+        Ok(seconds) => Some(Duration::from_secs(seconds)),
+        Err(_) => {
+            let at = httpdate::parse_http_date(value).ok()?;
+            Some(at.duration_since(SystemTime::now()).unwrap_or_default())
+        }
+    }
 }
 
 /// Exponential backoff with a little jitter, so that clients retrying together spread out.
@@ -440,5 +463,23 @@ mod tests {
         let base = Duration::from_millis(10);
         assert!(backoff(base, 0) >= base && backoff(base, 0) < base * 2);
         assert!(backoff(base, 3) >= base * 8);
+    }
+
+    #[test]
+    fn a_retry_after_is_seconds_or_a_date_on_a_429_or_503_only() {
+        let answer = |status, value: &str| Answer {
+            status,
+            headers: vec![("Retry-After".to_string(), value.to_string())],
+            body: Vec::new(),
+        };
+        assert_eq!(asked_wait(&answer(503, "7")), Some(Duration::from_secs(7)));
+        assert_eq!(asked_wait(&answer(429, " 0 ")), Some(Duration::ZERO));
+        let in_a_minute = crate::time::http_date(SystemTime::now() + Duration::from_secs(60));
+        let wait = asked_wait(&answer(503, &in_a_minute)).unwrap();
+        assert!(wait > Duration::from_secs(50) && wait <= Duration::from_secs(60), "{wait:?}");
+        let a_minute_ago = crate::time::http_date(SystemTime::now() - Duration::from_secs(60));
+        assert_eq!(asked_wait(&answer(503, &a_minute_ago)), Some(Duration::ZERO));
+        assert_eq!(asked_wait(&answer(503, "soon")), None);
+        assert_eq!(asked_wait(&answer(500, "7")), None);
     }
 }

@@ -351,6 +351,8 @@ pub enum Misbehaviour {
     Answer(u16, Vec<u8>),
     /// Answers 200 with exactly these header lines (no etag unless given) and body.
     WithHeaders(Vec<String>, Vec<u8>),
+    /// Answers with this status, these header lines and body.
+    StatusWithHeaders(u16, Vec<String>, Vec<u8>),
     /// Reads the request, then resets the connection.
     Reset,
     /// Waits this long before answering 200 with the body.
@@ -436,6 +438,9 @@ fn answer(stream: &mut TcpStream, step: Misbehaviour) -> bool {
     match step {
         Misbehaviour::Answer(status, body) => respond(stream, status, &body, body.len()),
         Misbehaviour::WithHeaders(headers, body) => respond_with(stream, 200, &headers, &body, body.len()),
+        Misbehaviour::StatusWithHeaders(status, headers, body) => {
+            respond_with(stream, status, &headers, &body, body.len())
+        }
         Misbehaviour::Slow(delay, body) => {
             thread::sleep(delay);
             respond(stream, 200, &body, body.len())

@@ -115,14 +115,28 @@ fn a_cold_matrix_under_each_fault_is_a_clear_error_then_every_pair() {
     let relay = FaultRelay::start(&moto);
     let faults = [
         ("reset before the request body", Fault::ResetBeforeBody),
+        ("reset after the request", Fault::ResetAfterRequest),
         ("answer cut mid-body", Fault::CutAnswer),
         ("listing truncated", Fault::TruncatedListing),
         ("listing malformed", Fault::MalformedListing),
+        ("503 SlowDown storm with Retry-After", Fault::Status(503, Some(1))),
         ("503 SlowDown storm", Fault::Status(503, None)),
         ("500s", Fault::Status(500, None)),
+        ("2-second latency spike", Fault::Spike(Duration::from_secs(2))),
         ("black hole", Fault::BlackHole),
     ];
-    let mut rows = Vec::new();
+    // A bucket whose host does not resolve: the matrix says which host, and never recovers.
+    let nowhere = Viewer::start(&moto_env("http://objstore-no-such-host.invalid:9000", &prefix));
+    let (status, answer) = nowhere.matrix();
+    let said = answer["error"].as_str().unwrap_or_default().to_string();
+    assert!(status == 502 && said.contains("objstore-no-such-host.invalid"), "{status} {answer}");
+    let mut rows = vec![Row {
+        fault: "unresolvable host".into(),
+        scenario: "a cold view of the results app (its matrix)",
+        tried: 1,
+        said: format!("{status} {said}"),
+        ..Row::default()
+    }];
     for (name, fault) in faults {
         relay.set(Fault::None);
         let viewer = Viewer::start(&moto_env(&relay.endpoint(), &prefix));
