@@ -176,6 +176,14 @@ fn under(name: &str, fault: Fault) -> [Row; 3] {
     let refreshed = cached(&mut refresher);
     let missed = bucket.iter().filter(|(k, v)| refreshed.get(*k) != Some(v)).count()
         + refreshed.keys().filter(|k| !bucket.contains_key(*k)).count();
+    // What a refresh missed, said where a failure of this test is read.
+    for k in bucket.keys().chain(refreshed.keys()).filter(|k| bucket.get(*k) != refreshed.get(*k)) {
+        eprintln!(
+            "{name}: the refresh missed {k}: the bucket holds {:?}, the cache {:?}",
+            bucket.get(k),
+            refreshed.get(k)
+        );
+    }
     assert!(refused.is_empty() && pending == 0, "{name}: after the fault, {pending} pending and refused {refused:?}");
 
     // Each request the relay saw is one the writer's accounting counted, retries included.

@@ -30,9 +30,10 @@
 //! once a minute, the markers older than twice `relistEveryMs` and the window (no reader that
 //! lists in full that often still reads them).
 
+use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use crate::bucket::ObjectInfo;
 
@@ -78,6 +79,19 @@ pub fn marker_name(log: &str, now_ms: u64, id: &str, op: &Op) -> String {
         Op::Remove => "d".to_string(),
     };
     format!("{log}{now_ms:013}-{writer:016x}-{n:08x}/{op}/{id}")
+}
+
+/// The time to name the next marker of the log at `log` by: the bucket's clock as read now, but
+/// never before the last marker's. A writer's reading of that clock can step back (a `Date` has
+/// whole seconds, so the correction moves by up to a second from one answer to the next), and
+/// one writer's markers must sort in the order it wrote them: else a reader takes an object's
+/// older marker for its last one and misses the newer version.
+pub fn marker_time(log: &str, now_ms: u64) -> u64 {
+    static LAST: OnceLock<Mutex<HashMap<String, u64>>> = OnceLock::new();
+    let mut last = LAST.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner());
+    let at = last.entry(log.to_string()).or_insert(0);
+    *at = (*at).max(now_ms);
+    *at
 }
 
 /// The oldest marker time a reader of the log still reads: older ones may be removed.
@@ -154,6 +168,17 @@ mod tests {
         assert!(early < late);
         assert!(start_after(log, 60_999, 60_000) < early && early.as_str() > start_after(log, 0, 0).as_str());
         assert!(start_after(log, 61_000, 60_000) > early);
+    }
+
+    #[test]
+    fn a_writers_markers_sort_in_the_order_it_wrote_them_when_its_clock_reading_steps_back() {
+        let log = "marker-time-test/.objstore-changes/";
+        let first = marker_name(log, marker_time(log, 10_500), "a", &Op::Remove);
+        // The next answer's Date moved the reading of the bucket's clock back by 0.9 s.
+        let second = marker_name(log, marker_time(log, 9_600), "a", &Op::Remove);
+        let third = marker_name(log, marker_time(log, 10_700), "a", &Op::Remove);
+        assert!(first < second && second < third, "{first} {second} {third}");
+        assert_eq!(marker_time("another-log/", 9_600), 9_600, "each log keeps its own");
     }
 
     #[test]
