@@ -341,7 +341,11 @@ impl SmallDisk {
 
 impl Drop for SmallDisk {
     fn drop(&mut self) {
-        let _ = std::process::Command::new("umount").arg(self.path()).status();
+        let unmounted = std::process::Command::new("umount").arg(self.path()).status();
+        if !unmounted.is_ok_and(|s| s.success()) {
+            // Busy: detached now, gone once nothing uses it.
+            let _ = std::process::Command::new("umount").arg("-l").arg(self.path()).status();
+        }
     }
 }
 
@@ -502,7 +506,7 @@ fn losing_node(killed: usize) -> Row {
 const LISTED: usize = 2_500;
 
 /// A reader of an objstore-meta store (whose records the listing writes as its pages arrive)
-/// lists `LISTED` objects through node 2, which is killed after the first page: what the
+/// lists `LISTED` objects through node 2, killed while its second page is asked for: what the
 /// reader holds meanwhile is whole records of objects the bucket holds; once the node is back,
 /// the next listing brings the rest.
 fn losing_the_readers_node_mid_listing() -> Row {
@@ -517,8 +521,8 @@ fn losing_the_readers_node_mid_listing() -> Row {
         })
         .unwrap();
     assert_eq!(writer.flush().unwrap().pending, 0);
-    // The reader reaches node 2 through a relay that only counts requests: the node is killed
-    // once the listing asked for its second page (the first one answered).
+    // The reader reaches node 2 through a relay, which holds the listing's second request while
+    // the node is killed.
     let relay = FaultRelay::start(&env["GARAGE_CLUSTER_ENDPOINT_2"]);
     let mut options = cluster_options(&env, 2, &prefix);
     options["endpoint"] = json!(relay.endpoint());
@@ -526,17 +530,26 @@ fn losing_the_readers_node_mid_listing() -> Row {
     let mut reader = open(&dir.path().join("reader.sqlite3"), schema_with(&[("meta", meta)]));
     let said = std::thread::scope(|scope| {
         scope.spawn(|| {
-            let asked = Instant::now();
-            while relay.requests() < 2 && asked.elapsed() < RECOVERY_BOUND {
-                std::thread::sleep(Duration::from_millis(1));
-            }
+            let wait_for = |requests: usize| {
+                let asked = Instant::now();
+                while relay.requests() < requests && asked.elapsed() < RECOVERY_BOUND {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            };
+            // Once the first page is asked for, later requests are held a while: the second
+            // page's request waits in the relay while the node is killed.
+            wait_for(1);
+            relay.set(Fault::Spike(Duration::from_millis(800)));
+            wait_for(2);
             cluster(&["stop", "2"]);
+            relay.set(Fault::None);
         });
         match reader.prefetch("meta") {
             Ok(()) => "listed before the node went".to_string(),
             Err(e) => e.to_string(),
         }
     });
+    assert!(said.contains("cannot reach the bucket"), "the listing met the node's loss: {said}");
     let pages = reader.sync_stats().requests.get("LIST").and_then(|by| by.get(&200).copied()).unwrap_or(0);
     let said = format!("{said} (after {pages} of the listing's pages)");
     let held = cached_in(&mut reader, "meta");

@@ -122,39 +122,6 @@ fn a_retry_after_is_honoured() {
     assert_cache_unchanged(&mut db);
 }
 
-/// A writer's reading of the bucket's clock steps back when the next answer's `Date` says an
-/// earlier time: its markers still sort in the order it wrote them, or a reader would take an
-/// object's older marker for its last one and miss the newer version.
-#[test]
-fn a_writers_markers_keep_their_order_when_the_buckets_date_steps_back() {
-    let date = |offset_s: i64| {
-        let at = std::time::SystemTime::now() + Duration::from_secs(3600);
-        let at = if offset_s >= 0 {
-            at + Duration::from_secs(offset_s as u64)
-        } else {
-            at - Duration::from_secs((-offset_s) as u64)
-        };
-        format!("date: {}", httpdate::fmt_http_date(at))
-    };
-    let answer = |etag: &str, offset_s: i64| WithHeaders(vec![format!("etag: \"{etag}\""), date(offset_s)], vec![]);
-    // The first write and its marker hear the bucket's clock at +2 s; the second write at -2 s.
-    let peer = Peer::start(vec![answer("e1", 2), answer("m1", 2), answer("e2", -2), answer("m2", -2)]);
-    let (_dir, mut db) = client(&peer.endpoint(), json!({"changeLog": true}));
-    db.put("docs", json!({"v": 1}), Some(key("d"))).unwrap();
-    db.put("docs", json!({"v": 2}), Some(key("d"))).unwrap();
-    let markers: Vec<String> = peer
-        .seen
-        .lock()
-        .unwrap()
-        .iter()
-        .filter_map(|head| {
-            head.split_whitespace().nth(1).filter(|path| path.contains(".objstore-changes/")).map(str::to_string)
-        })
-        .collect();
-    assert_eq!(markers.len(), 2, "{markers:?}");
-    assert!(markers[0] < markers[1], "the second write's marker sorts after the first's: {markers:?}");
-}
-
 #[test]
 fn a_slow_server_times_out() {
     let slow = Slow(Duration::from_secs(3), br#"{"v": "late"}"#.to_vec());

@@ -375,19 +375,21 @@ fn remote_error(what: &str, answer: &Answer) -> Error {
     Error::Remote { what: what.to_string(), status: answer.status, detail }
 }
 
-/// The wait a 429 or 503 asks for in its `Retry-After` (seconds, or an HTTP date), if any.
+/// The wait a 429 or 503 asks for in its `Retry-After` (seconds, or an HTTP date), if any. A
+/// date is read on the server's clock: against the answer's own `Date` (this machine's clock
+/// may be minutes off), else against this machine's.
 fn asked_wait(answer: &Answer) -> Option<Duration> {
     if !matches!(answer.status, 429 | 503) {
         return None;
     }
     let value = answer.header("retry-after")?.trim();
-    match value.parse::<u64>() {
-        Ok(seconds) => Some(Duration::from_secs(seconds)),
-        Err(_) => {
-            let at = httpdate::parse_http_date(value).ok()?;
-            Some(at.duration_since(SystemTime::now()).unwrap_or_default())
-        }
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
     }
+    let at = httpdate::parse_http_date(value).ok()?;
+    let now =
+        answer.header("date").and_then(|date| httpdate::parse_http_date(date).ok()).unwrap_or_else(SystemTime::now);
+    Some(at.duration_since(now).unwrap_or_default())
 }
 
 /// Exponential backoff with a little jitter, so that clients retrying together spread out.
@@ -479,6 +481,11 @@ mod tests {
         assert!(wait > Duration::from_secs(50) && wait <= Duration::from_secs(60), "{wait:?}");
         let a_minute_ago = crate::time::http_date(SystemTime::now() - Duration::from_secs(60));
         assert_eq!(asked_wait(&answer(503, &a_minute_ago)), Some(Duration::ZERO));
+        // A server whose clock is an hour behind this machine's: its date is read on its clock.
+        let server_now = SystemTime::now() - Duration::from_secs(3600);
+        let mut behind = answer(503, &crate::time::http_date(server_now + Duration::from_secs(5)));
+        behind.headers.push(("Date".to_string(), crate::time::http_date(server_now)));
+        assert_eq!(asked_wait(&behind), Some(Duration::from_secs(5)));
         assert_eq!(asked_wait(&answer(503, "soon")), None);
         assert_eq!(asked_wait(&answer(500, "7")), None);
     }

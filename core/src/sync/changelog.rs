@@ -21,6 +21,8 @@
 //! unless set) before the time of its last read, which covers what is left of the skew (a
 //! `Date` has whole seconds; a writer that never heard from the bucket uses its own clock) and
 //! the time a write takes to land.
+//! One writer's markers are taken in the order of their counter, not of their names: its
+//! reading of the bucket's clock can step back by up to a second between answers.
 //! Markers it already acted on cost nothing (their version is the one it holds); a refresh
 //! with no write in the window before it lists nothing. Writers without the log are caught by
 //! a full listing every `Options.relistEveryMs` (an hour unless set) and by an explicit
@@ -33,7 +35,7 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use crate::bucket::ObjectInfo;
 
@@ -56,8 +58,12 @@ pub enum Op {
 pub struct Marker {
     /// The writer's clock when it wrote the marker, in ms since the epoch.
     pub at_ms: u64,
-    /// The writer's random number: one writer's markers are in the order it wrote them.
+    /// The writer's random number (one per process).
     pub writer: String,
+    /// The writer's counter: its markers in the order it wrote them, whatever their times say
+    /// (its reading of the bucket's clock can step back by up to a second between answers, as
+    /// a `Date` has whole seconds).
+    pub n: u32,
     pub id: String,
     pub op: Op,
     /// When the bucket took the marker (ISO 8601, from the listing).
@@ -81,19 +87,6 @@ pub fn marker_name(log: &str, now_ms: u64, id: &str, op: &Op) -> String {
     format!("{log}{now_ms:013}-{writer:016x}-{n:08x}/{op}/{id}")
 }
 
-/// The time to name the next marker of the log at `log` by: the bucket's clock as read now, but
-/// never before the last marker's. A writer's reading of that clock can step back (a `Date` has
-/// whole seconds, so the correction moves by up to a second from one answer to the next), and
-/// one writer's markers must sort in the order it wrote them: else a reader takes an object's
-/// older marker for its last one and misses the newer version.
-pub fn marker_time(log: &str, now_ms: u64) -> u64 {
-    static LAST: OnceLock<Mutex<HashMap<String, u64>>> = OnceLock::new();
-    let mut last = LAST.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner());
-    let at = last.entry(log.to_string()).or_insert(0);
-    *at = (*at).max(now_ms);
-    *at
-}
-
 /// The oldest marker time a reader of the log still reads: older ones may be removed.
 pub fn expiry_ms(now_ms: u64, relist_every_ms: u64, window_ms: u64) -> u64 {
     now_ms.saturating_sub(2 * (relist_every_ms + window_ms))
@@ -111,7 +104,8 @@ pub fn parse(log: &str, info: &ObjectInfo) -> Option<Marker> {
     let (stamp, rest) = rest.split_once('/')?;
     let (op, id) = rest.split_once('/')?;
     let at_ms = stamp.get(..13).filter(|d| d.bytes().all(|b| b.is_ascii_digit()))?.parse().ok()?;
-    let writer = stamp.get(14..)?.split('-').next()?.to_string();
+    let (writer, n) = stamp.get(14..)?.split_once('-')?;
+    let (writer, n) = (writer.to_string(), u32::from_str_radix(n, 16).ok()?);
     let op = match op {
         "d" => Op::Remove,
         _ => {
@@ -125,7 +119,25 @@ pub fn parse(log: &str, info: &ObjectInfo) -> Option<Marker> {
     if id.is_empty() {
         return None;
     }
-    Some(Marker { at_ms, writer, id: id.to_string(), op, last_modified: info.last_modified.clone() })
+    Some(Marker { at_ms, writer, n, id: id.to_string(), op, last_modified: info.last_modified.clone() })
+}
+
+/// Each object's last marker among `markers` (listed in name order), and whether other writers
+/// left markers for it too (their clocks may order them wrongly: the reader asks the bucket).
+/// One writer's last marker is its latest by counter, not by name: its clock reading can step
+/// back, and a name-order reader would take an object's older marker for the last one and miss
+/// the newer version.
+pub fn latest_per_object<'m>(markers: impl IntoIterator<Item = &'m Marker>) -> HashMap<&'m str, (&'m Marker, bool)> {
+    let mut latest: HashMap<&str, (&Marker, bool)> = HashMap::new();
+    for marker in markers {
+        let entry = latest.entry(marker.id.as_str()).or_insert((marker, false));
+        let another_writer = entry.0.writer != marker.writer;
+        if another_writer || marker.n >= entry.0.n {
+            entry.0 = marker;
+        }
+        entry.1 |= another_writer;
+    }
+    latest
 }
 
 /// Etags go into names as they are only when made of letters, digits and dashes (MD5s and
@@ -171,14 +183,21 @@ mod tests {
     }
 
     #[test]
-    fn a_writers_markers_sort_in_the_order_it_wrote_them_when_its_clock_reading_steps_back() {
-        let log = "marker-time-test/.objstore-changes/";
-        let first = marker_name(log, marker_time(log, 10_500), "a", &Op::Remove);
-        // The next answer's Date moved the reading of the bucket's clock back by 0.9 s.
-        let second = marker_name(log, marker_time(log, 9_600), "a", &Op::Remove);
-        let third = marker_name(log, marker_time(log, 10_700), "a", &Op::Remove);
-        assert!(first < second && second < third, "{first} {second} {third}");
-        assert_eq!(marker_time("another-log/", 9_600), 9_600, "each log keeps its own");
+    fn an_objects_last_marker_is_its_writers_latest_by_counter_when_its_clock_reading_stepped_back() {
+        let log = "p/.objstore-changes/";
+        let first = Op::Put { size: 1, etag: Some("\"e1\"".into()) };
+        let second = Op::Put { size: 1, etag: Some("\"e2\"".into()) };
+        // The second write's reading of the bucket's clock was 0.9 s behind the first's.
+        let names = [marker_name(log, 10_500, "d", &first), marker_name(log, 9_600, "d", &second)];
+        let mut markers: Vec<Marker> = names.iter().map(|n| parse(log, &listed(n.clone())).unwrap()).collect();
+        markers.sort_by_key(|m| (m.at_ms, m.n)); // name order: the second first
+        assert_eq!(markers[0].op, second);
+        let latest = latest_per_object(&markers);
+        assert_eq!((&latest["d"].0.op, latest["d"].1), (&second, false), "the second write, one writer");
+        let mut other = markers[0].clone();
+        other.writer = "another".into();
+        let latest = latest_per_object([&markers[1], &other]);
+        assert!(latest["d"].1, "two writers: the reader asks the bucket");
     }
 
     #[test]

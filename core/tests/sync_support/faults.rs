@@ -24,7 +24,8 @@ pub enum Fault {
     /// The request reaches the server (a write lands), then the connection is reset before
     /// the answer comes back.
     ResetAfterRequest,
-    /// The answer's head and half its body come back, then the connection closes.
+    /// The answer's head and half its body come back (half its head, when it has no body), then
+    /// the connection closes.
     CutAnswer,
     /// Answered here with this status and an S3 error body (`SlowDown` for 503), with a
     /// `Retry-After` header of this many seconds when given; nothing reaches the server.
@@ -113,8 +114,12 @@ fn serve(mut client: TcpStream, target: &str, fault: &Mutex<Fault>, requests: &A
         match &now {
             Fault::Status(status, retry_after) => {
                 let code = if *status == 503 { "SlowDown" } else { "InternalError" };
-                let body =
-                    format!("<?xml version=\"1.0\"?><Error><Code>{code}</Code><Message>injected</Message></Error>");
+                let body = match text.starts_with("HEAD ") {
+                    true => String::new(), // an answer to HEAD has no body
+                    false => {
+                        format!("<?xml version=\"1.0\"?><Error><Code>{code}</Code><Message>injected</Message></Error>")
+                    }
+                };
                 let retry = retry_after.map(|s| format!("retry-after: {s}\r\n")).unwrap_or_default();
                 let answer = format!(
                     "HTTP/1.1 {status} Injected\r\ncontent-type: application/xml\r\ncontent-length: {}\r\n{retry}\r\n{body}",
@@ -141,8 +146,12 @@ fn serve(mut client: TcpStream, target: &str, fault: &Mutex<Fault>, requests: &A
         let sent = match &now {
             Fault::ResetAfterRequest => return reset(&client),
             Fault::CutAnswer => {
+                // Half the body, or, for an answer without one (a PUT's, a HEAD's), half the head.
                 let (head, body) = answer.split_at(answer.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4);
-                let _ = client.write_all(head).and_then(|_| client.write_all(&body[..body.len() / 2]));
+                let _ = match body.is_empty() {
+                    true => client.write_all(&head[..head.len() / 2]),
+                    false => client.write_all(head).and_then(|_| client.write_all(&body[..body.len() / 2])),
+                };
                 return;
             }
             Fault::TruncatedListing if listing => {

@@ -84,12 +84,20 @@ impl Target {
     /// The `results` store (the app README's "The result format"), immutable and create-only, syncing to this target;
     /// each run stored leaves a change-log marker, so a viewer's warm refresh is one LIST.
     pub fn schema(&self) -> Value {
-        let mut options = json!({"bucket": self.bucket, "prefix": self.prefix, "endpoint": self.endpoint,
-            "metadata": ["platform", "browser", "version"], "changeLog": true});
+        let mut options = self.options();
+        options["metadata"] = json!(["platform", "browser", "version"]);
+        options["changeLog"] = json!(true);
+        json!({"stores": [{"name": "results", "Sync": {"format": "objstore", "immutable": true, "Options": options}}]})
+    }
+
+    /// The sync options every store of this target starts from: where, and how long a request
+    /// may take.
+    pub fn options(&self) -> Value {
+        let mut options = json!({"bucket": self.bucket, "prefix": self.prefix, "endpoint": self.endpoint});
         if let Some(ms) = self.timeout_ms {
             options["timeoutMs"] = json!(ms);
         }
-        json!({"stores": [{"name": "results", "Sync": {"format": "objstore", "immutable": true, "Options": options}}]})
+        options
     }
 }
 

@@ -126,8 +126,7 @@ impl Quarantine {
 
 /// The quarantine's store in `target`'s bucket: one mutable object, written conditionally.
 fn open(target: &Target) -> AppResult<Db> {
-    let schema = json!({"stores": [{"name": STORE, "Sync": {"format": "objstore",
-        "Options": {"bucket": target.bucket, "prefix": target.prefix, "endpoint": target.endpoint}}}]});
+    let schema = json!({"stores": [{"name": STORE, "Sync": {"format": "objstore", "Options": target.options()}}]});
     crate::post::open_and_wait("quarantine", &schema, MechanismKind::Memory)
 }
 

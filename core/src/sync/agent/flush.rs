@@ -238,8 +238,7 @@ impl Agent {
             _ => changelog::Op::Remove,
         };
         let s = &self.stores[&item.entry.store];
-        let at_ms = changelog::marker_time(&log.prefix, self.bucket_now_ms(s));
-        let marker = changelog::marker_name(&log.prefix, at_ms, &item.entry.id, &op);
+        let marker = changelog::marker_name(&log.prefix, self.bucket_now_ms(s), &item.entry.id, &op);
         match s.bucket.put(&marker, b"", &PutOptions::default(), token) {
             Ok(_) => {
                 self.prune_log(&item.entry.store, s, log);

@@ -344,16 +344,9 @@ impl Agent {
         let name = store.to_string();
         let known = port.exec(move |db| db.store_state_of(&name, Some(&ids)))?.known;
         let local = StoreState { known, ..summary };
-        // The last marker of each object, and whether other writers left markers for it too
-        // (their clocks may order them wrongly).
-        let mut latest: HashMap<&str, (&changelog::Marker, bool)> = HashMap::new();
-        for marker in &markers {
-            if object_id(&s.config.policy, store, &Key::String(marker.id.clone())).is_err() {
-                continue;
-            }
-            let entry = latest.entry(marker.id.as_str()).or_insert((marker, false));
-            *entry = (marker, entry.1 || entry.0.writer != marker.writer);
-        }
+        // The last marker of each object, and whether other writers left markers for it too.
+        let named = markers.iter().filter(|m| object_id(&s.config.policy, store, &Key::String(m.id.clone())).is_ok());
+        let latest = changelog::latest_per_object(named);
         let mut unsure = Vec::new();
         // The next read starts a window before this one: markers land within it.
         let mut learnt = Learnt { changes_since_ms: Some(started_ms), ..Learnt::default() };
