@@ -268,6 +268,27 @@ fn the_outbox_keeps_writes_while_the_server_is_away() {
     assert_eq!(reader.get("docs", &key("k")).unwrap(), Some(json!({"n": 3})));
 }
 
+/// A conditional-write probe that could not reach the bucket says nothing of its conditions:
+/// once the bucket is back (and the breaker's first second is over), the next flush probes and
+/// sends, rather than holding every write for the 30 s a failed probe is otherwise left.
+#[test]
+fn a_probe_that_found_the_bucket_away_is_made_again_once_it_is_back() {
+    let env = server("moto");
+    let relay = Relay::new(&env["MOTO_ENDPOINT"]);
+    let mut options = moto_signed(&unique_prefix("probe-away"));
+    options["endpoint"] = json!(relay.endpoint());
+    options["retries"] = json!(0);
+    let dir = TempDir::new().unwrap();
+    let schema = schema_with(&[("docs", block("objstore", options, json!({})))]);
+    let mut db = open(&dir.path().join("client.sqlite3"), schema);
+    db.put("docs", json!({"n": 1}), Some(key("k"))).unwrap();
+    assert_eq!(db.outbox_len().unwrap(), 1, "the bucket is away: the write waits");
+    relay.up();
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let report = db.flush().unwrap();
+    assert_eq!((report.sent, report.pending), (1, 0));
+}
+
 /// HTTPS with certificate checks, against moto behind a certificate from a CA of our own.
 #[test]
 fn https_with_a_private_certificate_authority() {

@@ -171,8 +171,10 @@ impl Agent {
             return Err(again(why, &format!("; the bucket is probed again in {left} s")));
         }
         let honoured = probe_conditional_writes(s, token).inspect_err(|e| {
-            // A cancelled flush says nothing of the bucket.
-            if !matches!(e, Error::Cancelled(_)) {
+            // A cancelled flush says nothing of the bucket, and neither does a bucket that could
+            // not be reached (the breaker paces the next try): a node restarted a second later
+            // is probed then, not 30 s later with every write waiting.
+            if !matches!(e, Error::Cancelled(_) | Error::Unreachable { .. }) {
                 failed.insert(bucket.clone(), (Instant::now(), again(e, "")));
             }
         })?;
