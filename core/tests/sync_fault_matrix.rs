@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use objstore_db_core::{Key, KeyRange, ScanOptions};
 use serde_json::{json, Value};
-use sync_support::faults::{record, Fault, FaultRelay, Row};
+use sync_support::faults::{every_fault, record, Fault, FaultRelay, Row};
 use sync_support::*;
 use tempfile::TempDir;
 
@@ -264,18 +264,7 @@ fn unresolvable_host() -> [Row; 2] {
 
 #[test]
 fn every_fault_loses_nothing_and_corrupts_nothing() {
-    let faults = [
-        ("reset before the request body", Fault::ResetBeforeBody),
-        ("reset after the request", Fault::ResetAfterRequest),
-        ("answer cut mid-body", Fault::CutAnswer),
-        ("listing truncated", Fault::TruncatedListing),
-        ("listing malformed", Fault::MalformedListing),
-        ("503 SlowDown storm with Retry-After", Fault::Status(503, Some(1))),
-        ("503 SlowDown storm", Fault::Status(503, None)),
-        ("500s", Fault::Status(500, None)),
-        ("2-second latency spike", Fault::Spike(Duration::from_secs(2))),
-        ("black hole", Fault::BlackHole),
-    ];
+    let faults = every_fault();
     let mut rows = Vec::from(unresolvable_host());
     for (name, fault) in faults {
         let started = Instant::now();

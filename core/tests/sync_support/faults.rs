@@ -41,6 +41,22 @@ pub enum Fault {
     MalformedListing,
 }
 
+/// The matrix's faults, by the names their rows carry (the unresolvable host is not a relay's).
+pub fn every_fault() -> [(&'static str, Fault); 10] {
+    [
+        ("reset before the request body", Fault::ResetBeforeBody),
+        ("reset after the request", Fault::ResetAfterRequest),
+        ("answer cut mid-body", Fault::CutAnswer),
+        ("listing truncated", Fault::TruncatedListing),
+        ("listing malformed", Fault::MalformedListing),
+        ("503 SlowDown storm with Retry-After", Fault::Status(503, Some(1))),
+        ("503 SlowDown storm", Fault::Status(503, None)),
+        ("500s", Fault::Status(500, None)),
+        ("2-second latency spike", Fault::Spike(Duration::from_secs(2))),
+        ("black hole", Fault::BlackHole),
+    ]
+}
+
 pub struct FaultRelay {
     pub port: u16,
     fault: Arc<Mutex<Fault>>,
@@ -197,7 +213,8 @@ fn reset(stream: &TcpStream) {
     let _ = socket_linger_zero(stream);
 }
 
-fn read_head(stream: &mut TcpStream) -> Option<Vec<u8>> {
+/// An HTTP message's head, up to its blank line; `None` when the peer went away.
+pub fn read_head(stream: &mut TcpStream) -> Option<Vec<u8>> {
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") {
@@ -216,7 +233,8 @@ fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
     })
 }
 
-fn read_body(stream: &mut TcpStream, head: &str) -> Option<Vec<u8>> {
+/// A message's body, as long as its `content-length` says.
+pub fn read_body(stream: &mut TcpStream, head: &str) -> Option<Vec<u8>> {
     let length = header(head, "content-length").and_then(|v| v.parse().ok()).unwrap_or(0);
     let mut body = vec![0u8; length];
     stream.read_exact(&mut body).ok()?;

@@ -404,23 +404,8 @@ impl Peer {
 
 /// Reads one request (head and body); `None` when the client went away.
 fn read_request(stream: &mut TcpStream) -> Option<String> {
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        if stream.read(&mut byte).ok()? == 0 {
-            return None;
-        }
-        head.push(byte[0]);
-    }
-    let head = String::from_utf8_lossy(&head).into_owned();
-    let length = head
-        .lines()
-        .find_map(|l| {
-            l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse::<usize>().unwrap_or(0))
-        })
-        .unwrap_or(0);
-    let mut body = vec![0u8; length];
-    stream.read_exact(&mut body).ok()?;
+    let head = String::from_utf8_lossy(&faults::read_head(stream)?).into_owned();
+    faults::read_body(stream, &head)?;
     Some(head)
 }
 

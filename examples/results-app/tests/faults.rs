@@ -14,7 +14,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use faults::{record, Fault, FaultRelay, Row};
+use faults::{every_fault, record, Fault, FaultRelay, Row};
 use serde_json::Value;
 use support::{server, CI_MARKERS};
 
@@ -113,18 +113,7 @@ fn a_cold_matrix_under_each_fault_is_a_clear_error_then_every_pair() {
         assert!(posted.status.success(), "{}", String::from_utf8_lossy(&posted.stderr));
     }
     let relay = FaultRelay::start(&moto);
-    let faults = [
-        ("reset before the request body", Fault::ResetBeforeBody),
-        ("reset after the request", Fault::ResetAfterRequest),
-        ("answer cut mid-body", Fault::CutAnswer),
-        ("listing truncated", Fault::TruncatedListing),
-        ("listing malformed", Fault::MalformedListing),
-        ("503 SlowDown storm with Retry-After", Fault::Status(503, Some(1))),
-        ("503 SlowDown storm", Fault::Status(503, None)),
-        ("500s", Fault::Status(500, None)),
-        ("2-second latency spike", Fault::Spike(Duration::from_secs(2))),
-        ("black hole", Fault::BlackHole),
-    ];
+    let faults = every_fault();
     // A bucket whose host does not resolve: the matrix says which host, and never recovers.
     let nowhere = Viewer::start(&moto_env("http://objstore-no-such-host.invalid:9000", &prefix));
     let (status, answer) = nowhere.matrix();
