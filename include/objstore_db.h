@@ -48,6 +48,15 @@
 #define OBJSTORE_READ_FRESH 1
 
 /*
+ Read flags: the read may complete inside the call. When the database has no request queued
+ or running, no transaction is open and the store is not synced, the read runs at once on the
+ calling thread (on a read-only connection of its own), `done` is called before the call
+ returns, and `*request_out` is 0; otherwise it is made as any request. It sees every write
+ made before it either way. This spares the two thread switches of a request.
+ */
+#define OBJSTORE_READ_INLINE 2
+
+/*
  What a push-cursor visitor returns for the record it was shown.
  */
 #define OBJSTORE_CURSOR_CONTINUE 0
@@ -495,11 +504,12 @@ enum objstore_status objstore_db_add(const struct objstore_db *db,
  Reads the record under `key_json` in `store`; the result is the record, or `null` if there
  is none. `tx`: 0 for a transaction of its own, or an id from objstore_db_begin.
  `flags`: 0, or OBJSTORE_READ_FRESH to ask the bucket before answering (synced stores;
- ignored when `tx` is not 0: a transaction reads the local copy).
+ ignored when `tx` is not 0: a transaction reads the local copy), with OBJSTORE_READ_INLINE
+ to let it complete inside this call when it can (`*request_out` is then 0).
  Arguments are read during the call and not kept; the callback's `result` is owned by the
  library and valid only during the callback.
  `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
- on a library thread (the database's worker or its sync agent's), never inside this call.
+ on a library thread (the database's worker or its sync agent's), inside this call only with OBJSTORE_READ_INLINE.
  A NULL `db`, `store`, `key_json` or `done` is OBJSTORE_STATUS_INVALID_ARGUMENT.
  `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
  NULL, or on failure a message to free with objstore_string_free) may be NULL.
@@ -524,11 +534,12 @@ enum objstore_status objstore_db_get(const struct objstore_db *db,
  records, `null` where there is none. For a synced store, what the cache lacks is fetched in
  parallel. `tx`: 0 for a transaction of its own, or an id from objstore_db_begin.
  `flags`: 0, or OBJSTORE_READ_FRESH to ask the bucket before answering (synced stores;
- ignored when `tx` is not 0: a transaction reads the local copy).
+ ignored when `tx` is not 0: a transaction reads the local copy), with OBJSTORE_READ_INLINE
+ to let it complete inside this call when it can (`*request_out` is then 0).
  Arguments are read during the call and not kept; the callback's `result` is owned by the
  library and valid only during the callback.
  `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
- on a library thread (the database's worker or its sync agent's), never inside this call.
+ on a library thread (the database's worker or its sync agent's), inside this call only with OBJSTORE_READ_INLINE.
  A NULL `db`, `store`, `keys_json` or `done` is OBJSTORE_STATUS_INVALID_ARGUMENT.
  `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
  NULL, or on failure a message to free with objstore_string_free) may be NULL.
@@ -605,11 +616,12 @@ enum objstore_status objstore_db_clear(const struct objstore_db *db,
  "range"?, "limit"?, "offset"?, "reverse"?, "unique"?}`. `tx`: 0 for a transaction of its
  own, or an id from objstore_db_begin.
  `flags`: 0, or OBJSTORE_READ_FRESH to ask the bucket before answering (synced stores;
- ignored when `tx` is not 0: a transaction reads the local copy).
+ ignored when `tx` is not 0: a transaction reads the local copy), with OBJSTORE_READ_INLINE
+ to let it complete inside this call when it can (`*request_out` is then 0).
  Arguments are read during the call and not kept; the callback's `result` is owned by the
  library and valid only during the callback.
  `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
- on a library thread (the database's worker or its sync agent's), never inside this call.
+ on a library thread (the database's worker or its sync agent's), inside this call only with OBJSTORE_READ_INLINE.
  `scan_json` NULL: the whole store. A NULL `db`, `store` or `done` is
  OBJSTORE_STATUS_INVALID_ARGUMENT.
  `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
@@ -798,11 +810,12 @@ void objstore_query_free(struct objstore_query *query);
  call continues after the last match of the one before (keyset paging). `tx`: 0 for a
  transaction of its own, or an id from objstore_db_begin.
  `flags`: 0, or OBJSTORE_READ_FRESH to ask the bucket before answering (synced stores;
- ignored when `tx` is not 0: a transaction reads the local copy).
+ ignored when `tx` is not 0: a transaction reads the local copy), with OBJSTORE_READ_INLINE
+ to let it complete inside this call when it can (`*request_out` is then 0).
  The callback's `result` is owned by the library and valid only during the callback. The
  query may be freed once this returns.
  `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
- on a library thread (the database's worker or its sync agent's), never inside this call.
+ on a library thread (the database's worker or its sync agent's), inside this call only with OBJSTORE_READ_INLINE.
  A NULL `query` or `done` is OBJSTORE_STATUS_INVALID_ARGUMENT.
  `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
  NULL, or on failure a message to free with objstore_string_free) may be NULL.

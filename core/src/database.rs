@@ -149,6 +149,43 @@ impl Database {
         Ok(db)
     }
 
+    /// A read-only database over `mech`, a reader of this one's storage (see
+    /// [`crate::mechanism::OpenReader`]), with the catalog as stored now. It never writes and
+    /// has no listeners: a read that fails on it reports its error through the worker's
+    /// database (`report_error`).
+    pub(crate) fn reader(name: &str, mut mech: Box<dyn Mechanism>) -> Result<Database> {
+        mech.hold_view()?;
+        let loaded = Catalog::load(&mut *mech);
+        mech.release_view();
+        let catalog = loaded?.unwrap_or_else(Catalog::empty);
+        let stores = catalog.store_infos();
+        Ok(Database {
+            name: name.to_string(),
+            mech,
+            catalog,
+            stores,
+            schemaless: false,
+            listeners: Listeners::default(),
+            active: None,
+            next_tx: 1,
+            finished: VecDeque::new(),
+            key_generators: HashMap::new(),
+            hook: Box::new(crate::hook::NoMirroring),
+            secrets: Secrets::new(),
+            previous_version: None,
+        })
+    }
+
+    /// What opens readers of this database's storage.
+    pub(crate) fn reader_opener(&self) -> crate::mechanism::OpenReader {
+        self.mech.reader_opener()
+    }
+
+    /// The error event a failed read would have sent (for a read that ran on a reader).
+    pub(crate) fn report_error(&mut self, store: Option<String>, message: String) {
+        self.emit(Event { kind: EventKind::Error, store, key: None, value: None, message: Some(message) });
+    }
+
     pub fn name(&self) -> &str {
         &self.name
     }

@@ -39,6 +39,7 @@ use std::time::{Duration, Instant};
 use crate::database::{Database, Mode, OpenOptions, Tx, TxId};
 use crate::error::{Error, Result};
 use crate::events::{EventFilter, Listener, SubscriptionId};
+use crate::inline::Inline;
 use crate::schema::Schema;
 use crate::token::Token;
 
@@ -55,7 +56,8 @@ pub const DEFAULT_QUEUE_CAPACITY: usize = 4096;
 trait Request: Send {
     fn transaction(&self) -> Option<TxId>;
     fn is_cancelled(&self) -> bool;
-    fn run(self: Box<Self>, db: &mut Database);
+    /// Runs the work, tells `inline` it finished, then completes.
+    fn run(self: Box<Self>, db: &mut Database, inline: &Inline);
     fn cancel(self: Box<Self>, error: Error);
 }
 
@@ -101,12 +103,14 @@ where
         self.token.as_ref().is_some_and(Token::is_cancelled)
     }
 
-    fn run(mut self: Box<Self>, db: &mut Database) {
+    fn run(mut self: Box<Self>, db: &mut Database, inline: &Inline) {
         let work = self.work.take().expect("a request runs once");
         let result = catch_unwind(AssertUnwindSafe(|| work(db))).unwrap_or_else(|panic| {
             db.abort_active("a request in it panicked");
             Err(Error::Internal(format!("request panicked: {}", panic_message(&panic))))
         });
+        // Before the completion: a read its caller makes next may then run on the caller's thread.
+        inline.finished(db);
         self.complete(result);
     }
 
@@ -216,6 +220,7 @@ pub struct AsyncDatabase {
     closing: Arc<AtomicBool>,
     sender: Sender<Message>,
     queue: Arc<Queue>,
+    inline: Arc<Inline>,
     worker_id: ThreadId,
     worker: Mutex<Option<thread::JoinHandle<()>>>,
 }
@@ -245,14 +250,22 @@ impl AsyncDatabase {
         let (sender, receiver) = mpsc::channel();
         let queue = Arc::new(Queue::new(options.queue_capacity));
         let closing = Arc::new(AtomicBool::new(false));
-        let worker = Worker { name: name.clone(), receiver, options, queue: queue.clone(), closing: closing.clone() };
+        let inline = Arc::new(Inline::new(name.clone()));
+        let worker = Worker {
+            name: name.clone(),
+            receiver,
+            options,
+            queue: queue.clone(),
+            closing: closing.clone(),
+            inline: inline.clone(),
+        };
         let handle = thread::Builder::new()
             .name(format!("objstore-db {}", crate::key::truncate(&name, 40)))
             .spawn(move || worker.run(schema, prepare, done))
             .map_err(|e| Error::Internal(format!("cannot start the worker thread: {e}")))?;
         let worker_id = handle.thread().id();
         let worker = Mutex::new(Some(handle));
-        Ok(AsyncDatabase { name, closed: RwLock::new(false), closing, sender, queue, worker_id, worker })
+        Ok(AsyncDatabase { name, closed: RwLock::new(false), closing, sender, queue, inline, worker_id, worker })
     }
 
     pub fn name(&self) -> &str {
@@ -289,6 +302,46 @@ impl AsyncDatabase {
         C: FnOnce(Result<T>) + Send + 'static,
     {
         self.send(part_of, Some(token), work, done)
+    }
+
+    /// Runs a read of `stores` now, on the caller's thread, when the database has no request
+    /// queued or running and no transaction open (see `crate::inline`); gives `work` back
+    /// unrun when it cannot, for the caller to submit. The read sees every write submitted
+    /// before it. A read that fails here sends its error event through the worker.
+    pub fn read_now<T, W>(&self, stores: &[&str], work: W) -> std::result::Result<Result<T>, W>
+    where
+        W: FnOnce(&mut Database) -> Result<T>,
+    {
+        if self.closing.load(Ordering::SeqCst) {
+            return Err(work);
+        }
+        let result = self.inline.read(stores, work)?;
+        if let Err(error) = &result {
+            let (store, message) = (stores.first().map(|s| s.to_string()), error.to_string());
+            let report = move |db: &mut Database| {
+                db.report_error(store, message);
+                Ok(())
+            };
+            let _ = self.submit(report, |_| {});
+        }
+        Ok(result)
+    }
+
+    /// A read of `stores`: run at once on the caller's thread when it can be (`read_now`), and
+    /// then `done` is called before this returns; queued like `submit` otherwise.
+    pub fn read<T, W, C>(&self, stores: &[&str], work: W, done: C) -> Result<()>
+    where
+        T: Send + 'static,
+        W: FnOnce(&mut Database) -> Result<T> + Send + 'static,
+        C: FnOnce(Result<T>) + Send + 'static,
+    {
+        match self.read_now(stores, work) {
+            Ok(result) => {
+                let _ = catch_unwind(AssertUnwindSafe(|| done(result)));
+                Ok(())
+            }
+            Err(work) => self.submit(work, done),
+        }
     }
 
     /// Starts an explicit transaction, after the one open now (if any) ends. Until it ends,
@@ -386,8 +439,10 @@ impl AsyncDatabase {
             database: self.name.clone(),
             _result: std::marker::PhantomData,
         });
+        self.inline.submitted();
         if let Err(mpsc::SendError(Message::Request(task))) = self.sender.send(Message::Request(task)) {
             self.queue.leave();
+            self.inline.dropped();
             // Only after close can the worker be gone; defuse the drop guard's callback.
             std::mem::forget(task);
             return Err(Error::Closed(self.name.to_string()));
@@ -409,6 +464,7 @@ struct Worker {
     options: ExecutorOptions,
     queue: Arc<Queue>,
     closing: Arc<AtomicBool>,
+    inline: Arc<Inline>,
 }
 
 impl Worker {
@@ -426,9 +482,11 @@ impl Worker {
         .unwrap_or_else(|panic| Err(Error::Internal(format!("open panicked: {}", panic_message(&panic)))));
         match opened {
             Ok(mut db) => {
+                self.inline.enable(db.reader_opener());
                 let _ = catch_unwind(AssertUnwindSafe(|| done(Ok(()))));
                 let close_done = catch_unwind(AssertUnwindSafe(|| self.serve(&mut db)));
                 self.cancel_queued();
+                self.inline.close();
                 drop(db); // the file is closed before close's completion fires
                 if let Ok(Some(close_done)) = close_done {
                     let _ = catch_unwind(AssertUnwindSafe(|| close_done(Ok(()))));
@@ -493,6 +551,7 @@ impl Worker {
                         Ok(message) => message,
                         Err(RecvTimeoutError::Timeout) => {
                             db.abort_active(&idle_reason(idle_limit, waiting.len()));
+                            self.inline.transaction_ended();
                             continue;
                         }
                         Err(RecvTimeoutError::Disconnected) => {
@@ -514,31 +573,40 @@ impl Worker {
                     waiting = kept;
                     for request in cancelled {
                         self.queue.leave();
-                        request.cancel(Error::Cancelled("the request was cancelled before it ran".into()));
+                        self.drop_request(request, Error::Cancelled("the request was cancelled before it ran".into()));
                     }
                 }
                 Message::Request(request) if self.closing.load(Ordering::Acquire) => {
-                    request.cancel(Error::Cancelled(format!("database {:?} closed before it ran", self.name)));
+                    self.drop_request(
+                        request,
+                        Error::Cancelled(format!("database {:?} closed before it ran", self.name)),
+                    );
                 }
                 Message::Request(request) if request.is_cancelled() => {
-                    request.cancel(Error::Cancelled("the request was cancelled before it ran".into()));
+                    self.drop_request(request, Error::Cancelled("the request was cancelled before it ran".into()));
                 }
                 Message::Request(request) if active.is_some() && request.transaction().is_none() => {
                     self.queue.recount();
                     waiting.push_back(request);
                 }
                 Message::Request(request) => {
-                    request.run(db);
+                    request.run(db, &self.inline);
                     last_in_transaction = Instant::now();
                 }
             }
         }
     }
 
+    /// Completes a request that will not run, with `error`.
+    fn drop_request(&self, request: Box<dyn Request>, error: Error) {
+        self.inline.dropped();
+        request.cancel(error);
+    }
+
     fn cancel_all(&self, waiting: VecDeque<Box<dyn Request>>) {
         for request in waiting {
             self.queue.leave();
-            request.cancel(Error::Cancelled(format!("database {:?} closed before it ran", self.name)));
+            self.drop_request(request, Error::Cancelled(format!("database {:?} closed before it ran", self.name)));
         }
     }
 
@@ -548,7 +616,7 @@ impl Worker {
         while let Ok(message) = self.receiver.try_recv() {
             if let Message::Request(request) = message {
                 self.queue.leave();
-                request.cancel(Error::Cancelled(reason.clone()));
+                self.drop_request(request, Error::Cancelled(reason.clone()));
             }
         }
     }
@@ -557,7 +625,7 @@ impl Worker {
     fn refuse(&self, error: impl Fn() -> Error) {
         while let Ok(message) = self.next(None) {
             match message {
-                Message::Request(request) => request.cancel(error()),
+                Message::Request(request) => self.drop_request(request, error()),
                 Message::Wake => {}
                 Message::Close(done) => {
                     self.cancel_queued();

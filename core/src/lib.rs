@@ -11,6 +11,7 @@ mod error;
 mod events;
 mod executor;
 pub mod hook;
+mod inline;
 mod key;
 mod keypath;
 mod mechanism;

@@ -607,3 +607,54 @@ fn a_huge_store_name_is_cut_in_every_error() {
     wait(|done| db.abort(inside, done)).unwrap();
     close(&db);
 }
+
+/// Reads answered on the caller's thread (`*_now`): only while nothing is queued or running,
+/// and never for a synced store, whose reads go through the read policy (here: a record the
+/// cache lacks is fetched from the bucket).
+#[test]
+fn reads_answered_now_skip_synced_stores_and_wait_behind_queued_writes() {
+    let dir = TempDir::new().unwrap();
+    let endpoint = format!("file://{}", dir.path().join("bucket").display());
+    let schema = json!({"stores": [
+        {"name": "notes", "keyPath": "id"},
+        {"name": "docs", "keyPath": "id", "Sync": {"format": "objstore", "Options": {"bucket": "b", "endpoint": endpoint}}}]});
+    let writer = open_db(dir.path().join("w.sqlite3").to_str().unwrap(), &schema, json!({}));
+    wait(|done| writer.put(None, "docs", json!({"id": "d1"}), None, done)).unwrap();
+    assert_eq!(wait(|done| writer.flush(done)).unwrap().pending, 0);
+
+    let db = open_db(dir.path().join("r.sqlite3").to_str().unwrap(), &schema, json!({}));
+    let d1 = as_key(&json!("d1"));
+    assert!(db.get_now("docs", &d1, Freshness::Cached, AsValue).is_none(), "a synced store's read is a request");
+    let fetched = wait(|done| db.get(None, "docs", d1.clone(), Freshness::Cached, AsValue, done)).unwrap();
+    assert_eq!(fetched, json!({"id": "d1"}), "the read policy fetched what the cache lacked");
+
+    let n1 = as_key(&json!(1));
+    assert_eq!(db.get_now("notes", &n1, Freshness::Cached, AsValue).unwrap().unwrap(), Value::Null);
+    let (tx, rx) = mpsc::channel();
+    db.put(None, "notes", json!({"id": 1, "text": "queued"}), None, move |r| tx.send(r).unwrap()).unwrap();
+    match db.get_now("notes", &n1, Freshness::Cached, AsValue) {
+        // The put may have finished already; if it has, the read sees it.
+        Some(now) => assert_eq!(now.unwrap(), json!({"id": 1, "text": "queued"})),
+        None => {
+            let later = wait(|done| db.get(None, "notes", n1.clone(), Freshness::Cached, AsValue, done)).unwrap();
+            assert_eq!(later, json!({"id": 1, "text": "queued"}));
+        }
+    }
+    rx.recv_timeout(PATIENCE).unwrap().unwrap();
+    let scan = ScanOptions::new();
+    assert_eq!(
+        db.read_scan_now("notes", ReadKind::Count, &scan, Freshness::Cached, AsValue).unwrap().unwrap(),
+        json!(1)
+    );
+    assert_eq!(
+        db.values_of_now("notes", &[n1.clone()], Freshness::Cached, AsValue).unwrap().unwrap(),
+        json!([{"id": 1, "text": "queued"}])
+    );
+    let query = db.query(as_query(&json!({"from": "notes"}))).unwrap();
+    assert_eq!(query.count_now(Freshness::Cached).unwrap().unwrap(), 1);
+    assert_eq!(query.list_now(10, Freshness::Cached, AsValue).unwrap().unwrap(), json!([{"id": 1, "text": "queued"}]));
+    assert_eq!(query.list_now(10, Freshness::Cached, AsValue).unwrap().unwrap(), json!([]), "paging goes on");
+    close(&db);
+    assert!(db.get_now("notes", &n1, Freshness::Cached, AsValue).is_none(), "closed: the request says so");
+    close(&writer);
+}

@@ -96,6 +96,39 @@ static void put_then_get_returns_the_record(void) {
     waiter_done(&w);
 }
 
+/* A read with OBJSTORE_READ_INLINE completes inside the call when the database is idle
+ * (request id 0), and still sees a put made just before it and not awaited. */
+static void an_inline_read_completes_inside_the_call_and_sees_earlier_writes(void) {
+    waiter w;
+    waiter_init(&w);
+    objstore_db *db = open_seeded(&w);
+    uint64_t request = 99;
+    int calls = w.calls;
+    CHECK(objstore_db_get(db, 0, "people", J("2"), OBJSTORE_READ_INLINE, on_done, &w, &request, NULL) == OK);
+    CHECK(w.calls == calls + 1 && request == 0);
+    CHECK(wait_for(&w) == OK);
+    CHECK_CONTAINS(w.result, "\"name\":\"bob\"");
+    CHECK(objstore_db_put(db, 0, "people", J("{\"id\": 9, \"name\": \"eve\", \"email\": \"eve@x\"}"), NULL, 0,
+                          on_done, &w, NULL, NULL) == OK);
+    CHECK(objstore_db_get(db, 0, "people", J("9"), OBJSTORE_READ_INLINE, on_done, &w, NULL, NULL) == OK);
+    CHECK(wait_for(&w) == OK); /* the put */
+    CHECK(wait_for(&w) == OK); /* the get, behind it */
+    CHECK_CONTAINS(w.result, "\"name\":\"eve\"");
+    CHECK(objstore_db_read(db, 0, "people", OBJSTORE_READ_COUNT, NULL, 0, OBJSTORE_READ_INLINE, on_done, &w, NULL,
+                           NULL) == OK);
+    CHECK(wait_for(&w) == OK);
+    CHECK_STR(w.result, "5");
+    CHECK(objstore_db_get(db, 0, "people", J("2"), 0, on_done, &w, &request, NULL) == OK);
+    CHECK(request != 0); /* without the flag: a request, completed on a library thread */
+    CHECK(wait_for(&w) == OK);
+    char *error = NULL;
+    CHECK(objstore_db_get(db, 0, "people", J("2"), 4, on_done, &w, NULL, &error) == OBJSTORE_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(error, "OBJSTORE_READ_INLINE");
+    objstore_string_free(error);
+    close_db(db, &w);
+    waiter_done(&w);
+}
+
 static void add_of_an_existing_key_is_a_constraint_error(void) {
     waiter w;
     waiter_init(&w);
@@ -854,6 +887,7 @@ int main(int argc, char **argv) {
     }
     scratch = argv[1];
     RUN("crud", put_then_get_returns_the_record);
+    RUN("crud", an_inline_read_completes_inside_the_call_and_sees_earlier_writes);
     RUN("crud", the_schema_and_its_versions_are_readable);
     RUN("crud", add_of_an_existing_key_is_a_constraint_error);
     RUN("crud", remove_count_keys_and_values_of);

@@ -28,7 +28,20 @@ pub type VisitJoined<'a> = &'a mut dyn FnMut(&[u8], &[u8], &[u8]) -> Result<bool
 /// direction. This is what keyset paging stands on.
 pub type After<'a> = Option<(&'a [u8], &'a [u8])>;
 
+/// Opens another connection to a mechanism's storage, read-only, for reads on callers' threads.
+pub type OpenReader = std::sync::Arc<dyn Fn() -> Result<Box<dyn Mechanism>> + Send + Sync>;
+
 pub trait Mechanism: Send {
+    /// What opens readers of this storage (see [`OpenReader`]).
+    fn reader_opener(&self) -> OpenReader;
+    /// A reader holds a consistent view of the storage from here to `release_view` (the
+    /// memory mechanism's readers take the read side of its lock; SQLite's statements and
+    /// transactions see a snapshot each already). Fails, without waiting, when it cannot now.
+    fn hold_view(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn release_view(&mut self) {}
+
     /// Starts a transaction; `write` takes the write lock at once.
     fn begin(&mut self, write: bool) -> Result<()>;
     fn commit(&mut self) -> Result<()>;

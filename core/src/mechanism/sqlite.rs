@@ -3,10 +3,11 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use rusqlite::{params, CachedStatement, Connection, OpenFlags};
 
-use super::{After, Durability, Mechanism, TableId, Visit, VisitJoined, META_TABLE};
+use super::{After, Durability, Mechanism, OpenReader, TableId, Visit, VisitJoined, META_TABLE};
 use crate::error::{Error, Result};
 use crate::range::{just_above, ByteRange};
 
@@ -27,7 +28,8 @@ enum Statement {
 pub struct SqliteMechanism {
     conn: Connection,
     /// `<file>-lock`, flock'ed for as long as the connection is open: one process per file.
-    _lock: std::fs::File,
+    /// A reader (`open_reader`) holds none: the process already does.
+    _lock: Option<std::fs::File>,
     path: String,
     /// SQL text per (table, statement), so the hot path formats nothing.
     sql: HashMap<(TableId, Statement), String>,
@@ -63,9 +65,20 @@ impl SqliteMechanism {
         ))
         .map_err(failed("configuring database file"))?;
         conn.set_prepared_statement_cache_capacity(512);
-        let mut mechanism = SqliteMechanism { conn, _lock: lock, path: path_text, sql: HashMap::new() };
+        let mut mechanism = SqliteMechanism { conn, _lock: Some(lock), path: path_text, sql: HashMap::new() };
         mechanism.create_data_table(META_TABLE)?;
         Ok(mechanism)
+    }
+
+    /// A read-only connection to the file this one has open, for reads on callers' threads. In
+    /// WAL mode it reads alongside the writer and sees every commit made before its read began.
+    fn open_reader(path: &str) -> Result<SqliteMechanism> {
+        let failed = |source| Error::Storage { context: format!("opening a reader of {path:?}"), source };
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags).map_err(failed)?;
+        conn.execute_batch("PRAGMA busy_timeout=5000; PRAGMA cache_size=-16384;").map_err(failed)?;
+        conn.set_prepared_statement_cache_capacity(512);
+        Ok(SqliteMechanism { conn, _lock: None, path: path.to_string(), sql: HashMap::new() })
     }
 
     /// Runs one cached statement with `args`, turning a failure into an error naming the table.
@@ -269,6 +282,11 @@ fn statement_text(t: TableId, statement: Statement) -> String {
 }
 
 impl Mechanism for SqliteMechanism {
+    fn reader_opener(&self) -> OpenReader {
+        let path = self.path.clone();
+        Arc::new(move || Ok(Box::new(SqliteMechanism::open_reader(&path)?) as Box<dyn Mechanism>))
+    }
+
     fn begin(&mut self, write: bool) -> Result<()> {
         self.run_plain(if write { "BEGIN IMMEDIATE" } else { "BEGIN DEFERRED" }, "begin")
     }

@@ -160,8 +160,7 @@ impl SyncedDatabase {
                     shared.revalidate_soon(revalidation);
                 }
             }
-            let names: Vec<&str> = read.stores.iter().map(String::as_str).collect();
-            db.run(&names, Mode::ReadOnly, work).map(Outcome::Done)
+            run_read(db, &read, work).map(Outcome::Done)
         };
         let shared = self.shared.clone();
         let later = token.clone();
@@ -171,6 +170,33 @@ impl SyncedDatabase {
             Ok(Outcome::Later(work, need)) => shared.after_agent(later, work, need, once(done)),
         };
         self.shared.exec.submit_as(None, token, first, deliver)
+    }
+
+    /// Runs a read now, on the caller's thread, when none of its stores is synced and the
+    /// database is idle (see [`AsyncDatabase::read_now`]); gives `work` back unrun otherwise. A
+    /// read of a synced store always goes through the read policy (`read`).
+    pub fn read_now<T, W>(&self, read: &ReadScope, work: W) -> std::result::Result<Result<T>, W>
+    where
+        W: FnOnce(&mut Tx) -> Result<T>,
+    {
+        if !self.shared.opened.load(Ordering::Acquire) {
+            return Err(work);
+        }
+        if let Some(agent) = self.shared.agent.get() {
+            if read.stores.iter().any(|s| agent.is_synced(s)) {
+                return Err(work);
+            }
+        }
+        let names: Vec<&str> = read.stores.iter().map(String::as_str).collect();
+        let mut unrun = Some(work);
+        let ran = self.shared.exec.read_now(&names, |db| {
+            let work = unrun.take().expect("a read runs once");
+            run_read(db, read, work)
+        });
+        match ran {
+            Ok(result) => Ok(result),
+            Err(_) => Err(unrun.take().expect("a read not run is given back")),
+        }
     }
 
     /// Runs `job` on the agent's threads, reaching the database through ordinary requests;
@@ -331,6 +357,18 @@ impl Shared {
         }));
         if let Err(e) = queued {
             call(&refused, Err(closed_first(e, self.exec.name())));
+        }
+    }
+}
+
+/// Runs a read over `read.stores`: a read of one key in one statement, without a storage
+/// transaction (SQLite's autocommit makes it atomic), anything else in a read-only one.
+fn run_read<T>(db: &mut Database, read: &ReadScope, work: impl FnOnce(&mut Tx) -> Result<T>) -> Result<T> {
+    match (read.stores.as_slice(), read.keys.as_deref()) {
+        ([store], Some([_])) => db.run_single_read(store, work),
+        _ => {
+            let names: Vec<&str> = read.stores.iter().map(String::as_str).collect();
+            db.run(&names, Mode::ReadOnly, work)
         }
     }
 }

@@ -151,9 +151,38 @@ pub(super) fn read_kind(value: u32) -> Result<ReadKind> {
     }
 }
 
-pub(super) fn read_flags(flags: u32) -> Result<Freshness> {
-    if flags & !OBJSTORE_READ_FRESH != 0 {
-        return Err(Error::InvalidArgument(format!("read flags {flags:#x} hold bits other than OBJSTORE_READ_FRESH")));
+/// What a read's `flags` ask for.
+pub(super) struct ReadFlags {
+    pub(super) freshness: Freshness,
+    /// OBJSTORE_READ_INLINE: the read may complete inside the call.
+    pub(super) inline: bool,
+}
+
+pub(super) fn read_flags(flags: u32) -> Result<ReadFlags> {
+    let known = OBJSTORE_READ_FRESH | OBJSTORE_READ_INLINE;
+    if flags & !known != 0 {
+        return Err(Error::InvalidArgument(format!(
+            "read flags {flags:#x} hold bits other than OBJSTORE_READ_FRESH and OBJSTORE_READ_INLINE"
+        )));
     }
-    Ok(if flags & OBJSTORE_READ_FRESH != 0 { Freshness::Fresh } else { Freshness::Cached })
+    let freshness = if flags & OBJSTORE_READ_FRESH != 0 { Freshness::Fresh } else { Freshness::Cached };
+    Ok(ReadFlags { freshness, inline: flags & OBJSTORE_READ_INLINE != 0 })
+}
+
+/// A read with `flags`: answered inside the call when OBJSTORE_READ_INLINE asks for it and it
+/// can be (`now`; the request id is then 0), made as a request (`later`) otherwise.
+pub(super) fn read_now_or_later(
+    flags: &ReadFlags,
+    tx: u64,
+    done: Completion,
+    now: impl FnOnce() -> Option<Result<String>>,
+    later: impl FnOnce(Completion) -> Result<RequestId>,
+) -> Result<RequestId> {
+    if flags.inline && tx == 0 {
+        if let Some(result) = now() {
+            done.deliver_text(result);
+            return Ok(0);
+        }
+    }
+    later(done)
 }

@@ -251,11 +251,12 @@ pub unsafe extern "C" fn objstore_db_add(
 /// Reads the record under `key_json` in `store`; the result is the record, or `null` if there
 /// is none. `tx`: 0 for a transaction of its own, or an id from objstore_db_begin.
 /// `flags`: 0, or OBJSTORE_READ_FRESH to ask the bucket before answering (synced stores;
-/// ignored when `tx` is not 0: a transaction reads the local copy).
+/// ignored when `tx` is not 0: a transaction reads the local copy), with OBJSTORE_READ_INLINE
+/// to let it complete inside this call when it can (`*request_out` is then 0).
 /// Arguments are read during the call and not kept; the callback's `result` is owned by the
 /// library and valid only during the callback.
 /// `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
-/// on a library thread (the database's worker or its sync agent's), never inside this call.
+/// on a library thread (the database's worker or its sync agent's), inside this call only with OBJSTORE_READ_INLINE.
 /// A NULL `db`, `store`, `key_json` or `done` is OBJSTORE_STATUS_INVALID_ARGUMENT.
 /// `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
 /// NULL, or on failure a message to free with objstore_string_free) may be NULL.
@@ -279,8 +280,14 @@ pub unsafe extern "C" fn objstore_db_get(
     request(error_out, request_out, || {
         let (db, store) = (db_ref(db)?, text(store, "store")?);
         let key = json::key(&json(key_json, key_len, "key_json")?)?;
-        let (read, done) = (read_flags(flags)?, completion(done, user_data)?);
-        db.get(within(tx), store, key, read, AsText, move |r| done.deliver_text(r))
+        let (flags, done) = (read_flags(flags)?, completion(done, user_data)?);
+        read_now_or_later(
+            &flags,
+            tx,
+            done,
+            || db.get_now(store, &key, flags.freshness, AsText),
+            |done| db.get(within(tx), store, key.clone(), flags.freshness, AsText, move |r| done.deliver_text(r)),
+        )
     })
 }
 
@@ -288,11 +295,12 @@ pub unsafe extern "C" fn objstore_db_get(
 /// records, `null` where there is none. For a synced store, what the cache lacks is fetched in
 /// parallel. `tx`: 0 for a transaction of its own, or an id from objstore_db_begin.
 /// `flags`: 0, or OBJSTORE_READ_FRESH to ask the bucket before answering (synced stores;
-/// ignored when `tx` is not 0: a transaction reads the local copy).
+/// ignored when `tx` is not 0: a transaction reads the local copy), with OBJSTORE_READ_INLINE
+/// to let it complete inside this call when it can (`*request_out` is then 0).
 /// Arguments are read during the call and not kept; the callback's `result` is owned by the
 /// library and valid only during the callback.
 /// `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
-/// on a library thread (the database's worker or its sync agent's), never inside this call.
+/// on a library thread (the database's worker or its sync agent's), inside this call only with OBJSTORE_READ_INLINE.
 /// A NULL `db`, `store`, `keys_json` or `done` is OBJSTORE_STATUS_INVALID_ARGUMENT.
 /// `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
 /// NULL, or on failure a message to free with objstore_string_free) may be NULL.
@@ -316,8 +324,16 @@ pub unsafe extern "C" fn objstore_db_values_of(
     request(error_out, request_out, || {
         let (db, store) = (db_ref(db)?, text(store, "store")?);
         let keys = json::keys(&json(keys_json, keys_len, "keys_json")?)?;
-        let (read, done) = (read_flags(flags)?, completion(done, user_data)?);
-        db.values_of(within(tx), store, keys, read, AsText, move |r| done.deliver_text(r))
+        let (flags, done) = (read_flags(flags)?, completion(done, user_data)?);
+        read_now_or_later(
+            &flags,
+            tx,
+            done,
+            || db.values_of_now(store, &keys, flags.freshness, AsText),
+            |done| {
+                db.values_of(within(tx), store, keys.clone(), flags.freshness, AsText, move |r| done.deliver_text(r))
+            },
+        )
     })
 }
 
@@ -392,11 +408,12 @@ pub unsafe extern "C" fn objstore_db_clear(
 /// "range"?, "limit"?, "offset"?, "reverse"?, "unique"?}`. `tx`: 0 for a transaction of its
 /// own, or an id from objstore_db_begin.
 /// `flags`: 0, or OBJSTORE_READ_FRESH to ask the bucket before answering (synced stores;
-/// ignored when `tx` is not 0: a transaction reads the local copy).
+/// ignored when `tx` is not 0: a transaction reads the local copy), with OBJSTORE_READ_INLINE
+/// to let it complete inside this call when it can (`*request_out` is then 0).
 /// Arguments are read during the call and not kept; the callback's `result` is owned by the
 /// library and valid only during the callback.
 /// `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
-/// on a library thread (the database's worker or its sync agent's), never inside this call.
+/// on a library thread (the database's worker or its sync agent's), inside this call only with OBJSTORE_READ_INLINE.
 /// `scan_json` NULL: the whole store. A NULL `db`, `store` or `done` is
 /// OBJSTORE_STATUS_INVALID_ARGUMENT.
 /// `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
@@ -422,8 +439,17 @@ pub unsafe extern "C" fn objstore_db_read(
     request(error_out, request_out, || {
         let (db, store, kind) = (db_ref(db)?, text(store, "store")?, read_kind(kind)?);
         let scan = json::scan(optional_json(scan_json, scan_len, "scan_json")?.as_ref())?;
-        let (read, done) = (read_flags(flags)?, completion(done, user_data)?);
-        db.read_scan(within(tx), store, kind, scan, read, AsText, move |r| done.deliver_text(r))
+        let (flags, done) = (read_flags(flags)?, completion(done, user_data)?);
+        read_now_or_later(
+            &flags,
+            tx,
+            done,
+            || db.read_scan_now(store, kind, &scan, flags.freshness, AsText),
+            |done| {
+                let scan = scan.clone();
+                db.read_scan(within(tx), store, kind, scan, flags.freshness, AsText, move |r| done.deliver_text(r))
+            },
+        )
     })
 }
 

@@ -100,6 +100,13 @@ pub const OBJSTORE_READ_VALUES: u32 = 2;
 /// cache, fetching only what is not held, and revalidates in the background).
 pub const OBJSTORE_READ_FRESH: u32 = 1;
 
+/// Read flags: the read may complete inside the call. When the database has no request queued
+/// or running, no transaction is open and the store is not synced, the read runs at once on the
+/// calling thread (on a read-only connection of its own), `done` is called before the call
+/// returns, and `*request_out` is 0; otherwise it is made as any request. It sees every write
+/// made before it either way. This spares the two thread switches of a request.
+pub const OBJSTORE_READ_INLINE: u32 = 2;
+
 /// What a push-cursor visitor returns for the record it was shown.
 pub const OBJSTORE_CURSOR_CONTINUE: i32 = 0;
 pub const OBJSTORE_CURSOR_STOP: i32 = 1;

@@ -55,11 +55,12 @@ pub unsafe extern "C" fn objstore_query_free(query: *mut ObjstoreQuery) {
 /// call continues after the last match of the one before (keyset paging). `tx`: 0 for a
 /// transaction of its own, or an id from objstore_db_begin.
 /// `flags`: 0, or OBJSTORE_READ_FRESH to ask the bucket before answering (synced stores;
-/// ignored when `tx` is not 0: a transaction reads the local copy).
+/// ignored when `tx` is not 0: a transaction reads the local copy), with OBJSTORE_READ_INLINE
+/// to let it complete inside this call when it can (`*request_out` is then 0).
 /// The callback's `result` is owned by the library and valid only during the callback. The
 /// query may be freed once this returns.
 /// `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
-/// on a library thread (the database's worker or its sync agent's), never inside this call.
+/// on a library thread (the database's worker or its sync agent's), inside this call only with OBJSTORE_READ_INLINE.
 /// A NULL `query` or `done` is OBJSTORE_STATUS_INVALID_ARGUMENT.
 /// `request_out` (gets the id for objstore_db_cancel, 0 on failure) and `error_out` (gets
 /// NULL, or on failure a message to free with objstore_string_free) may be NULL.
@@ -78,8 +79,14 @@ pub unsafe extern "C" fn objstore_query_list(
     error_out: *mut *mut c_char,
 ) -> ObjstoreStatus {
     request(error_out, request_out, || {
-        let (q, read, done) = (query_ref(query)?, read_flags(flags)?, completion(done, user_data)?);
-        q.list(within(tx), n, read, AsText, move |r| done.deliver_text(r))
+        let (q, flags, done) = (query_ref(query)?, read_flags(flags)?, completion(done, user_data)?);
+        read_now_or_later(
+            &flags,
+            tx,
+            done,
+            || q.list_now(n, flags.freshness, AsText),
+            |done| q.list(within(tx), n, flags.freshness, AsText, move |r| done.deliver_text(r)),
+        )
     })
 }
 

@@ -55,6 +55,19 @@ impl QueryHandle {
         self.db.read(within, ReadScope::store(&self.store, read), page, done)
     }
 
+    /// [`QueryHandle::list`] answered now, on the caller's thread, when it can be (see
+    /// [`Db::get_now`]). `None`: make the request.
+    pub fn list_now<E: Encoding>(&self, n: usize, read: Freshness, encoding: E) -> Option<Result<E::Out>> {
+        let scope = ReadScope::store(&self.store, read);
+        self.db.read_now(&scope, |tx| encoding.page(&mut lock(&self.query), tx, n))
+    }
+
+    /// [`QueryHandle::count`] answered now, when it can be.
+    pub fn count_now(&self, read: Freshness) -> Option<Result<u64>> {
+        let scope = ReadScope::store(&self.store, read);
+        self.db.read_now(&scope, |tx| lock(&self.query).count_in(tx))
+    }
+
     /// The result is how many records match (paging aside).
     pub fn count(
         &self,

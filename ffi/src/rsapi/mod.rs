@@ -238,6 +238,14 @@ impl Db {
         }
     }
 
+    /// A read answered now, on the caller's thread, when the database is idle and the read
+    /// touches no synced store (see [`SyncedDatabase::read_now`]); `None` when it must be made
+    /// as a request instead. It holds the close gate: close's callback waits for it.
+    fn read_now<T>(&self, scope: &ReadScope, work: impl FnOnce(&mut Tx) -> Result<T>) -> Option<Result<T>> {
+        let _gate = self.inner.gate.read().unwrap_or_else(|p| p.into_inner());
+        self.inner.db.read_now(scope, work).ok()
+    }
+
     // ----- records ------------------------------------------------------------------------------
 
     /// Writes a record, replacing any under its key; the result is the key it was written
@@ -318,6 +326,13 @@ impl Db {
         self.read(within, scope, move |tx| encoding.record(tx, &name, &key), done)
     }
 
+    /// [`Db::get`] answered now on the caller's thread, when it can be: with nothing queued
+    /// or running, no transaction open and `store` not synced. `None`: make the request.
+    pub fn get_now<E: Encoding>(&self, store: &str, key: &Key, read: Freshness, encoding: E) -> Option<Result<E::Out>> {
+        let scope = ReadScope::keys(store, vec![key.clone()], read);
+        self.read_now(&scope, |tx| encoding.record(tx, store, key))
+    }
+
     /// The records under `keys` as an array, null where there is none, in `encoding`.
     pub fn values_of<E: Encoding>(
         &self,
@@ -331,6 +346,18 @@ impl Db {
         let name = store.to_string();
         let scope = ReadScope::keys(store, keys.clone(), read);
         self.read(within, scope, move |tx| encoding.records(tx, &name, &keys), done)
+    }
+
+    /// [`Db::values_of`] answered now, when it can be (see [`Db::get_now`]).
+    pub fn values_of_now<E: Encoding>(
+        &self,
+        store: &str,
+        keys: &[Key],
+        read: Freshness,
+        encoding: E,
+    ) -> Option<Result<E::Out>> {
+        let scope = ReadScope::store(store, read);
+        self.read_now(&scope, |tx| encoding.records(tx, store, keys))
     }
 
     /// Removes by key or key range; the result is how many records went.
@@ -372,6 +399,19 @@ impl Db {
         let name = store.to_string();
         let scope = ReadScope::scan(store, scan.clone(), read);
         self.read(within, scope, move |tx| encoding.scan(tx, &name, kind, &scan), done)
+    }
+
+    /// [`Db::read_scan`] answered now, when it can be (see [`Db::get_now`]).
+    pub fn read_scan_now<E: Encoding>(
+        &self,
+        store: &str,
+        kind: ReadKind,
+        scan: &ScanOptions,
+        read: Freshness,
+        encoding: E,
+    ) -> Option<Result<E::Out>> {
+        let scope = ReadScope::store(store, read);
+        self.read_now(&scope, |tx| encoding.scan(tx, store, kind, scan))
     }
 
     /// Runs SQL with bound parameters: `{"rows": [...]}` for a SELECT, `{"changed": n}`
