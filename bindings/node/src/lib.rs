@@ -248,6 +248,29 @@ impl Waker {
         Ok(promise)
     }
 
+    /// A read: outside a transaction it is first offered to `now`, which answers on this thread
+    /// when the database is idle and the store is not synced; the promise is then settled
+    /// already (no thread hop, no wake-up of the loop). Otherwise it is made as `request_text`.
+    fn read_text(
+        &self,
+        env: &Env,
+        tx: Option<f64>,
+        now: impl FnOnce() -> Option<CoreResult<String>>,
+        start: impl FnOnce(Box<dyn FnOnce(CoreResult<String>) + Send>) -> CoreResult<RequestId>,
+    ) -> napi::Result<sys::napi_value> {
+        let answer = if tx_id(tx).is_none() { now() } else { None };
+        let Some(result) = answer else {
+            return self.request_text(env, start);
+        };
+        let raw = env.raw();
+        let (deferred, promise) = Deferred::new(raw)?;
+        match result {
+            Ok(text) => deferred.resolve_json(raw, &napi_raw::JsonParse::new(raw)?, &text)?,
+            Err(e) => deferred.reject(raw, code_of(e.code()), &e.to_string())?,
+        }
+        Ok(promise)
+    }
+
     /// As `request_text`, for a request whose result is in the engine's type: sent as its JSON
     /// (the JSON edge's, as the C API and Python send it).
     fn request<T: IntoJson + Send + 'static>(
@@ -386,7 +409,8 @@ impl Database {
         tx: Option<f64>,
     ) -> napi::Result<sys::napi_value> {
         let key = checked!(waker, env, parse("key", &key).and_then(|k| json::key(&k)));
-        waker.request_text(&env, |done| self.db.get(tx_id(tx), &store, key, read(fresh), AsText, done))
+        let now = || self.db.get_now(&store, &key, read(fresh), AsText);
+        waker.read_text(&env, tx, now, |done| self.db.get(tx_id(tx), &store, key.clone(), read(fresh), AsText, done))
     }
 
     #[napi]
@@ -400,7 +424,10 @@ impl Database {
         tx: Option<f64>,
     ) -> napi::Result<sys::napi_value> {
         let keys = checked!(waker, env, parse("keys", &keys).and_then(|k| json::keys(&k)));
-        waker.request_text(&env, |done| self.db.values_of(tx_id(tx), &store, keys, read(fresh), AsText, done))
+        let now = || self.db.values_of_now(&store, &keys, read(fresh), AsText);
+        waker.read_text(&env, tx, now, |done| {
+            self.db.values_of(tx_id(tx), &store, keys.clone(), read(fresh), AsText, done)
+        })
     }
 
     #[napi]
@@ -447,7 +474,10 @@ impl Database {
                 Ok((kind, json::scan(parse_opt("scan options", scan.as_deref())?.as_ref())?))
             })()
         );
-        waker.request_text(&env, |done| self.db.read_scan(tx_id(tx), &store, kind, scan, read(fresh), AsText, done))
+        let now = || self.db.read_scan_now(&store, kind, &scan, read(fresh), AsText);
+        waker.read_text(&env, tx, now, |done| {
+            self.db.read_scan(tx_id(tx), &store, kind, scan.clone(), read(fresh), AsText, done)
+        })
     }
 
     #[napi]
@@ -607,7 +637,8 @@ impl Query {
         fresh: Option<bool>,
         tx: Option<f64>,
     ) -> napi::Result<sys::napi_value> {
-        waker.request_text(&env, |done| self.query.list(tx_id(tx), n as usize, read(fresh), AsText, done))
+        let now = || self.query.list_now(n as usize, read(fresh), AsText);
+        waker.read_text(&env, tx, now, |done| self.query.list(tx_id(tx), n as usize, read(fresh), AsText, done))
     }
 
     #[napi]
@@ -618,7 +649,10 @@ impl Query {
         fresh: Option<bool>,
         tx: Option<f64>,
     ) -> napi::Result<sys::napi_value> {
-        waker.request(&env, |done| self.query.count(tx_id(tx), read(fresh), done))
+        let now = || self.query.count_now(read(fresh)).map(|r| r.map(|n| n.to_string()));
+        waker.read_text(&env, tx, now, |done| {
+            self.query.count(tx_id(tx), read(fresh), Box::new(move |r: CoreResult<u64>| done(r.map(|n| n.to_string()))))
+        })
     }
 
     #[napi]

@@ -249,6 +249,27 @@ fn request_text(
     to_py(py.allow_threads(move || start(done)))
 }
 
+/// A read's answer given inside the call, as the waker gives completions: `(0, JSON text)` or
+/// `(1, exception)`; `None` when it could not be answered now (then the caller makes the
+/// request).
+type Now = Option<(u8, PyObject)>;
+
+fn answer_now(py: Python<'_>, now: impl FnOnce() -> Option<Result<String>> + Send) -> PyResult<Now> {
+    Ok(py.allow_threads(now).map(|answer| match answer {
+        Ok(text) => (0, text.into_pyobject(py).unwrap().into_any().unbind()),
+        Err(e) => (1, py_err(&e).into_value(py).into_any()),
+    }))
+}
+
+fn scan_kind(kind: &str) -> PyResult<ReadKind> {
+    match kind {
+        "count" => Ok(ReadKind::Count),
+        "keys" => Ok(ReadKind::Keys),
+        "values" => Ok(ReadKind::Values),
+        other => Err(py_err(&Error::InvalidArgument(format!("scan kind {other:?} is not understood")))),
+    }
+}
+
 fn read(fresh: bool) -> Freshness {
     if fresh {
         Freshness::Fresh
@@ -408,14 +429,30 @@ impl Database {
         fresh: bool,
         tx: Option<u64>,
     ) -> PyResult<RequestId> {
-        let kind = match kind {
-            "count" => ReadKind::Count,
-            "keys" => ReadKind::Keys,
-            "values" => ReadKind::Values,
-            other => return Err(py_err(&Error::InvalidArgument(format!("scan kind {other:?} is not understood")))),
-        };
+        let kind = scan_kind(kind)?;
         let scan = to_py(json::scan(parse_opt("scan options", scan)?.as_ref()))?;
         request_text(py, waker, future, |done| self.db.read_scan(tx, store, kind, scan, read(fresh), AsText, done))
+    }
+
+    /// `get` answered inside the call when the database is idle and the store not synced
+    /// (see `answer_now`).
+    #[pyo3(signature = (store, key, fresh=false))]
+    fn get_now(&self, py: Python<'_>, store: &str, key: &str, fresh: bool) -> PyResult<Now> {
+        let key = to_py(json::key(&parse("key", key)?))?;
+        answer_now(py, || self.db.get_now(store, &key, read(fresh), AsText))
+    }
+
+    #[pyo3(signature = (store, keys, fresh=false))]
+    fn values_of_now(&self, py: Python<'_>, store: &str, keys: &str, fresh: bool) -> PyResult<Now> {
+        let keys = to_py(json::keys(&parse("keys", keys)?))?;
+        answer_now(py, || self.db.values_of_now(store, &keys, read(fresh), AsText))
+    }
+
+    #[pyo3(signature = (store, kind, scan=None, fresh=false))]
+    fn scan_now(&self, py: Python<'_>, store: &str, kind: &str, scan: Option<&str>, fresh: bool) -> PyResult<Now> {
+        let kind = scan_kind(kind)?;
+        let scan = to_py(json::scan(parse_opt("scan options", scan)?.as_ref()))?;
+        answer_now(py, || self.db.read_scan_now(store, kind, &scan, read(fresh), AsText))
     }
 
     #[pyo3(signature = (waker, future, text, params=None, tx=None))]
@@ -597,6 +634,16 @@ impl Query {
         tx: Option<u64>,
     ) -> PyResult<RequestId> {
         request(py, waker, future, |done| self.query.count(tx, read(fresh), done))
+    }
+
+    #[pyo3(signature = (n, fresh=false))]
+    fn list_now(&self, py: Python<'_>, n: usize, fresh: bool) -> PyResult<Now> {
+        answer_now(py, || self.query.list_now(n, read(fresh), AsText))
+    }
+
+    #[pyo3(signature = (fresh=false))]
+    fn count_now(&self, py: Python<'_>, fresh: bool) -> PyResult<Now> {
+        answer_now(py, || self.query.count_now(read(fresh)).map(|r| r.map(|n| n.to_string())))
     }
 
     #[pyo3(signature = (waker, future, tx=None))]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 from typing import Any
 
@@ -107,3 +108,33 @@ async def test_schema_versions_as_ydn_db_has_them(tmp_path) -> None:  # type: ig
         assert (await db.schema())["version"] == 2
     with pytest.raises(objstore_db.ObjstoreError, match="at version 2, newer than the schema's version 1"):
         await objstore_db.open(path, {**schema, "version": 1})
+
+
+async def test_a_read_of_an_idle_database_is_answered_on_the_spot_and_sees_writes_made_before_it(
+    people: objstore_db.Database,
+) -> None:
+    # Idle (every write awaited): the read runs in the call, and its future is resolved already.
+    got = people.get("people", 2)
+    assert got.done() and got.result()["name"] == "bob"
+    counted = people.count("people")
+    assert counted.done() and counted.result() == 4
+    page = people.query("people").order("age")
+    first = page.list(2)
+    assert first.done() and [p["name"] for p in first.result()] == ["bob", "cy"]
+    assert [p["name"] for p in await page.list(2)] == ["ada", "dee"]
+    # A put made (its task started) but not awaited: the read queues behind it on the worker,
+    # or, if the put has finished already, runs here; it sees it either way.
+    put = asyncio.ensure_future(people.put("people", {"id": 9, "name": "ivy", "email": "ivy@x"}))
+    await asyncio.sleep(0)
+    after = people.get("people", 9)
+    assert (await after)["name"] == "ivy"
+    assert await put == 9
+    # Inside a transaction reads are part of it, never answered beside it.
+    async with people.transaction(["people"], "readwrite") as tx:
+        await tx.put("people", {"id": 10, "name": "jo", "email": "jo@x"})
+        inside = tx.get("people", 10)
+        assert not inside.done()
+        assert (await inside)["name"] == "jo"
+    # A read's error is the future's, as for any request.
+    with pytest.raises(objstore_db.ObjstoreError, match="nowhere"):
+        await people.get("nowhere", 1)

@@ -231,10 +231,18 @@ def _waker(loop: asyncio.AbstractEventLoop) -> Any:
     return bridge.waker
 
 
-def _request(method: Callable[..., int], *args: Any, cancel: Optional[Callable[[int], bool]] = None, **kw: Any) -> "asyncio.Future[Any]":
+def _request(
+    method: Callable[..., int],
+    *args: Any,
+    cancel: Optional[Callable[[int], bool]] = None,
+    now: Optional[Callable[..., Any]] = None,
+    **kw: Any,
+) -> "asyncio.Future[Any]":
     """Makes a native request at once; the future resolves with its decoded JSON result.
     Cancelling the future (or the task awaiting it) cancels the request too: a queued one
-    then never runs. A future, not a coroutine: `gather` of many needs no task per request."""
+    then never runs. A future, not a coroutine: `gather` of many needs no task per request.
+    A read outside a transaction first tries `now`, which answers on this thread when the
+    database is idle: the future is then resolved already, and awaiting it does not wait."""
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
@@ -243,6 +251,15 @@ def _request(method: Callable[..., int], *args: Any, cancel: Optional[Callable[[
             "running event loop; call it inside a coroutine (asyncio.run(main()), not asyncio.run(db.get(...)))"
         ) from None
     future = loop.create_future()
+    if now is not None and kw.get("tx") is None:
+        answer = now(*args, fresh=kw.get("fresh", False))
+        if answer is not None:
+            kind, payload = answer
+            if kind == 0:
+                future.set_result(json.loads(payload))
+            else:
+                future.set_exception(payload)
+            return future
     request = method(_waker(loop), future, *args, **kw)
     if cancel is not None:
         future.add_done_callback(lambda f: f.cancelled() and cancel(request))
@@ -362,11 +379,13 @@ class Query:
     def list(self, n: int, *, fresh: bool = False) -> "asyncio.Future[builtins.list[Any]]":
         """The next `n` matches; each call continues where the last ended. `fresh`: a synced store asks
         its bucket first."""
-        return _request(self._built().list, n, fresh=fresh, tx=self._tx, cancel=self._db._cancel)
+        native = self._built()
+        return _request(native.list, n, fresh=fresh, tx=self._tx, cancel=self._db._cancel, now=native.list_now)
 
     def count(self, *, fresh: bool = False) -> "asyncio.Future[int]":
         """How many records match."""
-        return _request(self._built().count, fresh=fresh, tx=self._tx, cancel=self._db._cancel)
+        native = self._built()
+        return _request(native.count, fresh=fresh, tx=self._tx, cancel=self._db._cancel, now=native.count_now)
 
     async def explain(self) -> Any:
         """How the query would run: the index it reads and the conditions it checks."""
@@ -428,7 +447,10 @@ class _Store:
 
     def get(self, store: str, key: Key, *, fresh: bool = False) -> "asyncio.Future[Any]":
         """The record under `key`, or None."""
-        return _request(self._native.get, store, _key_text(key), fresh=fresh, tx=self._tx, cancel=self._cancel)
+        key_text = _key_text(key)
+        return _request(
+            self._native.get, store, key_text, fresh=fresh, tx=self._tx, cancel=self._cancel, now=self._native.get_now
+        )
 
     async def remove(self, store: str, key_or_range: Union[Key, KeyRange]) -> int:
         """Removes the record under a key or the records in a range; returns how many."""
@@ -447,7 +469,9 @@ class _Store:
         fresh: bool = False,
     ) -> "asyncio.Future[int]":
         scan = _scan(index, range, None, 0, False, False)
-        return _request(self._native.scan, store, "count", scan, fresh=fresh, tx=self._tx, cancel=self._cancel)
+        return _request(
+            self._native.scan, store, "count", scan, fresh=fresh, tx=self._tx, cancel=self._cancel, now=self._native.scan_now
+        )
 
     async def keys(
         self,
@@ -462,7 +486,9 @@ class _Store:
         fresh: bool = False,
     ) -> list[Any]:
         scan = _scan(index, range, limit, offset, reverse, unique)
-        keys = await _call(self._native.scan, store, "keys", scan, fresh=fresh, tx=self._tx, cancel=self._cancel)
+        keys = await _request(
+            self._native.scan, store, "keys", scan, fresh=fresh, tx=self._tx, cancel=self._cancel, now=self._native.scan_now
+        )
         return [_key_py(k) for k in keys]
 
     def values(
@@ -481,9 +507,14 @@ class _Store:
         """The records under a list of keys (None where there is none), or in a range."""
         if keys is not None:
             wanted = json.dumps([_key_json(k) for k in keys])
-            return _request(self._native.values_of, store, wanted, fresh=fresh, tx=self._tx, cancel=self._cancel)
+            return _request(
+                self._native.values_of, store, wanted, fresh=fresh, tx=self._tx, cancel=self._cancel,
+                now=self._native.values_of_now,
+            )
         scan = _scan(index, range, limit, offset, reverse, unique)
-        return _request(self._native.scan, store, "values", scan, fresh=fresh, tx=self._tx, cancel=self._cancel)
+        return _request(
+            self._native.scan, store, "values", scan, fresh=fresh, tx=self._tx, cancel=self._cancel, now=self._native.scan_now
+        )
 
     def sql(self, text: str, params: Optional[Sequence[Any]] = None) -> "asyncio.Future[Any]":
         """Runs one statement of the SQL subset with `?` parameters bound. A SELECT answers
