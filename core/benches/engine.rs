@@ -9,7 +9,10 @@
 //! - get: point get by primary key (baseline: raw rusqlite)
 //! - bulk_put: 100,000 records with two indexes in one transaction (baseline: raw rusqlite)
 //! - index_range: 1,000 records through an index (baseline: raw rusqlite)
-//! - async_get: pipelined point gets through the executor (baseline: the synchronous core)
+//! - async_get: pipelined point gets through the executor's `read`, which answers on the caller's
+//!   thread while nothing is queued (baseline: the synchronous core)
+//! - async_get_queued: the same gets, each queued for the worker (`submit`), as every request was
+//!   before reads ran on the caller's thread (baseline: the synchronous core)
 //!
 //! Peak RSS of the bulk put is measured in a child process of its own.
 
@@ -148,23 +151,26 @@ fn engine_by_age(db: &mut Database, age: i64) -> Vec<Value> {
     db.values("bench", &ScanOptions::new().index("age").range(KeyRange::only(age))).unwrap()
 }
 
-/// Submits every get at once and waits for the last completion.
-fn async_gets(db: &AsyncDatabase, ids: &[String]) {
+/// Makes every get at once, as reads (`read`: on this thread while nothing is queued) or as
+/// queued requests (`submit`), and waits for the last completion.
+fn async_gets(db: &AsyncDatabase, ids: &[String], queued: bool) {
     let left = Arc::new((AtomicUsize::new(ids.len()), Mutex::new(false), Condvar::new()));
     for id in ids {
         let key = Key::from(id.as_str());
         let left = left.clone();
-        db.submit(
-            move |db| db.get("bench", &key),
-            move |r| {
-                assert!(r.unwrap().is_some());
-                if left.0.fetch_sub(1, Ordering::AcqRel) == 1 {
-                    *left.1.lock().unwrap() = true;
-                    left.2.notify_all();
-                }
-            },
-        )
-        .unwrap();
+        let get = move |db: &mut Database| db.get("bench", &key);
+        let done = move |r: objstore_db_core::Result<Option<Value>>| {
+            assert!(r.unwrap().is_some());
+            if left.0.fetch_sub(1, Ordering::AcqRel) == 1 {
+                *left.1.lock().unwrap() = true;
+                left.2.notify_all();
+            }
+        };
+        if queued {
+            db.submit(get, done).unwrap();
+        } else {
+            db.read(&["bench"], get, done).unwrap();
+        }
     }
     let mut finished = left.1.lock().unwrap();
     while !*finished {
@@ -232,12 +238,13 @@ fn child(task: &str, sizes: &Sizes) {
                 }
             })]
         }
-        "async_get:ours" => {
+        "async_get:ours" | "async_get_queued:ours" => {
+            let queued = task == "async_get_queued:ours";
             let db =
                 AsyncDatabase::open(engine_path.to_str().unwrap(), None, ExecutorOptions::default(), |r| r.unwrap())
                     .unwrap();
-            async_gets(&db, warm);
-            vec![ops_per_s(walk.len(), || async_gets(&db, &walk))]
+            async_gets(&db, warm, queued);
+            vec![ops_per_s(walk.len(), || async_gets(&db, &walk, queued))]
         }
         other => panic!("unknown benchmark task {other}"),
     };
@@ -295,6 +302,7 @@ fn main() {
         ("get", "get:ours", "get:raw", against_raw()),
         ("index_range", "index_range:ours", "index_range:raw", against_raw()),
         ("async_get", "async_get:ours", "async_get:sync", "the synchronous core".to_string()),
+        ("async_get_queued", "async_get_queued:ours", "async_get:sync", "the synchronous core".to_string()),
     ] {
         let (o, b) = paired_medians(sizes.rounds, dir, ours, baseline);
         figures.push(Figure { name, ops_per_s: o, ratio: o / b, against });

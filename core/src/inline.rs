@@ -171,7 +171,8 @@ impl Inline {
         if let (Some(reader), false) = (reader, closed) {
             pool.idle.push(reader);
         }
-        if pool.out == 0 {
+        // Only close waits for readers to come back (a wake-up is a system call: not per read).
+        if pool.out == 0 && closed {
             self.returned.notify_all();
         }
     }

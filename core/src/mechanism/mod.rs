@@ -7,6 +7,7 @@
 
 mod memory;
 mod sqlite;
+mod statements;
 
 pub use memory::MemoryMechanism;
 pub use sqlite::SqliteMechanism;

@@ -1,12 +1,12 @@
 //! The `sqlite` mechanism: one SQLite file in WAL mode, one WITHOUT ROWID table per store and
 //! per index, so that a key lookup is one B-tree probe and a range is one B-tree walk.
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use rusqlite::{params, CachedStatement, Connection, OpenFlags};
+use rusqlite::{params, Connection, OpenFlags};
 
+use super::statements::Prepared;
 use super::{After, Durability, Mechanism, OpenReader, TableId, Visit, VisitJoined, META_TABLE};
 use crate::error::{Error, Result};
 use crate::range::{just_above, ByteRange};
@@ -26,13 +26,12 @@ enum Statement {
 }
 
 pub struct SqliteMechanism {
-    conn: Connection,
+    /// The connection, and its statements by (table, statement).
+    prepared: Prepared<(TableId, Statement)>,
     /// `<file>-lock`, flock'ed for as long as the connection is open: one process per file.
     /// A reader (`open_reader`) holds none: the process already does.
     _lock: Option<std::fs::File>,
     path: String,
-    /// SQL text per (table, statement), so the hot path formats nothing.
-    sql: HashMap<(TableId, Statement), String>,
 }
 
 impl SqliteMechanism {
@@ -64,8 +63,8 @@ impl SqliteMechanism {
              PRAGMA cache_size=-65536; PRAGMA wal_autocheckpoint=16384; PRAGMA journal_size_limit=67108864;"
         ))
         .map_err(failed("configuring database file"))?;
-        conn.set_prepared_statement_cache_capacity(512);
-        let mut mechanism = SqliteMechanism { conn, _lock: Some(lock), path: path_text, sql: HashMap::new() };
+        conn.set_prepared_statement_cache_capacity(8); // BEGIN, COMMIT, ROLLBACK: the rest is `prepared`
+        let mut mechanism = SqliteMechanism { prepared: Prepared::new(conn), _lock: Some(lock), path: path_text };
         mechanism.create_data_table(META_TABLE)?;
         Ok(mechanism)
     }
@@ -76,9 +75,9 @@ impl SqliteMechanism {
         let failed = |source| Error::Storage { context: format!("opening a reader of {path:?}"), source };
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(path, flags).map_err(failed)?;
-        conn.execute_batch("PRAGMA busy_timeout=5000; PRAGMA cache_size=-16384;").map_err(failed)?;
-        conn.set_prepared_statement_cache_capacity(512);
-        Ok(SqliteMechanism { conn, _lock: None, path: path.to_string(), sql: HashMap::new() })
+        conn.execute_batch("PRAGMA busy_timeout=5000; PRAGMA cache_size=-65536;").map_err(failed)?;
+        conn.set_prepared_statement_cache_capacity(8); // BEGIN, COMMIT, ROLLBACK: the rest is `prepared`
+        Ok(SqliteMechanism { prepared: Prepared::new(conn), _lock: None, path: path.to_string() })
     }
 
     /// Runs one cached statement with `args`, turning a failure into an error naming the table.
@@ -89,8 +88,8 @@ impl SqliteMechanism {
         what: &'static str,
         args: &[&dyn rusqlite::ToSql],
     ) -> Result<()> {
-        let Self { conn, path, sql, .. } = self;
-        let mut stmt = prepared(conn, sql, t, statement).map_err(failed(path, what, t))?;
+        let Self { prepared, path, .. } = self;
+        let stmt = statement_for(prepared, t, statement).map_err(failed(path, what, t))?;
         stmt.execute(args).map_err(failed(path, what, t))?;
         Ok(())
     }
@@ -99,8 +98,8 @@ impl SqliteMechanism {
         if range.is_empty() {
             return Ok(0);
         }
-        let Self { conn, path, sql, .. } = self;
-        let mut stmt = prepared(conn, sql, t, statement).map_err(failed(path, "count", t))?;
+        let Self { prepared, path, .. } = self;
+        let stmt = statement_for(prepared, t, statement).map_err(failed(path, "count", t))?;
         let n: i64 = stmt.query_row(params![range.low, range.high], |r| r.get(0)).map_err(failed(path, "count", t))?;
         Ok(n as u64)
     }
@@ -116,8 +115,8 @@ impl SqliteMechanism {
         if range.is_empty() {
             return Ok(());
         }
-        let Self { conn, path, sql, .. } = self;
-        let mut stmt = prepared(conn, sql, t, statement).map_err(failed(path, "scan", t))?;
+        let Self { prepared, path, .. } = self;
+        let stmt = statement_for(prepared, t, statement).map_err(failed(path, "scan", t))?;
         let columns = stmt.column_count();
         let mut rows = match after {
             None => stmt.query(params![range.low, range.high]),
@@ -149,14 +148,14 @@ impl SqliteMechanism {
     }
 
     fn run_plain(&mut self, sql: &str, what: &'static str) -> Result<()> {
-        let Self { conn, path, .. } = self;
-        conn.prepare_cached(sql).and_then(|mut s| s.execute([])).map_err(failed(path, what, META_TABLE))?;
+        let Self { prepared, path, .. } = self;
+        prepared.conn().prepare_cached(sql).and_then(|mut s| s.execute([])).map_err(failed(path, what, META_TABLE))?;
         Ok(())
     }
 
     fn run_ddl(&mut self, sql: &str, what: &'static str, t: TableId) -> Result<()> {
-        let Self { conn, path, .. } = self;
-        conn.execute_batch(sql).map_err(failed(path, what, t))
+        let Self { prepared, path, .. } = self;
+        prepared.conn().execute_batch(sql).map_err(failed(path, what, t))
     }
 }
 
@@ -216,13 +215,12 @@ fn when_the_disk_is_full(path: &Path, error: Error) -> Error {
     }
 }
 
-fn prepared<'c>(
-    conn: &'c Connection,
-    sql: &mut HashMap<(TableId, Statement), String>,
+fn statement_for(
+    prepared: &mut Prepared<(TableId, Statement)>,
     t: TableId,
     statement: Statement,
-) -> rusqlite::Result<CachedStatement<'c>> {
-    conn.prepare_cached(sql.entry((t, statement)).or_insert_with(|| statement_text(t, statement)))
+) -> rusqlite::Result<&mut rusqlite::Statement<'static>> {
+    prepared.statement((t, statement), || statement_text(t, statement))
 }
 
 fn failed<'p>(path: &'p str, what: &'static str, t: TableId) -> impl FnOnce(rusqlite::Error) -> Error + 'p {
@@ -296,7 +294,7 @@ impl Mechanism for SqliteMechanism {
     }
 
     fn rollback(&mut self) -> Result<()> {
-        if self.conn.is_autocommit() {
+        if self.prepared.conn().is_autocommit() {
             return Ok(()); // SQLite already rolled back (for example after a full disk)
         }
         self.run_plain("ROLLBACK", "rollback")
@@ -316,7 +314,7 @@ impl Mechanism for SqliteMechanism {
     }
 
     fn drop_table(&mut self, t: TableId) -> Result<()> {
-        self.sql.retain(|(table, _), _| *table != t);
+        self.prepared.forget(|(table, _)| *table == t);
         self.run_ddl(&format!("DROP TABLE IF EXISTS t{t}"), "drop table", t)
     }
 
@@ -325,8 +323,8 @@ impl Mechanism for SqliteMechanism {
     }
 
     fn get(&mut self, t: TableId, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        let Self { conn, path, sql, .. } = self;
-        let mut stmt = prepared(conn, sql, t, Statement::Get).map_err(failed(path, "get", t))?;
+        let Self { prepared, path, .. } = self;
+        let stmt = statement_for(prepared, t, Statement::Get).map_err(failed(path, "get", t))?;
         let mut rows = stmt.query([key]).map_err(failed(path, "get", t))?;
         match rows.next().map_err(failed(path, "get", t))? {
             Some(row) => Ok(Some(row.get(0).map_err(failed(path, "get", t))?)),
