@@ -6,12 +6,13 @@ use std::sync::{mpsc, Arc};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use objstore_db::rsapi::{AsValue, Db, Freshness, OpenOptions};
-use objstore_db_core::{Error, Key, MechanismKind, Resolution, Result as CoreResult, Schema, SyncStatus};
+use objstore_db_core::{Error, FlushReport, Key, MechanismKind, Resolution, Result as CoreResult, Schema, SyncStatus};
 use serde_json::{json, Value};
 
 use crate::digest;
 use crate::error::{AppError, AppResult, Kind};
 use crate::format::{clip, is_run_segment, new_run_id, object_key, run_segment, short_hash, Run};
+use crate::group::Group;
 
 /// Where results go.
 #[derive(Debug, Clone)]
@@ -111,6 +112,9 @@ pub(crate) fn now_ms() -> u64 {
 /// this many: a long-running collector's memory stays bounded.
 const RUNS_PER_DATABASE: u64 = 256;
 
+/// How many requests a wave of posts sends to the bucket at once.
+const WAVE_REQUESTS: usize = 48;
+
 pub struct Writer {
     target: Target,
     current: std::sync::Mutex<(Db, u64)>,
@@ -118,6 +122,8 @@ pub struct Writer {
     stored: Arc<AtomicU64>,
     /// One run anchored at a time: two posts of one run in this process find one anchor.
     anchoring: std::sync::Mutex<()>,
+    /// Runs posted together are written together: one transaction, one flush (`write_wave`).
+    group: Group<(String, Value)>,
 }
 
 /// Opens the database `name` (a file path for SQLite) with `schema` and waits until it is open.
@@ -155,6 +161,7 @@ impl Writer {
             current: std::sync::Mutex::new((db, 0)),
             stored: Arc::default(),
             anchoring: Default::default(),
+            group: Group::default(),
         })
     }
 
@@ -164,12 +171,16 @@ impl Writer {
     }
 
     fn open_database(target: &Target) -> AppResult<Db> {
-        open_and_wait("results-writer", &target.schema(), MechanismKind::Memory)
+        let mut schema = target.schema();
+        // A wave's runs go out together: up to WAVE_REQUESTS requests at once (the library's
+        // default is 8), as a bucket takes many writes in parallel far faster than in turn.
+        schema["stores"][0]["Sync"]["Options"]["concurrency"] = json!(WAVE_REQUESTS);
+        open_and_wait("results-writer", &schema, MechanismKind::Memory)
     }
 
-    /// The database to write through, replaced by a fresh one every [`RUNS_PER_DATABASE`] runs
-    /// (the old one closes once its last write is answered).
-    fn database(&self) -> AppResult<Db> {
+    /// The database to write `runs` runs through, replaced by a fresh one every
+    /// [`RUNS_PER_DATABASE`] runs (the old one closes once its last write is answered).
+    fn database(&self, runs: u64) -> AppResult<Db> {
         let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());
         if current.1 >= RUNS_PER_DATABASE {
             let fresh = Self::open_database(&self.target).map_err(local)?;
@@ -177,7 +188,7 @@ impl Writer {
             drop(std::mem::replace(&mut current.0, fresh));
             current.1 = 0;
         }
-        current.1 += 1;
+        current.1 += runs;
         Ok(current.0.clone())
     }
 
@@ -185,19 +196,39 @@ impl Writer {
     /// the bucket did not take is an error, and nothing else was written. Files of one CI run
     /// (`ci.run`) go under one run segment, whoever posts them.
     pub fn store(&self, run: &Run) -> AppResult<String> {
-        let db = self.database()?;
         let segment = match &run.ci.run {
             None => run_segment(now_ms(), &new_run_id()),
-            Some(id) => self.segment_of(&db, id)?,
+            Some(id) => self.segment_of(&self.database(1)?, id)?,
         };
         // The file's name carries its digest where it fits, so that a listing draws the matrix.
         let fixed = self.target.prefix.len() + object_key(&run.platform, &run.browser, &segment, "").len();
         let file = digest::file_segment(&new_run_id(), run, fixed);
         let key = object_key(&run.platform, &run.browser, &segment, &file);
         let value = serde_json::to_value(run).map_err(|e| local(AppError::internal(e.to_string())))?;
-        self.create(&db, &key, value)?;
+        self.group.submit((key.clone(), value), |wave| self.write_wave(wave))?;
         self.stored.fetch_add(1, Ordering::Relaxed);
         Ok(key)
+    }
+
+    /// Writes runs posted together: create-only in one local transaction, sent with one flush
+    /// (the library sends them in parallel); each is answered by its own sync status. A wave
+    /// the library refuses as a whole (a key taken twice) is written run by run instead.
+    fn write_wave(&self, wave: Vec<(String, Value)>) -> Vec<AppResult<()>> {
+        let db = match self.database(wave.len() as u64) {
+            Ok(db) => db,
+            Err(e) => return vec![Err(e); wave.len()],
+        };
+        let keys: Vec<Key> = wave.iter().map(|(key, _)| Key::from(key.as_str())).collect();
+        let values = wave.iter().map(|(_, value)| value.clone()).collect();
+        let written = call(|done| db.write_many(None, "results", values, Some(keys), true, done));
+        if written.is_err() {
+            return wave.into_iter().map(|(key, value)| self.create(&db, &key, value)).collect();
+        }
+        let report = match call(|done| db.flush(done)).map_err(local) {
+            Ok(report) => report,
+            Err(e) => return vec![Err(e); wave.len()],
+        };
+        wave.iter().map(|(key, _)| self.settle(&db, key, &report)).collect()
     }
 
     /// The run segment of run `id`: the one its anchor (`.runs/<id>`, written create-only by
@@ -250,8 +281,13 @@ impl Writer {
     fn create(&self, db: &Db, key: &str, value: Value) -> AppResult<()> {
         call(|done| db.add(None, "results", value, Some(Key::from(key)), done)).map_err(local)?;
         let report = call(|done| db.flush(done)).map_err(local)?;
-        // The report covers every write the flush met (other posts' too): this run's outcome is
-        // its own sync status; the report only says why.
+        self.settle(db, key, &report)
+    }
+
+    /// After a flush: whether the bucket holds `key`. The report covers every write the flush
+    /// met (other posts' too): this run's outcome is its own sync status; the report only says
+    /// why. A run not stored is taken back, so that it does not land later.
+    fn settle(&self, db: &Db, key: &str, report: &FlushReport) -> AppResult<()> {
         let status = call(|done| db.sync_status("results", Key::from(key), done)).map_err(local)?;
         // Why, from the first of the report's reasons that says anything: a stop (offline,
         // blocked), or the first of a list of writes (rejected, held).
