@@ -25,10 +25,10 @@ fn body() -> Vec<u8> {
 }
 
 /// Writes one new object under the given name.
-type Write = Arc<dyn Fn(&str) -> AppResult<()> + Send + Sync>;
+type WriteObject = Arc<dyn Fn(&str) -> AppResult<()> + Send + Sync>;
 
 pub fn measure(target: &Target, seconds: f64, threads: usize) -> AppResult<Value> {
-    let write: Write = match target.endpoint.strip_prefix("file://") {
+    let write: WriteObject = match target.endpoint.strip_prefix("file://") {
         Some(dir) => {
             let root = std::path::Path::new(dir).join(&target.bucket).join("bucket-rate");
             std::fs::create_dir_all(&root).map_err(|e| AppError::internal(format!("{}: {e}", root.display())))?;
