@@ -4,7 +4,9 @@
 //! Ordering guarantee: requests run one at a time, in the order they were submitted (the order
 //! in which their `submit` calls returned, across all threads), except that while an explicit
 //! transaction is open its own requests run ahead of those waiting for it (below). Each
-//! completion fires on the worker thread as soon as its request finishes.
+//! completion fires on the worker thread as soon as its request finishes. A read made through
+//! `read` / `read_now` while nothing is queued or running runs on the caller's thread instead
+//! (`crate::inline`), seeing every write submitted before it.
 //!
 //! Transactions wait their turn, as IndexedDB queues overlapping ones: while an explicit
 //! transaction is open, a request that is not part of it (a `begin` among them) waits, and

@@ -647,7 +647,7 @@ fn reads_answered_now_skip_synced_stores_and_wait_behind_queued_writes() {
         json!(1)
     );
     assert_eq!(
-        db.values_of_now("notes", &[n1.clone()], Freshness::Cached, AsValue).unwrap().unwrap(),
+        db.values_of_now("notes", std::slice::from_ref(&n1), Freshness::Cached, AsValue).unwrap().unwrap(),
         json!([{"id": 1, "text": "queued"}])
     );
     let query = db.query(as_query(&json!({"from": "notes"}))).unwrap();

@@ -10,7 +10,6 @@
 //! Results live in `OBJSTORE_RESULTS` (a `file://` directory, default `./results`, or an S3
 //! endpoint with the standard `AWS_*` settings), bucket `OBJSTORE_RESULTS_BUCKET` (`results`).
 
-mod bucket_rate;
 mod ci;
 mod classes;
 mod collector;
@@ -167,7 +166,6 @@ fn main() -> ExitCode {
         Some((command, rest)) if command == "summary" => print_summary(rest),
         Some((command, rest)) if command == "quarantine" => edit_quarantine(rest),
         Some((command, rest)) if command == "gate" => gate(rest),
-        Some((command, rest)) if command == "bucket-rate" => bucket_rate(rest),
         Some((command, _)) if !command.starts_with("--") => {
             Err(AppError::bad(format!("unknown command {command:?}\n{USAGE}")))
         }
@@ -317,17 +315,6 @@ fn export_page(args: &[String]) -> AppResult<()> {
     let html = export::render(&viewer, &target.describe(), now_ms())?;
     std::fs::write(&out, html).map_err(|e| AppError::internal(format!("writing {}: {e}", out.display())))?;
     println!("objstore-results: the matrix and the newest runs are in {}", out.display());
-    Ok(())
-}
-
-/// `objstore-results bucket-rate SECONDS THREADS`: the target bucket's own write rate (the
-/// collector benchmark's baseline), as JSON on stdout.
-fn bucket_rate(args: &[String]) -> AppResult<()> {
-    let usage = || AppError::bad("bucket-rate SECONDS THREADS: how long to write, and with how many threads");
-    let [seconds, threads] = args else { return Err(usage()) };
-    let seconds: f64 = seconds.parse().ok().filter(|s: &f64| *s > 0.0).ok_or_else(usage)?;
-    let threads: usize = threads.parse().ok().filter(|t| *t > 0).ok_or_else(usage)?;
-    println!("{}", bucket_rate::measure(&post::Target::from_env()?, seconds, threads)?);
     Ok(())
 }
 

@@ -1,8 +1,8 @@
 //! Queries bound to a database, and pull cursors over them. A query's `list` pages continue
 //! from call to call; a cursor hands out batches (`next`), and its `update` / `delete` change
 //! a record it returned. Each step is an ordinary request, so the caller may do anything
-//! (other requests included) between two steps. The query state is locked only on the worker;
-//! the caller's thread never waits for a scan.
+//! (other requests included) between two steps. The query state is locked on the worker, and
+//! on the caller's thread only by `list_now` / `count_now`, which run when nothing is queued.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 

@@ -9,6 +9,9 @@
 //!   [`Db::cancel`] stops a queued request before it runs, and a long one (a fetch, a prefetch,
 //!   a flush) between batches and between HTTP requests;
 //! - arguments are checked at once: a bad one is an `Err` from the call, with no callback;
+//! - reads have `*_now` twins (`get_now`, `values_of_now`, `read_scan_now`, a query's
+//!   `list_now` / `count_now`) that answer on the caller's thread when the database is idle and
+//!   the store is not synced, `None` otherwise (then make the request): no callback, no hop;
 //! - cursors are pulled ([`Cursor::next`] gives a batch), each step an ordinary request, so a
 //!   caller may await anything between two steps;
 //! - a request outside an open explicit transaction waits for it to end (a `begin` too);

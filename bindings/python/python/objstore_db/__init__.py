@@ -231,13 +231,7 @@ def _waker(loop: asyncio.AbstractEventLoop) -> Any:
     return bridge.waker
 
 
-def _request(
-    method: Callable[..., int],
-    *args: Any,
-    cancel: Optional[Callable[[int], bool]] = None,
-    now: Optional[Callable[..., Any]] = None,
-    **kw: Any,
-) -> "asyncio.Future[Any]":
+def _request(method: Callable[..., int], *args: Any, cancel: Optional[Callable[[int], bool]] = None, now: Optional[Callable[..., Any]] = None, **kw: Any) -> "asyncio.Future[Any]":
     """Makes a native request at once; the future resolves with its decoded JSON result.
     Cancelling the future (or the task awaiting it) cancels the request too: a queued one
     then never runs. A future, not a coroutine: `gather` of many needs no task per request.
