@@ -23,14 +23,18 @@ for (const mechanism of MECHANISMS) {
       const db = await openDb(t, mechanism, { people: true });
       // Settled already: the race sees it before a marker that resolves a few microtasks
       // later (a completion from the worker needs a turn of the event loop).
+      /** @type {(n: number) => Promise<string> | string} */
       const ticks = (n) => (n === 0 ? 'pending' : Promise.resolve(n - 1).then(ticks));
+      /** @type {(promise: Promise<any>) => Promise<any>} */
       const settled = (promise) => Promise.race([promise, ticks(5)]);
       assert.deepEqual(await settled(db.get('people', 2)), PEOPLE[1]);
       assert.equal(await settled(db.count('people')), 4);
       assert.deepEqual(await settled(db.values('people', [3])), [PEOPLE[2]]);
       const query = db.from('people').order('age');
-      assert.deepEqual((await settled(query.list(2))).map((p) => p.id), [2, 3]);
-      assert.deepEqual((await query.list(2)).map((p) => p.id), [1, 4], 'paging goes on');
+      /** @type {(p: {id: number}) => number} */
+      const id = (p) => p.id;
+      assert.deepEqual((await settled(query.list(2))).map(id), [2, 3]);
+      assert.deepEqual((await query.list(2)).map(id), [1, 4], 'paging goes on');
       // A put made and not awaited: the get waits behind it on the worker, and sees it.
       const put = db.put('people', { id: 9, name: 'ivy', email: 'ivy@x' });
       const after = db.get('people', 9);
