@@ -125,6 +125,8 @@ impl Inline {
                 Ok(result)
             }
             Err(_) => {
+                // Closed before it is counted back: close must not go on while it is open.
+                drop(reader);
                 self.give_back(None);
                 Ok(Err(Error::Internal("a read panicked".into())))
             }
@@ -150,13 +152,21 @@ impl Inline {
         let opener = self.opener.get()?.clone();
         pool.out += 1;
         drop(pool);
-        match opener().and_then(|mech| Database::reader(&self.name, mech)) {
-            Ok(reader) if knows(&reader) => Some(reader),
-            Ok(reader) => {
+        let made = catch_unwind(AssertUnwindSafe(|| opener().map(|mech| Database::reader(&self.name, mech))));
+        match made {
+            Ok(Ok(Ok(reader))) if knows(&reader) => Some(reader),
+            Ok(Ok(Ok(reader))) => {
                 self.give_back(Some(reader));
                 None
             }
-            Err(_) => {
+            // Its catalog could not be read now (a write transaction holds the memory maps):
+            // the next read tries again.
+            Ok(Ok(Err(_))) => {
+                self.give_back(None);
+                None
+            }
+            // No reader can be opened (or opening one panicked): reads stay on the worker.
+            Ok(Err(_)) | Err(_) => {
                 self.pool().broken = true;
                 self.give_back(None);
                 None

@@ -32,6 +32,8 @@ pub struct SqliteMechanism {
     /// A reader (`open_reader`) holds none: the process already does.
     _lock: Option<std::fs::File>,
     path: String,
+    /// The file, its path made absolute at open: where readers open it.
+    file: std::path::PathBuf,
 }
 
 impl SqliteMechanism {
@@ -64,20 +66,28 @@ impl SqliteMechanism {
         ))
         .map_err(failed("configuring database file"))?;
         conn.set_prepared_statement_cache_capacity(8); // BEGIN, COMMIT, ROLLBACK: the rest is `prepared`
-        let mut mechanism = SqliteMechanism { prepared: Prepared::new(conn), _lock: Some(lock), path: path_text };
+        let file = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        let mut mechanism = SqliteMechanism { prepared: Prepared::new(conn), _lock: Some(lock), path: path_text, file };
         mechanism.create_data_table(META_TABLE)?;
         Ok(mechanism)
     }
 
-    /// A read-only connection to the file this one has open, for reads on callers' threads. In
-    /// WAL mode it reads alongside the writer and sees every commit made before its read began.
-    fn open_reader(path: &str) -> Result<SqliteMechanism> {
+    /// A read-only connection to the file this one has open (`file`: its path made absolute at
+    /// open, so that a change of directory since does not open another), for reads on callers'
+    /// threads. In WAL mode it reads alongside the writer and sees every commit made before
+    /// its read began.
+    fn open_reader(file: &Path, path: &str) -> Result<SqliteMechanism> {
         let failed = |source| Error::Storage { context: format!("opening a reader of {path:?}"), source };
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = Connection::open_with_flags(path, flags).map_err(failed)?;
+        let conn = Connection::open_with_flags(file, flags).map_err(failed)?;
         conn.execute_batch("PRAGMA busy_timeout=5000; PRAGMA cache_size=-65536;").map_err(failed)?;
         conn.set_prepared_statement_cache_capacity(8); // BEGIN, COMMIT, ROLLBACK: the rest is `prepared`
-        Ok(SqliteMechanism { prepared: Prepared::new(conn), _lock: None, path: path.to_string() })
+        Ok(SqliteMechanism {
+            prepared: Prepared::new(conn),
+            _lock: None,
+            path: path.to_string(),
+            file: file.to_path_buf(),
+        })
     }
 
     /// Runs one cached statement with `args`, turning a failure into an error naming the table.
@@ -281,8 +291,8 @@ fn statement_text(t: TableId, statement: Statement) -> String {
 
 impl Mechanism for SqliteMechanism {
     fn reader_opener(&self) -> OpenReader {
-        let path = self.path.clone();
-        Arc::new(move || Ok(Box::new(SqliteMechanism::open_reader(&path)?) as Box<dyn Mechanism>))
+        let (file, path) = (self.file.clone(), self.path.clone());
+        Arc::new(move || Ok(Box::new(SqliteMechanism::open_reader(&file, &path)?) as Box<dyn Mechanism>))
     }
 
     fn begin(&mut self, write: bool) -> Result<()> {

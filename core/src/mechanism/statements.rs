@@ -10,24 +10,37 @@ use rusqlite::{Connection, Statement};
 
 /// A connection and the statements prepared on it.
 pub(super) struct Prepared<K> {
-    /// They borrow `conn`: declared before it, so dropped (finalized) before it closes.
+    /// They borrow `*conn`; `Drop` finalizes them before it closes the connection.
     statements: HashMap<K, Statement<'static>, BuildHasherDefault<Fx>>,
-    /// Boxed: the statements point at it, so its address never changes.
-    conn: Box<Connection>,
+    /// Owned (from `Box::leak`) and never moved or handed out mutably: the statements
+    /// point at it while `Prepared` itself moves around.
+    conn: std::ptr::NonNull<Connection>,
 }
 
-// SAFETY: a statement is not Send only because it borrows its connection, which is not Sync.
-// Here both are owned together and move together; nothing else ever holds the connection or a
-// statement across threads (callers borrow them through `&mut self`).
+impl<K> Drop for Prepared<K> {
+    fn drop(&mut self) {
+        self.statements.clear();
+        // SAFETY: `conn` came from `Box::leak` in `new`, is freed only here, and no
+        // statement borrowing it is left.
+        drop(unsafe { Box::from_raw(self.conn.as_ptr()) });
+    }
+}
+
+// SAFETY: a statement is not Send only because it borrows its connection, which is not Sync
+// (and a pointer is never Send). Here the statements and the connection (owned through its
+// pointer) move together; nothing else holds either across threads (callers borrow them
+// through `&mut self`).
 unsafe impl<K: Send> Send for Prepared<K> {}
 
 impl<K: Hash + Eq> Prepared<K> {
     pub(super) fn new(conn: Connection) -> Prepared<K> {
-        Prepared { statements: HashMap::default(), conn: Box::new(conn) }
+        let conn = std::ptr::NonNull::from(Box::leak(Box::new(conn)));
+        Prepared { statements: HashMap::default(), conn }
     }
 
     pub(super) fn conn(&self) -> &Connection {
-        &self.conn
+        // SAFETY: `conn` is valid from `new` until `drop`, and only ever shared.
+        unsafe { self.conn.as_ref() }
     }
 
     /// The statement for `key`, prepared from `text()` the first time.
@@ -40,11 +53,12 @@ impl<K: Hash + Eq> Prepared<K> {
         match self.statements.entry(key) {
             Entry::Occupied(found) => Ok(found.into_mut()),
             Entry::Vacant(slot) => {
-                let statement = self.conn.prepare(&text())?;
-                // SAFETY: the statement borrows `*self.conn`, a box that lives at the same address
-                // until `self` drops, and the statements are dropped before it (field order;
-                // `forget` drops some earlier). The 'static never escapes: callers reach a
+                // SAFETY (for `conn()` and the transmute): the connection lives at one address
+                // from `new` until `drop`, which finalizes every statement before freeing it
+                // (`forget` finalizes some earlier). The 'static never escapes: callers reach a
                 // statement only through `&mut self`.
+                let conn: &Connection = unsafe { self.conn.as_ref() };
+                let statement = conn.prepare(&text())?;
                 let statement = unsafe { std::mem::transmute::<Statement<'_>, Statement<'static>>(statement) };
                 Ok(slot.insert(statement))
             }

@@ -226,7 +226,8 @@ impl Writer {
         }
         let report = match call(|done| db.flush(done)).map_err(local) {
             Ok(report) => report,
-            Err(e) => return vec![Err(e); wave.len()],
+            // Each run is taken back unless the bucket already holds it.
+            Err(e) => return wave.iter().map(|(key, _)| self.take_back(&db, key, e.clone())).collect(),
         };
         wave.iter().map(|(key, _)| self.settle(&db, key, &report)).collect()
     }
@@ -301,9 +302,14 @@ impl Writer {
                 .or_else(|| first(&report.held))
                 .or_else(|| stopped(&report.blocked)))),
         };
-        // The caller hears that the run was not stored: it must not land later either. A run
-        // whose body is already in the bucket (only its change-log marker is owed, and is sent
-        // later) cannot be taken back: it is stored, and said so.
+        self.take_back(db, key, failed)
+    }
+
+    /// A run that was not stored (`failed` says why) is taken back: the caller hears so, and
+    /// it must not land later either. A run whose body is already in the bucket (only its
+    /// change-log marker is owed, and is sent later) cannot be taken back: it is stored, and
+    /// said so.
+    fn take_back(&self, db: &Db, key: &str, failed: AppError) -> AppResult<()> {
         call(|done| db.withdraw_pending("results", Key::from(key), done)).map_err(local)?;
         match call(|done| db.sync_status("results", Key::from(key), done)).map_err(local)? {
             SyncStatus::Pending => Ok(()),

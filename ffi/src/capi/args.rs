@@ -171,18 +171,27 @@ pub(super) fn read_flags(flags: u32) -> Result<ReadFlags> {
 
 /// A read with `flags`: answered inside the call when OBJSTORE_READ_INLINE asks for it and it
 /// can be (`now`; the request id is then 0), made as a request (`later`) otherwise.
+/// The answer and its callback both run under the close gate (`Db::holding_gate`): close's
+/// callback stays the database's last.
 pub(super) fn read_now_or_later(
+    db: &Db,
     flags: &ReadFlags,
     tx: u64,
     done: Completion,
     now: impl FnOnce() -> Option<Result<String>>,
     later: impl FnOnce(Completion) -> Result<RequestId>,
 ) -> Result<RequestId> {
-    if flags.inline && tx == 0 {
-        if let Some(result) = now() {
-            done.deliver_text(result);
-            return Ok(0);
-        }
+    if !flags.inline || tx != 0 {
+        return later(done);
     }
-    later(done)
+    let mut waiting = Some(done);
+    db.holding_gate(|| {
+        if let Some(result) = now() {
+            waiting.take().expect("one completion").deliver_text(result);
+        }
+    });
+    match waiting {
+        Some(done) => later(done),
+        None => Ok(0),
+    }
 }

@@ -282,6 +282,7 @@ pub unsafe extern "C" fn objstore_db_get(
         let key = json::key(&json(key_json, key_len, "key_json")?)?;
         let (flags, done) = (read_flags(flags)?, completion(done, user_data)?);
         read_now_or_later(
+            db,
             &flags,
             tx,
             done,
@@ -326,6 +327,7 @@ pub unsafe extern "C" fn objstore_db_values_of(
         let keys = json::keys(&json(keys_json, keys_len, "keys_json")?)?;
         let (flags, done) = (read_flags(flags)?, completion(done, user_data)?);
         read_now_or_later(
+            db,
             &flags,
             tx,
             done,
@@ -441,6 +443,7 @@ pub unsafe extern "C" fn objstore_db_read(
         let scan = json::scan(optional_json(scan_json, scan_len, "scan_json")?.as_ref())?;
         let (flags, done) = (read_flags(flags)?, completion(done, user_data)?);
         read_now_or_later(
+            db,
             &flags,
             tx,
             done,

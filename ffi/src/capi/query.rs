@@ -81,6 +81,7 @@ pub unsafe extern "C" fn objstore_query_list(
     request(error_out, request_out, || {
         let (q, flags, done) = (query_ref(query)?, read_flags(flags)?, completion(done, user_data)?);
         read_now_or_later(
+            q.db(),
             &flags,
             tx,
             done,

@@ -245,8 +245,19 @@ impl Db {
     /// touches no synced store (see [`SyncedDatabase::read_now`]); `None` when it must be made
     /// as a request instead. It holds the close gate: close's callback waits for it.
     fn read_now<T>(&self, scope: &ReadScope, work: impl FnOnce(&mut Tx) -> Result<T>) -> Option<Result<T>> {
-        let _gate = self.inner.gate.read().unwrap_or_else(|p| p.into_inner());
-        self.inner.db.read_now(scope, work).ok()
+        self.holding_gate(|| self.inner.db.read_now(scope, work).ok()).flatten()
+    }
+
+    /// Runs `f` holding the read side of the close gate, so that close's callback waits for it
+    /// (a C callback delivered inside a call runs there). Never waits for the gate: `None` when
+    /// close is taking it (a caller that already holds it, inside a callback, must not block).
+    pub(crate) fn holding_gate<R>(&self, f: impl FnOnce() -> R) -> Option<R> {
+        let _gate = match self.inner.gate.try_read() {
+            Ok(gate) => gate,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        Some(f())
     }
 
     // ----- records ------------------------------------------------------------------------------
