@@ -111,21 +111,7 @@ impl Database {
             MechanismKind::Sqlite => Box::new(SqliteMechanism::open(Path::new(name), options.durability)?),
             MechanismKind::Memory => Box::new(MemoryMechanism::new()),
         };
-        let mut db = Database {
-            name: name.to_string(),
-            mech,
-            catalog: Catalog::empty(),
-            stores: HashMap::new(),
-            schemaless: schema.is_none(),
-            listeners: Listeners::default(),
-            active: None,
-            next_tx: 1,
-            finished: VecDeque::new(),
-            key_generators: HashMap::new(),
-            hook: Box::new(crate::hook::NoMirroring),
-            secrets: Secrets::new(),
-            previous_version: None,
-        };
+        let mut db = Database::over(name, mech, Catalog::empty(), schema.is_none());
         db.mech.begin(true)?;
         // The hook is made (and a bad Sync block refused) inside the open transaction, so that
         // a bad block can be mended at the same version.
@@ -157,14 +143,17 @@ impl Database {
         mech.hold_view()?;
         let loaded = Catalog::load(&mut *mech);
         mech.release_view();
-        let catalog = loaded?.unwrap_or_else(Catalog::empty);
-        let stores = catalog.store_infos();
-        Ok(Database {
+        Ok(Database::over(name, mech, loaded?.unwrap_or_else(Catalog::empty), false))
+    }
+
+    /// A database over `mech` with `catalog`: no transaction, listener, mirroring or secret yet.
+    fn over(name: &str, mech: Box<dyn Mechanism>, catalog: Catalog, schemaless: bool) -> Database {
+        Database {
             name: name.to_string(),
             mech,
+            stores: catalog.store_infos(),
             catalog,
-            stores,
-            schemaless: false,
+            schemaless,
             listeners: Listeners::default(),
             active: None,
             next_tx: 1,
@@ -173,7 +162,7 @@ impl Database {
             hook: Box::new(crate::hook::NoMirroring),
             secrets: Secrets::new(),
             previous_version: None,
-        })
+        }
     }
 
     /// What opens readers of this database's storage.

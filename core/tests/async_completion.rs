@@ -16,18 +16,10 @@ use common::*;
 use objstore_db_core::{AsyncDatabase, Error, ErrorCode, ExecutorOptions, Key, MechanismKind, OpenOptions, Schema};
 use serde_json::json;
 
-fn start(kind: MechanismKind, path: &str) -> Arc<AsyncDatabase> {
-    let options = ExecutorOptions { open: OpenOptions { mechanism: kind, ..Default::default() }, ..Default::default() };
-    let (tx, rx) = mpsc::channel();
-    let db = AsyncDatabase::open(path, Some(parse(PEOPLE).unwrap()), options, move |r| tx.send(r).unwrap()).unwrap();
-    rx.recv().unwrap().unwrap();
-    Arc::new(db)
-}
-
 for_each_mechanism! {
     fn every_completion_from_eight_threads_arrives_once_with_its_result(kind) {
         let (_dir, path) = temp_path();
-        let db = start(kind, &path);
+        let db = start_async(kind, &path);
         const THREADS: usize = 8;
         const EACH: usize = 250;
         let seen = Arc::new(Mutex::new(HashMap::<(usize, usize, &str), usize>::new()));
@@ -68,7 +60,7 @@ for_each_mechanism! {
 
     fn completions_arrive_in_submission_order_on_the_worker_thread(kind) {
         let (_dir, path) = temp_path();
-        let db = start(kind, &path);
+        let db = start_async(kind, &path);
         let order = Arc::new(Mutex::new(Vec::new()));
         let (tx, rx) = mpsc::channel();
         for i in 0..100 {
@@ -88,7 +80,7 @@ for_each_mechanism! {
 
     fn close_cancels_queued_requests_and_fires_once(kind) {
         let (_dir, path) = temp_path();
-        let db = start(kind, &path);
+        let db = start_async(kind, &path);
         let outcomes = Arc::new(Mutex::new(Vec::new()));
         let (tx, rx) = mpsc::channel();
         let (o, t) = (outcomes.clone(), tx.clone());
@@ -112,14 +104,14 @@ for_each_mechanism! {
         assert!(outcomes[1..].iter().all(|o| *o == Err(ErrorCode::Cancelled)), "{outcomes:?}");
         if kind == MechanismKind::Sqlite {
             drop(db);
-            let reopened = start(kind, &path);
+            let reopened = start_async(kind, &path);
             assert_eq!(call(&reopened, |db| db.count("notes", &Default::default())).unwrap(), 0, "cancelled writes never ran");
         }
     }
 
     fn requests_after_close_are_refused_at_once_with_no_callback(kind) {
         let (_dir, path) = temp_path();
-        let db = start(kind, &path);
+        let db = start_async(kind, &path);
         let (closed_tx, closed_rx) = mpsc::channel();
         db.close(move |r| closed_tx.send(r).unwrap()).unwrap();
         closed_rx.recv().unwrap().unwrap();
@@ -136,7 +128,7 @@ for_each_mechanism! {
 
     fn close_racing_requests_from_several_threads_calls_back_last(kind) {
         let (_dir, path) = temp_path();
-        let db = start(kind, &path);
+        let db = start_async(kind, &path);
         let log = Arc::new(Mutex::new(Vec::new()));
         let accepted = Arc::new(AtomicUsize::new(0));
         let threads: Vec<_> = (0..4).map(|_| {
@@ -167,7 +159,7 @@ for_each_mechanism! {
 
     fn a_panic_in_a_request_becomes_an_internal_error_and_the_database_goes_on(kind) {
         let (_dir, path) = temp_path();
-        let db = start(kind, &path);
+        let db = start_async(kind, &path);
         let err = call(&db, |db| -> objstore_db_core::Result<()> {
             let t = db.begin(&["notes"], objstore_db_core::Mode::ReadWrite)?;
             db.transaction(t)?.put("notes", json!("half done"), None)?;
@@ -181,14 +173,14 @@ for_each_mechanism! {
 
     fn a_panicking_completion_does_not_stop_the_worker(kind) {
         let (_dir, path) = temp_path();
-        let db = start(kind, &path);
+        let db = start_async(kind, &path);
         db.submit(|_| Ok(()), |_| panic!("completion bug")).unwrap();
         call(&db, |db| db.put("notes", json!(1), None)).unwrap();
     }
 
     fn dropping_the_last_handle_closes_without_waiting_and_cancels(kind) {
         let (_dir, path) = temp_path();
-        let db = start(kind, &path);
+        let db = start_async(kind, &path);
         let cancelled = Arc::new(AtomicUsize::new(0));
         let (started_tx, started_rx) = mpsc::channel();
         db.submit(move |_| { started_tx.send(()).unwrap(); thread::sleep(Duration::from_millis(300)); Ok(()) }, |_| {}).unwrap();

@@ -12,16 +12,8 @@ use std::sync::Arc;
 use std::thread::{self, ThreadId};
 
 use common::*;
-use objstore_db_core::{AsyncDatabase, ExecutorOptions, Key, MechanismKind, Mode, OpenOptions};
+use objstore_db_core::{AsyncDatabase, ExecutorOptions, Key, Mode};
 use serde_json::{json, Value};
-
-fn start(kind: MechanismKind, path: &str) -> Arc<AsyncDatabase> {
-    let options = ExecutorOptions { open: OpenOptions { mechanism: kind, ..Default::default() }, ..Default::default() };
-    let (tx, rx) = mpsc::channel();
-    let db = AsyncDatabase::open(path, Some(parse(PEOPLE).unwrap()), options, move |r| tx.send(r).unwrap()).unwrap();
-    rx.recv().unwrap().unwrap();
-    Arc::new(db)
-}
 
 /// Waits until every request made so far has completed (a request queued after them does).
 fn settle(db: &AsyncDatabase) {
@@ -50,7 +42,7 @@ fn get(db: &AsyncDatabase, key: &str) -> (Option<Value>, ThreadId, bool) {
 for_each_mechanism! {
     fn a_read_of_an_idle_database_completes_inside_the_call_on_the_callers_thread(kind) {
         let (_dir, path) = temp_path();
-        let db = start(kind, &path);
+        let db = start_async(kind, &path);
         db.submit(|db| db.put("counters", json!(1), Some(Key::from("a"))), |r| { r.unwrap(); }).unwrap();
         settle(&db);
         let (value, on, inside) = get(&db, "a");
@@ -61,7 +53,7 @@ for_each_mechanism! {
 
     fn a_get_made_right_after_an_unawaited_put_sees_it(kind) {
         let (_dir, path) = temp_path();
-        let db = start(kind, &path);
+        let db = start_async(kind, &path);
         for i in 0..200 {
             let key = format!("k{i}");
             db.submit(move |db| db.put("counters", json!(i), Some(Key::from(format!("k{i}")))), |r| { r.unwrap(); })
@@ -73,7 +65,7 @@ for_each_mechanism! {
 
     fn a_get_behind_a_queued_put_waits_for_it_on_the_worker(kind) {
         let (_dir, path) = temp_path();
-        let db = start(kind, &path);
+        let db = start_async(kind, &path);
         // The worker is held, so the put stays queued while the get is made.
         let (release, held) = mpsc::channel::<()>();
         db.submit(move |_| { held.recv().ok(); Ok(()) }, |r| r.unwrap()).unwrap();
@@ -92,7 +84,7 @@ for_each_mechanism! {
 
     fn a_read_while_a_transaction_is_open_waits_for_it(kind) {
         let (_dir, path) = temp_path();
-        let db = start(kind, &path);
+        let db = start_async(kind, &path);
         let (tx, rx) = mpsc::channel();
         db.begin(vec!["counters".into()], Mode::ReadWrite, move |r| tx.send(r.unwrap()).unwrap()).unwrap();
         let id = rx.recv().unwrap();
@@ -114,7 +106,7 @@ for_each_mechanism! {
 
     fn an_unknown_store_is_the_workers_error(kind) {
         let (_dir, path) = temp_path();
-        let db = start(kind, &path);
+        let db = start_async(kind, &path);
         let given_back = db.read_now(&["nowhere"], |db| db.get("nowhere", &Key::from(1)));
         assert!(given_back.is_err(), "a store no reader knows goes to the worker");
         let (tx, rx) = mpsc::channel();
@@ -125,7 +117,7 @@ for_each_mechanism! {
 
     fn readers_racing_writers_from_several_threads_see_every_acknowledged_write_and_no_torn_one(kind) {
         let (_dir, path) = temp_path();
-        let db = start(kind, &path);
+        let db = start_async(kind, &path);
         const WRITES: i64 = 400;
         // Writer w writes pairs (w-a, w-b) = (n, n) in one transaction, n = 1..=WRITES; `acked`
         // holds the last n whose completion arrived.
@@ -192,7 +184,7 @@ for_each_mechanism! {
 
     fn close_waits_for_a_read_running_on_a_callers_thread(kind) {
         let (_dir, path) = temp_path();
-        let db = start(kind, &path);
+        let db = start_async(kind, &path);
         db.submit(|db| db.put("counters", json!(1), Some(Key::from("a"))), |r| { r.unwrap(); }).unwrap();
         settle(&db);
         let (entered, go) = (mpsc::channel::<()>(), mpsc::channel::<()>());

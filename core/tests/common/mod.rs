@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use objstore_db_core::{AsyncDatabase, Database, MechanismKind, OpenOptions, Result, Schema};
+use objstore_db_core::{AsyncDatabase, Database, ExecutorOptions, MechanismKind, OpenOptions, Result, Schema};
 use serde_json::Value;
 use tempfile::TempDir;
 
@@ -126,4 +126,14 @@ macro_rules! for_each_mechanism {
             }
         )*
     };
+}
+
+/// A database with the PEOPLE schema at `path` on its worker thread, once it is open.
+#[allow(dead_code)]
+pub fn start_async(kind: MechanismKind, path: &str) -> std::sync::Arc<AsyncDatabase> {
+    let options = ExecutorOptions { open: options(kind), ..Default::default() };
+    let (tx, rx) = mpsc::channel();
+    let db = AsyncDatabase::open(path, Some(parse(PEOPLE).unwrap()), options, move |r| tx.send(r).unwrap()).unwrap();
+    rx.recv().unwrap().unwrap();
+    std::sync::Arc::new(db)
 }
