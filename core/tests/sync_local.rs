@@ -857,3 +857,42 @@ fn a_flush_sends_writes_to_different_objects_together_and_each_objects_in_order(
     }
     assert_eq!(b.get("docs", &key("k7")).unwrap(), None);
 }
+
+#[test]
+fn the_local_bucket_makes_folders_outside_its_lock_and_a_refused_write_leaves_none() {
+    let dir = TempDir::new().unwrap();
+    let bucket = local_bucket(dir.path());
+    let (plain, create) = (PutOptions::default(), PutOptions { mode: PutMode::Create, ..PutOptions::default() });
+    bucket.put("a/b/one", b"1", &plain, &Token::default()).unwrap();
+    // A create-only write refused (412) into folders of its own leaves none of them behind.
+    bucket.put("x/y/z", b"1", &plain, &Token::default()).unwrap();
+    bucket.delete("x/y/z", &Token::default()).unwrap();
+    let err = bucket.put("a/b/one", b"2", &create, &Token::default()).unwrap_err();
+    assert!(err.to_string().contains("412"), "{err}");
+    let update = PutOptions { mode: PutMode::Update("\"e\"".into()), ..PutOptions::default() };
+    let err = bucket.put("new/deep/k", b"2", &update, &Token::default()).unwrap_err();
+    assert!(err.to_string().contains("there is no object to match"), "{err}");
+    assert!(!dir.path().join("b/new").exists() && !dir.path().join("b/.objstore/meta/new").exists());
+    let err = bucket.put("a/b/one/under", b"2", &plain, &Token::default()).unwrap_err();
+    assert!(err.to_string().contains("the object \"a/b/one\" is where its folder would be"), "{err}");
+    assert!(!dir.path().join("b/a/b/one").is_dir() && !dir.path().join("b/.objstore/meta/a/b/one").is_dir());
+    let err = bucket.put("a/b", b"2", &plain, &Token::default()).unwrap_err();
+    assert!(err.to_string().contains("objects already live under \"a/b\"/"), "{err}");
+    assert!(!dir.path().join("b/x").exists(), "the delete took its emptied folders");
+    // Folders emptied by a delete between a writer's making them and its rename are made again.
+    let writers: Vec<_> = (0..8)
+        .map(|t| {
+            let bucket = bucket.clone();
+            std::thread::spawn(move || {
+                for n in 0..25 {
+                    let key = format!("shared/{}/{t}", n % 3);
+                    bucket.put(&key, b"v", &PutOptions::default(), &Token::default()).unwrap();
+                    bucket.delete(&key, &Token::default()).unwrap();
+                }
+            })
+        })
+        .collect();
+    writers.into_iter().for_each(|w| w.join().unwrap());
+    let listed = list_all(&*bucket, &ListRequest::default(), &Token::default()).unwrap();
+    assert_eq!(listed.objects.iter().map(|o| o.key.as_str()).collect::<Vec<_>>(), ["a/b/one"]);
+}

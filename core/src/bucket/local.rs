@@ -31,8 +31,9 @@ pub struct LocalBucket {
     root: PathBuf,
     max_object_bytes: u64,
     accounting: Arc<Accounting>,
-    /// Serialises writers in this process; `flock` on `.objstore/lock` serialises processes.
-    writers: Mutex<()>,
+    /// `.objstore/lock`, kept open: its mutex serialises writers in this process, `flock` on it
+    /// serialises processes.
+    writers: Mutex<File>,
     walker: Walker,
 }
 
@@ -74,8 +75,10 @@ impl LocalBucket {
             fs::create_dir_all(&dir)
                 .map_err(|e| io_error(&format!("creating the local bucket {}", root.display()), e))?;
         }
-        let bucket =
-            LocalBucket { root, max_object_bytes, accounting, writers: Mutex::new(()), walker: Walker::default() };
+        let lock_file = File::create(root.join(RESERVED).join("lock"))
+            .map_err(|e| io_error(&format!("opening the local bucket {}", root.display()), e))?;
+        let writers = Mutex::new(lock_file);
+        let bucket = LocalBucket { root, max_object_bytes, accounting, writers, walker: Walker::default() };
         bucket.remove_orphaned_temporaries();
         Ok(bucket)
     }
@@ -176,12 +179,17 @@ impl LocalBucket {
         Ok(tmp)
     }
 
+    /// Renames `tmp` to `path`. Its folder is normally there already (`make_folders`); one
+    /// removed since (emptied by a delete) is made again.
     fn move_into_place(&self, tmp: &Path, path: &Path) -> Result<()> {
         let context = format!("writing {}", path.display());
-        if let Some(parent) = path.parent() {
-            fs::create_dir_all(parent).map_err(|e| io_error(&context, e))?;
+        match fs::rename(tmp, path) {
+            Err(e) if e.kind() == ErrorKind::NotFound && path.parent().is_some_and(|p| !p.is_dir()) => {
+                make_folders(path).map_err(|e| io_error(&context, e))?;
+                fs::rename(tmp, path).map_err(|e| io_error(&context, e))
+            }
+            done => done.map_err(|e| io_error(&context, e)),
         }
-        fs::rename(tmp, path).map_err(|e| io_error(&context, e))
     }
 
     /// Makes a rename into the file's folder durable.
@@ -222,9 +230,11 @@ impl LocalBucket {
         mode: &PutMode,
     ) -> Result<String> {
         let _lock = self.lock()?;
-        // A file system holds "a" and "a/b" only one way round, unlike S3.
+        // A file system holds "a" and "a/b" only one way round, unlike S3: a folder made for
+        // the key (by `make_folders`) shows no object is where a folder is needed.
         let mut folder = String::new();
-        for segment in key.split('/').take(key.split('/').count() - 1) {
+        let folders_made = path.parent().is_some_and(Path::is_dir);
+        for segment in key.split('/').take(key.split('/').count() - 1).filter(|_| !folders_made) {
             folder.push_str(segment);
             if self.root.join(&folder).is_file() {
                 return Err(Error::InvalidArgument(format!(
@@ -271,15 +281,13 @@ impl LocalBucket {
         Ok(sidecar.etag)
     }
 
-    fn lock(&self) -> Result<(std::sync::MutexGuard<'_, ()>, File)> {
-        let guard = self.writers.lock().unwrap_or_else(|p| p.into_inner());
-        let file =
-            File::create(self.root.join(RESERVED).join("lock")).map_err(|e| io_error("locking the local bucket", e))?;
-        // SAFETY: flock on a descriptor we own; released when `file` closes.
+    fn lock(&self) -> Result<WriteLock<'_>> {
+        let file = self.writers.lock().unwrap_or_else(|p| p.into_inner());
+        // SAFETY: flock on a descriptor the bucket owns (unlocked again by WriteLock's drop).
         if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
             return Err(io_error("locking the local bucket", std::io::Error::last_os_error()));
         }
-        Ok((guard, file))
+        Ok(WriteLock(file))
     }
 }
 
@@ -351,9 +359,19 @@ impl Bucket for LocalBucket {
         let sidecar_path = self.sidecar_path(key);
         let record = serde_json::to_vec(&sidecar).expect("a sidecar serialises");
         let sidecar_tmp = self.staged(&sidecar_path, &record, "record")?;
+        // Folders are made before the lock is taken (writers wait for each other's renames
+        // only); one that cannot be made is explained under the lock.
+        let _ = make_folders(&path).and_then(|()| make_folders(&sidecar_path));
         let outcome = self.put_staged(key, &path, &body_tmp, &sidecar_tmp, &etag, metadata, &options.mode);
         for tmp in [&body_tmp, &sidecar_tmp] {
             let _ = fs::remove_file(tmp); // moved into place, or not wanted
+        }
+        if outcome.is_err() {
+            // The folders made for a write that did not happen go again.
+            let _lock = self.lock()?;
+            for file in [&path, &sidecar_path] {
+                prune_empty_parents(file, &self.root);
+            }
         }
         let etag = outcome?;
         self.sync_folder_of(&path)?;
@@ -494,6 +512,21 @@ fn identity(file: &fs::Metadata) -> (u64, u64) {
 
 fn millis(time: SystemTime) -> u64 {
     time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Holds the local bucket's write lock: the process's mutex and the `flock`.
+struct WriteLock<'a>(std::sync::MutexGuard<'a, File>);
+
+impl Drop for WriteLock<'_> {
+    fn drop(&mut self) {
+        // SAFETY: unlocks the flock taken on this descriptor by `LocalBucket::lock`.
+        unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_UN) };
+    }
+}
+
+/// Makes the folders `file` goes in.
+fn make_folders(file: &Path) -> std::io::Result<()> {
+    file.parent().map_or(Ok(()), fs::create_dir_all)
 }
 
 fn prune_empty_parents(file: &Path, root: &Path) {
