@@ -370,6 +370,42 @@ fn a_write_whose_marker_did_not_land_is_finished_later_once() {
     assert_eq!(peer.count(), 3);
 }
 
+/// The same for a wave: three bodies land, their one marker does not; the retry sends that
+/// marker alone, once, for all three.
+#[test]
+fn a_wave_whose_marker_did_not_land_owes_only_that_marker() {
+    use Misbehaviour::*;
+    let peer = Peer::start(vec![
+        Answer(200, vec![]), // the three objects, side by side
+        Answer(200, vec![]),
+        Answer(200, vec![]),
+        Reset,               // their marker
+        Answer(200, vec![]), // the marker again
+    ]);
+    let dir = TempDir::new().unwrap();
+    let options = json!({"bucket": "b", "endpoint": peer.endpoint(), "accessKeyId": "id", "secretAccessKey": "s",
+        "region": "us-east-1", "retries": 0, "conditionalWrites": true, "changeLog": true});
+    let docs = [store("docs", &options, json!({}), json!({"format": "objstore"}))];
+    let mut writer = client(&dir.path().join("w.sqlite3"), &docs);
+    for name in ["a", "b", "c"] {
+        writer.db.put("docs", json!({"v": name}), Some(key(name))).unwrap();
+    }
+    let report = writer.agent.flush(&mut writer.db, &Token::default()).unwrap();
+    assert_eq!((report.sent, report.pending), (0, 3), "{report:?}");
+    writer.set_offline(false);
+    let report = writer.agent.flush(&mut writer.db, &Token::default()).unwrap();
+    assert_eq!((report.sent, report.pending, report.rejected.len()), (3, 0, 0), "{report:?}");
+    let seen = peer.seen.lock().unwrap().clone();
+    let lines: Vec<&str> = seen.iter().map(|h| h.lines().next().unwrap()).collect();
+    assert_eq!(lines.len(), 5, "{lines:?}");
+    assert!(lines[..3].iter().all(|l| !l.contains(".objstore-changes/")), "{lines:?}");
+    assert!(lines[3..].iter().all(|l| l.contains(".objstore-changes/") && l.contains("/w3 ")), "{lines:?}");
+    for name in ["a", "b", "c"] {
+        assert_eq!(writer.db.sync_status("docs", &key(name)).unwrap(), objstore_db_core::SyncStatus::Synced);
+    }
+    assert_eq!(peer.count(), 5, "nothing is sent twice");
+}
+
 #[test]
 fn a_refused_marker_leaves_the_write_standing_and_says_so() {
     use Misbehaviour::*;
@@ -504,8 +540,68 @@ fn the_outbox_sends_objects_side_by_side_and_each_objects_writes_in_order() {
         let values = reader.values("docs", &ScanOptions::new()).unwrap();
         assert_eq!(values.len(), 19, "{place}");
         assert!(values.iter().all(|v| v["round"] == 2), "{place}: every object's last write is the one kept");
-        let markers = objects_under(&options).into_iter().filter(|n| n.starts_with(".objstore-changes/")).count();
-        assert_eq!(markers, 61, "{place}: a marker per write");
+        let markers: Vec<String> =
+            objects_under(&options).into_iter().filter(|n| n.starts_with(".objstore-changes/")).collect();
+        // Each round's 20 writes went out together under one marker; the removal, alone, has
+        // a marker of its own.
+        let waves = markers.iter().filter(|n| n.ends_with("/w20")).count();
+        assert_eq!((markers.len(), waves), (4, 3), "{place}: a marker per wave: {markers:?}");
+    }
+}
+
+#[test]
+fn a_flush_of_many_writes_leaves_one_marker_and_a_reader_learns_them_with_one_get() {
+    let dir = TempDir::new().unwrap();
+    for (place, options) in places("changelog-wave-read", dir.path()) {
+        let writes = [store(
+            "results",
+            &options,
+            json!({"changeLog": true, "metadata": ["version"]}),
+            json!({"format": "objstore", "immutable": true}),
+        )];
+        let layout = json!({"changeLog": true, "keyLayout": "{platform}/{browser}/{run}"});
+        let reads = [
+            store("results", &options, json!({"changeLog": true}), json!({"format": "objstore", "immutable": true})),
+            store(
+                "results-meta",
+                &options,
+                layout,
+                json!({"format": "objstore-meta", "prefetch": "meta", "prefetchRefractoryPeriod": 0}),
+            ),
+        ];
+        let mut writer = client(&dir.path().join(format!("{place}-w.sqlite3")), &writes);
+        writer.put("results", json!({"version": "1.0"}), Some(key("linux/c/0001"))).unwrap();
+        let mut reader = client(&dir.path().join(format!("{place}-r.sqlite3")), &reads);
+        // Each pair's newest run: every pair here has one.
+        let all = ScanOptions::new().index("platform, browser").unique().limit(50);
+        assert_eq!(reader.keys("results-meta", &all).unwrap().len(), 1, "{place}");
+        reader.take_sync_stats();
+
+        writer.set_offline(true);
+        let names: Vec<String> = (2..8).map(|n| format!("linux/node-{n}/{n:04}")).collect();
+        for (n, name) in names.iter().enumerate() {
+            writer.db.put("results", json!({"version": format!("2.{n}")}), Some(key(name))).unwrap();
+        }
+        writer.set_offline(false);
+        assert_eq!(writer.flush().unwrap().sent, 6, "{place}");
+        let markers: Vec<String> =
+            objects_under(&options).into_iter().filter(|n| n.starts_with(".objstore-changes/")).collect();
+        assert_eq!(markers.len(), 2, "{place}: the first write's marker, then one for the six: {markers:?}");
+        assert!(markers[1].ends_with("/w6"), "{place}: {markers:?}");
+
+        // The warm refresh: the log's listing, and the wave marker's body for all six, with
+        // their metadata (a name cannot carry it): no request per object.
+        assert_eq!(reader.keys("results-meta", &all).unwrap().len(), 7, "{place}");
+        let warm = reader.take_sync_stats();
+        assert_eq!((warm.count("LIST"), warm.count("GET"), warm.total()), (1, 1, 2), "{place}: {warm:?}");
+        let record = reader.get("results-meta", &key("linux/node-4/0004")).unwrap().unwrap();
+        assert_eq!(record["metadata"]["version"], "2.2", "{place}: {record}");
+        assert_eq!(record["metadata"]["browser"], "node-4", "{place}: {record}");
+        // The marker is still in the window, and is not read again.
+        reader.take_sync_stats();
+        assert_eq!(reader.keys("results-meta", &all).unwrap().len(), 7, "{place}");
+        let again = reader.take_sync_stats();
+        assert_eq!((again.count("LIST"), again.total()), (1, 1), "{place}: {again:?}");
     }
 }
 

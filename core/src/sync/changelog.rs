@@ -16,6 +16,12 @@
 //! (one LIST, empty when nothing is new) and asks the bucket only about objects whose version
 //! it does not hold.
 //!
+//! Several writes sent together by one flush (to one store) share one marker instead, a wave
+//! marker `{prefix}.objstore-changes/{ms:013}-{writer:016x}-{n:08x}/w{count}`, whose body names
+//! them: `{"writes": [{"id", "size", "etag", "metadata"} | {"id", "removed": true}]}`. It costs
+//! the writer one request for the whole wave, and a reader one GET (then kept: a marker never
+//! changes) instead of a HEAD per object for the metadata a name cannot carry.
+//!
 //! Clocks differ and a marker can land after a later one: readers and writers both go by the
 //! bucket's clock, and a reader lists from a window (`Options.changeLogWindowMs`, a minute
 //! unless set) before the time of its last read, which covers what is left of the skew (a
@@ -37,7 +43,9 @@ use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
 
-use crate::bucket::ObjectInfo;
+use serde::{Deserialize, Serialize};
+
+use crate::bucket::{Metadata, ObjectInfo};
 
 /// The log's folder under a store's prefix. Listings of the store leave it out.
 pub const DIR: &str = ".objstore-changes/";
@@ -68,15 +76,107 @@ pub struct Marker {
     pub op: Op,
     /// When the bucket took the marker (ISO 8601, from the listing).
     pub last_modified: String,
+    /// The object's metadata headers, when a wave marker carried them.
+    pub metadata: Option<Metadata>,
 }
 
-/// The name of a new marker for `op` on object `id`, under the log at `log`.
-pub fn marker_name(log: &str, now_ms: u64, id: &str, op: &Op) -> String {
+/// A wave marker read from a listing: its writes are in its body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Wave {
+    /// The marker's full name, for the GET of its body.
+    pub key: String,
+    pub at_ms: u64,
+    pub writer: String,
+    pub n: u32,
+    pub last_modified: String,
+}
+
+/// A write a wave marker names.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WaveWrite {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub removed: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// Quoted, as S3 gives it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub etag: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Metadata>,
+}
+
+impl WaveWrite {
+    /// The entry for `op` on object `id`, with its metadata headers.
+    pub fn new(id: &str, op: &Op, metadata: Option<Metadata>) -> WaveWrite {
+        match op {
+            Op::Put { size, etag } => {
+                WaveWrite { id: id.to_string(), removed: false, size: Some(*size), etag: etag.clone(), metadata }
+            }
+            Op::Remove => WaveWrite { id: id.to_string(), removed: true, size: None, etag: None, metadata: None },
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct WaveBody {
+    writes: Vec<WaveWrite>,
+}
+
+/// `{ms:013}-{writer:016x}-{n:08x}`: the writer's clock, its number, its counter.
+fn stamp(now_ms: u64) -> String {
     static WRITER: OnceLock<u64> = OnceLock::new();
     static COUNTER: AtomicU32 = AtomicU32::new(0);
     // A random number per process: two writers in one millisecond never share a name.
     let writer = *WRITER.get_or_init(|| std::collections::hash_map::RandomState::new().build_hasher().finish());
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!("{now_ms:013}-{writer:016x}-{n:08x}")
+}
+
+/// A stamp's time, writer and counter.
+fn parse_stamp(stamp: &str) -> Option<(u64, String, u32)> {
+    let at_ms = stamp.get(..13).filter(|d| d.bytes().all(|b| b.is_ascii_digit()))?.parse().ok()?;
+    let (writer, n) = stamp.get(14..)?.split_once('-')?;
+    Some((at_ms, writer.to_string(), u32::from_str_radix(n, 16).ok()?))
+}
+
+/// The name and body of a wave marker for `writes`, under the log at `log`.
+pub fn wave(log: &str, now_ms: u64, writes: Vec<WaveWrite>) -> (String, Vec<u8>) {
+    let name = format!("{log}{}/w{}", stamp(now_ms), writes.len());
+    (name, serde_json::to_vec(&WaveBody { writes }).expect("a wave marker serialises"))
+}
+
+/// Reads a listed wave marker; `None` for anything else.
+pub fn parse_wave(log: &str, info: &ObjectInfo) -> Option<Wave> {
+    let (stamp, count) = info.key.strip_prefix(log)?.split_once('/')?;
+    count.strip_prefix('w')?.parse::<u32>().ok()?;
+    let (at_ms, writer, n) = parse_stamp(stamp)?;
+    Some(Wave { key: info.key.clone(), at_ms, writer, n, last_modified: info.last_modified.clone() })
+}
+
+/// The markers a wave marker's body stands for; `None` for a body that is not one.
+pub fn wave_markers(wave: &Wave, body: &[u8]) -> Option<Vec<Marker>> {
+    let body: WaveBody = serde_json::from_slice(body).ok()?;
+    let marker = |w: WaveWrite| {
+        let op = match (w.removed, w.size) {
+            (true, _) => Op::Remove,
+            (false, size) => Op::Put { size: size?, etag: w.etag.filter(|e| e.len() > 2) },
+        };
+        (!w.id.is_empty()).then_some(Marker {
+            at_ms: wave.at_ms,
+            writer: wave.writer.clone(),
+            n: wave.n,
+            id: w.id,
+            op,
+            last_modified: wave.last_modified.clone(),
+            metadata: w.metadata,
+        })
+    };
+    body.writes.into_iter().map(marker).collect()
+}
+
+/// The name of a new marker for `op` on object `id`, under the log at `log`.
+pub fn marker_name(log: &str, now_ms: u64, id: &str, op: &Op) -> String {
     let op = match op {
         Op::Put { size, etag } => {
             let etag = etag.as_deref().map(|e| e.trim_matches('"')).filter(|e| is_name_safe(e)).unwrap_or("");
@@ -84,7 +184,7 @@ pub fn marker_name(log: &str, now_ms: u64, id: &str, op: &Op) -> String {
         }
         Op::Remove => "d".to_string(),
     };
-    format!("{log}{now_ms:013}-{writer:016x}-{n:08x}/{op}/{id}")
+    format!("{log}{}/{op}/{id}", stamp(now_ms))
 }
 
 /// The oldest marker time a reader of the log still reads: older ones may be removed.
@@ -103,9 +203,7 @@ pub fn parse(log: &str, info: &ObjectInfo) -> Option<Marker> {
     let rest = info.key.strip_prefix(log)?;
     let (stamp, rest) = rest.split_once('/')?;
     let (op, id) = rest.split_once('/')?;
-    let at_ms = stamp.get(..13).filter(|d| d.bytes().all(|b| b.is_ascii_digit()))?.parse().ok()?;
-    let (writer, n) = stamp.get(14..)?.split_once('-')?;
-    let (writer, n) = (writer.to_string(), u32::from_str_radix(n, 16).ok()?);
+    let (at_ms, writer, n) = parse_stamp(stamp)?;
     let op = match op {
         "d" => Op::Remove,
         _ => {
@@ -119,7 +217,8 @@ pub fn parse(log: &str, info: &ObjectInfo) -> Option<Marker> {
     if id.is_empty() {
         return None;
     }
-    Some(Marker { at_ms, writer, n, id: id.to_string(), op, last_modified: info.last_modified.clone() })
+    let last_modified = info.last_modified.clone();
+    Some(Marker { at_ms, writer, n, id: id.to_string(), op, last_modified, metadata: None })
 }
 
 /// Each object's last marker among `markers` (listed in name order), and whether other writers
@@ -198,6 +297,25 @@ mod tests {
         other.writer = "another".into();
         let latest = latest_per_object([&markers[1], &other]);
         assert!(latest["d"].1, "two writers: the reader asks the bucket");
+    }
+
+    #[test]
+    fn a_wave_marker_names_its_writes_in_its_body_and_reads_back() {
+        let log = "p/.objstore-changes/";
+        let put = Op::Put { size: 7, etag: Some("\"e1\"".into()) };
+        let meta: Metadata = [("platform".to_string(), "linux".to_string())].into();
+        let writes = vec![WaveWrite::new("a/1", &put, Some(meta.clone())), WaveWrite::new("b", &Op::Remove, None)];
+        let (name, body) = wave(log, 1_764_000_000_000, writes);
+        assert!(name.ends_with("/w2"), "{name}");
+        assert_eq!(parse(log, &listed(name.clone())), None, "not a marker of one write");
+        let found = parse_wave(log, &listed(name)).unwrap();
+        let markers = wave_markers(&found, &body).unwrap();
+        assert_eq!(markers.len(), 2);
+        assert_eq!((markers[0].id.as_str(), &markers[0].op, &markers[0].metadata), ("a/1", &put, &Some(meta)));
+        assert_eq!((markers[1].id.as_str(), &markers[1].op, markers[1].at_ms), ("b", &Op::Remove, 1_764_000_000_000));
+        assert_eq!(markers[0].n, markers[1].n, "one write each, one counter");
+        assert_eq!(wave_markers(&found, b"{\"writes\": [{\"id\": \"x\"}]}"), None, "a put without its size");
+        assert_eq!(wave_markers(&found, b"not json"), None);
     }
 
     #[test]

@@ -209,8 +209,20 @@ impl Agent {
                 return HashMap::new();
             }
         }
-        let answers = parallel(&ahead, concurrency, |item| self.send(item, token));
-        ahead.iter().map(|item| item.sequence).zip(answers).collect()
+        // The bodies go out together, then their markers: one wave marker per store for all
+        // that landed.
+        let bodies = parallel(&ahead, concurrency, |item| self.send_body(item, token));
+        let mut answers: HashMap<u64, Result<Option<String>>> = HashMap::new();
+        let mut landed = Vec::new();
+        for (item, body) in ahead.iter().zip(bodies) {
+            match body {
+                Ok(etag) => landed.push((item, etag)),
+                Err(e) => drop(answers.insert(item.sequence, Err(e))),
+            }
+        }
+        let sequences: Vec<u64> = landed.iter().map(|(item, _)| item.sequence).collect();
+        answers.extend(sequences.into_iter().zip(self.mark(landed, token)));
+        answers
     }
 
     /// Whether `item`'s bucket is one the flush stopped sending to.
@@ -218,32 +230,67 @@ impl Agent {
         self.stores.get(&item.entry.store).is_some_and(|s| stopped.contains(&s.address))
     }
 
-    /// Sends one write and, for a store that keeps a change log, its marker after it. A marker
-    /// that cannot be written fails the write, which is sent again later: its body already in
-    /// place then counts as sent, and the marker follows.
+    /// Sends one write and, for a store that keeps a change log, its marker after it.
     pub(super) fn send(&self, item: &OutboxItem, token: &Token) -> Result<Option<String>> {
-        let etag = match &item.entry.landed {
-            // The body is in place from an earlier send: only the marker is owed.
-            Some(etag) => Some(etag.clone()).filter(|e| !e.is_empty()),
-            None => self.send_object(item, token)?,
-        };
-        let Some(log) = self.stores.get(&item.entry.store).and_then(|s| s.config.policy.change_log.as_ref()) else {
-            return Ok(etag);
-        };
-        let op = match (&item.entry.value, item.entry.op) {
-            (Some(value), op) if op != WriteOp::Delete => {
-                let size = serde_json::to_vec(value).map_or(0, |b| b.len() as u64);
-                changelog::Op::Put { size, etag: etag.clone() }
+        let etag = self.send_body(item, token)?;
+        self.mark(vec![(item, etag)], token).pop().expect("an answer per write")
+    }
+
+    /// Sends a write's body, unless it is in place from an earlier send (only its marker was
+    /// owed); answers the version the bucket holds.
+    pub(super) fn send_body(&self, item: &OutboxItem, token: &Token) -> Result<Option<String>> {
+        match &item.entry.landed {
+            Some(etag) => Ok(Some(etag.clone()).filter(|e| !e.is_empty())),
+            None => self.send_object(item, token),
+        }
+    }
+
+    /// Follows writes whose bodies reached the bucket (`sent`, with their versions) with their
+    /// change-log markers, for the stores that keep a log: a marker per write, or one wave
+    /// marker for several writes to one store. Answers each write in order. A marker that
+    /// cannot be written now fails its writes, which are sent again later (their bodies in place
+    /// then count as sent, and the marker follows); one refused for good leaves them standing,
+    /// and an error event says so.
+    pub(super) fn mark(&self, sent: Vec<(&OutboxItem, Option<String>)>, token: &Token) -> Vec<Result<Option<String>>> {
+        let mut answers: Vec<Option<Result<Option<String>>>> = Vec::with_capacity(sent.len());
+        let mut by_store: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, (item, etag)) in sent.iter().enumerate() {
+            let logged = self.stores.get(&item.entry.store).is_some_and(|s| s.config.policy.change_log.is_some());
+            answers.push((!logged).then(|| Ok(etag.clone())));
+            if logged {
+                by_store.entry(item.entry.store.as_str()).or_default().push(i);
             }
-            _ => changelog::Op::Remove,
-        };
-        let s = &self.stores[&item.entry.store];
-        let marker = changelog::marker_name(&log.prefix, self.bucket_now_ms(s), &item.entry.id, &op);
-        match s.bucket.put(&marker, b"", &PutOptions::default(), token) {
-            Ok(_) => {
-                self.prune_log(&item.entry.store, s, log);
-                Ok(etag)
+        }
+        for (store, writes) in by_store {
+            let (s, log) = (&self.stores[store], self.stores[store].config.policy.change_log.as_ref().expect("logged"));
+            let ops: Vec<changelog::Op> = writes.iter().map(|&i| marker_op(sent[i].0, &sent[i].1)).collect();
+            let now = self.bucket_now_ms(s);
+            let (name, body) = match writes.as_slice() {
+                [one] => (changelog::marker_name(&log.prefix, now, &sent[*one].0.entry.id, &ops[0]), Vec::new()),
+                _ => {
+                    let listed = writes.iter().zip(&ops).map(|(&i, op)| {
+                        let metadata = sent[i].0.entry.value.as_ref().map(|v| s.config.policy.metadata_of(v));
+                        changelog::WaveWrite::new(&sent[i].0.entry.id, op, metadata)
+                    });
+                    changelog::wave(&log.prefix, now, listed.collect())
+                }
+            };
+            let outcome = s.bucket.put(&name, &body, &PutOptions::default(), token);
+            for &i in &writes {
+                let (item, etag) = &sent[i];
+                answers[i] = Some(self.marked(item, etag.clone(), &outcome));
             }
+            if outcome.is_ok() {
+                self.prune_log(store, s, log);
+            }
+        }
+        answers.into_iter().map(|a| a.expect("every write answered")).collect()
+    }
+
+    /// A write's answer once its marker was sent (`outcome`).
+    fn marked(&self, item: &OutboxItem, etag: Option<String>, outcome: &Result<Option<String>>) -> Result<Option<String>> {
+        match outcome {
+            Ok(_) => Ok(etag),
             Err(e) if e.is_offline() || matches!(e, Error::Remote { status: 408 | 429 | 500.., .. }) => {
                 if item.entry.landed.is_none() {
                     let landed = Change::Landed {
@@ -254,7 +301,7 @@ impl Agent {
                     };
                     self.landed.lock().unwrap_or_else(|p| p.into_inner()).push(landed);
                 }
-                Err(e)
+                Err(transient_copy(e))
             }
             // Refused for good: the write stands, and readers learn of it at their next full
             // listing. An error event says so.
@@ -360,6 +407,28 @@ impl Agent {
                 _ => Change::Drop { store: meta.clone(), id: id.clone() },
             })
             .collect()
+    }
+}
+
+/// A copy of the bucket's passing failure to write a marker, for each write it fails.
+fn transient_copy(e: &Error) -> Error {
+    match e {
+        Error::Remote { what, status, detail } => {
+            Error::Remote { what: what.clone(), status: *status, detail: detail.clone() }
+        }
+        Error::Unreachable { what, reason } => Error::Unreachable { what: what.clone(), reason: reason.clone() },
+        other => Error::Unreachable { what: "a change-log marker".into(), reason: other.to_string() },
+    }
+}
+
+/// What the change log says of `item`, sent at version `etag`.
+fn marker_op(item: &OutboxItem, etag: &Option<String>) -> changelog::Op {
+    match (&item.entry.value, item.entry.op) {
+        (Some(value), op) if op != WriteOp::Delete => {
+            let size = serde_json::to_vec(value).map_or(0, |b| b.len() as u64);
+            changelog::Op::Put { size, etag: etag.clone() }
+        }
+        _ => changelog::Op::Remove,
     }
 }
 

@@ -335,8 +335,10 @@ impl Agent {
         };
         let listing = list_all(&*s.bucket, &request, token);
         self.note(s, &listing);
-        let markers: Vec<changelog::Marker> =
-            listing?.objects.iter().filter_map(|o| changelog::parse(log, o)).collect();
+        let listed = listing?.objects;
+        let mut markers: Vec<changelog::Marker> = listed.iter().filter_map(|o| changelog::parse(log, o)).collect();
+        let waves = listed.iter().filter_map(|o| changelog::parse_wave(log, o)).collect();
+        markers.extend(self.read_waves(s, log, request.start_after.as_deref().unwrap_or(log), waves, token)?);
         // The validators of the objects the markers name, not of the whole store.
         let mut ids: Vec<String> = markers.iter().map(|m| m.id.clone()).collect();
         ids.sort();
@@ -354,7 +356,9 @@ impl Agent {
             let held = local.known.get(id).and_then(|k| k.etag.as_ref());
             match &marker.op {
                 // Markers carry no metadata headers: a store that keeps them from listings asks.
-                _ if several_writers || s.config.connection.list_metadata => unsure.push(id.to_string()),
+                _ if several_writers || (s.config.connection.list_metadata && marker.metadata.is_none()) => {
+                    unsure.push(id.to_string())
+                }
                 // Markers already acted on name the version held: they cost nothing.
                 changelog::Op::Put { etag: Some(etag), .. } if held == Some(etag) => {}
                 changelog::Op::Put { size, etag: Some(etag) } => learnt.described.push((
@@ -364,7 +368,7 @@ impl Agent {
                         etag: etag.clone(),
                         last_modified: marker.last_modified.clone(),
                         size: *size,
-                        metadata: None,
+                        metadata: marker.metadata.clone(),
                     },
                 )),
                 changelog::Op::Put { etag: None, .. } => unsure.push(id.to_string()),
@@ -382,5 +386,35 @@ impl Agent {
             }
         }
         Ok((learnt, local))
+    }
+
+    /// The writes named by the wave markers `waves` (listed in the log at `log` after `after`):
+    /// each marker's body is read once, then kept while the window still lists it. A marker
+    /// gone since the listing (pruned) or whose body is not a wave's names nothing.
+    fn read_waves(
+        &self,
+        s: &SyncedStore,
+        log: &str,
+        after: &str,
+        waves: Vec<changelog::Wave>,
+        token: &Token,
+    ) -> Result<Vec<changelog::Marker>> {
+        let mut read = self.waves_read.lock().unwrap_or_else(|p| p.into_inner());
+        read.retain(|name, _| !name.starts_with(log) || name.as_str() > after);
+        let unread: Vec<&changelog::Wave> = waves.iter().filter(|w| !read.contains_key(&w.key)).collect();
+        drop(read);
+        let bodies = parallel(&unread, s.config.connection.concurrency, |wave| {
+            s.bucket.get(&wave.key, &Default::default(), token)
+        });
+        let mut read = self.waves_read.lock().unwrap_or_else(|p| p.into_inner());
+        for (wave, body) in unread.into_iter().zip(bodies) {
+            self.note(s, &body);
+            let writes = match body? {
+                Fetched::Found(object) => changelog::wave_markers(wave, &object.body).unwrap_or_default(),
+                _ => Vec::new(),
+            };
+            read.insert(wave.key.clone(), writes);
+        }
+        Ok(waves.iter().flat_map(|w| read.get(&w.key).cloned().unwrap_or_default()).collect())
     }
 }
