@@ -375,6 +375,33 @@ fn a_server_that_ignores_conditional_writes_is_found_out_and_writes_are_checked_
     }
 }
 
+/// On a server that ignores conditions, creates a flush sends together are checked with one
+/// listing of the range their names span, not a GET each: a name the listing shows (another
+/// client's object) is still checked by reading, and refused, and nothing is overwritten.
+#[test]
+fn creates_sent_together_where_conditions_are_ignored_are_checked_with_one_listing() {
+    let options = garage(&unique_prefix("listcheck"));
+    let (_dir, mut a, mut b) = two_clients(&options, json!({}));
+    b.put("docs", json!({"by": "b"}), Some(key("run/03"))).unwrap();
+    a.put("docs", json!({"first": true}), Some(key("first"))).unwrap(); // a learns the server's ways
+    assert_eq!(a.sync_stats().conditional_writes.values().collect::<Vec<_>>(), vec![&false]);
+    a.set_offline(true);
+    for n in 0..6 {
+        a.db.put("docs", json!({"by": "a", "n": n}), Some(key(&format!("run/{n:02}")))).unwrap();
+    }
+    a.set_offline(false);
+    a.take_sync_stats();
+    let report = a.flush().unwrap();
+    assert_eq!((report.sent, report.rejected.len()), (5, 1), "{report:?}");
+    assert_eq!(report.rejected[0].1.code(), ErrorCode::Conflict, "{report:?}");
+    let stats = a.take_sync_stats();
+    // One listing for the six, a GET for the one it showed taken, a PUT for each of the others.
+    assert_eq!((stats.count("LIST"), stats.count("GET"), stats.count("PUT")), (1, 1, 5), "{stats:?}");
+    let (_d, mut reader, _) = two_clients(&options, json!({}));
+    assert_eq!(reader.get("docs", &key("run/03")).unwrap(), Some(json!({"by": "b"})), "b's object stands");
+    assert_eq!(reader.get("docs", &key("run/05")).unwrap(), Some(json!({"by": "a", "n": 5})));
+}
+
 /// A write whose answer was lost (it landed, its acknowledgement never came) meets its own
 /// body at the retry: it counts as sent, whether the server refuses the retry with a 412 (moto)
 /// or the library checks with a GET because the server ignores conditions (Garage) (review N3).

@@ -8,6 +8,7 @@
 pub mod agent;
 pub mod changelog;
 pub mod config;
+mod pool;
 pub mod reads;
 pub mod runner;
 mod synced;
@@ -21,7 +22,8 @@ pub use reads::ReadScope;
 pub use runner::Runner;
 pub use synced::SyncedDatabase;
 
-/// Runs `work` on `items` with at most `concurrency` threads at once, results in input order.
+/// Runs `work` on `items` with at most `concurrency` threads at once (kept threads: `pool`),
+/// results in input order. A panic in `work` is raised again here.
 pub fn parallel<T: Sync, R: Send>(items: &[T], concurrency: usize, work: impl Fn(&T) -> R + Sync) -> Vec<R> {
     let mut results: Vec<Option<R>> = (0..items.len()).map(|_| None).collect();
     parallel_each(items, concurrency, work, |i, result| results[i] = Some(result));
@@ -44,21 +46,15 @@ pub fn parallel_each<T: Sync, R: Send>(
         return;
     }
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let (done, results) = std::sync::mpsc::channel();
-    std::thread::scope(|scope| {
-        for _ in 0..concurrency.min(items.len()) {
-            let done = done.clone();
-            let (next, work) = (&next, &work);
-            scope.spawn(move || loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(item) = items.get(i) else { break };
-                if done.send((i, work(item))).is_err() {
-                    break;
-                }
-            });
+    let task = |done: &std::sync::mpsc::Sender<(usize, R)>| loop {
+        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let Some(item) = items.get(i) else { break };
+        if done.send((i, work(item))).is_err() {
+            break;
         }
-        drop(done);
-        for (i, result) in results {
+    };
+    pool::run_scoped(concurrency.min(items.len()), &task, |results| {
+        for (i, result) in results.iter() {
             each(i, result);
         }
     });
@@ -85,5 +81,44 @@ mod tests {
         );
         assert!(seen.iter().all(|n| *n == 1), "{seen:?}");
         assert_eq!(parallel(&items, 8, |i| i + 1), (1..=100).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn the_threads_are_kept_for_the_next_call_and_calls_may_nest() {
+        let items: Vec<usize> = (0..16).collect();
+        let threads = |_: &usize| {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            std::thread::current().id()
+        };
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..5 {
+            seen.extend(parallel(&items, 4, threads));
+            // A call returns as its jobs end, a moment before their threads wait for more.
+            std::thread::sleep(std::time::Duration::from_millis(30));
+        }
+        // Threads started for each call would be 20 (other tests may take some kept ones).
+        assert!(seen.len() < 20, "the calls ran on kept threads: {} threads", seen.len());
+        assert!(!seen.contains(&std::thread::current().id()));
+        // Work that itself runs work side by side: no job waits for a thread another holds.
+        let sums = parallel(&items, 8, |&i| parallel(&items, 8, |&j| i * j).into_iter().sum::<usize>());
+        assert_eq!(sums, items.iter().map(|i| i * 120).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_panic_in_the_work_reaches_the_caller_once_every_item_is_done() {
+        let items: Vec<usize> = (0..20).collect();
+        let done = std::sync::atomic::AtomicUsize::new(0);
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            parallel(&items, 4, |&i| {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+                done.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                assert_ne!(i, 3, "item three fails");
+            })
+        }));
+        let message = outcome.unwrap_err().downcast::<String>().map(|m| *m).unwrap_or_default();
+        assert!(message.contains("item three fails"), "{message}");
+        // The thread whose item panicked stopped; the others went on to the end.
+        assert!(done.load(std::sync::atomic::Ordering::SeqCst) >= 17);
+        assert_eq!(parallel(&items, 4, |i| i + 1)[19], 20, "the kept threads still work");
     }
 }

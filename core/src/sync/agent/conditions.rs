@@ -2,10 +2,11 @@
 //! for one that does not, the same conditions checked by reading first. Also the version check
 //! a remove makes (S3 servers honour no conditional DELETE).
 
+use std::collections::HashSet;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::{Agent, Port, SyncedStore};
-use crate::bucket::{etag_of, Fetched, PutMode, PutOptions, Validators};
+use crate::bucket::{etag_of, Fetched, ListRequest, PutMode, PutOptions, Validators};
 use crate::error::{Error, Result};
 use crate::events::EventKind;
 use crate::replica::policy::Format;
@@ -65,6 +66,57 @@ pub(super) fn probe_conditional_writes(s: &SyncedStore, token: &Token) -> Result
     }
     let _ = s.bucket.delete(&name, token);
     honoured
+}
+
+impl Agent {
+    /// Of `items` sent together, the creates (writes of objects this client never read) to a
+    /// bucket that ignores conditional writes whose object one listing shows absent: one
+    /// listing page over the range their names span, instead of a GET each before its PUT.
+    /// Names listed (another client's, or this write's own body from before a crash), names
+    /// beyond a truncated page, and everything when the listing fails, are checked by reading
+    /// as usual.
+    pub(super) fn absent_by_listing(&self, items: &[OutboxItem], token: &Token) -> HashSet<u64> {
+        let mut absent = HashSet::new();
+        let creates = items.iter().filter(|item| {
+            let entry = &item.entry;
+            entry.landed.is_none()
+                && entry.value.is_some()
+                && matches!(entry.op, WriteOp::Create | WriteOp::Put)
+                && item.known_etag.is_none()
+                && self.stores.get(&entry.store).is_some_and(|s| {
+                    s.config.policy.format == Format::Objstore
+                        && self.accounting.conditional_writes(&s.address) == Some(false)
+                })
+        });
+        let mut by_store: std::collections::HashMap<&str, Vec<(String, u64)>> = Default::default();
+        for item in creates {
+            let s = &self.stores[&item.entry.store];
+            by_store.entry(&item.entry.store).or_default().push((s.object_key(&item.entry.id), item.sequence));
+        }
+        for (store, mut names) in by_store.into_iter().filter(|(_, names)| names.len() > 1) {
+            let s = &self.stores[store];
+            names.sort();
+            let (first, last) = (&names[0].0, &names[names.len() - 1].0);
+            let common = first.bytes().zip(last.bytes()).take_while(|(a, b)| a == b).count();
+            let prefix = first[..first.floor_char_boundary(common)].to_string();
+            // Listed from just before the first name: the name less its last character.
+            let before = first[..first.floor_char_boundary(first.len() - 1)].to_string();
+            let request = ListRequest {
+                prefix,
+                start_after: Some(before).filter(|b| !b.is_empty()),
+                version: s.config.connection.list_version,
+                ..Default::default()
+            };
+            let page = s.bucket.list_page(&request, token);
+            self.note(s, &page);
+            let Ok(page) = page else { continue };
+            let listed: HashSet<&str> = page.objects.iter().map(|o| o.key.as_str()).collect();
+            // A truncated page covers the names up to its last one.
+            let covered = |name: &str| page.next.is_none() || page.objects.last().is_some_and(|o| name <= o.key.as_str());
+            absent.extend(names.iter().filter(|(name, _)| covered(name) && !listed.contains(name.as_str())).map(|(_, seq)| *seq));
+        }
+        absent
+    }
 }
 
 /// A conditional write to a bucket that ignores conditions: the condition is checked with a

@@ -211,7 +211,9 @@ impl Agent {
         }
         // The bodies go out together, then their markers: one wave marker per store for all
         // that landed.
-        let bodies = parallel(&ahead, concurrency, |item| self.send_body(item, token));
+        let absent = self.absent_by_listing(&ahead, token);
+        let bodies =
+            parallel(&ahead, concurrency, |item| self.send_body(item, absent.contains(&item.sequence), token));
         let mut answers: HashMap<u64, Result<Option<String>>> = HashMap::new();
         let mut landed = Vec::new();
         for (item, body) in ahead.iter().zip(bodies) {
@@ -232,16 +234,17 @@ impl Agent {
 
     /// Sends one write and, for a store that keeps a change log, its marker after it.
     pub(super) fn send(&self, item: &OutboxItem, token: &Token) -> Result<Option<String>> {
-        let etag = self.send_body(item, token)?;
+        let etag = self.send_body(item, false, token)?;
         self.mark(vec![(item, etag)], token).pop().expect("an answer per write")
     }
 
     /// Sends a write's body, unless it is in place from an earlier send (only its marker was
-    /// owed); answers the version the bucket holds.
-    pub(super) fn send_body(&self, item: &OutboxItem, token: &Token) -> Result<Option<String>> {
+    /// owed); answers the version the bucket holds. `known_absent`: a listing just showed its
+    /// object absent (`absent_by_listing`).
+    pub(super) fn send_body(&self, item: &OutboxItem, known_absent: bool, token: &Token) -> Result<Option<String>> {
         match &item.entry.landed {
             Some(etag) => Ok(Some(etag.clone()).filter(|e| !e.is_empty())),
-            None => self.send_object(item, token),
+            None => self.send_object(item, known_absent, token),
         }
     }
 
@@ -348,7 +351,7 @@ impl Agent {
         })
     }
 
-    pub(super) fn send_object(&self, item: &OutboxItem, token: &Token) -> Result<Option<String>> {
+    pub(super) fn send_object(&self, item: &OutboxItem, known_absent: bool, token: &Token) -> Result<Option<String>> {
         let entry = &item.entry;
         let s = self.store(&entry.store).map_err(|_| {
             Error::InvalidArgument(format!(
@@ -372,7 +375,11 @@ impl Agent {
             _ => PutMode::Create,
         };
         if mode != PutMode::Overwrite && self.accounting.conditional_writes(&s.address) == Some(false) {
-            if let Some(own) = check_by_reading(s, &name, item.known_etag.as_deref(), &mode, &body, token)? {
+            let own = match known_absent && mode == PutMode::Create {
+                true => None, // a listing just showed no object there
+                false => check_by_reading(s, &name, item.known_etag.as_deref(), &mode, &body, token)?,
+            };
+            if let Some(own) = own {
                 return Ok(Some(own));
             }
             // Checked: a header the server ignores (or refuses outright) adds nothing.
