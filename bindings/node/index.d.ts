@@ -386,7 +386,7 @@ export interface StorageOptions {
 }
 
 /** Requests made to the buckets since the last reset, what they cost, and what is known of each
- * bucket's conditional writes (false: writes are checked with a GET first). */
+ * bucket's conditional writes (false: writes are checked by reading first). */
 export interface SyncStats {
   /** Requests by kind (`GET`, `PUT`, `LIST`, …) and HTTP status. */
   requests: { [method: string]: { [status: string]: number } };
@@ -448,7 +448,7 @@ export interface Opened {
   previousVersion: number | null;
   /** The stores as stored. */
   stores: StoreSchema[];
-  /** Said once per bucket that ignores conditional writes (writes are then checked with a GET). */
+  /** Said once per bucket that ignores conditional writes (writes are then checked by reading first). */
   warnings?: string[];
 }
 

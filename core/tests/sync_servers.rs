@@ -343,7 +343,9 @@ fn a_server_that_ignores_conditional_writes_is_found_out_and_writes_are_checked_
         let stats = a.sync_stats();
         assert_eq!(stats.conditional_writes.values().collect::<Vec<_>>(), vec![&honours], "{stats:?}");
         let warned = errors.lock().unwrap().iter().any(|e| {
-            e.message.as_deref().is_some_and(|m| m.contains("ignores conditional writes") && m.contains("GET first"))
+            e.message
+                .as_deref()
+                .is_some_and(|m| m.contains("ignores conditional writes") && m.contains("checked by reading first"))
         });
         assert_eq!(warned, !honours);
         // b never read k: its put must not replace a's object, whichever server.

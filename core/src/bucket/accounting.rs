@@ -33,7 +33,7 @@ pub struct Stats {
     pub bytes_sent: u64,
     pub bytes_received: u64,
     /// Whether each bucket (by address) honours conditional writes, where that is known: one
-    /// that does not has writes checked with a GET first (see `sync::agent`).
+    /// that does not has writes checked by reading first (see `sync::agent`).
     pub conditional_writes: BTreeMap<String, bool>,
 }
 

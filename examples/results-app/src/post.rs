@@ -155,7 +155,7 @@ pub(crate) fn call<T: Send + 'static>(
 
 impl Writer {
     pub fn open(target: &Target) -> AppResult<Writer> {
-        let db = Self::open_database(target)?;
+        let db = Self::open_database(target, None)?;
         Ok(Writer {
             target: target.clone(),
             current: std::sync::Mutex::new((db, 0)),
@@ -170,11 +170,17 @@ impl Writer {
         self.stored.clone()
     }
 
-    fn open_database(target: &Target) -> AppResult<Db> {
+    /// A writer database; `conditional_writes`, what an earlier one learnt of the bucket's
+    /// conditional writes, spares this one the probe (four requests and a stalled wave).
+    fn open_database(target: &Target, conditional_writes: Option<bool>) -> AppResult<Db> {
         let mut schema = target.schema();
+        let options = &mut schema["stores"][0]["Sync"]["Options"];
         // A wave's runs go out together: up to WAVE_REQUESTS requests at once (the library's
         // default is 8), as a bucket takes many writes in parallel far faster than in turn.
-        schema["stores"][0]["Sync"]["Options"]["concurrency"] = json!(WAVE_REQUESTS);
+        options["concurrency"] = json!(WAVE_REQUESTS);
+        if let Some(honoured) = conditional_writes {
+            options["conditionalWrites"] = json!(honoured);
+        }
         open_and_wait("results-writer", &schema, MechanismKind::Memory)
     }
 
@@ -183,7 +189,8 @@ impl Writer {
     fn database(&self, runs: u64) -> AppResult<Db> {
         let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());
         if current.1 >= RUNS_PER_DATABASE {
-            let fresh = Self::open_database(&self.target).map_err(local)?;
+            let learnt = current.0.sync_stats(false).conditional_writes.into_values().next();
+            let fresh = Self::open_database(&self.target, learnt).map_err(local)?;
             // The old one closes when the stores still using it let go of it.
             drop(std::mem::replace(&mut current.0, fresh));
             current.1 = 0;

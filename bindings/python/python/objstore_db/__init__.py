@@ -75,7 +75,7 @@ __all__ = [
 
 class SyncWarning(UserWarning):
     """Raised at open (with `warnings.warn`) when a bucket is known to ignore conditional
-    writes: writes to it are checked with a GET first, so one race remains."""
+    writes: writes to it are checked by reading first, so one race remains."""
 
 Key = Union[int, float, str, bytes, datetime.datetime, "tuple[Any, ...]"]
 

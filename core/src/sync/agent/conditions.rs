@@ -16,7 +16,7 @@ use crate::token::Token;
 /// What a bucket that ignores conditional writes means for them: said at open and when found.
 pub(super) fn ignores_conditions(bucket: &str) -> String {
     format!(
-        "the bucket {bucket} ignores conditional writes (If-Match, If-None-Match): each write is checked with a GET first, so a write another client makes between that check and the PUT can still be overwritten"
+        "the bucket {bucket} ignores conditional writes (If-Match, If-None-Match): each write is checked by reading first (a GET, or one listing for creates sent together), so a write another client makes between that check and the PUT can still be overwritten"
     )
 }
 
@@ -112,8 +112,11 @@ impl Agent {
             let Ok(page) = page else { continue };
             let listed: HashSet<&str> = page.objects.iter().map(|o| o.key.as_str()).collect();
             // A truncated page covers the names up to its last one.
-            let covered = |name: &str| page.next.is_none() || page.objects.last().is_some_and(|o| name <= o.key.as_str());
-            absent.extend(names.iter().filter(|(name, _)| covered(name) && !listed.contains(name.as_str())).map(|(_, seq)| *seq));
+            let covered =
+                |name: &str| page.next.is_none() || page.objects.last().is_some_and(|o| name <= o.key.as_str());
+            absent.extend(
+                names.iter().filter(|(name, _)| covered(name) && !listed.contains(name.as_str())).map(|(_, seq)| *seq),
+            );
         }
         absent
     }

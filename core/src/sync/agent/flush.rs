@@ -212,8 +212,7 @@ impl Agent {
         // The bodies go out together, then their markers: one wave marker per store for all
         // that landed.
         let absent = self.absent_by_listing(&ahead, token);
-        let bodies =
-            parallel(&ahead, concurrency, |item| self.send_body(item, absent.contains(&item.sequence), token));
+        let bodies = parallel(&ahead, concurrency, |item| self.send_body(item, absent.contains(&item.sequence), token));
         let mut answers: HashMap<u64, Result<Option<String>>> = HashMap::new();
         let mut landed = Vec::new();
         for (item, body) in ahead.iter().zip(bodies) {
@@ -291,7 +290,12 @@ impl Agent {
     }
 
     /// A write's answer once its marker was sent (`outcome`).
-    fn marked(&self, item: &OutboxItem, etag: Option<String>, outcome: &Result<Option<String>>) -> Result<Option<String>> {
+    fn marked(
+        &self,
+        item: &OutboxItem,
+        etag: Option<String>,
+        outcome: &Result<Option<String>>,
+    ) -> Result<Option<String>> {
         match outcome {
             Ok(_) => Ok(etag),
             Err(e) if e.is_offline() || matches!(e, Error::Remote { status: 408 | 429 | 500.., .. }) => {
