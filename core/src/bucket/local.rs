@@ -31,9 +31,9 @@ pub struct LocalBucket {
     root: PathBuf,
     max_object_bytes: u64,
     accounting: Arc<Accounting>,
-    /// `.objstore/lock`, kept open: its mutex serialises writers in this process, `flock` on it
-    /// serialises processes.
-    writers: Mutex<File>,
+    /// `.objstore/lock`, kept open (with the id of the process that opened it): its mutex
+    /// serialises writers in this process, `flock` on it serialises processes.
+    writers: Mutex<(u32, File)>,
     walker: Walker,
 }
 
@@ -77,7 +77,7 @@ impl LocalBucket {
         }
         let lock_file = File::create(root.join(RESERVED).join("lock"))
             .map_err(|e| io_error(&format!("opening the local bucket {}", root.display()), e))?;
-        let writers = Mutex::new(lock_file);
+        let writers = Mutex::new((std::process::id(), lock_file));
         let bucket = LocalBucket { root, max_object_bytes, accounting, writers, walker: Walker::default() };
         bucket.remove_orphaned_temporaries();
         Ok(bucket)
@@ -244,7 +244,9 @@ impl LocalBucket {
             }
             folder.push('/');
         }
-        if path.is_dir() {
+        // An empty folder there was made for a write that did not happen (refused, or killed
+        // before its rename): it goes. One that holds objects refuses the key.
+        if path.is_dir() && fs::remove_dir(path).is_err() {
             return Err(Error::InvalidArgument(format!(
                 "object key {key:?} cannot be used in the local bucket {}: objects already live under {key:?}/",
                 self.root.display()
@@ -282,12 +284,19 @@ impl LocalBucket {
     }
 
     fn lock(&self) -> Result<WriteLock<'_>> {
-        let file = self.writers.lock().unwrap_or_else(|p| p.into_inner());
+        let mut held = self.writers.lock().unwrap_or_else(|p| p.into_inner());
+        // A forked child opens its own: a lock shared with the parent's descriptor would
+        // exclude neither.
+        if held.0 != std::process::id() {
+            let file = File::create(self.root.join(RESERVED).join("lock"))
+                .map_err(|e| io_error("locking the local bucket", e))?;
+            *held = (std::process::id(), file);
+        }
         // SAFETY: flock on a descriptor the bucket owns (unlocked again by WriteLock's drop).
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+        if unsafe { libc::flock(held.1.as_raw_fd(), libc::LOCK_EX) } != 0 {
             return Err(io_error("locking the local bucket", std::io::Error::last_os_error()));
         }
-        Ok(WriteLock(file))
+        Ok(WriteLock(held))
     }
 }
 
@@ -366,9 +375,8 @@ impl Bucket for LocalBucket {
         for tmp in [&body_tmp, &sidecar_tmp] {
             let _ = fs::remove_file(tmp); // moved into place, or not wanted
         }
-        if outcome.is_err() {
+        if let (Err(_), Ok(_lock)) = (&outcome, self.lock()) {
             // The folders made for a write that did not happen go again.
-            let _lock = self.lock()?;
             for file in [&path, &sidecar_path] {
                 prune_empty_parents(file, &self.root);
             }
@@ -515,12 +523,12 @@ fn millis(time: SystemTime) -> u64 {
 }
 
 /// Holds the local bucket's write lock: the process's mutex and the `flock`.
-struct WriteLock<'a>(std::sync::MutexGuard<'a, File>);
+struct WriteLock<'a>(std::sync::MutexGuard<'a, (u32, File)>);
 
 impl Drop for WriteLock<'_> {
     fn drop(&mut self) {
         // SAFETY: unlocks the flock taken on this descriptor by `LocalBucket::lock`.
-        unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_UN) };
+        unsafe { libc::flock(self.0 .1.as_raw_fd(), libc::LOCK_UN) };
     }
 }
 

@@ -45,19 +45,33 @@ pub fn parallel_each<T: Sync, R: Send>(
         }
         return;
     }
-    let next = std::sync::atomic::AtomicUsize::new(0);
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let (next, stop) = (AtomicUsize::new(0), AtomicBool::new(false));
     let task = |done: &std::sync::mpsc::Sender<(usize, R)>| loop {
-        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let Some(item) = items.get(i) else { break };
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        let Some(item) = items.get(i).filter(|_| !stop.load(Ordering::Relaxed)) else { break };
         if done.send((i, work(item))).is_err() {
             break;
         }
     };
     pool::run_scoped(concurrency.min(items.len()), &task, |results| {
+        // A panic in `each` leaves the items not yet started undone (they may be requests).
+        let _stop = StopOnUnwind(&stop);
         for (i, result) in results.iter() {
             each(i, result);
         }
     });
+}
+
+/// Sets its flag when dropped while unwinding.
+struct StopOnUnwind<'a>(&'a std::sync::atomic::AtomicBool);
+
+impl Drop for StopOnUnwind<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -102,6 +116,28 @@ mod tests {
         // Work that itself runs work side by side: no job waits for a thread another holds.
         let sums = parallel(&items, 8, |&i| parallel(&items, 8, |&j| i * j).into_iter().sum::<usize>());
         assert_eq!(sums, items.iter().map(|i| i * 120).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_panic_in_the_callers_hands_stops_the_items_not_yet_started() {
+        // A second of work on two threads; the panic comes with the first result (its hook may
+        // take a moment to print a backtrace, while the threads go on).
+        let items: Vec<usize> = (0..1000).collect();
+        let started = std::sync::atomic::AtomicUsize::new(0);
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            parallel_each(
+                &items,
+                2,
+                |_| {
+                    started.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                },
+                |_, ()| panic!("the caller gives up"),
+            )
+        }));
+        assert!(outcome.is_err());
+        let n = started.load(std::sync::atomic::Ordering::SeqCst);
+        assert!(n < items.len() / 2, "the rest were not started: {n} were");
     }
 
     #[test]

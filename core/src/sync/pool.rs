@@ -25,12 +25,23 @@ struct State {
     queue: VecDeque<Job>,
     /// Threads waiting for a job.
     waiting: usize,
+    /// The process these threads belong to.
+    pid: u32,
 }
 
-static POOL: Pool = Pool { state: Mutex::new(State { queue: VecDeque::new(), waiting: 0 }), work: Condvar::new() };
+static POOL: Pool =
+    Pool { state: Mutex::new(State { queue: VecDeque::new(), waiting: 0, pid: 0 }), work: Condvar::new() };
 
 fn lock() -> MutexGuard<'static, State> {
-    POOL.state.lock().unwrap_or_else(|p| p.into_inner())
+    let mut state = POOL.state.lock().unwrap_or_else(|p| p.into_inner());
+    if state.pid != std::process::id() {
+        // A forked child has none of its parent's threads: none waits, and the jobs queued
+        // belong to callers that are not in this process (never run, never dropped).
+        std::mem::forget(std::mem::take(&mut state.queue));
+        state.waiting = 0;
+        state.pid = std::process::id();
+    }
+    state
 }
 
 /// Queues `job`, starting a thread when none is waiting for it.
@@ -72,8 +83,9 @@ fn keep_working() {
 }
 
 /// Runs `task` on `threads` kept threads at once, each call handed its own sender of a channel
-/// whose receiver `collect` reads on the calling thread until every call has ended. A panic in
-/// `task` is raised again on the calling thread, once every call has ended.
+/// whose receiver `collect` reads on the calling thread until every call has ended (a caller
+/// that stops reading early, or unwinds, should tell its calls to stop). A panic in `task` is
+/// raised again on the calling thread, once every call has ended.
 pub(crate) fn run_scoped<M: Send>(
     threads: usize,
     task: &(dyn Fn(&Sender<M>) + Sync),
@@ -83,8 +95,10 @@ pub(crate) fn run_scoped<M: Send>(
     let panicked: Mutex<Option<Box<dyn Any + Send>>> = Mutex::new(None);
     {
         // Every exit from here, an unwinding `collect` included, first waits for every call to
-        // end: they borrow `task` and `panicked` from this frame.
+        // end: they borrow `task` and `panicked` from this frame. (`sender` is dropped before
+        // that wait, on every path.)
         let _wait = Drained(&receiver);
+        let sender = sender;
         for _ in 0..threads {
             let sender = sender.clone();
             let panicked = &panicked;

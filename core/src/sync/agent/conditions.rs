@@ -97,6 +97,9 @@ impl Agent {
             let s = &self.stores[store];
             names.sort();
             let (first, last) = (&names[0].0, &names[names.len() - 1].0);
+            if first.is_empty() {
+                continue;
+            }
             let common = first.bytes().zip(last.bytes()).take_while(|(a, b)| a == b).count();
             let prefix = first[..first.floor_char_boundary(common)].to_string();
             // Listed from just before the first name: the name less its last character.

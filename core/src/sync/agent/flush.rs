@@ -282,14 +282,26 @@ impl Agent {
                 let (item, etag) = &sent[i];
                 answers[i] = Some(self.marked(item, etag.clone(), &outcome));
             }
-            if outcome.is_ok() {
-                self.prune_log(store, s, log);
+            match &outcome {
+                Ok(_) => self.prune_log(store, s, log),
+                Err(e) if !marker_waits(e) => {
+                    // Refused for good: the writes stand, and readers learn of them at their
+                    // next full listing. An error event says so.
+                    let ids: Vec<&str> = writes.iter().map(|&i| sent[i].0.entry.id.as_str()).collect();
+                    let message = format!(
+                        "the write of {} reached the bucket but its change-log marker was refused ({e}): readers see it at their next full listing",
+                        named(&ids)
+                    );
+                    self.lock_marker_failures().push((store.to_string(), message));
+                }
+                Err(_) => {}
             }
         }
         answers.into_iter().map(|a| a.expect("every write answered")).collect()
     }
 
-    /// A write's answer once its marker was sent (`outcome`).
+    /// A write's answer once its marker was sent (`outcome`): a marker that could not be sent
+    /// now (the bucket away, or the flush cancelled) keeps the write waiting for it alone.
     fn marked(
         &self,
         item: &OutboxItem,
@@ -297,8 +309,7 @@ impl Agent {
         outcome: &Result<Option<String>>,
     ) -> Result<Option<String>> {
         match outcome {
-            Ok(_) => Ok(etag),
-            Err(e) if e.is_offline() || matches!(e, Error::Remote { status: 408 | 429 | 500.., .. }) => {
+            Err(e) if marker_waits(e) => {
                 if item.entry.landed.is_none() {
                     let landed = Change::Landed {
                         sequence: item.sequence,
@@ -310,16 +321,7 @@ impl Agent {
                 }
                 Err(transient_copy(e))
             }
-            // Refused for good: the write stands, and readers learn of it at their next full
-            // listing. An error event says so.
-            Err(e) => {
-                let message = format!(
-                    "the write of {:?} reached the bucket but its change-log marker was refused ({e}): readers see it at their next full listing",
-                    item.entry.id
-                );
-                self.lock_marker_failures().push((item.entry.store.clone(), message));
-                Ok(etag)
-            }
+            Ok(_) | Err(_) => Ok(etag),
         }
     }
 
@@ -421,6 +423,22 @@ impl Agent {
     }
 }
 
+/// Whether a marker that failed so is sent again later (the bucket away, or the flush
+/// cancelled), rather than refused for good.
+fn marker_waits(e: &Error) -> bool {
+    e.is_offline() || matches!(e, Error::Cancelled(_) | Error::Remote { status: 408 | 429 | 500.., .. })
+}
+
+/// `"a"`, `"a" and "b"`, or `"a", "b" and 3 more`: the writes an error event names.
+fn named(ids: &[&str]) -> String {
+    match ids {
+        [one] => format!("{one:?}"),
+        [a, b] => format!("{a:?} and {b:?}"),
+        [a, b, rest @ ..] => format!("{a:?}, {b:?} and {} more", rest.len()),
+        [] => String::new(),
+    }
+}
+
 /// A copy of the bucket's passing failure to write a marker, for each write it fails.
 fn transient_copy(e: &Error) -> Error {
     match e {
@@ -428,6 +446,7 @@ fn transient_copy(e: &Error) -> Error {
             Error::Remote { what: what.clone(), status: *status, detail: detail.clone() }
         }
         Error::Unreachable { what, reason } => Error::Unreachable { what: what.clone(), reason: reason.clone() },
+        Error::Cancelled(why) => Error::Cancelled(why.clone()),
         other => Error::Unreachable { what: "a change-log marker".into(), reason: other.to_string() },
     }
 }

@@ -390,7 +390,8 @@ impl Agent {
 
     /// The writes named by the wave markers `waves` (listed in the log at `log` after `after`):
     /// each marker's body is read once, then kept while the window still lists it. A marker
-    /// gone since the listing (pruned) or whose body is not a wave's names nothing.
+    /// gone since the listing (pruned) names nothing; one whose body this version cannot read
+    /// names nothing now and is read again next time.
     fn read_waves(
         &self,
         s: &SyncedStore,
@@ -399,9 +400,12 @@ impl Agent {
         waves: Vec<changelog::Wave>,
         token: &Token,
     ) -> Result<Vec<changelog::Marker>> {
+        // Kept by bucket and name: two stores may share a log's name in different buckets.
+        let kept = |name: &str| format!("{}\n{name}", s.address);
+        let (log, after) = (kept(log), kept(after));
         let mut read = self.waves_read.lock().unwrap_or_else(|p| p.into_inner());
-        read.retain(|name, _| !name.starts_with(log) || name.as_str() > after);
-        let unread: Vec<&changelog::Wave> = waves.iter().filter(|w| !read.contains_key(&w.key)).collect();
+        read.retain(|name, _| !name.starts_with(&log) || *name > after);
+        let unread: Vec<&changelog::Wave> = waves.iter().filter(|w| !read.contains_key(&kept(&w.key))).collect();
         drop(read);
         let bodies = parallel(&unread, s.config.connection.concurrency, |wave| {
             s.bucket.get(&wave.key, &Default::default(), token)
@@ -410,11 +414,14 @@ impl Agent {
         for (wave, body) in unread.into_iter().zip(bodies) {
             self.note(s, &body);
             let writes = match body? {
-                Fetched::Found(object) => changelog::wave_markers(wave, &object.body).unwrap_or_default(),
+                Fetched::Found(object) => match changelog::wave_markers(wave, &object.body) {
+                    Some(writes) => writes,
+                    None => continue,
+                },
                 _ => Vec::new(),
             };
-            read.insert(wave.key.clone(), writes);
+            read.insert(kept(&wave.key), writes);
         }
-        Ok(waves.iter().flat_map(|w| read.get(&w.key).cloned().unwrap_or_default()).collect())
+        Ok(waves.iter().flat_map(|w| read.get(&kept(&w.key)).cloned().unwrap_or_default()).collect())
     }
 }

@@ -180,8 +180,8 @@ pub struct Agent {
     landed: Mutex<Vec<Change>>,
     /// When each store's change log was last pruned (directory buckets only).
     log_pruned: Mutex<HashMap<String, Instant>>,
-    /// The writes of the wave markers read, by marker name, while they are in a log's window:
-    /// a marker never changes, so each is read once.
+    /// The writes of the wave markers read, by bucket and marker name, while they are in a
+    /// log's window: a marker never changes, so each is read once.
     waves_read: Mutex<HashMap<String, Vec<changelog::Marker>>>,
     /// How far this machine's clock is taken to be off, in ms: 0 but in tests that play a
     /// writer whose clock is wrong.
