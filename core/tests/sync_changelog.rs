@@ -45,6 +45,21 @@ fn store(name: &str, options: &Value, extra: Value, sync: Value) -> (String, Val
     (name.to_string(), block)
 }
 
+/// A reader of results with the change log: the `results` store, and `results-meta` over it
+/// (the key layout `{platform}/{browser}/{run}`, prefetched as metadata on every read).
+fn results_readers(options: &Value) -> [(String, Value); 2] {
+    let layout = json!({"changeLog": true, "keyLayout": "{platform}/{browser}/{run}"});
+    [
+        store("results", options, json!({"changeLog": true}), json!({"format": "objstore", "immutable": true})),
+        store(
+            "results-meta",
+            options,
+            layout,
+            json!({"format": "objstore-meta", "prefetch": "meta", "prefetchRefractoryPeriod": 0}),
+        ),
+    ]
+}
+
 fn client(path: &Path, stores: &[(String, Value)]) -> Client {
     let stores: Vec<(&str, Value)> = stores.iter().map(|(n, b)| (n.as_str(), b.clone())).collect();
     open(path, schema_with(&stores))
@@ -146,17 +161,8 @@ fn descriptions_come_from_the_markers_with_no_request_per_object() {
     let dir = TempDir::new().unwrap();
     for (place, options) in places("changelog-meta", dir.path()) {
         let log = json!({"changeLog": true});
-        let layout = json!({"changeLog": true, "keyLayout": "{platform}/{browser}/{run}"});
-        let writes = [store("results", &options, log.clone(), json!({"format": "objstore", "immutable": true}))];
-        let reads = [
-            store("results", &options, log.clone(), json!({"format": "objstore", "immutable": true})),
-            store(
-                "results-meta",
-                &options,
-                layout,
-                json!({"format": "objstore-meta", "prefetch": "meta", "prefetchRefractoryPeriod": 0}),
-            ),
-        ];
+        let writes = [store("results", &options, log, json!({"format": "objstore", "immutable": true}))];
+        let reads = results_readers(&options);
         let mut writer = client(&dir.path().join(format!("{place}-w.sqlite3")), &writes);
         let pairs = [("linux", "node-20"), ("linux", "c"), ("mac", "python"), ("win", "rust")];
         for (n, (platform, browser)) in pairs.iter().cycle().take(12).enumerate() {
@@ -559,16 +565,7 @@ fn a_flush_of_many_writes_leaves_one_marker_and_a_reader_learns_them_with_one_ge
             json!({"changeLog": true, "metadata": ["version"]}),
             json!({"format": "objstore", "immutable": true}),
         )];
-        let layout = json!({"changeLog": true, "keyLayout": "{platform}/{browser}/{run}"});
-        let reads = [
-            store("results", &options, json!({"changeLog": true}), json!({"format": "objstore", "immutable": true})),
-            store(
-                "results-meta",
-                &options,
-                layout,
-                json!({"format": "objstore-meta", "prefetch": "meta", "prefetchRefractoryPeriod": 0}),
-            ),
-        ];
+        let reads = results_readers(&options);
         let mut writer = client(&dir.path().join(format!("{place}-w.sqlite3")), &writes);
         writer.put("results", json!({"version": "1.0"}), Some(key("linux/c/0001"))).unwrap();
         let mut reader = client(&dir.path().join(format!("{place}-r.sqlite3")), &reads);

@@ -31,9 +31,10 @@ pub struct LocalBucket {
     root: PathBuf,
     max_object_bytes: u64,
     accounting: Arc<Accounting>,
-    /// `.objstore/lock`, kept open (with the id of the process that opened it): its mutex
-    /// serialises writers in this process, `flock` on it serialises processes.
-    writers: Mutex<(u32, File)>,
+    /// `.objstore/lock`, opened at the first write and kept open (with the id of the process
+    /// that opened it): its mutex serialises writers in this process, `flock` on it serialises
+    /// processes.
+    writers: Mutex<Option<(u32, File)>>,
     walker: Walker,
 }
 
@@ -75,9 +76,7 @@ impl LocalBucket {
             fs::create_dir_all(&dir)
                 .map_err(|e| io_error(&format!("creating the local bucket {}", root.display()), e))?;
         }
-        let lock_file = File::create(root.join(RESERVED).join("lock"))
-            .map_err(|e| io_error(&format!("opening the local bucket {}", root.display()), e))?;
-        let writers = Mutex::new((std::process::id(), lock_file));
+        let writers = Mutex::new(None);
         let bucket = LocalBucket { root, max_object_bytes, accounting, writers, walker: Walker::default() };
         bucket.remove_orphaned_temporaries();
         Ok(bucket)
@@ -287,13 +286,15 @@ impl LocalBucket {
         let mut held = self.writers.lock().unwrap_or_else(|p| p.into_inner());
         // A forked child opens its own: a lock shared with the parent's descriptor would
         // exclude neither.
-        if held.0 != std::process::id() {
-            let file = File::create(self.root.join(RESERVED).join("lock"))
-                .map_err(|e| io_error("locking the local bucket", e))?;
-            *held = (std::process::id(), file);
-        }
+        let pid = std::process::id();
+        let file = match held.take().filter(|(opened_by, _)| *opened_by == pid) {
+            Some((_, file)) => file,
+            None => File::create(self.root.join(RESERVED).join("lock"))
+                .map_err(|e| io_error("locking the local bucket", e))?,
+        };
+        let file = &held.insert((pid, file)).1;
         // SAFETY: flock on a descriptor the bucket owns (unlocked again by WriteLock's drop).
-        if unsafe { libc::flock(held.1.as_raw_fd(), libc::LOCK_EX) } != 0 {
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
             return Err(io_error("locking the local bucket", std::io::Error::last_os_error()));
         }
         Ok(WriteLock(held))
@@ -523,12 +524,14 @@ fn millis(time: SystemTime) -> u64 {
 }
 
 /// Holds the local bucket's write lock: the process's mutex and the `flock`.
-struct WriteLock<'a>(std::sync::MutexGuard<'a, (u32, File)>);
+struct WriteLock<'a>(std::sync::MutexGuard<'a, Option<(u32, File)>>);
 
 impl Drop for WriteLock<'_> {
     fn drop(&mut self) {
-        // SAFETY: unlocks the flock taken on this descriptor by `LocalBucket::lock`.
-        unsafe { libc::flock(self.0 .1.as_raw_fd(), libc::LOCK_UN) };
+        if let Some((_, file)) = self.0.as_ref() {
+            // SAFETY: unlocks the flock taken on this descriptor by `LocalBucket::lock`.
+            unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_UN) };
+        }
     }
 }
 

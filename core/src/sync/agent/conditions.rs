@@ -33,6 +33,7 @@ pub(super) fn again(error: &Error, note: &str) -> Error {
         Error::Unreachable { what, reason } => {
             Error::Unreachable { what: what.clone(), reason: format!("{reason}{note}") }
         }
+        Error::Cancelled(why) => Error::Cancelled(format!("{why}{note}")),
         other => Error::Unreachable { what: "the conditional-write probe".into(), reason: format!("{other}{note}") },
     }
 }

@@ -319,7 +319,7 @@ impl Agent {
                     };
                     self.landed.lock().unwrap_or_else(|p| p.into_inner()).push(landed);
                 }
-                Err(transient_copy(e))
+                Err(again(e, ""))
             }
             Ok(_) | Err(_) => Ok(etag),
         }
@@ -436,18 +436,6 @@ fn named(ids: &[&str]) -> String {
         [a, b] => format!("{a:?} and {b:?}"),
         [a, b, rest @ ..] => format!("{a:?}, {b:?} and {} more", rest.len()),
         [] => String::new(),
-    }
-}
-
-/// A copy of the bucket's passing failure to write a marker, for each write it fails.
-fn transient_copy(e: &Error) -> Error {
-    match e {
-        Error::Remote { what, status, detail } => {
-            Error::Remote { what: what.clone(), status: *status, detail: detail.clone() }
-        }
-        Error::Unreachable { what, reason } => Error::Unreachable { what: what.clone(), reason: reason.clone() },
-        Error::Cancelled(why) => Error::Cancelled(why.clone()),
-        other => Error::Unreachable { what: "a change-log marker".into(), reason: other.to_string() },
     }
 }
 

@@ -50,7 +50,7 @@ mod listing;
 mod pairs;
 
 use breaker::Breaker;
-use conditions::{check_by_reading, delete_is_safe, holds_body, ignores_conditions};
+use conditions::{again, check_by_reading, delete_is_safe, holds_body, ignores_conditions};
 
 /// How the agent reaches the database: each call is one ordinary request.
 pub trait Port {
