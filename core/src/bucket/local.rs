@@ -178,12 +178,14 @@ impl LocalBucket {
         Ok(tmp)
     }
 
-    /// Renames `tmp` to `path`. Its folder is normally there already (`make_folders`); one
-    /// removed since (emptied by a delete) is made again.
+    /// Renames `tmp` to `path`, under the lock. Its folder is normally there already
+    /// (`make_folders`); one removed since (emptied by a delete) is made again. Whether it was
+    /// missing is not asked of the folder afterwards: another writer's `make_folders`, outside
+    /// the lock, may have made it again in between, and the write was then refused.
     fn move_into_place(&self, tmp: &Path, path: &Path) -> Result<()> {
         let context = format!("writing {}", path.display());
         match fs::rename(tmp, path) {
-            Err(e) if e.kind() == ErrorKind::NotFound && path.parent().is_some_and(|p| !p.is_dir()) => {
+            Err(e) if e.kind() == ErrorKind::NotFound => {
                 make_folders(path).map_err(|e| io_error(&context, e))?;
                 fs::rename(tmp, path).map_err(|e| io_error(&context, e))
             }
