@@ -6,6 +6,9 @@
 //! - order_list20: `from(s).where(platform = P).order(age).list(20)` through the compound index
 //!   (platform, age) over 100,000 records, against raw rusqlite with an equivalent table and
 //!   index (`SELECT v ... WHERE platform = ? ORDER BY age, id LIMIT 20`). Ratio: ours / raw.
+//! - sql_by_age: `SELECT * FROM runs WHERE age = ?` (one record, through the index on age) as SQL
+//!   text with a parameter, against the same query from the builder (`from(s).where(age = A)`).
+//!   Ratio: SQL / builder (what parsing costs once a text has been seen).
 //! - paging: all 100,000 records in `list(100)` pages ordered by an index. Ratio: the time of
 //!   the first pages over the time of the last ones (1.0 = a late page costs what an early one
 //!   does; the target is at least 0.5).
@@ -15,6 +18,7 @@ mod common;
 use std::path::Path;
 
 use common::{child_dir, child_task, in_child, measuring, median, ops_per_s, paired_medians, report, seconds, Figure};
+use objstore_db_core::sql::{self, SqlOutput};
 use objstore_db_core::{Database, Mode, Op, OpenOptions, Query, Schema};
 use rusqlite::{params, Connection, OpenFlags};
 use serde_json::{json, Value};
@@ -94,6 +98,17 @@ fn ours_first_20(db: &mut Database, platform: &str) -> Vec<Value> {
     Query::from("runs").filter("platform", Op::Eq, platform).order("age").list(db, 20).unwrap()
 }
 
+fn builder_by_age(db: &mut Database, age: usize) -> Vec<Value> {
+    Query::from("runs").filter("age", Op::Eq, age as i64).list(db, usize::MAX).unwrap()
+}
+
+fn sql_by_age(db: &mut Database, age: usize) -> Vec<Value> {
+    match sql::execute(db, "SELECT * FROM runs WHERE age = ?", &[json!(age)]).unwrap() {
+        SqlOutput::Rows(rows) => rows,
+        other => panic!("a SELECT gives rows, not {other:?}"),
+    }
+}
+
 /// Seconds per page over one pass through every record, in page order.
 fn page_times(db: &mut Database, page: usize) -> Vec<f64> {
     let mut q = Query::from("runs").order("age");
@@ -108,8 +123,10 @@ fn page_times(db: &mut Database, page: usize) -> Vec<f64> {
 }
 
 /// One measurement, in a process of its own; prints its numbers.
-fn child(task: &str, lookups: usize) {
+fn child(task: &str, records: usize, lookups: usize) {
     let dir = child_dir();
+    // Ages that are there: record i has age (i * 7919) % 100,000.
+    let ages: Vec<usize> = (0..lookups).map(|i| ((i * 37) % records * 7919) % 100_000).collect();
     let platforms: Vec<String> = (0..lookups).map(|i| format!("platform-{:02}", (i * 13) % PLATFORMS)).collect();
     let numbers = match task {
         "order_list20:ours" => {
@@ -126,6 +143,16 @@ fn child(task: &str, lookups: usize) {
             vec![ops_per_s(platforms.len(), || {
                 platforms.iter().for_each(|p| assert_eq!(raw_first_20(&raw, p).len(), 20))
             })]
+        }
+        "sql_by_age:sql" => {
+            let mut db =
+                Database::open(dir.join("query.sqlite3").to_str().unwrap(), None, &OpenOptions::default()).unwrap();
+            vec![ops_per_s(ages.len(), || ages.iter().for_each(|a| assert_eq!(sql_by_age(&mut db, *a).len(), 1)))]
+        }
+        "sql_by_age:builder" => {
+            let mut db =
+                Database::open(dir.join("query.sqlite3").to_str().unwrap(), None, &OpenOptions::default()).unwrap();
+            vec![ops_per_s(ages.len(), || ages.iter().for_each(|a| assert_eq!(builder_by_age(&mut db, *a).len(), 1)))]
         }
         "paging:ours" => {
             // The first and last tenth of the pages: their median times, and pages per second.
@@ -146,7 +173,7 @@ fn child(task: &str, lookups: usize) {
 fn main() {
     let (records, lookups, rounds) = if measuring() { (100_000, 2_000, 5) } else { (2_000, 50, 1) };
     if let Some(task) = child_task() {
-        return child(&task, lookups);
+        return child(&task, records, lookups);
     }
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
@@ -158,6 +185,8 @@ fn main() {
         for i in 0..10 {
             let p = format!("platform-{:02}", (i * 13) % PLATFORMS);
             assert_eq!(ours_first_20(&mut db, &p), raw_first_20(&raw, &p), "both sides return the same 20 records");
+            let age = (i * 7919) % 100_000;
+            assert_eq!(sql_by_age(&mut db, age), builder_by_age(&mut db, age), "SQL returns the builder's record");
         }
         let pages = page_times(&mut db, PAGE).len();
         assert_eq!(pages, records / PAGE + 1, "paging reaches every record, then an empty page");
@@ -169,6 +198,14 @@ fn main() {
         ops_per_s: ours,
         ratio: ours / raw,
         against: "raw rusqlite, equivalent table and index".into(),
+    };
+
+    let (sql, builder) = paired_medians(rounds, dir, "sql_by_age:sql", "sql_by_age:builder");
+    let sql_by_age = Figure {
+        name: "sql_by_age",
+        ops_per_s: sql,
+        ratio: sql / builder,
+        against: "the query builder, same query".into(),
     };
 
     let (mut first, mut last, mut pages_per_s) = (Vec::new(), Vec::new(), Vec::new());
@@ -192,7 +229,7 @@ fn main() {
     report(
         &format!("query benchmark ({records} records, median of {rounds} rounds, each in its own process)"),
         "query",
-        &[order_list20, paging],
+        &[order_list20, sql_by_age, paging],
         serde_json::Map::new(),
     );
 }

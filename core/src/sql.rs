@@ -13,6 +13,8 @@
 //! parameters, which are bound as JSON values and never spliced into the text. Anything else
 //! is an error that names the construct.
 
+use std::sync::Mutex;
+
 use serde_json::{Map, Number, Value};
 use sqlparser::ast::{self, Expr, SelectItem, SetExpr};
 use sqlparser::dialect::GenericDialect;
@@ -279,14 +281,41 @@ impl Params<'_> {
     }
 }
 
-fn parse(sql: &str, params: &[Value]) -> Result<Statement> {
+/// The statements parsed last, newest first, by their text. A call through the bindings asks for
+/// its statement three times (its target, its rows, its columns) and a program sends the same
+/// few texts again and again: parsing each text once makes both cheap. Parameters are bound after,
+/// so one text serves every set of values.
+static PARSED: Mutex<Vec<(String, ast::Statement)>> = Mutex::new(Vec::new());
+const PARSED_KEPT: usize = 64;
+/// Longer texts (an INSERT of many rows, say) are parsed every time rather than held.
+const PARSED_TEXT_MAX: usize = 4096;
+
+fn parsed(sql: &str) -> Result<ast::Statement> {
+    let mut kept = PARSED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(at) = kept.iter().position(|(text, _)| text == sql) {
+        let entry = kept.remove(at);
+        let statement = entry.1.clone();
+        kept.insert(0, entry);
+        return Ok(statement);
+    }
+    drop(kept);
     let mut statements = Parser::parse_sql(&GenericDialect {}, sql)
         .map_err(|e| Error::InvalidArgument(format!("SQL: cannot parse {}: {e}", crate::error::clip(sql))))?;
     if statements.len() != 1 {
         return Err(Error::InvalidArgument(format!("SQL: expected one statement, found {}", statements.len())));
     }
+    let statement = statements.remove(0);
+    if sql.len() <= PARSED_TEXT_MAX {
+        let mut kept = PARSED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        kept.truncate(PARSED_KEPT - 1);
+        kept.insert(0, (sql.to_string(), statement.clone()));
+    }
+    Ok(statement)
+}
+
+fn parse(sql: &str, params: &[Value]) -> Result<Statement> {
     let mut params = Params { values: params, next: 0, used: 0 };
-    let statement = match statements.remove(0) {
+    let statement = match parsed(sql)? {
         ast::Statement::Query(query) => parse_select(*query, &mut params)?,
         ast::Statement::Explain { statement, analyze: false, verbose: false, .. } => match *statement {
             ast::Statement::Query(query) => match parse_select(*query, &mut params)? {

@@ -228,4 +228,23 @@ for_each_mechanism! {
         assert_eq!(plan(&mut db, "EXPLAIN SELECT * FROM runs WHERE age > 26"), "scan store, whole range, residual filter: age > 26, no sort");
         assert_eq!(rows(execute(&mut db, "SELECT COUNT(*) AS n FROM runs WHERE platform = 'linux'", &[]).unwrap()), vec![json!({"n": 3})]);
     }
+    fn a_text_sent_again_binds_its_new_values_and_old_texts_still_parse(kind) {
+        // Parsed texts are kept (a few dozen, short ones): every call binds its own values, and
+        // texts pushed out of what is kept, or too long to keep, parse as before.
+        let mut db = seeded(kind);
+        let by_platform = "SELECT * FROM runs WHERE platform = ? ORDER BY id";
+        assert_eq!(ids(execute(&mut db, by_platform, &[json!("linux")]).unwrap()), vec![1, 2, 4]);
+        assert_eq!(ids(execute(&mut db, by_platform, &[json!("macos")]).unwrap()), vec![3]);
+        for i in 0..200 {
+            let text = format!("SELECT * FROM runs WHERE id = {}", i % 7);
+            let expected: Vec<i64> = if (1..=5).contains(&(i % 7)) { vec![i % 7] } else { vec![] };
+            assert_eq!(ids(execute(&mut db, &text, &[]).unwrap()), expected, "{text}");
+        }
+        assert_eq!(ids(execute(&mut db, by_platform, &[json!("windows")]).unwrap()), vec![5]);
+        let long = format!("SELECT * FROM runs WHERE platform = 'linux' {}AND age > ? ORDER BY id", "AND age > -100 ".repeat(400));
+        assert_eq!(ids(execute(&mut db, &long, &[json!(26)]).unwrap()), vec![1]);
+        assert_eq!(ids(execute(&mut db, &long, &[json!(24)]).unwrap()), vec![1, 2, 4]);
+        let err = execute(&mut db, by_platform, &[]).unwrap_err();
+        assert!(err.to_string().contains("parameter 1 is not given (0 given)"), "{err}");
+    }
 }

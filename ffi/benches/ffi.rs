@@ -161,7 +161,7 @@ fn build_c_program(out: &Path) -> PathBuf {
     // cargo builds this bench against the rlib; the C side needs the shared library itself.
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut build = Command::new(cargo);
-    build.args(["build", "--quiet", "-p", "objstore-db-ffi", "--lib"]).current_dir(workspace());
+    build.args(["build", "--quiet", "-p", "objstore-db-c", "--lib"]).current_dir(workspace());
     if measuring() {
         build.arg("--release");
     }
