@@ -5,7 +5,7 @@ use std::any::Any;
 use std::collections::HashMap;
 
 use super::policy::{Format, StorePolicy};
-use super::{object_id, state, OutboxEntry, WriteOp};
+use super::{object_id, state, WriteOp};
 use crate::database::Database;
 use crate::error::{Error, Result};
 use crate::hook::{Write, WriteHook, WriteKind};
@@ -67,8 +67,8 @@ impl WriteHook for Replica {
         };
         // Read in the writing transaction, so that the number is the next one on this file.
         let sequence = state::next_sequence(mech)?;
-        let entry = OutboxEntry { store: store.to_string(), id, op, value: write.value.cloned(), landed: None };
-        state::push(mech, sequence, &entry)
+        let entry = state::NewEntry { store, id: &id, op, value: write.value, landed: None };
+        state::push_new(mech, sequence, &entry)
     }
 
     fn opened(&self, mech: &mut dyn Mechanism) -> Result<()> {

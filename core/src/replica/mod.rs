@@ -571,8 +571,8 @@ fn apply_one(tx: &mut Tx<'_>, change: Change) -> Result<()> {
 /// of `store`, when that write still waits there: an answer never settles another write.
 fn pop_answered(tx: &mut Tx<'_>, sequence: u64, store: &str, id: &str) -> Result<Option<OutboxEntry>> {
     let mech = tx.db.mech_mut();
-    match state::peek(mech, sequence)? {
-        Some(entry) if entry.store == store && entry.id == id => state::pop(mech, sequence),
+    match state::peek_target(mech, sequence)? {
+        Some((s, i)) if s == store && i == id => state::pop(mech, sequence),
         _ => Ok(None),
     }
 }

@@ -192,8 +192,27 @@ pub fn forget_store(mech: &mut dyn Mechanism, store: &str) -> Result<()> {
 // ----- the outbox ---------------------------------------------------------------------------
 
 pub fn push(mech: &mut dyn Mechanism, sequence: u64, entry: &OutboxEntry) -> Result<()> {
+    let OutboxEntry { store, id, op, value, landed } = entry;
+    let entry = NewEntry { store, id, op: *op, value: value.as_ref(), landed: landed.as_deref() };
+    push_new(mech, sequence, &entry)
+}
+
+/// An outbox entry as written, borrowing the record rather than holding a copy of it (a
+/// record may be large: a results run of 200,000 tests).
+#[derive(Serialize)]
+pub struct NewEntry<'a> {
+    pub store: &'a str,
+    pub id: &'a str,
+    pub op: WriteOp,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub landed: Option<&'a str>,
+}
+
+pub fn push_new(mech: &mut dyn Mechanism, sequence: u64, entry: &NewEntry<'_>) -> Result<()> {
     mech.put(META_TABLE, &sequence_key(OUTBOX, sequence), &serde_json::to_vec(entry).expect("entries serialise"))?;
-    let mut index = pending_prefix(&entry.store, &entry.id);
+    let mut index = pending_prefix(entry.store, entry.id);
     index.extend_from_slice(&sequence.to_be_bytes());
     mech.put(META_TABLE, &index, &[])
 }
@@ -202,6 +221,22 @@ pub fn push(mech: &mut dyn Mechanism, sequence: u64, entry: &OutboxEntry) -> Res
 pub fn peek(mech: &mut dyn Mechanism, sequence: u64) -> Result<Option<OutboxEntry>> {
     match mech.get(META_TABLE, &sequence_key(OUTBOX, sequence))? {
         Some(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| unreadable("outbox entry", e)),
+        None => Ok(None),
+    }
+}
+
+/// The store and object of outbox entry `sequence`, if it still waits, read without its value
+/// (a record may be large: a results run of 200,000 tests).
+pub fn peek_target(mech: &mut dyn Mechanism, sequence: u64) -> Result<Option<(String, String)>> {
+    #[derive(Deserialize)]
+    struct Target {
+        store: String,
+        id: String,
+    }
+    match mech.get(META_TABLE, &sequence_key(OUTBOX, sequence))? {
+        Some(bytes) => serde_json::from_slice::<Target>(&bytes)
+            .map(|t| Some((t.store, t.id)))
+            .map_err(|e| unreadable("outbox entry", e)),
         None => Ok(None),
     }
 }

@@ -168,7 +168,10 @@ async fn post_results(
     };
     // Reading the post has a deadline (a client sending slowly or not at all is cut off); the
     // write that follows has the library's own timeouts, and is never cut off half-way.
-    let run = match tokio::time::timeout(app.config.timeout, read_run(&app.config, request)).await {
+    // The parse has the same deadline: it runs on a thread of its own, which the timeout below
+    // cannot stop, so it looks at the clock itself.
+    let deadline = Instant::now() + app.config.timeout;
+    let run = match tokio::time::timeout(app.config.timeout, read_run(&app.config, request, deadline)).await {
         Ok(Ok(run)) => run,
         Ok(Err(refused)) => return refused.into_response(),
         Err(_) => return AppError::new(Kind::Timeout, "the post did not arrive in time").into_response(),
@@ -233,7 +236,7 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 
 /// The run a post carries: a JSON body (a run or a CTRF report), or a form (urlencoded or
 /// multipart) with fields platform, browser, version, suite and report.
-async fn read_run(config: &Config, request: Request) -> AppResult<Run> {
+async fn read_run(config: &Config, request: Request, deadline: Instant) -> AppResult<Run> {
     let kind =
         request.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_ascii_lowercase();
     let too_large = || AppError::new(Kind::TooLarge, format!("the body is over the {}-byte limit", config.max_bytes));
@@ -259,7 +262,7 @@ async fn read_run(config: &Config, request: Request) -> AppResult<Run> {
             fields.insert(name, value);
         }
         let (report, labels) = form_report(fields)?;
-        return ingest_aside("the report", report, labels).await.map_err(form_field);
+        return ingest_aside("the report", report, labels, deadline).await.map_err(form_field);
     }
     let body = to_bytes(request.into_body(), config.max_bytes).await.map_err(|e| {
         // Only the cap is a 413; a body cut off or badly chunked is the client's 400.
@@ -270,7 +273,7 @@ async fn read_run(config: &Config, request: Request) -> AppResult<Run> {
         }
     })?;
     if kind.starts_with("application/json") {
-        return ingest_aside("the body", body, Labels::default()).await.map_err(|mut e| {
+        return ingest_aside("the body", body, Labels::default(), deadline).await.map_err(|mut e| {
             e.field = Some("report".into());
             e
         });
@@ -279,7 +282,7 @@ async fn read_run(config: &Config, request: Request) -> AppResult<Run> {
         let pairs: Vec<(String, String)> =
             serde_urlencoded_pairs(&body).map_err(|e| e.context("the form is not urlencoded"))?;
         let (report, labels) = form_report(pairs.into_iter().map(|(k, v)| (k, Bytes::from(v))).collect())?;
-        return ingest_aside("the report", report, labels).await.map_err(form_field);
+        return ingest_aside("the report", report, labels, deadline).await.map_err(form_field);
     }
     Err(AppError::new(
         Kind::Unsupported,
@@ -291,10 +294,16 @@ async fn read_run(config: &Config, request: Request) -> AppResult<Run> {
 /// Reads a report into a run on a thread of the blocking pool: parsing is CPU work, which on
 /// the runtime's own threads would hold up every other answer (the page's too), and which the
 /// post's deadline can only cut off from there.
-async fn ingest_aside(what: &'static str, report: Bytes, labels: Labels) -> AppResult<Run> {
-    tokio::task::spawn_blocking(move || ingest(what, &report, &labels))
+async fn ingest_aside(what: &'static str, report: Bytes, labels: Labels, deadline: Instant) -> AppResult<Run> {
+    let read = tokio::task::spawn_blocking(move || ingest(what, &report, &labels, Some(deadline)))
         .await
-        .unwrap_or_else(|_| Err(AppError::internal(format!("reading {what} stopped unexpectedly"))))
+        .unwrap_or_else(|_| Err(AppError::internal(format!("reading {what} stopped unexpectedly"))));
+    match read {
+        Err(_) if Instant::now() > deadline => {
+            Err(AppError::new(Kind::Timeout, format!("{what} was not read in the time a post has")))
+        }
+        read => read,
+    }
 }
 
 /// A form's report and the labels its fields give.

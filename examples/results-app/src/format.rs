@@ -212,6 +212,87 @@ fn is_zero(n: &u64) -> bool {
 /// The most text kept of one test (message, trace, output and attempts together), by default.
 pub const TEXT_PER_TEST: usize = 8 * 1024;
 
+/// The longest name of a test or a suite kept as written. A longer one (no runner writes one;
+/// a hostile report does, once per test) keeps its start and a hash of the whole, so that names
+/// stay apart and a report's memory stays in proportion to its size.
+pub const MAX_NAME: usize = 1024;
+
+/// `name`, or when over [`MAX_NAME`] bytes its start, `…#` and a hash of all of it.
+pub fn cap_name(name: String) -> String {
+    if name.len() <= MAX_NAME {
+        return name;
+    }
+    let hash = format!("…#{:016x}", short_hash(name.as_bytes()));
+    let mut end = MAX_NAME - hash.len();
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}{hash}", &name[..end])
+}
+
+/// A text read in parts (an XML element's, a TAP test's comment lines) that keeps at most `cap`
+/// bytes as it goes and counts the rest: what a report holds past the cap never reaches memory.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct CappedText {
+    kept: String,
+    cut: usize,
+}
+
+impl CappedText {
+    pub fn push(&mut self, text: &str) {
+        let room = TEXT_PER_TEST.saturating_sub(self.kept.len());
+        let mut end = room.min(text.len());
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.kept.push_str(&text[..end]);
+        self.cut += text.len() - end;
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.kept.is_empty() && self.cut == 0
+    }
+
+    /// `more` after this text, on a line of its own (nothing when it holds only spaces).
+    pub fn append(&mut self, more: CappedText) {
+        if more.kept.trim().is_empty() && more.cut == 0 {
+            return;
+        }
+        if !self.is_empty() {
+            self.push("\n");
+        }
+        self.push(&more.kept);
+        self.cut += more.cut;
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.kept
+    }
+
+    /// The text kept, trimmed, saying how much was cut (as [`Test::cap_text`] does, which counts
+    /// it in when it cuts again); `None` when there is none.
+    pub fn finish(self) -> Option<String> {
+        let kept = self.kept.trim();
+        match (kept.is_empty(), self.cut) {
+            (true, 0) => None,
+            (_, 0) => Some(kept.to_string()),
+            (_, cut) => Some(format!("{kept}{}", cut_note(cut))),
+        }
+    }
+}
+
+fn cut_note(cut: usize) -> String {
+    format!("… [cut: {cut} more bytes]")
+}
+
+/// How many bytes an earlier cut took from `text` (its closing note), and where that note starts.
+fn earlier_cut(text: &str) -> Option<(usize, usize)> {
+    let rest = text.strip_suffix(" more bytes]")?;
+    let at = rest.rfind("… [cut: ")?;
+    let cut = rest[at + "… [cut: ".len()..].parse().ok()?;
+    Some((at, cut))
+}
+
 impl Test {
     /// Keeps at most `limit` bytes of the test's text (message, trace, output and the
     /// attempts', of which the first and last ten are kept): over it, short texts stay whole and
@@ -248,15 +329,23 @@ impl Test {
         }
         for text in texts {
             if text.len() > share {
+                // A text cut while it was read says so already: its note goes, its count stays.
+                let before = match earlier_cut(text) {
+                    Some((at, cut)) => {
+                        text.truncate(at);
+                        cut
+                    }
+                    None => 0,
+                };
                 // The note counts in the share, so that the whole stays within `limit`.
-                let room = share.saturating_sub(format!("… [cut: {} more bytes]", text.len()).len());
+                let room = share.saturating_sub(cut_note(text.len() + before).len());
                 let mut end = room.min(text.len());
                 while !text.is_char_boundary(end) {
                     end -= 1;
                 }
-                let cut = text.len() - end;
+                let cut = text.len() - end + before;
                 text.truncate(end);
-                text.push_str(&format!("… [cut: {cut} more bytes]"));
+                text.push_str(&cut_note(cut));
             }
         }
     }

@@ -1,11 +1,13 @@
 //! A report file as a run: JUnit XML, CTRF JSON or a plain test log (told apart by content), with the platform,
 //! runtime and version from the command line, the report, or this machine.
 
+use std::time::Instant;
+
 use serde_json::Value;
 
 use crate::error::{AppError, AppResult};
 use crate::format::{
-    check_label, check_text, Attempt, Ci, Detail, Results, Run, Status, Summary, Test, Tool, TEXT_PER_TEST,
+    cap_name, check_label, check_text, Attempt, Ci, Detail, Results, Run, Status, Summary, Test, Tool, TEXT_PER_TEST,
 };
 use crate::{ctestlog, junit, tap, textlog};
 
@@ -57,8 +59,9 @@ pub fn this_platform() -> String {
     format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH)
 }
 
-/// The run in `bytes` (the contents of `file`, named in every error).
-pub fn ingest(file: &str, bytes: &[u8], labels: &Labels) -> AppResult<Run> {
+/// The run in `bytes` (the contents of `file`, named in every error); reading stops with an
+/// error once `deadline` has passed (a post's).
+pub fn ingest(file: &str, bytes: &[u8], labels: &Labels, deadline: Option<Instant>) -> AppResult<Run> {
     if bytes.len() > MAX_REPORT_BYTES {
         return Err(AppError::bad(format!(
             "{file}: {} bytes is over the {MAX_REPORT_BYTES}-byte limit of a report",
@@ -67,9 +70,10 @@ pub fn ingest(file: &str, bytes: &[u8], labels: &Labels) -> AppResult<Run> {
     }
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace() && **b != 0xEF && **b != 0xBB && **b != 0xBF);
     let (mut run, from_report) = match first {
-        Some(b'{') => from_ctrf(file, bytes, labels)?,
+        Some(b'{') => from_ctrf(file, bytes, labels, deadline)?,
         Some(b'<') => {
-            let results = junit::parse(bytes).map_err(|e| AppError::bad(format!("{file}:{}: {}", e.line, e.reason)))?;
+            let results = junit::parse_until(bytes, deadline)
+                .map_err(|e| AppError::bad(format!("{file}:{}: {}", e.line, e.reason)))?;
             (blank(results), Default::default())
         }
         _ => match std::str::from_utf8(bytes) {
@@ -77,7 +81,7 @@ pub fn ingest(file: &str, bytes: &[u8], labels: &Labels) -> AppResult<Run> {
                 (blank(ctestlog::parse(text).map_err(|e| e.context(file))?), Default::default())
             }
             Ok(text) if tap::recognises(text) => {
-                (blank(tap::parse(text).map_err(|e| e.context(file))?), Default::default())
+                (blank(tap::parse(text, deadline).map_err(|e| e.context(file))?), Default::default())
             }
             Ok(text) if textlog::recognises(text) => {
                 (blank(textlog::parse(text).map_err(|e| e.context(file))?), Default::default())
@@ -190,7 +194,7 @@ fn blank(results: Results) -> Run {
 
 /// CTRF as ctrf.io writes it (`{"results": ...}`), or a stored run (`{platform, browser,
 /// version, results}`). Counts are taken from the tests, whatever the summary said.
-fn from_ctrf(file: &str, bytes: &[u8], labels: &Labels) -> AppResult<(Run, Reported)> {
+fn from_ctrf(file: &str, bytes: &[u8], labels: &Labels, deadline: Option<Instant>) -> AppResult<(Run, Reported)> {
     let value: Value =
         serde_json::from_slice(bytes).map_err(|e| AppError::bad(format!("{file}:{}: not JSON: {e}", e.line())))?;
     let results =
@@ -208,8 +212,12 @@ fn from_ctrf(file: &str, bytes: &[u8], labels: &Labels) -> AppResult<(Run, Repor
         .ok_or_else(|| AppError::bad(format!("{file}: results.tests must be a list")))?;
     let mut parsed = Vec::with_capacity(tests.len());
     for (i, t) in tests.iter().enumerate() {
+        if i % 4096 == 4095 && deadline.is_some_and(|d| Instant::now() > d) {
+            return Err(AppError::bad(format!("{file}: the report was not read in the time a post has")));
+        }
         let field = |name: &str| format!("{file}: results.tests[{i}].{name}");
         let name = text(t.get("name")).ok_or_else(|| AppError::bad(format!("{} must be text", field("name"))))?;
+        let name = cap_name(name);
         let status = match t.get("status").and_then(Value::as_str) {
             Some("passed") => Status::Passed,
             Some("failed") => Status::Failed,
@@ -241,6 +249,7 @@ fn from_ctrf(file: &str, bytes: &[u8], labels: &Labels) -> AppResult<(Run, Repor
         };
         // A test file's path (pytest-json-ctrf's) names its module, as pytest's JUnit does.
         let suite = if junit::is_test_file(&suite) { junit::suite_name(None, &suite) } else { suite };
+        let suite = junit::cap_suite(suite);
         let message = text(t.get("message"));
         let mut detail = ctrf_detail(t).map_err(|why| AppError::bad(format!("{}{why}", field(""))))?;
         // Failed, then passed: flaky, whether or not the report says so.
@@ -278,7 +287,7 @@ mod tests {
             {"name": "b", "status": "failed", "duration": 1, "suite": "crud", "message": "boom",
              "trace": "x".repeat(20_000), "stdout": ["one", "two"], "stderr": "err"}]}});
         let labels = Labels { runtime: Some("python-3.11".into()), ..Labels::default() };
-        let run = ingest("r.json", report.to_string().as_bytes(), &labels).unwrap();
+        let run = ingest("r.json", report.to_string().as_bytes(), &labels, None).unwrap();
         let (a, b) = (&run.results.tests[0], &run.results.tests[1]);
         assert_eq!((a.detail.retries, a.detail.flaky, a.detail.retry_attempts.len()), (2, true, 2));
         assert_eq!(a.detail.retry_attempts[1].attempt, 2);
@@ -298,7 +307,7 @@ mod tests {
             let report = serde_json::json!({"results": {"tool": {"name": "jest"}, "environment": environment,
                 "tests": [{"name": "a", "status": "passed", "duration": 1, "suite": "crud"}]}});
             let labels = Labels { runtime: Some("node-22".into()), ..Labels::default() };
-            ingest("r.json", report.to_string().as_bytes(), &labels).unwrap().ci
+            ingest("r.json", report.to_string().as_bytes(), &labels, None).unwrap().ci
         };
         let right = report(serde_json::json!({"commit": "abc", "branchName": "main", "buildUrl": "https://ci/1"}));
         assert_eq!((right.commit.as_deref(), right.url.as_deref()), (Some("abc"), Some("https://ci/1")));

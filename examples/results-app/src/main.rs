@@ -234,7 +234,7 @@ fn post_files(args: &[String]) -> AppResult<()> {
         .iter()
         .map(|file| {
             let bytes = std::fs::read(file).map_err(|e| AppError::internal(format!("{file}: {e}")))?;
-            ingest::ingest(file, &bytes, &labels.for_file(file))
+            ingest::ingest(file, &bytes, &labels.for_file(file), None)
         })
         .collect::<AppResult<Vec<_>>>()?;
     let writer = match &collector {
@@ -479,7 +479,7 @@ fn gate(args: &[String]) -> AppResult<()> {
     let mut runs = Vec::new();
     for file in &files {
         let bytes = std::fs::read(file).map_err(|e| AppError::internal(format!("reading {file}: {e}")))?;
-        runs.push(ingest::ingest(file, &bytes, &labels.for_file(file))?);
+        runs.push(ingest::ingest(file, &bytes, &labels.for_file(file), None)?);
     }
     let failures = runs.iter().flat_map(|r| &r.results.tests).filter(|t| t.status == format::Status::Failed).count();
     if failures == 0 {

@@ -123,7 +123,9 @@ pub struct Writer {
     /// One run anchored at a time: two posts of one run in this process find one anchor.
     anchoring: std::sync::Mutex<()>,
     /// Runs posted together are written together: one transaction, one flush (`write_wave`).
-    group: Group<(String, Value)>,
+    /// Runs waiting to be written, each as its key and its JSON text (a tenth of its size as a
+    /// `Value`, which it becomes only as it is handed to the library).
+    group: Group<(String, String)>,
 }
 
 /// Opens the database `name` (a file path for SQLite) with `schema` and waits until it is open.
@@ -211,8 +213,8 @@ impl Writer {
         let fixed = self.target.prefix.len() + object_key(&run.platform, &run.browser, &segment, "").len();
         let file = digest::file_segment(&new_run_id(), run, fixed);
         let key = object_key(&run.platform, &run.browser, &segment, &file);
-        let value = serde_json::to_value(run).map_err(|e| local(AppError::internal(e.to_string())))?;
-        self.group.submit((key.clone(), value), |wave| self.write_wave(wave))?;
+        let text = serde_json::to_string(run).map_err(|e| local(AppError::internal(e.to_string())))?;
+        self.group.submit((key.clone(), text), |wave| self.write_wave(wave))?;
         self.stored.fetch_add(1, Ordering::Relaxed);
         Ok(key)
     }
@@ -220,16 +222,17 @@ impl Writer {
     /// Writes runs posted together: create-only in one local transaction, sent with one flush
     /// (the library sends them in parallel); each is answered by its own sync status. A wave
     /// the library refuses as a whole (a key taken twice) is written run by run instead.
-    fn write_wave(&self, wave: Vec<(String, Value)>) -> Vec<AppResult<()>> {
+    fn write_wave(&self, wave: Vec<(String, String)>) -> Vec<AppResult<()>> {
         let db = match self.database(wave.len() as u64) {
             Ok(db) => db,
             Err(e) => return vec![Err(e); wave.len()],
         };
+        let value = |text: &str| serde_json::from_str::<Value>(text).expect("a run's own JSON reads back");
         let keys: Vec<Key> = wave.iter().map(|(key, _)| Key::from(key.as_str())).collect();
-        let values = wave.iter().map(|(_, value)| value.clone()).collect();
+        let values = wave.iter().map(|(_, text)| value(text)).collect();
         let written = call(|done| db.write_many(None, "results", values, Some(keys), true, done));
         if written.is_err() {
-            return wave.into_iter().map(|(key, value)| self.create(&db, &key, value)).collect();
+            return wave.iter().map(|(key, text)| self.create(&db, key, value(text))).collect();
         }
         let report = match call(|done| db.flush(done)).map_err(local) {
             Ok(report) => report,

@@ -12,7 +12,9 @@
 //!   stopped early never reads green.
 
 use crate::error::{AppError, AppResult};
-use crate::format::{Detail, Results, Status, Summary, Test, Tool};
+use std::time::Instant;
+
+use crate::format::{cap_name, CappedText, Detail, Results, Status, Summary, Test, Tool};
 
 /// Whether `text` is a TAP stream: a version line, a plan or a numbered test line first.
 pub fn recognises(text: &str) -> bool {
@@ -78,13 +80,14 @@ struct Read {
     status: Status,
     reason: Option<String>,
     yaml: Vec<(String, String)>,
-    diagnostics: Vec<String>,
+    /// Its comment lines, capped as they are read (a stream may hold any number).
+    diagnostics: CappedText,
     /// The subtests it holds (node's describe blocks hold their tests).
     children: Vec<Read>,
 }
 
-/// The tests of a TAP stream; an error when it holds none.
-pub fn parse(text: &str) -> AppResult<Results> {
+/// The tests of a TAP stream; an error when it holds none, or once `deadline` has passed.
+pub fn parse(text: &str, deadline: Option<Instant>) -> AppResult<Results> {
     // Per depth: the subtests read since that depth's last test line, and its plan.
     let mut pending: Vec<Vec<Read>> = vec![Vec::new()];
     let mut plans: Vec<Option<u64>> = vec![None];
@@ -94,6 +97,9 @@ pub fn parse(text: &str) -> AppResult<Results> {
     while i < lines.len() {
         let raw = lines[i];
         i += 1;
+        if i.is_multiple_of(4096) && deadline.is_some_and(|d| Instant::now() > d) {
+            return Err(AppError::bad("the TAP stream was not read in the time a post has"));
+        }
         let indent = raw.len() - raw.trim_start().len();
         let line = raw.trim();
         let depth = indent / 4;
@@ -117,7 +123,10 @@ pub fn parse(text: &str) -> AppResult<Results> {
             }
             let last = pending.get_mut(depth).and_then(|p| p.last_mut());
             if let Some(test) = last.filter(|t| t.status == Status::Failed && !line.starts_with("# Subtest")) {
-                test.diagnostics.push(line.trim_start_matches('#').trim().to_string());
+                if !test.diagnostics.is_empty() {
+                    test.diagnostics.push("\n");
+                }
+                test.diagnostics.push(line.trim_start_matches('#').trim());
             }
             continue;
         }
@@ -138,7 +147,7 @@ pub fn parse(text: &str) -> AppResult<Results> {
             status,
             reason: t.directive.map(|(_, r)| r.to_string()).filter(|r| !r.is_empty()),
             yaml: Vec::new(),
-            diagnostics: Vec::new(),
+            diagnostics: CappedText::default(),
             children,
         };
         if read.name.is_empty() {
@@ -188,7 +197,7 @@ fn grow(pending: &mut Vec<Vec<Read>>, plans: &mut Vec<Option<u64>>, depth: usize
 }
 
 /// A read test as tests: itself, or, when it holds subtests, those, named by their path.
-fn flatten(read: Read, path: &[String], out: &mut Vec<Test>) {
+fn flatten(mut read: Read, path: &[String], out: &mut Vec<Test>) {
     if !read.children.is_empty() {
         let inner: Vec<String> = path.iter().cloned().chain(std::iter::once(read.name)).collect();
         for child in read.children {
@@ -205,18 +214,18 @@ fn flatten(read: Read, path: &[String], out: &mut Vec<Test>) {
     let trace: Vec<String> = [field(&["location", "at"]), field(&["stack"])]
         .into_iter()
         .flatten()
-        .chain((!read.diagnostics.is_empty()).then(|| read.diagnostics.join("\n")))
+        .chain(std::mem::take(&mut read.diagnostics).finish())
         .collect();
     let (suite, within) = match path.split_first() {
         Some((suite, inner)) => (suite.clone(), inner.iter().map(|s| format!("{s} > ")).collect::<String>()),
         None => (String::new(), String::new()),
     };
     out.push(Test {
-        name: format!("{within}{}", read.name),
+        name: cap_name(format!("{within}{}", read.name)),
         status: read.status,
         duration: duration.unwrap_or(0.0),
         // The outermost suite is the column; tests outside any take the file's name.
-        suite: crate::junit::suite_name(Some(&suite), ""),
+        suite: crate::junit::cap_suite(crate::junit::suite_name(Some(&suite), "")),
         message,
         detail: Detail { trace: Some(trace.join("\n")).filter(|t| !t.is_empty()), ..Detail::default() },
     });
@@ -272,7 +281,7 @@ mod tests {
         let tap = "TAP version 14\n1..4\n# Subtest: put\n    ok 1 - works\n      ---\n      duration_ms: 2.5\n      ...\n    1..1\nok 1 - put\n\
                    not ok 2 - broken\n  ---\n  error: |-\n    expected 2\n    got 3\n  location: 'a.mjs:3:1'\n  ...\n\
                    ok 3 - offline # SKIP no network\nnot ok 4 - later # TODO not yet\n";
-        let r = parse(tap).unwrap();
+        let r = parse(tap, None).unwrap();
         let seen: Vec<(&str, &str, Status)> =
             r.tests.iter().map(|t| (t.suite.as_str(), t.name.as_str(), t.status)).collect();
         assert_eq!(
@@ -290,14 +299,14 @@ mod tests {
         assert_eq!(r.tests[2].message.as_deref(), Some("no network"));
 
         let perl = "1..3\nok 1 - a\nnot ok 2 - b\n#   Failed test 'b'\n#   at t/x.t line 8.\n";
-        let r = parse(perl).unwrap();
+        let r = parse(perl, None).unwrap();
         assert_eq!(r.tests[1].detail.trace.as_deref(), Some("Failed test 'b'\nat t/x.t line 8."));
         assert_eq!(r.tests.last().unwrap().message.as_deref(), Some("the plan promised 3 tests and 2 ran"));
-        let bailed = parse("1..2\nok 1\nBail out! no database\n").unwrap();
+        let bailed = parse("1..2\nok 1\nBail out! no database\n", None).unwrap();
         assert_eq!(bailed.tests.last().unwrap().message.as_deref(), Some("Bail out! no database"));
         assert!(recognises(perl) && recognises("TAP version 13\n") && !recognises("ok   crud: put\n"));
         // Any text before a `#`, and an escaped `\#`, which stays in the name as `#`.
-        let odd = parse("1..2\nok 1 - 测试#1\nok 2 - é\\# x\n").unwrap();
+        let odd = parse("1..2\nok 1 - 测试#1\nok 2 - é\\# x\n", None).unwrap();
         assert_eq!((odd.tests[0].name.as_str(), odd.tests[1].name.as_str()), ("测试", "é# x"));
     }
 }

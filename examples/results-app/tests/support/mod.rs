@@ -5,20 +5,30 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::process::Command;
+use std::sync::{Mutex, OnceLock};
 
 use serde_json::Value;
 
 /// The settings a server script writes (`target/servers/<name>.env`), after starting it.
 pub fn server(name: &str) -> HashMap<String, String> {
+    // Started (and its settings read) once per test binary: the script rewrites its settings
+    // file, which a test's other threads would otherwise read half-written.
+    static STARTED: OnceLock<Mutex<HashMap<String, HashMap<String, String>>>> = OnceLock::new();
+    let mut started = STARTED.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(env) = started.get(name) {
+        return env.clone();
+    }
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let started = Command::new(root.join("tests/servers").join(name)).output().unwrap();
-    assert!(started.status.success(), "{}", String::from_utf8_lossy(&started.stderr));
-    std::fs::read_to_string(root.join(format!("target/servers/{name}.env")))
+    let run = Command::new(root.join("tests/servers").join(name)).output().unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let env: HashMap<String, String> = std::fs::read_to_string(root.join(format!("target/servers/{name}.env")))
         .unwrap()
         .lines()
         .filter_map(|l| l.trim().strip_prefix("export ")?.split_once('='))
         .map(|(k, v)| (k.to_string(), v.trim_matches(['"', '\'']).to_string()))
-        .collect()
+        .collect();
+    started.insert(name.to_string(), env.clone());
+    env
 }
 
 /// The variables by which `post` knows it runs in CI: the tests clear them, so that a CI

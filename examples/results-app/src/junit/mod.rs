@@ -9,11 +9,17 @@
 //! `rerunError`): a test that failed and then passed is flaky, never a plain pass. A suite's
 //! `<properties>` are the report's environment (build-variant labels).
 
+use std::collections::VecDeque;
+use std::rc::Rc;
+use std::time::Instant;
+
 use quick_xml::events::{BytesStart, Event};
 use quick_xml::Reader;
 use serde_json::{Map, Value};
 
-use crate::format::{check_label, check_text, Attempt, Detail, Results, Status, Summary, Test, Tool};
+use crate::format::{
+    cap_name, check_label, check_text, Attempt, CappedText, Detail, Results, Status, Summary, Test, Tool,
+};
 
 /// A parse failure, at a line of the input.
 #[derive(Debug, PartialEq)]
@@ -29,22 +35,62 @@ const MAX_TESTS: usize = 200_000;
 /// The most `<property>` labels kept of a report.
 const MAX_PROPERTIES: usize = 32;
 
+/// A `<testsuite>` within those around it, shared by its cases: a suite's name is held once,
+/// however many tests it has and however deep it is.
+struct Suite {
+    name: String,
+    parent: Option<Rc<Suite>>,
+}
+
+/// The names of `suite` and those around it, from the root.
+fn path_of(suite: &Option<Rc<Suite>>) -> Vec<&str> {
+    let mut names = Vec::new();
+    let mut at = suite.as_deref();
+    while let Some(s) = at {
+        names.push(s.name.as_str());
+        at = s.parent.as_deref();
+    }
+    names.reverse();
+    names
+}
+
+/// Whether two cases sit in suites of the same names.
+fn same_path(a: &Option<Rc<Suite>>, b: &Option<Rc<Suite>>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => Rc::ptr_eq(a, b) || (a.name == b.name && same_path(&a.parent, &b.parent)),
+        _ => false,
+    }
+}
+
+/// Whether two cases are one test's: its name, class and suites.
+fn same_test(a: &Case, b: &Case) -> bool {
+    a.name == b.name && a.classname == b.classname && same_path(&a.path, &b.path)
+}
+
+/// An earlier attempt while it is read.
+struct CaseAttempt {
+    status: Status,
+    message: Option<String>,
+    trace: CappedText,
+}
+
 struct Case {
     name: String,
     classname: String,
-    /// Every `<testsuite>` name from the root: tests of one name in two suites are two tests.
-    path: Vec<String>,
+    /// The `<testsuite>` it is in: tests of one name in two suites are two tests.
+    path: Option<Rc<Suite>>,
     seconds: f64,
     status: Status,
     /// node's todo: it stays pending whether its body passes or fails.
     todo: bool,
     /// ctest's first label (the test's `cmake_labels` property): its suite.
     label: Option<String>,
-    message: Option<String>,
-    trace: String,
-    stdout: String,
-    stderr: String,
-    attempts: Vec<Attempt>,
+    message: Option<CappedText>,
+    trace: CappedText,
+    stdout: CappedText,
+    stderr: CappedText,
+    attempts: Vec<CaseAttempt>,
 }
 
 /// Where the text being read goes: the element that holds it, and its depth.
@@ -57,28 +103,38 @@ enum Sink {
 }
 
 impl Case {
-    fn sink(&mut self, sink: Sink) -> &mut String {
+    fn sink(&mut self, sink: Sink) -> &mut CappedText {
         match sink {
             Sink::Trace => &mut self.trace,
             Sink::Stdout => &mut self.stdout,
             Sink::Stderr => &mut self.stderr,
-            Sink::Attempt => {
-                self.attempts.last_mut().map_or(&mut self.trace, |a| a.trace.get_or_insert_with(String::new))
-            }
+            Sink::Attempt => self.attempts.last_mut().map_or(&mut self.trace, |a| &mut a.trace),
         }
     }
 }
 
+/// How many events are read between two looks at the clock.
+const EVENTS_PER_CLOCK_READING: usize = 4096;
+
 /// Converts JUnit XML to CTRF results.
+#[cfg(test)]
 pub fn parse(xml: &[u8]) -> Result<Results, JunitError> {
+    parse_until(xml, None)
+}
+
+/// Converts JUnit XML to CTRF results, or stops with an error once `deadline` has passed.
+pub fn parse_until(xml: &[u8], deadline: Option<Instant>) -> Result<Results, JunitError> {
     let text = std::str::from_utf8(xml)
         .map_err(|e| JunitError { line: line_at(xml, e.valid_up_to()), reason: "the file is not UTF-8".into() })?;
     let mut reader = Reader::from_str(text);
     // Text is kept as written (an entity splits it into parts whose spaces matter).
     reader.config_mut().trim_text(false);
     let mut capture: Option<(Sink, usize)> = None;
-    let mut suites: Vec<String> = Vec::new();
-    let mut cases: Vec<Case> = Vec::new();
+    let mut suites = Suites { innermost: None, depth: 0 };
+    // The last cases read, which a later one may still join (a rerun, a teardown error); older
+    // ones are tests already, so that a case's parts are held once.
+    let mut cases = Cases { recent: VecDeque::new(), tests: Vec::new() };
+    let mut events = 0usize;
     let mut count = 0usize;
     let mut current: Option<Case> = None;
     let mut start_ms: Option<u64> = None;
@@ -93,6 +149,10 @@ pub fn parse(xml: &[u8]) -> Result<Results, JunitError> {
         // An error about an event is reported at its end.
         let at = reader.buffer_position() as usize;
         let fail = |reason: String| JunitError { line: line_at(xml, at), reason };
+        events += 1;
+        if events.is_multiple_of(EVENTS_PER_CLOCK_READING) && deadline.is_some_and(|d| Instant::now() > d) {
+            return Err(fail("the report was not read in the time a post has".into()));
+        }
         match event {
             Event::DocType(_) => return Err(fail("a DTD is not accepted in a JUnit report".into())),
             Event::Start(e) | Event::Empty(e)
@@ -112,7 +172,7 @@ pub fn parse(xml: &[u8]) -> Result<Results, JunitError> {
                     // Texts of one kind (GoogleTest writes a <failure> per assertion) stay apart.
                     let into = case.sink(sink);
                     if !into.is_empty() {
-                        into.push('\n');
+                        into.push("\n");
                     }
                     capture = Some((sink, open));
                 }
@@ -132,12 +192,12 @@ pub fn parse(xml: &[u8]) -> Result<Results, JunitError> {
             }
             Event::Text(t) => {
                 if let (Some((sink, _)), Some(case)) = (capture, current.as_mut()) {
-                    case.sink(sink).push_str(&t.decode().map_err(|e| fail(e.to_string()))?);
+                    case.sink(sink).push(&t.decode().map_err(|e| fail(e.to_string()))?);
                 }
             }
             Event::CData(t) => {
                 if let (Some((sink, _)), Some(case)) = (capture, current.as_mut()) {
-                    case.sink(sink).push_str(&t.decode().map_err(|e| fail(e.to_string()))?);
+                    case.sink(sink).push(&t.decode().map_err(|e| fail(e.to_string()))?);
                 }
             }
             Event::GeneralRef(r) => {
@@ -156,7 +216,7 @@ pub fn parse(xml: &[u8]) -> Result<Results, JunitError> {
                     }
                 };
                 if let (Some((sink, _)), Some(case), Some(c)) = (capture, current.as_mut(), known) {
-                    case.sink(sink).push(c);
+                    case.sink(sink).push(c.encode_utf8(&mut [0; 4]));
                 }
             }
             Event::Eof => break,
@@ -166,7 +226,7 @@ pub fn parse(xml: &[u8]) -> Result<Results, JunitError> {
     if !saw_root {
         return Err(JunitError { line: 1, reason: "the file holds no <testsuites> or <testsuite>".into() });
     }
-    let tests: Vec<Test> = cases.into_iter().map(into_test).collect();
+    let tests = cases.into_tests();
     let start = start_ms.unwrap_or(0);
     let stop = start.saturating_add((total_seconds * 1000.0).round() as u64);
     Ok(Results {
@@ -191,49 +251,104 @@ fn sink_of(element: &[u8]) -> Option<Sink> {
 /// A case as a test: its suite (the outermost telling `<testsuite>`, else the classname), its
 /// name with the suites inside that one (`nested > deep`), its text and attempts.
 fn into_test(c: Case) -> Test {
-    let telling = c.path.iter().position(|s| !is_generic(s));
+    let path = path_of(&c.path);
+    let telling = path.iter().position(|s| !is_generic(s));
     // ctest names each test's class after the test: that is no suite (its first label is,
     // else the file's name).
     let ctest = c.classname == c.name;
     let classname = if ctest { c.label.as_deref().unwrap_or_default() } else { c.classname.as_str() };
-    let suite = suite_name(telling.map(|i| c.path[i].as_str()), classname);
+    let suite = cap_suite(suite_name(telling.map(|i| path[i]), classname));
     let inner: Vec<&str> = match telling {
-        Some(i) => c.path[i + 1..].iter().map(String::as_str).filter(|s| !is_generic(s)).collect(),
+        Some(i) => path[i + 1..].iter().copied().filter(|s| !is_generic(s)).collect(),
         None => Vec::new(),
     };
     let within = inner.iter().map(|s| format!("{s} > ")).collect::<String>() + &c.name;
-    let text = |t: String| Some(t.trim().to_string()).filter(|t| !t.is_empty());
-    let lines = |t: String| text(t).into_iter().collect::<Vec<_>>();
     let flaky = c.status == Status::Passed && !c.attempts.is_empty();
+    // A classname that is a source file's path (doctest's) is named by the file.
+    let name = match c.classname.as_str() {
+        "" => within,
+        path if is_path(path) => format!("{}::{within}", file_name(path)),
+        // Catch2's `global` class says nothing.
+        generic if is_generic(generic) => within,
+        class => format!("{class}::{within}"),
+    };
+    let attempts = c.attempts.into_iter().enumerate();
     Test {
         suite,
-        // A classname that is a source file's path (doctest's) is named by the file.
-        name: match c.classname.as_str() {
-            "" => within,
-            path if is_path(path) => format!("{}::{within}", file_name(path)),
-            // Catch2's `global` class says nothing.
-            generic if is_generic(generic) => within,
-            class => format!("{class}::{within}"),
-        },
+        name: cap_name(name),
         status: c.status,
         duration: (c.seconds * 1e9).round() / 1e6, // milliseconds, to the nanosecond
-        message: c.message,
+        message: c.message.and_then(CappedText::finish),
         detail: Detail {
-            trace: text(c.trace),
-            stdout: lines(c.stdout),
-            stderr: lines(c.stderr),
-            retries: c.attempts.len() as u64,
+            trace: c.trace.finish(),
+            stdout: c.stdout.finish().into_iter().collect(),
+            stderr: c.stderr.finish().into_iter().collect(),
+            retries: attempts.len() as u64,
             flaky,
             quarantined: false,
-            retry_attempts: c.attempts.into_iter().map(|a| Attempt { trace: a.trace.and_then(&text), ..a }).collect(),
+            retry_attempts: attempts
+                .map(|(n, a)| Attempt {
+                    attempt: n as u64 + 1,
+                    status: a.status,
+                    message: a.message,
+                    trace: a.trace.finish(),
+                })
+                .collect(),
         },
+    }
+}
+
+/// The longest suite name (a matrix column) kept as written: every test holds its own.
+const MAX_SUITE: usize = 128;
+
+/// `suite`, or when over [`MAX_SUITE`] bytes its start and a hash of all of it.
+pub fn cap_suite(suite: String) -> String {
+    if suite.len() <= MAX_SUITE {
+        return suite;
+    }
+    let hash = format!("-{:08x}", crate::format::short_hash(suite.as_bytes()) as u32);
+    let mut end = MAX_SUITE - hash.len();
+    while !suite.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}{hash}", &suite[..end])
+}
+
+/// The `<testsuite>`s open where the reader is.
+struct Suites {
+    innermost: Option<Rc<Suite>>,
+    depth: usize,
+}
+
+/// The cases read so far: the last few as cases, which a later one may still join, and the rest
+/// as tests.
+struct Cases {
+    recent: VecDeque<Case>,
+    tests: Vec<Test>,
+}
+
+/// How far back a case may be joined by a later one (xdist interleaves other tests' cases).
+const JOINED_WITHIN: usize = 64;
+
+impl Cases {
+    fn push(&mut self, case: Case) {
+        self.recent.push_back(case);
+        if self.recent.len() > JOINED_WITHIN {
+            let oldest = self.recent.pop_front().expect("a case");
+            self.tests.push(into_test(oldest));
+        }
+    }
+
+    fn into_tests(mut self) -> Vec<Test> {
+        self.tests.extend(self.recent.into_iter().map(into_test));
+        self.tests
     }
 }
 
 fn on_open(
     e: &BytesStart<'_>,
     count: &mut usize,
-    suites: &mut Vec<String>,
+    suites: &mut Suites,
     current: &mut Option<Case>,
     start_ms: &mut Option<u64>,
     total_seconds: &mut f64,
@@ -251,14 +366,16 @@ fn on_open(
     };
     match e.name().as_ref() {
         b"testsuite" => {
-            if suites.len() >= MAX_DEPTH {
+            if suites.depth >= MAX_DEPTH {
                 return Err(format!("<testsuite> nested more than {MAX_DEPTH} deep"));
             }
-            suites.push(attr("name")?.unwrap_or_default());
+            let name = cap_name(attr("name")?.unwrap_or_default());
+            suites.innermost = Some(Rc::new(Suite { name, parent: suites.innermost.take() }));
+            suites.depth += 1;
             if let (None, Some(stamp)) = (*start_ms, attr("timestamp")?) {
                 *start_ms = Some(timestamp_ms(&stamp).ok_or_else(|| format!("timestamp {stamp:?} is not ISO 8601"))?);
             }
-            if suites.len() == 1 {
+            if suites.depth == 1 {
                 *total_seconds += seconds(attr("time")?.as_deref(), "testsuite")?;
             }
         }
@@ -270,23 +387,23 @@ fn on_open(
                 return Err(format!("more than {MAX_TESTS} tests"));
             }
             *count += 1;
-            let name = attr("name")?.ok_or("a <testcase> has no name")?;
+            let name = cap_name(attr("name")?.ok_or("a <testcase> has no name")?);
             // ctest: disabled and not-run tests carry only `status`; GoogleTest says a skipped
             // or disabled test with `result` (or, before 1.10, `status="notrun"`).
             let skipped = matches!(attr("status")?.as_deref(), Some("disabled" | "notrun" | "skipped"))
                 || matches!(attr("result")?.as_deref(), Some("skipped" | "suppressed"));
             *current = Some(Case {
                 name,
-                classname: attr("classname")?.unwrap_or_default(),
-                path: suites.clone(),
+                classname: cap_name(attr("classname")?.unwrap_or_default()),
+                path: suites.innermost.clone(),
                 seconds: seconds(attr("time")?.as_deref(), "testcase")?,
                 status: if skipped { Status::Skipped } else { Status::Passed },
                 todo: false,
                 label: None,
                 message: None,
-                trace: String::new(),
-                stdout: String::new(),
-                stderr: String::new(),
+                trace: CappedText::default(),
+                stdout: CappedText::default(),
+                stderr: CappedText::default(),
                 attempts: Vec::new(),
             });
         }
@@ -315,8 +432,12 @@ fn on_open(
                 true => message.map(|m| format!("error: {m}")),
                 false => message,
             };
-            let attempt = case.attempts.len() as u64 + 1;
-            case.attempts.push(Attempt { attempt, status: Status::Failed, message, trace: None });
+            let message = message.map(|m| {
+                let mut capped = CappedText::default();
+                capped.push(&m);
+                capped.finish().unwrap_or_default()
+            });
+            case.attempts.push(CaseAttempt { status: Status::Failed, message, trace: CappedText::default() });
         }
         kind @ (b"failure" | b"error" | b"skipped") => {
             let Some(case) = current.as_mut() else { return Ok(()) };
@@ -341,13 +462,12 @@ fn on_open(
                 _ => message,
             };
             // Appended in place: a case with many failures costs their length, not its square.
-            match (&mut case.message, message.is_empty()) {
-                (_, true) => {}
-                (Some(before), false) => {
-                    before.push('\n');
-                    before.push_str(&message);
+            if !message.is_empty() {
+                let into = case.message.get_or_insert_with(CappedText::default);
+                if !into.is_empty() {
+                    into.push("\n");
                 }
-                (none, false) => *none = Some(message),
+                into.push(&message);
             }
         }
         _ => {}
@@ -355,67 +475,45 @@ fn on_open(
     Ok(())
 }
 
-fn on_close(name: &[u8], suites: &mut Vec<String>, cases: &mut Vec<Case>, current: &mut Option<Case>) {
+fn on_close(name: &[u8], suites: &mut Suites, cases: &mut Cases, current: &mut Option<Case>) {
     match name {
         b"testsuite" => {
-            suites.pop();
+            suites.innermost = suites.innermost.take().and_then(|s| s.parent.clone());
+            suites.depth = suites.depth.saturating_sub(1);
         }
         b"testcase" => {
             let Some(case) = current.take() else { return };
             // pytest writes a second <testcase> for an error in teardown after a failure: one
             // test, both messages. It follows the first at once and says so; any other case of
             // the same name is a test of its own.
-            let teardown = case.message.as_deref().is_some_and(|m| m.contains("failed on teardown"));
+            let teardown = case.message.as_ref().is_some_and(|m| m.as_str().contains("failed on teardown"));
             // pytest-rerunfailures writes each failed attempt as a <testcase> of the same name,
             // with no failure in it, just before the next: those are the test's attempts. Only in
             // pytest's reports: elsewhere two such cases are two tests (two files' top-level
             // tests of one name, in node's).
-            let pytest = case.path.iter().any(|s| s == "pytest");
-            let case = match cases.last() {
-                Some(last)
-                    if pytest
-                        && !teardown
-                        && last.name == case.name
-                        && last.classname == case.classname
-                        && last.path == case.path
-                        && last.status != Status::Skipped =>
-                {
-                    let earlier = cases.pop().expect("the last case");
+            let pytest = path_of(&case.path).contains(&"pytest");
+            let case = match cases.recent.back() {
+                Some(last) if pytest && !teardown && same_test(last, &case) && last.status != Status::Skipped => {
+                    let earlier = cases.recent.pop_back().expect("the last case");
                     let mut attempts = earlier.attempts;
-                    let trace = Some(earlier.trace).filter(|t| !t.trim().is_empty());
-                    attempts.push(Attempt { attempt: 0, status: Status::Failed, message: earlier.message, trace });
+                    let message = earlier.message.and_then(CappedText::finish);
+                    attempts.push(CaseAttempt { status: Status::Failed, message, trace: earlier.trace });
                     attempts.extend(case.attempts);
-                    for (n, a) in attempts.iter_mut().enumerate() {
-                        a.attempt = n as u64 + 1;
-                    }
                     Case { attempts, ..case }
                 }
                 _ => case,
             };
             // Under xdist another test's case may come between: look a little further back.
-            let same = cases
-                .iter_mut()
-                .rev()
-                .take(64)
-                .filter(|_| teardown)
-                .find(|c| c.name == case.name && c.classname == case.classname && c.path == case.path);
+            let same = cases.recent.iter_mut().rev().filter(|_| teardown).find(|c| same_test(c, &case));
             match same {
                 Some(earlier) => {
                     earlier.status = Status::Failed;
-                    earlier.message = match (earlier.message.take(), case.message) {
-                        (Some(a), Some(b)) => Some(format!("{a}\n{b}")),
-                        (a, b) => a.or(b),
-                    };
-                    for (into, more) in [
-                        (&mut earlier.trace, case.trace),
-                        (&mut earlier.stdout, case.stdout),
-                        (&mut earlier.stderr, case.stderr),
-                    ] {
-                        if !more.trim().is_empty() {
-                            into.push('\n');
-                            into.push_str(&more);
-                        }
+                    if let Some(more) = case.message {
+                        earlier.message.get_or_insert_with(CappedText::default).append(more);
                     }
+                    earlier.trace.append(case.trace);
+                    earlier.stdout.append(case.stdout);
+                    earlier.stderr.append(case.stderr);
                 }
                 None => cases.push(case),
             }
@@ -557,182 +655,4 @@ fn line_at(bytes: &[u8], offset: usize) -> usize {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn counts(r: &Results) -> (u64, u64, u64, u64, u64) {
-        let s = &r.summary;
-        (s.tests, s.passed, s.failed, s.skipped, s.pending)
-    }
-
-    #[test]
-    fn pytest_9_counts_tests_not_subtests_and_merges_a_teardown_error() {
-        let r = parse(include_bytes!("../tests/fixtures/pytest-9.xml")).unwrap();
-        // tests="8" is declared; there are four tests.
-        assert_eq!(counts(&r), (4, 1, 2, 1, 0));
-        let merged = r.tests.iter().find(|t| t.name.ends_with("test_fails_then_teardown_fails")).unwrap();
-        let message = merged.message.as_deref().unwrap();
-        assert!(message.contains("values differ") && message.contains("error: failed on teardown"), "{message}");
-        assert!(r.tests.iter().all(|t| t.suite == "crud"));
-        assert_eq!(r.summary.start, timestamp_ms("2026-11-25T07:51:08.335+00:00").unwrap());
-    }
-
-    #[test]
-    fn node_suites_nest_and_top_level_tests_name_no_suite() {
-        let r = parse(include_bytes!("../tests/fixtures/node-20.xml")).unwrap();
-        assert_eq!(counts(&r), (6, 3, 1, 1, 1), "the comments' totals, counted from the tests");
-        let deep = r.tests.iter().find(|t| t.name.ends_with("deep")).unwrap();
-        assert_eq!(deep.suite, "crud", "the outermost describe is the suite");
-        let top = r.tests.iter().find(|t| t.name.contains("top level & <escaped>")).unwrap();
-        assert_eq!(top.suite, "", "a top-level test tells no suite");
-        assert!((r.tests[0].duration - 0.653).abs() < 1e-9, "{}", r.tests[0].duration);
-    }
-
-    #[test]
-    fn ctest_disabled_tests_are_skipped_and_a_zoneless_timestamp_is_utc() {
-        let r = parse(include_bytes!("../tests/fixtures/ctest.xml")).unwrap();
-        assert_eq!(counts(&r), (3, 1, 1, 1, 0));
-        assert_eq!(r.summary.start, timestamp_ms("2026-11-25T07:51:37Z").unwrap());
-        assert!((r.tests[0].duration - 1.52652).abs() < 1e-6, "eight decimals: {}", r.tests[0].duration);
-    }
-
-    #[test]
-    fn nextest_runs_are_read() {
-        let r = parse(include_bytes!("../tests/fixtures/nextest.xml")).unwrap();
-        assert_eq!(counts(&r), (2, 1, 1, 0, 0));
-        assert!(r.tests.iter().all(|t| t.suite == "ntfix"));
-        assert!(r.tests[1].message.as_deref().unwrap().contains("panicked"));
-    }
-
-    #[test]
-    fn dtds_entities_and_malformed_input_are_refused_with_the_line() {
-        let dtd = b"<?xml version=\"1.0\"?>\n<!DOCTYPE lolz [<!ENTITY lol \"lol\">]>\n<testsuite><testcase name=\"a\">&lol;</testcase></testsuite>";
-        let err = parse(dtd).unwrap_err();
-        assert_eq!(err.line, 2, "{err:?}");
-        assert!(err.reason.contains("DTD"), "{err:?}");
-        let entity = b"<testsuite>\n<testcase name=\"a\">&lol;</testcase></testsuite>";
-        let err = parse(entity).unwrap_err();
-        assert_eq!(err.line, 2, "{err:?}");
-        let unclosed = b"<testsuite>\n<testcase name=\"a\">\n</testsuite>";
-        assert!(parse(unclosed).is_err());
-        assert!(parse(b"<html><body/></html>").unwrap_err().reason.contains("not JUnit"));
-        let bad_time = b"<testsuite>\n\n<testcase name=\"a\" time=\"soon\"/></testsuite>";
-        let err = parse(bad_time).unwrap_err();
-        assert_eq!((err.line, err.reason.contains("soon")), (3, true), "{err:?}");
-    }
-
-    #[test]
-    fn small_files_cannot_cost_large_memory_or_overflow() {
-        let deep = format!("{}{}", "<testsuite name=\"s\">".repeat(65), "</testsuite>".repeat(65));
-        assert!(parse(deep.as_bytes()).unwrap_err().reason.contains("nested"));
-        let long = b"<testsuite time=\"1e300\"><testcase name=\"a\"/></testsuite>";
-        assert!(parse(long).unwrap_err().reason.contains("1e300"));
-        let comma = b"<testsuite><testcase name=\"a\" time=\"1,5\"/></testsuite>";
-        assert!(parse(comma).is_err(), "1,5 is not read as 15");
-        let far = b"<testsuite timestamp=\"99999999999999999-01-01T00:00:00Z\"><testcase name=\"a\"/></testsuite>";
-        assert!(parse(far).unwrap_err().reason.contains("ISO 8601"));
-    }
-
-    /// The failure's text is kept as written (entities and CDATA resolved), with the output;
-    /// a ctest failure's reason is in its output.
-    #[test]
-    fn failure_bodies_and_output_are_kept() {
-        let xml = br#"<testsuite name="crud"><testcase name="a" classname="m">
-  <failure message="boom">at m.py:12 &amp; <![CDATA[x < y]]></failure>
-  <system-out>printed</system-out><system-err>warned</system-err>
-</testcase></testsuite>"#;
-        let r = parse(xml).unwrap();
-        let t = &r.tests[0];
-        assert_eq!(t.message.as_deref(), Some("boom"));
-        assert_eq!(t.detail.trace.as_deref(), Some("at m.py:12 & x < y"));
-        assert_eq!(
-            (t.detail.stdout.clone(), t.detail.stderr.clone()),
-            (vec!["printed".to_string()], vec!["warned".to_string()])
-        );
-        let ctest = parse(include_bytes!("../tests/fixtures/ctest.xml")).unwrap();
-        let disabled = ctest.tests.iter().find(|t| t.name.contains("disabled")).unwrap();
-        assert_eq!(disabled.detail.stdout, vec!["Disabled".to_string()]);
-        let node = parse(include_bytes!("../tests/fixtures/node-20.xml")).unwrap();
-        let failed = node.tests.iter().find(|t| t.name.ends_with("fails")).unwrap();
-        assert!(failed.detail.trace.as_deref().unwrap().contains("crud.test.mjs:5:30"), "{failed:?}");
-    }
-
-    /// Every earlier attempt is kept: failed then passed is flaky (a pass, never a plain one);
-    /// failed every time is a failure with its retries.
-    #[test]
-    fn attempts_are_kept_and_a_pass_on_retry_is_flaky() {
-        let xml = br#"<testsuites><testsuite name="core">
-<testcase name="flaky" classname="c"><flakyFailure message="first"><stackTrace>trace 1</stackTrace></flakyFailure><flakyError message="second"/></testcase>
-<testcase name="broken" classname="c"><rerunFailure message="again"/><failure message="last">trace 2</failure></testcase>
-<testcase name="steady" classname="c"/>
-</testsuite></testsuites>"#;
-        let r = parse(xml).unwrap();
-        let by = |n: &str| r.tests.iter().find(|t| t.name.ends_with(n)).unwrap();
-        let flaky = by("flaky");
-        assert_eq!((flaky.status, flaky.detail.flaky, flaky.detail.retries), (Status::Passed, true, 2));
-        assert_eq!(flaky.detail.retry_attempts[0].message.as_deref(), Some("first"));
-        assert_eq!(flaky.detail.retry_attempts[0].trace.as_deref(), Some("trace 1"));
-        assert_eq!(flaky.detail.retry_attempts[1].message.as_deref(), Some("error: second"));
-        let broken = by("broken");
-        assert_eq!((broken.status, broken.detail.flaky, broken.detail.retries), (Status::Failed, false, 1));
-        assert_eq!(broken.detail.trace.as_deref(), Some("trace 2"));
-        assert_eq!((by("steady").detail.retries, by("steady").detail.flaky), (0, false));
-    }
-
-    /// Two tests of one name in two describe blocks stay two tests, each named by its block; a
-    /// todo whose body fails stays todo; GoogleTest's skipped and disabled tests are skipped.
-    #[test]
-    fn tests_keep_their_names_and_their_kind() {
-        let xml = br#"<testsuites><testsuite name="crud">
-<testsuite name="A"><testcase name="works" classname="test"><failure message="no"/></testcase></testsuite>
-<testsuite name="B"><testcase name="works" classname="test"/></testsuite>
-<testcase name="later" classname="test"><skipped type="todo" message="true"/><failure message="body failed"/></testcase>
-<testcase name="gskip" status="run" result="skipped" classname="G"/>
-<testcase name="DISABLED_g" status="notrun" result="suppressed" classname="G"/>
-</testsuite></testsuites>"#;
-        let r = parse(xml).unwrap();
-        let names: Vec<&str> = r.tests.iter().map(|t| t.name.as_str()).collect();
-        assert_eq!(
-            names,
-            ["A > works", "B > works", "later", "G::gskip", "G::DISABLED_g"],
-            "node's class \"test\" says nothing"
-        );
-        assert_eq!(r.tests[0].status, Status::Failed);
-        assert_eq!(r.tests[1].status, Status::Passed);
-        assert_eq!(r.tests[2].status, Status::Pending, "todo stays todo");
-        assert!(r.tests[2].message.as_deref().unwrap().contains("body failed"));
-        assert_eq!((r.tests[3].status, r.tests[4].status), (Status::Skipped, Status::Skipped));
-        assert!(r.tests.iter().all(|t| t.suite == "crud"));
-    }
-
-    /// ctest's test is in its first label's suite; without labels, the file's (none here).
-    #[test]
-    fn a_ctest_label_is_its_suite() {
-        let xml = br#"<testsuite name="(empty)">
-<testcase name="put" classname="put" status="run"><properties><property name="cmake_labels" value="storage;fast"/></properties></testcase>
-<testcase name="plain" classname="plain" status="run"><properties/></testcase></testsuite>"#;
-        let r = parse(xml).unwrap();
-        assert_eq!((r.tests[0].suite.as_str(), r.tests[1].suite.as_str()), ("storage", ""));
-        assert!(r.environment.is_empty(), "a test's own properties are no labels of the run");
-    }
-
-    #[test]
-    fn suite_names_are_shortened_to_the_matrix_words() {
-        assert_eq!(suite_name(None, "tests.test_crud"), "crud");
-        assert_eq!(suite_name(Some("objstore-db-core::transaction"), "x"), "transaction");
-        assert_eq!(suite_name(Some("pytest"), "bindings.python.tests.test_sql"), "sql");
-        assert_eq!(suite_name(Some("(empty)"), "test"), "");
-        assert_eq!(suite_name(Some("TypedTest/0"), ""), "typedtest", "GoogleTest's parameter is no column");
-        assert_eq!(suite_name(Some("Inst/ParamTest"), "Inst/ParamTest"), "inst/paramtest");
-        assert_eq!(suite_name(None, "tests.test_api.TestUser"), "api", "pytest's class is no column");
-        assert_eq!(suite_name(None, "tests.unit.test_crud"), "unit/crud", "a module below tests keeps its path");
-        assert_eq!(suite_name(Some("tests"), "test_math.cpp"), "math", "doctest: the source file");
-        assert_eq!(suite_name(Some("unit_tests.exe"), "global"), "unit", "Catch2: the binary, not global");
-        assert_eq!(suite_name(Some("tests"), "tests.global"), "");
-        let ctest = parse(include_bytes!("../tests/fixtures/ctest.xml")).unwrap();
-        assert!(
-            ctest.tests.iter().all(|t| t.suite.is_empty()),
-            "a ctest test's class is its own name: the file names the suite"
-        );
-    }
-}
+mod tests;
