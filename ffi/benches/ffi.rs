@@ -159,15 +159,23 @@ fn library_dir() -> PathBuf {
 
 fn build_c_program(out: &Path) -> PathBuf {
     // cargo builds this bench against the rlib; the C side needs the shared library itself.
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut build = Command::new(cargo);
-    build.args(["build", "--quiet", "-p", "objstore-db-c", "--lib"]).current_dir(workspace());
-    if measuring() {
-        build.arg("--release");
-    }
-    assert!(build.status().unwrap().success(), "cargo could not build libobjstore_db");
+    // tests/run-all names the one its cargo test built (OBJSTORE_C_LIBRARY_DIR): a one-package
+    // `cargo build` resolves features apart from the workspace's and rebuilt half the tree.
+    let given = std::env::var_os("OBJSTORE_C_LIBRARY_DIR").map(PathBuf::from).filter(|_| !measuring());
+    let lib = match given {
+        Some(dir) => dir,
+        None => {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let mut build = Command::new(cargo);
+            build.args(["build", "--quiet", "-p", "objstore-db-c", "--lib"]).current_dir(workspace());
+            if measuring() {
+                build.arg("--release");
+            }
+            assert!(build.status().unwrap().success(), "cargo could not build libobjstore_db");
+            library_dir()
+        }
+    };
     let program = out.join("c_async_get");
-    let lib = library_dir();
     let status = Command::new("cc")
         .args(["-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pthread"])
         .arg(format!("-I{}", workspace().join("include").display()))
