@@ -11,9 +11,9 @@
 //! - `Bail out!` and a plan that promised more tests than ran are failures, so that a stream that
 //!   stopped early never reads green.
 
-use crate::error::{AppError, AppResult};
 use std::time::Instant;
 
+use crate::error::{AppError, AppResult};
 use crate::format::{cap_name, CappedText, Detail, Results, Status, Summary, Test, Tool};
 
 /// Whether `text` is a TAP stream: a version line, a plan or a numbered test line first.
