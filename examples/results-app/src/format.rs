@@ -219,11 +219,16 @@ pub const MAX_NAME: usize = 1024;
 
 /// `name`, or when over [`MAX_NAME`] bytes its start, `…#` and a hash of all of it.
 pub fn cap_name(name: String) -> String {
-    if name.len() <= MAX_NAME {
+    cap_at(name, MAX_NAME)
+}
+
+/// `name`, or when over `max` bytes its start, `…#` and a hash of all of it.
+pub fn cap_at(name: String, max: usize) -> String {
+    if name.len() <= max {
         return name;
     }
     let hash = format!("…#{:016x}", short_hash(name.as_bytes()));
-    let mut end = MAX_NAME - hash.len();
+    let mut end = max - hash.len();
     while !name.is_char_boundary(end) {
         end -= 1;
     }

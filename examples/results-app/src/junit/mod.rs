@@ -303,15 +303,7 @@ const MAX_SUITE: usize = 128;
 
 /// `suite`, or when over [`MAX_SUITE`] bytes its start and a hash of all of it.
 pub fn cap_suite(suite: String) -> String {
-    if suite.len() <= MAX_SUITE {
-        return suite;
-    }
-    let hash = format!("-{:08x}", crate::format::short_hash(suite.as_bytes()) as u32);
-    let mut end = MAX_SUITE - hash.len();
-    while !suite.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}{hash}", &suite[..end])
+    crate::format::cap_at(suite, MAX_SUITE)
 }
 
 /// The `<testsuite>`s open where the reader is.
