@@ -9,7 +9,7 @@ use crate::error::{AppError, AppResult};
 use crate::format::{
     cap_name, check_label, check_text, Attempt, Ci, Detail, Results, Run, Status, Summary, Test, Tool, TEXT_PER_TEST,
 };
-use crate::{ctestlog, junit, tap, textlog};
+use crate::{ctestlog, junit, naming, tap, textlog};
 
 /// The largest report file taken (a run of ten thousand tests is far less).
 pub const MAX_REPORT_BYTES: usize = 16 * 1024 * 1024;
@@ -39,7 +39,7 @@ impl Labels {
         // Up to its first dot: `crud.test.mjs`, `crud.xml` and `crud.junit.xml` are `crud`.
         let stem = name.split('.').next().unwrap_or_default().to_string();
         // A name that tells nothing (`tests.xml`) is still the file's.
-        let suite = Some(junit::suite_name(Some(&stem), "")).filter(|s| !s.is_empty()).unwrap_or(stem.to_lowercase());
+        let suite = Some(naming::suite_name(Some(&stem), "")).filter(|s| !s.is_empty()).unwrap_or(stem.to_lowercase());
         let ci = Ci { file: Some(name).filter(|n| !n.is_empty()), ..self.ci.clone() };
         Labels { default_suite: Some(suite).filter(|s| !s.is_empty()), ci, ..self.clone() }
     }
@@ -135,6 +135,7 @@ pub fn ingest(file: &str, bytes: &[u8], labels: &Labels, deadline: Option<Instan
             (None, Some(default)) if test.suite.is_empty() => test.suite = default.clone(),
             _ => {}
         }
+        test.strip_escapes();
         test.cap_text(TEXT_PER_TEST);
     }
     run.check().map_err(|e| e.context(file))?;
@@ -217,7 +218,6 @@ fn from_ctrf(file: &str, bytes: &[u8], labels: &Labels, deadline: Option<Instant
         }
         let field = |name: &str| format!("{file}: results.tests[{i}].{name}");
         let name = text(t.get("name")).ok_or_else(|| AppError::bad(format!("{} must be text", field("name"))))?;
-        let name = cap_name(name);
         let status = match t.get("status").and_then(Value::as_str) {
             Some("passed") => Status::Passed,
             Some("failed") => Status::Failed,
@@ -238,18 +238,15 @@ fn from_ctrf(file: &str, bytes: &[u8], labels: &Labels, deadline: Option<Instant
                 .filter(|d| d.is_finite() && *d >= 0.0)
                 .ok_or_else(|| AppError::bad(format!("{} must be milliseconds", field("duration"))))?,
         };
-        let suite = match t.get("suite") {
-            None => labels.suite.clone().unwrap_or_default(),
-            Some(Value::String(s)) => s.clone(),
-            // CTRF's newer form lists the suite path; its first step is the column.
-            Some(Value::Array(path)) => {
-                path.iter().filter_map(Value::as_str).find(|s| !s.is_empty()).unwrap_or_default().to_string()
-            }
+        let path: Vec<&str> = match t.get("suite") {
+            None => Vec::new(),
+            // jest's and Playwright's reporters join the path with " > ".
+            Some(Value::String(s)) => s.split(" > ").collect(),
+            Some(Value::Array(path)) => path.iter().filter_map(Value::as_str).collect(),
             Some(_) => return Err(AppError::bad(format!("{} must be text", field("suite")))),
         };
-        // A test file's path (pytest-json-ctrf's) names its module, as pytest's JUnit does.
-        let suite = if junit::is_test_file(&suite) { junit::suite_name(None, &suite) } else { suite };
-        let suite = junit::cap_suite(suite);
+        let (suite, name) = ctrf_suite_and_name(&path, name);
+        let suite = if path.is_empty() { labels.suite.clone().unwrap_or_default() } else { suite };
         let message = text(t.get("message"));
         let mut detail = ctrf_detail(t).map_err(|why| AppError::bad(format!("{}{why}", field(""))))?;
         // Failed, then passed: flaky, whether or not the report says so.
@@ -272,6 +269,22 @@ fn from_ctrf(file: &str, bytes: &[u8], labels: &Labels, deadline: Option<Instant
     // A stored run's own origin (checked with the rest of the run).
     run.ci = value.get("ci").cloned().and_then(|ci| serde_json::from_value(ci).ok()).unwrap_or_default();
     Ok((run, reported))
+}
+
+/// A CTRF test's suite and name from its suite path: the first step that tells is the column
+/// (a test file's path names its module, as pytest's JUnit does: `basket.test.js` → `basket`),
+/// and the steps after it are the test's path (`checkout > tax`), unless its name holds them
+/// already (jest's full names: `basket totals sums`).
+fn ctrf_suite_and_name(path: &[&str], name: String) -> (String, String) {
+    let Some(first) = path.iter().position(|s| !s.is_empty()) else { return (String::new(), cap_name(name)) };
+    let suite =
+        if naming::is_test_file(path[first]) { naming::suite_name(None, path[first]) } else { path[first].to_string() };
+    let rest: Vec<&str> = path[first + 1..].iter().copied().filter(|s| !s.is_empty()).collect();
+    let name = match rest.is_empty() || name.starts_with(&rest.join(" ")) {
+        true => name,
+        false => format!("{} > {name}", rest.join(" > ")),
+    };
+    (junit::cap_suite(suite), cap_name(name))
 }
 
 #[cfg(test)]

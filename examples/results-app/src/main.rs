@@ -25,6 +25,7 @@ mod group;
 mod history;
 mod ingest;
 mod junit;
+mod naming;
 mod page;
 mod post;
 mod quarantine;

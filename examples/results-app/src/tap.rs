@@ -6,8 +6,12 @@
 //!   that holds subtests, as node's describe blocks do, is a suite, not a test, and the
 //!   outermost one is the test's suite.
 //! - A YAML block after a test gives its duration (`duration_ms`), its message (`error` or
-//!   `message`) and its trace (`stack`, `at`, `location`); comment lines after a failing test
-//!   (Test::More's diagnostics) are its trace.
+//!   `message`, else its other fields: tape's `operator`, `expected`, `actual`) and its trace
+//!   (`stack`, `at`, `location`, and the other fields when there is a message); comment lines
+//!   after a failing test (Test::More's diagnostics) are its trace.
+//! - A comment `# name` just before a test line is the header of the test points that follow
+//!   (tape's test, whose assertions they are: `balance > balance is right`), not a diagnostic
+//!   of the failing test before it. Test::More's diagnostics are indented (`#   Failed test`).
 //! - `Bail out!` and a plan that promised more tests than ran are failures, so that a stream that
 //!   stopped early never reads green.
 
@@ -92,6 +96,8 @@ pub fn parse(text: &str, deadline: Option<Instant>) -> AppResult<Results> {
     let mut pending: Vec<Vec<Read>> = vec![Vec::new()];
     let mut plans: Vec<Option<u64>> = vec![None];
     let mut bailed: Option<String> = None;
+    // Per depth: the header comment over the test points that follow (tape's test name).
+    let mut headers: Vec<Option<String>> = Vec::new();
     let lines: Vec<&str> = text.lines().collect();
     let mut i = 0;
     while i < lines.len() {
@@ -119,6 +125,12 @@ pub fn parse(text: &str, deadline: Option<Instant>) -> AppResult<Results> {
                 ["tests", "suites", "pass", "fail", "cancelled", "skipped", "todo", "duration_ms"].contains(&w)
             }) && line.split_whitespace().count() == 3;
             if counts {
+                continue;
+            }
+            if let Some(name) = header(line, lines[i..].iter().find(|l| !l.trim().is_empty()), indent) {
+                headers.truncate(depth);
+                headers.resize(depth, None);
+                headers.push(Some(name.to_string()));
                 continue;
             }
             let last = pending.get_mut(depth).and_then(|p| p.last_mut());
@@ -152,6 +164,9 @@ pub fn parse(text: &str, deadline: Option<Instant>) -> AppResult<Results> {
         };
         if read.name.is_empty() {
             read.name = format!("test {}", t.number.unwrap_or(pending[depth].len() as u64 + 1));
+        }
+        if let Some(Some(header)) = headers.get(depth) {
+            read.name = format!("{header} > {}", read.name);
         }
         // Its YAML block, indented beneath it.
         if lines.get(i).is_some_and(|l| l.trim() == "---") {
@@ -189,6 +204,16 @@ pub fn parse(text: &str, deadline: Option<Instant>) -> AppResult<Results> {
     })
 }
 
+/// The test name a comment line gives as a header: `# name`, one space after the `#` and the
+/// next line a test line at its depth (tape's); `None` for a diagnostic.
+fn header<'a>(comment: &'a str, next: Option<&&str>, indent: usize) -> Option<&'a str> {
+    let name = comment.strip_prefix("# ")?;
+    let next = next?;
+    let at_depth = next.len() - next.trim_start().len() == indent;
+    let is_header = !name.starts_with(char::is_whitespace) && !name.starts_with("Subtest:") && !name.is_empty();
+    (is_header && at_depth && test_line(next.trim()).is_some()).then_some(name.trim_end())
+}
+
 fn grow(pending: &mut Vec<Vec<Read>>, plans: &mut Vec<Option<u64>>, depth: usize) {
     while pending.len() <= depth {
         pending.push(Vec::new());
@@ -207,11 +232,20 @@ fn flatten(mut read: Read, path: &[String], out: &mut Vec<Test>) {
     }
     let field = |names: &[&str]| read.yaml.iter().find(|(k, _)| names.contains(&k.as_str())).map(|(_, v)| v.clone());
     let duration = field(&["duration_ms"]).and_then(|d| d.parse::<f64>().ok()).filter(|d| d.is_finite() && *d >= 0.0);
-    let message = match read.status {
-        Status::Skipped | Status::Pending => read.reason.clone(),
-        _ => field(&["error", "message"]),
+    // The fields that are neither the message, the place, the stack nor the time: tape's
+    // `operator`, `expected` and `actual`, node's `failureType`.
+    let known = ["error", "message", "location", "at", "stack", "duration_ms"];
+    let others: Vec<String> =
+        read.yaml.iter().filter(|(k, _)| !known.contains(&k.as_str())).map(|(k, v)| format!("{k}: {v}")).collect();
+    let others = Some(others.join("\n")).filter(|o| !o.is_empty() && read.status == Status::Failed);
+    let (message, others) = match read.status {
+        Status::Skipped | Status::Pending => (read.reason.clone(), None),
+        _ => match field(&["error", "message"]) {
+            Some(message) => (Some(message), others),
+            None => (others, None),
+        },
     };
-    let trace: Vec<String> = [field(&["location", "at"]), field(&["stack"])]
+    let trace: Vec<String> = [field(&["location", "at"]), others, field(&["stack"])]
         .into_iter()
         .flatten()
         .chain(std::mem::take(&mut read.diagnostics).finish())
@@ -225,7 +259,7 @@ fn flatten(mut read: Read, path: &[String], out: &mut Vec<Test>) {
         status: read.status,
         duration: duration.unwrap_or(0.0),
         // The outermost suite is the column; tests outside any take the file's name.
-        suite: crate::junit::cap_suite(crate::junit::suite_name(Some(&suite), "")),
+        suite: crate::junit::cap_suite(crate::naming::suite_name(Some(&suite), "")),
         message,
         detail: Detail { trace: Some(trace.join("\n")).filter(|t| !t.is_empty()), ..Detail::default() },
     });
@@ -308,5 +342,23 @@ mod tests {
         // Any text before a `#`, and an escaped `\#`, which stays in the name as `#`.
         let odd = parse("1..2\nok 1 - 测试#1\nok 2 - é\\# x\n", None).unwrap();
         assert_eq!((odd.tests[0].name.as_str(), odd.tests[1].name.as_str()), ("测试", "é# x"));
+    }
+
+    /// tape: a header names the test points after it and is nobody's diagnostic; the YAML
+    /// block's fields are the failure's text.
+    #[test]
+    fn headers_name_their_points_and_yaml_fields_are_the_failure() {
+        let tap = "TAP version 13\n# post\nok 1 posts\n# balance\nnot ok 2 balance is right\n  ---\n    operator: equal\n    \
+                   expected: 3\n    actual:   2\n    at: Test.<anonymous> (/w/ledger.test.js:12:5)\n  ...\n# diagnostic of 2\n\
+                   #   indented, also 2's\n# close\nok 3 closes\n1..3\n# tests 3\n";
+        let r = parse(tap, None).unwrap();
+        let names: Vec<&str> = r.tests.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["post > posts", "balance > balance is right", "close > closes"]);
+        let failed = &r.tests[1];
+        assert_eq!(failed.message.as_deref(), Some("operator: equal\nexpected: 3\nactual: 2"));
+        let trace = failed.detail.trace.as_deref().unwrap();
+        assert!(trace.starts_with("Test.<anonymous> (/w/ledger.test.js:12:5)"), "{trace}");
+        assert!(trace.contains("diagnostic of 2") && trace.contains("indented, also 2's"), "{trace}");
+        assert!(!trace.contains("close"), "the next test's header is not this one's: {trace}");
     }
 }

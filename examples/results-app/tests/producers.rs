@@ -47,6 +47,35 @@ const EXPECTED: &[Expected] = &[
     // lib.rs: put passes, get fails three times (retries = 2), flaky passes on its second
     // attempt; nextest leaves the ignored test out.
     Expected { file: "nextest-retries.xml", counts: [3, 2, 1, 0, 0, 1], suites: &["producers"] },
+    // ledger_test.go through gotestsum --rerun-fails=2: Post, Table and its two subtests pass,
+    // Balance fails three times (two reruns, each one more <testcase>), Flaky passes on its rerun.
+    Expected { file: "gotestsum-reruns.xml", counts: [7, 5, 1, 1, 0, 1], suites: &["ledger"] },
+    // basket.test.js: adds, rounds and flaky (on its retry: jest-junit writes the last attempt
+    // only) pass; sums and always fail; later is skipped; discount is todo, which jest-junit
+    // writes as a case with nothing in it: a pass. broken.test.js fails to load: one failure,
+    // which jest-junit writes twice.
+    Expected { file: "jest-junit.xml", counts: [8, 4, 3, 1, 0, 0], suites: &["basket", "broken"] },
+    // The same through jest-ctrf-json-reporter: its retries are attempts, todo is "other", and a
+    // file that fails to load is not in the report.
+    Expected { file: "jest-ctrf.json", counts: [7, 3, 2, 0, 1, 1], suites: &["basket"] },
+    // cart.test.js: adds, known bug (test.fails) and flaky pass (vitest's junit keeps no
+    // attempts); sums fails; later and discount (todo) are skipped; hooked's beforeAll fails:
+    // one failure under the describe's name, its two tests skipped.
+    Expected { file: "vitest-junit.xml", counts: [9, 3, 2, 4, 0, 0], suites: &["cart"] },
+    // checkout.spec.js: totals passes, tax fails three times, flaky passes on its retry, later
+    // skips. Without includeRetries Playwright's junit says nothing of the retries.
+    Expected { file: "playwright-junit.xml", counts: [4, 2, 1, 1, 0, 0], suites: &["checkout"] },
+    Expected { file: "playwright-junit-retries.xml", counts: [4, 2, 1, 1, 0, 1], suites: &["checkout"] },
+    Expected { file: "playwright-ctrf.json", counts: [4, 2, 1, 1, 0, 1], suites: &["checkout"] },
+    // backup.bats: writes passes, restores fails, later skips (in TAP 13, `not ok … # SKIP`).
+    Expected { file: "bats-junit.xml", counts: [3, 1, 1, 1, 0, 0], suites: &["backup"] },
+    Expected { file: "bats.tap13", counts: [3, 1, 1, 1, 0, 0], suites: &["bats"] },
+    // ledger.test.js through tape: five assertions, each a test point under its test's header;
+    // balance's first fails.
+    Expected { file: "tape.tap", counts: [5, 4, 1, 0, 0, 0], suites: &["tape"] },
+    // test_ledger.py through unittest-xml-reporting: a pass, a failure, a skip; its suite's
+    // name carries the run's time, which is no part of the column.
+    Expected { file: "unittest-xml.xml", counts: [3, 1, 1, 1, 0, 0], suites: &["ledger"] },
 ];
 
 fn fixture(name: &str) -> String {
@@ -115,6 +144,15 @@ fn each_failure_keeps_its_text_and_place() {
         ("catch2.xml", "get finds it", "with expansion"),
         ("doctest.xml", "get finds it", "sample_test.cpp:6"),
         ("nextest-retries.xml", "storage::get", "src/lib.rs:"),
+        ("gotestsum-reruns.xml", "TestBalance", "ledger_test.go:31: balance = 2, want 3"),
+        ("jest-junit.xml", "basket totals sums", "basket.test.js:20"),
+        ("vitest-junit.xml", "hooked", "no database"),
+        ("playwright-ctrf.json", "checkout > tax", "Expected: 0.25"),
+        ("playwright-junit.xml", "checkout › tax", "checkout.spec.js:8"),
+        ("bats-junit.xml", "restores", "backup.bats, line 10"),
+        ("bats.tap13", "restores", "backup.bats, line 10"),
+        ("unittest-xml.xml", "test_balance", "balance is off"),
+        ("tape.tap", "balance > balance is right", "expected: 3"),
     ] {
         let t = tests_of(&runs[file])
             .iter()
@@ -138,6 +176,15 @@ fn each_failure_keeps_its_text_and_place() {
     assert!(get["message"].as_str().unwrap().contains("crud.c:12"), "{get}");
     let flaky = test(&runs["nextest-retries.xml"], "storage::flaky");
     assert_eq!((flaky["status"].as_str(), flaky["retries"].as_u64()), (Some("passed"), Some(1)));
+    // No terminal escapes reach the text shown (Playwright's CTRF keeps its colours).
+    for (file, run) in &runs {
+        for t in tests_of(run) {
+            assert!(!t.to_string().contains("\\u001b"), "{file}: {}", t["name"]);
+        }
+    }
+    // gotestsum's reruns are the test's attempts: three runs, the last its status.
+    let balance = test(&runs["gotestsum-reruns.xml"], "TestBalance");
+    assert_eq!((balance["retries"].as_u64(), balance["retryAttempts"].as_array().map(Vec::len)), (Some(2), Some(2)));
     // Two tests of one name in two describe blocks stay two; node's todo stays todo.
     let node = &runs["node-junit.xml"];
     assert_eq!(tests_of(node).iter().filter(|t| t["name"].as_str().unwrap().ends_with("works")).count(), 2);

@@ -9,7 +9,7 @@
 //! `rerunError`): a test that failed and then passed is flaky, never a plain pass. A suite's
 //! `<properties>` are the report's environment (build-variant labels).
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 use std::time::Instant;
 
@@ -20,6 +20,7 @@ use serde_json::{Map, Value};
 use crate::format::{
     cap_name, check_label, check_text, Attempt, CappedText, Detail, Results, Status, Summary, Test, Tool,
 };
+use crate::naming::{file_name, is_generic, is_path, is_test_file, suite_name};
 
 /// A parse failure, at a line of the input.
 #[derive(Debug, PartialEq)]
@@ -133,7 +134,7 @@ pub fn parse_until(xml: &[u8], deadline: Option<Instant>) -> Result<Results, Jun
     let mut suites = Suites { innermost: None, depth: 0 };
     // The last cases read, which a later one may still join (a rerun, a teardown error); older
     // ones are tests already, so that a case's parts are held once.
-    let mut cases = Cases { recent: VecDeque::new(), tests: Vec::new() };
+    let mut cases = Cases { recent: VecDeque::new(), tests: Vec::new(), failed: HashMap::new() };
     let mut events = 0usize;
     let mut count = 0usize;
     let mut current: Option<Case> = None;
@@ -248,34 +249,43 @@ fn sink_of(element: &[u8]) -> Option<Sink> {
     }
 }
 
-/// A case as a test: its suite (the outermost telling `<testsuite>`, else the classname), its
-/// name with the suites inside that one (`nested > deep`), its text and attempts.
-fn into_test(c: Case) -> Test {
+/// A case's suite (the outermost telling `<testsuite>`, else the classname) and its name with
+/// the suites inside that one (`nested > deep`), after its class where the class tells more.
+fn suite_and_name(c: &Case) -> (String, String) {
     let path = path_of(&c.path);
     let telling = path.iter().position(|s| !is_generic(s));
     // ctest names each test's class after the test: that is no suite (its first label is,
-    // else the file's name).
-    let ctest = c.classname == c.name;
-    let classname = if ctest { c.label.as_deref().unwrap_or_default() } else { c.classname.as_str() };
+    // else the file's name). So does jest-junit, with the describe blocks in both.
+    let class_is_name = c.classname == c.name;
+    let classname = if class_is_name { c.label.as_deref().unwrap_or_default() } else { c.classname.as_str() };
     let suite = cap_suite(suite_name(telling.map(|i| path[i]), classname));
     let inner: Vec<&str> = match telling {
         Some(i) => path[i + 1..].iter().copied().filter(|s| !is_generic(s)).collect(),
         None => Vec::new(),
     };
     let within = inner.iter().map(|s| format!("{s} > ")).collect::<String>() + &c.name;
-    let flaky = c.status == Status::Passed && !c.attempts.is_empty();
-    // A classname that is a source file's path (doctest's) is named by the file.
     let name = match c.classname.as_str() {
+        _ if class_is_name => within,
         "" => within,
+        // A classname that is a source file's path (doctest's) is named by the file.
         path if is_path(path) => format!("{}::{within}", file_name(path)),
+        // A test file's name (vitest's, Playwright's, bats') is the suite already.
+        file if is_test_file(file) => within,
         // Catch2's `global` class says nothing.
         generic if is_generic(generic) => within,
         class => format!("{class}::{within}"),
     };
+    (suite, cap_name(name))
+}
+
+/// A case as a test: its suite and name (see [`suite_and_name`]), its text and attempts.
+fn into_test(c: Case) -> Test {
+    let (suite, name) = suite_and_name(&c);
+    let flaky = c.status == Status::Passed && !c.attempts.is_empty();
     let attempts = c.attempts.into_iter().enumerate();
     Test {
         suite,
-        name: cap_name(name),
+        name,
         status: c.status,
         duration: (c.seconds * 1e9).round() / 1e6, // milliseconds, to the nanosecond
         message: c.message.and_then(CappedText::finish),
@@ -313,10 +323,11 @@ struct Suites {
 }
 
 /// The cases read so far: the last few as cases, which a later one may still join, and the rest
-/// as tests.
+/// as tests, with where the failed ones are (a rerun may come at the end of the report).
 struct Cases {
     recent: VecDeque<Case>,
     tests: Vec<Test>,
+    failed: HashMap<(String, String), usize>,
 }
 
 /// How far back a case may be joined by a later one (xdist interleaves other tests' cases).
@@ -327,7 +338,38 @@ impl Cases {
         self.recent.push_back(case);
         if self.recent.len() > JOINED_WITHIN {
             let oldest = self.recent.pop_front().expect("a case");
-            self.tests.push(into_test(oldest));
+            let rerun_may_follow = oldest.status == Status::Failed && !is_generic(&oldest.classname);
+            let test = into_test(oldest);
+            if rerun_may_follow {
+                self.failed.insert((test.suite.clone(), test.name.clone()), self.tests.len());
+            }
+            self.tests.push(test);
+        }
+    }
+
+    /// `case` as a rerun of a test that failed earlier in the report, when there is one: where
+    /// the class tells tests apart (go's package, a file), a second case of a failed test is
+    /// its next attempt, as gotestsum's `--rerun-fails` writes it. Node's top-level tests of
+    /// two files share a generic class, and stay two.
+    fn join_rerun(&mut self, case: Case) -> Option<Case> {
+        if is_generic(&case.classname) {
+            return Some(case);
+        }
+        if let Some(at) = self.recent.iter().rposition(|c| c.status == Status::Failed && same_test(c, &case)) {
+            let earlier = self.recent.remove(at).expect("a recent case");
+            self.recent.insert(at, with_attempt(earlier, case));
+            return None;
+        }
+        let at = match self.failed.is_empty() {
+            true => None,
+            false => self.failed.get(&suite_and_name(&case)).copied(),
+        };
+        match at {
+            Some(at) => {
+                join_test_rerun(&mut self.tests[at], into_test(case));
+                None
+            }
+            None => Some(case),
         }
     }
 
@@ -335,6 +377,39 @@ impl Cases {
         self.tests.extend(self.recent.into_iter().map(into_test));
         self.tests
     }
+}
+
+/// `later`, with `earlier` (a failure) as its attempt before its own.
+fn with_attempt(earlier: Case, later: Case) -> Case {
+    let mut attempts = earlier.attempts;
+    let message = earlier.message.and_then(CappedText::finish);
+    attempts.push(CaseAttempt { status: Status::Failed, message, trace: earlier.trace });
+    attempts.extend(later.attempts);
+    Case { attempts, seconds: earlier.seconds + later.seconds, ..later }
+}
+
+/// `later` as the last attempt of `earlier`, a test that failed: its status and text are the
+/// test's, the earlier ones its attempts.
+fn join_test_rerun(earlier: &mut Test, later: Test) {
+    let d = &mut earlier.detail;
+    let first = Attempt {
+        attempt: d.retry_attempts.len() as u64 + 1,
+        status: earlier.status,
+        message: earlier.message.take(),
+        trace: d.trace.take(),
+    };
+    d.retry_attempts.push(first);
+    for a in later.detail.retry_attempts {
+        d.retry_attempts.push(Attempt { attempt: d.retry_attempts.len() as u64 + 1, ..a });
+    }
+    earlier.status = later.status;
+    earlier.message = later.message;
+    earlier.duration += later.duration;
+    d.trace = later.detail.trace;
+    d.stdout = later.detail.stdout;
+    d.stderr = later.detail.stderr;
+    d.retries = d.retry_attempts.len() as u64;
+    d.flaky = earlier.status == Status::Passed;
 }
 
 fn on_open(
@@ -487,105 +562,38 @@ fn on_close(name: &[u8], suites: &mut Suites, cases: &mut Cases, current: &mut O
             let case = match cases.recent.back() {
                 Some(last) if pytest && !teardown && same_test(last, &case) && last.status != Status::Skipped => {
                     let earlier = cases.recent.pop_back().expect("the last case");
-                    let mut attempts = earlier.attempts;
-                    let message = earlier.message.and_then(CappedText::finish);
-                    attempts.push(CaseAttempt { status: Status::Failed, message, trace: earlier.trace });
-                    attempts.extend(case.attempts);
-                    Case { attempts, ..case }
+                    with_attempt(earlier, case)
                 }
                 _ => case,
             };
+            // jest-junit writes a test file that fails to load twice, as an <error> with the
+            // console's text and then as a <failure> with the error's JSON: one failure, told by
+            // the first.
+            let twice = case.classname == "Test suite failed to run";
             // Under xdist another test's case may come between: look a little further back.
-            let same = cases.recent.iter_mut().rev().filter(|_| teardown).find(|c| same_test(c, &case));
+            let same = cases.recent.iter_mut().rev().filter(|_| teardown || twice).find(|c| same_test(c, &case));
             match same {
                 Some(earlier) => {
                     earlier.status = Status::Failed;
                     if let Some(more) = case.message {
                         earlier.message.get_or_insert_with(CappedText::default).append(more);
                     }
-                    earlier.trace.append(case.trace);
+                    if !twice || earlier.trace.is_empty() {
+                        earlier.trace.append(case.trace);
+                    }
                     earlier.stdout.append(case.stdout);
                     earlier.stderr.append(case.stderr);
                 }
-                None => cases.push(case),
+                None if pytest || teardown => cases.push(case),
+                None => {
+                    if let Some(case) = cases.join_rerun(case) {
+                        cases.push(case);
+                    }
+                }
             }
         }
         _ => {}
     }
-}
-
-/// The suite a test belongs to, in the matrix's words: the outermost testsuite with a telling
-/// name (node's describe block, nextest's test binary, GoogleTest's test suite), else the
-/// classname (pytest's module, doctest's source file, ctest's label). Empty when neither tells
-/// (node's top-level tests, ctest without labels): the caller names it.
-///
-/// - Rust's `crate::file` is the file: `objstore-db-core::crud` → `crud`.
-/// - File extensions, GoogleTest's parameter numbers (`TypedTest/0`) and pytest's test class
-///   (`tests.test_api.TestUser`) name no suite.
-/// - Below the last `tests` folder, a module keeps its path, as `/`-separated words
-///   (`tests.unit.test_crud` → `unit/crud`): the page groups many columns by the first word.
-pub fn suite_name(testsuite: Option<&str>, classname: &str) -> String {
-    // A testsuite named by its binary's path (doctest's) is that binary.
-    let from_suite = testsuite.filter(|s| !is_generic(s)).map(|s| if is_path(s) { file_name(s) } else { s });
-    let Some(source) = from_suite.or(Some(classname).filter(|c| !is_generic(c))) else {
-        return String::new();
-    };
-    if let Some((_, file)) = source.rsplit_once("::") {
-        return word(file);
-    }
-    let ignored = |s: &&str| {
-        s.is_empty() || EXTENSIONS.contains(&s.to_ascii_lowercase().as_str()) || s.bytes().all(|b| b.is_ascii_digit())
-    };
-    let mut segments: Vec<&str> = source.split(['.', '/', '\\']).filter(|s| !ignored(s)).collect();
-    if from_suite.is_none() {
-        while segments.len() > 1 && segments.last().is_some_and(|s| s.starts_with(|c: char| c.is_ascii_uppercase())) {
-            segments.pop();
-        }
-    }
-    if let Some(last_folder) = segments.iter().rposition(|s| TEST_FOLDERS.contains(&s.to_ascii_lowercase().as_str())) {
-        if last_folder + 1 < segments.len() {
-            segments.drain(..=last_folder);
-        }
-    }
-    segments.iter().map(|s| word(s)).filter(|w| !w.is_empty()).collect::<Vec<_>>().join("/")
-}
-
-/// Whether `name` is a file's path (`/tmp/build/unit_tests`, `./tests`, `C:\\ci\\a.exe`) rather than
-/// a suite path (`Inst/ParamTest`).
-fn is_path(name: &str) -> bool {
-    name.starts_with(['/', '.']) || name.contains('\\') || name.as_bytes().get(1) == Some(&b':')
-}
-
-/// The last component of a path.
-fn file_name(path: &str) -> &str {
-    path.rsplit(['/', '\\']).next().unwrap_or(path)
-}
-
-/// Whether `suite` is a test file's path (`tests/unit/test_crud.py`), as some CTRF writers
-/// give it: its module is the suite.
-pub fn is_test_file(suite: &str) -> bool {
-    suite.rsplit_once('.').is_some_and(|(_, ext)| EXTENSIONS.contains(&ext.to_ascii_lowercase().as_str()))
-}
-
-/// Extensions that name no suite (`test_math.cpp`, `unit_tests.exe`, `a.out`).
-const EXTENSIONS: [&str; 14] =
-    ["py", "mjs", "js", "cjs", "ts", "rs", "c", "cc", "cpp", "cxx", "h", "hpp", "exe", "out"];
-/// Folders that hold tests: what is below them is the suite.
-const TEST_FOLDERS: [&str; 4] = ["test", "tests", "spec", "specs"];
-
-/// `test_crud`, `crud_test`, `Crud_Tests` → `crud`.
-fn word(segment: &str) -> String {
-    let lower = segment.to_ascii_lowercase();
-    let word = lower.strip_prefix("test_").unwrap_or(&lower);
-    let word = word.strip_suffix("_tests").or_else(|| word.strip_suffix("_test")).unwrap_or(word);
-    word.to_string()
-}
-
-/// A suite name that tells nothing (a tool's own, Catch2's `global`, or none).
-fn is_generic(name: &str) -> bool {
-    name.is_empty()
-        || matches!(name, "pytest" | "test" | "tests" | "node" | "nextest-run" | "(empty)" | "global" | "AllTests")
-        || name.ends_with(".global")
 }
 
 fn seconds(value: Option<&str>, element: &str) -> Result<f64, String> {

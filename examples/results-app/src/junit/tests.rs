@@ -158,26 +158,6 @@ fn a_ctest_label_is_its_suite() {
     assert!(r.environment.is_empty(), "a test's own properties are no labels of the run");
 }
 
-#[test]
-fn suite_names_are_shortened_to_the_matrix_words() {
-    assert_eq!(suite_name(None, "tests.test_crud"), "crud");
-    assert_eq!(suite_name(Some("objstore-db-core::transaction"), "x"), "transaction");
-    assert_eq!(suite_name(Some("pytest"), "bindings.python.tests.test_sql"), "sql");
-    assert_eq!(suite_name(Some("(empty)"), "test"), "");
-    assert_eq!(suite_name(Some("TypedTest/0"), ""), "typedtest", "GoogleTest's parameter is no column");
-    assert_eq!(suite_name(Some("Inst/ParamTest"), "Inst/ParamTest"), "inst/paramtest");
-    assert_eq!(suite_name(None, "tests.test_api.TestUser"), "api", "pytest's class is no column");
-    assert_eq!(suite_name(None, "tests.unit.test_crud"), "unit/crud", "a module below tests keeps its path");
-    assert_eq!(suite_name(Some("tests"), "test_math.cpp"), "math", "doctest: the source file");
-    assert_eq!(suite_name(Some("unit_tests.exe"), "global"), "unit", "Catch2: the binary, not global");
-    assert_eq!(suite_name(Some("tests"), "tests.global"), "");
-    let ctest = parse(include_bytes!("../../tests/fixtures/ctest.xml")).unwrap();
-    assert!(
-        ctest.tests.iter().all(|t| t.suite.is_empty()),
-        "a ctest test's class is its own name: the file names the suite"
-    );
-}
-
 /// Names and texts are capped as they are read: a long suite name is held once (not per
 /// case), long names keep their start and a hash (two that start alike stay two), and
 /// output past the cap is counted, not kept.
@@ -220,4 +200,55 @@ fn a_parse_stops_at_its_deadline() {
     assert!(err.reason.contains("not read in the time a post has"), "{}", err.reason);
     let later = Instant::now() + std::time::Duration::from_secs(600);
     assert_eq!(parse_until(xml.as_bytes(), Some(later)).unwrap().tests.len(), 20_000);
+}
+
+/// A rerun written as one more `<testcase>` of a failed test is its next attempt, however far
+/// behind the first it comes (gotestsum appends its reruns after the whole package).
+#[test]
+fn a_rerun_written_as_a_repeated_case_is_an_attempt() {
+    let case = |name: &str, failed: bool| match failed {
+        true => format!(
+            r#"<testcase classname="example.com/ledger" name="{name}"><failure message="Failed">run</failure></testcase>"#
+        ),
+        false => format!(r#"<testcase classname="example.com/ledger" name="{name}"/>"#),
+    };
+    let mut xml = String::from(r#"<testsuites><testsuite name="example.com/ledger">"#);
+    xml += &case("TestFlaky", true);
+    xml += &case("TestBroken", true);
+    for n in 0..100 {
+        xml += &case(&format!("TestMany{n}"), false);
+    }
+    xml += &case("TestBroken", true);
+    xml += &case("TestFlaky", false);
+    xml += &case("TestBroken", true);
+    xml += "</testsuite></testsuites>";
+    let r = parse(xml.as_bytes()).unwrap();
+    assert_eq!(counts(&r), (102, 101, 1, 0, 0));
+    let flaky = r.tests.iter().find(|t| t.name.ends_with("TestFlaky")).unwrap();
+    assert_eq!((flaky.status, flaky.detail.flaky, flaky.detail.retries), (Status::Passed, true, 1));
+    let broken = r.tests.iter().find(|t| t.name.ends_with("TestBroken")).unwrap();
+    assert_eq!((broken.status, broken.detail.retries), (Status::Failed, 2));
+    assert_eq!(broken.detail.retry_attempts.iter().map(|a| a.attempt).collect::<Vec<_>>(), [1, 2]);
+    assert_eq!(r.tests[0].name, flaky.name, "a test keeps the place of its first attempt");
+    assert_eq!(r.tests[0].suite, "ledger", "a Go package is named below its domain");
+
+    // Without a class that tells tests apart (node's top-level tests of two files), two cases
+    // of one name are two tests, and a passed test run twice is two passes.
+    let node = r#"<testsuites><testcase name="works" classname="test"><failure message="no"/></testcase>
+        <testcase name="works" classname="test"/></testsuites>"#;
+    assert_eq!(counts(&parse(node.as_bytes()).unwrap()), (2, 1, 1, 0, 0));
+    let twice =
+        r#"<testsuite name="s"><testcase name="a" classname="c"/><testcase name="a" classname="c"/></testsuite>"#;
+    assert_eq!(counts(&parse(twice.as_bytes()).unwrap()), (2, 2, 0, 0, 0));
+}
+
+/// jest-junit's test file that failed to load, written twice: one failure, under the file.
+#[test]
+fn one_failure_reported_twice_is_one_test() {
+    let r = parse(include_bytes!("../../tests/fixtures/jest-junit.xml")).unwrap();
+    let broken: Vec<&Test> = r.tests.iter().filter(|t| t.name == "broken.test.js").collect();
+    assert_eq!(broken.len(), 1, "{:?}", r.tests.iter().map(|t| &t.name).collect::<Vec<_>>());
+    assert_eq!((broken[0].suite.as_str(), broken[0].status), ("broken", Status::Failed));
+    let trace = broken[0].detail.trace.as_deref().unwrap();
+    assert!(trace.contains("Cannot find module") && !trace.contains("\"code\":"), "the console's text: {trace}");
 }
