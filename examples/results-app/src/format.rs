@@ -356,55 +356,6 @@ impl Test {
     }
 }
 
-impl Test {
-    /// Takes terminal escapes (colours, cursor moves: jest's, vitest's, Playwright's) out of
-    /// the test's text, which the page and the summaries show as it is.
-    pub fn strip_escapes(&mut self) {
-        let d = &mut self.detail;
-        let texts =
-            self.message.iter_mut().chain(d.trace.iter_mut()).chain(d.stderr.iter_mut()).chain(d.stdout.iter_mut());
-        let attempts = d.retry_attempts.iter_mut().flat_map(|a| a.message.iter_mut().chain(a.trace.iter_mut()));
-        for text in texts.chain(attempts) {
-            if text.contains('\x1b') {
-                *text = without_escapes(text);
-            }
-        }
-    }
-}
-
-/// `text` without its ANSI escape sequences: CSI (`ESC [ … final`), OSC (`ESC ] … BEL` or
-/// `ESC \\`) and the two-byte ones (`ESC c`).
-pub fn without_escapes(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c != '\x1b' {
-            out.push(c);
-            continue;
-        }
-        match chars.next() {
-            // Parameters and intermediates, up to the final byte (@ to ~).
-            Some('[') => {
-                for c in chars.by_ref() {
-                    if ('@'..='~').contains(&c) {
-                        break;
-                    }
-                }
-            }
-            // Up to BEL or the string terminator ESC \.
-            Some(']') => {
-                while let Some(c) = chars.next() {
-                    if c == '\x07' || (c == '\x1b' && chars.next_if_eq(&'\\').is_some()) {
-                        break;
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    out
-}
-
 /// Of a test's many earlier attempts, how many of the first and of the last are kept.
 const ATTEMPTS_KEPT: usize = 10;
 
@@ -755,24 +706,6 @@ mod tests {
         assert!(miscounted.check().unwrap_err().message.contains("does not count"));
         let text = serde_json::to_string(&good).unwrap();
         assert_eq!(serde_json::from_str::<Run>(&text).unwrap(), good);
-    }
-
-    #[test]
-    fn terminal_escapes_are_taken_out_of_the_text_shown() {
-        assert_eq!(without_escapes("\x1b[2mexpect(\x1b[22m\x1b[31mreceived\x1b[39m)"), "expect(received)");
-        assert_eq!(without_escapes("a\x1b]8;;https://x\x07link\x1b]8;;\x1b\\b"), "alinkb");
-        assert_eq!(without_escapes("plain ✓ text\n"), "plain ✓ text\n");
-        assert_eq!(without_escapes("cut at the end \x1b[3"), "cut at the end ");
-        let mut t = test("crud", Status::Failed);
-        t.message = Some("\x1b[31mboom\x1b[0m".into());
-        t.detail.retry_attempts.push(Attempt {
-            attempt: 1,
-            status: Status::Failed,
-            message: None,
-            trace: Some("\x1b[1mfirst".into()),
-        });
-        t.strip_escapes();
-        assert_eq!((t.message.as_deref(), t.detail.retry_attempts[0].trace.as_deref()), (Some("boom"), Some("first")));
     }
 }
 

@@ -17,6 +17,7 @@ mod conformance;
 mod ctestlog;
 mod digest;
 mod error;
+mod escapes;
 mod export;
 mod filter;
 mod fingerprint;

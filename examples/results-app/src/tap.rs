@@ -234,14 +234,19 @@ fn flatten(mut read: Read, path: &[String], out: &mut Vec<Test>) {
     let duration = field(&["duration_ms"]).and_then(|d| d.parse::<f64>().ok()).filter(|d| d.is_finite() && *d >= 0.0);
     // The fields that are neither the message, the place, the stack nor the time: tape's
     // `operator`, `expected` and `actual`, node's `failureType`.
-    let known = ["error", "message", "location", "at", "stack", "duration_ms"];
+    let known = ["error", "message", "details", "location", "at", "stack", "duration_ms"];
     let others: Vec<String> =
         read.yaml.iter().filter(|(k, _)| !known.contains(&k.as_str())).map(|(k, v)| format!("{k}: {v}")).collect();
     let others = Some(others.join("\n")).filter(|o| !o.is_empty() && read.status == Status::Failed);
     let (message, others) = match read.status {
         Status::Skipped | Status::Pending => (read.reason.clone(), None),
+        // ava's message says only that something was thrown ("Error thrown in test"); its
+        // `details` say what, and are part of it.
         _ => match field(&["error", "message"]) {
-            Some(message) => (Some(message), others),
+            Some(message) => match field(&["details"]).filter(|d| !d.is_empty()) {
+                Some(details) => (Some(format!("{message}\n{details}")), others),
+                None => (Some(message), others),
+            },
             None => (others, None),
         },
     };
@@ -277,7 +282,7 @@ fn failure(name: &str, message: String) -> Test {
 }
 
 /// The flat fields of a YAML block: `key: value`, quoted values unquoted, and block scalars
-/// (`key: |-` and the lines beneath it) as their text.
+/// (`key: |-` and the lines beneath it) and nested mappings (ava's `details:`) as their text.
 fn yaml_fields(block: &[&str]) -> Vec<(String, String)> {
     let base = block.iter().filter(|l| !l.trim().is_empty()).map(|l| l.len() - l.trim_start().len()).min().unwrap_or(0);
     let mut fields = Vec::new();
@@ -288,7 +293,8 @@ fn yaml_fields(block: &[&str]) -> Vec<(String, String)> {
         let indent = line.len() - line.trim_start().len();
         let Some((key, value)) = line.trim().split_once(':').filter(|_| indent == base) else { continue };
         let value = value.trim();
-        let text = if value.starts_with('|') || value.starts_with('>') {
+        let nested = value.is_empty() && block.get(i).is_some_and(|l| l.len() - l.trim_start().len() > base);
+        let text = if value.starts_with('|') || value.starts_with('>') || nested {
             let mut text = Vec::new();
             while i < block.len() && (block[i].trim().is_empty() || block[i].len() - block[i].trim_start().len() > base)
             {

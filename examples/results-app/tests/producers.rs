@@ -73,6 +73,13 @@ const EXPECTED: &[Expected] = &[
     // ledger.test.js through tape: five assertions, each a test point under its test's header;
     // balance's first fails.
     Expected { file: "tape.tap", counts: [5, 4, 1, 0, 0, 0], suites: &["tape"] },
+    // cart.spec.js through mocha-junit-reporter: adds passes, totals > sums fails, store's
+    // "before all" hook fails (one failure of its own; reads never runs). It writes no case for
+    // the pending later, and each describe as a suite of its own: the file names the column.
+    Expected { file: "mocha-junit.xml", counts: [3, 1, 2, 0, 0, 0], suites: &["cart"] },
+    // ledger.test.mjs through ava --tap: the before hook throws, so post and balance never run
+    // (the plan's 3 against the 2 lines is a failure); skipped is skipped.
+    Expected { file: "ava.tap", counts: [3, 0, 2, 1, 0, 0], suites: &["ava"] },
     // test_ledger.py through unittest-xml-reporting: a pass, a failure, a skip; its suite's
     // name carries the run's time, which is no part of the column.
     Expected { file: "unittest-xml.xml", counts: [3, 1, 1, 1, 0, 0], suites: &["ledger"] },
@@ -153,6 +160,8 @@ fn each_failure_keeps_its_text_and_place() {
         ("bats.tap13", "restores", "backup.bats, line 10"),
         ("unittest-xml.xml", "test_balance", "balance is off"),
         ("tape.tap", "balance > balance is right", "expected: 3"),
+        ("mocha-junit.xml", "hook for \"reads\"", "no database"),
+        ("ava.tap", "before hook", "no database"),
     ] {
         let t = tests_of(&runs[file])
             .iter()

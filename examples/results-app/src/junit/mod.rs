@@ -40,6 +40,8 @@ const MAX_PROPERTIES: usize = 32;
 /// however many tests it has and however deep it is.
 struct Suite {
     name: String,
+    /// The test file it ran (mocha-junit-reporter's and unittest-xml-reporting's `file`).
+    file: Option<String>,
     parent: Option<Rc<Suite>>,
 }
 
@@ -53,6 +55,18 @@ fn path_of(suite: &Option<Rc<Suite>>) -> Vec<&str> {
     }
     names.reverse();
     names
+}
+
+/// The test file the innermost suite around a case that names one ran.
+fn test_file_of(suite: &Option<Rc<Suite>>) -> Option<&str> {
+    let mut at = suite.as_deref();
+    while let Some(s) = at {
+        if let Some(file) = &s.file {
+            return Some(file);
+        }
+        at = s.parent.as_deref();
+    }
+    None
 }
 
 /// Whether two cases sit in suites of the same names.
@@ -258,14 +272,20 @@ fn suite_and_name(c: &Case) -> (String, String) {
     // else the file's name). So does jest-junit, with the describe blocks in both.
     let class_is_name = c.classname == c.name;
     let classname = if class_is_name { c.label.as_deref().unwrap_or_default() } else { c.classname.as_str() };
-    let suite = cap_suite(suite_name(telling.map(|i| path[i]), classname));
+    // A suite that names its test file is that file's column: mocha-junit-reporter writes
+    // nested describe blocks as suites side by side, each with the file.
+    let suite = match test_file_of(&c.path) {
+        Some(file) => cap_suite(suite_name(None, file.strip_prefix('/').map_or(file, |_| file_name(file)))),
+        None => cap_suite(suite_name(telling.map(|i| path[i]), classname)),
+    };
     let inner: Vec<&str> = match telling {
         Some(i) => path[i + 1..].iter().copied().filter(|s| !is_generic(s)).collect(),
         None => Vec::new(),
     };
     let within = inner.iter().map(|s| format!("{s} > ")).collect::<String>() + &c.name;
     let name = match c.classname.as_str() {
-        _ if class_is_name => within,
+        // mocha-junit-reporter's class is the test's own title, the last word of its full name.
+        _ if class_is_name || is_title_of(&c.classname, &c.name) => within,
         "" => within,
         // A classname that is a source file's path (doctest's) is named by the file.
         path if is_path(path) => format!("{}::{within}", file_name(path)),
@@ -276,6 +296,11 @@ fn suite_and_name(c: &Case) -> (String, String) {
         class => format!("{class}::{within}"),
     };
     (suite, cap_name(name))
+}
+
+/// Whether `class` is the title at the end of the full name `name` (`cart totals sums`, `sums`).
+fn is_title_of(class: &str, name: &str) -> bool {
+    !class.is_empty() && name.strip_suffix(class).is_some_and(|rest| rest.ends_with(' '))
 }
 
 /// A case as a test: its suite and name (see [`suite_and_name`]), its text and attempts.
@@ -437,7 +462,8 @@ fn on_open(
                 return Err(format!("<testsuite> nested more than {MAX_DEPTH} deep"));
             }
             let name = cap_name(attr("name")?.unwrap_or_default());
-            suites.innermost = Some(Rc::new(Suite { name, parent: suites.innermost.take() }));
+            let file = attr("file")?.filter(|f| is_test_file(f)).map(cap_name);
+            suites.innermost = Some(Rc::new(Suite { name, file, parent: suites.innermost.take() }));
             suites.depth += 1;
             if let (None, Some(stamp)) = (*start_ms, attr("timestamp")?) {
                 *start_ms = Some(timestamp_ms(&stamp).ok_or_else(|| format!("timestamp {stamp:?} is not ISO 8601"))?);
