@@ -53,7 +53,10 @@ pub fn suite_name(testsuite: Option<&str>, classname: &str) -> String {
             segments.drain(..=last_folder);
         }
     }
-    segments.iter().map(|s| word(s)).filter(|w| !w.is_empty()).collect::<Vec<_>>().join("/")
+    let mut words: Vec<String> = segments.iter().map(|s| word(s)).filter(|w| !w.is_empty()).collect();
+    // A word said twice in a row is one: behave's `ledger.Ledger` (the file, then its feature).
+    words.dedup();
+    words.join("/")
 }
 
 /// `name` without a token at its end that only this run has (unittest-xml-reporting's
@@ -136,8 +139,8 @@ fn word(segment: &str) -> String {
     word.to_string()
 }
 
-/// A suite or class name that tells nothing (a tool's own, Catch2's `global`, jest-junit's
-/// "Test suite failed to run", or none).
+/// A suite or class name that tells nothing (a tool's own, nose2's, Catch2's `global`,
+/// jest-junit's "Test suite failed to run", or none).
 pub fn is_generic(name: &str) -> bool {
     name.is_empty()
         || matches!(
@@ -151,6 +154,7 @@ pub fn is_generic(name: &str) -> bool {
                 | "global"
                 | "AllTests"
                 | "Test suite failed to run"
+                | "nose2-junit"
         )
         || name.ends_with(".global")
 }
@@ -172,6 +176,8 @@ mod tests {
         assert_eq!(suite_name(Some("tests"), "test_math.cpp"), "math", "doctest: the source file");
         assert_eq!(suite_name(Some("unit_tests.exe"), "global"), "unit", "Catch2: the binary, not global");
         assert_eq!(suite_name(Some("tests"), "tests.global"), "");
+        assert_eq!(suite_name(Some("ledger.Ledger"), "ledger.Ledger"), "ledger", "behave: the file and its feature");
+        assert_eq!(suite_name(Some("nose2-junit"), "tests.test_ledger.LedgerTest"), "ledger", "nose2's own name");
     }
 
     /// One test file is one column, whichever runner wrote its name.

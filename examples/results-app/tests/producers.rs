@@ -80,6 +80,14 @@ const EXPECTED: &[Expected] = &[
     // ledger.test.mjs through ava --tap: the before hook throws, so post and balance never run
     // (the plan's 3 against the 2 lines is a failure); skipped is skipped.
     Expected { file: "ava.tap", counts: [3, 0, 2, 1, 0, 0], suites: &["ava"] },
+    // ledger.feature through behave --junit (with --tags="not @skip"): Post passes, Balance
+    // fails at its Then step, Later is skipped. Its suite is the file and the feature, both
+    // "ledger".
+    Expected { file: "behave-junit.xml", counts: [3, 1, 1, 1, 0, 0], suites: &["ledger"] },
+    // ledger.robot through Robot Framework's --xunit: Post passes, Balance fails, Later skips.
+    Expected { file: "robot-xunit.xml", counts: [3, 1, 1, 1, 0, 0], suites: &["ledger"] },
+    // test_ledger.py through nose2's junitxml plugin, whose suite is its own name.
+    Expected { file: "nose2-junit.xml", counts: [3, 1, 1, 1, 0, 0], suites: &["ledger"] },
     // test_ledger.py through unittest-xml-reporting: a pass, a failure, a skip; its suite's
     // name carries the run's time, which is no part of the column.
     Expected { file: "unittest-xml.xml", counts: [3, 1, 1, 1, 0, 0], suites: &["ledger"] },
@@ -160,6 +168,9 @@ fn each_failure_keeps_its_text_and_place() {
         ("bats.tap13", "restores", "backup.bats, line 10"),
         ("unittest-xml.xml", "test_balance", "balance is off"),
         ("tape.tap", "balance > balance is right", "expected: 3"),
+        ("behave-junit.xml", "Balance", "the ledger has 0 entries, not 3"),
+        ("robot-xunit.xml", "Balance", "2 != 3"),
+        ("nose2-junit.xml", "test_balance", "balance is off"),
         ("mocha-junit.xml", "hook for \"reads\"", "no database"),
         ("ava.tap", "before hook", "no database"),
     ] {
