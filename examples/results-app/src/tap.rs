@@ -128,7 +128,6 @@ pub fn parse(text: &str, deadline: Option<Instant>) -> AppResult<Results> {
                 continue;
             }
             if let Some(name) = header(line, lines[i..].iter().find(|l| !l.trim().is_empty()), indent) {
-                headers.truncate(depth);
                 headers.resize(depth, None);
                 headers.push(Some(name.to_string()));
                 continue;

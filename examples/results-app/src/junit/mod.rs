@@ -275,7 +275,7 @@ fn suite_and_name(c: &Case) -> (String, String) {
     // A suite that names its test file is that file's column: mocha-junit-reporter writes
     // nested describe blocks as suites side by side, each with the file.
     let suite = match test_file_of(&c.path) {
-        Some(file) => cap_suite(suite_name(None, file.strip_prefix('/').map_or(file, |_| file_name(file)))),
+        Some(file) => cap_suite(suite_name(Some(file), "")),
         None => cap_suite(suite_name(telling.map(|i| path[i]), classname)),
     };
     let inner: Vec<&str> = match telling {
@@ -404,17 +404,18 @@ impl Cases {
     }
 }
 
-/// `later`, with `earlier` (a failure) as its attempt before its own.
+/// `later`, with `earlier` (a failure) as its attempt before its own; the time is the last
+/// attempt's.
 fn with_attempt(earlier: Case, later: Case) -> Case {
     let mut attempts = earlier.attempts;
     let message = earlier.message.and_then(CappedText::finish);
     attempts.push(CaseAttempt { status: Status::Failed, message, trace: earlier.trace });
     attempts.extend(later.attempts);
-    Case { attempts, seconds: earlier.seconds + later.seconds, ..later }
+    Case { attempts, ..later }
 }
 
-/// `later` as the last attempt of `earlier`, a test that failed: its status and text are the
-/// test's, the earlier ones its attempts.
+/// `later` as the last attempt of `earlier`, a test that failed: its status, time and text are
+/// the test's, the earlier ones its attempts (as [`with_attempt`] makes them).
 fn join_test_rerun(earlier: &mut Test, later: Test) {
     let d = &mut earlier.detail;
     let first = Attempt {
@@ -429,7 +430,7 @@ fn join_test_rerun(earlier: &mut Test, later: Test) {
     }
     earlier.status = later.status;
     earlier.message = later.message;
-    earlier.duration += later.duration;
+    earlier.duration = later.duration;
     d.trace = later.detail.trace;
     d.stdout = later.detail.stdout;
     d.stderr = later.detail.stderr;

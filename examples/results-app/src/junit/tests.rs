@@ -158,6 +158,15 @@ fn a_ctest_label_is_its_suite() {
     assert!(r.environment.is_empty(), "a test's own properties are no labels of the run");
 }
 
+#[test]
+fn a_ctest_tests_class_names_no_suite() {
+    let ctest = parse(include_bytes!("../../tests/fixtures/ctest.xml")).unwrap();
+    assert!(
+        ctest.tests.iter().all(|t| t.suite.is_empty()),
+        "a ctest test's class is its own name: the file names the suite"
+    );
+}
+
 /// Names and texts are capped as they are read: a long suite name is held once (not per
 /// case), long names keep their start and a hash (two that start alike stay two), and
 /// output past the cap is counted, not kept.
