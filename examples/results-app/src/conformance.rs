@@ -14,9 +14,9 @@ use objstore_db_core::{
 use serde_json::{json, Value};
 
 use crate::error::AppResult;
-use crate::format::{Detail, Results, Run, Status, Summary, Test, Tool};
+use crate::model::{Detail, Results, Run, Status, Summary, Test, Tool};
 use crate::ingest::this_platform;
-use crate::post::{self, now_ms};
+use crate::store::{self, now_ms};
 
 type Check = fn(&Db) -> Result<(), String>;
 
@@ -85,7 +85,7 @@ pub fn run(scratch: &std::path::Path, runtime: &str) -> AppResult<Run> {
 fn call<T: Send + 'static>(
     request: impl FnOnce(Box<dyn FnOnce(CoreResult<T>) + Send>) -> CoreResult<u64>,
 ) -> Result<T, String> {
-    post::call(request).map_err(|e| e.message)
+    store::call(request).map_err(|e| e.message)
 }
 
 fn open(path: &std::path::Path, mechanism: MechanismKind) -> Result<Db, String> {
@@ -94,7 +94,7 @@ fn open(path: &std::path::Path, mechanism: MechanismKind) -> Result<Db, String> 
         {"name": "people", "keyPath": "id", "indexes": [{"keyPath": "city"}, {"keyPath": "age"}]},
         {"name": "log", "autoIncrement": true},
         {"name": "keys"}]});
-    post::open_and_wait(&path.display().to_string(), &schema, mechanism).map_err(|e| e.message)
+    store::open_and_wait(&path.display().to_string(), &schema, mechanism).map_err(|e| e.message)
 }
 
 // The suites write their arguments in the JSON forms the bindings pass; the skins' conversions

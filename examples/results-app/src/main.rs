@@ -10,34 +10,15 @@
 //! Results live in `OBJSTORE_RESULTS` (a `file://` directory, default `./results`, or an S3
 //! endpoint with the standard `AWS_*` settings), bucket `OBJSTORE_RESULTS_BUCKET` (`results`).
 
-mod ci;
-mod classes;
-mod collector;
+mod analysis;
 mod conformance;
-mod ctestlog;
-mod digest;
 mod error;
-mod escapes;
-mod export;
-mod filter;
-mod fingerprint;
-mod format;
-mod group;
-mod history;
 mod ingest;
-mod junit;
-mod naming;
-mod page;
-mod post;
-mod quarantine;
-mod rows;
-mod runs;
-mod server;
-mod summary;
-mod table;
-mod tap;
-mod textlog;
-mod view;
+mod model;
+mod report;
+mod store;
+mod views;
+mod web;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -45,8 +26,8 @@ use std::sync::Arc;
 
 use crate::error::{AppError, AppResult};
 use ingest::Labels;
-use post::now_ms;
-use view::Viewer;
+use store::now_ms;
+use views::Viewer;
 
 const USAGE: &str = "usage: objstore-results [--listen ADDR] [--cache PATH]
        objstore-results post [--runtime R] [--platform P] [--version V] [--suite S] [--run ID] [--commit C] [--branch B] [--url U] [--job J] [--label K=V]... [--collector URL] FILE...
@@ -217,10 +198,10 @@ fn post_files(args: &[String]) -> AppResult<()> {
         return Err(AppError::bad(USAGE));
     }
     // What the command line does not say of the run comes from the CI's environment.
-    let detected = ci::detect(&|name| std::env::var(name).ok());
+    let detected = ingest::ci::detect(&|name| std::env::var(name).ok());
     let given = std::mem::take(&mut labels.ci);
     let from_env = std::env::var("OBJSTORE_RESULTS_RUN").ok().filter(|r| !r.is_empty());
-    labels.ci = format::Ci {
+    labels.ci = model::Ci {
         run: given.run.or(from_env).or(detected.run),
         commit: given.commit.or(detected.commit),
         branch: given.branch.or(detected.branch),
@@ -241,19 +222,19 @@ fn post_files(args: &[String]) -> AppResult<()> {
         .collect::<AppResult<Vec<_>>>()?;
     let writer = match &collector {
         None => {
-            let target = post::Target::from_env()?;
+            let target = store::Target::from_env()?;
             eprintln!("objstore-results: storing runs in {}", target.describe());
-            Some(post::Writer::open(&target)?)
+            Some(store::Writer::open(&target)?)
         }
         Some(url) => {
-            eprintln!("objstore-results: posting runs to the collector at {}", post::collector_url(url));
+            eprintln!("objstore-results: posting runs to the collector at {}", store::collector_url(url));
             None
         }
     };
     for (file, run) in files.iter().zip(&runs) {
         let key = match (&writer, &collector) {
             (Some(writer), _) => writer.store(run)?,
-            (None, Some(url)) => post::send_to_collector(url, run).map_err(|e| e.context(file))?,
+            (None, Some(url)) => store::send_to_collector(url, run).map_err(|e| e.context(file))?,
             (None, None) => unreachable!("a writer or a collector"),
         };
         let summary = &run.results.summary;
@@ -270,7 +251,7 @@ fn post_files(args: &[String]) -> AppResult<()> {
 }
 
 /// The viewer's cache: `--cache PATH`, else one file per target in the user's cache folder.
-fn open_viewer(target: &post::Target, cache: Option<PathBuf>) -> AppResult<Viewer> {
+fn open_viewer(target: &store::Target, cache: Option<PathBuf>) -> AppResult<Viewer> {
     Viewer::open(target, &cache.unwrap_or_else(|| target.default_cache()))
 }
 
@@ -281,7 +262,7 @@ fn print_matrix(args: &[String]) -> AppResult<()> {
         [flag, path] if flag == "--cache" => Some(PathBuf::from(path)),
         _ => return Err(AppError::bad(USAGE)),
     };
-    let target = post::Target::from_env()?;
+    let target = store::Target::from_env()?;
     eprintln!("objstore-results: reading {}", target.describe());
     if let Some(dir) = target.missing_directory() {
         return Err(AppError::bad(format!(
@@ -291,7 +272,7 @@ fn print_matrix(args: &[String]) -> AppResult<()> {
     }
     let viewer = open_viewer(&target, cache)?;
     let matrix = viewer.matrix(&Default::default())?;
-    print!("{}", table::render(&matrix, now_ms()));
+    print!("{}", report::table::render(&matrix, now_ms()));
     Ok(())
 }
 
@@ -308,13 +289,13 @@ fn export_page(args: &[String]) -> AppResult<()> {
         }
     }
     let out = out.ok_or_else(|| AppError::bad(format!("export needs --out FILE\n{USAGE}")))?;
-    let target = post::Target::from_env()?;
+    let target = store::Target::from_env()?;
     eprintln!("objstore-results: reading {}", target.describe());
     if let Some(dir) = target.missing_directory() {
         return Err(AppError::bad(format!("no runs: {} does not exist", dir.display())));
     }
     let viewer = open_viewer(&target, cache)?;
-    let html = export::render(&viewer, &target.describe(), now_ms())?;
+    let html = report::export::render(&viewer, &target.describe(), now_ms())?;
     std::fs::write(&out, html).map_err(|e| AppError::internal(format!("writing {}: {e}", out.display())))?;
     println!("objstore-results: the matrix and the newest runs are in {}", out.display());
     Ok(())
@@ -323,11 +304,11 @@ fn export_page(args: &[String]) -> AppResult<()> {
 /// `objstore-results summary`: a CI run's or a commit's results as Markdown or text.
 fn print_summary(args: &[String]) -> AppResult<()> {
     let (mut run, mut commit, mut base, mut page, mut cache) = (None, None, None, None, None);
-    let mut format = summary::Format::Text;
+    let mut format = report::summary::Format::Text;
     let mut args = args.iter();
     while let Some(flag) = args.next() {
         if flag == "--markdown" {
-            format = summary::Format::Markdown;
+            format = report::summary::Format::Markdown;
             continue;
         }
         let value = args.next().ok_or_else(|| AppError::bad(format!("{flag} needs a value\n{USAGE}")))?.clone();
@@ -348,7 +329,7 @@ fn print_summary(args: &[String]) -> AppResult<()> {
     if base.is_some() && commit.is_none() {
         return Err(AppError::bad("--base compares with --commit: name the commit too"));
     }
-    let target = post::Target::from_env()?;
+    let target = store::Target::from_env()?;
     eprintln!("objstore-results: reading {}", target.describe());
     if let Some(dir) = target.missing_directory() {
         return Err(AppError::bad(format!("no runs: {} does not exist", dir.display())));
@@ -357,23 +338,23 @@ fn print_summary(args: &[String]) -> AppResult<()> {
     let text = match (commit, run) {
         (Some(commit), None) => {
             let mut view = viewer.commit(&commit, base.as_deref())?;
-            let (quarantine, requests) = quarantine::load(&target)?;
-            view::add_requests(&mut view, requests);
-            summary::of_commit(&view, &quarantine, now_ms(), page.as_deref(), format)
+            let (quarantine, requests) = store::quarantine::load(&target)?;
+            views::add_requests(&mut view, requests);
+            report::summary::of_commit(&view, &quarantine, now_ms(), page.as_deref(), format)
         }
         (None, run) => {
             let run = run
                 .or_else(|| std::env::var("OBJSTORE_RESULTS_RUN").ok().filter(|r| !r.is_empty()))
-                .or_else(|| ci::detect(&|name| std::env::var(name).ok()).run)
+                .or_else(|| ingest::ci::detect(&|name| std::env::var(name).ok()).run)
                 .ok_or_else(|| {
                     AppError::bad(
                         "name a run (--run ID, or OBJSTORE_RESULTS_RUN, or run in CI) or a commit (--commit C)",
                     )
                 })?;
             let mut view = viewer.ci_run(&run)?;
-            let (quarantine, requests) = quarantine::load(&target)?;
-            view::add_requests(&mut view, requests);
-            summary::of_run(&view, &quarantine, now_ms(), page.as_deref(), format)
+            let (quarantine, requests) = store::quarantine::load(&target)?;
+            views::add_requests(&mut view, requests);
+            report::summary::of_run(&view, &quarantine, now_ms(), page.as_deref(), format)
         }
         (Some(_), Some(_)) => return Err(AppError::bad("name a run or a commit, not both")),
     };
@@ -397,19 +378,19 @@ fn edit_quarantine(args: &[String]) -> AppResult<()> {
             other => return Err(AppError::bad(format!("unknown option {other}\n{USAGE}"))),
         }
     }
-    let target = post::Target::from_env()?;
+    let target = store::Target::from_env()?;
     eprintln!("objstore-results: the quarantine of {}", target.describe());
     let needed = |field: &str, value: Option<String>| {
         value.ok_or_else(|| AppError::bad(format!("quarantine {action} needs {field}")))
     };
     match action.as_str() {
         "list" => {
-            let (q, _) = quarantine::load(&target)?;
+            let (q, _) = store::quarantine::load(&target)?;
             print!("{}", quarantine_table(&q));
             Ok(())
         }
         "add" => {
-            let entry = quarantine::Entry {
+            let entry = store::quarantine::Entry {
                 suite: needed("--suite", suite)?,
                 name: needed("--name", name)?,
                 pairs: pairs.unwrap_or_else(|| "*/*".into()),
@@ -418,7 +399,7 @@ fn edit_quarantine(args: &[String]) -> AppResult<()> {
                 added: now_ms(),
             };
             entry.check()?;
-            let (q, _) = quarantine::edit(&target, |q| {
+            let (q, _) = store::quarantine::edit(&target, |q| {
                 q.add(entry.clone());
                 Ok(String::new())
             })?;
@@ -427,7 +408,7 @@ fn edit_quarantine(args: &[String]) -> AppResult<()> {
         }
         "remove" => {
             let (suite, name) = (needed("--suite", suite)?, needed("--name", name)?);
-            let (q, removed) = quarantine::edit(&target, |q| match q.remove(&suite, &name, pairs.as_deref()) {
+            let (q, removed) = store::quarantine::edit(&target, |q| match q.remove(&suite, &name, pairs.as_deref()) {
                 0 => Err(AppError::bad(format!(
                     "{suite} › {name} is not in the quarantine{}",
                     pairs.as_ref().map(|p| format!(" for {p}")).unwrap_or_default()
@@ -443,7 +424,7 @@ fn edit_quarantine(args: &[String]) -> AppResult<()> {
 }
 
 /// The quarantine as lines: test, pairs, until, reason.
-fn quarantine_table(q: &quarantine::Quarantine) -> String {
+fn quarantine_table(q: &store::quarantine::Quarantine) -> String {
     if q.entries.is_empty() {
         return "The quarantine is empty.\n".into();
     }
@@ -483,19 +464,19 @@ fn gate(args: &[String]) -> AppResult<()> {
         let bytes = std::fs::read(file).map_err(|e| AppError::internal(format!("reading {file}: {e}")))?;
         runs.push(ingest::ingest(file, &bytes, &labels.for_file(file), None)?);
     }
-    let failures = runs.iter().flat_map(|r| &r.results.tests).filter(|t| t.status == format::Status::Failed).count();
+    let failures = runs.iter().flat_map(|r| &r.results.tests).filter(|t| t.status == model::Status::Failed).count();
     if failures == 0 {
         // Nothing to look up: a green job passes even with the bucket out of reach.
         println!("no test failed");
         return Ok(());
     }
-    let target = post::Target::from_env()?;
+    let target = store::Target::from_env()?;
     eprintln!("objstore-results: the quarantine of {}", target.describe());
-    let (q, _) = quarantine::load(&target)?;
+    let (q, _) = store::quarantine::load(&target)?;
     let now = now_ms();
     let (mut held, mut failing) = (Vec::new(), Vec::new());
     for run in &runs {
-        for t in run.results.tests.iter().filter(|t| t.status == format::Status::Failed) {
+        for t in run.results.tests.iter().filter(|t| t.status == model::Status::Failed) {
             match q.covering(&t.suite, &t.name, &run.platform, &run.browser, now) {
                 Some(entry) => held.push(format!("  {} › {} ({})", t.suite, t.name, entry.reason)),
                 None => failing.push(format!("  {} › {}", t.suite, t.name)),
@@ -528,12 +509,12 @@ fn gate(args: &[String]) -> AppResult<()> {
 /// `OBJSTORE_COLLECTOR_TOKENS` (comma-separated), so that they need not appear in a process
 /// listing.
 fn serve(args: &[String], start: bool) -> AppResult<()> {
-    let mut config = collector::Config::default();
+    let mut config = web::collector::Config::default();
     let mut cache = None;
     if let Ok(tokens) = std::env::var("OBJSTORE_COLLECTOR_TOKENS") {
         config
             .tokens
-            .extend(tokens.split(',').map(str::trim).filter(|t| !t.is_empty()).map(collector::Token::any_pair));
+            .extend(tokens.split(',').map(str::trim).filter(|t| !t.is_empty()).map(web::collector::Token::any_pair));
     }
     let mut args = args.iter();
     while let Some(flag) = args.next() {
@@ -559,8 +540,8 @@ fn serve(args: &[String], start: bool) -> AppResult<()> {
                 }
                 config.origins.push(origin.to_string());
             }
-            "--token" if !start => config.tokens.push(collector::Token::any_pair(value)),
-            "--tokens" if !start => config.tokens.extend(collector::read_tokens(std::path::Path::new(value))?),
+            "--token" if !start => config.tokens.push(web::collector::Token::any_pair(value)),
+            "--tokens" if !start => config.tokens.extend(web::collector::read_tokens(std::path::Path::new(value))?),
             "--max-bytes" if !start => config.max_bytes = number("--max-bytes")? as usize,
             "--per-minute" if !start => config.per_minute = number("--per-minute")?,
             "--burst" if !start => config.burst = number("--burst")?,
@@ -590,28 +571,28 @@ fn serve(args: &[String], start: bool) -> AppResult<()> {
             );
         }
     }
-    let target = post::Target::from_env()?;
+    let target = store::Target::from_env()?;
     eprintln!("objstore-results: serving {}", target.describe());
     let viewer = open_viewer(&target, cache)?;
-    let writer = post::Writer::open(&target)?;
+    let writer = store::Writer::open(&target)?;
     if start {
         fill_if_empty(&target, &viewer, &writer)?;
         let matrix = viewer.matrix(&Default::default())?;
-        print!("\n{}\n", table::render(&matrix, now_ms()));
+        print!("\n{}\n", report::table::render(&matrix, now_ms()));
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| AppError::internal(e.to_string()))?;
     runtime
-        .block_on(server::serve(config, writer, Arc::new(viewer), start, |addr| {
+        .block_on(web::serve(config, writer, Arc::new(viewer), start, |addr| {
             println!("objstore-results: the page is at http://{addr}/ and runs are posted to http://{addr}/results")
         }))
         .map_err(|e| AppError::internal(format!("serving: {e}")))
 }
 
 /// An empty bucket gets one real run: the conformance suites, run here on both mechanisms.
-fn fill_if_empty(target: &post::Target, viewer: &Viewer, writer: &post::Writer) -> AppResult<()> {
+fn fill_if_empty(target: &store::Target, viewer: &Viewer, writer: &store::Writer) -> AppResult<()> {
     let matrix = viewer.matrix(&Default::default())?;
     if matrix["rows"].as_array().is_some_and(|rows| !rows.is_empty()) {
         return Ok(());

@@ -1,0 +1,166 @@
+//! Failures grouped: a failure's text with what differs between machines and runs taken out
+//! (paths, line numbers, addresses, numbers, temporary names, thread ids), so that the same assert
+//! failing on Windows/MSVC and on Linux/gcc is one group.
+
+use std::collections::{BTreeSet, HashMap};
+
+use crate::model::{short_hash, Test};
+use crate::views::shapes::{Group, PairTest};
+
+/// A failed test where it failed: its pair (`platform/browser`), its run's key, and the test.
+pub struct Failure<'a> {
+    pub pair: String,
+    pub run: String,
+    pub test: &'a Test,
+}
+
+/// Failures grouped by fingerprint, the groups that hit most pairs first (then most tests),
+/// each with its normalised text and the first one's own message.
+pub fn group<'a>(failures: impl IntoIterator<Item = Failure<'a>>) -> Vec<Group> {
+    let mut order: Vec<String> = Vec::new();
+    let mut groups: HashMap<String, Group> = HashMap::new();
+    for f in failures {
+        let print = fingerprint(f.test);
+        let group = groups.entry(print.clone()).or_insert_with(|| {
+            order.push(print.clone());
+            let message = f.test.message.clone().or_else(|| f.test.detail.trace.clone()).unwrap_or_default();
+            Group { fingerprint: print, text: normalised(f.test), message, pairs: BTreeSet::new(), tests: Vec::new() }
+        });
+        group.pairs.insert(f.pair.clone());
+        group.tests.push(PairTest {
+            pair: f.pair,
+            run: f.run,
+            suite: f.test.suite.clone(),
+            name: f.test.name.clone(),
+            message: None,
+        });
+    }
+    let mut found: Vec<Group> = order.into_iter().filter_map(|print| groups.remove(&print)).collect();
+    // Stable: groups hitting as many pairs and tests keep the order they were met in.
+    found.sort_by_key(|g| std::cmp::Reverse((g.pairs.len(), g.tests.len())));
+    found
+}
+
+/// How much of a failure's normalised text tells it apart.
+const TELLING_BYTES: usize = 600;
+/// How much of a failure's text is read at most (a test's text is capped at 8 KB anyway).
+const READ_BYTES: usize = 64 * 1024;
+
+/// The failure's text as it is grouped: its message, else its trace's first lines, normalised.
+pub fn normalised(test: &Test) -> String {
+    let text = match (&test.message, &test.detail.trace) {
+        (Some(m), _) if !m.trim().is_empty() => m.as_str(),
+        (_, Some(t)) => t.as_str(),
+        _ => "",
+    };
+    // Normalised first, then cut: a long Linux path and a short Windows one leave the same text.
+    let mut end = text.len().min(READ_BYTES);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let normal = normalise(&text[..end]);
+    let mut cut = normal.len().min(TELLING_BYTES);
+    while !normal.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    normal[..cut].to_string()
+}
+
+/// The group of a failure: a short hash of its normalised text.
+pub fn fingerprint(test: &Test) -> String {
+    format!("{:016x}", short_hash(normalised(test).as_bytes()))
+}
+
+/// Paths become their file's name, numbers `N`, addresses `0xADDR`, long hex and random names
+/// `HEX`, and runs of white space one space.
+pub fn normalise(text: &str) -> String {
+    text.split_whitespace().map(word).collect::<Vec<_>>().join(" ")
+}
+
+/// One word of a failure's text, normalised.
+fn word(word: &str) -> String {
+    // A path (`/tmp/tmp.Ab12/crud.c:12:`, `tests/crud.c:12`, `C:\work\crud.c(12)`) is its
+    // file's name.
+    let word = match word.rfind(['/', '\\']) {
+        Some(i) => &word[i + 1..],
+        None => word,
+    };
+    let mut out = String::with_capacity(word.len());
+    let chars: Vec<char> = word.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '0' && chars.get(i + 1).is_some_and(|x| *x == 'x' || *x == 'X') {
+            let hex = chars[i + 2..].iter().take_while(|c| c.is_ascii_hexdigit()).count();
+            if hex > 0 {
+                out.push_str("0xADDR");
+                i += 2 + hex;
+                continue;
+            }
+        }
+        if c.is_ascii_alphanumeric() {
+            // A run of letters and digits: a number, a long hex id or a random name, or a word.
+            let run = chars[i..].iter().take_while(|c| c.is_ascii_alphanumeric()).count();
+            let token: String = chars[i..i + run].iter().collect();
+            let digits = token.bytes().filter(u8::is_ascii_digit).count();
+            if digits == token.len() {
+                out.push('N');
+            } else if token.len() >= 8 && token.bytes().all(|b| b.is_ascii_hexdigit()) && digits > 0 {
+                out.push_str("HEX");
+            } else if out.ends_with("tmp.") && digits > 0 {
+                // mktemp's name (`tmp.WFgXvsN3UE`): a temporary one.
+                out.push_str("TMP");
+            } else {
+                out.push_str(&token);
+            }
+            i += run;
+            continue;
+        }
+        out.push(c);
+        i += 1;
+    }
+    // A place as compilers write it: `crud.c(12,5)` (MSVC) and `crud.c:12:5` (gcc) are `crud.c:N`.
+    let mut place = out.replace("(N,N)", ":N").replace("(N)", ":N");
+    while place.contains(":N:N") {
+        place = place.replace(":N:N", ":N");
+    }
+    place
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Detail, Status};
+
+    fn failed(message: &str) -> Test {
+        Test {
+            name: "t".into(),
+            status: Status::Failed,
+            duration: 0.0,
+            suite: "s".into(),
+            message: Some(message.into()),
+            detail: Detail::default(),
+        }
+    }
+
+    /// The same assert on two machines is one group; another assert is another.
+    #[test]
+    fn what_differs_between_machines_is_taken_out() {
+        let linux = failed("/home/ci/work/db/tests/crud.c:12: expected 2, got 3 (thread 140234, at 0x7ff540243d50)");
+        let windows = failed("C:\\a\\db\\tests\\crud.c(14): expected 2, got 3 (thread 9, at 0x00401000)");
+        let with_column = failed("tests/crud.c:14:7: expected 2, got 3 (thread 9, at 0x00401000)");
+        assert_eq!(fingerprint(&linux), fingerprint(&with_column), "{}", normalised(&with_column));
+        assert_eq!(fingerprint(&linux), fingerprint(&windows), "{} / {}", normalised(&linux), normalised(&windows));
+        assert_eq!(normalised(&linux), "crud.c:N: expected N, got N (thread N, at 0xADDR)");
+        let other = failed("/home/ci/work/db/tests/crud.c:12: expected a record, got none");
+        assert_ne!(fingerprint(&linux), fingerprint(&other));
+        let tmp = failed("cannot open /tmp/tmp.WFgXvsN3UE/state: no such file; run 4f3c2a1b9d");
+        assert_eq!(normalised(&tmp), "cannot open state: no such file; run HEX");
+        assert_eq!(normalise("tmp.WFgXvsN3UE failed"), "tmp.TMP failed");
+        // Names with digits are words, not temporary names.
+        assert_ne!(normalise("Int64Overflow"), normalise("Utf8Error"));
+        // A long message over the cut groups alike whatever the length of its paths.
+        let long = |path: &str| failed(&format!("{path}/crud.c:12: {}", "expected a record ".repeat(60)));
+        assert_eq!(fingerprint(&long("/home/runner/work/project/project/tests")), fingerprint(&long("C:\\a")));
+    }
+}

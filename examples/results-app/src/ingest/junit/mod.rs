@@ -1,0 +1,685 @@
+//! JUnit XML to CTRF, counting what is there rather than what the attributes declare, since
+//! producers differ: pytest adds subtests to `tests=` and may write a second `<testcase>` for a
+//! teardown error after a failure; node nests suites under an attribute-less `<testsuites>` and
+//! keeps totals in comments; ctest marks disabled tests with `status=` and no `<skipped>`;
+//! times carry 3 to 9 decimals and timestamps may lack a zone. A DTD or an entity other than
+//! XML's own is refused (no expansion), and every error names the line. The failure's text is
+//! kept (the bodies of `<failure>` and `<error>`, `<system-out>`, `<system-err>`), and so is every
+//! earlier attempt (surefire's and nextest's `flakyFailure`, `flakyError`, `rerunFailure`,
+//! `rerunError`): a test that failed and then passed is flaky, never a plain pass. A suite's
+//! `<properties>` are the report's environment (build-variant labels).
+
+use std::collections::{HashMap, VecDeque};
+use std::rc::Rc;
+use std::time::Instant;
+
+use quick_xml::events::{BytesStart, Event};
+use quick_xml::Reader;
+use serde_json::{Map, Value};
+
+use crate::model::{
+    cap_name, check_label, check_text, Attempt, CappedText, Detail, Results, Status, Summary, Test, Tool,
+};
+use crate::ingest::naming::{file_name, is_generic, is_path, is_test_file, suite_name};
+
+/// A parse failure, at a line of the input.
+#[derive(Debug, PartialEq)]
+pub struct JunitError {
+    pub line: usize,
+    pub reason: String,
+}
+
+/// Deeper `<testsuite>` nesting than any producer writes is refused, and so are more tests
+/// than a run holds: a small file must not cost a large memory.
+const MAX_DEPTH: usize = 64;
+const MAX_TESTS: usize = 200_000;
+/// The most `<property>` labels kept of a report.
+const MAX_PROPERTIES: usize = 32;
+
+/// A `<testsuite>` within those around it, shared by its cases: a suite's name is held once,
+/// however many tests it has and however deep it is.
+struct Suite {
+    name: String,
+    /// The test file it ran (mocha-junit-reporter's and unittest-xml-reporting's `file`).
+    file: Option<String>,
+    parent: Option<Rc<Suite>>,
+}
+
+/// The names of `suite` and those around it, from the root.
+fn path_of(suite: &Option<Rc<Suite>>) -> Vec<&str> {
+    let mut names = Vec::new();
+    let mut at = suite.as_deref();
+    while let Some(s) = at {
+        names.push(s.name.as_str());
+        at = s.parent.as_deref();
+    }
+    names.reverse();
+    names
+}
+
+/// The test file the innermost suite around a case that names one ran.
+fn test_file_of(suite: &Option<Rc<Suite>>) -> Option<&str> {
+    let mut at = suite.as_deref();
+    while let Some(s) = at {
+        if let Some(file) = &s.file {
+            return Some(file);
+        }
+        at = s.parent.as_deref();
+    }
+    None
+}
+
+/// Whether two cases sit in suites of the same names.
+fn same_path(a: &Option<Rc<Suite>>, b: &Option<Rc<Suite>>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => Rc::ptr_eq(a, b) || (a.name == b.name && same_path(&a.parent, &b.parent)),
+        _ => false,
+    }
+}
+
+/// Whether two cases are one test's: its name, class and suites.
+fn same_test(a: &Case, b: &Case) -> bool {
+    a.name == b.name && a.classname == b.classname && same_path(&a.path, &b.path)
+}
+
+/// An earlier attempt while it is read.
+struct CaseAttempt {
+    status: Status,
+    message: Option<String>,
+    trace: CappedText,
+}
+
+struct Case {
+    name: String,
+    classname: String,
+    /// The `<testsuite>` it is in: tests of one name in two suites are two tests.
+    path: Option<Rc<Suite>>,
+    seconds: f64,
+    status: Status,
+    /// node's todo: it stays pending whether its body passes or fails.
+    todo: bool,
+    /// ctest's first label (the test's `cmake_labels` property): its suite.
+    label: Option<String>,
+    message: Option<CappedText>,
+    trace: CappedText,
+    stdout: CappedText,
+    stderr: CappedText,
+    attempts: Vec<CaseAttempt>,
+}
+
+/// Where the text being read goes: the element that holds it, and its depth.
+#[derive(Clone, Copy, PartialEq)]
+enum Sink {
+    Trace,
+    Stdout,
+    Stderr,
+    Attempt,
+}
+
+impl Case {
+    fn sink(&mut self, sink: Sink) -> &mut CappedText {
+        match sink {
+            Sink::Trace => &mut self.trace,
+            Sink::Stdout => &mut self.stdout,
+            Sink::Stderr => &mut self.stderr,
+            Sink::Attempt => self.attempts.last_mut().map_or(&mut self.trace, |a| &mut a.trace),
+        }
+    }
+}
+
+/// How many events are read between two looks at the clock.
+const EVENTS_PER_CLOCK_READING: usize = 4096;
+
+/// Converts JUnit XML to CTRF results.
+#[cfg(test)]
+pub fn parse(xml: &[u8]) -> Result<Results, JunitError> {
+    parse_until(xml, None)
+}
+
+/// Converts JUnit XML to CTRF results, or stops with an error once `deadline` has passed.
+pub fn parse_until(xml: &[u8], deadline: Option<Instant>) -> Result<Results, JunitError> {
+    let text = std::str::from_utf8(xml)
+        .map_err(|e| JunitError { line: line_at(xml, e.valid_up_to()), reason: "the file is not UTF-8".into() })?;
+    let mut reader = Reader::from_str(text);
+    // Text is kept as written (an entity splits it into parts whose spaces matter).
+    reader.config_mut().trim_text(false);
+    let mut capture: Option<(Sink, usize)> = None;
+    let mut suites = Suites { innermost: None, depth: 0 };
+    // The last cases read, which a later one may still join (a rerun, a teardown error); older
+    // ones are tests already, so that a case's parts are held once.
+    let mut cases = Cases { recent: VecDeque::new(), tests: Vec::new(), failed: HashMap::new() };
+    let mut events = 0usize;
+    let mut count = 0usize;
+    let mut current: Option<Case> = None;
+    let mut start_ms: Option<u64> = None;
+    let mut total_seconds = 0.0;
+    let mut open = 0usize;
+    let mut saw_root = false;
+    let mut properties = Map::new();
+    loop {
+        let event = reader
+            .read_event()
+            .map_err(|e| JunitError { line: line_at(xml, reader.error_position() as usize), reason: e.to_string() })?;
+        // An error about an event is reported at its end.
+        let at = reader.buffer_position() as usize;
+        let fail = |reason: String| JunitError { line: line_at(xml, at), reason };
+        events += 1;
+        if events.is_multiple_of(EVENTS_PER_CLOCK_READING) && deadline.is_some_and(|d| Instant::now() > d) {
+            return Err(fail("the report was not read in the time a post has".into()));
+        }
+        match event {
+            Event::DocType(_) => return Err(fail("a DTD is not accepted in a JUnit report".into())),
+            Event::Start(e) | Event::Empty(e)
+                if open == 0 && !matches!(e.name().as_ref(), b"testsuites" | b"testsuite") =>
+            {
+                return Err(fail(format!(
+                    "this is not JUnit XML: the root is <{}>",
+                    String::from_utf8_lossy(e.name().as_ref())
+                )));
+            }
+            Event::Start(e) => {
+                open += 1;
+                saw_root = true;
+                on_open(&e, &mut count, &mut suites, &mut current, &mut start_ms, &mut total_seconds, &mut properties)
+                    .map_err(fail)?;
+                if let (None, Some(case), Some(sink)) = (capture, current.as_mut(), sink_of(e.name().as_ref())) {
+                    // Texts of one kind (GoogleTest writes a <failure> per assertion) stay apart.
+                    let into = case.sink(sink);
+                    if !into.is_empty() {
+                        into.push("\n");
+                    }
+                    capture = Some((sink, open));
+                }
+            }
+            Event::Empty(e) => {
+                saw_root = true;
+                on_open(&e, &mut count, &mut suites, &mut current, &mut start_ms, &mut total_seconds, &mut properties)
+                    .map_err(fail)?;
+                on_close(e.name().as_ref(), &mut suites, &mut cases, &mut current);
+            }
+            Event::End(e) => {
+                if capture.is_some_and(|(_, depth)| depth == open) {
+                    capture = None;
+                }
+                open = open.saturating_sub(1);
+                on_close(e.name().as_ref(), &mut suites, &mut cases, &mut current);
+            }
+            Event::Text(t) => {
+                if let (Some((sink, _)), Some(case)) = (capture, current.as_mut()) {
+                    case.sink(sink).push(&t.decode().map_err(|e| fail(e.to_string()))?);
+                }
+            }
+            Event::CData(t) => {
+                if let (Some((sink, _)), Some(case)) = (capture, current.as_mut()) {
+                    case.sink(sink).push(&t.decode().map_err(|e| fail(e.to_string()))?);
+                }
+            }
+            Event::GeneralRef(r) => {
+                let name = String::from_utf8_lossy(r.as_ref()).to_string();
+                let known = match name.as_str() {
+                    "amp" => Some('&'),
+                    "lt" => Some('<'),
+                    "gt" => Some('>'),
+                    "quot" => Some('"'),
+                    "apos" => Some('\''),
+                    _ if name.starts_with('#') => r.resolve_char_ref().map_err(|e| fail(e.to_string()))?,
+                    _ => {
+                        return Err(fail(format!(
+                            "the entity &{name}; is not XML's own (no DTD entities are expanded)"
+                        )))
+                    }
+                };
+                if let (Some((sink, _)), Some(case), Some(c)) = (capture, current.as_mut(), known) {
+                    case.sink(sink).push(c.encode_utf8(&mut [0; 4]));
+                }
+            }
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    if !saw_root {
+        return Err(JunitError { line: 1, reason: "the file holds no <testsuites> or <testsuite>".into() });
+    }
+    let tests = cases.into_tests();
+    let start = start_ms.unwrap_or(0);
+    let stop = start.saturating_add((total_seconds * 1000.0).round() as u64);
+    Ok(Results {
+        tool: Tool { name: "junit".into(), version: None },
+        summary: Summary::of(&tests, start, stop),
+        tests,
+        environment: properties,
+    })
+}
+
+/// The element whose text a test keeps, and where.
+fn sink_of(element: &[u8]) -> Option<Sink> {
+    match element {
+        b"failure" | b"error" => Some(Sink::Trace),
+        b"system-out" => Some(Sink::Stdout),
+        b"system-err" => Some(Sink::Stderr),
+        b"flakyFailure" | b"flakyError" | b"rerunFailure" | b"rerunError" => Some(Sink::Attempt),
+        _ => None,
+    }
+}
+
+/// A case's suite (the outermost telling `<testsuite>`, else the classname) and its name with
+/// the suites inside that one (`nested > deep`), after its class where the class tells more.
+fn suite_and_name(c: &Case) -> (String, String) {
+    let path = path_of(&c.path);
+    let telling = path.iter().position(|s| !is_generic(s));
+    // ctest names each test's class after the test: that is no suite (its first label is,
+    // else the file's name). So does jest-junit, with the describe blocks in both.
+    let class_is_name = c.classname == c.name;
+    let classname = if class_is_name { c.label.as_deref().unwrap_or_default() } else { c.classname.as_str() };
+    // A suite that names its test file is that file's column: mocha-junit-reporter writes
+    // nested describe blocks as suites side by side, each with the file.
+    let suite = match test_file_of(&c.path) {
+        Some(file) => cap_suite(suite_name(Some(file), "")),
+        None => cap_suite(suite_name(telling.map(|i| path[i]), classname)),
+    };
+    let inner: Vec<&str> = match telling {
+        Some(i) => path[i + 1..].iter().copied().filter(|s| !is_generic(s)).collect(),
+        None => Vec::new(),
+    };
+    let within = inner.iter().map(|s| format!("{s} > ")).collect::<String>() + &c.name;
+    let name = match c.classname.as_str() {
+        // mocha-junit-reporter's class is the test's own title, the last word of its full name.
+        _ if class_is_name || is_title_of(&c.classname, &c.name) => within,
+        "" => within,
+        // A classname that is a source file's path (doctest's) is named by the file.
+        path if is_path(path) => format!("{}::{within}", file_name(path)),
+        // A test file's name (vitest's, Playwright's, bats') is the suite already.
+        file if is_test_file(file) => within,
+        // Catch2's `global` class says nothing.
+        generic if is_generic(generic) => within,
+        class => format!("{class}::{within}"),
+    };
+    (suite, cap_name(name))
+}
+
+/// Whether `class` is the title at the end of the full name `name` (`cart totals sums`, `sums`).
+fn is_title_of(class: &str, name: &str) -> bool {
+    !class.is_empty() && name.strip_suffix(class).is_some_and(|rest| rest.ends_with(' '))
+}
+
+/// A case as a test: its suite and name (see [`suite_and_name`]), its text and attempts.
+fn into_test(c: Case) -> Test {
+    let (suite, name) = suite_and_name(&c);
+    let flaky = c.status == Status::Passed && !c.attempts.is_empty();
+    let attempts = c.attempts.into_iter().enumerate();
+    Test {
+        suite,
+        name,
+        status: c.status,
+        duration: (c.seconds * 1e9).round() / 1e6, // milliseconds, to the nanosecond
+        message: c.message.and_then(CappedText::finish),
+        detail: Detail {
+            trace: c.trace.finish(),
+            stdout: c.stdout.finish().into_iter().collect(),
+            stderr: c.stderr.finish().into_iter().collect(),
+            retries: attempts.len() as u64,
+            flaky,
+            quarantined: false,
+            retry_attempts: attempts
+                .map(|(n, a)| Attempt {
+                    attempt: n as u64 + 1,
+                    status: a.status,
+                    message: a.message,
+                    trace: a.trace.finish(),
+                })
+                .collect(),
+        },
+    }
+}
+
+/// The longest suite name (a matrix column) kept as written: every test holds its own.
+const MAX_SUITE: usize = 128;
+
+/// `suite`, or when over [`MAX_SUITE`] bytes its start and a hash of all of it.
+pub fn cap_suite(suite: String) -> String {
+    crate::model::cap_at(suite, MAX_SUITE)
+}
+
+/// The `<testsuite>`s open where the reader is.
+struct Suites {
+    innermost: Option<Rc<Suite>>,
+    depth: usize,
+}
+
+/// The cases read so far: the last few as cases, which a later one may still join, and the rest
+/// as tests, with where the failed ones are (a rerun may come at the end of the report).
+struct Cases {
+    recent: VecDeque<Case>,
+    tests: Vec<Test>,
+    failed: HashMap<(String, String), usize>,
+}
+
+/// How far back a case may be joined by a later one (xdist interleaves other tests' cases).
+const JOINED_WITHIN: usize = 64;
+
+impl Cases {
+    fn push(&mut self, case: Case) {
+        self.recent.push_back(case);
+        if self.recent.len() > JOINED_WITHIN {
+            let oldest = self.recent.pop_front().expect("a case");
+            let rerun_may_follow = oldest.status == Status::Failed && !is_generic(&oldest.classname);
+            let test = into_test(oldest);
+            if rerun_may_follow {
+                self.failed.insert((test.suite.clone(), test.name.clone()), self.tests.len());
+            }
+            self.tests.push(test);
+        }
+    }
+
+    /// `case` as a rerun of a test that failed earlier in the report, when there is one: where
+    /// the class tells tests apart (go's package, a file), a second case of a failed test is
+    /// its next attempt, as gotestsum's `--rerun-fails` writes it. Node's top-level tests of
+    /// two files share a generic class, and stay two.
+    fn join_rerun(&mut self, case: Case) -> Option<Case> {
+        if is_generic(&case.classname) {
+            return Some(case);
+        }
+        if let Some(at) = self.recent.iter().rposition(|c| c.status == Status::Failed && same_test(c, &case)) {
+            let earlier = self.recent.remove(at).expect("a recent case");
+            self.recent.insert(at, with_attempt(earlier, case));
+            return None;
+        }
+        let at = match self.failed.is_empty() {
+            true => None,
+            false => self.failed.get(&suite_and_name(&case)).copied(),
+        };
+        match at {
+            Some(at) => {
+                join_test_rerun(&mut self.tests[at], into_test(case));
+                None
+            }
+            None => Some(case),
+        }
+    }
+
+    fn into_tests(mut self) -> Vec<Test> {
+        self.tests.extend(self.recent.into_iter().map(into_test));
+        self.tests
+    }
+}
+
+/// `later`, with `earlier` (a failure) as its attempt before its own; the time is the last
+/// attempt's.
+fn with_attempt(earlier: Case, later: Case) -> Case {
+    let mut attempts = earlier.attempts;
+    let message = earlier.message.and_then(CappedText::finish);
+    attempts.push(CaseAttempt { status: Status::Failed, message, trace: earlier.trace });
+    attempts.extend(later.attempts);
+    Case { attempts, ..later }
+}
+
+/// `later` as the last attempt of `earlier`, a test that failed: its status, time and text are
+/// the test's, the earlier ones its attempts (as [`with_attempt`] makes them).
+fn join_test_rerun(earlier: &mut Test, later: Test) {
+    let d = &mut earlier.detail;
+    let first = Attempt {
+        attempt: d.retry_attempts.len() as u64 + 1,
+        status: earlier.status,
+        message: earlier.message.take(),
+        trace: d.trace.take(),
+    };
+    d.retry_attempts.push(first);
+    for a in later.detail.retry_attempts {
+        d.retry_attempts.push(Attempt { attempt: d.retry_attempts.len() as u64 + 1, ..a });
+    }
+    earlier.status = later.status;
+    earlier.message = later.message;
+    earlier.duration = later.duration;
+    d.trace = later.detail.trace;
+    d.stdout = later.detail.stdout;
+    d.stderr = later.detail.stderr;
+    d.retries = d.retry_attempts.len() as u64;
+    d.flaky = earlier.status == Status::Passed;
+}
+
+fn on_open(
+    e: &BytesStart<'_>,
+    count: &mut usize,
+    suites: &mut Suites,
+    current: &mut Option<Case>,
+    start_ms: &mut Option<u64>,
+    total_seconds: &mut f64,
+    properties: &mut Map<String, Value>,
+) -> Result<(), String> {
+    let attr = |name: &str| -> Result<Option<String>, String> {
+        for a in e.attributes() {
+            let a = a.map_err(|e| e.to_string())?;
+            if a.key.as_ref() == name.as_bytes() {
+                let value = a.unescape_value().map_err(|e| format!("attribute {name}: {e}"))?;
+                return Ok(Some(value.into_owned()));
+            }
+        }
+        Ok(None)
+    };
+    match e.name().as_ref() {
+        b"testsuite" => {
+            if suites.depth >= MAX_DEPTH {
+                return Err(format!("<testsuite> nested more than {MAX_DEPTH} deep"));
+            }
+            let name = cap_name(attr("name")?.unwrap_or_default());
+            let file = attr("file")?.filter(|f| is_test_file(f)).map(cap_name);
+            suites.innermost = Some(Rc::new(Suite { name, file, parent: suites.innermost.take() }));
+            suites.depth += 1;
+            if let (None, Some(stamp)) = (*start_ms, attr("timestamp")?) {
+                *start_ms = Some(timestamp_ms(&stamp).ok_or_else(|| format!("timestamp {stamp:?} is not ISO 8601"))?);
+            }
+            if suites.depth == 1 {
+                *total_seconds += seconds(attr("time")?.as_deref(), "testsuite")?;
+            }
+        }
+        b"testcase" => {
+            if current.is_some() {
+                return Err("a <testcase> inside a <testcase>".into());
+            }
+            if *count >= MAX_TESTS {
+                return Err(format!("more than {MAX_TESTS} tests"));
+            }
+            *count += 1;
+            let name = cap_name(attr("name")?.ok_or("a <testcase> has no name")?);
+            // ctest: disabled and not-run tests carry only `status`; GoogleTest says a skipped
+            // or disabled test with `result` (or, before 1.10, `status="notrun"`).
+            let skipped = matches!(attr("status")?.as_deref(), Some("disabled" | "notrun" | "skipped"))
+                || matches!(attr("result")?.as_deref(), Some("skipped" | "suppressed"));
+            *current = Some(Case {
+                name,
+                classname: cap_name(attr("classname")?.unwrap_or_default()),
+                path: suites.innermost.clone(),
+                seconds: seconds(attr("time")?.as_deref(), "testcase")?,
+                status: if skipped { Status::Skipped } else { Status::Passed },
+                todo: false,
+                label: None,
+                message: None,
+                trace: CappedText::default(),
+                stdout: CappedText::default(),
+                stderr: CappedText::default(),
+                attempts: Vec::new(),
+            });
+        }
+        // ctest writes a test's labels as its `cmake_labels` property: the first is its suite.
+        b"property" if current.is_some() => {
+            if let (Some(case), Some("cmake_labels"), Some(labels)) =
+                (current.as_mut(), attr("name")?.as_deref(), attr("value")?)
+            {
+                case.label = labels.split(';').map(str::trim).find(|l| !l.is_empty()).map(str::to_string);
+            }
+        }
+        // A suite's properties are the run's build-variant labels (a test's own are not); the
+        // first few that are short labels, since some tools write every system property.
+        b"property" if properties.len() < MAX_PROPERTIES => {
+            if let (Some(name), Some(value)) = (attr("name")?, attr("value")?) {
+                if check_label("property", &name).is_ok() && check_text("property", &value, 256).is_ok() {
+                    properties.entry(name).or_insert(Value::String(value));
+                }
+            }
+        }
+        kind @ (b"flakyFailure" | b"flakyError" | b"rerunFailure" | b"rerunError") => {
+            // An earlier attempt; the test's own status is its last one's.
+            let Some(case) = current.as_mut() else { return Ok(()) };
+            let message = attr("message")?.filter(|m| !m.is_empty());
+            let message = match kind.ends_with(b"Error") {
+                true => message.map(|m| format!("error: {m}")),
+                false => message,
+            };
+            let message = message.map(|m| {
+                let mut capped = CappedText::default();
+                capped.push(&m);
+                capped.finish().unwrap_or_default()
+            });
+            case.attempts.push(CaseAttempt { status: Status::Failed, message, trace: CappedText::default() });
+        }
+        kind @ (b"failure" | b"error" | b"skipped") => {
+            let Some(case) = current.as_mut() else { return Ok(()) };
+            let (status, label) = match kind {
+                // node's todo tests are CTRF's pending ones, whatever their body did.
+                b"skipped" if attr("type")?.as_deref() == Some("todo") => {
+                    case.todo = true;
+                    (Status::Pending, None)
+                }
+                b"skipped" => (Status::Skipped, None),
+                b"error" => (Status::Failed, Some("error")),
+                _ => (Status::Failed, None),
+            };
+            if case.todo {
+                case.status = Status::Pending;
+            } else if case.status != Status::Failed {
+                case.status = status;
+            }
+            let message = attr("message")?.unwrap_or_default();
+            let message = match label {
+                Some(label) if !message.is_empty() => format!("{label}: {message}"),
+                _ => message,
+            };
+            // Appended in place: a case with many failures costs their length, not its square.
+            if !message.is_empty() {
+                let into = case.message.get_or_insert_with(CappedText::default);
+                if !into.is_empty() {
+                    into.push("\n");
+                }
+                into.push(&message);
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+fn on_close(name: &[u8], suites: &mut Suites, cases: &mut Cases, current: &mut Option<Case>) {
+    match name {
+        b"testsuite" => {
+            suites.innermost = suites.innermost.take().and_then(|s| s.parent.clone());
+            suites.depth = suites.depth.saturating_sub(1);
+        }
+        b"testcase" => {
+            let Some(case) = current.take() else { return };
+            // pytest writes a second <testcase> for an error in teardown after a failure: one
+            // test, both messages. It follows the first at once and says so; any other case of
+            // the same name is a test of its own.
+            let teardown = case.message.as_ref().is_some_and(|m| m.as_str().contains("failed on teardown"));
+            // pytest-rerunfailures writes each failed attempt as a <testcase> of the same name,
+            // with no failure in it, just before the next: those are the test's attempts. Only in
+            // pytest's reports: elsewhere two such cases are two tests (two files' top-level
+            // tests of one name, in node's).
+            let pytest = path_of(&case.path).contains(&"pytest");
+            let case = match cases.recent.back() {
+                Some(last) if pytest && !teardown && same_test(last, &case) && last.status != Status::Skipped => {
+                    let earlier = cases.recent.pop_back().expect("the last case");
+                    with_attempt(earlier, case)
+                }
+                _ => case,
+            };
+            // jest-junit writes a test file that fails to load twice, as an <error> with the
+            // console's text and then as a <failure> with the error's JSON: one failure, told by
+            // the first.
+            let twice = case.classname == "Test suite failed to run";
+            // Under xdist another test's case may come between: look a little further back.
+            let same = cases.recent.iter_mut().rev().filter(|_| teardown || twice).find(|c| same_test(c, &case));
+            match same {
+                Some(earlier) => {
+                    earlier.status = Status::Failed;
+                    if let Some(more) = case.message {
+                        earlier.message.get_or_insert_with(CappedText::default).append(more);
+                    }
+                    if !twice || earlier.trace.is_empty() {
+                        earlier.trace.append(case.trace);
+                    }
+                    earlier.stdout.append(case.stdout);
+                    earlier.stderr.append(case.stderr);
+                }
+                None if pytest || teardown => cases.push(case),
+                None => {
+                    if let Some(case) = cases.join_rerun(case) {
+                        cases.push(case);
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn seconds(value: Option<&str>, element: &str) -> Result<f64, String> {
+    match value {
+        None | Some("") => Ok(0.0),
+        Some(v) => match v.trim().parse::<f64>() {
+            // A run of more than a year is not a time any producer writes.
+            Ok(s) if s.is_finite() && (0.0..=31_536_000.0).contains(&s) => Ok(s),
+            _ => Err(format!("<{element} time={v:?}> is not a number of seconds")),
+        },
+    }
+}
+
+/// Milliseconds since the epoch of an ISO 8601 time; without a zone it is taken as UTC.
+pub fn timestamp_ms(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let (date, time) = text.split_once(['T', ' '])?;
+    let mut d = date.split('-').map(|p| p.parse::<i64>().ok());
+    let (y, m, day) = (d.next()??, d.next()??, d.next()??);
+    if !(1..=9999).contains(&y) || !(1..=12).contains(&m) || !(1..=31).contains(&day) {
+        return None;
+    }
+    let (clock, offset_s) = match time.find(['Z', 'z', '+']).or_else(|| time.rfind('-').filter(|&i| i > 5)) {
+        Some(i) => {
+            let zone = &time[i..];
+            let offset = if zone.eq_ignore_ascii_case("z") {
+                0
+            } else {
+                let sign = if zone.starts_with('-') { -1 } else { 1 };
+                let digits: String = zone[1..].chars().filter(char::is_ascii_digit).collect();
+                let (h, mi) =
+                    (digits.get(..2)?.parse::<i64>().ok()?, digits.get(2..4).unwrap_or("0").parse::<i64>().ok()?);
+                sign * (h * 3600 + mi * 60)
+            };
+            (&time[..i], offset)
+        }
+        None => (time, 0),
+    };
+    let (hms, frac) = clock.split_once('.').unwrap_or((clock, ""));
+    let mut t = hms.split(':').map(|p| p.parse::<i64>().ok());
+    let (h, mi, s) = (t.next()??, t.next()??, t.next().flatten().unwrap_or(0));
+    if !(0..=23).contains(&h) || !(0..=59).contains(&mi) || !(0..=60).contains(&s) {
+        return None;
+    }
+    let millis: i64 = format!("{frac:0<3}").get(..3)?.parse().ok()?;
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let (y2, m2) = if m <= 2 { (y - 1, m + 9) } else { (y, m - 3) };
+    let era = y2.div_euclid(400);
+    let yoe = y2 - era * 400;
+    let doy = (153 * m2 + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = days * 86_400 + h * 3600 + mi * 60 + s - offset_s;
+    u64::try_from(secs * 1000 + millis).ok()
+}
+
+fn line_at(bytes: &[u8], offset: usize) -> usize {
+    bytes[..offset.min(bytes.len())].iter().filter(|&&b| b == b'\n').count() + 1
+}
+
+#[cfg(test)]
+mod tests;

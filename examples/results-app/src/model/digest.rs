@@ -1,0 +1,366 @@
+//! A report file's digest, carried in its object name so that a listing alone draws the matrix:
+//! the version, commit, start and labels, and per suite its counts and the ids of its failed,
+//! not-run and retried tests. S3 listings carry no user metadata, so the name is the only place
+//! a listing can bring it from.
+//!
+//! A file's name is `<file id>.<digest>`, the digest fields joined by `.`:
+//! `1.<version>.<commit>.<start>.<labels>.<suite>.<suite>...`, where `<labels>` is
+//! `key-value-key-value...`, and each `<suite>` is `name-passed-failed-skipped-failed ids-skipped
+//! ids-retried ids`. Texts keep ASCII letters and digits and write any other byte as `_` and two
+//! hex digits; the commit is its first 12 characters; counts and the start (ms, 0 when unknown)
+//! are decimal; each ids field is 8 hex digits per test. A test's id is FNV-1a (32 bits) of
+//! `suite \0 name \0 n`, n its occurrence of that suite and name in its file (1 first).
+//!
+//! A name segment longer than a file system takes (255 bytes), or a name longer than a bucket
+//! takes (1,024 bytes with the prefix), carries no digest, and a reader GETs that file instead;
+//! so does one with a digest it cannot read. The pytest plugin and the node reporter write the
+//! same digest.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write;
+
+use serde_json::Value;
+
+use crate::model::{check_label, Run, Status, MAX_LABEL};
+
+/// The digest format's version, its first field.
+const FORMAT: &str = "1";
+/// The longest object name a bucket takes, its prefix included.
+pub const MAX_KEY: usize = 1024;
+/// The longest name segment a file system takes (a `file://` bucket's objects are files).
+pub const MAX_SEGMENT: usize = 255;
+/// How much of a commit a digest carries.
+pub const COMMIT_CHARS: usize = 12;
+
+/// What the matrix needs of one report file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Digest {
+    pub version: String,
+    pub commit: Option<String>,
+    /// When the report says it started (ms), 0 when it does not.
+    pub start: u64,
+    pub labels: BTreeMap<String, String>,
+    pub suites: Vec<SuiteDigest>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SuiteDigest {
+    pub name: String,
+    pub passed: u64,
+    pub failed: u64,
+    /// Skipped, pending and other.
+    pub skipped: u64,
+    pub failed_ids: Vec<u32>,
+    pub skipped_ids: Vec<u32>,
+    /// Passed on a retry after failing.
+    pub retried_ids: Vec<u32>,
+}
+
+/// A test's id in digests: FNV-1a (32 bits) of its suite, name and occurrence in its file.
+pub fn test_id(suite: &str, name: &str, occurrence: usize) -> u32 {
+    format!("{suite}\0{name}\0{occurrence}")
+        .bytes()
+        .fold(0x811c_9dc5u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193))
+}
+
+/// Each test of `run` with its digest id, in the file's order.
+pub fn ids(run: &Run) -> Vec<u32> {
+    let mut seen: HashMap<(&str, &str), usize> = HashMap::new();
+    run.results
+        .tests
+        .iter()
+        .map(|t| {
+            let n = seen.entry((&t.suite, &t.name)).or_default();
+            *n += 1;
+            test_id(&t.suite, &t.name, *n)
+        })
+        .collect()
+}
+
+/// The build-variant labels of a report: its environment's texts, booleans and whole numbers
+/// within ±2^53 (which every language writes alike; other numbers are no label), but for those
+/// that repeat the run's own platform, runtime or version (`osPlatform`, `runtime`, `version`,
+/// as the reporters write them): they say nothing the name does not.
+pub fn labels(run: &Run) -> BTreeMap<String, String> {
+    let repeats = |key: &str, value: &Value| {
+        let own = match key {
+            "osPlatform" => &run.platform,
+            "runtime" => &run.browser,
+            "version" => &run.version,
+            _ => return false,
+        };
+        value.as_str() == Some(own.as_str())
+    };
+    run.results
+        .environment
+        .iter()
+        .filter(|(key, value)| !repeats(key, value))
+        .filter_map(|(key, value)| match value {
+            Value::String(s) => Some((key.clone(), s.clone())),
+            Value::Bool(b) => Some((key.clone(), b.to_string())),
+            Value::Number(n) => {
+                n.as_i64().filter(|i| i.unsigned_abs() <= 1 << 53).map(|i| (key.clone(), i.to_string()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The largest count a digest is believed to hold (a name is untrusted: sums must not overflow).
+const MAX_COUNT: u64 = 1_000_000_000;
+
+/// A count or time written in decimal digits only (no sign).
+fn decimal(field: &str) -> Option<u64> {
+    (!field.is_empty() && field.bytes().all(|b| b.is_ascii_digit())).then(|| field.parse().ok()).flatten()
+}
+
+/// Two hex digits, exactly.
+fn hex_byte(text: &[u8]) -> Option<u8> {
+    let hex = std::str::from_utf8(text).ok().filter(|h| h.len() == 2 && h.bytes().all(|b| b.is_ascii_hexdigit()))?;
+    u8::from_str_radix(hex, 16).ok()
+}
+
+impl Digest {
+    /// The digest of a report file.
+    pub fn of(run: &Run) -> Digest {
+        let mut suites: BTreeMap<&str, SuiteDigest> = BTreeMap::new();
+        for (t, id) in run.results.tests.iter().zip(ids(run)) {
+            let suite =
+                suites.entry(&t.suite).or_insert_with(|| SuiteDigest { name: t.suite.clone(), ..Default::default() });
+            match t.status {
+                Status::Passed => suite.passed += 1,
+                Status::Failed => {
+                    suite.failed += 1;
+                    suite.failed_ids.push(id);
+                }
+                _ => {
+                    suite.skipped += 1;
+                    suite.skipped_ids.push(id);
+                }
+            }
+            if t.detail.flaky && t.status == Status::Passed {
+                suite.retried_ids.push(id);
+            }
+        }
+        Digest {
+            version: run.version.clone(),
+            commit: run.ci.commit.as_ref().map(|c| c.chars().take(COMMIT_CHARS).collect()),
+            start: run.results.summary.start,
+            labels: labels(run),
+            suites: suites.into_values().collect(),
+        }
+    }
+
+    /// The digest as a name segment's text.
+    pub fn encode(&self) -> String {
+        let mut fields = vec![FORMAT.to_string(), escape(&self.version), escape(self.commit.as_deref().unwrap_or(""))];
+        fields.push(self.start.to_string());
+        fields.push(self.labels.iter().flat_map(|(k, v)| [escape(k), escape(v)]).collect::<Vec<_>>().join("-"));
+        for s in &self.suites {
+            let hex = |ids: &[u32]| {
+                ids.iter().fold(String::new(), |mut out, id| {
+                    let _ = write!(out, "{id:08x}");
+                    out
+                })
+            };
+            fields.push(
+                [escape(&s.name), s.passed.to_string(), s.failed.to_string(), s.skipped.to_string()]
+                    .into_iter()
+                    .chain([hex(&s.failed_ids), hex(&s.skipped_ids), hex(&s.retried_ids)])
+                    .collect::<Vec<_>>()
+                    .join("-"),
+            );
+        }
+        fields.join(".")
+    }
+
+    /// The digest a name segment carries; `None` when it carries none or one this reader cannot
+    /// trust (names are written by anyone who may write the bucket).
+    pub fn decode(text: &str) -> Option<Digest> {
+        if text.len() > MAX_KEY {
+            return None;
+        }
+        let mut fields = text.split('.');
+        if fields.next()? != FORMAT {
+            return None;
+        }
+        let version = unescape(fields.next()?).filter(|v| check_label("version", v).is_ok())?;
+        let commit = match unescape(fields.next()?)? {
+            c if c.is_empty() => None,
+            c => Some(Some(c).filter(|c| c.len() <= COMMIT_CHARS && check_label("commit", c).is_ok())?),
+        };
+        let start = decimal(fields.next()?)?;
+        let labels = fields.next()?;
+        let labels: Vec<String> =
+            if labels.is_empty() { Vec::new() } else { labels.split('-').map(unescape).collect::<Option<_>>()? };
+        if !labels.len().is_multiple_of(2) {
+            return None;
+        }
+        let labels = labels.chunks(2).map(|kv| (kv[0].clone(), kv[1].clone())).collect();
+        let suites = fields.map(suite_of).collect::<Option<Vec<_>>>()?;
+        Some(Digest { version, commit, start, labels, suites })
+    }
+}
+
+/// A text as a digest field: ASCII letters and digits as they are, any other byte `_XX`.
+fn escape(text: &str) -> String {
+    text.bytes().fold(String::new(), |mut out, b| {
+        if b.is_ascii_alphanumeric() {
+            out.push(b as char);
+        } else {
+            let _ = write!(out, "_{b:02X}");
+        }
+        out
+    })
+}
+
+fn unescape(field: &str) -> Option<String> {
+    let mut bytes = Vec::with_capacity(field.len());
+    let mut rest = field.as_bytes();
+    while let Some((&b, tail)) = rest.split_first() {
+        match b {
+            b'_' => {
+                bytes.push(hex_byte(tail.get(..2)?)?);
+                rest = &tail[2..];
+            }
+            b if b.is_ascii_alphanumeric() => {
+                bytes.push(b);
+                rest = tail;
+            }
+            _ => return None,
+        }
+    }
+    String::from_utf8(bytes).ok()
+}
+
+fn suite_of(field: &str) -> Option<SuiteDigest> {
+    let parts: Vec<&str> = field.split('-').collect();
+    let [name, passed, failed, skipped, failed_ids, skipped_ids, retried_ids] = parts[..] else { return None };
+    let name = unescape(name).filter(|n| !n.is_empty() && n.len() <= MAX_LABEL * 4)?;
+    let ids = |hex: &str| -> Option<Vec<u32>> {
+        if !hex.len().is_multiple_of(8) || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        (0..hex.len()).step_by(8).map(|i| u32::from_str_radix(&hex[i..i + 8], 16).ok()).collect()
+    };
+    let suite = SuiteDigest {
+        name,
+        passed: decimal(passed).filter(|n| *n <= MAX_COUNT)?,
+        failed: decimal(failed)?,
+        skipped: decimal(skipped)?,
+        failed_ids: ids(failed_ids)?,
+        skipped_ids: ids(skipped_ids)?,
+        retried_ids: ids(retried_ids)?,
+    };
+    // The ids are the counts' tests: a name that says otherwise is not believed.
+    (suite.failed_ids.len() as u64 == suite.failed && suite.skipped_ids.len() as u64 == suite.skipped).then_some(suite)
+}
+
+/// The file segment of a report's object name: `<file id>.<digest>`, or the id alone when the
+/// whole name (`<prefix><run key>/<segment>`, `fixed` bytes besides the segment) would not fit.
+pub fn file_segment(file_id: &str, run: &Run, fixed: usize) -> String {
+    let with = format!("{file_id}.{}", Digest::of(run).encode());
+    if with.len() <= MAX_SEGMENT && fixed + with.len() <= MAX_KEY {
+        with
+    } else {
+        file_id.to_string()
+    }
+}
+
+/// The digest a report's object name carries, if any (see [`Digest::decode`]).
+pub fn of_key(key: &str) -> Option<Digest> {
+    let file = key.rsplit('/').next()?;
+    Digest::decode(file.split_once('.')?.1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn run() -> Run {
+        let run: Run = serde_json::from_value(json!({"platform": "linux", "browser": "gcc", "version": "1.2",
+            "ci": {"commit": "0123456789abcdef0123456789abcdef01234567"},
+            "results": {"tool": {"name": "ctest"}, "environment": {"build": "debug", "cores": 2, "x": [1]},
+                "summary": {"tests": 5, "passed": 2, "failed": 2, "skipped": 1, "pending": 0, "other": 0,
+                    "start": 1700000000000u64, "stop": 1700000000100u64},
+                "tests": [
+                    {"name": "a", "suite": "crud", "status": "passed", "duration": 1},
+                    {"name": "a", "suite": "crud", "status": "failed", "duration": 1},
+                    {"name": "b", "suite": "crud", "status": "passed", "duration": 1, "flaky": true, "retries": 1},
+                    {"name": "c", "suite": "sql", "status": "skipped", "duration": 0},
+                    {"name": "d", "suite": "sql", "status": "failed", "duration": 1}]}}))
+        .unwrap();
+        run.check().unwrap();
+        run
+    }
+
+    /// What a digest holds comes back from its name segment, and ids count occurrences.
+    #[test]
+    fn a_digest_comes_back_from_its_name() {
+        let run = run();
+        let digest = Digest::of(&run);
+        assert_eq!(digest.suites.len(), 2);
+        let crud = &digest.suites[0];
+        assert_eq!((crud.passed, crud.failed, crud.skipped), (2, 1, 0));
+        assert_eq!(crud.failed_ids, [test_id("crud", "a", 2)]);
+        assert_eq!(crud.retried_ids, [test_id("crud", "b", 1)]);
+        assert_ne!(test_id("crud", "a", 1), test_id("crud", "a", 2));
+        assert_eq!(digest.labels, BTreeMap::from([("build".into(), "debug".into()), ("cores".into(), "2".into())]));
+        let key = format!("linux/gcc/9999-aa/{}", file_segment("f1", &run, 20));
+        assert!(key.len() < 200, "{key}: {} bytes", key.len());
+        assert!(key.bytes().all(|b| b.is_ascii_alphanumeric() || b"/-_.".contains(&b)), "{key}");
+        assert_eq!(of_key(&key), Some(digest));
+        // Pinned: the Python and Node writers' tests pin the same id.
+        assert_eq!(test_id("crud", "a", 1), 0xc6ef_12d9);
+    }
+
+    /// A name with no digest, a digest that does not parse, lies about its counts, or names a
+    /// wrong commit, is none: the reader reads the body instead.
+    #[test]
+    fn a_digest_that_cannot_be_trusted_is_none() {
+        assert_eq!(of_key("linux/gcc/9999-aa/0123456789abcdef"), None);
+        assert_eq!(of_key("linux/gcc/9999-aa/f1.!!!"), None);
+        assert_eq!(of_key("linux/gcc/9999-aa/f1.1.1_2E0..0..crud-1-0-0"), None, "a suite missing its ids");
+        assert!(of_key("linux/gcc/9999-aa/f1.1.1_2E0..0..crud-1-0-0---").is_some());
+        for odd in [
+            "f1.1.1_2E0..+0..crud-1-0-0---",
+            "f1.1.1_+E0..0..crud-1-0-0---",
+            "f1.1.1_2E0..0..crud-+1-0-0---",
+            "f1.1.1_2E0..0..crud-18446744073709551615-0-0---",
+            "f1.1.1_2E0..0..crud-1-1-0-+0000001--",
+        ] {
+            assert_eq!(of_key(&format!("linux/gcc/9999-aa/{odd}")), None, "{odd}");
+        }
+        let mut digest = Digest::of(&run());
+        digest.suites[0].failed = 5;
+        assert_eq!(Digest::decode(&digest.encode()), None);
+        let mut digest = Digest::of(&run());
+        digest.commit = Some("<script>".into());
+        assert_eq!(Digest::decode(&digest.encode()), None);
+    }
+
+    /// The digest the Python and Node writers check they make too (tests/fixtures/digest.json).
+    #[test]
+    fn the_pinned_digest() {
+        let fixture: Value = serde_json::from_str(include_str!("../../tests/fixtures/digest.json")).unwrap();
+        let run: Run = serde_json::from_value(fixture["report"].clone()).unwrap();
+        run.check().unwrap();
+        let digest = Digest::of(&run);
+        assert_eq!(digest.encode(), fixture["digest"].as_str().unwrap());
+        assert_eq!(Digest::decode(&digest.encode()), Some(digest));
+    }
+
+    /// A digest that would make the name too long is left out.
+    #[test]
+    fn a_name_too_long_carries_no_digest() {
+        let run = run();
+        assert_eq!(file_segment("f1", &run, MAX_KEY - 10), "f1");
+        let mut many = run.clone();
+        for i in 0..40 {
+            many.results.tests.push(crate::model::Test { name: format!("t{i}"), ..many.results.tests[1].clone() });
+        }
+        many.results.summary = crate::model::Summary::of(&many.results.tests, 1, 2);
+        assert_eq!(file_segment("f1", &many, 20), "f1", "a segment over 255 bytes");
+    }
+}

@@ -1,0 +1,8 @@
+//! The stored result format and its names: what a run is, how its objects are named, a file's
+//! digest in its name, a test across runs and the quarantine's body. Every other room speaks
+//! these words; this room imports only the error and the clock.
+
+pub mod digest;
+mod run;
+
+pub use run::*;

@@ -1,0 +1,6 @@
+//! The typed views as text for people: the terminal's table, CI's summary and the
+//! self-contained HTML export.
+
+pub mod export;
+pub mod summary;
+pub mod table;

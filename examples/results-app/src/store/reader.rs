@@ -1,0 +1,389 @@
+//! A bucket's runs as the views read them, only through the library: every pair, a pair's runs
+//! in order, a run with all of its report files, each file read or with why it could not be.
+
+use std::collections::HashMap;
+use std::sync::mpsc;
+
+use objstore_db::rsapi::{AsValue, Db, Freshness, ReadKind};
+use objstore_db_core::{Key, KeyRange, ScanOptions};
+use serde_json::Value;
+
+use crate::analysis::classes::{self, Seen, TestId};
+use crate::model::digest::{self, Digest};
+use crate::error::{AppError, AppResult};
+use crate::model::{clip, run_key, Run, Test};
+use crate::store::call;
+
+/// A run as a view shows it: its key (`<platform>/<browser>/<run>`), the labels its name
+/// carries, and its report files, each read or with why it could not be.
+pub(crate) struct Loaded {
+    pub(crate) key: String,
+    pub(crate) platform: String,
+    pub(crate) browser: String,
+    pub(crate) files: Vec<File>,
+}
+
+pub(crate) struct File {
+    pub(crate) key: String,
+    pub(crate) run: Result<Run, String>,
+}
+
+impl Loaded {
+    /// The files that could be read, in key order.
+    pub(crate) fn reports(&self) -> impl Iterator<Item = &Run> {
+        self.files.iter().filter_map(|f| f.run.as_ref().ok())
+    }
+
+    /// Every test of the run, file after file, with the index of its file.
+    pub(crate) fn tests(&self) -> impl Iterator<Item = (usize, &Test)> {
+        self.files
+            .iter()
+            .enumerate()
+            .filter_map(|(i, f)| f.run.as_ref().ok().map(|r| (i, r)))
+            .flat_map(|(i, r)| r.results.tests.iter().map(move |t| (i, t)))
+    }
+
+    /// What flaky is keyed on: the run's commit where a file names one, else its version.
+    pub(crate) fn basis(&self) -> Option<String> {
+        let mut reports = self.reports();
+        let first = self.reports().next()?;
+        Some(match reports.find_map(|r| r.ci.commit.clone()) {
+            Some(commit) => format!("commit {commit}"),
+            None => format!("version {}", first.version),
+        })
+    }
+}
+
+/// The body of a name the listing had but the bucket no longer holds.
+pub(crate) const MISSING: &str = "the bucket no longer holds this file";
+
+pub(crate) fn keys(db: &Db, store: &str, scan: ScanOptions) -> AppResult<Vec<String>> {
+    // `fresh`: listed unless a listing within the refractory period answered.
+    let found = call(|done| db.read_scan(None, store, ReadKind::Keys, scan, Freshness::Fresh, AsValue, done))?;
+    Ok(strings(&found))
+}
+
+/// The keys each of `scans` finds, in order: asked all at once, so that the database answers
+/// them one after the other rather than a round trip between threads each (500 pairs' scans
+/// took 60 ms one at a time).
+pub(crate) fn keys_of_each(db: &Db, store: &str, scans: Vec<ScanOptions>) -> AppResult<Vec<Vec<String>>> {
+    let (sender, answers) = mpsc::channel();
+    let count = scans.len();
+    for (i, scan) in scans.into_iter().enumerate() {
+        let sender = sender.clone();
+        let done = move |answer| {
+            let _ = sender.send((i, answer));
+        };
+        db.read_scan(None, store, ReadKind::Keys, scan, Freshness::Fresh, AsValue, done)
+            .map_err(|e| AppError::refused(e.to_string()))?;
+    }
+    drop(sender);
+    let mut found: Vec<Option<Vec<String>>> = vec![None; count];
+    for (i, answer) in answers {
+        found[i] = Some(strings(&answer.map_err(|e| AppError::refused(e.to_string()))?));
+    }
+    found
+        .into_iter()
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(|| AppError::refused("the database closed before it answered"))
+}
+
+fn strings(found: &Value) -> Vec<String> {
+    found.as_array().into_iter().flatten().filter_map(|k| k.as_str().map(str::to_string)).collect()
+}
+
+/// The runs (their keys) of files named by `file_keys`, in order, each once.
+pub(crate) fn run_keys(file_keys: &[String]) -> Vec<String> {
+    let mut runs: Vec<String> = Vec::new();
+    for key in file_keys {
+        if let Some(run) = run_key(key).filter(|r| runs.last().map(String::as_str) != Some(*r)) {
+            runs.push(run.to_string());
+        }
+    }
+    runs
+}
+
+/// A pair's runs after run `after` (or from the newest), at most `limit`.
+pub(crate) fn pair_runs(
+    db: &Db,
+    platform: &str,
+    browser: &str,
+    after: Option<&str>,
+    limit: usize,
+) -> AppResult<Vec<String>> {
+    Ok(pair_files(db, platform, browser, after, limit)?.into_iter().map(|(run, _)| run).collect())
+}
+
+/// The runs under `run_keys` with their files, fetched where not cached (immutable: a cached
+/// file costs nothing).
+pub(crate) fn load_runs(db: &Db, run_keys: &[String]) -> AppResult<Vec<Loaded>> {
+    let scans = run_keys.iter().map(|key| files_of(key)).collect();
+    let file_keys = keys_of_each(db, "results-meta", scans)?;
+    let mut bodies = load(db, &file_keys.concat())?.into_iter();
+    Ok(run_keys
+        .iter()
+        .zip(file_keys)
+        .map(|(key, files)| {
+            let (platform, browser) = pair_of(key).unwrap_or_default();
+            let mut files: Vec<File> =
+                files.into_iter().map(|key| File { key, run: bodies.next().unwrap_or(Err(MISSING.into())) }).collect();
+            // File ids are random: files are ordered by what they are (job, name, labels), so that
+            // a test in two files of a run (a debug and a release build) is the same occurrence
+            // in every run.
+            files.sort_by_cached_key(|f| match &f.run {
+                Ok(run) => (
+                    0,
+                    run.ci.job.clone(),
+                    run.ci.file.clone(),
+                    serde_json::to_string(&run.results.environment).ok(),
+                    f.key.clone(),
+                ),
+                Err(_) => (1, None, None, None, f.key.clone()),
+            });
+            Loaded { key: key.clone(), platform, browser, files }
+        })
+        .collect())
+}
+
+/// The files under `keys` (which the listing has), as runs or why not.
+fn load(db: &Db, keys: &[String]) -> AppResult<Vec<Result<Run, String>>> {
+    if keys.is_empty() {
+        return Ok(Vec::new());
+    }
+    let wanted = keys.iter().map(|key| Key::from(key.as_str())).collect();
+    let bodies = match call(|done| db.values_of(None, "results", wanted, Freshness::Cached, AsValue, done)) {
+        Ok(bodies) => bodies,
+        // The library answers a read of one key that cannot be used with that key's error (and
+        // a bucket out of reach with its own): that file's reason, not the view's failure.
+        Err(reason) if keys.len() == 1 => return Ok(vec![Err(reason.message)]),
+        Err(e) => return Err(AppError::refused(format!("reading the runs: {e}"))),
+    };
+    let bodies = bodies.as_array().cloned().unwrap_or_default();
+    Ok(keys
+        .iter()
+        .zip(bodies.into_iter().chain(std::iter::repeat(Value::Null)))
+        .map(|(key, body)| match body {
+            Value::Null => Err(why_missing(db, key)),
+            body => serde_json::from_value::<Run>(body)
+                .map_err(|e| format!("not a run: {e}"))
+                .and_then(|run| run.check().map(|()| run).map_err(|e| e.message)),
+        })
+        .collect())
+}
+
+/// Why the bucket gave no file under `key`, which the listing has: the library's reason when
+/// the object cannot be used (asked of that key alone, a conditional request), else that it
+/// is gone.
+fn why_missing(db: &Db, key: &str) -> String {
+    match call(|done| db.values_of(None, "results", vec![Key::from(key)], Freshness::Cached, AsValue, done)) {
+        Err(reason) => reason.message,
+        Ok(_) => MISSING.to_string(),
+    }
+}
+
+/// A run as the matrix and the classes need it: its files' digests, from their names where
+/// every name carries one (a listing's worth, no GET), else from their bodies.
+pub(crate) struct Digested {
+    pub(crate) key: String,
+    pub(crate) platform: String,
+    pub(crate) browser: String,
+    pub(crate) files: usize,
+    /// The digests of the files that could be read.
+    pub(crate) digests: Vec<Digest>,
+    /// Files that could not be read, and why the first could not.
+    pub(crate) unreadable: usize,
+    pub(crate) error: Option<String>,
+}
+
+impl Digested {
+    pub(crate) fn of(l: &Loaded) -> Digested {
+        let errors: Vec<&String> = l.files.iter().filter_map(|f| f.run.as_ref().err()).collect();
+        Digested {
+            key: l.key.clone(),
+            platform: l.platform.clone(),
+            browser: l.browser.clone(),
+            files: l.files.len(),
+            digests: l.reports().map(Digest::of).collect(),
+            unreadable: errors.len(),
+            error: errors.first().map(|e| e.to_string()),
+        }
+    }
+
+    pub(crate) fn seen(&self) -> Seen {
+        Seen::of(&self.key, &format!("{}/{}", self.platform, self.browser), &self.digests)
+    }
+}
+
+/// A run's key and its files' keys.
+pub(crate) type RunFiles = (String, Vec<String>);
+
+/// A pair's runs after run `after` (or from the newest), at most `runs`, each with its files:
+/// one scan of the names in the usual case (a few files a run), a longer one where runs hold
+/// more files.
+pub(crate) fn pair_files(
+    db: &Db,
+    platform: &str,
+    browser: &str,
+    after: Option<&str>,
+    runs: usize,
+) -> AppResult<Vec<RunFiles>> {
+    let mut limit = first_limit(runs);
+    loop {
+        let found =
+            keys(db, "results-meta", ScanOptions::new().range(files_range(platform, browser, after)).limit(limit))?;
+        if let Some(whole) = whole_runs(&found, limit, runs) {
+            return Ok(whole);
+        }
+        limit *= 4;
+    }
+}
+
+/// Each pair's newest runs, at most `runs`, each with its files, as [`pair_files`] finds them:
+/// the pairs' scans asked at once.
+pub(crate) fn each_pair_files(db: &Db, pairs: &[(String, String)], runs: usize) -> AppResult<Vec<Vec<RunFiles>>> {
+    let limit = first_limit(runs);
+    let scans = pairs.iter().map(|(p, b)| ScanOptions::new().range(files_range(p, b, None)).limit(limit)).collect();
+    let found = keys_of_each(db, "results-meta", scans)?;
+    pairs
+        .iter()
+        .zip(found)
+        .map(|((platform, browser), found)| match whole_runs(&found, limit, runs) {
+            Some(whole) => Ok(whole),
+            None => pair_files(db, platform, browser, None, runs),
+        })
+        .collect()
+}
+
+/// How many names a first scan for `runs` runs reads: enough for two files a run.
+fn first_limit(runs: usize) -> usize {
+    runs * 2 + 2
+}
+
+/// A pair's names after run `after` (or all of them). A run's files are "<run>/<file id>": those
+/// of later runs sort from "<run>0" on.
+fn files_range(platform: &str, browser: &str, after: Option<&str>) -> KeyRange {
+    let lower = after.map_or_else(|| format!("{platform}/{browser}/"), |run| format!("{run}0"));
+    KeyRange::bound(lower, format!("{platform}/{browser}0"), false, true)
+}
+
+/// The first `runs` runs of names a scan of at most `limit` found, when it found them whole:
+/// every run but the last one found is; the last one too when the names ran out.
+fn whole_runs(found: &[String], limit: usize, runs: usize) -> Option<Vec<RunFiles>> {
+    let mut grouped: Vec<RunFiles> = Vec::new();
+    for key in found {
+        let Some(run) = run_key(key) else { continue };
+        match grouped.last_mut() {
+            Some((last, files)) if last == run => files.push(key.clone()),
+            _ => grouped.push((run.to_string(), vec![key.clone()])),
+        }
+    }
+    (found.len() < limit || grouped.len() > runs).then(|| {
+        grouped.truncate(runs);
+        grouped
+    })
+}
+
+/// Runs as digests: from their names where each of a run's file names carries one, the others'
+/// bodies fetched (immutable: cached ones cost nothing).
+pub(crate) fn digested(db: &Db, runs: Vec<RunFiles>) -> AppResult<Vec<Digested>> {
+    let mut found: Vec<Option<Digested>> = Vec::with_capacity(runs.len());
+    let mut to_read = Vec::new();
+    for (key, files) in runs {
+        let digests: Option<Vec<Digest>> = files.iter().map(|f| digest::of_key(f)).collect();
+        match digests.filter(|d| !d.is_empty()) {
+            Some(digests) => {
+                let (platform, browser) = pair_of(&key).unwrap_or_default();
+                let files = files.len();
+                found.push(Some(Digested { key, platform, browser, files, digests, unreadable: 0, error: None }));
+            }
+            None => {
+                found.push(None);
+                to_read.push(key);
+            }
+        }
+    }
+    let mut read = load_runs(db, &to_read)?.into_iter().map(|l| Digested::of(&l));
+    Ok(found.into_iter().map(|d| d.or_else(|| read.next())).collect::<Option<Vec<_>>>().unwrap_or_default())
+}
+
+/// Each pair's newest runs ([`classes::BROKEN_RUNS`], newest first) as digests, one list per
+/// pair.
+pub(crate) fn newest_digested(db: &Db, pairs: &[(String, String)]) -> AppResult<Vec<Vec<Digested>>> {
+    let runs_of = each_pair_files(db, pairs, classes::BROKEN_RUNS)?;
+    let counts: Vec<usize> = runs_of.iter().map(Vec::len).collect();
+    let mut found = digested(db, runs_of.into_iter().flatten().collect())?.into_iter();
+    Ok(counts.iter().map(|n| found.by_ref().take(*n).collect()).collect())
+}
+
+/// The listing's range of a run's files ("<run>/<file id>"; '0' follows '/').
+fn files_of(run_key: &str) -> ScanOptions {
+    ScanOptions::new().range(KeyRange::bound(format!("{run_key}/"), format!("{run_key}0"), false, true))
+}
+
+/// Every pair the bucket holds runs of, in name order (the `platform, browser` index, unique:
+/// local, no request beyond the listing).
+pub(crate) fn all_pairs(db: &Db) -> AppResult<Vec<(String, String)>> {
+    let scan = ScanOptions::new().index("platform, browser").unique();
+    Ok(keys(db, "results-meta", scan)?
+        .iter()
+        .filter_map(|key| {
+            let mut segments = key.split('/');
+            let (platform, browser) = (segments.next()?, segments.next()?);
+            pair_prefix(platform, browser).ok().map(|()| (platform.to_string(), browser.to_string()))
+        })
+        .collect())
+}
+
+/// Each pair's newest runs ([`classes::BROKEN_RUNS`], newest first), one list per pair (empty
+/// where none is in the layout).
+pub(crate) fn newest_runs(db: &Db, pairs: &[(String, String)]) -> AppResult<Vec<Vec<Loaded>>> {
+    let runs_of = newest_keys(db, pairs)?;
+    let mut loaded = load_runs(db, &runs_of.concat())?.into_iter();
+    Ok(runs_of.iter().map(|runs| loaded.by_ref().take(runs.len()).collect()).collect())
+}
+
+/// The keys of each pair's newest runs (a name outside the layout, written around the app, is
+/// no run).
+fn newest_keys(db: &Db, pairs: &[(String, String)]) -> AppResult<Vec<Vec<String>>> {
+    let runs_of = each_pair_files(db, pairs, classes::BROKEN_RUNS)?;
+    Ok(runs_of.into_iter().map(|runs| runs.into_iter().map(|(run, _)| run).collect()).collect())
+}
+
+/// Tests with their identity: suite, name, and which occurrence of that name (suites run twice,
+/// once per mechanism, repeat names).
+pub(crate) fn identified<'a, X>(
+    tests: impl Iterator<Item = (X, &'a Test)>,
+) -> impl Iterator<Item = (TestId, (X, &'a Test))> {
+    let mut seen: HashMap<(&str, &str), usize> = HashMap::new();
+    tests.map(move |(x, t)| {
+        let n = seen.entry((&t.suite, &t.name)).or_default();
+        *n += 1;
+        ((t.suite.clone(), t.name.clone(), *n), (x, t))
+    })
+}
+
+/// The platform and browser a run's key (`<platform>/<browser>/<run>`) carries.
+pub(crate) fn pair_of(key: &str) -> Result<(String, String), AppError> {
+    match key.split('/').collect::<Vec<_>>()[..] {
+        [platform, browser, run] if [platform, browser, run].iter().all(|s| !matches!(*s, "" | "." | "..")) => {
+            Ok((platform.to_string(), browser.to_string()))
+        }
+        _ => Err(AppError::bad(format!("{:?} is not a run's name (platform/browser/run)", clip(key)))),
+    }
+}
+
+/// The run segment of a run's key (checked by [`pair_of`]).
+pub(crate) fn run_segment(key: &str) -> &str {
+    key.rsplit('/').next().unwrap_or_default()
+}
+
+/// Checks that a platform and browser can be name segments. Any segment the bucket holds is a
+/// pair, even one our writers would refuse to make, so only the layout's shape is checked.
+pub(crate) fn pair_prefix(platform: &str, browser: &str) -> AppResult<()> {
+    for (field, value) in [("platform", platform), ("browser", browser)] {
+        if value.is_empty() || value.contains('/') {
+            return Err(AppError::bad(format!("{field} {:?} is not a name segment", clip(value))));
+        }
+    }
+    Ok(())
+}

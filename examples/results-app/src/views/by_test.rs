@@ -1,0 +1,135 @@
+//! Views by test: a test's own history, the search for tests, the top failures grouped by
+//! fingerprint, and the quarantine.
+
+use super::*;
+
+impl Viewer {
+    /// The quarantine (one GET of `.quarantine`, counted in the cost), each entry with the
+    /// pairs it covers and, on each, the test's outcomes in the pair's last [`RELEASE_AFTER`]
+    /// runs, by their names' digests; an entry whose test passed in all of them on every pair
+    /// it covers is marked releasable.
+    pub fn quarantine(&self) -> View {
+        let (quarantine, requests) = crate::store::quarantine::load(&self.target)?;
+        let mut view = self.view(|db| {
+            let pairs = all_pairs(db)?;
+            let mut runs_of: HashMap<(String, String), Vec<Digested>> = HashMap::new();
+            let now = crate::store::now_ms();
+            let entries = quarantine
+                .entries
+                .iter()
+                .map(|e| {
+                    let id = digest::test_id(&e.suite, &e.name, 1);
+                    let mut covered = Vec::new();
+                    for (platform, browser) in pairs.iter().filter(|(p, b)| pair_matches(&e.pairs, p, b)) {
+                        let key = (platform.clone(), browser.clone());
+                        if !runs_of.contains_key(&key) {
+                            let files = pair_files(db, platform, browser, None, RELEASE_AFTER)?;
+                            runs_of.insert(key.clone(), digested(db, files)?);
+                        }
+                        let outcomes = runs_of[&key].iter().map(|d| d.seen().status(&e.suite, id)).collect();
+                        covered.push(Covered { pair: format!("{platform}/{browser}"), outcomes });
+                    }
+                    let passing = |c: &Covered| {
+                        c.outcomes.len() == RELEASE_AFTER && c.outcomes.iter().all(|o| *o == Some(Status::Passed))
+                    };
+                    Ok(QuarantineEntry {
+                        entry: e,
+                        releasable: !covered.is_empty() && covered.iter().all(passing),
+                        expired: e.expired(now),
+                        pairs_covered: covered,
+                    })
+                })
+                .collect::<AppResult<_>>()?;
+            Ok(QuarantineView {
+                entries,
+                release_after: RELEASE_AFTER,
+                history: quarantine.history.iter().rev().take(50).collect(),
+            })
+        })?;
+        add_requests(&mut view, requests);
+        Ok(view)
+    }
+
+    /// One test's history on one pair: its outcome in each of the pair's last
+    /// [`history::HISTORY_RUNS`] runs, since when it fails, its durations and whether it got
+    /// slower.
+    pub fn test_history(&self, platform: &str, browser: &str, suite: &str, name: &str) -> View {
+        pair_prefix(platform, browser)?;
+        self.view(|db| {
+            let runs = load_runs(db, &pair_runs(db, platform, browser, None, history::HISTORY_RUNS)?)?;
+            let outcomes: Vec<Outcome> = runs
+                .iter()
+                .map(|run| {
+                    let tests: Vec<&Test> =
+                        run.tests().map(|(_, t)| t).filter(|t| t.suite == suite && t.name == name).collect();
+                    let row = brief(run);
+                    Outcome {
+                        run: run.key.clone(),
+                        time: row.time,
+                        commit: row.ci.and_then(|ci| ci.commit),
+                        found: history::outcome_of(&tests),
+                    }
+                })
+                .collect();
+            Ok(TestHistoryView {
+                platform: platform.to_string(),
+                browser: browser.to_string(),
+                suite: suite.to_string(),
+                name: name.to_string(),
+                runs: outcomes.len(),
+                history: history::history(&outcomes),
+            })
+        })
+    }
+
+    /// Tests whose name or suite holds `query` (case aside), in each pair's newest run: at most
+    /// [`FOUND`], each with its pair and status.
+    pub fn search(&self, query: &str) -> View {
+        let query = query.trim().to_lowercase();
+        if query.is_empty() || query.chars().count() > 200 {
+            return Err(AppError::bad("search for 1 to 200 characters of a test's name or suite"));
+        }
+        self.view(|db| {
+            let pairs = newest_runs(db, &all_pairs(db)?)?;
+            let mut found = Vec::new();
+            let mut more = false;
+            for run in pairs.iter().filter_map(|runs| runs.first()) {
+                for (_, t) in run.tests() {
+                    if !(t.name.to_lowercase().contains(&query) || t.suite.to_lowercase().contains(&query)) {
+                        continue;
+                    }
+                    if found.len() == FOUND {
+                        more = true;
+                        break;
+                    }
+                    found.push(FoundTest {
+                        platform: run.platform.clone(),
+                        browser: run.browser.clone(),
+                        run: run.key.clone(),
+                        suite: t.suite.clone(),
+                        name: t.name.clone(),
+                        status: t.status,
+                    });
+                }
+            }
+            Ok(SearchView { query, tests: found, more })
+        })
+    }
+
+    /// Failures grouped across pairs: every failed test of each pair's newest run, grouped by
+    /// its fingerprint (the failure's text with paths, numbers and addresses taken out), the
+    /// groups that hit most pairs first.
+    pub fn failures(&self) -> View {
+        self.view(|db| {
+            let pairs = newest_runs(db, &all_pairs(db)?)?;
+            let failures = pairs.iter().filter_map(|runs| runs.first()).flat_map(|run| {
+                run.tests().filter(|(_, t)| t.status == Status::Failed).map(move |(_, test)| Failure {
+                    pair: format!("{}/{}", run.platform, run.browser),
+                    run: run.key.clone(),
+                    test,
+                })
+            });
+            Ok(FailuresView { groups: fingerprint::group(failures) })
+        })
+    }
+}

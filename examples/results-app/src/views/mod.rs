@@ -1,0 +1,307 @@
+//! The page's views, read from the bucket only through the library (`runs.rs`), a file per kind
+//! of view (`matrix`, `run`, `by_test`, `commit`), each an `impl Viewer` block sharing what this
+//! file holds (the viewer, its database and its memo of every pair's newest runs): the matrix (the
+//! seed's home view: `keys` on `results-meta` by `platform, browser`, unique, then `values_of` on
+//! `results`; every pair, paged and filtered here), a pair's history, one run, the latest runs
+//! across pairs, the diff of two runs, the top failures, a test's history and a search, each with
+//! what it cost in bucket requests (the library's own accounting).
+//!
+//! Everything read from the bucket is untrusted: a body that is not a run becomes a row that
+//! says so, and the views carry only counts, labels and texts, never markup.
+
+mod by_test;
+mod commit;
+pub mod filter;
+mod matrix;
+pub mod rows;
+mod run;
+pub(crate) mod shapes;
+#[cfg(test)]
+pub(crate) mod tests;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use objstore_db::rsapi::{AsValue, Db, Freshness};
+use objstore_db_core::{Key, KeyRange, MechanismKind, ScanOptions};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::analysis::classes::{classify, Pairs, Seen, TestId, Weighed};
+use crate::model::digest;
+use crate::error::{AppError, AppResult};
+use crate::views::filter::MatrixFilter;
+use crate::analysis::fingerprint::{self, Failure};
+use crate::model::{check_label, is_run_segment, pair_matches, sort_suites, Detail, Status, Test};
+use crate::analysis::history::{self, Outcome};
+use crate::store::{call, open_and_wait, Target};
+use crate::views::rows::{brief, cells, digest_brief, evidence, flaky, labels};
+use crate::store::reader::{
+    all_pairs, digested, each_pair_files, identified, keys, load_runs, newest_digested, newest_runs, pair_files,
+    pair_of, pair_prefix, pair_runs, run_keys, run_segment, Digested, Loaded,
+};
+use shapes::*;
+
+/// The pairs the matrix shows at a time (the seed's limit, now a page).
+pub const PAIRS: usize = 50;
+/// The runs a history or the latest-runs page shows at a time.
+pub const PAGE: usize = 25;
+/// The most tests a search answers with.
+pub const FOUND: usize = 100;
+/// Adds `requests` made outside the view's database (the quarantine's GET) to what it cost.
+pub fn add_requests(view: &mut Value, requests: u64) {
+    if requests > 0 {
+        let cost = &mut view["cost"];
+        cost["requests"] = (cost["requests"].as_u64().unwrap_or(0) + requests).into();
+        cost["byKind"]["GET"] = (cost["byKind"]["GET"].as_u64().unwrap_or(0) + requests).into();
+    }
+}
+
+/// How many of its last runs a quarantined test must have passed on every pair it covers
+/// before the page suggests releasing it.
+pub const RELEASE_AFTER: usize = 20;
+/// The most build-variant labels (`key=value`) the matrix offers as a filter.
+pub const VARIANTS: usize = 200;
+/// How many of each pair's newest runs the commit view looks through for the commit.
+pub const COMMIT_RUNS: usize = 25;
+
+/// Reads the results bucket through a database of its own (its cache).
+pub struct Viewer {
+    db: Db,
+    /// The bucket, for what lives beside the runs (the quarantine).
+    target: Target,
+    /// One view at a time, so that the requests counted during a view are that view's.
+    building: Mutex<()>,
+    /// Run keys found naming no files lately, and when: asked again, they cost no listing.
+    missing: Mutex<HashMap<String, Instant>>,
+    /// The files a writer beside this viewer stored, and how many the last view had seen.
+    followed: Mutex<Option<(Arc<AtomicU64>, u64)>>,
+    /// The bucket requests the library made before the view being built began.
+    requests: AtomicU64,
+    /// Every pair's newest runs as of when the library had made that many requests.
+    newest: Mutex<Option<(u64, Arc<Newest>)>>,
+}
+
+/// Every pair with its newest runs ([`classes::BROKEN_RUNS`]), as digests and as the classes
+/// weigh them.
+struct Newest {
+    pairs: Vec<(String, String)>,
+    runs: Vec<Vec<Digested>>,
+    seen: Vec<Vec<Seen>>,
+}
+
+/// How long a run found missing is answered from memory.
+const MISSING_FOR: Duration = Duration::from_secs(10);
+/// Missing runs remembered at most (a loop of made-up keys must not grow it without bound).
+const MISSING_REMEMBERED: usize = 10_000;
+
+/// A view's answer: its data, and what it cost (a [`Costed`] shape, serialized).
+pub type View = AppResult<Value>;
+
+impl Viewer {
+    /// Opens the cache at `cache` (a SQLite file; created with its folder when missing).
+    pub fn open(target: &Target, cache: &Path) -> AppResult<Viewer> {
+        if let Some(dir) = cache.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| AppError::internal(format!("creating {}: {e}", dir.display())))?;
+        }
+        let path =
+            cache.to_str().ok_or_else(|| AppError::bad(format!("the cache path {} is not UTF-8", cache.display())))?;
+        let db = open_and_wait(path, &schema(target), MechanismKind::Sqlite)
+            .map_err(|e| AppError::internal(format!("opening the cache {}: {e}", cache.display())))?;
+        Ok(Viewer {
+            db,
+            target: target.clone(),
+            building: Mutex::new(()),
+            missing: Mutex::default(),
+            followed: Mutex::default(),
+            requests: AtomicU64::default(),
+            newest: Mutex::default(),
+        })
+    }
+
+    /// Follows a writer's stored count (the collector's): a view after it stored a file lists
+    /// the bucket again, whatever the refractory period, so that what was posted shows at once.
+    pub fn follow(&self, stored: Arc<AtomicU64>) {
+        let seen = stored.load(Ordering::Relaxed);
+        *self.followed.lock().unwrap_or_else(|p| p.into_inner()) = Some((stored, seen));
+    }
+
+    /// Lists again when the followed writer stored something since the last view.
+    fn catch_up(&self, db: &Db) -> AppResult<()> {
+        let mut followed = self.followed.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((stored, seen)) = followed.as_mut() {
+            let now = stored.load(Ordering::Relaxed);
+            if now != *seen {
+                call(|done| db.prefetch("results-meta", done))?;
+                *seen = now;
+            }
+        }
+        Ok(())
+    }
+
+    /// The run under `key` with its files. One the listing does not have may have been posted
+    /// a moment ago: the bucket is listed again (with the change log, one LIST) before it is a
+    /// 404, which is then remembered for [`MISSING_FOR`], so a made-up key costs one listing.
+    fn find_run(&self, db: &Db, key: &str) -> AppResult<Loaded> {
+        let not_found = || AppError::not_found(format!("no run {key:?}"));
+        {
+            let mut missing = self.missing.lock().unwrap_or_else(|p| p.into_inner());
+            missing.retain(|_, at| at.elapsed() < MISSING_FOR);
+            if missing.contains_key(key) {
+                return Err(not_found());
+            }
+        }
+        let loaded = load_runs(db, &[key.to_string()])?.remove(0);
+        if !loaded.files.is_empty() {
+            return Ok(loaded);
+        }
+        call(|done| db.prefetch("results-meta", done))?;
+        let loaded = load_runs(db, &[key.to_string()])?.remove(0);
+        if !loaded.files.is_empty() {
+            return Ok(loaded);
+        }
+        let mut missing = self.missing.lock().unwrap_or_else(|p| p.into_inner());
+        if missing.len() >= MISSING_REMEMBERED {
+            missing.clear();
+        }
+        missing.insert(key.to_string(), Instant::now());
+        Err(not_found())
+    }
+
+    /// Lists the bucket now, whatever the refractory period (after this process wrote to it).
+    pub fn relist(&self) -> AppResult<()> {
+        call(|done| self.db.prefetch("results-meta", done))
+    }
+
+    /// Builds a view with `build`, adding `"cost"`: the bucket requests it made.
+    fn view<T: Serialize>(&self, build: impl FnOnce(&Db) -> AppResult<T>) -> View {
+        let _one = self.building.lock().unwrap_or_else(|p| p.into_inner());
+        // Requests between views (revalidations in the background) count as made, not as this
+        // view's.
+        self.requests.fetch_add(self.db.sync_stats(true).total(), Ordering::Relaxed);
+        self.catch_up(&self.db)?;
+        let built = build(&self.db);
+        let stats = self.db.sync_stats(true);
+        self.requests.fetch_add(stats.total(), Ordering::Relaxed);
+        let costed = Costed { view: built?, cost: Cost::of(&stats) };
+        serde_json::to_value(costed).map_err(|e| AppError::internal(format!("serializing a view: {e}")))
+    }
+
+    /// Every pair with its newest runs (listed first when the refractory period is over). The
+    /// cache changes only through a bucket request, so they are worked out again only after the
+    /// library made one: a warm reload of the matrix reads one scan, not one per pair.
+    fn newest(&self, db: &Db) -> AppResult<Arc<Newest>> {
+        let pairs = all_pairs(db)?;
+        let made = |db: &Db| self.requests.load(Ordering::Relaxed) + db.sync_stats(false).total();
+        let mut kept = self.newest.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, newest)) = kept.as_ref().filter(|(at, n)| *at == made(db) && n.pairs == pairs) {
+            return Ok(newest.clone());
+        }
+        let runs = newest_digested(db, &pairs)?;
+        let seen = runs.iter().map(|runs| runs.iter().map(Digested::seen).collect()).collect();
+        let newest = Arc::new(Newest { pairs, runs, seen });
+        *kept = Some((made(db), newest.clone()));
+        Ok(newest)
+    }
+}
+
+impl Drop for Viewer {
+    fn drop(&mut self) {
+        self.db.close_and_join();
+    }
+}
+
+/// One run's view (see [`Viewer::run`]), its classes weighed against the pair's runs before it
+/// and `pairs` (every pair's newest runs).
+fn run_view(db: &Db, this: &Loaded, pairs: &Pairs) -> AppResult<RunView> {
+    let mut row = brief(this);
+    if this.reports().next().is_none() {
+        return Ok(RunView { row, detail: None });
+    }
+    let earlier = digested(db, pair_files(db, &this.platform, &this.browser, Some(&this.key), PAGE)?)?;
+    let previous = earlier.first().map(|d| d.key.clone());
+    let earlier: Vec<Seen> = earlier.iter().map(Digested::seen).collect();
+    let e = evidence(&earlier, pairs);
+    let this_digested = Digested::of(this);
+    let this_seen = this_digested.seen();
+    let tests: Vec<RunTest> = this
+        .files
+        .iter()
+        .enumerate()
+        .filter_map(|(file, f)| f.run.as_ref().ok().map(|run| (file, run)))
+        .flat_map(|(file, run)| run.results.tests.iter().zip(digest::ids(run)).map(move |(t, id)| (file, t, id)))
+        .map(|(file, t, id)| {
+            // A retry counts where the test passed in the end, as the digests record it.
+            let retried = t.detail.flaky && t.status == Status::Passed;
+            let weighed = Weighed { suite: &t.suite, id, status: t.status, retried };
+            let classes = classify(&weighed, &this_seen, &e);
+            RunTest {
+                name: t.name.clone(),
+                suite: t.suite.clone(),
+                status: t.status,
+                duration: t.duration,
+                file,
+                message: t.message.clone(),
+                // The trace, output and earlier attempts, under CTRF's names; whether it is flaky
+                // is the classes' word (a pass on a retry is flaky too).
+                detail: Detail { flaky: false, ..t.detail.clone() },
+                flaky: classes.iter().any(|c| c.class == "flaky"),
+                classes,
+            }
+        })
+        .collect();
+    row.files = RunFiles::Each(
+        this.files
+            .iter()
+            .map(|f| match &f.run {
+                Ok(run) => RunFile::Read {
+                    key: f.key.clone(),
+                    file: run.ci.file.clone(),
+                    job: run.ci.job.clone(),
+                    tool: run.results.tool.clone(),
+                    version: run.version.clone(),
+                    tests: run.results.tests.len(),
+                },
+                Err(why) => RunFile::Unreadable { key: f.key.clone(), error: why.clone() },
+            })
+            .collect(),
+    );
+    row.labels = Some(labels(&this_digested.digests));
+    Ok(RunView { row, detail: Some(RunDetail { tests, rules: Rules, previous }) })
+}
+
+/// Whether a commit as a digest carries it (its first 12 characters) is the commit `prefix`
+/// names: it starts with the prefix, or is a whole 12-character prefix of it.
+fn commit_matches(commit: &str, prefix: &str) -> bool {
+    commit.starts_with(prefix) || (commit.len() == digest::COMMIT_CHARS && prefix.starts_with(commit))
+}
+
+/// The viewer's stores: `results` as the writers have it, and `results-meta`, one record per
+/// object from the listing, its labels from the key layout, with the indexes the views need:
+/// every pair (its first name) and every run across pairs, newest first; a pair's runs are a
+/// range of names.
+fn schema(target: &Target) -> Value {
+    let mut schema = target.schema();
+    let mut options = schema["stores"][0]["Sync"]["Options"].clone();
+    options.as_object_mut().expect("the options are an object").remove("metadata");
+    options["keyLayout"] = json!("{platform}/{browser}/{run}/{file}");
+    schema["stores"].as_array_mut().expect("a list of stores").push(json!({
+        "name": "results-meta", "keyPath": "name",
+        "indexes": [
+            {"name": "platform, browser", "keyPath": ["metadata.platform", "metadata.browser"]},
+            {"name": "run", "keyPath": ["metadata.run", "metadata.platform", "metadata.browser"]}],
+        "Sync": {"format": "objstore-meta", "prefetch": "meta", "Options": options}}));
+    schema
+}
+
+/// Splits one more than a page into the page and the key to continue after.
+fn paged(mut keys: Vec<String>) -> (Vec<String>, Option<String>) {
+    let next = (keys.len() > PAGE).then(|| {
+        keys.truncate(PAGE);
+        keys.last().cloned().unwrap_or_default()
+    });
+    (keys, next)
+}

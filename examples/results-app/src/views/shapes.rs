@@ -1,0 +1,420 @@
+//! The views' answers as types: each view's JSON is declared once here and serialized once,
+//! by [`super::Viewer`], with what it cost. Maps keyed by data (labels, cells, classes, rules)
+//! stay maps.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use objstore_db_core::Stats;
+use serde::{Serialize, Serializer};
+use serde_json::{Map, Value};
+
+use crate::analysis::classes::RULES;
+use crate::model::{Ci, Detail, Status, Tool};
+use crate::store::quarantine::{Change, Entry};
+
+/// A view with what it cost, as the page gets it.
+#[derive(Serialize)]
+pub struct Costed<T> {
+    #[serde(flatten)]
+    pub view: T,
+    pub cost: Cost,
+}
+
+/// What a view cost in bucket requests, bytes and dollars (the library's `sync_stats`).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Cost {
+    pub requests: u64,
+    pub by_kind: BTreeMap<String, u64>,
+    pub bytes_in: u64,
+    pub usd: f64,
+    /// By price list, in the library's order: `{list: usd}`.
+    #[serde(serialize_with = "in_order")]
+    pub usd_by: Vec<(&'static str, f64)>,
+}
+
+impl Cost {
+    /// The cost `stats` (the library's `sync_stats`) counts, in dollars as it reports them.
+    pub fn of(stats: &Stats) -> Cost {
+        Cost {
+            requests: stats.total(),
+            by_kind: stats.requests.keys().map(|kind| (kind.clone(), stats.count(kind))).collect(),
+            bytes_in: stats.bytes_received,
+            // The first price list is S3 Standard's, the `costUsd` of the library's report.
+            usd: stats.costs_usd().first().map_or(0.0, |(_, usd)| *usd),
+            usd_by: stats.costs_usd(),
+        }
+    }
+}
+
+/// Pairs as a map, in their order.
+fn in_order<S: Serializer>(pairs: &[(&'static str, f64)], out: S) -> Result<S::Ok, S::Error> {
+    out.collect_map(pairs.iter().copied())
+}
+
+/// The classes' rules, `{class: rule}` in [`RULES`]' order (the page's legend).
+pub struct Rules;
+
+impl Serialize for Rules {
+    fn serialize<S: Serializer>(&self, out: S) -> Result<S::Ok, S::Error> {
+        out.collect_map(RULES.iter().copied())
+    }
+}
+
+/// A run in a list (see [`crate::views::rows::brief`]); the matrix adds its labels and cells.
+#[derive(Serialize)]
+pub struct RunRow {
+    pub key: String,
+    pub platform: String,
+    pub browser: String,
+    pub time: Option<u64>,
+    pub stored: Option<u64>,
+    pub files: RunFiles,
+    /// Why no file of it could be read (the row then has nothing else).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ci: Option<RowCi>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<Counts>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unreadable: Option<usize>,
+    /// Build-variant labels, the first file's where two differ (in the order met).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub labels: Option<Map<String, Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cells: Option<BTreeMap<String, Cell>>,
+}
+
+/// A run's files: how many in a list, each one on the run's own page.
+#[derive(Serialize)]
+#[serde(untagged)]
+pub enum RunFiles {
+    Count(usize),
+    Each(Vec<RunFile>),
+}
+
+/// One file of a run on its page: what it holds, or why it cannot be read.
+#[derive(Serialize)]
+#[serde(untagged)]
+pub enum RunFile {
+    Read { key: String, file: Option<String>, job: Option<String>, tool: Tool, version: String, tests: usize },
+    Unreadable { key: String, error: String },
+}
+
+/// Where a run came from, as a row shows it (a report's `ci` but its file and job).
+#[derive(Serialize, Default)]
+pub struct RowCi {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+}
+
+impl RowCi {
+    /// `ci` without its file and job; `None` when nothing is left.
+    pub fn of(ci: &Ci) -> Option<RowCi> {
+        let row =
+            RowCi { run: ci.run.clone(), commit: ci.commit.clone(), branch: ci.branch.clone(), url: ci.url.clone() };
+        (row.run.is_some() || row.commit.is_some() || row.branch.is_some() || row.url.is_some()).then_some(row)
+    }
+}
+
+/// A run's counts over every file (skipped with pending and other).
+#[derive(Serialize)]
+pub struct Counts {
+    pub tests: u64,
+    pub passed: u64,
+    pub failed: u64,
+    pub skipped: u64,
+}
+
+/// A matrix cell: one suite's counts in a run, and how many of its tests fall in each class.
+#[derive(Serialize)]
+pub struct Cell {
+    pub passed: u64,
+    pub failed: u64,
+    pub skipped: u64,
+    pub classes: BTreeMap<String, u64>,
+}
+
+/// One run's page: its row, and for a run that could be read, its tests.
+#[derive(Serialize)]
+pub struct RunView {
+    #[serde(flatten)]
+    pub row: RunRow,
+    #[serde(flatten)]
+    pub detail: Option<RunDetail>,
+}
+
+/// What a readable run's page adds to its row.
+#[derive(Serialize)]
+pub struct RunDetail {
+    pub tests: Vec<RunTest>,
+    pub rules: Rules,
+    /// The pair's run before it, to diff against.
+    pub previous: Option<String>,
+}
+
+/// A test on its run's page, with its trace, output, attempts and classes.
+#[derive(Serialize)]
+pub struct RunTest {
+    pub name: String,
+    pub suite: String,
+    pub status: Status,
+    pub duration: f64,
+    /// Which of the run's files holds it.
+    pub file: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Under CTRF's names; its own `flaky` left out for the one below.
+    #[serde(flatten)]
+    pub detail: Detail,
+    pub flaky: bool,
+    pub classes: Vec<Class>,
+}
+
+/// A class a test falls in, with the runs that show it.
+#[derive(Serialize)]
+pub struct Class {
+    pub class: &'static str,
+    pub evidence: Vec<String>,
+}
+
+/// The matrix: a page of pairs' newest runs, and what the filters offer.
+#[derive(Serialize)]
+pub struct MatrixView {
+    pub suites: Vec<String>,
+    pub rows: Vec<RunRow>,
+    /// The pair to continue after.
+    pub next: Option<String>,
+    /// The pairs that pass the filter, and all pairs.
+    pub matching: usize,
+    pub pairs: usize,
+    pub platforms: Vec<String>,
+    pub browsers: Vec<String>,
+    /// Build variants (`key=value`).
+    pub labels: BTreeSet<String>,
+    pub rules: Rules,
+}
+
+/// A pair's runs, a page of them, with the tests flaky among them.
+#[derive(Serialize)]
+pub struct PairHistoryView {
+    pub platform: String,
+    pub browser: String,
+    pub runs: Vec<RunRow>,
+    pub next: Option<String>,
+    pub flaky: Vec<FlakyTest>,
+}
+
+/// A test that passed and failed at one commit (or version): `basis`.
+#[derive(Serialize)]
+pub struct FlakyTest {
+    pub basis: String,
+    pub suite: String,
+    pub name: String,
+}
+
+/// The latest runs across pairs, a page of them.
+#[derive(Serialize)]
+pub struct LatestView {
+    pub runs: Vec<RunRow>,
+    pub next: Option<String>,
+}
+
+/// Runs' pages: every pair's newest run's, or (with `run`) every pair's part of a CI run.
+#[derive(Serialize)]
+pub struct RunsView {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
+    pub runs: Vec<RunView>,
+}
+
+/// What changed between two runs.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DiffView {
+    pub from: RunRow,
+    pub to: RunRow,
+    pub newly_failing: Vec<DiffTest>,
+    pub newly_passing: Vec<DiffTest>,
+    pub added: Vec<DiffTest>,
+    pub removed: Vec<DiffTest>,
+}
+
+/// A test in a diff, as the later run has it (the earlier for a removed one).
+#[derive(Serialize)]
+pub struct DiffTest {
+    pub suite: String,
+    pub name: String,
+    pub status: Status,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// The quarantine, each entry with how it fares on the pairs it covers.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QuarantineView<'q> {
+    pub entries: Vec<QuarantineEntry<'q>>,
+    pub release_after: usize,
+    /// The newest changes first.
+    pub history: Vec<&'q Change>,
+}
+
+/// A quarantine entry, its outcomes on each pair it covers, and whether it can go.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QuarantineEntry<'q> {
+    #[serde(flatten)]
+    pub entry: &'q Entry,
+    pub pairs_covered: Vec<Covered>,
+    pub releasable: bool,
+    pub expired: bool,
+}
+
+/// A pair a quarantine entry covers, and its test's outcome in the pair's last runs (`null`
+/// where it did not run).
+#[derive(Serialize)]
+pub struct Covered {
+    pub pair: String,
+    pub outcomes: Vec<Option<Status>>,
+}
+
+/// One test's history on one pair.
+#[derive(Serialize)]
+pub struct TestHistoryView {
+    pub platform: String,
+    pub browser: String,
+    pub suite: String,
+    pub name: String,
+    /// The pair's runs read.
+    pub runs: usize,
+    #[serde(flatten)]
+    pub history: History,
+}
+
+/// A test's outcomes run after run, since when it fails, its durations and whether it slowed.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct History {
+    pub strip: Vec<Stretch>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failing_since: Option<FailingSince>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub durations: Option<Durations>,
+    /// How much slower (percent) its newest pass was than the ten before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slower: Option<f64>,
+}
+
+/// Runs in a row where the test had one outcome, newest first.
+#[derive(Serialize)]
+pub struct Stretch {
+    pub status: &'static str,
+    pub runs: u64,
+    pub newest: String,
+    pub oldest: String,
+}
+
+/// The oldest run of the failing stretch the newest run is in.
+#[derive(Serialize)]
+pub struct FailingSince {
+    pub run: String,
+    pub time: Option<u64>,
+    pub commit: Option<String>,
+    pub runs: usize,
+    /// Whether it failed in every run that ran it.
+    pub all: bool,
+}
+
+/// A test's durations when it passed (ms).
+#[derive(Serialize)]
+pub struct Durations {
+    pub p50: f64,
+    pub p95: f64,
+    pub of: usize,
+}
+
+/// Tests found by name or suite in each pair's newest run.
+#[derive(Serialize)]
+pub struct SearchView {
+    pub query: String,
+    pub tests: Vec<FoundTest>,
+    /// Whether more were found than shown.
+    pub more: bool,
+}
+
+/// A test found, where.
+#[derive(Serialize)]
+pub struct FoundTest {
+    pub platform: String,
+    pub browser: String,
+    pub run: String,
+    pub suite: String,
+    pub name: String,
+    pub status: Status,
+}
+
+/// Failures across pairs grouped by fingerprint.
+#[derive(Serialize)]
+pub struct FailuresView {
+    pub groups: Vec<Group>,
+}
+
+/// Failures alike: their fingerprint, normalised text, the first one's message, and where.
+#[derive(Serialize)]
+pub struct Group {
+    pub fingerprint: String,
+    pub text: String,
+    pub message: String,
+    pub pairs: BTreeSet<String>,
+    pub tests: Vec<PairTest>,
+}
+
+/// A test of a run of a pair (`platform/browser`).
+#[derive(Serialize)]
+pub struct PairTest {
+    pub pair: String,
+    pub run: String,
+    pub suite: String,
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// Every pair at one commit, or against a base.
+#[derive(Serialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct CommitView {
+    pub commit: String,
+    pub base: Option<String>,
+    pub runs: Vec<RunRow>,
+    pub newly_failing: Vec<PairTest>,
+    pub fixed: Vec<PairTest>,
+    pub divergent: Vec<Divergent>,
+    pub flaky: Vec<PairTest>,
+}
+
+impl CommitView {
+    /// No run at the commit.
+    pub fn empty(commit: &str, base: Option<&str>) -> CommitView {
+        CommitView { commit: commit.to_string(), base: base.map(str::to_string), ..CommitView::default() }
+    }
+}
+
+/// A test that passed on some pairs and failed on others at one commit.
+#[derive(Serialize)]
+pub struct Divergent {
+    pub suite: String,
+    pub name: String,
+    pub passed: Vec<String>,
+    pub failed: Vec<String>,
+}

@@ -1,0 +1,238 @@
+//! The views' tests, and the helpers other modules' tests share (a report, a file:// target).
+
+use super::*;
+use crate::model::Run;
+
+/// A report of `tests` (linux/c, version 1) started at `start`, at `commit`.
+pub(crate) fn report(start: u64, commit: Option<&str>, tests: Value) -> Run {
+    let mut run: Run = serde_json::from_value(json!({"platform": "linux", "browser": "c", "version": "1",
+        "results": {"tool": {"name": "ctest"}, "summary": {"tests": 0, "passed": 0, "failed": 0, "skipped": 0,
+            "pending": 0, "other": 0, "start": start, "stop": start}, "tests": tests}}))
+    .unwrap();
+    run.results.summary = crate::model::Summary::of(&run.results.tests, start, start);
+    run.ci.commit = commit.map(str::to_string);
+    run
+}
+
+/// A `file://` bucket named `results` under `root`.
+fn file_target(root: &Path) -> Target {
+    Target {
+        endpoint: format!("file://{}", root.display()),
+        bucket: "results".into(),
+        prefix: String::new(),
+        timeout_ms: None,
+    }
+}
+
+fn one(suite: &str, name: &str, status: &str) -> Value {
+    json!({"name": name, "status": status, "duration": 1, "suite": suite})
+}
+
+/// A run's age counts from when its reports say it ran (the earliest), not from when it
+/// was posted.
+/// The runs' objects of a file:// bucket's folder (not the change log, anchors or records).
+fn objects(root: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut pending = vec![root.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for path in std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.path()) {
+            if path.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')) {
+                continue;
+            }
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                found.push(path.strip_prefix(root).unwrap().display().to_string());
+            }
+        }
+    }
+    found
+}
+
+/// The matrix drawn from the names' digests, with no GET, is the matrix drawn from the
+/// bodies: the same bucket with its names stripped of their digests gives the same rows.
+#[test]
+fn the_matrix_from_names_is_the_matrix_from_bodies() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = file_target;
+    let named = dir.path().join("named");
+    let writer = crate::store::Writer::open(&target(&named)).unwrap();
+    let mut at = 1_795_000_000_000;
+    for (platform, commit, a, b) in [
+        ("linux", "c1", "passed", "passed"),
+        ("linux", "c2", "failed", "passed"),
+        ("mac", "c1", "passed", "failed"),
+        ("mac", "c2", "passed", "failed"),
+        ("win", "c2", "failed", "skipped"),
+    ] {
+        let mut run =
+            report(at, Some(commit), json!([one("crud", "a", a), one("crud", "b", b), one("sql", "c", "passed")]));
+        run.platform = platform.into();
+        run.results.environment.insert("build".into(), json!("debug"));
+        writer.store(&run).unwrap();
+        at += 1000;
+    }
+    drop(writer);
+    // The same objects under names without digests (and no change log: a full listing).
+    let stripped = dir.path().join("stripped");
+    for key in objects(&named.join("results")) {
+        let (run, file) = key.rsplit_once('/').unwrap();
+        let to = stripped.join("results").join(run).join(file.split('.').next().unwrap());
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(named.join("results").join(&key), to).unwrap();
+    }
+    let matrix = |root: &Path| {
+        let viewer = Viewer::open(&target(root), &root.with_extension("cache.sqlite3")).unwrap();
+        viewer.matrix(&MatrixFilter::default()).unwrap()
+    };
+    let (from_names, from_bodies) = (matrix(&named), matrix(&stripped));
+    assert_eq!(from_names["cost"]["byKind"].get("GET"), None, "{}", from_names["cost"]);
+    assert_eq!(from_bodies["cost"]["byKind"]["GET"], 5, "{}", from_bodies["cost"]);
+    assert_eq!(from_names["rows"], from_bodies["rows"]);
+    // At c2, a failed on linux (passed before: new) and win, passed on mac; b passed on
+    // linux, failed on mac (as before: not new) and did not run on win.
+    let classes: Vec<&Value> = (0..3).map(|i| &from_names["rows"][i]["cells"]["crud"]["classes"]).collect();
+    assert_eq!(
+        classes,
+        [&json!({"new failure": 1, "divergent": 2}), &json!({"divergent": 2}), &json!({"divergent": 1})]
+    );
+    assert_eq!(from_names["rows"][0]["labels"], json!({"build": "debug"}));
+}
+
+/// A run of more files than the first scan of its pair's names takes is read whole, and the
+/// run before it too, while the other pairs' scans, asked with it, answer theirs.
+#[test]
+fn a_run_of_many_files_is_read_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = file_target(dir.path());
+    let writer = crate::store::Writer::open(&target).unwrap();
+    for (platform, run, files) in [("linux", "old", 1), ("linux", "big", 60), ("mac", "one", 2)] {
+        for i in 0..files {
+            let mut report = report(1_795_000_000_000, None, json!([one("crud", &format!("t{i}"), "passed")]));
+            report.platform = platform.into();
+            report.ci.run = Some(run.into());
+            writer.store(&report).unwrap();
+        }
+    }
+    drop(writer);
+    let viewer = Viewer::open(&target, &dir.path().join("cache.sqlite3")).unwrap();
+    let pairs = [("linux".into(), "c".into()), ("mac".into(), "c".into())];
+    let newest = newest_digested(&viewer.db, &pairs).unwrap();
+    let found: Vec<Vec<(usize, &str)>> =
+        newest.iter().map(|runs| runs.iter().map(|d| (d.files, d.key.rsplit('-').next().unwrap())).collect()).collect();
+    assert_eq!(found, [vec![(60, "big"), (1, "old")], vec![(2, "one")]]);
+    let matrix = viewer.matrix(&MatrixFilter::default()).unwrap();
+    assert_eq!(matrix["rows"][0]["cells"]["crud"]["passed"], 60, "{matrix}");
+}
+
+/// The pairs' newest runs are kept between views only while the library makes no bucket
+/// request: a listing that finds a new run shows it in the next matrix.
+#[test]
+fn a_listing_that_finds_a_new_run_shows_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = file_target(dir.path());
+    let writer = crate::store::Writer::open(&target).unwrap();
+    writer.store(&report(1_795_000_000_000, Some("c1"), json!([one("crud", "a", "passed")]))).unwrap();
+    let viewer = Viewer::open(&target, &dir.path().join("cache.sqlite3")).unwrap();
+    let newest_commit = |viewer: &Viewer| {
+        let matrix = viewer.matrix(&MatrixFilter::default()).unwrap();
+        (matrix["rows"][0]["ci"]["commit"].clone(), matrix["rows"][0]["cells"]["crud"]["failed"].clone())
+    };
+    assert_eq!(newest_commit(&viewer), (json!("c1"), json!(0)));
+    assert_eq!(newest_commit(&viewer), (json!("c1"), json!(0)), "kept, without a request");
+    writer.store(&report(1_795_000_001_000, Some("c2"), json!([one("crud", "a", "failed")]))).unwrap();
+    viewer.relist().unwrap();
+    assert_eq!(newest_commit(&viewer), (json!("c2"), json!(1)));
+}
+
+/// The views' shapes: an optional field is absent while unset and present once set, and a
+/// field the page reads as null (`next`, `previous`) is present as null.
+#[test]
+fn optional_fields_are_absent_until_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = file_target(dir.path());
+    let writer = crate::store::Writer::open(&target).unwrap();
+    let failed = json!({"name": "a", "status": "failed", "duration": 1, "suite": "crud", "message": "boom",
+        "trace": "at a"});
+    let mut old = report(1_795_000_000_000, None, json!([one("crud", "a", "passed")]));
+    old.platform = "mac".into();
+    writer.store(&old).unwrap();
+    let mut new = report(1_795_000_001_000, Some("c1"), json!([failed, one("crud", "b", "passed")]));
+    new.platform = "mac".into();
+    new.results.environment.insert("build".into(), json!("debug"));
+    let new_key = crate::model::run_key(&writer.store(&new).unwrap()).unwrap().to_string();
+    writer.store(&report(1_795_000_002_000, None, json!([one("sql", "c", "passed")]))).unwrap();
+    drop(writer);
+    // A run of one file that is not a run.
+    let unreadable = format!("linux/c/{}", crate::model::run_segment(1_700_000_000_000, "bad"));
+    std::fs::create_dir_all(dir.path().join("results").join(&unreadable)).unwrap();
+    std::fs::write(dir.path().join("results").join(&unreadable).join("f"), "{\"not\": \"a run\"}").unwrap();
+    let viewer = Viewer::open(&target, &dir.path().join("cache.sqlite3")).unwrap();
+    let has = |v: &Value, field: &str| v.get(field).is_some();
+
+    let matrix = viewer.matrix(&MatrixFilter::default()).unwrap();
+    assert!(matrix["next"].is_null() && has(&matrix, "next"), "{matrix}");
+    let (linux, mac) = (&matrix["rows"][0], &matrix["rows"][1]);
+    assert_eq!((linux["platform"].as_str(), mac["platform"].as_str()), (Some("linux"), Some("mac")));
+    for field in ["ci", "error", "unreadable"] {
+        assert!(!has(linux, field), "{field}: {linux}");
+    }
+    for field in ["version", "summary", "labels", "cells"] {
+        assert!(has(linux, field), "{field}: {linux}");
+    }
+    assert_eq!((&mac["ci"], &mac["labels"]), (&json!({"commit": "c1"}), &json!({"build": "debug"})));
+    assert!(has(&matrix["cost"], "requests") && has(&matrix["cost"], "byKind"), "{matrix}");
+
+    let run = viewer.run(&new_key).unwrap();
+    assert!(has(&run, "previous") && run["previous"].as_str().is_some_and(|p| p.starts_with("mac/c/")), "{run}");
+    assert!(!has(&run, "error") && !has(&run, "unreadable"), "{run}");
+    let tests = run["tests"].as_array().unwrap();
+    assert_eq!((tests[0]["message"].as_str(), tests[0]["trace"].as_str()), (Some("boom"), Some("at a")));
+    for field in ["message", "trace", "stdout", "retries"] {
+        assert!(!has(&tests[1], field), "{field}: {}", tests[1]);
+    }
+    assert_eq!((tests[0]["flaky"].as_bool(), tests[1]["classes"].as_array().map(Vec::len)), (Some(false), Some(0)));
+    assert!(has(&run["files"][0], "file") && run["files"][0]["file"].is_null(), "{run}");
+    let mac_runs = viewer.history("mac", "c", None).unwrap();
+    let first = viewer.run(mac_runs["runs"][1]["key"].as_str().unwrap()).unwrap();
+    assert!(has(&first, "previous") && first["previous"].is_null(), "{first}");
+
+    let history = viewer.history("linux", "c", None).unwrap();
+    assert!(has(&history, "next") && history["next"].is_null(), "{history}");
+    let (readable, bad) = (&history["runs"][0], &history["runs"][1]);
+    assert!(has(readable, "summary") && !has(readable, "error"), "{readable}");
+    assert!(bad["error"].as_str().is_some_and(|e| e.starts_with("not a run")), "{bad}");
+    for field in ["version", "ci", "summary", "unreadable", "labels", "cells"] {
+        assert!(!has(bad, field), "{field}: {bad}");
+    }
+    // An unreadable run's page is its row alone.
+    let page = viewer.run(&unreadable).unwrap();
+    assert_eq!(page["error"], bad["error"]);
+    for field in ["tests", "rules", "previous", "labels"] {
+        assert!(!has(&page, field), "{field}: {page}");
+    }
+
+    let failing = viewer.test_history("mac", "c", "crud", "a").unwrap();
+    assert_eq!((failing["failingSince"]["runs"].as_u64(), failing["runs"].as_u64()), (Some(1), Some(2)));
+    assert_eq!(failing["failingSince"]["commit"], "c1");
+    assert_eq!(failing["durations"]["of"], 1, "{failing}");
+    assert!(!has(&failing, "slower"), "{failing}");
+    let passing = viewer.test_history("mac", "c", "crud", "b").unwrap();
+    assert!(!has(&passing, "failingSince") && !has(&passing, "slower"), "{passing}");
+    assert_eq!(passing["durations"]["p50"], 1.0, "{passing}");
+    let never = viewer.test_history("mac", "c", "sql", "c").unwrap();
+    assert!(!has(&never, "failingSince") && !has(&never, "durations"), "{never}");
+    assert_eq!((never["strip"][0]["status"].as_str(), never["strip"][0]["runs"].as_u64()), (Some("not run"), Some(2)));
+}
+
+#[test]
+fn a_views_cost_is_what_the_library_reports() {
+    let mut stats = objstore_db_core::Stats { bytes_received: 37, ..Default::default() };
+    stats.requests.insert("LIST".into(), [(200, 3)].into());
+    stats.requests.insert("GET".into(), [(200, 1), (404, 1)].into());
+    let reported = stats.to_json();
+    let cost = serde_json::to_value(shapes::Cost::of(&stats)).unwrap();
+    let expected = json!({"requests": reported["total"], "byKind": {"GET": 2, "LIST": 3},
+        "bytesIn": reported["bytesReceived"], "usd": reported["costUsd"], "usdBy": reported["costsUsd"]});
+    assert_eq!(cost.to_string(), expected.to_string(), "the same numbers, in the same order");
+}

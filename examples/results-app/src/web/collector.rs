@@ -1,0 +1,445 @@
+//! `objstore-results serve`: the collector (the seed's proxy). Pages on allowed origins post a
+//! run as JSON or as an HTML form; with tokens configured, every poster shows one (a script can
+//! claim any origin), unless pages were explicitly let in without one. Each post is checked, capped,
+//! rate-limited per client, and stored create-only through the library: no post overwrites a
+//! stored result, and a post the bucket did not take leaves nothing behind but its error.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::body::{to_bytes, Bytes};
+use axum::extract::{ConnectInfo, DefaultBodyLimit, FromRequest, Multipart, Request, State};
+use axum::http::header::{ALLOW, AUTHORIZATION, CONTENT_TYPE, ORIGIN, RETRY_AFTER, WWW_AUTHENTICATE};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
+use serde_json::json;
+use tower_http::cors::{AllowOrigin, CorsLayer};
+
+use crate::error::{AppError, AppResult, Kind};
+use crate::model::{check_label, check_pair_pattern, pair_matches, Ci, Run};
+use crate::ingest::{ingest, Labels};
+use crate::store::Writer;
+
+/// The collector's settings.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub listen: SocketAddr,
+    /// Origins (`https://host[:port]`) whose pages may post; no other gets CORS headers.
+    pub origins: Vec<String>,
+    /// Bearer tokens, each with the pairs it may write; with any configured, every post needs
+    /// one (an `Origin` header proves nothing outside a browser). None configured means none
+    /// needed.
+    pub tokens: Vec<Token>,
+    /// Pages on an allowed origin may post without a token (`--allow-anonymous-origins`): a
+    /// page cannot hold a secret, but any script can then post by claiming such an origin.
+    pub anonymous_origins: bool,
+    /// The largest body taken (413 past it).
+    pub max_bytes: usize,
+    /// Posts per minute per client address, after a burst of `burst`.
+    pub per_minute: u32,
+    pub burst: u32,
+    /// The longest a post may take, from its first byte to its answer (408 past it), so that
+    /// a client sending slowly, or not at all, is cut off rather than waited for.
+    pub timeout: Duration,
+}
+
+/// A bearer token and the pairs it may write.
+#[derive(Debug, Clone)]
+pub struct Token {
+    pub secret: String,
+    /// `platform/runtime` patterns, `*` standing for any run of characters within a segment
+    /// (`linux-*/python-*`); `None`, any pair.
+    pub pairs: Option<Vec<String>>,
+}
+
+impl Token {
+    /// A token that may write any pair (`--token`, `OBJSTORE_COLLECTOR_TOKENS`).
+    pub fn any_pair(secret: &str) -> Token {
+        Token { secret: secret.to_string(), pairs: None }
+    }
+
+    /// Why this token may not write the pair, if it may not.
+    fn refuses(&self, platform: &str, browser: &str) -> Option<String> {
+        let pairs = self.pairs.as_ref()?;
+        (!pairs.iter().any(|pattern| pair_matches(pattern, platform, browser)))
+            .then(|| format!("this token may write {} only, not {platform}/{browser}", pairs.join(" and ")))
+    }
+}
+
+/// The tokens of a tokens file (`serve --tokens FILE`): a line per token, the token then the
+/// `platform/runtime` patterns it may write, separated by spaces; `#` starts a comment. A token
+/// is 16 or more printable characters.
+pub fn read_tokens(path: &std::path::Path) -> AppResult<Vec<Token>> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| AppError::internal(format!("reading the tokens file {}: {e}", path.display())))?;
+    let mut tokens = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let at = || format!("the tokens file {}, line {}", path.display(), n + 1);
+        let mut fields = line.split('#').next().unwrap_or_default().split_whitespace();
+        let Some(secret) = fields.next() else { continue };
+        if secret.len() < 16 || !secret.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(AppError::bad(format!("{}: a token is 16 or more printable characters", at())));
+        }
+        let pairs: Vec<String> = fields.map(str::to_string).collect();
+        if pairs.is_empty() {
+            return Err(AppError::bad(format!(
+                "{}: name the pairs the token may write (platform/runtime, * for any run of characters)",
+                at()
+            )));
+        }
+        for pattern in &pairs {
+            check_pair_pattern(pattern).map_err(|why| AppError::bad(format!("{}: {why}", at())))?;
+        }
+        tokens.push(Token { secret: secret.to_string(), pairs: Some(pairs) });
+    }
+    if tokens.is_empty() {
+        return Err(AppError::bad(format!("the tokens file {} names no token", path.display())));
+    }
+    Ok(tokens)
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            origins: Vec::new(),
+            tokens: Vec::new(),
+            anonymous_origins: false,
+            max_bytes: 1024 * 1024,
+            per_minute: 600,
+            burst: 100,
+            timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+struct App {
+    config: Config,
+    writer: Arc<Writer>,
+    limiter: Limiter,
+}
+
+/// `POST /results`, with CORS for the allowed origins.
+pub fn router(config: Config, writer: Writer) -> Router {
+    let origins: Vec<HeaderValue> = config.origins.iter().filter_map(|o| HeaderValue::from_str(o).ok()).collect();
+    let cors = CorsLayer::new()
+        .allow_origin(AllowOrigin::list(origins))
+        .allow_methods([Method::POST])
+        .allow_headers([CONTENT_TYPE, AUTHORIZATION])
+        .expose_headers([RETRY_AFTER])
+        .max_age(Duration::from_secs(600));
+    let limiter = Limiter::new(config.per_minute, config.burst);
+    let limit = DefaultBodyLimit::max(config.max_bytes);
+    let app = Arc::new(App { config, writer: Arc::new(writer), limiter });
+    Router::new()
+        .route(
+            "/results",
+            post(post_results).fallback(|| async {
+                let mut refused = AppError::new(Kind::MethodNotAllowed, "POST a run to /results").into_response();
+                refused.headers_mut().insert(ALLOW, HeaderValue::from_static("POST"));
+                refused
+            }),
+        )
+        .layer(limit)
+        .layer(cors)
+        .with_state(app)
+}
+
+async fn post_results(
+    State(app): State<Arc<App>>,
+    ConnectInfo(client): ConnectInfo<SocketAddr>,
+    request: Request,
+) -> Response {
+    // The limit comes first, so that guessing tokens is limited too.
+    if let Err(wait) = app.limiter.take(client.ip()) {
+        let mut refused =
+            AppError::new(Kind::TooMany, "too many posts from this address; try again later").into_response();
+        refused.headers_mut().insert(RETRY_AFTER, HeaderValue::from(wait.as_secs().max(1)));
+        return refused;
+    }
+    let headers = request.headers().clone();
+    let token = match admit(&app.config, &headers) {
+        Ok(token) => token.cloned(),
+        Err(refused) => return refused.into_response(),
+    };
+    // Reading the post has a deadline (a client sending slowly or not at all is cut off); the
+    // write that follows has the library's own timeouts, and is never cut off half-way.
+    // The parse has the same deadline: it runs on a thread of its own, which the timeout below
+    // cannot stop, so it looks at the clock itself.
+    let deadline = Instant::now() + app.config.timeout;
+    let run = match tokio::time::timeout(app.config.timeout, read_run(&app.config, request, deadline)).await {
+        Ok(Ok(run)) => run,
+        Ok(Err(refused)) => return refused.into_response(),
+        Err(_) => return AppError::new(Kind::Timeout, "the post did not arrive in time").into_response(),
+    };
+    // A token scoped to some pairs writes nothing outside them.
+    if let Some(why) = token.and_then(|t| t.refuses(&run.platform, &run.browser)) {
+        return AppError::new(Kind::Forbidden, why).at("platform").into_response();
+    }
+    let writer = app.writer.clone();
+    let stored = tokio::task::spawn_blocking(move || writer.store(&run)).await;
+    match stored {
+        Ok(Ok(key)) => (StatusCode::CREATED, Json(json!({"key": key}))).into_response(),
+        Ok(Err(refused)) => refused.into_response(),
+        Err(_) => AppError::internal("the write stopped unexpectedly").into_response(),
+    }
+}
+
+/// Who may post. An `Origin` not on the list is refused (a page of another site). With tokens
+/// configured, a post needs one of them whatever `Origin` it claims, since a script can claim
+/// any; only `anonymous_origins` lets allowed pages in without one. Answers the token shown.
+fn admit<'a>(config: &'a Config, headers: &HeaderMap) -> Result<Option<&'a Token>, Box<Response>> {
+    let mut allowed_page = false;
+    if let Some(origin) = headers.get(ORIGIN) {
+        let origin = origin.to_str().unwrap_or_default();
+        if !config.origins.iter().any(|o| o == origin) {
+            return Err(Box::new(
+                AppError::new(Kind::Forbidden, format!("origin {origin:?} may not post results here")).into_response(),
+            ));
+        }
+        allowed_page = true;
+    }
+    if config.tokens.is_empty() || (allowed_page && config.anonymous_origins) {
+        return Ok(None);
+    }
+    let given = headers
+        .get(AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, token)| token);
+    let Some(given) = given else {
+        return Err(Box::new(unauthorized("a bearer token is required (Authorization: Bearer <token>)")));
+    };
+    // Every token is compared, so that timing does not tell which one nearly matched.
+    let matched = config.tokens.iter().fold(None, |found, t| {
+        let equal = constant_time_eq(t.secret.as_bytes(), given.trim().as_bytes());
+        found.or(equal.then_some(t))
+    });
+    matched.map(Some).ok_or_else(|| Box::new(unauthorized("the bearer token is not one this collector accepts")))
+}
+
+fn unauthorized(message: &str) -> Response {
+    let mut refused = AppError::new(Kind::Unauthorized, message).into_response();
+    refused.headers_mut().insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    refused
+}
+
+/// Compares without an early exit, so that timing does not tell how much of a token matched.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// The run a post carries: a JSON body (a run or a CTRF report), or a form (urlencoded or
+/// multipart) with fields platform, browser, version, suite and report.
+async fn read_run(config: &Config, request: Request, deadline: Instant) -> AppResult<Run> {
+    let kind =
+        request.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_ascii_lowercase();
+    let too_large = || AppError::new(Kind::TooLarge, format!("the body is over the {}-byte limit", config.max_bytes));
+    if kind.starts_with("multipart/form-data") {
+        // The router's DefaultBodyLimit caps what the multipart reader takes.
+        let mut form = Multipart::from_request(request, &()).await.map_err(|e| AppError::bad(e.body_text()))?;
+        let mut fields = HashMap::new();
+        while let Some(field) = form.next_field().await.map_err(|e| {
+            if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                too_large()
+            } else {
+                AppError::bad(e.body_text())
+            }
+        })? {
+            let name = field.name().unwrap_or_default().to_string();
+            let value = field.bytes().await.map_err(|e| {
+                if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                    too_large()
+                } else {
+                    AppError::bad(e.body_text()).at(&name)
+                }
+            })?;
+            fields.insert(name, value);
+        }
+        let (report, labels) = form_report(fields)?;
+        return ingest_aside("the report", report, labels, deadline).await.map_err(form_field);
+    }
+    let body = to_bytes(request.into_body(), config.max_bytes).await.map_err(|e| {
+        // Only the cap is a 413; a body cut off or badly chunked is the client's 400.
+        if format!("{e:?}").contains("LengthLimitError") {
+            too_large()
+        } else {
+            AppError::bad(format!("the body could not be read: {e}"))
+        }
+    })?;
+    if kind.starts_with("application/json") {
+        return ingest_aside("the body", body, Labels::default(), deadline).await.map_err(|mut e| {
+            e.field = Some("report".into());
+            e
+        });
+    }
+    if kind.starts_with("application/x-www-form-urlencoded") {
+        let pairs: Vec<(String, String)> =
+            serde_urlencoded_pairs(&body).map_err(|e| e.context("the form is not urlencoded"))?;
+        let (report, labels) = form_report(pairs.into_iter().map(|(k, v)| (k, Bytes::from(v))).collect())?;
+        return ingest_aside("the report", report, labels, deadline).await.map_err(form_field);
+    }
+    Err(AppError::new(
+        Kind::Unsupported,
+        "post application/json, application/x-www-form-urlencoded or multipart/form-data",
+    ))
+}
+
+/// A form's run: each label checked on its own (a 400 names the field), then the report.
+/// Reads a report into a run on a thread of the blocking pool: parsing is CPU work, which on
+/// the runtime's own threads would hold up every other answer (the page's too), and which the
+/// post's deadline can only cut off from there.
+async fn ingest_aside(what: &'static str, report: Bytes, labels: Labels, deadline: Instant) -> AppResult<Run> {
+    let read = tokio::task::spawn_blocking(move || ingest(what, &report, &labels, Some(deadline)))
+        .await
+        .unwrap_or_else(|_| Err(AppError::internal(format!("reading {what} stopped unexpectedly"))));
+    match read {
+        Err(_) if Instant::now() > deadline => {
+            Err(AppError::new(Kind::Timeout, format!("{what} was not read in the time a post has")))
+        }
+        read => read,
+    }
+}
+
+/// A form's report and the labels its fields give.
+fn form_report(mut fields: HashMap<String, Bytes>) -> AppResult<(Bytes, Labels)> {
+    let mut text = |name: &str| -> AppResult<Option<String>> {
+        match fields.remove(name) {
+            None => Ok(None),
+            Some(bytes) => String::from_utf8(bytes.to_vec())
+                .map(Some)
+                .map_err(|_| AppError::bad(format!("{name} is not UTF-8")).at(name)),
+        }
+    };
+    let labels = Labels {
+        platform: text("platform")?,
+        runtime: text("browser")?,
+        version: text("version")?,
+        suite: text("suite")?,
+        default_suite: None,
+        ci: Ci {
+            run: text("run")?,
+            commit: text("commit")?,
+            branch: text("branch")?,
+            url: text("url")?,
+            job: text("job")?,
+            file: None,
+        },
+        extra: Vec::new(),
+    };
+    // The form's fields are the CI labels' names without `ci.`.
+    labels.ci.check().map_err(|mut e| {
+        e.field = e.field.and_then(|f| f.strip_prefix("ci.").map(str::to_string)).filter(|f| f != "file");
+        e
+    })?;
+    for (field, value) in [
+        ("platform", &labels.platform),
+        ("browser", &labels.runtime),
+        ("version", &labels.version),
+        ("suite", &labels.suite),
+    ] {
+        if let Some(value) = value {
+            check_label(field, value)?;
+        }
+    }
+    let report = fields.remove("report").ok_or_else(|| AppError::bad("the form has no report field").at("report"))?;
+    if labels.runtime.is_none() {
+        return Err(AppError::bad("the form has no browser field (the runtime, as python-3.11)").at("browser"));
+    }
+    Ok((report, labels))
+}
+
+/// A form's report that could not be read: the label at fault, or else the report.
+fn form_field(mut e: AppError) -> AppError {
+    if !matches!(e.field.as_deref(), Some("platform" | "browser" | "version" | "suite")) {
+        e.field = Some("report".into());
+    }
+    e
+}
+
+/// `application/x-www-form-urlencoded` pairs, percent-decoded.
+fn serde_urlencoded_pairs(body: &[u8]) -> AppResult<Vec<(String, String)>> {
+    let text = std::str::from_utf8(body).map_err(|_| AppError::bad("not UTF-8"))?;
+    text.split('&')
+        .filter(|p| !p.is_empty())
+        .map(|pair| {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            Ok((percent_decode(k)?, percent_decode(v)?))
+        })
+        .collect()
+}
+
+fn percent_decode(text: &str) -> AppResult<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' => {
+                let hex = bytes
+                    .get(i + 1..i + 3)
+                    .filter(|h| h.iter().all(u8::is_ascii_hexdigit))
+                    .and_then(|h| std::str::from_utf8(h).ok())
+                    .and_then(|h| u8::from_str_radix(h, 16).ok());
+                out.push(hex.ok_or_else(|| AppError::bad(format!("a bad %-escape at byte {i}")))?);
+                i += 2;
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8(out).map_err(|_| AppError::bad("a field is not UTF-8"))
+}
+
+/// Token buckets per client address.
+pub(crate) struct Limiter {
+    per_second: f64,
+    burst: f64,
+    clients: Mutex<HashMap<IpAddr, (f64, Instant)>>,
+}
+
+/// Client addresses remembered at most; past it, full buckets are forgotten.
+const REMEMBERED_CLIENTS: usize = 100_000;
+
+impl Limiter {
+    pub(crate) fn new(per_minute: u32, burst: u32) -> Limiter {
+        Limiter { per_second: f64::from(per_minute) / 60.0, burst: f64::from(burst.max(1)), clients: Mutex::default() }
+    }
+
+    /// Takes one post from the client's bucket, or says how long until one is there.
+    pub(crate) fn take(&self, client: IpAddr) -> Result<(), Duration> {
+        // An IPv6 client holds a /64 at least: it is one client, not 2^64 of them.
+        let client = match client {
+            IpAddr::V6(v6) => IpAddr::V6((u128::from(v6) & !((1u128 << 64) - 1)).into()),
+            v4 => v4,
+        };
+        let now = Instant::now();
+        let mut clients = self.clients.lock().unwrap_or_else(|p| p.into_inner());
+        if clients.len() >= REMEMBERED_CLIENTS {
+            // Forget the buckets that have refilled; if that frees nothing, start over: a flood
+            // of addresses must not grow this without bound.
+            let (rate, burst) = (self.per_second, self.burst);
+            clients.retain(|_, (tokens, at)| *tokens + at.elapsed().as_secs_f64() * rate < burst);
+            if clients.len() >= REMEMBERED_CLIENTS {
+                clients.clear();
+            }
+        }
+        let (tokens, at) = clients.entry(client).or_insert((self.burst, now));
+        *tokens = (*tokens + now.duration_since(*at).as_secs_f64() * self.per_second).min(self.burst);
+        *at = now;
+        if *tokens >= 1.0 {
+            *tokens -= 1.0;
+            Ok(())
+        } else if self.per_second <= 0.0 {
+            Err(Duration::from_secs(60))
+        } else {
+            Err(Duration::from_secs_f64((1.0 - *tokens) / self.per_second).max(Duration::from_secs(1)))
+        }
+    }
+}

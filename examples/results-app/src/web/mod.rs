@@ -1,0 +1,57 @@
+//! `objstore-results serve`: the page and its views beside the collector, on one address.
+
+pub mod collector;
+pub mod page;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::http::header::{CONTENT_SECURITY_POLICY, REFERRER_POLICY, X_CONTENT_TYPE_OPTIONS, X_FRAME_OPTIONS};
+use axum::http::HeaderValue;
+use axum::Router;
+use tower_http::set_header::SetResponseHeaderLayer;
+
+use collector::Config;
+use crate::error::{AppError, Kind};
+use crate::store::Writer;
+use crate::views::Viewer;
+
+/// Serves until the process is interrupted; `ready` hears the address bound. When the
+/// configured address is taken and `any_port` is set, an address the system picks is used.
+pub async fn serve(
+    config: Config,
+    writer: Writer,
+    viewer: Arc<Viewer>,
+    any_port: bool,
+    ready: impl FnOnce(SocketAddr),
+) -> std::io::Result<()> {
+    let listener = match tokio::net::TcpListener::bind(config.listen).await {
+        Err(e) if any_port && e.kind() == std::io::ErrorKind::AddrInUse => {
+            tokio::net::TcpListener::bind(SocketAddr::new(config.listen.ip(), 0)).await?
+        }
+        other => other?,
+    };
+    ready(listener.local_addr()?);
+    viewer.follow(writer.stored_count());
+    let app = router(config, writer, viewer);
+    axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await
+}
+
+pub fn router(config: Config, writer: Writer, viewer: Arc<Viewer>) -> Router {
+    let header = |name, value| SetResponseHeaderLayer::overriding(name, HeaderValue::from_static(value));
+    collector::router(config, writer)
+        .merge(page::router(viewer))
+        .fallback(|| async { AppError::not_found("no such address: the page is at /, runs are posted to /results") })
+        // A POST to the page (a collector URL without /results) is answered as JSON too.
+        .method_not_allowed_fallback(|| async {
+            AppError::new(Kind::MethodNotAllowed, "the page and its /api answer GET; runs are posted to /results")
+        })
+        .layer(header(X_CONTENT_TYPE_OPTIONS, "nosniff"))
+        .layer(header(CONTENT_SECURITY_POLICY, page::CONTENT_SECURITY_POLICY))
+        .layer(header(REFERRER_POLICY, "no-referrer"))
+        .layer(header(X_FRAME_OPTIONS, "DENY"))
+}

@@ -1,0 +1,153 @@
+//! The matrix page: three static files (no build step) and the JSON views they read. Every
+//! answer says `nosniff`; the page's Content-Security-Policy allows scripts, styles and
+//! requests from this server only, and no inline script.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::extract::{ConnectInfo, Query, Request, State};
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, ETAG, IF_NONE_MATCH, RETRY_AFTER};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+
+use crate::web::collector::Limiter;
+use crate::error::{AppError, AppResult, Kind};
+use crate::views::filter::MatrixFilter;
+use crate::views::{View, Viewer};
+
+/// The page's own files, served as they are.
+const ASSETS: [(&str, &str, &str); 4] = [
+    ("/", "text/html; charset=utf-8", include_str!("../../page/index.html")),
+    ("/app.js", "text/javascript; charset=utf-8", include_str!("../../page/app.js")),
+    ("/app.css", "text/css; charset=utf-8", include_str!("../../page/app.css")),
+    // Named by the page, so that a browser does not ask for /favicon.ico (a 404 on every load).
+    ("/favicon.svg", "image/svg+xml", include_str!("../../page/favicon.svg")),
+];
+
+/// The policy of every answer: nothing but this server's own script, style and data.
+pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
+     connect-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+
+/// Views a client may ask for per minute, after a burst: a page load asks for a few; a loop
+/// over made-up keys is held back before it holds up everybody's views.
+const VIEWS_PER_MINUTE: u32 = 1200;
+const VIEW_BURST: u32 = 200;
+
+pub fn router(viewer: Arc<Viewer>) -> Router {
+    let limiter = Arc::new(Limiter::new(VIEWS_PER_MINUTE, VIEW_BURST));
+    let api = Router::new()
+        .route("/api/matrix", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, matrix, q)))
+        .route("/api/history", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, history, q)))
+        .route("/api/latest", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, latest, q)))
+        .route("/api/run", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, run, q)))
+        .route("/api/diff", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, diff, q)))
+        .route("/api/failures", get(|State(v): State<Arc<Viewer>>| answer(v, |v, _| v.failures(), Params::new())))
+        .route("/api/test", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, test_history, q)))
+        .route("/api/search", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, search, q)))
+        .route("/api/commit", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, commit, q)))
+        .route("/api/quarantine", get(|State(v): State<Arc<Viewer>>| answer(v, |v, _| v.quarantine(), Params::new())))
+        .layer(middleware::from_fn_with_state(limiter, limited))
+        .with_state(viewer);
+    let mut router = Router::new();
+    for (path, content_type, body) in ASSETS {
+        router = router.route(path, get(move |headers: HeaderMap| async move { asset(&headers, content_type, body) }));
+    }
+    router.merge(api)
+}
+
+/// A 429 with `Retry-After` for a client past its rate of views.
+async fn limited(
+    State(limiter): State<Arc<Limiter>>,
+    ConnectInfo(client): ConnectInfo<SocketAddr>,
+    request: Request,
+    next: Next,
+) -> Response {
+    match limiter.take(client.ip()) {
+        Ok(()) => next.run(request).await,
+        Err(wait) => {
+            let mut refused =
+                AppError::new(Kind::TooMany, "too many views from this address; try again later").into_response();
+            refused.headers_mut().insert(RETRY_AFTER, HeaderValue::from(wait.as_secs().max(1)));
+            refused
+        }
+    }
+}
+
+type Params = HashMap<String, String>;
+
+fn matrix(v: &Viewer, q: &Params) -> View {
+    let given = |name: &str| q.get(name).filter(|v| !v.is_empty()).cloned();
+    v.matrix(&MatrixFilter {
+        after: given("after"),
+        platform: given("platform"),
+        browser: given("browser"),
+        suite: given("suite"),
+        status: given("status"),
+        class: given("class"),
+        commit: given("commit"),
+        label: given("label"),
+    })
+}
+
+fn history(v: &Viewer, q: &Params) -> View {
+    v.history(required(q, "platform")?, required(q, "browser")?, q.get("after").map(String::as_str))
+}
+
+fn latest(v: &Viewer, q: &Params) -> View {
+    v.latest(q.get("after").map(String::as_str))
+}
+
+fn run(v: &Viewer, q: &Params) -> View {
+    v.run(required(q, "key")?)
+}
+
+fn diff(v: &Viewer, q: &Params) -> View {
+    v.diff(required(q, "from")?, required(q, "to")?)
+}
+
+fn test_history(v: &Viewer, q: &Params) -> View {
+    v.test_history(required(q, "platform")?, required(q, "browser")?, required(q, "suite")?, required(q, "name")?)
+}
+
+fn commit(v: &Viewer, q: &Params) -> View {
+    v.commit(required(q, "commit")?, q.get("base").map(String::as_str).filter(|b| !b.is_empty()))
+}
+
+fn search(v: &Viewer, q: &Params) -> View {
+    v.search(required(q, "q")?)
+}
+
+fn required<'q>(q: &'q Params, name: &str) -> AppResult<&'q str> {
+    q.get(name).map(String::as_str).ok_or_else(|| AppError::bad(format!("the parameter {name:?} is missing")))
+}
+
+/// Builds a view off the async threads (the library's calls wait for their answers).
+async fn answer(viewer: Arc<Viewer>, build: fn(&Viewer, &Params) -> View, params: Params) -> Response {
+    let built = tokio::task::spawn_blocking(move || build(&viewer, &params)).await;
+    let mut response = match built {
+        Ok(Ok(view)) => (StatusCode::OK, Json(view)).into_response(),
+        Ok(Err(refused)) => refused.into_response(),
+        Err(e) => AppError::internal(format!("the view failed: {e}")).into_response(),
+    };
+    response.headers_mut().insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// A static file, revalidated by its etag (the build's content hash).
+fn asset(headers: &HeaderMap, content_type: &'static str, body: &'static str) -> Response {
+    let etag = format!("\"{:016x}\"", crate::model::short_hash(body.as_bytes()));
+    let cached = headers.get(IF_NONE_MATCH).and_then(|v| v.to_str().ok()).is_some_and(|v| v == etag);
+    let mut response = if cached {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        ([(CONTENT_TYPE, content_type)], body).into_response()
+    };
+    let headers = response.headers_mut();
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert(ETAG, HeaderValue::from_str(&etag).expect("hex is a header value"));
+    response
+}
