@@ -16,7 +16,8 @@ use serde_json::{json, Value};
 use crate::error::AppResult;
 use crate::model::{Detail, Results, Run, Status, Summary, Test, Tool};
 use crate::ingest::this_platform;
-use crate::store::{self, now_ms};
+use crate::clock::now_ms;
+use crate::store;
 
 type Check = fn(&Db) -> Result<(), String>;
 

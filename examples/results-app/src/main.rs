@@ -11,6 +11,7 @@
 //! endpoint with the standard `AWS_*` settings), bucket `OBJSTORE_RESULTS_BUCKET` (`results`).
 
 mod analysis;
+mod clock;
 mod conformance;
 mod error;
 mod ingest;
@@ -26,7 +27,7 @@ use std::sync::Arc;
 
 use crate::error::{AppError, AppResult};
 use ingest::Labels;
-use store::now_ms;
+use clock::now_ms;
 use views::Viewer;
 
 const USAGE: &str = "usage: objstore-results [--listen ADDR] [--cache PATH]
@@ -390,7 +391,7 @@ fn edit_quarantine(args: &[String]) -> AppResult<()> {
             Ok(())
         }
         "add" => {
-            let entry = store::quarantine::Entry {
+            let entry = model::quarantine::Entry {
                 suite: needed("--suite", suite)?,
                 name: needed("--name", name)?,
                 pairs: pairs.unwrap_or_else(|| "*/*".into()),
@@ -424,7 +425,7 @@ fn edit_quarantine(args: &[String]) -> AppResult<()> {
 }
 
 /// The quarantine as lines: test, pairs, until, reason.
-fn quarantine_table(q: &store::quarantine::Quarantine) -> String {
+fn quarantine_table(q: &model::quarantine::Quarantine) -> String {
     if q.entries.is_empty() {
         return "The quarantine is empty.\n".into();
     }
@@ -473,16 +474,10 @@ fn gate(args: &[String]) -> AppResult<()> {
     let target = store::Target::from_env()?;
     eprintln!("objstore-results: the quarantine of {}", target.describe());
     let (q, _) = store::quarantine::load(&target)?;
-    let now = now_ms();
-    let (mut held, mut failing) = (Vec::new(), Vec::new());
-    for run in &runs {
-        for t in run.results.tests.iter().filter(|t| t.status == model::Status::Failed) {
-            match q.covering(&t.suite, &t.name, &run.platform, &run.browser, now) {
-                Some(entry) => held.push(format!("  {} › {} ({})", t.suite, t.name, entry.reason)),
-                None => failing.push(format!("  {} › {}", t.suite, t.name)),
-            }
-        }
-    }
+    let verdict = analysis::quarantine::weigh(&q, &runs, now_ms());
+    let held: Vec<String> =
+        verdict.held.iter().map(|(suite, name, reason)| format!("  {suite} › {name} ({reason})")).collect();
+    let failing: Vec<String> = verdict.failing.iter().map(|(suite, name)| format!("  {suite} › {name}")).collect();
     if !held.is_empty() {
         println!("{} failure{} quarantined:\n{}", held.len(), if held.len() == 1 { "" } else { "s" }, held.join("\n"));
     }

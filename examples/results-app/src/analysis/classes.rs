@@ -13,9 +13,6 @@ use crate::model::digest::Digest;
 use crate::model::Status;
 use crate::views::shapes::Class;
 
-/// A test across runs: its suite, its name and which occurrence of that name it is.
-pub type TestId = (String, String, usize);
-
 /// The most runs a class names as its evidence (the first, in pair order).
 pub const EVIDENCE: usize = 20;
 

@@ -5,3 +5,4 @@
 pub mod classes;
 pub mod fingerprint;
 pub mod history;
+pub mod quarantine;

@@ -3,6 +3,11 @@
 //! these words; this room imports only the error and the clock.
 
 pub mod digest;
+mod names;
+pub mod quarantine;
 mod run;
+mod test_id;
 
+pub use names::*;
 pub use run::*;
+pub use test_id::*;

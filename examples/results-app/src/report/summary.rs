@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use crate::store::quarantine::Quarantine;
+use crate::model::quarantine::Quarantine;
 
 /// How the summary is written.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -334,7 +334,7 @@ mod tests {
     #[test]
     fn a_run_in_text() {
         let mut quarantine = Quarantine::default();
-        quarantine.add(crate::store::quarantine::Entry {
+        quarantine.add(crate::model::quarantine::Entry {
             suite: "crud".into(),
             name: "put | <b>x</b>".into(),
             pairs: "linux/*".into(),
@@ -366,7 +366,7 @@ mod tests {
             "fixed": [], "flaky": [],
             "divergent": [{"suite": "sql", "name": "select", "passed": ["mac/clang"], "failed": ["linux/gcc"]}]});
         let mut quarantine = Quarantine::default();
-        quarantine.add(crate::store::quarantine::Entry {
+        quarantine.add(crate::model::quarantine::Entry {
             suite: "sql".into(),
             name: "select".into(),
             pairs: "linux/*".into(),

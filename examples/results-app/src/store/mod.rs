@@ -7,7 +7,6 @@ pub mod reader;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use objstore_db::rsapi::{AsValue, Db, Freshness, OpenOptions};
 use objstore_db_core::{Error, FlushReport, Key, MechanismKind, Resolution, Result as CoreResult, Schema, SyncStatus};
@@ -15,6 +14,7 @@ use serde_json::{json, Value};
 
 use crate::model::digest;
 use crate::error::{AppError, AppResult, Kind};
+use crate::clock::now_ms;
 use crate::model::{clip, is_run_segment, new_run_id, object_key, run_segment, short_hash, Run};
 use crate::store::group::Group;
 
@@ -104,11 +104,6 @@ impl Target {
         }
         options
     }
-}
-
-/// Milliseconds since the epoch (0 on a clock before it).
-pub(crate) fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
 /// A database that only writes runs: in memory, since what matters is in the bucket.

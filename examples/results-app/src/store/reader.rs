@@ -1,17 +1,16 @@
 //! A bucket's runs as the views read them, only through the library: every pair, a pair's runs
 //! in order, a run with all of its report files, each file read or with why it could not be.
 
-use std::collections::HashMap;
 use std::sync::mpsc;
 
 use objstore_db::rsapi::{AsValue, Db, Freshness, ReadKind};
 use objstore_db_core::{Key, KeyRange, ScanOptions};
 use serde_json::Value;
 
-use crate::analysis::classes::{self, Seen, TestId};
+use crate::analysis::classes::{self, Seen};
 use crate::model::digest::{self, Digest};
 use crate::error::{AppError, AppResult};
-use crate::model::{clip, run_key, Run, Test};
+use crate::model::{pair_of, pair_prefix, run_key, Run, Test};
 use crate::store::call;
 
 /// A run as a view shows it: its key (`<platform>/<browser>/<run>`), the labels its name
@@ -347,43 +346,4 @@ pub(crate) fn newest_runs(db: &Db, pairs: &[(String, String)]) -> AppResult<Vec<
 fn newest_keys(db: &Db, pairs: &[(String, String)]) -> AppResult<Vec<Vec<String>>> {
     let runs_of = each_pair_files(db, pairs, classes::BROKEN_RUNS)?;
     Ok(runs_of.into_iter().map(|runs| runs.into_iter().map(|(run, _)| run).collect()).collect())
-}
-
-/// Tests with their identity: suite, name, and which occurrence of that name (suites run twice,
-/// once per mechanism, repeat names).
-pub(crate) fn identified<'a, X>(
-    tests: impl Iterator<Item = (X, &'a Test)>,
-) -> impl Iterator<Item = (TestId, (X, &'a Test))> {
-    let mut seen: HashMap<(&str, &str), usize> = HashMap::new();
-    tests.map(move |(x, t)| {
-        let n = seen.entry((&t.suite, &t.name)).or_default();
-        *n += 1;
-        ((t.suite.clone(), t.name.clone(), *n), (x, t))
-    })
-}
-
-/// The platform and browser a run's key (`<platform>/<browser>/<run>`) carries.
-pub(crate) fn pair_of(key: &str) -> Result<(String, String), AppError> {
-    match key.split('/').collect::<Vec<_>>()[..] {
-        [platform, browser, run] if [platform, browser, run].iter().all(|s| !matches!(*s, "" | "." | "..")) => {
-            Ok((platform.to_string(), browser.to_string()))
-        }
-        _ => Err(AppError::bad(format!("{:?} is not a run's name (platform/browser/run)", clip(key)))),
-    }
-}
-
-/// The run segment of a run's key (checked by [`pair_of`]).
-pub(crate) fn run_segment(key: &str) -> &str {
-    key.rsplit('/').next().unwrap_or_default()
-}
-
-/// Checks that a platform and browser can be name segments. Any segment the bucket holds is a
-/// pair, even one our writers would refuse to make, so only the layout's shape is checked.
-pub(crate) fn pair_prefix(platform: &str, browser: &str) -> AppResult<()> {
-    for (field, value) in [("platform", platform), ("browser", browser)] {
-        if value.is_empty() || value.contains('/') {
-            return Err(AppError::bad(format!("{field} {:?} is not a name segment", clip(value))));
-        }
-    }
-    Ok(())
 }

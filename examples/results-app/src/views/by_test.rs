@@ -2,6 +2,7 @@
 //! fingerprint, and the quarantine.
 
 use super::*;
+use crate::analysis::quarantine::{releasable, RELEASE_AFTER};
 
 impl Viewer {
     /// The quarantine (one GET of `.quarantine`, counted in the cost), each entry with the
@@ -13,7 +14,7 @@ impl Viewer {
         let mut view = self.view(|db| {
             let pairs = all_pairs(db)?;
             let mut runs_of: HashMap<(String, String), Vec<Digested>> = HashMap::new();
-            let now = crate::store::now_ms();
+            let now = crate::clock::now_ms();
             let entries = quarantine
                 .entries
                 .iter()
@@ -29,12 +30,9 @@ impl Viewer {
                         let outcomes = runs_of[&key].iter().map(|d| d.seen().status(&e.suite, id)).collect();
                         covered.push(Covered { pair: format!("{platform}/{browser}"), outcomes });
                     }
-                    let passing = |c: &Covered| {
-                        c.outcomes.len() == RELEASE_AFTER && c.outcomes.iter().all(|o| *o == Some(Status::Passed))
-                    };
                     Ok(QuarantineEntry {
                         entry: e,
-                        releasable: !covered.is_empty() && covered.iter().all(passing),
+                        releasable: releasable(covered.iter().map(|c| &c.outcomes[..])),
                         expired: e.expired(now),
                         pairs_covered: covered,
                     })

@@ -116,7 +116,7 @@ impl Viewer {
             None => None,
             Some(key) => {
                 let (platform, browser) = pair_of(key)?;
-                Some(Key::Array(vec![run_segment(key).into(), platform.into(), browser.into()]))
+                Some(Key::Array(vec![run_segment_of(key).into(), platform.into(), browser.into()]))
             }
         };
         self.view(|db| {

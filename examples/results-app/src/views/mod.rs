@@ -30,18 +30,20 @@ use objstore_db_core::{Key, KeyRange, MechanismKind, ScanOptions};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::analysis::classes::{classify, Pairs, Seen, TestId, Weighed};
+use crate::analysis::classes::{classify, Pairs, Seen, Weighed};
 use crate::model::digest;
 use crate::error::{AppError, AppResult};
 use crate::views::filter::MatrixFilter;
 use crate::analysis::fingerprint::{self, Failure};
-use crate::model::{check_label, is_run_segment, pair_matches, sort_suites, Detail, Status, Test};
+use crate::model::{identified, TestId, 
+    check_label, is_run_segment, pair_matches, pair_of, pair_prefix, run_segment_of, sort_suites, Detail, Status, Test,
+};
 use crate::analysis::history::{self, Outcome};
 use crate::store::{call, open_and_wait, Target};
 use crate::views::rows::{brief, cells, digest_brief, evidence, flaky, labels};
 use crate::store::reader::{
-    all_pairs, digested, each_pair_files, identified, keys, load_runs, newest_digested, newest_runs, pair_files,
-    pair_of, pair_prefix, pair_runs, run_keys, run_segment, Digested, Loaded,
+    all_pairs, digested, each_pair_files, keys, load_runs, newest_digested, newest_runs, pair_files,
+    pair_runs, run_keys, Digested, Loaded,
 };
 use shapes::*;
 
@@ -60,9 +62,6 @@ pub fn add_requests(view: &mut Value, requests: u64) {
     }
 }
 
-/// How many of its last runs a quarantined test must have passed on every pair it covers
-/// before the page suggests releasing it.
-pub const RELEASE_AFTER: usize = 20;
 /// The most build-variant labels (`key=value`) the matrix offers as a filter.
 pub const VARIANTS: usize = 200;
 /// How many of each pair's newest runs the commit view looks through for the commit.

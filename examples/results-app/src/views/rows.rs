@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use crate::analysis::classes::{self, Evidence, Pairs, Seen, TestId};
+use crate::analysis::classes::{self, Evidence, Pairs, Seen};
 use crate::model::digest::Digest;
-use crate::model::{stored_at, Run, Status};
-use crate::store::reader::{identified, Digested, Loaded, MISSING};
+use crate::model::{identified, TestId, stored_at, Run, Status};
+use crate::store::reader::{Digested, Loaded, MISSING};
 use crate::views::shapes::{Cell, Counts, RowCi, RunFiles, RunRow};
 
 /// A row of a run: its key, its pair, when it was stored (its time until its reports say when

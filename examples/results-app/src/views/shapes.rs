@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use crate::analysis::classes::RULES;
 use crate::model::{Ci, Detail, Status, Tool};
-use crate::store::quarantine::{Change, Entry};
+use crate::model::quarantine::{Change, Entry};
 
 /// A view with what it cost, as the page gets it.
 #[derive(Serialize)]
