@@ -198,22 +198,7 @@ fn post_files(args: &[String]) -> AppResult<()> {
     if files.is_empty() {
         return Err(AppError::bad(USAGE));
     }
-    // What the command line does not say of the run comes from the CI's environment.
-    let detected = ingest::ci::detect(&|name| std::env::var(name).ok());
-    let given = std::mem::take(&mut labels.ci);
-    let from_env = std::env::var("OBJSTORE_RESULTS_RUN").ok().filter(|r| !r.is_empty());
-    labels.ci = model::Ci {
-        run: given.run.or(from_env).or(detected.run),
-        commit: given.commit.or(detected.commit),
-        branch: given.branch.or(detected.branch),
-        url: given.url.or(detected.url),
-        job: given.job.or(detected.job),
-        file: None,
-    };
-    labels.ci.check().map_err(|mut e| {
-        e.message = e.message.replace("ci.", "--");
-        e
-    })?;
+    labels.fill_ci(&|name| std::env::var(name).ok())?;
     let runs = files
         .iter()
         .map(|file| {

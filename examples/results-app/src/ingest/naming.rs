@@ -159,6 +159,14 @@ pub fn is_generic(name: &str) -> bool {
         || name.ends_with(".global")
 }
 
+/// The longest suite name (a matrix column) kept as written: every test holds its own.
+pub const MAX_SUITE: usize = 128;
+
+/// `suite`, or when over [`MAX_SUITE`] bytes its start and a hash of all of it.
+pub fn cap_suite(suite: String) -> String {
+    crate::model::cap_at(suite, MAX_SUITE)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,6 +20,8 @@ use std::time::Instant;
 use crate::error::{AppError, AppResult};
 use crate::model::{cap_name, CappedText, Detail, Results, Status, Summary, Test, Tool};
 
+use super::naming;
+
 /// Whether `text` is a TAP stream: a version line, a plan or a numbered test line first.
 pub fn recognises(text: &str) -> bool {
     let Some(first) = text.lines().map(str::trim).find(|l| !l.is_empty() && !l.starts_with('#')) else {
@@ -263,7 +265,7 @@ fn flatten(mut read: Read, path: &[String], out: &mut Vec<Test>) {
         status: read.status,
         duration: duration.unwrap_or(0.0),
         // The outermost suite is the column; tests outside any take the file's name.
-        suite: crate::ingest::junit::cap_suite(crate::ingest::naming::suite_name(Some(&suite), "")),
+        suite: naming::cap_suite(naming::suite_name(Some(&suite), "")),
         message,
         detail: Detail { trace: Some(trace.join("\n")).filter(|t| !t.is_empty()), ..Detail::default() },
     });

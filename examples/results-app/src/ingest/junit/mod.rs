@@ -9,6 +9,8 @@
 //! `rerunError`): a test that failed and then passed is flaky, never a plain pass. A suite's
 //! `<properties>` are the report's environment (build-variant labels).
 
+mod dialects;
+
 use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 use std::time::Instant;
@@ -20,7 +22,7 @@ use serde_json::{Map, Value};
 use crate::model::{
     cap_name, check_label, check_text, Attempt, CappedText, Detail, Results, Status, Summary, Test, Tool,
 };
-use crate::ingest::naming::{file_name, is_generic, is_path, is_test_file, suite_name};
+use super::naming::is_test_file;
 
 /// A parse failure, at a line of the input.
 #[derive(Debug, PartialEq)]
@@ -258,54 +260,14 @@ fn sink_of(element: &[u8]) -> Option<Sink> {
         b"failure" | b"error" => Some(Sink::Trace),
         b"system-out" => Some(Sink::Stdout),
         b"system-err" => Some(Sink::Stderr),
-        b"flakyFailure" | b"flakyError" | b"rerunFailure" | b"rerunError" => Some(Sink::Attempt),
+        attempt if dialects::is_attempt_element(attempt) => Some(Sink::Attempt),
         _ => None,
     }
 }
 
-/// A case's suite (the outermost telling `<testsuite>`, else the classname) and its name with
-/// the suites inside that one (`nested > deep`), after its class where the class tells more.
-fn suite_and_name(c: &Case) -> (String, String) {
-    let path = path_of(&c.path);
-    let telling = path.iter().position(|s| !is_generic(s));
-    // ctest names each test's class after the test: that is no suite (its first label is,
-    // else the file's name). So does jest-junit, with the describe blocks in both.
-    let class_is_name = c.classname == c.name;
-    let classname = if class_is_name { c.label.as_deref().unwrap_or_default() } else { c.classname.as_str() };
-    // A suite that names its test file is that file's column: mocha-junit-reporter writes
-    // nested describe blocks as suites side by side, each with the file.
-    let suite = match test_file_of(&c.path) {
-        Some(file) => cap_suite(suite_name(Some(file), "")),
-        None => cap_suite(suite_name(telling.map(|i| path[i]), classname)),
-    };
-    let inner: Vec<&str> = match telling {
-        Some(i) => path[i + 1..].iter().copied().filter(|s| !is_generic(s)).collect(),
-        None => Vec::new(),
-    };
-    let within = inner.iter().map(|s| format!("{s} > ")).collect::<String>() + &c.name;
-    let name = match c.classname.as_str() {
-        // mocha-junit-reporter's class is the test's own title, the last word of its full name.
-        _ if class_is_name || is_title_of(&c.classname, &c.name) => within,
-        "" => within,
-        // A classname that is a source file's path (doctest's) is named by the file.
-        path if is_path(path) => format!("{}::{within}", file_name(path)),
-        // A test file's name (vitest's, Playwright's, bats') is the suite already.
-        file if is_test_file(file) => within,
-        // Catch2's `global` class says nothing.
-        generic if is_generic(generic) => within,
-        class => format!("{class}::{within}"),
-    };
-    (suite, cap_name(name))
-}
-
-/// Whether `class` is the title at the end of the full name `name` (`cart totals sums`, `sums`).
-fn is_title_of(class: &str, name: &str) -> bool {
-    !class.is_empty() && name.strip_suffix(class).is_some_and(|rest| rest.ends_with(' '))
-}
-
-/// A case as a test: its suite and name (see [`suite_and_name`]), its text and attempts.
+/// A case as a test: its suite and name (see [`dialects::suite_and_name`]), its text and attempts.
 fn into_test(c: Case) -> Test {
-    let (suite, name) = suite_and_name(&c);
+    let (suite, name) = dialects::suite_and_name(&c);
     let flaky = c.status == Status::Passed && !c.attempts.is_empty();
     let attempts = c.attempts.into_iter().enumerate();
     Test {
@@ -333,14 +295,6 @@ fn into_test(c: Case) -> Test {
     }
 }
 
-/// The longest suite name (a matrix column) kept as written: every test holds its own.
-const MAX_SUITE: usize = 128;
-
-/// `suite`, or when over [`MAX_SUITE`] bytes its start and a hash of all of it.
-pub fn cap_suite(suite: String) -> String {
-    crate::model::cap_at(suite, MAX_SUITE)
-}
-
 /// The `<testsuite>`s open where the reader is.
 struct Suites {
     innermost: Option<Rc<Suite>>,
@@ -363,7 +317,7 @@ impl Cases {
         self.recent.push_back(case);
         if self.recent.len() > JOINED_WITHIN {
             let oldest = self.recent.pop_front().expect("a case");
-            let rerun_may_follow = oldest.status == Status::Failed && !is_generic(&oldest.classname);
+            let rerun_may_follow = oldest.status == Status::Failed && dialects::may_be_rerun(&oldest);
             let test = into_test(oldest);
             if rerun_may_follow {
                 self.failed.insert((test.suite.clone(), test.name.clone()), self.tests.len());
@@ -372,26 +326,24 @@ impl Cases {
         }
     }
 
-    /// `case` as a rerun of a test that failed earlier in the report, when there is one: where
-    /// the class tells tests apart (go's package, a file), a second case of a failed test is
-    /// its next attempt, as gotestsum's `--rerun-fails` writes it. Node's top-level tests of
-    /// two files share a generic class, and stay two.
+    /// `case` joined to a test that failed earlier in the report as its next attempt, when it
+    /// may be a rerun ([`dialects::may_be_rerun`]); else `case`.
     fn join_rerun(&mut self, case: Case) -> Option<Case> {
-        if is_generic(&case.classname) {
+        if !dialects::may_be_rerun(&case) {
             return Some(case);
         }
         if let Some(at) = self.recent.iter().rposition(|c| c.status == Status::Failed && same_test(c, &case)) {
             let earlier = self.recent.remove(at).expect("a recent case");
-            self.recent.insert(at, with_attempt(earlier, case));
+            self.recent.insert(at, dialects::with_attempt(earlier, case));
             return None;
         }
         let at = match self.failed.is_empty() {
             true => None,
-            false => self.failed.get(&suite_and_name(&case)).copied(),
+            false => self.failed.get(&dialects::suite_and_name(&case)).copied(),
         };
         match at {
             Some(at) => {
-                join_test_rerun(&mut self.tests[at], into_test(case));
+                dialects::join_test_rerun(&mut self.tests[at], into_test(case));
                 None
             }
             None => Some(case),
@@ -402,40 +354,6 @@ impl Cases {
         self.tests.extend(self.recent.into_iter().map(into_test));
         self.tests
     }
-}
-
-/// `later`, with `earlier` (a failure) as its attempt before its own; the time is the last
-/// attempt's.
-fn with_attempt(earlier: Case, later: Case) -> Case {
-    let mut attempts = earlier.attempts;
-    let message = earlier.message.and_then(CappedText::finish);
-    attempts.push(CaseAttempt { status: Status::Failed, message, trace: earlier.trace });
-    attempts.extend(later.attempts);
-    Case { attempts, ..later }
-}
-
-/// `later` as the last attempt of `earlier`, a test that failed: its status, time and text are
-/// the test's, the earlier ones its attempts (as [`with_attempt`] makes them).
-fn join_test_rerun(earlier: &mut Test, later: Test) {
-    let d = &mut earlier.detail;
-    let first = Attempt {
-        attempt: d.retry_attempts.len() as u64 + 1,
-        status: earlier.status,
-        message: earlier.message.take(),
-        trace: d.trace.take(),
-    };
-    d.retry_attempts.push(first);
-    for a in later.detail.retry_attempts {
-        d.retry_attempts.push(Attempt { attempt: d.retry_attempts.len() as u64 + 1, ..a });
-    }
-    earlier.status = later.status;
-    earlier.message = later.message;
-    earlier.duration = later.duration;
-    d.trace = later.detail.trace;
-    d.stdout = later.detail.stdout;
-    d.stderr = later.detail.stderr;
-    d.retries = d.retry_attempts.len() as u64;
-    d.flaky = earlier.status == Status::Passed;
 }
 
 fn on_open(
@@ -482,10 +400,7 @@ fn on_open(
             }
             *count += 1;
             let name = cap_name(attr("name")?.ok_or("a <testcase> has no name")?);
-            // ctest: disabled and not-run tests carry only `status`; GoogleTest says a skipped
-            // or disabled test with `result` (or, before 1.10, `status="notrun"`).
-            let skipped = matches!(attr("status")?.as_deref(), Some("disabled" | "notrun" | "skipped"))
-                || matches!(attr("result")?.as_deref(), Some("skipped" | "suppressed"));
+            let skipped = dialects::is_skipped_by_attribute(attr("status")?.as_deref(), attr("result")?.as_deref());
             *current = Some(Case {
                 name,
                 classname: cap_name(attr("classname")?.unwrap_or_default()),
@@ -501,12 +416,11 @@ fn on_open(
                 attempts: Vec::new(),
             });
         }
-        // ctest writes a test's labels as its `cmake_labels` property: the first is its suite.
         b"property" if current.is_some() => {
-            if let (Some(case), Some("cmake_labels"), Some(labels)) =
-                (current.as_mut(), attr("name")?.as_deref(), attr("value")?)
+            if let (Some(case), Some(label)) =
+                (current.as_mut(), dialects::ctest_label(attr("name")?.as_deref(), attr("value")?.as_deref()))
             {
-                case.label = labels.split(';').map(str::trim).find(|l| !l.is_empty()).map(str::to_string);
+                case.label = Some(label);
             }
         }
         // A suite's properties are the run's build-variant labels (a test's own are not); the
@@ -518,7 +432,7 @@ fn on_open(
                 }
             }
         }
-        kind @ (b"flakyFailure" | b"flakyError" | b"rerunFailure" | b"rerunError") => {
+        kind if dialects::is_attempt_element(kind) => {
             // An earlier attempt; the test's own status is its last one's.
             let Some(case) = current.as_mut() else { return Ok(()) };
             let message = attr("message")?.filter(|m| !m.is_empty());
@@ -536,8 +450,7 @@ fn on_open(
         kind @ (b"failure" | b"error" | b"skipped") => {
             let Some(case) = current.as_mut() else { return Ok(()) };
             let (status, label) = match kind {
-                // node's todo tests are CTRF's pending ones, whatever their body did.
-                b"skipped" if attr("type")?.as_deref() == Some("todo") => {
+                b"skipped" if dialects::is_node_todo(kind, attr("type")?.as_deref()) => {
                     case.todo = true;
                     (Status::Pending, None)
                 }
@@ -577,26 +490,16 @@ fn on_close(name: &[u8], suites: &mut Suites, cases: &mut Cases, current: &mut O
         }
         b"testcase" => {
             let Some(case) = current.take() else { return };
-            // pytest writes a second <testcase> for an error in teardown after a failure: one
-            // test, both messages. It follows the first at once and says so; any other case of
-            // the same name is a test of its own.
-            let teardown = case.message.as_ref().is_some_and(|m| m.as_str().contains("failed on teardown"));
-            // pytest-rerunfailures writes each failed attempt as a <testcase> of the same name,
-            // with no failure in it, just before the next: those are the test's attempts. Only in
-            // pytest's reports: elsewhere two such cases are two tests (two files' top-level
-            // tests of one name, in node's).
-            let pytest = path_of(&case.path).contains(&"pytest");
+            let (pytest, teardown) = (dialects::is_pytest(&case), dialects::is_pytest_teardown(&case));
             let case = match cases.recent.back() {
-                Some(last) if pytest && !teardown && same_test(last, &case) && last.status != Status::Skipped => {
+                Some(last) if dialects::is_pytest_rerun(last, &case) => {
                     let earlier = cases.recent.pop_back().expect("the last case");
-                    with_attempt(earlier, case)
+                    dialects::with_attempt(earlier, case)
                 }
                 _ => case,
             };
-            // jest-junit writes a test file that fails to load twice, as an <error> with the
-            // console's text and then as a <failure> with the error's JSON: one failure, told by
-            // the first.
-            let twice = case.classname == "Test suite failed to run";
+            // Written twice, as a teardown error or a load failure: the earlier case takes it.
+            let twice = dialects::is_jest_load_failure(&case);
             // Under xdist another test's case may come between: look a little further back.
             let same = cases.recent.iter_mut().rev().filter(|_| teardown || twice).find(|c| same_test(c, &case));
             match same {

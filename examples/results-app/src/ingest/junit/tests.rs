@@ -1,6 +1,7 @@
 //! The JUnit reader's tests: producers' shapes, counts, names and caps.
 
 use super::*;
+use crate::ingest::naming::MAX_SUITE;
 
 fn counts(r: &Results) -> (u64, u64, u64, u64, u64) {
     let s = &r.summary;

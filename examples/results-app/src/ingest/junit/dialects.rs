@@ -1,0 +1,140 @@
+//! What each producer's JUnit means beyond the common shape, one named rule per producer:
+//! pytest's reruns and teardown errors, jest-junit's load failure written twice, node's todo,
+//! ctest's status and labels, GoogleTest's `result`, gotestsum's and Surefire's attempts, and
+//! the class and suite rules (ctest, jest-junit, mocha, doctest, Catch2) that name a test.
+
+use crate::model::{cap_name, Attempt, CappedText, Status, Test};
+
+use super::super::naming::{cap_suite, file_name, is_generic, is_path, is_test_file, suite_name};
+use super::{path_of, same_test, test_file_of, Case, CaseAttempt};
+
+/// pytest: a report of pytest's (its suite is named so).
+pub(super) fn is_pytest(case: &Case) -> bool {
+    path_of(&case.path).contains(&"pytest")
+}
+
+/// pytest writes a second `<testcase>` for an error in teardown after a failure: one test, both
+/// messages. It follows the first at once and says so.
+pub(super) fn is_pytest_teardown(case: &Case) -> bool {
+    case.message.as_ref().is_some_and(|m| m.as_str().contains("failed on teardown"))
+}
+
+/// pytest-rerunfailures writes each failed attempt as a `<testcase>` of the same name, with no
+/// failure in it, just before the next: `case` is then `last`'s next attempt. Only in pytest's
+/// reports: elsewhere two such cases are two tests (two files' top-level tests of one name, in
+/// node's).
+pub(super) fn is_pytest_rerun(last: &Case, case: &Case) -> bool {
+    is_pytest(case) && !is_pytest_teardown(case) && same_test(last, case) && last.status != Status::Skipped
+}
+
+/// jest-junit writes a test file that fails to load twice, as an `<error>` with the console's
+/// text and then as a `<failure>` with the error's JSON: one failure, told by the first.
+pub(super) fn is_jest_load_failure(case: &Case) -> bool {
+    case.classname == "Test suite failed to run"
+}
+
+/// ctest says a disabled or not-run test with `status` alone; GoogleTest says a skipped or
+/// disabled test with `result` (or, before 1.10, `status="notrun"`).
+pub(super) fn is_skipped_by_attribute(status: Option<&str>, result: Option<&str>) -> bool {
+    matches!(status, Some("disabled" | "notrun" | "skipped")) || matches!(result, Some("skipped" | "suppressed"))
+}
+
+/// ctest writes a test's labels as its `cmake_labels` property (`a;b`): the first is its suite.
+pub(super) fn ctest_label(property: Option<&str>, value: Option<&str>) -> Option<String> {
+    match property {
+        Some("cmake_labels") => value?.split(';').map(str::trim).find(|l| !l.is_empty()).map(str::to_string),
+        _ => None,
+    }
+}
+
+/// node's todo tests (`<skipped type="todo">`) are CTRF's pending ones, whatever their body did.
+pub(super) fn is_node_todo(kind: &[u8], skipped_type: Option<&str>) -> bool {
+    kind == b"skipped" && skipped_type == Some("todo")
+}
+
+/// Surefire's and nextest's earlier attempts, inside the test's `<testcase>`.
+pub(super) fn is_attempt_element(element: &[u8]) -> bool {
+    matches!(element, b"flakyFailure" | b"flakyError" | b"rerunFailure" | b"rerunError")
+}
+
+/// gotestsum's `--rerun-fails` writes a failed test's rerun as a second `<testcase>` of the same
+/// name and class: where the class tells tests apart (go's package, a file), a case of a test
+/// that failed earlier is its next attempt. Node's top-level tests of two files share a generic
+/// class, and stay two.
+pub(super) fn may_be_rerun(case: &Case) -> bool {
+    !is_generic(&case.classname)
+}
+
+/// A case's suite (the outermost telling `<testsuite>`, else the classname) and its name with
+/// the suites inside that one (`nested > deep`), after its class where the class tells more.
+pub(super) fn suite_and_name(c: &Case) -> (String, String) {
+    let path = path_of(&c.path);
+    let telling = path.iter().position(|s| !is_generic(s));
+    // ctest names each test's class after the test: that is no suite (its first label is,
+    // else the file's name). So does jest-junit, with the describe blocks in both.
+    let class_is_name = c.classname == c.name;
+    let classname = if class_is_name { c.label.as_deref().unwrap_or_default() } else { c.classname.as_str() };
+    // A suite that names its test file is that file's column: mocha-junit-reporter writes
+    // nested describe blocks as suites side by side, each with the file.
+    let suite = match test_file_of(&c.path) {
+        Some(file) => cap_suite(suite_name(Some(file), "")),
+        None => cap_suite(suite_name(telling.map(|i| path[i]), classname)),
+    };
+    let inner: Vec<&str> = match telling {
+        Some(i) => path[i + 1..].iter().copied().filter(|s| !is_generic(s)).collect(),
+        None => Vec::new(),
+    };
+    let within = inner.iter().map(|s| format!("{s} > ")).collect::<String>() + &c.name;
+    let name = match c.classname.as_str() {
+        // mocha-junit-reporter's class is the test's own title, the last word of its full name.
+        _ if class_is_name || is_title_of(&c.classname, &c.name) => within,
+        "" => within,
+        // A classname that is a source file's path (doctest's) is named by the file.
+        path if is_path(path) => format!("{}::{within}", file_name(path)),
+        // A test file's name (vitest's, Playwright's, bats') is the suite already.
+        file if is_test_file(file) => within,
+        // Catch2's `global` class says nothing.
+        generic if is_generic(generic) => within,
+        class => format!("{class}::{within}"),
+    };
+    (suite, cap_name(name))
+}
+
+/// Whether `class` is the title at the end of the full name `name` (`cart totals sums`, `sums`).
+fn is_title_of(class: &str, name: &str) -> bool {
+    !class.is_empty() && name.strip_suffix(class).is_some_and(|rest| rest.ends_with(' '))
+}
+
+/// `later`, with `earlier` (a failure) as its attempt before its own; the time is the last
+/// attempt's.
+pub(super) fn with_attempt(earlier: Case, later: Case) -> Case {
+    let mut attempts = earlier.attempts;
+    let message = earlier.message.and_then(CappedText::finish);
+    attempts.push(CaseAttempt { status: Status::Failed, message, trace: earlier.trace });
+    attempts.extend(later.attempts);
+    Case { attempts, ..later }
+}
+
+/// `later` as the last attempt of `earlier`, a test that failed: its status, time and text are
+/// the test's, the earlier ones its attempts (as [`with_attempt`] makes them).
+pub(super) fn join_test_rerun(earlier: &mut Test, later: Test) {
+    let d = &mut earlier.detail;
+    let first = Attempt {
+        attempt: d.retry_attempts.len() as u64 + 1,
+        status: earlier.status,
+        message: earlier.message.take(),
+        trace: d.trace.take(),
+    };
+    d.retry_attempts.push(first);
+    for a in later.detail.retry_attempts {
+        d.retry_attempts.push(Attempt { attempt: d.retry_attempts.len() as u64 + 1, ..a });
+    }
+    earlier.status = later.status;
+    earlier.message = later.message;
+    earlier.duration = later.duration;
+    d.trace = later.detail.trace;
+    d.stdout = later.detail.stdout;
+    d.stderr = later.detail.stderr;
+    d.retries = d.retry_attempts.len() as u64;
+    d.flaky = earlier.status == Status::Passed;
+}
