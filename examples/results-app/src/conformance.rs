@@ -13,10 +13,10 @@ use objstore_db_core::{
 };
 use serde_json::{json, Value};
 
-use crate::error::AppResult;
-use crate::model::{Detail, Results, Run, Status, Summary, Test, Tool};
-use crate::ingest::this_platform;
 use crate::clock::now_ms;
+use crate::error::AppResult;
+use crate::ingest::this_platform;
+use crate::model::{Detail, Results, Run, Status, Summary, Test, Tool};
 use crate::store;
 
 type Check = fn(&Db) -> Result<(), String>;

@@ -1,11 +1,7 @@
 //! The app's one error: what a command prints, what a view answers and what the collector
-//! refuses a post with. Its kind says whose fault it was, and so which HTTP status answers it;
-//! its field names the input at fault, when one is.
-
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use axum::Json;
-use serde_json::json;
+//! refuses a post with. Its kind says whose fault it was (and so, in `web/error.rs`, which HTTP
+//! status answers it); its field names the input at fault, when one is. It knows no web and no
+//! library: `store/` turns the library's errors into it.
 
 /// Whose fault, and so the HTTP status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,23 +78,6 @@ impl AppError {
         self.message = format!("{context}: {}", self.message);
         self
     }
-
-    pub fn status(&self) -> StatusCode {
-        match self.kind {
-            Kind::BadInput => StatusCode::BAD_REQUEST,
-            Kind::Unauthorized => StatusCode::UNAUTHORIZED,
-            Kind::Forbidden => StatusCode::FORBIDDEN,
-            Kind::NotFound => StatusCode::NOT_FOUND,
-            Kind::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            Kind::Timeout => StatusCode::REQUEST_TIMEOUT,
-            Kind::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
-            Kind::Unsupported => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            Kind::TooMany => StatusCode::TOO_MANY_REQUESTS,
-            Kind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
-            Kind::Refused => StatusCode::BAD_GATEWAY,
-            Kind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
-        }
-    }
 }
 
 impl std::fmt::Display for AppError {
@@ -108,22 +87,3 @@ impl std::fmt::Display for AppError {
 }
 
 impl std::error::Error for AppError {}
-
-/// What the library answers with fails the view or the write: the bucket or the library said no.
-impl From<objstore_db_core::Error> for AppError {
-    fn from(e: objstore_db_core::Error) -> AppError {
-        AppError::refused(e.to_string())
-    }
-}
-
-/// Answered as JSON: `{"error": message, "field"?: name}`.
-impl IntoResponse for AppError {
-    fn into_response(self) -> Response {
-        let status = self.status();
-        let mut body = json!({"error": self.message});
-        if let Some(field) = self.field {
-            body["field"] = json!(field);
-        }
-        (status, Json(body)).into_response()
-    }
-}

@@ -53,7 +53,12 @@ fn ctrf_detail(t: &Value) -> AppResult<Detail> {
 
 /// CTRF as ctrf.io writes it (`{"results": ...}`), or a stored run (`{platform, browser,
 /// version, results}`). Counts are taken from the tests, whatever the summary said.
-pub(super) fn from_ctrf(file: &str, bytes: &[u8], labels: &Labels, deadline: Option<Instant>) -> AppResult<(Run, Reported)> {
+pub(super) fn from_ctrf(
+    file: &str,
+    bytes: &[u8],
+    labels: &Labels,
+    deadline: Option<Instant>,
+) -> AppResult<(Run, Reported)> {
     let value: Value =
         serde_json::from_slice(bytes).map_err(|e| AppError::bad(format!("{file}:{}: not JSON: {e}", e.line())))?;
     let results =

@@ -18,9 +18,7 @@ use std::time::Instant;
 use serde_json::Value;
 
 use crate::error::{AppError, AppResult};
-use crate::model::{
-    check_label, Ci, Results, Run, TEXT_PER_TEST,
-};
+use crate::model::{check_label, Ci, Results, Run, TEXT_PER_TEST};
 
 /// The largest report file taken (a run of ten thousand tests is far less).
 pub const MAX_REPORT_BYTES: usize = 16 * 1024 * 1024;

@@ -2,8 +2,8 @@
 //! run ids, the label and pair-pattern checks every name is built from, and the short hash and
 //! clip that keep free text short in names and messages.
 
-use crate::error::{AppError, AppResult};
 use super::run::MAX_LABEL;
+use crate::error::{AppError, AppResult};
 
 /// Reverse timestamps count down from here, so the newest run sorts first within a pair.
 pub const FAR_FUTURE_MS: u64 = 9_999_999_999_999;

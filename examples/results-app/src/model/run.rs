@@ -7,8 +7,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::error::{AppError, AppResult};
 use super::names::{check_label, clip, short_hash, sort_suites};
+use crate::error::{AppError, AppResult};
 
 /// The longest platform, browser or version label.
 pub const MAX_LABEL: usize = 64;

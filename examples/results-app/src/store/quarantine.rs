@@ -9,18 +9,17 @@ use objstore_db::json::IntoJson;
 use objstore_db::rsapi::{AsValue, Db, Freshness};
 use objstore_db_core::{Key, MechanismKind, Resolution, SyncStatus};
 
+use super::schema::{quarantine_schema, QUARANTINE_STORE as STORE};
+use super::{call, open_and_wait, Target};
 use crate::error::{AppError, AppResult};
 use crate::model::quarantine::{Quarantine, KEY};
-use crate::store::{call, Target};
 
-const STORE: &str = "quarantine";
 /// Edits tried before giving up when other editors keep writing first.
 const ATTEMPTS: usize = 8;
 
-/// The quarantine's store in `target`'s bucket: one mutable object, written conditionally.
+/// The quarantine's database on `target`: one mutable object, written conditionally.
 fn open(target: &Target) -> AppResult<Db> {
-    let schema = json!({"stores": [{"name": STORE, "Sync": {"format": "objstore", "Options": target.options()}}]});
-    crate::store::open_and_wait("quarantine", &schema, MechanismKind::Memory)
+    open_and_wait("quarantine", &quarantine_schema(target), MechanismKind::Memory)
 }
 
 /// The quarantine as the bucket holds it now (empty when it holds none), and the bucket

@@ -8,8 +8,8 @@ use objstore_db_core::{Key, KeyRange, ScanOptions};
 use serde_json::Value;
 
 use crate::analysis::classes::{self, Seen};
-use crate::model::digest::{self, Digest};
 use crate::error::{AppError, AppResult};
+use crate::model::digest::{self, Digest};
 use crate::model::{pair_of, pair_prefix, run_key, Run, Test};
 use crate::store::call;
 

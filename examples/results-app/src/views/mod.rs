@@ -28,23 +28,25 @@ use std::time::{Duration, Instant};
 use objstore_db::rsapi::{AsValue, Db, Freshness};
 use objstore_db_core::{Key, KeyRange, MechanismKind, ScanOptions};
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::analysis::classes::{classify, Pairs, Seen, Weighed};
-use crate::model::digest;
-use crate::error::{AppError, AppResult};
-use crate::views::filter::MatrixFilter;
 use crate::analysis::fingerprint::{self, Failure};
-use crate::model::{identified, TestId, 
-    check_label, is_run_segment, pair_matches, pair_of, pair_prefix, run_segment_of, sort_suites, Detail, Status, Test,
-};
 use crate::analysis::history::{self, Outcome};
-use crate::store::{call, open_and_wait, Target};
-use crate::views::rows::{brief, cells, digest_brief, evidence, flaky, labels};
-use crate::store::reader::{
-    all_pairs, digested, each_pair_files, keys, load_runs, newest_digested, newest_runs, pair_files,
-    pair_runs, run_keys, Digested, Loaded,
+use crate::error::{AppError, AppResult};
+use crate::model::digest;
+use crate::model::{
+    check_label, identified, is_run_segment, pair_matches, pair_of, pair_prefix, run_segment_of, sort_suites, Detail,
+    Status, Test, TestId,
 };
+use crate::store::reader::{
+    all_pairs, digested, each_pair_files, keys, load_runs, newest_digested, newest_runs, pair_files, pair_runs,
+    run_keys, Digested, Loaded,
+};
+use crate::store::schema::viewer_schema;
+use crate::store::{call, open_and_wait, Target};
+use crate::views::filter::MatrixFilter;
+use crate::views::rows::{brief, cells, digest_brief, evidence, flaky, labels};
 use shapes::*;
 
 /// The pairs the matrix shows at a time (the seed's limit, now a page).
@@ -108,7 +110,7 @@ impl Viewer {
         }
         let path =
             cache.to_str().ok_or_else(|| AppError::bad(format!("the cache path {} is not UTF-8", cache.display())))?;
-        let db = open_and_wait(path, &schema(target), MechanismKind::Sqlite)
+        let db = open_and_wait(path, &viewer_schema(target), MechanismKind::Sqlite)
             .map_err(|e| AppError::internal(format!("opening the cache {}: {e}", cache.display())))?;
         Ok(Viewer {
             db,
@@ -276,24 +278,6 @@ fn run_view(db: &Db, this: &Loaded, pairs: &Pairs) -> AppResult<RunView> {
 /// names: it starts with the prefix, or is a whole 12-character prefix of it.
 fn commit_matches(commit: &str, prefix: &str) -> bool {
     commit.starts_with(prefix) || (commit.len() == digest::COMMIT_CHARS && prefix.starts_with(commit))
-}
-
-/// The viewer's stores: `results` as the writers have it, and `results-meta`, one record per
-/// object from the listing, its labels from the key layout, with the indexes the views need:
-/// every pair (its first name) and every run across pairs, newest first; a pair's runs are a
-/// range of names.
-fn schema(target: &Target) -> Value {
-    let mut schema = target.schema();
-    let mut options = schema["stores"][0]["Sync"]["Options"].clone();
-    options.as_object_mut().expect("the options are an object").remove("metadata");
-    options["keyLayout"] = json!("{platform}/{browser}/{run}/{file}");
-    schema["stores"].as_array_mut().expect("a list of stores").push(json!({
-        "name": "results-meta", "keyPath": "name",
-        "indexes": [
-            {"name": "platform, browser", "keyPath": ["metadata.platform", "metadata.browser"]},
-            {"name": "run", "keyPath": ["metadata.run", "metadata.platform", "metadata.browser"]}],
-        "Sync": {"format": "objstore-meta", "prefetch": "meta", "Options": options}}));
-    schema
 }
 
 /// Splits one more than a page into the page and the key to continue after.

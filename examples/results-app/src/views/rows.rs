@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::analysis::classes::{self, Evidence, Pairs, Seen};
 use crate::model::digest::Digest;
-use crate::model::{identified, TestId, stored_at, Run, Status};
+use crate::model::{identified, stored_at, Run, Status, TestId};
 use crate::store::reader::{Digested, Loaded, MISSING};
 use crate::views::shapes::{Cell, Counts, RowCi, RunFiles, RunRow};
 
@@ -84,7 +84,8 @@ pub(crate) fn digest_brief(d: &Digested) -> RunRow {
     }
     let suites = || d.digests.iter().flat_map(|x| &x.suites);
     // Counts from names, which anyone may write: summed without overflowing.
-    let sum = |count: fn(&crate::model::digest::SuiteDigest) -> u64| suites().map(count).fold(0u64, u64::saturating_add);
+    let sum =
+        |count: fn(&crate::model::digest::SuiteDigest) -> u64| suites().map(count).fold(0u64, u64::saturating_add);
     let (passed, failed, skipped) = (sum(|s| s.passed), sum(|s| s.failed), sum(|s| s.skipped));
     let tests = passed.saturating_add(failed).saturating_add(skipped);
     row.summary = Some(Counts { tests, passed, failed, skipped });

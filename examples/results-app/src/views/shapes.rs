@@ -9,8 +9,8 @@ use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use crate::analysis::classes::RULES;
-use crate::model::{Ci, Detail, Status, Tool};
 use crate::model::quarantine::{Change, Entry};
+use crate::model::{Ci, Detail, Status, Tool};
 
 /// A view with what it cost, as the page gets it.
 #[derive(Serialize)]

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::model::Run;
+use serde_json::json;
 
 /// A report of `tests` (linux/c, version 1) started at `start`, at `commit`.
 pub(crate) fn report(start: u64, commit: Option<&str>, tests: Value) -> Run {

@@ -20,8 +20,8 @@ use serde_json::json;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use crate::error::{AppError, AppResult, Kind};
-use crate::model::{check_label, check_pair_pattern, pair_matches, Ci, Run};
 use crate::ingest::{ingest, Labels};
+use crate::model::{check_label, check_pair_pattern, pair_matches, Ci, Run};
 use crate::store::Writer;
 
 /// The collector's settings.

@@ -1,6 +1,7 @@
 //! `objstore-results serve`: the page and its views beside the collector, on one address.
 
 pub mod collector;
+mod error;
 pub mod page;
 
 use std::net::SocketAddr;
@@ -11,10 +12,10 @@ use axum::http::HeaderValue;
 use axum::Router;
 use tower_http::set_header::SetResponseHeaderLayer;
 
-use collector::Config;
 use crate::error::{AppError, Kind};
 use crate::store::Writer;
 use crate::views::Viewer;
+use collector::Config;
 
 /// Serves until the process is interrupted; `ready` hears the address bound. When the
 /// configured address is taken and `any_port` is set, an address the system picks is used.

@@ -19,10 +19,10 @@ use quick_xml::events::{BytesStart, Event};
 use quick_xml::Reader;
 use serde_json::{Map, Value};
 
+use super::naming::is_test_file;
 use crate::model::{
     cap_name, check_label, check_text, Attempt, CappedText, Detail, Results, Status, Summary, Test, Tool,
 };
-use super::naming::is_test_file;
 
 /// A parse failure, at a line of the input.
 #[derive(Debug, PartialEq)]

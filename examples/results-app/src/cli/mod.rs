@@ -1,0 +1,144 @@
+//! The commands, one file each: what each reads from its arguments and the environment, which
+//! rooms it calls, and what it prints. Any room may be called from here.
+
+mod export;
+mod gate;
+mod matrix;
+mod post;
+mod quarantine;
+mod serve;
+mod summary;
+
+use std::path::PathBuf;
+
+use crate::error::{AppError, AppResult};
+use crate::store::Target;
+use crate::views::Viewer;
+
+pub const USAGE: &str = "usage: objstore-results [--listen ADDR] [--cache PATH]
+       objstore-results post [--runtime R] [--platform P] [--version V] [--suite S] [--run ID] [--commit C] [--branch B] [--url U] [--job J] [--label K=V]... [--collector URL] FILE...
+       objstore-results serve [--listen ADDR] [--cache PATH] [--origin URL]... [--token T]... [--tokens FILE] [--allow-anonymous-origins] [--max-bytes N] [--per-minute N] [--burst N] [--timeout-secs N]
+       objstore-results matrix [--cache PATH]
+       objstore-results export --out FILE [--cache PATH]
+       objstore-results summary [--run ID | --commit C [--base B]] [--markdown] [--page URL] [--cache PATH]
+       objstore-results quarantine add --suite S --name N [--pairs P/R] --reason TEXT [--until YYYY-MM-DD]
+       objstore-results quarantine remove --suite S --name N [--pairs P/R]
+       objstore-results quarantine list
+       objstore-results gate [--platform P] [--runtime R] [--suite S] REPORT...
+       objstore-results --help";
+
+/// `--help`: every command and option, and the settings read from the environment.
+pub const HELP: &str = "objstore-results: test results in a bucket, read back as a feature matrix.
+
+  objstore-results [--listen ADDR] [--cache PATH]
+      The main command: fills an empty bucket with this machine's conformance run, prints the
+      matrix and serves the page (another port when ADDR, default 127.0.0.1:8080, is taken).
+
+  objstore-results post [options] FILE...
+      Stores test reports as runs: JUnit XML (pytest, node --test, ctest, GoogleTest, nextest),
+      CTRF JSON, or cargo test / C harness logs. Every file is read before anything is stored.
+      --runtime R, --platform P, --version V   label the run (default: from the report, else this machine)
+      --suite S          every test's suite (default: what the report says, else the file's
+                         name: crud.test.mjs → crud)
+      --run ID           the run the files belong to: every file posted with one ID, by any
+                         number of calls from any number of jobs, is one run (default:
+                         OBJSTORE_RESULTS_RUN, else the CI's run id and attempt, from GitHub
+                         Actions, GitLab CI, Buildkite, CircleCI, Jenkins or Azure Pipelines;
+                         else each call is a run of its own)
+      --commit C, --branch B, --url U, --job J   where the run came from (default: the CI's
+                         environment, else the report's own)
+      --label K=V        a build-variant label (repeatable), beside the report's own
+                         (JUnit <properties>, CTRF environment)
+      --collector URL    post to a running `serve` (http://host:port or its /results) instead of
+                         writing to the bucket; OBJSTORE_COLLECTOR_TOKEN is sent as its bearer token
+
+  objstore-results serve [options]
+      Serves the page (/) and the collector (POST /results).
+      --listen ADDR      address:port (default 127.0.0.1:8080)
+      --cache PATH       the viewer's SQLite cache (default: one per bucket in ~/.cache/objstore-results)
+      --origin URL       a page origin allowed to post (repeatable); CORS allows only these
+      --token T          a bearer token a post must carry (repeatable; also OBJSTORE_COLLECTOR_TOKENS,
+                         comma-separated, kept out of process listings); it may write any pair
+      --tokens FILE      tokens scoped to pairs: a line per token, the token (16 or more
+                         characters) then the platform/runtime patterns it may write
+                         (linux-*/python-*); a post for another pair is refused (403)
+      --allow-anonymous-origins   pages on the --origin list may post without a token
+      --max-bytes N, --per-minute N, --burst N, --timeout-secs N   the size cap, the per-client
+                         rate limit and the request timeout
+
+  objstore-results matrix [--cache PATH]
+      Prints the matrix: one row per platform / runtime, one column per suite.
+
+  objstore-results export --out FILE [--cache PATH]
+      Writes the matrix and each pair's newest run (its failed and flaky tests with their
+      text) as one self-contained HTML file: no script, no request, for CI artefacts and mail.
+
+  objstore-results summary [--run ID | --commit C [--base B]] [--markdown] [--page URL] [--cache PATH]
+      A run's or a commit's results for a CI job summary or a pull request (--markdown; else
+      plain text): counts per pair, failures with their first lines and classes (new,
+      divergent, broken, flaky, quarantined), flaky passes, newly failing and fixed tests
+      against --base,
+      and what the summary cost in bucket requests
+      (one listing and a GET per pair at most, beside the run's anchor and the quarantine).
+      --run ID           a CI run (default: OBJSTORE_RESULTS_RUN, else this CI run's id)
+      --commit C         every pair's newest run at commit C (7 characters or more), compared
+                         with its run at --base B when given
+      --page URL         the results page, linked from the summary
+
+  objstore-results quarantine add --suite S --name N [--pairs P/R] --reason TEXT [--until YYYY-MM-DD]
+  objstore-results quarantine remove --suite S --name N [--pairs P/R]
+  objstore-results quarantine list
+      The quarantine, kept in the bucket (.quarantine) with its history: tests known to fail
+      that should not fail a job. --pairs is a platform/runtime pattern (* for any run of
+      characters; default */*); --until, the last day it holds (UTC). Edits are written with
+      If-Match: two editors at once both land, one after the other.
+  objstore-results gate [--platform P] [--runtime R] [--suite S] REPORT...
+      Reads reports as post does (with the same --platform, --runtime and --suite) and exits 0
+      when every failure in them is quarantined for this pair (1 otherwise), listing the
+      failures of each kind: for C and C++ harnesses, in place of the harness's own exit code
+      when that counts only failed tests. The quarantine is read only when a test failed.
+
+Where runs live (every command says which bucket it opened):
+  OBJSTORE_RESULTS         file://DIR (default file://./results; objects in DIR/BUCKET/) or an S3
+                           endpoint http(s)://host:port, signed with the standard AWS_* settings
+  OBJSTORE_RESULTS_BUCKET  the bucket (default results)
+  OBJSTORE_RESULTS_PREFIX  a key prefix inside it (default none)
+  OBJSTORE_RESULTS_TIMEOUT_MS  the longest one request to the bucket may take (default 10000)
+";
+
+/// Whether the arguments ask for help: `help`, `--help` or `-h` alone, or after a command
+/// (`post --help`); elsewhere they are an option's value or a file name.
+pub fn wants_help(args: &[String]) -> bool {
+    let asks = |a: &String| matches!(a.as_str(), "--help" | "-h" | "help");
+    match args {
+        [only] => asks(only),
+        [command, flag] => {
+            ["post", "serve", "matrix", "export", "summary", "quarantine", "gate"].contains(&command.as_str())
+                && flag != "help"
+                && asks(flag)
+        }
+        _ => false,
+    }
+}
+
+/// Runs the command `args` name (the main command when they name none).
+pub fn dispatch(args: &[String]) -> AppResult<()> {
+    match args.split_first() {
+        Some((command, rest)) if command == "post" => post::run(rest),
+        Some((command, rest)) if command == "serve" => serve::run(rest, false),
+        Some((command, rest)) if command == "matrix" => matrix::run(rest),
+        Some((command, rest)) if command == "export" => export::run(rest),
+        Some((command, rest)) if command == "summary" => summary::run(rest),
+        Some((command, rest)) if command == "quarantine" => quarantine::run(rest),
+        Some((command, rest)) if command == "gate" => gate::run(rest),
+        Some((command, _)) if !command.starts_with("--") => {
+            Err(AppError::bad(format!("unknown command {command:?}\n{USAGE}")))
+        }
+        _ => serve::run(args, true),
+    }
+}
+
+/// The viewer's cache: `--cache PATH`, else one file per target in the user's cache folder.
+fn open_viewer(target: &Target, cache: Option<PathBuf>) -> AppResult<Viewer> {
+    Viewer::open(target, &cache.unwrap_or_else(|| target.default_cache()))
+}

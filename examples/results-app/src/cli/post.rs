@@ -1,0 +1,117 @@
+//! `objstore-results post FILE...`: reports read as runs (every file before anything is
+//! stored), then stored in the bucket or sent to a collector.
+
+use crate::error::{AppError, AppResult};
+use crate::ingest::{self, Labels};
+use serde_json::Value;
+
+use crate::model::Run;
+use crate::store;
+
+use super::USAGE;
+
+/// Reads every file first, so that one bad file writes nothing; then stores each run.
+pub fn run(args: &[String]) -> AppResult<()> {
+    let mut labels = Labels::default();
+    let mut collector = std::env::var("OBJSTORE_COLLECTOR").ok().filter(|c| !c.is_empty());
+    let mut files = Vec::new();
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let slot = match arg.as_str() {
+            "--runtime" => &mut labels.runtime,
+            "--platform" => &mut labels.platform,
+            "--version" => &mut labels.version,
+            "--suite" => &mut labels.suite,
+            "--run" => &mut labels.ci.run,
+            "--commit" => &mut labels.ci.commit,
+            "--branch" => &mut labels.ci.branch,
+            "--url" => &mut labels.ci.url,
+            "--job" => &mut labels.ci.job,
+            "--label" => {
+                let given = args.next().ok_or_else(|| AppError::bad(format!("--label needs a value\n{USAGE}")))?;
+                labels.extra.push(ingest::parse_label(given)?);
+                continue;
+            }
+            "--collector" => &mut collector,
+            flag if flag.starts_with("--") => return Err(AppError::bad(format!("unknown option {flag}\n{USAGE}"))),
+            file => {
+                files.push(file.to_string());
+                continue;
+            }
+        };
+        *slot = Some(args.next().ok_or_else(|| AppError::bad(format!("{arg} needs a value\n{USAGE}")))?.clone());
+    }
+    if files.is_empty() {
+        return Err(AppError::bad(USAGE));
+    }
+    labels.fill_ci(&|name| std::env::var(name).ok())?;
+    let runs = files
+        .iter()
+        .map(|file| {
+            let bytes = std::fs::read(file).map_err(|e| AppError::internal(format!("{file}: {e}")))?;
+            ingest::ingest(file, &bytes, &labels.for_file(file), None)
+        })
+        .collect::<AppResult<Vec<_>>>()?;
+    let writer = match &collector {
+        None => {
+            let target = store::Target::from_env()?;
+            eprintln!("objstore-results: storing runs in {}", target.describe());
+            Some(store::Writer::open(&target)?)
+        }
+        Some(url) => {
+            eprintln!("objstore-results: posting runs to the collector at {}", collector_url(url));
+            None
+        }
+    };
+    for (file, run) in files.iter().zip(&runs) {
+        let key = match (&writer, &collector) {
+            (Some(writer), _) => writer.store(run)?,
+            (None, Some(url)) => send_to_collector(url, run).map_err(|e| e.context(file))?,
+            (None, None) => unreachable!("a writer or a collector"),
+        };
+        let summary = &run.results.summary;
+        println!(
+            "{file}: {} tests ({} passed, {} failed, {} skipped; suites {}) stored as {key}",
+            summary.tests,
+            summary.passed,
+            summary.failed,
+            summary.skipped,
+            run.suites().join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// The collector's address for runs: a URL naming only the server (`http://host:port`) means
+/// its `/results`.
+pub fn collector_url(url: &str) -> String {
+    let trimmed = url.trim_end_matches('/');
+    let path_starts = trimmed.split_once("://").map_or(0, |(scheme, _)| scheme.len() + 3);
+    match trimmed[path_starts..].contains('/') {
+        true => url.to_string(),
+        false => format!("{trimmed}/results"),
+    }
+}
+
+/// Posts `run` to a collector (`OBJSTORE_COLLECTOR_TOKEN` is sent as its bearer token);
+/// returns the key it stored the run under.
+pub fn send_to_collector(url: &str, run: &Run) -> AppResult<String> {
+    let url = &collector_url(url);
+    let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+    let mut request = agent.post(url).header("content-type", "application/json");
+    if let Some(token) = std::env::var("OBJSTORE_COLLECTOR_TOKEN").ok().filter(|t| !t.is_empty()) {
+        request = request.header("authorization", format!("Bearer {token}"));
+    }
+    let body = serde_json::to_vec(run).map_err(|e| AppError::internal(e.to_string()))?;
+    let mut response = request.send(&body[..]).map_err(|e| AppError::unavailable(format!("posting to {url}: {e}")))?;
+    let status = response.status().as_u16();
+    let text = response.body_mut().read_to_string().unwrap_or_default();
+    let answer: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+    match (status, answer["key"].as_str()) {
+        (201, Some(key)) => Ok(key.to_string()),
+        _ => Err(AppError::refused(format!(
+            "the collector at {url} answered {status}: {}",
+            answer["error"].as_str().unwrap_or("no error message")
+        ))),
+    }
+}

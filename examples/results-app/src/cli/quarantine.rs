@@ -1,0 +1,84 @@
+//! `objstore-results quarantine add|remove|list`: the quarantine's entries, edited in the
+//! bucket.
+
+use crate::clock::now_ms;
+use crate::error::{AppError, AppResult};
+use crate::model;
+use crate::store;
+
+use super::USAGE;
+
+/// `objstore-results quarantine add|remove|list`.
+pub fn run(args: &[String]) -> AppResult<()> {
+    let Some((action, args)) = args.split_first() else { return Err(AppError::bad(USAGE)) };
+    let (mut suite, mut name, mut pairs, mut reason, mut until) = (None, None, None, None, None);
+    let mut args = args.iter();
+    while let Some(flag) = args.next() {
+        let value = args.next().ok_or_else(|| AppError::bad(format!("{flag} needs a value\n{USAGE}")))?.clone();
+        match flag.as_str() {
+            "--suite" => suite = Some(value),
+            "--name" => name = Some(value),
+            "--pairs" => pairs = Some(value),
+            "--reason" => reason = Some(value),
+            "--until" => until = Some(value),
+            other => return Err(AppError::bad(format!("unknown option {other}\n{USAGE}"))),
+        }
+    }
+    let target = store::Target::from_env()?;
+    eprintln!("objstore-results: the quarantine of {}", target.describe());
+    let needed = |field: &str, value: Option<String>| {
+        value.ok_or_else(|| AppError::bad(format!("quarantine {action} needs {field}")))
+    };
+    match action.as_str() {
+        "list" => {
+            let (q, _) = store::quarantine::load(&target)?;
+            print!("{}", quarantine_table(&q));
+            Ok(())
+        }
+        "add" => {
+            let entry = model::quarantine::Entry {
+                suite: needed("--suite", suite)?,
+                name: needed("--name", name)?,
+                pairs: pairs.unwrap_or_else(|| "*/*".into()),
+                reason: needed("--reason", reason)?,
+                until,
+                added: now_ms(),
+            };
+            entry.check()?;
+            let (q, _) = store::quarantine::edit(&target, |q| {
+                q.add(entry.clone());
+                Ok(String::new())
+            })?;
+            print!("{}", quarantine_table(&q));
+            Ok(())
+        }
+        "remove" => {
+            let (suite, name) = (needed("--suite", suite)?, needed("--name", name)?);
+            let (q, removed) = store::quarantine::edit(&target, |q| match q.remove(&suite, &name, pairs.as_deref()) {
+                0 => Err(AppError::bad(format!(
+                    "{suite} › {name} is not in the quarantine{}",
+                    pairs.as_ref().map(|p| format!(" for {p}")).unwrap_or_default()
+                ))),
+                n => Ok(format!("{n}")),
+            })?;
+            eprintln!("objstore-results: {removed} entr{} removed", if removed == "1" { "y" } else { "ies" });
+            print!("{}", quarantine_table(&q));
+            Ok(())
+        }
+        other => Err(AppError::bad(format!("unknown quarantine action {other:?} (add, remove or list)\n{USAGE}"))),
+    }
+}
+
+/// The quarantine as lines: test, pairs, until, reason.
+fn quarantine_table(q: &model::quarantine::Quarantine) -> String {
+    if q.entries.is_empty() {
+        return "The quarantine is empty.\n".into();
+    }
+    q.entries
+        .iter()
+        .map(|e| {
+            let until = e.until.as_deref().map(|u| format!(" until {u}")).unwrap_or_default();
+            format!("{} › {}  [{}]{until}: {}\n", e.suite, e.name, e.pairs, e.reason)
+        })
+        .collect()
+}
