@@ -20,12 +20,12 @@ use super::{open_viewer, USAGE};
 /// `OBJSTORE_COLLECTOR_TOKENS` (comma-separated), so that they need not appear in a process
 /// listing.
 pub fn run(args: &[String], start: bool) -> AppResult<()> {
-    let mut config = web::collector::Config::default();
+    let mut config = web::tokens::Config::default();
     let mut cache = None;
     if let Ok(tokens) = std::env::var("OBJSTORE_COLLECTOR_TOKENS") {
         config
             .tokens
-            .extend(tokens.split(',').map(str::trim).filter(|t| !t.is_empty()).map(web::collector::Token::any_pair));
+            .extend(tokens.split(',').map(str::trim).filter(|t| !t.is_empty()).map(web::tokens::Token::any_pair));
     }
     let mut args = args.iter();
     while let Some(flag) = args.next() {
@@ -51,8 +51,8 @@ pub fn run(args: &[String], start: bool) -> AppResult<()> {
                 }
                 config.origins.push(origin.to_string());
             }
-            "--token" if !start => config.tokens.push(web::collector::Token::any_pair(value)),
-            "--tokens" if !start => config.tokens.extend(web::collector::read_tokens(std::path::Path::new(value))?),
+            "--token" if !start => config.tokens.push(web::tokens::Token::any_pair(value)),
+            "--tokens" if !start => config.tokens.extend(web::tokens::read_tokens(std::path::Path::new(value))?),
             "--max-bytes" if !start => config.max_bytes = number("--max-bytes")? as usize,
             "--per-minute" if !start => config.per_minute = number("--per-minute")?,
             "--burst" if !start => config.burst = number("--burst")?,

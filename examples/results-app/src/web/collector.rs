@@ -5,14 +5,14 @@
 //! stored result, and a post the bucket did not take leaves nothing behind but its error.
 
 use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
-use std::sync::{Arc, Mutex};
+use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::body::{to_bytes, Bytes};
 use axum::extract::{ConnectInfo, DefaultBodyLimit, FromRequest, Multipart, Request, State};
-use axum::http::header::{ALLOW, AUTHORIZATION, CONTENT_TYPE, ORIGIN, RETRY_AFTER, WWW_AUTHENTICATE};
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
+use axum::http::header::{ALLOW, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
+use axum::http::{HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
@@ -21,101 +21,11 @@ use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use crate::error::{AppError, AppResult, Kind};
 use crate::ingest::{ingest, Labels};
-use crate::model::{check_label, check_pair_pattern, pair_matches, Ci, Run};
+use crate::model::{check_label, Ci, Run};
 use crate::store::Writer;
 
-/// The collector's settings.
-#[derive(Debug, Clone)]
-pub struct Config {
-    pub listen: SocketAddr,
-    /// Origins (`https://host[:port]`) whose pages may post; no other gets CORS headers.
-    pub origins: Vec<String>,
-    /// Bearer tokens, each with the pairs it may write; with any configured, every post needs
-    /// one (an `Origin` header proves nothing outside a browser). None configured means none
-    /// needed.
-    pub tokens: Vec<Token>,
-    /// Pages on an allowed origin may post without a token (`--allow-anonymous-origins`): a
-    /// page cannot hold a secret, but any script can then post by claiming such an origin.
-    pub anonymous_origins: bool,
-    /// The largest body taken (413 past it).
-    pub max_bytes: usize,
-    /// Posts per minute per client address, after a burst of `burst`.
-    pub per_minute: u32,
-    pub burst: u32,
-    /// The longest a post may take, from its first byte to its answer (408 past it), so that
-    /// a client sending slowly, or not at all, is cut off rather than waited for.
-    pub timeout: Duration,
-}
-
-/// A bearer token and the pairs it may write.
-#[derive(Debug, Clone)]
-pub struct Token {
-    pub secret: String,
-    /// `platform/runtime` patterns, `*` standing for any run of characters within a segment
-    /// (`linux-*/python-*`); `None`, any pair.
-    pub pairs: Option<Vec<String>>,
-}
-
-impl Token {
-    /// A token that may write any pair (`--token`, `OBJSTORE_COLLECTOR_TOKENS`).
-    pub fn any_pair(secret: &str) -> Token {
-        Token { secret: secret.to_string(), pairs: None }
-    }
-
-    /// Why this token may not write the pair, if it may not.
-    fn refuses(&self, platform: &str, browser: &str) -> Option<String> {
-        let pairs = self.pairs.as_ref()?;
-        (!pairs.iter().any(|pattern| pair_matches(pattern, platform, browser)))
-            .then(|| format!("this token may write {} only, not {platform}/{browser}", pairs.join(" and ")))
-    }
-}
-
-/// The tokens of a tokens file (`serve --tokens FILE`): a line per token, the token then the
-/// `platform/runtime` patterns it may write, separated by spaces; `#` starts a comment. A token
-/// is 16 or more printable characters.
-pub fn read_tokens(path: &std::path::Path) -> AppResult<Vec<Token>> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| AppError::internal(format!("reading the tokens file {}: {e}", path.display())))?;
-    let mut tokens = Vec::new();
-    for (n, line) in text.lines().enumerate() {
-        let at = || format!("the tokens file {}, line {}", path.display(), n + 1);
-        let mut fields = line.split('#').next().unwrap_or_default().split_whitespace();
-        let Some(secret) = fields.next() else { continue };
-        if secret.len() < 16 || !secret.bytes().all(|b| b.is_ascii_graphic()) {
-            return Err(AppError::bad(format!("{}: a token is 16 or more printable characters", at())));
-        }
-        let pairs: Vec<String> = fields.map(str::to_string).collect();
-        if pairs.is_empty() {
-            return Err(AppError::bad(format!(
-                "{}: name the pairs the token may write (platform/runtime, * for any run of characters)",
-                at()
-            )));
-        }
-        for pattern in &pairs {
-            check_pair_pattern(pattern).map_err(|why| AppError::bad(format!("{}: {why}", at())))?;
-        }
-        tokens.push(Token { secret: secret.to_string(), pairs: Some(pairs) });
-    }
-    if tokens.is_empty() {
-        return Err(AppError::bad(format!("the tokens file {} names no token", path.display())));
-    }
-    Ok(tokens)
-}
-
-impl Default for Config {
-    fn default() -> Config {
-        Config {
-            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
-            origins: Vec::new(),
-            tokens: Vec::new(),
-            anonymous_origins: false,
-            max_bytes: 1024 * 1024,
-            per_minute: 600,
-            burst: 100,
-            timeout: Duration::from_secs(30),
-        }
-    }
-}
+use super::limiter::Limiter;
+use super::tokens::{admit, Config};
 
 struct App {
     config: Config,
@@ -187,51 +97,6 @@ async fn post_results(
         Ok(Err(refused)) => refused.into_response(),
         Err(_) => AppError::internal("the write stopped unexpectedly").into_response(),
     }
-}
-
-/// Who may post. An `Origin` not on the list is refused (a page of another site). With tokens
-/// configured, a post needs one of them whatever `Origin` it claims, since a script can claim
-/// any; only `anonymous_origins` lets allowed pages in without one. Answers the token shown.
-fn admit<'a>(config: &'a Config, headers: &HeaderMap) -> Result<Option<&'a Token>, Box<Response>> {
-    let mut allowed_page = false;
-    if let Some(origin) = headers.get(ORIGIN) {
-        let origin = origin.to_str().unwrap_or_default();
-        if !config.origins.iter().any(|o| o == origin) {
-            return Err(Box::new(
-                AppError::new(Kind::Forbidden, format!("origin {origin:?} may not post results here")).into_response(),
-            ));
-        }
-        allowed_page = true;
-    }
-    if config.tokens.is_empty() || (allowed_page && config.anonymous_origins) {
-        return Ok(None);
-    }
-    let given = headers
-        .get(AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split_once(' '))
-        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-        .map(|(_, token)| token);
-    let Some(given) = given else {
-        return Err(Box::new(unauthorized("a bearer token is required (Authorization: Bearer <token>)")));
-    };
-    // Every token is compared, so that timing does not tell which one nearly matched.
-    let matched = config.tokens.iter().fold(None, |found, t| {
-        let equal = constant_time_eq(t.secret.as_bytes(), given.trim().as_bytes());
-        found.or(equal.then_some(t))
-    });
-    matched.map(Some).ok_or_else(|| Box::new(unauthorized("the bearer token is not one this collector accepts")))
-}
-
-fn unauthorized(message: &str) -> Response {
-    let mut refused = AppError::new(Kind::Unauthorized, message).into_response();
-    refused.headers_mut().insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-    refused
-}
-
-/// Compares without an early exit, so that timing does not tell how much of a token matched.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// The run a post carries: a JSON body (a run or a CTRF report), or a form (urlencoded or
@@ -395,51 +260,4 @@ fn percent_decode(text: &str) -> AppResult<String> {
         i += 1;
     }
     String::from_utf8(out).map_err(|_| AppError::bad("a field is not UTF-8"))
-}
-
-/// Token buckets per client address.
-pub(crate) struct Limiter {
-    per_second: f64,
-    burst: f64,
-    clients: Mutex<HashMap<IpAddr, (f64, Instant)>>,
-}
-
-/// Client addresses remembered at most; past it, full buckets are forgotten.
-const REMEMBERED_CLIENTS: usize = 100_000;
-
-impl Limiter {
-    pub(crate) fn new(per_minute: u32, burst: u32) -> Limiter {
-        Limiter { per_second: f64::from(per_minute) / 60.0, burst: f64::from(burst.max(1)), clients: Mutex::default() }
-    }
-
-    /// Takes one post from the client's bucket, or says how long until one is there.
-    pub(crate) fn take(&self, client: IpAddr) -> Result<(), Duration> {
-        // An IPv6 client holds a /64 at least: it is one client, not 2^64 of them.
-        let client = match client {
-            IpAddr::V6(v6) => IpAddr::V6((u128::from(v6) & !((1u128 << 64) - 1)).into()),
-            v4 => v4,
-        };
-        let now = Instant::now();
-        let mut clients = self.clients.lock().unwrap_or_else(|p| p.into_inner());
-        if clients.len() >= REMEMBERED_CLIENTS {
-            // Forget the buckets that have refilled; if that frees nothing, start over: a flood
-            // of addresses must not grow this without bound.
-            let (rate, burst) = (self.per_second, self.burst);
-            clients.retain(|_, (tokens, at)| *tokens + at.elapsed().as_secs_f64() * rate < burst);
-            if clients.len() >= REMEMBERED_CLIENTS {
-                clients.clear();
-            }
-        }
-        let (tokens, at) = clients.entry(client).or_insert((self.burst, now));
-        *tokens = (*tokens + now.duration_since(*at).as_secs_f64() * self.per_second).min(self.burst);
-        *at = now;
-        if *tokens >= 1.0 {
-            *tokens -= 1.0;
-            Ok(())
-        } else if self.per_second <= 0.0 {
-            Err(Duration::from_secs(60))
-        } else {
-            Err(Duration::from_secs_f64((1.0 - *tokens) / self.per_second).max(Duration::from_secs(1)))
-        }
-    }
 }

@@ -1,6 +1,8 @@
 //! `objstore-results serve`: the page and its views beside the collector, on one address.
 
 pub mod collector;
+mod limiter;
+pub mod tokens;
 mod error;
 pub mod page;
 
@@ -15,7 +17,7 @@ use tower_http::set_header::SetResponseHeaderLayer;
 use crate::error::{AppError, Kind};
 use crate::store::Writer;
 use crate::views::Viewer;
-use collector::Config;
+use tokens::Config;
 
 /// Serves until the process is interrupted; `ready` hears the address bound. When the
 /// configured address is taken and `any_port` is set, an address the system picks is used.

@@ -17,7 +17,7 @@ use axum::{Json, Router};
 use crate::error::{AppError, AppResult, Kind};
 use crate::views::filter::MatrixFilter;
 use crate::views::{View, Viewer};
-use crate::web::collector::Limiter;
+use super::limiter::Limiter;
 
 /// The page's own files, served as they are.
 const ASSETS: [(&str, &str, &str); 4] = [

@@ -1,0 +1,150 @@
+//! The collector's settings and who may post: its tokens, each scoped to the pairs it may write,
+//! read from the command line or a file, and the check a post's headers pass or fail.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use axum::http::header::{AUTHORIZATION, ORIGIN, WWW_AUTHENTICATE};
+use axum::http::{HeaderMap, HeaderValue};
+use axum::response::{IntoResponse, Response};
+
+use crate::error::{AppError, AppResult, Kind};
+use crate::model::{check_pair_pattern, pair_matches};
+
+/// The collector's settings.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub listen: SocketAddr,
+    /// Origins (`https://host[:port]`) whose pages may post; no other gets CORS headers.
+    pub origins: Vec<String>,
+    /// Bearer tokens, each with the pairs it may write; with any configured, every post needs
+    /// one (an `Origin` header proves nothing outside a browser). None configured means none
+    /// needed.
+    pub tokens: Vec<Token>,
+    /// Pages on an allowed origin may post without a token (`--allow-anonymous-origins`): a
+    /// page cannot hold a secret, but any script can then post by claiming such an origin.
+    pub anonymous_origins: bool,
+    /// The largest body taken (413 past it).
+    pub max_bytes: usize,
+    /// Posts per minute per client address, after a burst of `burst`.
+    pub per_minute: u32,
+    pub burst: u32,
+    /// The longest a post may take, from its first byte to its answer (408 past it), so that
+    /// a client sending slowly, or not at all, is cut off rather than waited for.
+    pub timeout: Duration,
+}
+
+/// A bearer token and the pairs it may write.
+#[derive(Debug, Clone)]
+pub struct Token {
+    pub secret: String,
+    /// `platform/runtime` patterns, `*` standing for any run of characters within a segment
+    /// (`linux-*/python-*`); `None`, any pair.
+    pub pairs: Option<Vec<String>>,
+}
+
+impl Token {
+    /// A token that may write any pair (`--token`, `OBJSTORE_COLLECTOR_TOKENS`).
+    pub fn any_pair(secret: &str) -> Token {
+        Token { secret: secret.to_string(), pairs: None }
+    }
+
+    /// Why this token may not write the pair, if it may not.
+    pub(super) fn refuses(&self, platform: &str, browser: &str) -> Option<String> {
+        let pairs = self.pairs.as_ref()?;
+        (!pairs.iter().any(|pattern| pair_matches(pattern, platform, browser)))
+            .then(|| format!("this token may write {} only, not {platform}/{browser}", pairs.join(" and ")))
+    }
+}
+
+/// The tokens of a tokens file (`serve --tokens FILE`): a line per token, the token then the
+/// `platform/runtime` patterns it may write, separated by spaces; `#` starts a comment. A token
+/// is 16 or more printable characters.
+pub fn read_tokens(path: &std::path::Path) -> AppResult<Vec<Token>> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| AppError::internal(format!("reading the tokens file {}: {e}", path.display())))?;
+    let mut tokens = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let at = || format!("the tokens file {}, line {}", path.display(), n + 1);
+        let mut fields = line.split('#').next().unwrap_or_default().split_whitespace();
+        let Some(secret) = fields.next() else { continue };
+        if secret.len() < 16 || !secret.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(AppError::bad(format!("{}: a token is 16 or more printable characters", at())));
+        }
+        let pairs: Vec<String> = fields.map(str::to_string).collect();
+        if pairs.is_empty() {
+            return Err(AppError::bad(format!(
+                "{}: name the pairs the token may write (platform/runtime, * for any run of characters)",
+                at()
+            )));
+        }
+        for pattern in &pairs {
+            check_pair_pattern(pattern).map_err(|why| AppError::bad(format!("{}: {why}", at())))?;
+        }
+        tokens.push(Token { secret: secret.to_string(), pairs: Some(pairs) });
+    }
+    if tokens.is_empty() {
+        return Err(AppError::bad(format!("the tokens file {} names no token", path.display())));
+    }
+    Ok(tokens)
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            origins: Vec::new(),
+            tokens: Vec::new(),
+            anonymous_origins: false,
+            max_bytes: 1024 * 1024,
+            per_minute: 600,
+            burst: 100,
+            timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Who may post. An `Origin` not on the list is refused (a page of another site). With tokens
+/// configured, a post needs one of them whatever `Origin` it claims, since a script can claim
+/// any; only `anonymous_origins` lets allowed pages in without one. Answers the token shown.
+pub(super) fn admit<'a>(config: &'a Config, headers: &HeaderMap) -> Result<Option<&'a Token>, Box<Response>> {
+    let mut allowed_page = false;
+    if let Some(origin) = headers.get(ORIGIN) {
+        let origin = origin.to_str().unwrap_or_default();
+        if !config.origins.iter().any(|o| o == origin) {
+            return Err(Box::new(
+                AppError::new(Kind::Forbidden, format!("origin {origin:?} may not post results here")).into_response(),
+            ));
+        }
+        allowed_page = true;
+    }
+    if config.tokens.is_empty() || (allowed_page && config.anonymous_origins) {
+        return Ok(None);
+    }
+    let given = headers
+        .get(AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, token)| token);
+    let Some(given) = given else {
+        return Err(Box::new(unauthorized("a bearer token is required (Authorization: Bearer <token>)")));
+    };
+    // Every token is compared, so that timing does not tell which one nearly matched.
+    let matched = config.tokens.iter().fold(None, |found, t| {
+        let equal = constant_time_eq(t.secret.as_bytes(), given.trim().as_bytes());
+        found.or(equal.then_some(t))
+    });
+    matched.map(Some).ok_or_else(|| Box::new(unauthorized("the bearer token is not one this collector accepts")))
+}
+
+fn unauthorized(message: &str) -> Response {
+    let mut refused = AppError::new(Kind::Unauthorized, message).into_response();
+    refused.headers_mut().insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    refused
+}
+
+/// Compares without an early exit, so that timing does not tell how much of a token matched.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
