@@ -9,9 +9,10 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::rc::Rc;
 
+use serde::{Serialize, Serializer};
+
 use crate::model::digest::Digest;
 use crate::model::Status;
-use crate::views::shapes::Class;
 
 /// The most runs a class names as its evidence (the first, in pair order).
 pub const EVIDENCE: usize = 20;
@@ -19,16 +20,42 @@ pub const EVIDENCE: usize = 20;
 /// How many of a pair's newest runs "broken" looks at.
 pub const BROKEN_RUNS: usize = 2;
 
+/// What a test's outcome means beside its other runs: each verdict decided here only, and
+/// serialized as the page's words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub enum Verdict {
+    #[serde(rename = "new failure")]
+    NewFailure,
+    #[serde(rename = "flaky")]
+    Flaky,
+    #[serde(rename = "broken")]
+    Broken,
+    #[serde(rename = "divergent")]
+    Divergent,
+}
+
+impl Verdict {
+    /// The verdict as the page and the summaries say it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::NewFailure => "new failure",
+            Verdict::Flaky => "flaky",
+            Verdict::Broken => "broken",
+            Verdict::Divergent => "divergent",
+        }
+    }
+}
+
 /// The classes and their rules, as the page shows them.
-pub const RULES: [(&str, &str); 4] = [
-    ("new failure", "failed here and passed in the pair's previous run"),
+pub const RULES: [(Verdict, &str); 4] = [
+    (Verdict::NewFailure, "failed here and passed in the pair's previous run"),
     (
-        "flaky",
+        Verdict::Flaky,
         "passed on a retry, or passed and failed at one commit (one version where runs name no commit) on this pair: \
          in the matrix against the run before, on a run's page against the 25 before",
     ),
-    ("broken", "failed in each of the last 2 runs of every pair that ran it"),
-    ("divergent", "at one commit, passed on some pairs and failed on others"),
+    (Verdict::Broken, "failed in each of the last 2 runs of every pair that ran it"),
+    (Verdict::Divergent, "at one commit, passed on some pairs and failed on others"),
 ];
 
 /// One run's outcomes, as evidence: its key, its pair, what flaky is keyed on, and per suite it
@@ -202,7 +229,7 @@ pub fn classify(t: &Weighed, this: &Seen, e: &Evidence) -> Vec<Class> {
     let status_in = |run: &Seen| run.status(t.suite, t.id);
     if t.status == Status::Failed {
         if let Some(previous) = e.earlier.first().filter(|p| status_in(p) == Some(Status::Passed)) {
-            classes.push(Class { class: "new failure", evidence: vec![previous.key.clone()] });
+            classes.push(Class { class: Verdict::NewFailure, evidence: vec![previous.key.clone()] });
         }
     }
     // Flaky: passed on a retry, or both outcomes at this run's commit (version) on this pair.
@@ -214,13 +241,13 @@ pub fn classify(t: &Weighed, this: &Seen, e: &Evidence) -> Vec<Class> {
         .map(|r| r.key.clone())
         .collect();
     if t.retried || (is_outcome(t.status) && !mixed.is_empty()) {
-        classes.push(Class { class: "flaky", evidence: mixed });
+        classes.push(Class { class: Verdict::Flaky, evidence: mixed });
     }
     // Broken: failed in each of the newest runs of every pair that ran it.
     if t.status == Status::Failed {
         if let Some(ran) = e.pairs.broken(t.suite, t.id) {
             let keys: Vec<String> = ran.iter().take(EVIDENCE).map(|at| e.pairs.run(*at).key.clone()).collect();
-            classes.push(Class { class: "broken", evidence: keys });
+            classes.push(Class { class: Verdict::Broken, evidence: keys });
         }
     }
     // Divergent: at this commit, the other pairs' newest runs disagree with this one.
@@ -236,7 +263,7 @@ pub fn classify(t: &Weighed, this: &Seen, e: &Evidence) -> Vec<Class> {
             .take(EVIDENCE)
             .collect();
         if !other.is_empty() {
-            classes.push(Class { class: "divergent", evidence: other });
+            classes.push(Class { class: Verdict::Divergent, evidence: other });
         }
     }
     classes
@@ -263,7 +290,7 @@ pub fn counts(this: &Seen, e: &Evidence) -> BTreeMap<String, BTreeMap<String, u6
             let Some(status) = this.status(suite, id) else { continue };
             let t = Weighed { suite, id, status, retried: ran.retried.contains(&id) };
             for class in classify(&t, this, e) {
-                *classes.entry(class.class.to_string()).or_default() += 1;
+                *classes.entry(class.class.name().to_string()).or_default() += 1;
             }
         }
         counts.insert(suite.clone(), classes);
@@ -274,6 +301,22 @@ pub fn counts(this: &Seen, e: &Evidence) -> BTreeMap<String, BTreeMap<String, u6
 /// Passed or failed: what the classes weigh (a skip says nothing either way).
 fn is_outcome(status: Status) -> bool {
     matches!(status, Status::Passed | Status::Failed)
+}
+
+/// The classes' rules, `{class: rule}` in [`RULES`]' order (the page's legend).
+pub struct Rules;
+
+impl Serialize for Rules {
+    fn serialize<S: Serializer>(&self, out: S) -> Result<S::Ok, S::Error> {
+        out.collect_map(RULES.iter().map(|(verdict, rule)| (verdict.name(), *rule)))
+    }
+}
+
+/// A class a test falls in, with the runs that show it.
+#[derive(Serialize)]
+pub struct Class {
+    pub class: Verdict,
+    pub evidence: Vec<String>,
 }
 
 #[cfg(test)]
@@ -306,7 +349,7 @@ mod tests {
     }
 
     fn names(classes: &[Class]) -> Vec<&str> {
-        classes.iter().map(|c| c.class).collect()
+        classes.iter().map(|c| c.class.name()).collect()
     }
 
     /// Each class by its rule, with the runs that show it.

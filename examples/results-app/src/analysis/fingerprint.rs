@@ -4,8 +4,9 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use serde::Serialize;
+
 use crate::model::{short_hash, Test};
-use crate::views::shapes::{Group, PairTest};
 
 /// A failed test where it failed: its pair (`platform/browser`), its run's key, and the test.
 pub struct Failure<'a> {
@@ -16,15 +17,21 @@ pub struct Failure<'a> {
 
 /// Failures grouped by fingerprint, the groups that hit most pairs first (then most tests),
 /// each with its normalised text and the first one's own message.
-pub fn group<'a>(failures: impl IntoIterator<Item = Failure<'a>>) -> Vec<Group> {
+pub fn group<'a>(failures: impl IntoIterator<Item = Failure<'a>>) -> Vec<FailureGroup> {
     let mut order: Vec<String> = Vec::new();
-    let mut groups: HashMap<String, Group> = HashMap::new();
+    let mut groups: HashMap<String, FailureGroup> = HashMap::new();
     for f in failures {
         let print = fingerprint(f.test);
         let group = groups.entry(print.clone()).or_insert_with(|| {
             order.push(print.clone());
             let message = f.test.message.clone().or_else(|| f.test.detail.trace.clone()).unwrap_or_default();
-            Group { fingerprint: print, text: normalised(f.test), message, pairs: BTreeSet::new(), tests: Vec::new() }
+            FailureGroup {
+                fingerprint: print,
+                text: normalised(f.test),
+                message,
+                pairs: BTreeSet::new(),
+                tests: Vec::new(),
+            }
         });
         group.pairs.insert(f.pair.clone());
         group.tests.push(PairTest {
@@ -35,7 +42,7 @@ pub fn group<'a>(failures: impl IntoIterator<Item = Failure<'a>>) -> Vec<Group> 
             message: None,
         });
     }
-    let mut found: Vec<Group> = order.into_iter().filter_map(|print| groups.remove(&print)).collect();
+    let mut found: Vec<FailureGroup> = order.into_iter().filter_map(|print| groups.remove(&print)).collect();
     // Stable: groups hitting as many pairs and tests keep the order they were met in.
     found.sort_by_key(|g| std::cmp::Reverse((g.pairs.len(), g.tests.len())));
     found
@@ -125,6 +132,27 @@ fn word(word: &str) -> String {
         place = place.replace(":N:N", ":N");
     }
     place
+}
+
+/// Failures alike: their fingerprint, normalised text, the first one's message, and where.
+#[derive(Serialize)]
+pub struct FailureGroup {
+    pub fingerprint: String,
+    pub text: String,
+    pub message: String,
+    pub pairs: BTreeSet<String>,
+    pub tests: Vec<PairTest>,
+}
+
+/// A test of a run of a pair (`platform/browser`).
+#[derive(Serialize)]
+pub struct PairTest {
+    pub pair: String,
+    pub run: String,
+    pub suite: String,
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 #[cfg(test)]

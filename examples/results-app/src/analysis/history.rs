@@ -2,8 +2,9 @@
 //! collapsed), since when it fails, its durations (p50, p95) and whether its newest run was
 //! slower than its last ten.
 
+use serde::Serialize;
+
 use crate::model::{Status, Test};
-use crate::views::shapes::{Durations, FailingSince, History, Stretch};
 
 /// How many of a pair's runs a test's history reads.
 pub const HISTORY_RUNS: usize = 50;
@@ -94,6 +95,48 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 fn median(values: &mut [f64]) -> Option<f64> {
     values.sort_by(f64::total_cmp);
     (!values.is_empty()).then(|| percentile(values, 0.5))
+}
+
+/// A test's outcomes run after run, since when it fails, its durations and whether it slowed.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct History {
+    pub strip: Vec<Stretch>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failing_since: Option<FailingSince>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub durations: Option<Durations>,
+    /// How much slower (percent) its newest pass was than the ten before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slower: Option<f64>,
+}
+
+/// Runs in a row where the test had one outcome, newest first.
+#[derive(Serialize)]
+pub struct Stretch {
+    pub status: &'static str,
+    pub runs: u64,
+    pub newest: String,
+    pub oldest: String,
+}
+
+/// The oldest run of the failing stretch the newest run is in.
+#[derive(Serialize)]
+pub struct FailingSince {
+    pub run: String,
+    pub time: Option<u64>,
+    pub commit: Option<String>,
+    pub runs: usize,
+    /// Whether it failed in every run that ran it.
+    pub all: bool,
+}
+
+/// A test's durations when it passed (ms).
+#[derive(Serialize)]
+pub struct Durations {
+    pub p50: f64,
+    pub p95: f64,
+    pub of: usize,
 }
 
 #[cfg(test)]

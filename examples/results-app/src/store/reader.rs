@@ -7,7 +7,6 @@ use objstore_db::rsapi::{AsValue, Db, Freshness, ReadKind};
 use objstore_db_core::{Key, KeyRange, ScanOptions};
 use serde_json::Value;
 
-use crate::analysis::classes::{self, Seen};
 use crate::error::{AppError, AppResult};
 use crate::model::digest::{self, Digest};
 use crate::model::{pair_of, pair_prefix, run_key, Run, Test};
@@ -207,10 +206,6 @@ impl Digested {
             error: errors.first().map(|e| e.to_string()),
         }
     }
-
-    pub(crate) fn seen(&self) -> Seen {
-        Seen::of(&self.key, &format!("{}/{}", self.platform, self.browser), &self.digests)
-    }
 }
 
 /// A run's key and its files' keys.
@@ -305,10 +300,9 @@ pub(crate) fn digested(db: &Db, runs: Vec<RunFiles>) -> AppResult<Vec<Digested>>
     Ok(found.into_iter().map(|d| d.or_else(|| read.next())).collect::<Option<Vec<_>>>().unwrap_or_default())
 }
 
-/// Each pair's newest runs ([`classes::BROKEN_RUNS`], newest first) as digests, one list per
-/// pair.
-pub(crate) fn newest_digested(db: &Db, pairs: &[(String, String)]) -> AppResult<Vec<Vec<Digested>>> {
-    let runs_of = each_pair_files(db, pairs, classes::BROKEN_RUNS)?;
+/// Each pair's newest `runs` runs (newest first) as digests, one list per pair.
+pub(crate) fn newest_digested(db: &Db, pairs: &[(String, String)], runs: usize) -> AppResult<Vec<Vec<Digested>>> {
+    let runs_of = each_pair_files(db, pairs, runs)?;
     let counts: Vec<usize> = runs_of.iter().map(Vec::len).collect();
     let mut found = digested(db, runs_of.into_iter().flatten().collect())?.into_iter();
     Ok(counts.iter().map(|n| found.by_ref().take(*n).collect()).collect())
@@ -333,17 +327,17 @@ pub(crate) fn all_pairs(db: &Db) -> AppResult<Vec<(String, String)>> {
         .collect())
 }
 
-/// Each pair's newest runs ([`classes::BROKEN_RUNS`], newest first), one list per pair (empty
-/// where none is in the layout).
-pub(crate) fn newest_runs(db: &Db, pairs: &[(String, String)]) -> AppResult<Vec<Vec<Loaded>>> {
-    let runs_of = newest_keys(db, pairs)?;
+/// Each pair's newest `runs` runs (newest first), one list per pair (empty where none is in the
+/// layout).
+pub(crate) fn newest_runs(db: &Db, pairs: &[(String, String)], runs: usize) -> AppResult<Vec<Vec<Loaded>>> {
+    let runs_of = newest_keys(db, pairs, runs)?;
     let mut loaded = load_runs(db, &runs_of.concat())?.into_iter();
     Ok(runs_of.iter().map(|runs| loaded.by_ref().take(runs.len()).collect()).collect())
 }
 
 /// The keys of each pair's newest runs (a name outside the layout, written around the app, is
 /// no run).
-fn newest_keys(db: &Db, pairs: &[(String, String)]) -> AppResult<Vec<Vec<String>>> {
-    let runs_of = each_pair_files(db, pairs, classes::BROKEN_RUNS)?;
+fn newest_keys(db: &Db, pairs: &[(String, String)], runs: usize) -> AppResult<Vec<Vec<String>>> {
+    let runs_of = each_pair_files(db, pairs, runs)?;
     Ok(runs_of.into_iter().map(|runs| runs.into_iter().map(|(run, _)| run).collect()).collect())
 }

@@ -27,7 +27,7 @@ impl Viewer {
                             let files = pair_files(db, platform, browser, None, RELEASE_AFTER)?;
                             runs_of.insert(key.clone(), digested(db, files)?);
                         }
-                        let outcomes = runs_of[&key].iter().map(|d| d.seen().status(&e.suite, id)).collect();
+                        let outcomes = runs_of[&key].iter().map(|d| seen(d).status(&e.suite, id)).collect();
                         covered.push(Covered { pair: format!("{platform}/{browser}"), outcomes });
                     }
                     Ok(QuarantineEntry {
@@ -88,7 +88,7 @@ impl Viewer {
             return Err(AppError::bad("search for 1 to 200 characters of a test's name or suite"));
         }
         self.view(|db| {
-            let pairs = newest_runs(db, &all_pairs(db)?)?;
+            let pairs = newest_runs(db, &all_pairs(db)?, BROKEN_RUNS)?;
             let mut found = Vec::new();
             let mut more = false;
             for run in pairs.iter().filter_map(|runs| runs.first()) {
@@ -119,7 +119,7 @@ impl Viewer {
     /// groups that hit most pairs first.
     pub fn failures(&self) -> View {
         self.view(|db| {
-            let pairs = newest_runs(db, &all_pairs(db)?)?;
+            let pairs = newest_runs(db, &all_pairs(db)?, BROKEN_RUNS)?;
             let failures = pairs.iter().filter_map(|runs| runs.first()).flat_map(|run| {
                 run.tests().filter(|(_, t)| t.status == Status::Failed).map(move |(_, test)| Failure {
                     pair: format!("{}/{}", run.platform, run.browser),

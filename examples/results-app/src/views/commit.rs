@@ -91,7 +91,7 @@ impl Viewer {
                 }
                 // Flaky: the newest run's tests that passed in one of the pair's runs at the
                 // commit and failed in another, by those runs' digests.
-                let at_commit: Vec<Seen> = runs.iter().filter(|d| at(d, &commit)).map(Digested::seen).collect();
+                let at_commit: Vec<Seen> = runs.iter().filter(|d| at(d, &commit)).map(seen).collect();
                 let named = newest.files.iter().filter_map(|f| f.run.as_ref().ok()).flat_map(|run| {
                     run.results
                         .tests

@@ -138,7 +138,7 @@ impl Viewer {
     pub fn newest_run_views(&self) -> View {
         self.view(|db| {
             let kept = self.newest(db)?;
-            let newest = newest_runs(db, &kept.pairs)?;
+            let newest = newest_runs(db, &kept.pairs, BROKEN_RUNS)?;
             let weighed = Pairs::new(&kept.seen);
             let views = newest
                 .iter()

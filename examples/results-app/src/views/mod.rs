@@ -30,7 +30,8 @@ use objstore_db_core::{Key, KeyRange, MechanismKind, ScanOptions};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::analysis::classes::{classify, Pairs, Seen, Weighed};
+use crate::analysis::classes::{classify, Pairs, Rules, Seen, Verdict, Weighed, BROKEN_RUNS};
+use crate::analysis::fingerprint::PairTest;
 use crate::analysis::fingerprint::{self, Failure};
 use crate::analysis::history::{self, Outcome};
 use crate::error::{AppError, AppResult};
@@ -46,7 +47,7 @@ use crate::store::reader::{
 use crate::store::schema::viewer_schema;
 use crate::store::{call, open_and_wait, Target};
 use crate::views::filter::MatrixFilter;
-use crate::views::rows::{brief, cells, digest_brief, evidence, flaky, labels};
+use crate::views::rows::{brief, cells, digest_brief, evidence, flaky, labels, seen};
 use shapes::*;
 
 /// The pairs the matrix shows at a time (the seed's limit, now a page).
@@ -201,8 +202,8 @@ impl Viewer {
         if let Some((_, newest)) = kept.as_ref().filter(|(at, n)| *at == made(db) && n.pairs == pairs) {
             return Ok(newest.clone());
         }
-        let runs = newest_digested(db, &pairs)?;
-        let seen = runs.iter().map(|runs| runs.iter().map(Digested::seen).collect()).collect();
+        let runs = newest_digested(db, &pairs, BROKEN_RUNS)?;
+        let seen = runs.iter().map(|runs| runs.iter().map(seen).collect()).collect();
         let newest = Arc::new(Newest { pairs, runs, seen });
         *kept = Some((made(db), newest.clone()));
         Ok(newest)
@@ -224,10 +225,10 @@ fn run_view(db: &Db, this: &Loaded, pairs: &Pairs) -> AppResult<RunView> {
     }
     let earlier = digested(db, pair_files(db, &this.platform, &this.browser, Some(&this.key), PAGE)?)?;
     let previous = earlier.first().map(|d| d.key.clone());
-    let earlier: Vec<Seen> = earlier.iter().map(Digested::seen).collect();
+    let earlier: Vec<Seen> = earlier.iter().map(seen).collect();
     let e = evidence(&earlier, pairs);
     let this_digested = Digested::of(this);
-    let this_seen = this_digested.seen();
+    let this_seen = seen(&this_digested);
     let tests: Vec<RunTest> = this
         .files
         .iter()
@@ -249,7 +250,7 @@ fn run_view(db: &Db, this: &Loaded, pairs: &Pairs) -> AppResult<RunView> {
                 // The trace, output and earlier attempts, under CTRF's names; whether it is flaky
                 // is the classes' word (a pass on a retry is flaky too).
                 detail: Detail { flaky: false, ..t.detail.clone() },
-                flaky: classes.iter().any(|c| c.class == "flaky"),
+                flaky: classes.iter().any(|c| c.class == Verdict::Flaky),
                 classes,
             }
         })

@@ -8,7 +8,9 @@ use objstore_db_core::Stats;
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use crate::analysis::classes::RULES;
+use crate::analysis::classes::{Class, Rules};
+use crate::analysis::fingerprint::{FailureGroup, PairTest};
+use crate::analysis::history::History;
 use crate::model::quarantine::{Change, Entry};
 use crate::model::{Ci, Detail, Status, Tool};
 
@@ -50,15 +52,6 @@ impl Cost {
 /// Pairs as a map, in their order.
 fn in_order<S: Serializer>(pairs: &[(&'static str, f64)], out: S) -> Result<S::Ok, S::Error> {
     out.collect_map(pairs.iter().copied())
-}
-
-/// The classes' rules, `{class: rule}` in [`RULES`]' order (the page's legend).
-pub struct Rules;
-
-impl Serialize for Rules {
-    fn serialize<S: Serializer>(&self, out: S) -> Result<S::Ok, S::Error> {
-        out.collect_map(RULES.iter().copied())
-    }
 }
 
 /// A run in a list (see [`crate::views::rows::brief`]); the matrix adds its labels and cells.
@@ -180,13 +173,6 @@ pub struct RunTest {
     pub classes: Vec<Class>,
 }
 
-/// A class a test falls in, with the runs that show it.
-#[derive(Serialize)]
-pub struct Class {
-    pub class: &'static str,
-    pub evidence: Vec<String>,
-}
-
 /// The matrix: a page of pairs' newest runs, and what the filters offer.
 #[derive(Serialize)]
 pub struct MatrixView {
@@ -301,48 +287,6 @@ pub struct TestHistoryView {
     pub history: History,
 }
 
-/// A test's outcomes run after run, since when it fails, its durations and whether it slowed.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct History {
-    pub strip: Vec<Stretch>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub failing_since: Option<FailingSince>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub durations: Option<Durations>,
-    /// How much slower (percent) its newest pass was than the ten before.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub slower: Option<f64>,
-}
-
-/// Runs in a row where the test had one outcome, newest first.
-#[derive(Serialize)]
-pub struct Stretch {
-    pub status: &'static str,
-    pub runs: u64,
-    pub newest: String,
-    pub oldest: String,
-}
-
-/// The oldest run of the failing stretch the newest run is in.
-#[derive(Serialize)]
-pub struct FailingSince {
-    pub run: String,
-    pub time: Option<u64>,
-    pub commit: Option<String>,
-    pub runs: usize,
-    /// Whether it failed in every run that ran it.
-    pub all: bool,
-}
-
-/// A test's durations when it passed (ms).
-#[derive(Serialize)]
-pub struct Durations {
-    pub p50: f64,
-    pub p95: f64,
-    pub of: usize,
-}
-
 /// Tests found by name or suite in each pair's newest run.
 #[derive(Serialize)]
 pub struct SearchView {
@@ -366,28 +310,7 @@ pub struct FoundTest {
 /// Failures across pairs grouped by fingerprint.
 #[derive(Serialize)]
 pub struct FailuresView {
-    pub groups: Vec<Group>,
-}
-
-/// Failures alike: their fingerprint, normalised text, the first one's message, and where.
-#[derive(Serialize)]
-pub struct Group {
-    pub fingerprint: String,
-    pub text: String,
-    pub message: String,
-    pub pairs: BTreeSet<String>,
-    pub tests: Vec<PairTest>,
-}
-
-/// A test of a run of a pair (`platform/browser`).
-#[derive(Serialize)]
-pub struct PairTest {
-    pub pair: String,
-    pub run: String,
-    pub suite: String,
-    pub name: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
+    pub groups: Vec<FailureGroup>,
 }
 
 /// Every pair at one commit, or against a base.

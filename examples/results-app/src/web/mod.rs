@@ -1,10 +1,10 @@
 //! `objstore-results serve`: the page and its views beside the collector, on one address.
 
 pub mod collector;
-mod limiter;
-pub mod tokens;
 mod error;
+mod limiter;
 pub mod page;
+pub mod tokens;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -14,10 +14,10 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 
+use super::limiter::Limiter;
 use crate::error::{AppError, AppResult, Kind};
 use crate::views::filter::MatrixFilter;
 use crate::views::{View, Viewer};
-use super::limiter::Limiter;
 
 /// The page's own files, served as they are.
 const ASSETS: [(&str, &str, &str); 4] = [
