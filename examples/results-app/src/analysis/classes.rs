@@ -11,6 +11,7 @@ use std::rc::Rc;
 
 use serde::{Serialize, Serializer};
 
+use crate::analysis::rules::{self, is_outcome, Outcome};
 use crate::model::digest::Digest;
 use crate::model::Status;
 
@@ -106,6 +107,12 @@ impl Seen {
         } else {
             Some(Status::Passed)
         }
+    }
+
+    /// Test `id` of `suite` here, with whether it passed on a retry; `None`, not run.
+    pub fn outcome(&self, suite: &str, id: u32) -> Option<Outcome> {
+        let status = self.status(suite, id)?;
+        Some(Outcome { status, retried: self.suites[suite].retried.contains(&id) })
     }
 }
 
@@ -226,22 +233,27 @@ pub struct Weighed<'a> {
 /// The classes of test `t` (of run `this`), each with the runs that show it.
 pub fn classify(t: &Weighed, this: &Seen, e: &Evidence) -> Vec<Class> {
     let mut classes = Vec::new();
-    let status_in = |run: &Seen| run.status(t.suite, t.id);
-    if t.status == Status::Failed {
-        if let Some(previous) = e.earlier.first().filter(|p| status_in(p) == Some(Status::Passed)) {
-            classes.push(Class { class: Verdict::NewFailure, evidence: vec![previous.key.clone()] });
-        }
+    let here = Outcome { status: t.status, retried: t.retried };
+    let previous = e.earlier.first();
+    if rules::is_new_failure(previous.and_then(|p| p.status(t.suite, t.id)), t.status) {
+        let previous = previous.map(|p| p.key.clone()).into_iter().collect();
+        classes.push(Class { class: Verdict::NewFailure, evidence: previous });
     }
-    // Flaky: passed on a retry, or both outcomes at this run's commit (version) on this pair.
-    let same_basis: Vec<&Seen> =
-        e.earlier.iter().copied().filter(|r| r.basis.is_some() && r.basis == this.basis).collect();
-    let mixed: Vec<String> = same_basis
+    // Flaky: this run and the pair's earlier ones at its commit (version), by the one rule;
+    // the evidence is the runs that differ from this one or passed on a retry.
+    let same_basis: Vec<(&Seen, Outcome)> = e
+        .earlier
         .iter()
-        .filter(|r| matches!(status_in(r), Some(s) if s != t.status && is_outcome(s)))
-        .map(|r| r.key.clone())
+        .filter(|r| r.basis.is_some() && r.basis == this.basis)
+        .filter_map(|r| r.outcome(t.suite, t.id).map(|o| (*r, o)))
         .collect();
-    if t.retried || (is_outcome(t.status) && !mixed.is_empty()) {
-        classes.push(Class { class: Verdict::Flaky, evidence: mixed });
+    if here.is_outcome() && rules::is_flaky(std::iter::once(here).chain(same_basis.iter().map(|(_, o)| *o))) {
+        let evidence = same_basis
+            .iter()
+            .filter(|(_, o)| o.is_outcome() && (o.status != t.status || o.retried))
+            .map(|(r, _)| r.key.clone())
+            .collect();
+        classes.push(Class { class: Verdict::Flaky, evidence });
     }
     // Broken: failed in each of the newest runs of every pair that ran it.
     if t.status == Status::Failed {
@@ -250,20 +262,14 @@ pub fn classify(t: &Weighed, this: &Seen, e: &Evidence) -> Vec<Class> {
             classes.push(Class { class: Verdict::Broken, evidence: keys });
         }
     }
-    // Divergent: at this commit, the other pairs' newest runs disagree with this one.
-    if let (Some(commit), true) = (&this.commit, is_outcome(t.status)) {
-        let other: Vec<String> = e
-            .pairs
-            .at_commit(commit, t.suite, t.id)
-            .iter()
-            .filter(|(_, s)| *s != t.status)
-            .map(|(at, _)| e.pairs.run(*at))
-            .filter(|r| r.pair != this.pair)
-            .map(|r| r.key.clone())
-            .take(EVIDENCE)
-            .collect();
-        if !other.is_empty() {
-            classes.push(Class { class: Verdict::Divergent, evidence: other });
+    // Divergent: at this commit, this run beside the other pairs' newest runs, by the one rule.
+    if let (Some(commit), true) = (&this.commit, here.is_outcome()) {
+        let outcomes = e.pairs.at_commit(commit, t.suite, t.id);
+        let others = outcomes.iter().map(|(at, s)| (e.pairs.run(*at), *s)).filter(|(r, _)| r.pair != this.pair);
+        if let Some((passed, failed)) = rules::divergence(std::iter::once((this, t.status)).chain(others)) {
+            let other_side = if t.status == Status::Passed { failed } else { passed };
+            let evidence = other_side.iter().take(EVIDENCE).map(|r| r.key.clone()).collect();
+            classes.push(Class { class: Verdict::Divergent, evidence });
         }
     }
     classes
@@ -271,7 +277,8 @@ pub fn classify(t: &Weighed, this: &Seen, e: &Evidence) -> Vec<Class> {
 
 /// Per suite of run `this`, how many of its tests fall in each class (only classes some test
 /// does). The tests weighed are those a class can hold: the ones that failed or passed on a
-/// retry here, those that failed in an earlier run at this run's commit (version), and those
+/// retry here, those that failed or passed on a retry in an earlier run at this run's commit
+/// (version), and those
 /// that failed on some pair at this run's commit.
 pub fn counts(this: &Seen, e: &Evidence) -> BTreeMap<String, BTreeMap<String, u64>> {
     let mut counts = BTreeMap::new();
@@ -279,7 +286,7 @@ pub fn counts(this: &Seen, e: &Evidence) -> BTreeMap<String, BTreeMap<String, u6
         let mut ids: BTreeSet<u32> = ran.failed.iter().chain(&ran.retried).copied().collect();
         for earlier in e.earlier.iter().filter(|r| r.basis.is_some() && r.basis == this.basis) {
             if let Some(r) = earlier.suites.get(suite) {
-                ids.extend(&r.failed);
+                ids.extend(r.failed.iter().chain(&r.retried));
             }
         }
         if let Some(commit) = &this.commit {
@@ -296,11 +303,6 @@ pub fn counts(this: &Seen, e: &Evidence) -> BTreeMap<String, BTreeMap<String, u6
         counts.insert(suite.clone(), classes);
     }
     counts
-}
-
-/// Passed or failed: what the classes weigh (a skip says nothing either way).
-fn is_outcome(status: Status) -> bool {
-    matches!(status, Status::Passed | Status::Failed)
 }
 
 /// The classes' rules, `{class: rule}` in [`RULES`]' order (the page's legend).

@@ -13,7 +13,7 @@ const SLOWER_BY: f64 = 0.2;
 
 /// The test in one run: its key, when it ran, its commit, and its status and duration there
 /// (`None` when the run did not hold it).
-pub struct Outcome {
+pub struct TestInRun {
     pub run: String,
     pub time: Option<u64>,
     pub commit: Option<String>,
@@ -21,7 +21,7 @@ pub struct Outcome {
 }
 
 /// The test in a run holding it `tests` (its occurrences): failed if any failed, else passed if
-/// any passed; durations added; flaky if any was.
+/// any passed; durations added; flaky if one passed on a retry.
 pub fn outcome_of(tests: &[&Test]) -> Option<(Status, f64, bool)> {
     let status = if tests.iter().any(|t| t.status == Status::Failed) {
         Status::Failed
@@ -30,13 +30,13 @@ pub fn outcome_of(tests: &[&Test]) -> Option<(Status, f64, bool)> {
     } else {
         tests.first()?.status
     };
-    Some((status, tests.iter().map(|t| t.duration).sum(), tests.iter().any(|t| t.detail.flaky)))
+    Some((status, tests.iter().map(|t| t.duration).sum(), tests.iter().any(|t| t.passed_on_retry())))
 }
 
 /// The history of `outcomes` (newest first): its stretches, since when it fails, its durations
 /// and whether its newest pass was slower.
-pub fn history(outcomes: &[Outcome]) -> History {
-    let label = |o: &Outcome| match o.found {
+pub fn history(outcomes: &[TestInRun]) -> History {
+    let label = |o: &TestInRun| match o.found {
         None => "not run",
         Some((Status::Passed, _, true)) => "flaky",
         Some((Status::Passed, ..)) => "passed",
@@ -54,7 +54,7 @@ pub fn history(outcomes: &[Outcome]) -> History {
         }
     }
     // Since when it fails: the oldest run of the failing stretch the newest run is in.
-    let ran: Vec<&Outcome> = outcomes.iter().filter(|o| o.found.is_some()).collect();
+    let ran: Vec<&TestInRun> = outcomes.iter().filter(|o| o.found.is_some()).collect();
     let failing = ran.iter().take_while(|o| matches!(o.found, Some((Status::Failed, ..)))).count();
     let failing_since = (failing > 0).then(|| {
         let since = ran[failing - 1];
@@ -143,8 +143,8 @@ pub struct Durations {
 mod tests {
     use super::*;
 
-    fn o(run: &str, found: Option<(Status, f64, bool)>) -> Outcome {
-        Outcome { run: run.into(), time: None, commit: Some(format!("c-{run}")), found }
+    fn o(run: &str, found: Option<(Status, f64, bool)>) -> TestInRun {
+        TestInRun { run: run.into(), time: None, commit: Some(format!("c-{run}")), found }
     }
 
     /// Stretches collapse; the failing stretch names its first run; durations come from passes;

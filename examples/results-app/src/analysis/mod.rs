@@ -6,3 +6,4 @@ pub mod classes;
 pub mod fingerprint;
 pub mod history;
 pub mod quarantine;
+pub mod rules;

@@ -138,7 +138,7 @@ impl Digest {
                     suite.skipped_ids.push(id);
                 }
             }
-            if t.detail.flaky && t.status == Status::Passed {
+            if t.passed_on_retry() {
                 suite.retried_ids.push(id);
             }
         }

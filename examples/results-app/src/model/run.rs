@@ -297,6 +297,12 @@ fn earlier_cut(text: &str) -> Option<(usize, usize)> {
 }
 
 impl Test {
+    /// Failed first, then passed on a retry: the report marks it flaky and its last attempt
+    /// passed.
+    pub fn passed_on_retry(&self) -> bool {
+        self.detail.flaky && self.status == Status::Passed
+    }
+
     /// Keeps at most `limit` bytes of the test's text (message, trace, output and the
     /// attempts', of which the first and last ten are kept): over it, short texts stay whole and
     /// the long ones share the rest, each cut saying how much was. Capping twice changes nothing.

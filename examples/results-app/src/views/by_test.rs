@@ -55,13 +55,13 @@ impl Viewer {
         pair_prefix(platform, browser)?;
         self.view(|db| {
             let runs = load_runs(db, &pair_runs(db, platform, browser, None, history::HISTORY_RUNS)?)?;
-            let outcomes: Vec<Outcome> = runs
+            let outcomes: Vec<TestInRun> = runs
                 .iter()
                 .map(|run| {
                     let tests: Vec<&Test> =
                         run.tests().map(|(_, t)| t).filter(|t| t.suite == suite && t.name == name).collect();
                     let row = brief(run);
-                    Outcome {
+                    TestInRun {
                         run: run.key.clone(),
                         time: row.time,
                         commit: row.ci.and_then(|ci| ci.commit),

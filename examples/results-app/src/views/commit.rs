@@ -75,22 +75,17 @@ impl Viewer {
                 message: None,
             };
             let (mut rows, mut failing, mut fixed, mut flaky) = (vec![], vec![], vec![], vec![]);
-            let mut across: BTreeMap<TestId, [Vec<String>; 2]> = BTreeMap::new();
+            let mut across: BTreeMap<TestId, Vec<(String, Status)>> = BTreeMap::new();
             for (((platform, browser), runs), (newest, before)) in pairs.iter().zip(&recent).zip(&shown) {
                 let pair = format!("{platform}/{browser}");
                 let Some(newest) = newest.and_then(|n| loaded.get(&runs[n].key)) else { continue };
                 rows.push(brief(newest));
                 let now = outcomes(newest);
                 for (id, status) in &now {
-                    let seen = across.entry(id.clone()).or_default();
-                    match status {
-                        Status::Passed => seen[0].push(pair.clone()),
-                        Status::Failed => seen[1].push(pair.clone()),
-                        _ => {}
-                    }
+                    across.entry(id.clone()).or_default().push((pair.clone(), *status));
                 }
-                // Flaky: the newest run's tests that passed in one of the pair's runs at the
-                // commit and failed in another, by those runs' digests.
+                // Flaky: the newest run's tests flaky among the pair's runs at the commit, by
+                // those runs' digests and the one rule.
                 let at_commit: Vec<Seen> = runs.iter().filter(|d| at(d, &commit)).map(seen).collect();
                 let named = newest.files.iter().filter_map(|f| f.run.as_ref().ok()).flat_map(|run| {
                     run.results
@@ -101,11 +96,8 @@ impl Viewer {
                 });
                 let mut listed = std::collections::BTreeSet::new();
                 for (suite, name, id) in named {
-                    let statuses: Vec<Status> = at_commit.iter().filter_map(|r| r.status(suite, id)).collect();
-                    if statuses.contains(&Status::Passed)
-                        && statuses.contains(&Status::Failed)
-                        && listed.insert((suite, name))
-                    {
+                    let outcomes = at_commit.iter().filter_map(|r| r.outcome(suite, id));
+                    if rules::is_flaky(outcomes) && listed.insert((suite, name)) {
                         flaky.push(entry(&pair, &newest.key, &(suite.to_string(), name.to_string(), 1)));
                     }
                 }
@@ -116,13 +108,12 @@ impl Viewer {
                     .filter_map(|(id, (_, t))| t.message.as_deref().map(|m| (id, m)))
                     .collect();
                 for (id, status) in &now {
-                    match (before.get(id), status) {
-                        (Some(Status::Passed), Status::Failed) => {
-                            let message = messages.get(id).map(|m| m.to_string());
-                            failing.push(PairTest { message, ..entry(&pair, &newest.key, id) });
-                        }
-                        (Some(Status::Failed), Status::Passed) => fixed.push(entry(&pair, &newest.key, id)),
-                        _ => {}
+                    let before = before.get(id).copied();
+                    if rules::is_new_failure(before, *status) {
+                        let message = messages.get(id).map(|m| m.to_string());
+                        failing.push(PairTest { message, ..entry(&pair, &newest.key, id) });
+                    } else if rules::is_fixed(before, *status) {
+                        fixed.push(entry(&pair, &newest.key, id));
                     }
                 }
             }
@@ -140,8 +131,9 @@ impl Viewer {
             }
             let divergent = across
                 .into_iter()
-                .filter(|(_, [passed, failed])| !passed.is_empty() && !failed.is_empty())
-                .map(|((suite, name, _), [passed, failed])| Divergent { suite, name, passed, failed })
+                .filter_map(|((suite, name, _), by_pair)| {
+                    rules::divergence(by_pair).map(|(passed, failed)| Divergent { suite, name, passed, failed })
+                })
                 .collect();
             Ok(CommitView { commit, base, runs: rows, newly_failing: failing, fixed, divergent, flaky })
         })

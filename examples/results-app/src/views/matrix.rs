@@ -87,7 +87,7 @@ impl Viewer {
     }
 
     /// A pair's runs, newest first, [`PAGE`] at a time after the run `after` (paged by key),
-    /// with the tests that both passed and failed at one commit (or version) among them.
+    /// with the tests flaky at one commit (or version) among them ([`rules::is_flaky`]).
     pub fn history(&self, platform: &str, browser: &str, after: Option<&str>) -> View {
         pair_prefix(platform, browser)?;
         if let Some(after) = after {

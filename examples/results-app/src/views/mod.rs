@@ -33,7 +33,8 @@ use serde_json::Value;
 use crate::analysis::classes::{classify, Pairs, Rules, Seen, Verdict, Weighed, BROKEN_RUNS};
 use crate::analysis::fingerprint::PairTest;
 use crate::analysis::fingerprint::{self, Failure};
-use crate::analysis::history::{self, Outcome};
+use crate::analysis::history::{self, TestInRun};
+use crate::analysis::rules;
 use crate::error::{AppError, AppResult};
 use crate::model::digest;
 use crate::model::{
@@ -237,7 +238,7 @@ fn run_view(db: &Db, this: &Loaded, pairs: &Pairs) -> AppResult<RunView> {
         .flat_map(|(file, run)| run.results.tests.iter().zip(digest::ids(run)).map(move |(t, id)| (file, t, id)))
         .map(|(file, t, id)| {
             // A retry counts where the test passed in the end, as the digests record it.
-            let retried = t.detail.flaky && t.status == Status::Passed;
+            let retried = t.passed_on_retry();
             let weighed = Weighed { suite: &t.suite, id, status: t.status, retried };
             let classes = classify(&weighed, &this_seen, &e);
             RunTest {

@@ -7,8 +7,9 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use crate::analysis::classes::{self, Evidence, Pairs, Seen};
+use crate::analysis::rules::{self, Outcome};
 use crate::model::digest::Digest;
-use crate::model::{identified, stored_at, Run, Status, TestId};
+use crate::model::{identified, stored_at, Run, TestId};
 use crate::store::reader::{Digested, Loaded, MISSING};
 use crate::views::shapes::{Cell, Counts, RowCi, RunFiles, RunRow};
 
@@ -132,21 +133,16 @@ pub(crate) fn evidence<'e, 'a>(earlier: &'a [Seen], pairs: &'e Pairs<'a>) -> Evi
     Evidence { earlier: earlier.iter().collect(), pairs }
 }
 
-/// Tests that both passed and failed among `runs` at one commit (or version): (basis, test).
+/// Tests flaky among `runs` at one commit (or version), by the one rule: (basis, test).
 pub(crate) fn flaky(runs: &[Loaded]) -> Vec<(String, TestId)> {
-    let mut outcomes: BTreeMap<(String, TestId), [bool; 2]> = BTreeMap::new();
+    let mut outcomes: BTreeMap<(String, TestId), Vec<Outcome>> = BTreeMap::new();
     for run in runs {
         let Some(basis) = run.basis() else { continue };
         for (id, (_, t)) in identified(run.tests()) {
-            let seen = outcomes.entry((basis.clone(), id)).or_default();
-            match t.status {
-                Status::Passed => seen[0] = true,
-                Status::Failed => seen[1] = true,
-                _ => {}
-            }
+            outcomes.entry((basis.clone(), id)).or_default().push(Outcome::of(t));
         }
     }
-    outcomes.into_iter().filter(|(_, [p, f])| *p && *f).map(|(id, _)| id).collect()
+    outcomes.into_iter().filter(|(_, o)| rules::is_flaky(o.iter().copied())).map(|(id, _)| id).collect()
 }
 
 #[cfg(test)]

@@ -29,8 +29,6 @@ fn one(suite: &str, name: &str, status: &str) -> Value {
     json!({"name": name, "status": status, "duration": 1, "suite": suite})
 }
 
-/// A run's age counts from when its reports say it ran (the earliest), not from when it
-/// was posted.
 /// The runs' objects of a file:// bucket's folder (not the change log, anchors or records).
 fn objects(root: &Path) -> Vec<String> {
     let mut found = Vec::new();

@@ -1,0 +1,114 @@
+//! One definition of flaky, on every page: a test that failed and then passed on a retry (as
+//! nextest writes it, a `<flakyFailure>` then a pass) is flaky on the run's page, in the matrix,
+//! the pair's history, the test's history, the commit view and both summaries.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+use serde_json::Value;
+
+const COMMIT: &str = "0123456789abcdef";
+const SUITE: &str = "producers";
+const FLAKY: &str = "producers::storage::flaky";
+
+/// The app on a `file://` bucket under `dir`, outside any CI.
+fn app(dir: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_objstore-results"));
+    command.args(args).env("OBJSTORE_RESULTS", format!("file://{}", dir.join("bucket").display()));
+    command.env("XDG_CACHE_HOME", dir.join("cache"));
+    for name in support::CI_MARKERS.iter().chain(&["OBJSTORE_RESULTS_PREFIX", "OBJSTORE_RESULTS_BUCKET"]) {
+        command.env_remove(name);
+    }
+    command
+}
+
+fn succeeded(output: Output) -> String {
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// `serve` on a free port, stopped when dropped.
+struct Page {
+    child: Child,
+    url: String,
+}
+
+impl Page {
+    fn start(dir: &Path) -> Page {
+        let mut child = app(dir, &["serve", "--listen", "127.0.0.1:0"]).stdout(Stdio::piped()).spawn().unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let url = line.trim().rsplit(' ').next().unwrap().trim_end_matches("/results").to_string();
+        assert!(url.starts_with("http://127.0.0.1:"), "{line}");
+        Page { child, url }
+    }
+
+    fn get(&self, path: &str) -> Value {
+        let answer = ureq::get(&format!("{}{path}", self.url)).call().unwrap();
+        serde_json::from_str(&answer.into_body().read_to_string().unwrap()).unwrap()
+    }
+}
+
+impl Drop for Page {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+}
+
+/// The names of the tests listed in `tests`.
+fn names<'v>(tests: impl IntoIterator<Item = &'v Value>) -> Vec<&'v str> {
+    tests.into_iter().filter_map(|t| t["name"].as_str()).collect()
+}
+
+fn listed(view: &Value, field: &str) -> Vec<String> {
+    names(view[field].as_array().into_iter().flatten()).into_iter().map(String::from).collect()
+}
+
+#[test]
+fn a_pass_on_a_retry_is_flaky_on_every_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let report = fixture("nextest-retries.xml");
+    let labels = ["--platform", "linux", "--runtime", "rust", "--commit", COMMIT, "--run", "r1"];
+    let post: Vec<&str> = ["post"].into_iter().chain(labels).chain([report.to_str().unwrap()]).collect();
+    succeeded(app(dir, &post).output().unwrap());
+
+    // The summaries a CI job prints: of its run and of the commit.
+    let flaky_section = format!("Flaky (1):\n  linux / rust  {SUITE} › {FLAKY}\n");
+    for args in [["summary", "--run", "r1"], ["summary", "--commit", &COMMIT[..7]]] {
+        let text = succeeded(app(dir, &args).output().unwrap());
+        assert!(text.contains(&flaky_section), "{args:?}: {text}");
+    }
+
+    let page = Page::start(dir);
+    let matrix = page.get("/api/matrix");
+    let row = &matrix["rows"][0];
+    assert_eq!(row["cells"][SUITE]["classes"]["flaky"], 1, "{row}");
+    assert!(matrix["rules"]["flaky"].as_str().unwrap().starts_with("passed on a retry"), "{matrix}");
+
+    let key = row["key"].as_str().unwrap();
+    let run = page.get(&format!("/api/run?key={key}"));
+    let tests = run["tests"].as_array().unwrap();
+    let flaky: Vec<&Value> = tests.iter().filter(|t| t["flaky"] == true).collect();
+    assert_eq!(names(flaky.iter().copied()), [FLAKY], "{run}");
+    assert!(flaky[0]["classes"].as_array().unwrap().iter().any(|c| c["class"] == "flaky"), "{run}");
+
+    let history = page.get("/api/history?platform=linux&browser=rust");
+    assert_eq!(listed(&history, "flaky"), [FLAKY], "{history}");
+    assert_eq!(history["flaky"][0]["basis"], format!("commit {COMMIT}"), "{history}");
+
+    let commit = page.get(&format!("/api/commit?commit={}", &COMMIT[..7]));
+    assert_eq!(listed(&commit, "flaky"), [FLAKY], "{commit}");
+    assert_eq!(commit["flaky"][0]["pair"], "linux/rust", "{commit}");
+
+    let test = page.get(&format!("/api/test?platform=linux&browser=rust&suite={SUITE}&name={FLAKY}"));
+    assert_eq!(test["strip"][0]["status"], "flaky", "{test}");
+}
