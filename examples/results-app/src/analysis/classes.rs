@@ -306,6 +306,7 @@ pub fn counts(this: &Seen, e: &Evidence) -> BTreeMap<String, BTreeMap<String, u6
 }
 
 /// The classes' rules, `{class: rule}` in [`RULES`]' order (the page's legend).
+#[derive(Default)]
 pub struct Rules;
 
 impl Serialize for Rules {

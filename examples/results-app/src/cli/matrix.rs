@@ -26,6 +26,6 @@ pub fn run(args: &[String]) -> AppResult<()> {
     }
     let viewer = open_viewer(&target, cache)?;
     let matrix = viewer.matrix(&Default::default())?;
-    print!("{}", table::render(&matrix, now_ms()));
+    print!("{}", table::render(&matrix.view, now_ms()));
     Ok(())
 }

@@ -89,7 +89,7 @@ pub fn run(args: &[String], start: bool) -> AppResult<()> {
     if start {
         fill_if_empty(&target, &viewer, &writer)?;
         let matrix = viewer.matrix(&Default::default())?;
-        print!("\n{}\n", table::render(&matrix, now_ms()));
+        print!("\n{}\n", table::render(&matrix.view, now_ms()));
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -105,7 +105,7 @@ pub fn run(args: &[String], start: bool) -> AppResult<()> {
 /// An empty bucket gets one real run: the conformance suites, run here on both mechanisms.
 fn fill_if_empty(target: &store::Target, viewer: &Viewer, writer: &store::Writer) -> AppResult<()> {
     let matrix = viewer.matrix(&Default::default())?;
-    if matrix["rows"].as_array().is_some_and(|rows| !rows.is_empty()) {
+    if !matrix.view.rows.is_empty() {
         return Ok(());
     }
     println!(

@@ -7,7 +7,6 @@ use crate::error::{AppError, AppResult};
 use crate::ingest;
 use crate::report::summary;
 use crate::store;
-use crate::views;
 
 use super::{open_viewer, USAGE};
 
@@ -49,7 +48,7 @@ pub fn run(args: &[String]) -> AppResult<()> {
         (Some(commit), None) => {
             let mut view = viewer.commit(&commit, base.as_deref())?;
             let (quarantine, requests) = store::quarantine::load(&target)?;
-            views::add_requests(&mut view, requests);
+            view.add_requests(requests);
             summary::of_commit(&view, &quarantine, now_ms(), page.as_deref(), format)
         }
         (None, run) => {
@@ -63,7 +62,7 @@ pub fn run(args: &[String]) -> AppResult<()> {
                 })?;
             let mut view = viewer.ci_run(&run)?;
             let (quarantine, requests) = store::quarantine::load(&target)?;
-            views::add_requests(&mut view, requests);
+            view.add_requests(requests);
             summary::of_run(&view, &quarantine, now_ms(), page.as_deref(), format)
         }
         (Some(_), Some(_)) => return Err(AppError::bad("name a run or a commit, not both")),

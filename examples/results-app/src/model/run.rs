@@ -152,6 +152,19 @@ pub enum Status {
     Other,
 }
 
+impl Status {
+    /// The status as the stored format writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Passed => "passed",
+            Status::Failed => "failed",
+            Status::Skipped => "skipped",
+            Status::Pending => "pending",
+            Status::Other => "other",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Test {
     pub name: String,

@@ -4,10 +4,10 @@
 
 use std::fmt::Write;
 
-use serde_json::Value;
-
 use crate::error::AppResult;
+use crate::model::Status;
 use crate::views::filter::MatrixFilter;
+use crate::views::shapes::{RunRow, RunView};
 use crate::views::Viewer;
 
 const STYLE: &str = include_str!("../../page/app.css");
@@ -28,8 +28,8 @@ fn escape(text: &str) -> String {
     out
 }
 
-fn text(value: &Value) -> String {
-    escape(value.as_str().unwrap_or("?"))
+fn text(value: Option<&str>) -> String {
+    escape(value.unwrap_or("?"))
 }
 
 /// `2026-11-27 12:05 UTC` (the civil calendar from days since 1970).
@@ -48,31 +48,30 @@ fn utc(ms: u64) -> String {
     format!("{year:04}-{month:02}-{day:02} {:02}:{:02} UTC", rest / 3600, rest % 3600 / 60)
 }
 
-/// Every pair's row of the matrix (page after page) and its newest run's view.
 /// Each pair's matrix row, with its newest run's view where it could be read.
-type Rows = Vec<(Value, Option<Value>)>;
+type Rows = Vec<(RunRow, Option<RunView>)>;
 
+/// Every pair's row of the matrix (page after page) and its newest run's view.
 fn gather(viewer: &Viewer) -> AppResult<(Vec<String>, Rows)> {
     let mut filter = MatrixFilter::default();
-    let (mut suites, mut rows) = (Vec::new(), Vec::new());
+    let (mut suites, mut rows): (Vec<String>, Rows) = (Vec::new(), Vec::new());
     loop {
-        let page = viewer.matrix(&filter)?;
-        for suite in page["suites"].as_array().into_iter().flatten().filter_map(Value::as_str) {
-            if !suites.iter().any(|s| s == suite) {
-                suites.push(suite.to_string());
+        let page = viewer.matrix(&filter)?.view;
+        for suite in page.suites {
+            if !suites.contains(&suite) {
+                suites.push(suite);
             }
         }
-        rows.extend(page["rows"].as_array().into_iter().flatten().map(|row| (row.clone(), None)));
-        match page["next"].as_str() {
-            Some(next) => filter.after = Some(next.to_string()),
+        rows.extend(page.rows.into_iter().map(|row| (row, None)));
+        match page.next {
+            Some(next) => filter.after = Some(next),
             None => break,
         }
     }
     // The newest runs' views, the pairs weighed once for all.
-    let views = viewer.newest_run_views()?;
-    for view in views["runs"].as_array().into_iter().flatten() {
-        if let Some((_, run)) = rows.iter_mut().find(|(row, _)| row["key"] == view["key"]) {
-            *run = Some(view.clone()).filter(|v| v.get("error").is_none());
+    for view in viewer.newest_run_views()?.view.runs {
+        if let Some((_, run)) = rows.iter_mut().find(|(row, _)| row.key == view.row.key) {
+            *run = Some(view).filter(|v| v.row.error.is_none());
         }
     }
     crate::model::sort_suites(&mut suites);
@@ -98,27 +97,26 @@ pub fn render(viewer: &Viewer, source: &str, now_ms: u64) -> AppResult<String> {
     }
     html.push_str("</tr></thead>\n<tbody>\n");
     for (i, (row, _)) in rows.iter().enumerate() {
-        let pair = format!("{} / {}", text(&row["platform"]), text(&row["browser"]));
-        let _ = write!(html, "<tr><th><a href=\"#run-{i}\">{pair}</a></th><td>{}</td>", text(&row["version"]));
-        if let Some(error) = row.get("error") {
+        let pair = format!("{} / {}", escape(&row.platform), escape(&row.browser));
+        let version = text(row.version.as_deref());
+        let _ = write!(html, "<tr><th><a href=\"#run-{i}\">{pair}</a></th><td>{version}</td>");
+        if let Some(error) = &row.error {
             let _ = writeln!(
                 html,
                 "<td class=\"error\" colspan=\"{}\">cannot be read: {}</td></tr>",
                 suites.len().max(1),
-                text(error)
+                escape(error)
             );
             continue;
         }
         for suite in &suites {
-            let cell = &row["cells"][suite];
-            if !cell.is_object() {
+            let Some(cell) = row.cells.as_ref().and_then(|cells| cells.get(suite)) else {
                 html.push_str("<td class=\"none\">not run</td>");
                 continue;
-            }
-            let n = |f: &str| cell[f].as_u64().unwrap_or(0);
-            let verdict = if n("failed") > 0 {
+            };
+            let verdict = if cell.failed > 0 {
                 "fail"
-            } else if n("passed") > 0 {
+            } else if cell.passed > 0 {
                 "pass"
             } else {
                 "skip"
@@ -126,13 +124,12 @@ pub fn render(viewer: &Viewer, source: &str, now_ms: u64) -> AppResult<String> {
             let _ = write!(
                 html,
                 "<td class=\"cell {verdict}\"><span>{} passed</span><span>{} failed</span>",
-                n("passed"),
-                n("failed")
+                cell.passed, cell.failed
             );
-            if n("skipped") > 0 {
-                let _ = write!(html, "<span>{} skipped</span>", n("skipped"));
+            if cell.skipped > 0 {
+                let _ = write!(html, "<span>{} skipped</span>", cell.skipped);
             }
-            for (class, count) in cell["classes"].as_object().into_iter().flatten() {
+            for (class, count) in &cell.classes {
                 let _ = write!(html, "<span class=\"badge\">{} {}</span>", count, escape(class));
             }
             html.push_str("</td>");
@@ -144,31 +141,32 @@ pub fn render(viewer: &Viewer, source: &str, now_ms: u64) -> AppResult<String> {
         let _ = writeln!(
             html,
             "<section id=\"run-{i}\"><h2>{} / {} · version {}</h2>",
-            text(&row["platform"]),
-            text(&row["browser"]),
-            text(&row["version"])
+            escape(&row.platform),
+            escape(&row.browser),
+            text(row.version.as_deref())
         );
-        let Some(run) = run else {
+        let Some(RunView { row: run, detail: Some(detail) }) = run else {
             html.push_str("<p class=\"error\">This run cannot be read.</p></section>\n");
             continue;
         };
-        let ci = &run["ci"];
-        if let Some(commit) = ci["commit"].as_str() {
+        if let Some((commit, branch)) =
+            run.ci.as_ref().and_then(|ci| Some((ci.commit.as_deref()?, ci.branch.as_deref())))
+        {
             let _ = writeln!(
                 html,
                 "<p class=\"source\">commit {}{}</p>",
                 escape(commit),
-                ci["branch"].as_str().map(|b| format!(" on {}", escape(b))).unwrap_or_default()
+                branch.map(|b| format!(" on {}", escape(b))).unwrap_or_default()
             );
         }
-        let summary = &run["summary"];
-        let _ = writeln!(
-            html,
-            "<p>{} tests: {} passed, {} failed, {} skipped</p>",
-            summary["tests"], summary["passed"], summary["failed"], summary["skipped"]
-        );
-        let tests: Vec<&Value> = run["tests"].as_array().into_iter().flatten().collect();
-        let notable: Vec<&&Value> = tests.iter().filter(|t| t["status"] == "failed" || t["flaky"] == true).collect();
+        if let Some(s) = &run.summary {
+            let _ = writeln!(
+                html,
+                "<p>{} tests: {} passed, {} failed, {} skipped</p>",
+                s.tests, s.passed, s.failed, s.skipped
+            );
+        }
+        let notable: Vec<_> = detail.tests.iter().filter(|t| t.status == Status::Failed || t.flaky).collect();
         if notable.is_empty() {
             html.push_str("<p class=\"note\">No failed or flaky test.</p></section>\n");
             continue;
@@ -177,24 +175,20 @@ pub fn render(viewer: &Viewer, source: &str, now_ms: u64) -> AppResult<String> {
             "<table class=\"tests\"><thead><tr><th>suite</th><th>test</th><th>status</th></tr></thead><tbody>\n",
         );
         for t in notable {
-            let classes: String = t["classes"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|c| format!("<span class=\"badge\">{}</span>", text(&c["class"])))
-                .collect();
-            let _ = write!(html, "<tr><td>{}</td><td>{}{classes}", text(&t["suite"]), text(&t["name"]));
-            if let Some(message) = t["message"].as_str() {
+            let classes: String =
+                t.classes.iter().map(|c| format!("<span class=\"badge\">{}</span>", c.class.name())).collect();
+            let _ = write!(html, "<tr><td>{}</td><td>{}{classes}", escape(&t.suite), escape(&t.name));
+            if let Some(message) = &t.message {
                 let _ = write!(html, "<pre class=\"message\">{}</pre>", escape(message));
             }
-            if let Some(trace) = t["trace"].as_str() {
+            if let Some(trace) = &t.detail.trace {
                 let _ = write!(
                     html,
                     "<details class=\"text\"><summary>trace</summary><pre>{}</pre></details>",
                     escape(trace)
                 );
             }
-            let _ = writeln!(html, "</td><td>{}</td></tr>", text(&t["status"]));
+            let _ = writeln!(html, "</td><td>{}</td></tr>", t.status.name());
         }
         html.push_str("</tbody></table></section>\n");
     }

@@ -5,9 +5,11 @@
 //! commit, a link to the page, and what the summary cost in bucket requests.
 //! Built from the views' own answers (`Viewer::ci_run`, `Viewer::commit`).
 
-use serde_json::Value;
-
+use crate::analysis::classes::Verdict;
+use crate::analysis::fingerprint::PairTest;
 use crate::model::quarantine::Quarantine;
+use crate::model::Status;
+use crate::views::shapes::{CommitView, Cost, Costed, RunRow, RunsView};
 
 /// How the summary is written.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -40,90 +42,100 @@ struct Parts {
 
 /// The summary of a CI run (the answer of `Viewer::ci_run`); a failure `quarantine` holds
 /// for its pair at `now_ms` is marked so.
-pub fn of_run(view: &Value, quarantine: &Quarantine, now_ms: u64, page: Option<&str>, format: Format) -> String {
-    let runs = view["runs"].as_array().cloned().unwrap_or_default();
+pub fn of_run(
+    view: &Costed<RunsView>,
+    quarantine: &Quarantine,
+    now_ms: u64,
+    page: Option<&str>,
+    format: Format,
+) -> String {
+    let runs = &view.view.runs;
     // Every failure, its classes beside it (new, divergent, broken, flaky); then the tests
     // that passed but are flaky.
     let (mut failed, mut flaky) = (Vec::new(), Vec::new());
-    for run in &runs {
-        let (platform, browser) = (text(&run["platform"]), text(&run["browser"]));
+    for run in runs {
+        let (platform, browser) = (&run.row.platform, &run.row.browser);
         let pair = format!("{platform} / {browser}");
-        for test in run["tests"].as_array().into_iter().flatten() {
-            let mut classes: Vec<&str> =
-                test["classes"].as_array().into_iter().flatten().filter_map(|c| c["class"].as_str()).collect();
-            let (suite, name) = (text(&test["suite"]), text(&test["name"]));
-            if test["status"] == "failed" && quarantine.covering(&suite, &name, &platform, &browser, now_ms).is_some() {
+        for test in run.detail.iter().flat_map(|d| &d.tests) {
+            let is_flaky = test.classes.iter().any(|c| c.class == Verdict::Flaky);
+            let mut classes: Vec<&str> = test.classes.iter().map(|c| c.class.name()).collect();
+            let (suite, name) = (&test.suite, &test.name);
+            let is_failed = test.status == Status::Failed;
+            if is_failed && quarantine.covering(suite, name, platform, browser, now_ms).is_some() {
                 classes.push("quarantined");
             }
-            let mut entry = listed(&pair, test);
-            if test["status"] == "failed" {
+            let mut entry = Listed { pair: pair.clone(), suite: suite.clone(), name: name.clone(), line: None };
+            entry.line = test.message.as_deref().map(first_line);
+            if is_failed {
                 if !classes.is_empty() {
                     entry.name = format!("{} [{}]", entry.name, classes.join(", "));
                 }
                 failed.push(entry);
-            } else if classes.contains(&"flaky") {
+            } else if is_flaky {
                 flaky.push(entry);
             }
         }
     }
-    let sections = vec![("Failures", failed), ("Flaky", flaky)];
     let parts = Parts {
-        title: format!("Test results of run {}", text(&view["run"])),
-        pairs: runs.iter().map(pair_counts).collect(),
-        sections,
-        cost: cost(&view["cost"]),
+        title: format!("Test results of run {}", view.view.run.as_deref().unwrap_or_default()),
+        pairs: runs.iter().map(|run| pair_counts(&run.row)).collect(),
+        sections: vec![("Failures", failed), ("Flaky", flaky)],
+        cost: cost(&view.cost),
     };
     render(&parts, page, format)
 }
 
 /// The summary of a commit, or of a commit against a base (the answer of `Viewer::commit`); a
 /// new failure `quarantine` holds for its pair is marked so.
-pub fn of_commit(view: &Value, quarantine: &Quarantine, now_ms: u64, page: Option<&str>, format: Format) -> String {
-    let entries = |field: &str| -> Vec<Listed> {
-        view[field]
-            .as_array()
-            .into_iter()
-            .flatten()
+pub fn of_commit(
+    view: &Costed<CommitView>,
+    quarantine: &Quarantine,
+    now_ms: u64,
+    page: Option<&str>,
+    format: Format,
+) -> String {
+    let commit = &view.view;
+    // `new`: the entries are new failures, which a quarantine may hold.
+    let entries = |tests: &[PairTest], new: bool| -> Vec<Listed> {
+        tests
+            .iter()
             .map(|e| {
-                let (pair, suite, name) = (text(&e["pair"]), text(&e["suite"]), text(&e["name"]));
-                let (platform, browser) = pair.split_once('/').unwrap_or((&pair, ""));
-                let held =
-                    field == "newlyFailing" && quarantine.covering(&suite, &name, platform, browser, now_ms).is_some();
+                let (platform, browser) = e.pair.split_once('/').unwrap_or((&e.pair, ""));
+                let held = new && quarantine.covering(&e.suite, &e.name, platform, browser, now_ms).is_some();
                 Listed {
-                    pair: pair.replace('/', " / "),
-                    name: if held { format!("{name} [quarantined]") } else { name.clone() },
-                    suite,
-                    line: e["message"].as_str().map(first_line),
+                    pair: e.pair.replace('/', " / "),
+                    name: if held { format!("{} [quarantined]", e.name) } else { e.name.clone() },
+                    suite: e.suite.clone(),
+                    line: e.message.as_deref().map(first_line),
                 }
             })
             .collect()
     };
-    let divergent = view["divergent"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let divergent = commit
+        .divergent
+        .iter()
         .map(|d| Listed {
-            pair: format!("failed on {}", names(&d["failed"])),
-            suite: text(&d["suite"]),
-            name: text(&d["name"]),
-            line: Some(format!("passed on {}", names(&d["passed"]))),
+            pair: format!("failed on {}", d.failed.join(", ")),
+            suite: d.suite.clone(),
+            name: d.name.clone(),
+            line: Some(format!("passed on {}", d.passed.join(", "))),
         })
         .collect();
-    let short = |c: &Value| text(c).chars().take(12).collect::<String>();
-    let title = match view["base"].as_str() {
-        Some(_) => format!("Test results of commit {} against {}", short(&view["commit"]), short(&view["base"])),
-        None => format!("Test results of commit {}", short(&view["commit"])),
+    let short = |c: &str| c.chars().take(12).collect::<String>();
+    let title = match &commit.base {
+        Some(base) => format!("Test results of commit {} against {}", short(&commit.commit), short(base)),
+        None => format!("Test results of commit {}", short(&commit.commit)),
     };
     let parts = Parts {
         title,
-        pairs: view["runs"].as_array().into_iter().flatten().map(pair_counts).collect(),
+        pairs: commit.runs.iter().map(pair_counts).collect(),
         sections: vec![
-            ("New failures", entries("newlyFailing")),
-            ("Fixed", entries("fixed")),
-            ("Flaky", entries("flaky")),
+            ("New failures", entries(&commit.newly_failing, true)),
+            ("Fixed", entries(&commit.fixed, false)),
+            ("Flaky", entries(&commit.flaky, false)),
             ("Divergent", divergent),
         ],
-        cost: cost(&view["cost"]),
+        cost: cost(&view.cost),
     };
     render(&parts, page, format)
 }
@@ -201,43 +213,17 @@ fn plain(parts: &Parts, page: Option<&str>) -> String {
     out
 }
 
-fn pair_counts(run: &Value) -> (String, String, [u64; 3]) {
-    let count = |field: &str| run["summary"][field].as_u64().unwrap_or(0);
-    (
-        format!("{} / {}", text(&run["platform"]), text(&run["browser"])),
-        text(&run["key"]),
-        [count("passed"), count("failed"), count("skipped")],
-    )
-}
-
-fn listed(pair: &str, test: &Value) -> Listed {
-    Listed {
-        pair: pair.to_string(),
-        suite: text(&test["suite"]),
-        name: text(&test["name"]),
-        line: test["message"].as_str().map(first_line),
-    }
+fn pair_counts(row: &RunRow) -> (String, String, [u64; 3]) {
+    let counts = row.summary.as_ref().map_or([0; 3], |s| [s.passed, s.failed, s.skipped]);
+    (format!("{} / {}", row.platform, row.browser), row.key.clone(), counts)
 }
 
 /// What a view cost, in words.
-fn cost(cost: &Value) -> String {
-    let requests = cost["requests"].as_u64().unwrap_or(0);
-    let kinds: Vec<String> = cost["byKind"]
-        .as_object()
-        .into_iter()
-        .flatten()
-        .map(|(kind, n)| format!("{} {kind}", n.as_u64().unwrap_or(0)))
-        .collect();
+fn cost(cost: &Cost) -> String {
+    let requests = cost.requests;
+    let kinds: Vec<String> = cost.by_kind.iter().map(|(kind, n)| format!("{n} {kind}")).collect();
     let kinds = if kinds.is_empty() { String::new() } else { format!(" ({})", kinds.join(", ")) };
     format!("This summary cost {requests} bucket request{}{kinds}.", if requests == 1 { "" } else { "s" })
-}
-
-fn text(value: &Value) -> String {
-    value.as_str().unwrap_or_default().to_string()
-}
-
-fn names(list: &Value) -> String {
-    list.as_array().into_iter().flatten().filter_map(Value::as_str).collect::<Vec<_>>().join(", ")
 }
 
 /// A failure's first line that says something, clipped.
@@ -291,16 +277,40 @@ fn md(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::analysis::classes::{Class, Rules};
+    use crate::views::shapes::{Counts, Divergent, RunDetail, RunTest, RunView};
 
-    fn run_view() -> Value {
-        json!({"run": "github-7-1", "cost": {"requests": 3, "byKind": {"LIST": 1, "GET": 2}}, "runs": [
-            {"platform": "linux", "browser": "gcc", "key": "linux/gcc/9-github-7-1",
-             "summary": {"passed": 5, "failed": 1, "skipped": 0},
-             "tests": [{"suite": "crud", "name": "put | <b>x</b>", "status": "failed",
-                        "message": "\n  expected 2\n  got 3", "classes": [{"class": "new failure"}]}]},
-            {"platform": "mac", "browser": "clang", "key": "mac/clang/9-github-7-1",
-             "summary": {"passed": 6, "failed": 0, "skipped": 1}, "tests": []}]})
+    fn cost(requests: u64, by_kind: &[(&str, u64)]) -> Cost {
+        let by_kind = by_kind.iter().map(|(kind, n)| (kind.to_string(), *n)).collect();
+        Cost { requests, by_kind, ..Cost::default() }
+    }
+
+    fn row(platform: &str, browser: &str, key: &str, [passed, failed, skipped]: [u64; 3]) -> RunRow {
+        let summary = Some(Counts { tests: passed + failed + skipped, passed, failed, skipped });
+        RunRow { key: key.into(), platform: platform.into(), browser: browser.into(), summary, ..RunRow::default() }
+    }
+
+    fn run(row: RunRow, tests: Vec<RunTest>) -> RunView {
+        RunView { row, detail: Some(RunDetail { tests, rules: Rules, previous: None }) }
+    }
+
+    fn run_view() -> Costed<RunsView> {
+        let failed = RunTest {
+            name: "put | <b>x</b>".into(),
+            suite: "crud".into(),
+            status: Status::Failed,
+            duration: 1.0,
+            file: 0,
+            message: Some("\n  expected 2\n  got 3".into()),
+            detail: Default::default(),
+            flaky: false,
+            classes: vec![Class { class: Verdict::NewFailure, evidence: vec![] }],
+        };
+        let runs = vec![
+            run(row("linux", "gcc", "linux/gcc/9-github-7-1", [5, 1, 0]), vec![failed]),
+            run(row("mac", "clang", "mac/clang/9-github-7-1", [6, 0, 1]), vec![]),
+        ];
+        Costed { view: RunsView { run: Some("github-7-1".into()), runs }, cost: cost(3, &[("LIST", 1), ("GET", 2)]) }
     }
 
     /// Markdown for a job summary: a row per pair, new failures with their first line, the
@@ -317,7 +327,7 @@ mod tests {
         );
         assert!(out.contains("**Failures** (1)\n\n- linux / gcc · crud › put \\| &lt;b&gt;x&lt;/b&gt; \\[new failure\\]: expected 2\n"), "{out}");
         assert!(!out.contains("Flaky"), "empty sections are left out: {out}");
-        assert!(out.ends_with("<sub>This summary cost 3 bucket requests (1 LIST, 2 GET).</sub>\n"), "{out}");
+        assert!(out.ends_with("<sub>This summary cost 3 bucket requests (2 GET, 1 LIST).</sub>\n"), "{out}");
     }
 
     /// Nothing a test's text holds becomes a mention, an issue link, a link or math.
@@ -360,11 +370,28 @@ mod tests {
     /// A commit against a base: new failures, fixed and divergent tests, with the pairs.
     #[test]
     fn a_commit_against_a_base() {
-        let view = json!({"commit": "0123456789abcdef", "base": "fedcba9876543210", "cost": {"requests": 0, "byKind": {}},
-            "runs": [{"platform": "linux", "browser": "gcc", "key": "linux/gcc/1-a", "summary": {"passed": 1, "failed": 1, "skipped": 0}}],
-            "newlyFailing": [{"pair": "linux/gcc", "run": "linux/gcc/1-a", "suite": "sql", "name": "select", "message": "no such column"}],
-            "fixed": [], "flaky": [],
-            "divergent": [{"suite": "sql", "name": "select", "passed": ["mac/clang"], "failed": ["linux/gcc"]}]});
+        let new_failure = PairTest {
+            pair: "linux/gcc".into(),
+            run: "linux/gcc/1-a".into(),
+            suite: "sql".into(),
+            name: "select".into(),
+            message: Some("no such column".into()),
+        };
+        let divergent = Divergent {
+            suite: "sql".into(),
+            name: "select".into(),
+            passed: vec!["mac/clang".into()],
+            failed: vec!["linux/gcc".into()],
+        };
+        let commit = CommitView {
+            commit: "0123456789abcdef".into(),
+            base: Some("fedcba9876543210".into()),
+            runs: vec![row("linux", "gcc", "linux/gcc/1-a", [1, 1, 0])],
+            newly_failing: vec![new_failure],
+            divergent: vec![divergent],
+            ..CommitView::default()
+        };
+        let view = Costed { view: commit, cost: cost(0, &[]) };
         let mut quarantine = Quarantine::default();
         quarantine.add(crate::model::quarantine::Entry {
             suite: "sql".into(),

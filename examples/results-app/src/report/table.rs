@@ -1,37 +1,39 @@
 //! The matrix as a table for a terminal: what `tests/run-all` and the main command print.
 
-use serde_json::Value;
+use crate::views::shapes::MatrixView;
 
 /// `matrix` is the home view's answer ([`crate::views::Viewer::matrix`]); `now_ms` dates the runs.
-pub fn render(matrix: &Value, now_ms: u64) -> String {
-    let suites: Vec<&str> = matrix["suites"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
-    let rows = matrix["rows"].as_array().cloned().unwrap_or_default();
+pub fn render(matrix: &MatrixView, now_ms: u64) -> String {
+    let (suites, rows) = (&matrix.suites, &matrix.rows);
     let mut lines: Vec<Vec<String>> = vec![["platform / runtime", "version", "age"]
         .into_iter()
         .map(String::from)
         .chain(suites.iter().map(|s| s.to_string()))
         .collect()];
-    for row in &rows {
-        let text =
-            |field: &str| row[field].as_str().unwrap_or("?").chars().filter(|c| !c.is_control()).collect::<String>();
-        let mut line = vec![format!("{} / {}", text("platform"), text("browser"))];
-        match row.get("error") {
+    for row in rows {
+        let text = |text: &str| text.chars().filter(|c| !c.is_control()).collect::<String>();
+        let mut line = vec![format!("{} / {}", text(&row.platform), text(&row.browser))];
+        match &row.error {
             Some(error) => {
                 line.push("-".into());
-                line.push(age(row["time"].as_u64(), now_ms));
-                line.push(format!("cannot be read: {}", error.as_str().unwrap_or("?")));
+                line.push(age(row.time, now_ms));
+                line.push(format!("cannot be read: {error}"));
             }
             None => {
-                line.push(text("version"));
-                line.push(age(row["time"].as_u64(), now_ms));
-                for suite in &suites {
-                    let cell = &row["cells"][suite];
-                    let n = |f: &str| cell[f].as_u64().unwrap_or(0);
-                    line.push(match cell.is_object() {
-                        false => "-".into(),
-                        true if n("failed") > 0 => format!("FAIL {}/{}/{}", n("passed"), n("failed"), n("skipped")),
-                        true if n("passed") == 0 => format!("skip {}/{}/{}", n("passed"), n("failed"), n("skipped")),
-                        true => format!("ok {}/{}/{}", n("passed"), n("failed"), n("skipped")),
+                line.push(text(row.version.as_deref().unwrap_or("?")));
+                line.push(age(row.time, now_ms));
+                for suite in suites {
+                    let cell = row.cells.as_ref().and_then(|cells| cells.get(suite));
+                    line.push(match cell {
+                        None => "-".into(),
+                        Some(c) => {
+                            let mark = match (c.failed, c.passed) {
+                                (1.., _) => "FAIL",
+                                (0, 0) => "skip",
+                                _ => "ok",
+                            };
+                            format!("{mark} {}/{}/{}", c.passed, c.failed, c.skipped)
+                        }
                     });
                 }
             }
@@ -58,8 +60,8 @@ pub fn render(matrix: &Value, now_ms: u64) -> String {
     if rows.is_empty() {
         out.push_str("(no runs in the bucket)\n");
     }
-    if let (Some(_), Some(matching)) = (matrix["next"].as_str(), matrix["matching"].as_u64()) {
-        out.push_str(&format!("({} of {matching} pairs shown; the page shows every one)\n", rows.len()));
+    if matrix.next.is_some() {
+        out.push_str(&format!("({} of {} pairs shown; the page shows every one)\n", rows.len(), matrix.matching));
     }
     out.push_str(
         "cells: passed/failed/skipped of the newest run; FAIL marks a failure, skip a suite where nothing ran\n",
@@ -81,16 +83,27 @@ pub fn age(time: Option<u64>, now_ms: u64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use crate::views::shapes::{Cell, MatrixView, RunRow};
 
     /// A suite where nothing ran (every test skipped) is neither ok nor FAIL.
     #[test]
     fn cells_say_ok_fail_or_skip() {
-        let matrix = json!({"suites": ["crud", "sql", "query"], "rows": [{"platform": "linux", "browser": "c",
-            "version": "1", "time": 0, "cells": {
-                "crud": {"passed": 3, "failed": 0, "skipped": 1},
-                "sql": {"passed": 2, "failed": 1, "skipped": 0},
-                "query": {"passed": 0, "failed": 0, "skipped": 4}}}]});
+        let cell = |passed, failed, skipped| Cell { passed, failed, skipped, ..Cell::default() };
+        let row = RunRow {
+            platform: "linux".into(),
+            browser: "c".into(),
+            version: Some("1".into()),
+            time: Some(0),
+            cells: Some(
+                [("crud".into(), cell(3, 0, 1)), ("sql".into(), cell(2, 1, 0)), ("query".into(), cell(0, 0, 4))].into(),
+            ),
+            ..RunRow::default()
+        };
+        let matrix = MatrixView {
+            suites: vec!["crud".into(), "sql".into(), "query".into()],
+            rows: vec![row],
+            ..MatrixView::default()
+        };
         let table = super::render(&matrix, 0);
         let row = table.lines().nth(1).unwrap();
         assert!(row.contains("ok 3/0/1") && row.contains("FAIL 2/1/0") && row.contains("skip 0/0/4"), "{table}");

@@ -9,7 +9,7 @@ impl Viewer {
     /// pairs it covers and, on each, the test's outcomes in the pair's last [`RELEASE_AFTER`]
     /// runs, by their names' digests; an entry whose test passed in all of them on every pair
     /// it covers is marked releasable.
-    pub fn quarantine(&self) -> View {
+    pub fn quarantine(&self) -> View<QuarantineView> {
         let (quarantine, requests) = crate::store::quarantine::load(&self.target)?;
         let mut view = self.view(|db| {
             let pairs = all_pairs(db)?;
@@ -31,7 +31,7 @@ impl Viewer {
                         covered.push(Covered { pair: format!("{platform}/{browser}"), outcomes });
                     }
                     Ok(QuarantineEntry {
-                        entry: e,
+                        entry: e.clone(),
                         releasable: releasable(covered.iter().map(|c| &c.outcomes[..])),
                         expired: e.expired(now),
                         pairs_covered: covered,
@@ -41,17 +41,17 @@ impl Viewer {
             Ok(QuarantineView {
                 entries,
                 release_after: RELEASE_AFTER,
-                history: quarantine.history.iter().rev().take(50).collect(),
+                history: quarantine.history.iter().rev().take(50).cloned().collect(),
             })
         })?;
-        add_requests(&mut view, requests);
+        view.add_requests(requests);
         Ok(view)
     }
 
     /// One test's history on one pair: its outcome in each of the pair's last
     /// [`history::HISTORY_RUNS`] runs, since when it fails, its durations and whether it got
     /// slower.
-    pub fn test_history(&self, platform: &str, browser: &str, suite: &str, name: &str) -> View {
+    pub fn test_history(&self, platform: &str, browser: &str, suite: &str, name: &str) -> View<TestHistoryView> {
         pair_prefix(platform, browser)?;
         self.view(|db| {
             let runs = load_runs(db, &pair_runs(db, platform, browser, None, history::HISTORY_RUNS)?)?;
@@ -82,7 +82,7 @@ impl Viewer {
 
     /// Tests whose name or suite holds `query` (case aside), in each pair's newest run: at most
     /// [`FOUND`], each with its pair and status.
-    pub fn search(&self, query: &str) -> View {
+    pub fn search(&self, query: &str) -> View<SearchView> {
         let query = query.trim().to_lowercase();
         if query.is_empty() || query.chars().count() > 200 {
             return Err(AppError::bad("search for 1 to 200 characters of a test's name or suite"));
@@ -117,7 +117,7 @@ impl Viewer {
     /// Failures grouped across pairs: every failed test of each pair's newest run, grouped by
     /// its fingerprint (the failure's text with paths, numbers and addresses taken out), the
     /// groups that hit most pairs first.
-    pub fn failures(&self) -> View {
+    pub fn failures(&self) -> View<FailuresView> {
         self.view(|db| {
             let pairs = newest_runs(db, &all_pairs(db)?, BROKEN_RUNS)?;
             let failures = pairs.iter().filter_map(|runs| runs.first()).flat_map(|run| {

@@ -8,7 +8,7 @@ impl Viewer {
     /// runs shown, and of the base's); the tests divergent there (passed on some pairs, failed
     /// on others) and flaky there (both outcomes in one pair's runs at it); with `base`, per
     /// pair, the tests newly failing and fixed since that commit.
-    pub fn commit(&self, commit: &str, base: Option<&str>) -> View {
+    pub fn commit(&self, commit: &str, base: Option<&str>) -> View<CommitView> {
         let (asked, asked_base) = (commit, base);
         for (field, value) in std::iter::once(("commit", commit)).chain(base.map(|b| ("base", b))) {
             check_label(field, value)?;

@@ -8,7 +8,7 @@ impl Viewer {
     /// counted, and how many of each suite's tests fall in each class; the pairs that pass
     /// `filter`, [`PAIRS`] at a time after the pair `filter.after`. Every pair's runs are weighed
     /// for the classes, whichever are shown.
-    pub fn matrix(&self, filter: &MatrixFilter) -> View {
+    pub fn matrix(&self, filter: &MatrixFilter) -> View<MatrixView> {
         self.view(|db| {
             let newest = self.newest(db)?;
             let Newest { pairs, runs, seen } = &*newest;
@@ -88,7 +88,7 @@ impl Viewer {
 
     /// A pair's runs, newest first, [`PAGE`] at a time after the run `after` (paged by key),
     /// with the tests flaky at one commit (or version) among them ([`rules::is_flaky`]).
-    pub fn history(&self, platform: &str, browser: &str, after: Option<&str>) -> View {
+    pub fn history(&self, platform: &str, browser: &str, after: Option<&str>) -> View<PairHistoryView> {
         pair_prefix(platform, browser)?;
         if let Some(after) = after {
             if pair_of(after)? != (platform.to_string(), browser.to_string()) {
@@ -111,7 +111,7 @@ impl Viewer {
     }
 
     /// The latest runs across every pair, newest first, [`PAGE`] at a time after `after`.
-    pub fn latest(&self, after: Option<&str>) -> View {
+    pub fn latest(&self, after: Option<&str>) -> View<LatestView> {
         let after = match after {
             None => None,
             Some(key) => {
@@ -135,7 +135,7 @@ impl Viewer {
 
     /// Each pair's newest run as [`Viewer::run`] shows it, the pairs weighed once for all
     /// (for `export`).
-    pub fn newest_run_views(&self) -> View {
+    pub fn newest_run_views(&self) -> View<RunsView> {
         self.view(|db| {
             let kept = self.newest(db)?;
             let newest = newest_runs(db, &kept.pairs, BROKEN_RUNS)?;

@@ -1,10 +1,14 @@
-//! The page's views, read from the bucket only through the library (`runs.rs`), a file per kind
-//! of view (`matrix`, `run`, `by_test`, `commit`), each an `impl Viewer` block sharing what this
-//! file holds (the viewer, its database and its memo of every pair's newest runs): the matrix (the
-//! seed's home view: `keys` on `results-meta` by `platform, browser`, unique, then `values_of` on
-//! `results`; every pair, paged and filtered here), a pair's history, one run, the latest runs
-//! across pairs, the diff of two runs, the top failures, a test's history and a search, each with
-//! what it cost in bucket requests (the library's own accounting).
+//! The views: typed answers to what the page, the summaries and the export ask (`shapes.rs`
+//! declares each one's JSON), each with what it cost in bucket requests (the library's own
+//! accounting). They read the bucket only through `store::reader`, weigh runs only through
+//! `analysis`, and never speak HTTP: `web` serializes them, `report` writes them as text.
+//!
+//! A file per kind of view, each an `impl Viewer` block sharing what this file holds (the
+//! viewer, its database and its memo of every pair's newest runs): `matrix.rs` (the seed's home
+//! view: every pair, from the `platform, browser` index, its newest runs drawn from their files'
+//! names' digests, a listing and no GET, paged and filtered here; a pair's history; the latest
+//! runs), `run.rs` (one run, a CI run's parts, the diff of two runs), `by_test.rs` (a test's
+//! history, the search, the top failures, the quarantine) and `commit.rs`.
 //!
 //! Everything read from the bucket is untrusted: a body that is not a run becomes a row that
 //! says so, and the views carry only counts, labels and texts, never markup.
@@ -27,8 +31,6 @@ use std::time::{Duration, Instant};
 
 use objstore_db::rsapi::{AsValue, Db, Freshness};
 use objstore_db_core::{Key, KeyRange, MechanismKind, ScanOptions};
-use serde::Serialize;
-use serde_json::Value;
 
 use crate::analysis::classes::{classify, Pairs, Rules, Seen, Verdict, Weighed, BROKEN_RUNS};
 use crate::analysis::fingerprint::PairTest;
@@ -57,15 +59,6 @@ pub const PAIRS: usize = 50;
 pub const PAGE: usize = 25;
 /// The most tests a search answers with.
 pub const FOUND: usize = 100;
-/// Adds `requests` made outside the view's database (the quarantine's GET) to what it cost.
-pub fn add_requests(view: &mut Value, requests: u64) {
-    if requests > 0 {
-        let cost = &mut view["cost"];
-        cost["requests"] = (cost["requests"].as_u64().unwrap_or(0) + requests).into();
-        cost["byKind"]["GET"] = (cost["byKind"]["GET"].as_u64().unwrap_or(0) + requests).into();
-    }
-}
-
 /// The most build-variant labels (`key=value`) the matrix offers as a filter.
 pub const VARIANTS: usize = 200;
 /// How many of each pair's newest runs the commit view looks through for the commit.
@@ -101,8 +94,9 @@ const MISSING_FOR: Duration = Duration::from_secs(10);
 /// Missing runs remembered at most (a loop of made-up keys must not grow it without bound).
 const MISSING_REMEMBERED: usize = 10_000;
 
-/// A view's answer: its data, and what it cost (a [`Costed`] shape, serialized).
-pub type View = AppResult<Value>;
+/// A view's answer: its data (one of [`shapes`]' views) and what it cost. It is serialized
+/// once, by whoever sends it (the page's JSON); the reports read its fields.
+pub type View<T> = AppResult<Costed<T>>;
 
 impl Viewer {
     /// Opens the cache at `cache` (a SQLite file; created with its folder when missing).
@@ -179,8 +173,8 @@ impl Viewer {
         call(|done| self.db.prefetch("results-meta", done))
     }
 
-    /// Builds a view with `build`, adding `"cost"`: the bucket requests it made.
-    fn view<T: Serialize>(&self, build: impl FnOnce(&Db) -> AppResult<T>) -> View {
+    /// Builds a view with `build`, with its cost: the bucket requests it made.
+    fn view<T>(&self, build: impl FnOnce(&Db) -> AppResult<T>) -> View<T> {
         let _one = self.building.lock().unwrap_or_else(|p| p.into_inner());
         // Requests between views (revalidations in the background) count as made, not as this
         // view's.
@@ -189,8 +183,7 @@ impl Viewer {
         let built = build(&self.db);
         let stats = self.db.sync_stats(true);
         self.requests.fetch_add(stats.total(), Ordering::Relaxed);
-        let costed = Costed { view: built?, cost: Cost::of(&stats) };
-        serde_json::to_value(costed).map_err(|e| AppError::internal(format!("serializing a view: {e}")))
+        Ok(Costed { view: built?, cost: Cost::of(&stats) })
     }
 
     /// Every pair with its newest runs (listed first when the refractory period is over). The

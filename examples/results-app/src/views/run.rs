@@ -7,7 +7,7 @@ impl Viewer {
     /// One run: its files and tests, each test with its classes (new failure, flaky, broken,
     /// divergent: [`classes::RULES`]) weighed against the pair's [`PAGE`] runs before it and
     /// every pair's newest runs; and the pair's previous run, to diff against.
-    pub fn run(&self, key: &str) -> View {
+    pub fn run(&self, key: &str) -> View<RunView> {
         pair_of(key)?;
         let key = key.to_string();
         self.view(move |db| {
@@ -19,7 +19,7 @@ impl Viewer {
     /// Every pair's part of CI run `id` (the files posted with `--run ID` or from one CI run),
     /// each as [`Viewer::run`] shows it: the run's anchor names its segment, the `run` index
     /// finds its pairs. A run nobody anchored is not found.
-    pub fn ci_run(&self, id: &str) -> View {
+    pub fn ci_run(&self, id: &str) -> View<RunsView> {
         check_label("run", id)?;
         self.view(|db| {
             let anchor = format!(".runs/{id}");
@@ -47,7 +47,7 @@ impl Viewer {
 
     /// What changed from run `from` to run `to`: tests newly failing, newly passing, added and
     /// removed (a test is its suite, name and occurrence).
-    pub fn diff(&self, from: &str, to: &str) -> View {
+    pub fn diff(&self, from: &str, to: &str) -> View<DiffView> {
         for key in [from, to] {
             pair_of(key)?;
         }

@@ -22,8 +22,18 @@ pub struct Costed<T> {
     pub cost: Cost,
 }
 
+impl<T> Costed<T> {
+    /// Adds `requests` made outside the view's database (the quarantine's GET) to what it cost.
+    pub fn add_requests(&mut self, requests: u64) {
+        if requests > 0 {
+            self.cost.requests += requests;
+            *self.cost.by_kind.entry("GET".into()).or_default() += requests;
+        }
+    }
+}
+
 /// What a view cost in bucket requests, bytes and dollars (the library's `sync_stats`).
-#[derive(Serialize)]
+#[derive(Serialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct Cost {
     pub requests: u64,
@@ -55,7 +65,7 @@ fn in_order<S: Serializer>(pairs: &[(&'static str, f64)], out: S) -> Result<S::O
 }
 
 /// A run in a list (see [`crate::views::rows::brief`]); the matrix adds its labels and cells.
-#[derive(Serialize)]
+#[derive(Serialize, Default)]
 pub struct RunRow {
     pub key: String,
     pub platform: String,
@@ -89,6 +99,12 @@ pub enum RunFiles {
     Each(Vec<RunFile>),
 }
 
+impl Default for RunFiles {
+    fn default() -> RunFiles {
+        RunFiles::Count(0)
+    }
+}
+
 /// One file of a run on its page: what it holds, or why it cannot be read.
 #[derive(Serialize)]
 #[serde(untagged)]
@@ -120,7 +136,7 @@ impl RowCi {
 }
 
 /// A run's counts over every file (skipped with pending and other).
-#[derive(Serialize)]
+#[derive(Serialize, Default)]
 pub struct Counts {
     pub tests: u64,
     pub passed: u64,
@@ -129,7 +145,7 @@ pub struct Counts {
 }
 
 /// A matrix cell: one suite's counts in a run, and how many of its tests fall in each class.
-#[derive(Serialize)]
+#[derive(Serialize, Default)]
 pub struct Cell {
     pub passed: u64,
     pub failed: u64,
@@ -174,7 +190,7 @@ pub struct RunTest {
 }
 
 /// The matrix: a page of pairs' newest runs, and what the filters offer.
-#[derive(Serialize)]
+#[derive(Serialize, Default)]
 pub struct MatrixView {
     pub suites: Vec<String>,
     pub rows: Vec<RunRow>,
@@ -248,19 +264,19 @@ pub struct DiffTest {
 /// The quarantine, each entry with how it fares on the pairs it covers.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct QuarantineView<'q> {
-    pub entries: Vec<QuarantineEntry<'q>>,
+pub struct QuarantineView {
+    pub entries: Vec<QuarantineEntry>,
     pub release_after: usize,
     /// The newest changes first.
-    pub history: Vec<&'q Change>,
+    pub history: Vec<Change>,
 }
 
 /// A quarantine entry, its outcomes on each pair it covers, and whether it can go.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct QuarantineEntry<'q> {
+pub struct QuarantineEntry {
     #[serde(flatten)]
-    pub entry: &'q Entry,
+    pub entry: Entry,
     pub pairs_covered: Vec<Covered>,
     pub releasable: bool,
     pub expired: bool,

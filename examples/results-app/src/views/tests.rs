@@ -2,7 +2,9 @@
 
 use super::*;
 use crate::model::Run;
+use serde::Serialize;
 use serde_json::json;
+use serde_json::Value;
 
 /// A report of `tests` (linux/c, version 1) started at `start`, at `commit`.
 pub(crate) fn report(start: u64, commit: Option<&str>, tests: Value) -> Run {
@@ -13,6 +15,11 @@ pub(crate) fn report(start: u64, commit: Option<&str>, tests: Value) -> Run {
     run.results.summary = crate::model::Summary::of(&run.results.tests, start, start);
     run.ci.commit = commit.map(str::to_string);
     run
+}
+
+/// A view as the page gets it.
+pub(crate) fn json<T: Serialize>(view: View<T>) -> Value {
+    serde_json::to_value(view.unwrap()).unwrap()
 }
 
 /// A `file://` bucket named `results` under `root`.
@@ -82,7 +89,7 @@ fn the_matrix_from_names_is_the_matrix_from_bodies() {
     }
     let matrix = |root: &Path| {
         let viewer = Viewer::open(&target(root), &root.with_extension("cache.sqlite3")).unwrap();
-        viewer.matrix(&MatrixFilter::default()).unwrap()
+        json(viewer.matrix(&MatrixFilter::default()))
     };
     let (from_names, from_bodies) = (matrix(&named), matrix(&stripped));
     assert_eq!(from_names["cost"]["byKind"].get("GET"), None, "{}", from_names["cost"]);
@@ -120,7 +127,7 @@ fn a_run_of_many_files_is_read_whole() {
     let found: Vec<Vec<(usize, &str)>> =
         newest.iter().map(|runs| runs.iter().map(|d| (d.files, d.key.rsplit('-').next().unwrap())).collect()).collect();
     assert_eq!(found, [vec![(60, "big"), (1, "old")], vec![(2, "one")]]);
-    let matrix = viewer.matrix(&MatrixFilter::default()).unwrap();
+    let matrix = json(viewer.matrix(&MatrixFilter::default()));
     assert_eq!(matrix["rows"][0]["cells"]["crud"]["passed"], 60, "{matrix}");
 }
 
@@ -134,7 +141,7 @@ fn a_listing_that_finds_a_new_run_shows_it() {
     writer.store(&report(1_795_000_000_000, Some("c1"), json!([one("crud", "a", "passed")]))).unwrap();
     let viewer = Viewer::open(&target, &dir.path().join("cache.sqlite3")).unwrap();
     let newest_commit = |viewer: &Viewer| {
-        let matrix = viewer.matrix(&MatrixFilter::default()).unwrap();
+        let matrix = json(viewer.matrix(&MatrixFilter::default()));
         (matrix["rows"][0]["ci"]["commit"].clone(), matrix["rows"][0]["cells"]["crud"]["failed"].clone())
     };
     assert_eq!(newest_commit(&viewer), (json!("c1"), json!(0)));
@@ -169,7 +176,7 @@ fn optional_fields_are_absent_until_set() {
     let viewer = Viewer::open(&target, &dir.path().join("cache.sqlite3")).unwrap();
     let has = |v: &Value, field: &str| v.get(field).is_some();
 
-    let matrix = viewer.matrix(&MatrixFilter::default()).unwrap();
+    let matrix = json(viewer.matrix(&MatrixFilter::default()));
     assert!(matrix["next"].is_null() && has(&matrix, "next"), "{matrix}");
     let (linux, mac) = (&matrix["rows"][0], &matrix["rows"][1]);
     assert_eq!((linux["platform"].as_str(), mac["platform"].as_str()), (Some("linux"), Some("mac")));
@@ -182,7 +189,7 @@ fn optional_fields_are_absent_until_set() {
     assert_eq!((&mac["ci"], &mac["labels"]), (&json!({"commit": "c1"}), &json!({"build": "debug"})));
     assert!(has(&matrix["cost"], "requests") && has(&matrix["cost"], "byKind"), "{matrix}");
 
-    let run = viewer.run(&new_key).unwrap();
+    let run = json(viewer.run(&new_key));
     assert!(has(&run, "previous") && run["previous"].as_str().is_some_and(|p| p.starts_with("mac/c/")), "{run}");
     assert!(!has(&run, "error") && !has(&run, "unreadable"), "{run}");
     let tests = run["tests"].as_array().unwrap();
@@ -192,11 +199,11 @@ fn optional_fields_are_absent_until_set() {
     }
     assert_eq!((tests[0]["flaky"].as_bool(), tests[1]["classes"].as_array().map(Vec::len)), (Some(false), Some(0)));
     assert!(has(&run["files"][0], "file") && run["files"][0]["file"].is_null(), "{run}");
-    let mac_runs = viewer.history("mac", "c", None).unwrap();
-    let first = viewer.run(mac_runs["runs"][1]["key"].as_str().unwrap()).unwrap();
+    let mac_runs = json(viewer.history("mac", "c", None));
+    let first = json(viewer.run(mac_runs["runs"][1]["key"].as_str().unwrap()));
     assert!(has(&first, "previous") && first["previous"].is_null(), "{first}");
 
-    let history = viewer.history("linux", "c", None).unwrap();
+    let history = json(viewer.history("linux", "c", None));
     assert!(has(&history, "next") && history["next"].is_null(), "{history}");
     let (readable, bad) = (&history["runs"][0], &history["runs"][1]);
     assert!(has(readable, "summary") && !has(readable, "error"), "{readable}");
@@ -205,21 +212,21 @@ fn optional_fields_are_absent_until_set() {
         assert!(!has(bad, field), "{field}: {bad}");
     }
     // An unreadable run's page is its row alone.
-    let page = viewer.run(&unreadable).unwrap();
+    let page = json(viewer.run(&unreadable));
     assert_eq!(page["error"], bad["error"]);
     for field in ["tests", "rules", "previous", "labels"] {
         assert!(!has(&page, field), "{field}: {page}");
     }
 
-    let failing = viewer.test_history("mac", "c", "crud", "a").unwrap();
+    let failing = json(viewer.test_history("mac", "c", "crud", "a"));
     assert_eq!((failing["failingSince"]["runs"].as_u64(), failing["runs"].as_u64()), (Some(1), Some(2)));
     assert_eq!(failing["failingSince"]["commit"], "c1");
     assert_eq!(failing["durations"]["of"], 1, "{failing}");
     assert!(!has(&failing, "slower"), "{failing}");
-    let passing = viewer.test_history("mac", "c", "crud", "b").unwrap();
+    let passing = json(viewer.test_history("mac", "c", "crud", "b"));
     assert!(!has(&passing, "failingSince") && !has(&passing, "slower"), "{passing}");
     assert_eq!(passing["durations"]["p50"], 1.0, "{passing}");
-    let never = viewer.test_history("mac", "c", "sql", "c").unwrap();
+    let never = json(viewer.test_history("mac", "c", "sql", "c"));
     assert!(!has(&never, "failingSince") && !has(&never, "durations"), "{never}");
     assert_eq!((never["strip"][0]["status"].as_str(), never["strip"][0]["runs"].as_u64()), (Some("not run"), Some(2)));
 }

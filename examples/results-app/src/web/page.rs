@@ -13,10 +13,14 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
+use serde::Serialize;
 
 use super::limiter::Limiter;
 use crate::error::{AppError, AppResult, Kind};
 use crate::views::filter::MatrixFilter;
+use crate::views::shapes::{
+    CommitView, DiffView, LatestView, MatrixView, PairHistoryView, RunView, SearchView, TestHistoryView,
+};
 use crate::views::{View, Viewer};
 
 /// The page's own files, served as they are.
@@ -79,7 +83,7 @@ async fn limited(
 
 type Params = HashMap<String, String>;
 
-fn matrix(v: &Viewer, q: &Params) -> View {
+fn matrix(v: &Viewer, q: &Params) -> View<MatrixView> {
     let given = |name: &str| q.get(name).filter(|v| !v.is_empty()).cloned();
     v.matrix(&MatrixFilter {
         after: given("after"),
@@ -93,31 +97,31 @@ fn matrix(v: &Viewer, q: &Params) -> View {
     })
 }
 
-fn history(v: &Viewer, q: &Params) -> View {
+fn history(v: &Viewer, q: &Params) -> View<PairHistoryView> {
     v.history(required(q, "platform")?, required(q, "browser")?, q.get("after").map(String::as_str))
 }
 
-fn latest(v: &Viewer, q: &Params) -> View {
+fn latest(v: &Viewer, q: &Params) -> View<LatestView> {
     v.latest(q.get("after").map(String::as_str))
 }
 
-fn run(v: &Viewer, q: &Params) -> View {
+fn run(v: &Viewer, q: &Params) -> View<RunView> {
     v.run(required(q, "key")?)
 }
 
-fn diff(v: &Viewer, q: &Params) -> View {
+fn diff(v: &Viewer, q: &Params) -> View<DiffView> {
     v.diff(required(q, "from")?, required(q, "to")?)
 }
 
-fn test_history(v: &Viewer, q: &Params) -> View {
+fn test_history(v: &Viewer, q: &Params) -> View<TestHistoryView> {
     v.test_history(required(q, "platform")?, required(q, "browser")?, required(q, "suite")?, required(q, "name")?)
 }
 
-fn commit(v: &Viewer, q: &Params) -> View {
+fn commit(v: &Viewer, q: &Params) -> View<CommitView> {
     v.commit(required(q, "commit")?, q.get("base").map(String::as_str).filter(|b| !b.is_empty()))
 }
 
-fn search(v: &Viewer, q: &Params) -> View {
+fn search(v: &Viewer, q: &Params) -> View<SearchView> {
     v.search(required(q, "q")?)
 }
 
@@ -126,7 +130,11 @@ fn required<'q>(q: &'q Params, name: &str) -> AppResult<&'q str> {
 }
 
 /// Builds a view off the async threads (the library's calls wait for their answers).
-async fn answer(viewer: Arc<Viewer>, build: fn(&Viewer, &Params) -> View, params: Params) -> Response {
+async fn answer<T: Serialize + Send + 'static>(
+    viewer: Arc<Viewer>,
+    build: fn(&Viewer, &Params) -> View<T>,
+    params: Params,
+) -> Response {
     let built = tokio::task::spawn_blocking(move || build(&viewer, &params)).await;
     let mut response = match built {
         Ok(Ok(view)) => (StatusCode::OK, Json(view)).into_response(),
