@@ -7,18 +7,18 @@ use crate::error::{AppError, AppResult};
 use crate::report::export;
 use crate::store;
 
-use super::{open_viewer, USAGE};
+use super::{open_viewer, unknown, value_of, USAGE};
 
 /// `objstore-results export --out FILE`: the matrix and the newest runs as one HTML file.
 pub fn run(args: &[String]) -> AppResult<()> {
     let (mut out, mut cache) = (None, None);
     let mut args = args.iter();
     while let Some(flag) = args.next() {
-        let value = args.next().ok_or_else(|| AppError::bad(format!("{flag} needs a value\n{USAGE}")))?;
+        let value = value_of(flag, &mut args)?;
         match flag.as_str() {
             "--out" => out = Some(PathBuf::from(value)),
             "--cache" => cache = Some(PathBuf::from(value)),
-            other => return Err(AppError::bad(format!("unknown option {other}\n{USAGE}"))),
+            other => return Err(unknown(other)),
         }
     }
     let out = out.ok_or_else(|| AppError::bad(format!("export needs --out FILE\n{USAGE}")))?;

@@ -8,7 +8,7 @@ use crate::ingest::{self, Labels};
 use crate::model::Status;
 use crate::store;
 
-use super::USAGE;
+use super::{unknown, value_of, USAGE};
 
 /// `objstore-results gate REPORT...`: exits 0 when every failure in the reports is quarantined
 /// for their pair.
@@ -21,13 +21,13 @@ pub fn run(args: &[String]) -> AppResult<()> {
             "--platform" => &mut labels.platform,
             "--runtime" => &mut labels.runtime,
             "--suite" => &mut labels.suite,
-            flag if flag.starts_with("--") => return Err(AppError::bad(format!("unknown option {flag}\n{USAGE}"))),
+            flag if flag.starts_with("--") => return Err(unknown(flag)),
             file => {
                 files.push(file.to_string());
                 continue;
             }
         };
-        *slot = Some(args.next().ok_or_else(|| AppError::bad(format!("{arg} needs a value\n{USAGE}")))?.clone());
+        *slot = Some(value_of(arg, &mut args)?.clone());
     }
     if files.is_empty() {
         return Err(AppError::bad(format!("gate needs the reports to weigh\n{USAGE}")));

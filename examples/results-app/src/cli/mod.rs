@@ -27,6 +27,16 @@ pub const USAGE: &str = "usage: objstore-results [--listen ADDR] [--cache PATH]
        objstore-results gate [--platform P] [--runtime R] [--suite S] REPORT...
        objstore-results --help";
 
+/// The value after `flag`, or an error that says it is missing.
+fn value_of<'a>(flag: &str, args: &mut impl Iterator<Item = &'a String>) -> AppResult<&'a String> {
+    args.next().ok_or_else(|| AppError::bad(format!("{flag} needs a value\n{USAGE}")))
+}
+
+/// An option the command does not know.
+fn unknown(flag: &str) -> AppError {
+    AppError::bad(format!("unknown option {flag}\n{USAGE}"))
+}
+
 /// `--help`: every command and option, and the settings read from the environment.
 pub const HELP: &str = "objstore-results: test results in a bucket, read back as a feature matrix.
 

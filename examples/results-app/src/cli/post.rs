@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::model::Run;
 use crate::store;
 
-use super::USAGE;
+use super::{unknown, value_of, USAGE};
 
 /// Reads every file first, so that one bad file writes nothing; then stores each run.
 pub fn run(args: &[String]) -> AppResult<()> {
@@ -28,18 +28,18 @@ pub fn run(args: &[String]) -> AppResult<()> {
             "--url" => &mut labels.ci.url,
             "--job" => &mut labels.ci.job,
             "--label" => {
-                let given = args.next().ok_or_else(|| AppError::bad(format!("--label needs a value\n{USAGE}")))?;
+                let given = value_of("--label", &mut args)?;
                 labels.extra.push(ingest::parse_label(given)?);
                 continue;
             }
             "--collector" => &mut collector,
-            flag if flag.starts_with("--") => return Err(AppError::bad(format!("unknown option {flag}\n{USAGE}"))),
+            flag if flag.starts_with("--") => return Err(unknown(flag)),
             file => {
                 files.push(file.to_string());
                 continue;
             }
         };
-        *slot = Some(args.next().ok_or_else(|| AppError::bad(format!("{arg} needs a value\n{USAGE}")))?.clone());
+        *slot = Some(value_of(arg, &mut args)?.clone());
     }
     if files.is_empty() {
         return Err(AppError::bad(USAGE));

@@ -6,7 +6,7 @@ use crate::error::{AppError, AppResult};
 use crate::model;
 use crate::store;
 
-use super::USAGE;
+use super::{unknown, value_of, USAGE};
 
 /// `objstore-results quarantine add|remove|list`.
 pub fn run(args: &[String]) -> AppResult<()> {
@@ -14,14 +14,14 @@ pub fn run(args: &[String]) -> AppResult<()> {
     let (mut suite, mut name, mut pairs, mut reason, mut until) = (None, None, None, None, None);
     let mut args = args.iter();
     while let Some(flag) = args.next() {
-        let value = args.next().ok_or_else(|| AppError::bad(format!("{flag} needs a value\n{USAGE}")))?.clone();
+        let value = value_of(flag, &mut args)?.clone();
         match flag.as_str() {
             "--suite" => suite = Some(value),
             "--name" => name = Some(value),
             "--pairs" => pairs = Some(value),
             "--reason" => reason = Some(value),
             "--until" => until = Some(value),
-            other => return Err(AppError::bad(format!("unknown option {other}\n{USAGE}"))),
+            other => return Err(unknown(other)),
         }
     }
     let target = store::Target::from_env()?;

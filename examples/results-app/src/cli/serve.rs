@@ -12,7 +12,7 @@ use crate::store;
 use crate::views::Viewer;
 use crate::web;
 
-use super::{open_viewer, USAGE};
+use super::{open_viewer, unknown, value_of};
 
 /// Serves the page and the collector until interrupted. As the main command (`start`), first
 /// fills an empty bucket with the conformance suites' run and prints the matrix, and takes
@@ -33,7 +33,7 @@ pub fn run(args: &[String], start: bool) -> AppResult<()> {
             config.anonymous_origins = true;
             continue;
         }
-        let value = args.next().ok_or_else(|| AppError::bad(format!("{flag} needs a value\n{USAGE}")))?;
+        let value = value_of(flag, &mut args)?;
         let number = |what: &str| {
             value.parse::<u32>().map_err(|_| AppError::bad(format!("{what} {value:?} is not a whole number")))
         };
@@ -59,7 +59,7 @@ pub fn run(args: &[String], start: bool) -> AppResult<()> {
             "--timeout-secs" if !start => {
                 config.timeout = std::time::Duration::from_secs(number("--timeout-secs")?.into())
             }
-            other => return Err(AppError::bad(format!("unknown option {other}\n{USAGE}"))),
+            other => return Err(unknown(other)),
         }
     }
     // One secret twice (say any-pair and scoped) would make which scope holds depend on order.

@@ -8,7 +8,7 @@ use crate::ingest;
 use crate::report::summary;
 use crate::store;
 
-use super::{open_viewer, USAGE};
+use super::{open_viewer, unknown, value_of};
 
 /// `objstore-results summary`: a CI run's or a commit's results as Markdown or text.
 pub fn run(args: &[String]) -> AppResult<()> {
@@ -20,7 +20,7 @@ pub fn run(args: &[String]) -> AppResult<()> {
             format = summary::Format::Markdown;
             continue;
         }
-        let value = args.next().ok_or_else(|| AppError::bad(format!("{flag} needs a value\n{USAGE}")))?.clone();
+        let value = value_of(flag, &mut args)?.clone();
         match flag.as_str() {
             "--run" => run = Some(value),
             "--commit" => commit = Some(value),
@@ -32,7 +32,7 @@ pub fn run(args: &[String]) -> AppResult<()> {
                 page = Some(value)
             }
             "--cache" => cache = Some(PathBuf::from(value)),
-            other => return Err(AppError::bad(format!("unknown option {other}\n{USAGE}"))),
+            other => return Err(unknown(other)),
         }
     }
     if base.is_some() && commit.is_none() {

@@ -1,7 +1,10 @@
-//! The bucket, through the library: the only room that imports objstore-db. Where results
-//! live (a target, from the environment), the stores opened on it, the writer, the readers of
-//! runs and digests, and the quarantine's object. It stores and reads; it decides nothing.
+//! The bucket, through the library: the only room that imports objstore-db (beside
+//! `conformance.rs`, the library's own suites). Where results live (a target, from the
+//! environment), the stores' schemas, the writer, the viewer's cache with what its requests
+//! cost, the readers of runs and digests, and the quarantine's object. It stores and reads; it
+//! decides nothing.
 
+pub mod cache;
 mod group;
 pub mod quarantine;
 pub mod reader;

@@ -3,13 +3,14 @@
 
 use std::sync::mpsc;
 
-use objstore_db::rsapi::{AsValue, Db, Freshness, ReadKind};
+use objstore_db::rsapi::{AsValue, Freshness, ReadKind};
 use objstore_db_core::{Key, KeyRange, ScanOptions};
 use serde_json::Value;
 
 use crate::error::{AppError, AppResult};
 use crate::model::digest::{self, Digest};
-use crate::model::{pair_of, pair_prefix, run_key, Run, Test};
+use crate::model::{is_run_segment, pair_of, pair_prefix, run_key, run_segment_of, Run, Test};
+use crate::store::cache::Cache;
 use crate::store::call;
 
 /// A run as a view shows it: its key (`<platform>/<browser>/<run>`), the labels its name
@@ -55,16 +56,16 @@ impl Loaded {
 /// The body of a name the listing had but the bucket no longer holds.
 pub(crate) const MISSING: &str = "the bucket no longer holds this file";
 
-pub(crate) fn keys(db: &Db, store: &str, scan: ScanOptions) -> AppResult<Vec<String>> {
+fn keys(db: &Cache, store: &str, scan: ScanOptions) -> AppResult<Vec<String>> {
     // `fresh`: listed unless a listing within the refractory period answered.
-    let found = call(|done| db.read_scan(None, store, ReadKind::Keys, scan, Freshness::Fresh, AsValue, done))?;
+    let found = call(|done| db.db.read_scan(None, store, ReadKind::Keys, scan, Freshness::Fresh, AsValue, done))?;
     Ok(strings(&found))
 }
 
 /// The keys each of `scans` finds, in order: asked all at once, so that the database answers
 /// them one after the other rather than a round trip between threads each (500 pairs' scans
 /// took 60 ms one at a time).
-pub(crate) fn keys_of_each(db: &Db, store: &str, scans: Vec<ScanOptions>) -> AppResult<Vec<Vec<String>>> {
+pub(crate) fn keys_of_each(db: &Cache, store: &str, scans: Vec<ScanOptions>) -> AppResult<Vec<Vec<String>>> {
     let (sender, answers) = mpsc::channel();
     let count = scans.len();
     for (i, scan) in scans.into_iter().enumerate() {
@@ -72,7 +73,8 @@ pub(crate) fn keys_of_each(db: &Db, store: &str, scans: Vec<ScanOptions>) -> App
         let done = move |answer| {
             let _ = sender.send((i, answer));
         };
-        db.read_scan(None, store, ReadKind::Keys, scan, Freshness::Fresh, AsValue, done)
+        db.db
+            .read_scan(None, store, ReadKind::Keys, scan, Freshness::Fresh, AsValue, done)
             .map_err(|e| AppError::refused(e.to_string()))?;
     }
     drop(sender);
@@ -103,7 +105,7 @@ pub(crate) fn run_keys(file_keys: &[String]) -> Vec<String> {
 
 /// A pair's runs after run `after` (or from the newest), at most `limit`.
 pub(crate) fn pair_runs(
-    db: &Db,
+    db: &Cache,
     platform: &str,
     browser: &str,
     after: Option<&str>,
@@ -114,7 +116,7 @@ pub(crate) fn pair_runs(
 
 /// The runs under `run_keys` with their files, fetched where not cached (immutable: a cached
 /// file costs nothing).
-pub(crate) fn load_runs(db: &Db, run_keys: &[String]) -> AppResult<Vec<Loaded>> {
+pub(crate) fn load_runs(db: &Cache, run_keys: &[String]) -> AppResult<Vec<Loaded>> {
     let scans = run_keys.iter().map(|key| files_of(key)).collect();
     let file_keys = keys_of_each(db, "results-meta", scans)?;
     let mut bodies = load(db, &file_keys.concat())?.into_iter();
@@ -144,12 +146,12 @@ pub(crate) fn load_runs(db: &Db, run_keys: &[String]) -> AppResult<Vec<Loaded>> 
 }
 
 /// The files under `keys` (which the listing has), as runs or why not.
-fn load(db: &Db, keys: &[String]) -> AppResult<Vec<Result<Run, String>>> {
+fn load(db: &Cache, keys: &[String]) -> AppResult<Vec<Result<Run, String>>> {
     if keys.is_empty() {
         return Ok(Vec::new());
     }
     let wanted = keys.iter().map(|key| Key::from(key.as_str())).collect();
-    let bodies = match call(|done| db.values_of(None, "results", wanted, Freshness::Cached, AsValue, done)) {
+    let bodies = match call(|done| db.db.values_of(None, "results", wanted, Freshness::Cached, AsValue, done)) {
         Ok(bodies) => bodies,
         // The library answers a read of one key that cannot be used with that key's error (and
         // a bucket out of reach with its own): that file's reason, not the view's failure.
@@ -172,8 +174,8 @@ fn load(db: &Db, keys: &[String]) -> AppResult<Vec<Result<Run, String>>> {
 /// Why the bucket gave no file under `key`, which the listing has: the library's reason when
 /// the object cannot be used (asked of that key alone, a conditional request), else that it
 /// is gone.
-fn why_missing(db: &Db, key: &str) -> String {
-    match call(|done| db.values_of(None, "results", vec![Key::from(key)], Freshness::Cached, AsValue, done)) {
+fn why_missing(db: &Cache, key: &str) -> String {
+    match call(|done| db.db.values_of(None, "results", vec![Key::from(key)], Freshness::Cached, AsValue, done)) {
         Err(reason) => reason.message,
         Ok(_) => MISSING.to_string(),
     }
@@ -209,18 +211,18 @@ impl Digested {
 }
 
 /// A run's key and its files' keys.
-pub(crate) type RunFiles = (String, Vec<String>);
+pub(crate) type RunFileKeys = (String, Vec<String>);
 
 /// A pair's runs after run `after` (or from the newest), at most `runs`, each with its files:
 /// one scan of the names in the usual case (a few files a run), a longer one where runs hold
 /// more files.
 pub(crate) fn pair_files(
-    db: &Db,
+    db: &Cache,
     platform: &str,
     browser: &str,
     after: Option<&str>,
     runs: usize,
-) -> AppResult<Vec<RunFiles>> {
+) -> AppResult<Vec<RunFileKeys>> {
     let mut limit = first_limit(runs);
     loop {
         let found =
@@ -234,7 +236,7 @@ pub(crate) fn pair_files(
 
 /// Each pair's newest runs, at most `runs`, each with its files, as [`pair_files`] finds them:
 /// the pairs' scans asked at once.
-pub(crate) fn each_pair_files(db: &Db, pairs: &[(String, String)], runs: usize) -> AppResult<Vec<Vec<RunFiles>>> {
+pub(crate) fn each_pair_files(db: &Cache, pairs: &[(String, String)], runs: usize) -> AppResult<Vec<Vec<RunFileKeys>>> {
     let limit = first_limit(runs);
     let scans = pairs.iter().map(|(p, b)| ScanOptions::new().range(files_range(p, b, None)).limit(limit)).collect();
     let found = keys_of_each(db, "results-meta", scans)?;
@@ -262,8 +264,8 @@ fn files_range(platform: &str, browser: &str, after: Option<&str>) -> KeyRange {
 
 /// The first `runs` runs of names a scan of at most `limit` found, when it found them whole:
 /// every run but the last one found is; the last one too when the names ran out.
-fn whole_runs(found: &[String], limit: usize, runs: usize) -> Option<Vec<RunFiles>> {
-    let mut grouped: Vec<RunFiles> = Vec::new();
+fn whole_runs(found: &[String], limit: usize, runs: usize) -> Option<Vec<RunFileKeys>> {
+    let mut grouped: Vec<RunFileKeys> = Vec::new();
     for key in found {
         let Some(run) = run_key(key) else { continue };
         match grouped.last_mut() {
@@ -279,7 +281,7 @@ fn whole_runs(found: &[String], limit: usize, runs: usize) -> Option<Vec<RunFile
 
 /// Runs as digests: from their names where each of a run's file names carries one, the others'
 /// bodies fetched (immutable: cached ones cost nothing).
-pub(crate) fn digested(db: &Db, runs: Vec<RunFiles>) -> AppResult<Vec<Digested>> {
+pub(crate) fn digested(db: &Cache, runs: Vec<RunFileKeys>) -> AppResult<Vec<Digested>> {
     let mut found: Vec<Option<Digested>> = Vec::with_capacity(runs.len());
     let mut to_read = Vec::new();
     for (key, files) in runs {
@@ -301,7 +303,7 @@ pub(crate) fn digested(db: &Db, runs: Vec<RunFiles>) -> AppResult<Vec<Digested>>
 }
 
 /// Each pair's newest `runs` runs (newest first) as digests, one list per pair.
-pub(crate) fn newest_digested(db: &Db, pairs: &[(String, String)], runs: usize) -> AppResult<Vec<Vec<Digested>>> {
+pub(crate) fn newest_digested(db: &Cache, pairs: &[(String, String)], runs: usize) -> AppResult<Vec<Vec<Digested>>> {
     let runs_of = each_pair_files(db, pairs, runs)?;
     let counts: Vec<usize> = runs_of.iter().map(Vec::len).collect();
     let mut found = digested(db, runs_of.into_iter().flatten().collect())?.into_iter();
@@ -315,7 +317,7 @@ fn files_of(run_key: &str) -> ScanOptions {
 
 /// Every pair the bucket holds runs of, in name order (the `platform, browser` index, unique:
 /// local, no request beyond the listing).
-pub(crate) fn all_pairs(db: &Db) -> AppResult<Vec<(String, String)>> {
+pub(crate) fn all_pairs(db: &Cache) -> AppResult<Vec<(String, String)>> {
     let scan = ScanOptions::new().index("platform, browser").unique();
     Ok(keys(db, "results-meta", scan)?
         .iter()
@@ -329,7 +331,7 @@ pub(crate) fn all_pairs(db: &Db) -> AppResult<Vec<(String, String)>> {
 
 /// Each pair's newest `runs` runs (newest first), one list per pair (empty where none is in the
 /// layout).
-pub(crate) fn newest_runs(db: &Db, pairs: &[(String, String)], runs: usize) -> AppResult<Vec<Vec<Loaded>>> {
+pub(crate) fn newest_runs(db: &Cache, pairs: &[(String, String)], runs: usize) -> AppResult<Vec<Vec<Loaded>>> {
     let runs_of = newest_keys(db, pairs, runs)?;
     let mut loaded = load_runs(db, &runs_of.concat())?.into_iter();
     Ok(runs_of.iter().map(|runs| loaded.by_ref().take(runs.len()).collect()).collect())
@@ -337,7 +339,31 @@ pub(crate) fn newest_runs(db: &Db, pairs: &[(String, String)], runs: usize) -> A
 
 /// The keys of each pair's newest runs (a name outside the layout, written around the app, is
 /// no run).
-fn newest_keys(db: &Db, pairs: &[(String, String)], runs: usize) -> AppResult<Vec<Vec<String>>> {
+fn newest_keys(db: &Cache, pairs: &[(String, String)], runs: usize) -> AppResult<Vec<Vec<String>>> {
     let runs_of = each_pair_files(db, pairs, runs)?;
     Ok(runs_of.into_iter().map(|runs| runs.into_iter().map(|(run, _)| run).collect()).collect())
+}
+
+/// The latest runs' keys across every pair, newest first: the `run` index's first `limit`
+/// entries after run `after`. Paged by the listing's keys, so that a name outside the layout
+/// cannot end the pages: the caller pages on the run keys of what this finds.
+pub(crate) fn latest_files(db: &Cache, after: Option<&str>, limit: usize) -> AppResult<Vec<String>> {
+    let mut scan = ScanOptions::new().index("run").unique().limit(limit);
+    if let Some(after) = after {
+        let (platform, browser) = pair_of(after)?;
+        let after = Key::Array(vec![run_segment_of(after).into(), platform.into(), browser.into()]);
+        scan = scan.range(KeyRange::lower(after, true));
+    }
+    keys(db, "results-meta", scan)
+}
+
+/// The files of CI run `id` on every pair: its anchor (`.runs/<id>`) names the run's segment,
+/// the `run` index finds the files under it. `None` when no anchor names a segment of `id`.
+pub(crate) fn ci_run_files(db: &Cache, id: &str) -> AppResult<Option<Vec<String>>> {
+    let anchor = Key::from(format!(".runs/{id}"));
+    let anchor = call(|done| db.db.get(None, "results", anchor, Freshness::Cached, AsValue, done))?;
+    let Some(segment) = anchor["segment"].as_str().filter(|s| is_run_segment(s, id)) else { return Ok(None) };
+    let (lower, upper) = (Key::Array(vec![segment.into()]), Key::Array(vec![format!("{segment}\u{0}").into()]));
+    let scan = ScanOptions::new().index("run").range(KeyRange::bound(lower, upper, false, true));
+    keys(db, "results-meta", scan).map(Some)
 }

@@ -27,7 +27,7 @@ impl Viewer {
                 let Some(newest) = runs.first() else { continue };
                 let mut row = digest_brief(newest);
                 if !newest.digests.is_empty() {
-                    row.labels = Some(labels(&newest.digests));
+                    row.labels = Some(run_labels(&newest.digests));
                 }
                 if filter.reads_cells() {
                     with_cells(i, &mut row);
@@ -112,20 +112,11 @@ impl Viewer {
 
     /// The latest runs across every pair, newest first, [`PAGE`] at a time after `after`.
     pub fn latest(&self, after: Option<&str>) -> View<LatestView> {
-        let after = match after {
-            None => None,
-            Some(key) => {
-                let (platform, browser) = pair_of(key)?;
-                Some(Key::Array(vec![run_segment_of(key).into(), platform.into(), browser.into()]))
-            }
-        };
+        if let Some(key) = after {
+            pair_of(key)?;
+        }
         self.view(|db| {
-            let mut scan = ScanOptions::new().index("run").unique().limit(PAGE + 1);
-            if let Some(after) = after {
-                scan = scan.range(KeyRange::lower(after, true));
-            }
-            // Paged by the listing's keys, so that a name outside the layout cannot end the pages.
-            let found = keys(db, "results-meta", scan)?;
+            let found = latest_files(db, after, PAGE + 1)?;
             let page = run_keys(&found[..found.len().min(PAGE)]);
             let next = (found.len() > PAGE).then(|| page.last().cloned()).flatten();
             let loaded = load_runs(db, &page)?;

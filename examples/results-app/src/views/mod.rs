@@ -29,9 +29,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use objstore_db::rsapi::{AsValue, Db, Freshness};
-use objstore_db_core::{Key, KeyRange, MechanismKind, ScanOptions};
-
 use crate::analysis::classes::{classify, Pairs, Rules, Seen, Verdict, Weighed, BROKEN_RUNS};
 use crate::analysis::fingerprint::PairTest;
 use crate::analysis::fingerprint::{self, Failure};
@@ -40,17 +37,16 @@ use crate::analysis::rules;
 use crate::error::{AppError, AppResult};
 use crate::model::digest;
 use crate::model::{
-    check_label, identified, is_run_segment, pair_matches, pair_of, pair_prefix, run_segment_of, sort_suites, Detail,
-    Status, Test, TestId,
+    check_label, identified, pair_matches, pair_of, pair_prefix, sort_suites, Detail, Status, Test, TestId,
 };
+use crate::store::cache::Cache;
 use crate::store::reader::{
-    all_pairs, digested, each_pair_files, keys, load_runs, newest_digested, newest_runs, pair_files, pair_runs,
-    run_keys, Digested, Loaded,
+    all_pairs, ci_run_files, digested, each_pair_files, latest_files, load_runs, newest_digested, newest_runs,
+    pair_files, pair_runs, run_keys, Digested, Loaded,
 };
-use crate::store::schema::viewer_schema;
-use crate::store::{call, open_and_wait, Target};
+use crate::store::Target;
 use crate::views::filter::MatrixFilter;
-use crate::views::rows::{brief, cells, digest_brief, evidence, flaky, labels, seen};
+use crate::views::rows::{brief, cells, digest_brief, evidence, flaky, run_labels, seen};
 use shapes::*;
 
 /// The pairs the matrix shows at a time (the seed's limit, now a page).
@@ -66,7 +62,7 @@ pub const COMMIT_RUNS: usize = 25;
 
 /// Reads the results bucket through a database of its own (its cache).
 pub struct Viewer {
-    db: Db,
+    db: Cache,
     /// The bucket, for what lives beside the runs (the quarantine).
     target: Target,
     /// One view at a time, so that the requests counted during a view are that view's.
@@ -101,15 +97,8 @@ pub type View<T> = AppResult<Costed<T>>;
 impl Viewer {
     /// Opens the cache at `cache` (a SQLite file; created with its folder when missing).
     pub fn open(target: &Target, cache: &Path) -> AppResult<Viewer> {
-        if let Some(dir) = cache.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| AppError::internal(format!("creating {}: {e}", dir.display())))?;
-        }
-        let path =
-            cache.to_str().ok_or_else(|| AppError::bad(format!("the cache path {} is not UTF-8", cache.display())))?;
-        let db = open_and_wait(path, &viewer_schema(target), MechanismKind::Sqlite)
-            .map_err(|e| AppError::internal(format!("opening the cache {}: {e}", cache.display())))?;
         Ok(Viewer {
-            db,
+            db: Cache::open(target, cache)?,
             target: target.clone(),
             building: Mutex::new(()),
             missing: Mutex::default(),
@@ -127,12 +116,12 @@ impl Viewer {
     }
 
     /// Lists again when the followed writer stored something since the last view.
-    fn catch_up(&self, db: &Db) -> AppResult<()> {
+    fn catch_up(&self, db: &Cache) -> AppResult<()> {
         let mut followed = self.followed.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((stored, seen)) = followed.as_mut() {
             let now = stored.load(Ordering::Relaxed);
             if now != *seen {
-                call(|done| db.prefetch("results-meta", done))?;
+                db.relist()?;
                 *seen = now;
             }
         }
@@ -142,7 +131,7 @@ impl Viewer {
     /// The run under `key` with its files. One the listing does not have may have been posted
     /// a moment ago: the bucket is listed again (with the change log, one LIST) before it is a
     /// 404, which is then remembered for [`MISSING_FOR`], so a made-up key costs one listing.
-    fn find_run(&self, db: &Db, key: &str) -> AppResult<Loaded> {
+    fn find_run(&self, db: &Cache, key: &str) -> AppResult<Loaded> {
         let not_found = || AppError::not_found(format!("no run {key:?}"));
         {
             let mut missing = self.missing.lock().unwrap_or_else(|p| p.into_inner());
@@ -155,7 +144,7 @@ impl Viewer {
         if !loaded.files.is_empty() {
             return Ok(loaded);
         }
-        call(|done| db.prefetch("results-meta", done))?;
+        db.relist()?;
         let loaded = load_runs(db, &[key.to_string()])?.remove(0);
         if !loaded.files.is_empty() {
             return Ok(loaded);
@@ -170,28 +159,28 @@ impl Viewer {
 
     /// Lists the bucket now, whatever the refractory period (after this process wrote to it).
     pub fn relist(&self) -> AppResult<()> {
-        call(|done| self.db.prefetch("results-meta", done))
+        self.db.relist()
     }
 
     /// Builds a view with `build`, with its cost: the bucket requests it made.
-    fn view<T>(&self, build: impl FnOnce(&Db) -> AppResult<T>) -> View<T> {
+    fn view<T>(&self, build: impl FnOnce(&Cache) -> AppResult<T>) -> View<T> {
         let _one = self.building.lock().unwrap_or_else(|p| p.into_inner());
         // Requests between views (revalidations in the background) count as made, not as this
         // view's.
-        self.requests.fetch_add(self.db.sync_stats(true).total(), Ordering::Relaxed);
+        self.requests.fetch_add(self.db.take_spent().requests, Ordering::Relaxed);
         self.catch_up(&self.db)?;
         let built = build(&self.db);
-        let stats = self.db.sync_stats(true);
-        self.requests.fetch_add(stats.total(), Ordering::Relaxed);
-        Ok(Costed { view: built?, cost: Cost::of(&stats) })
+        let spent = self.db.take_spent();
+        self.requests.fetch_add(spent.requests, Ordering::Relaxed);
+        Ok(Costed { view: built?, cost: Cost::of(spent) })
     }
 
     /// Every pair with its newest runs (listed first when the refractory period is over). The
     /// cache changes only through a bucket request, so they are worked out again only after the
     /// library made one: a warm reload of the matrix reads one scan, not one per pair.
-    fn newest(&self, db: &Db) -> AppResult<Arc<Newest>> {
+    fn newest(&self, db: &Cache) -> AppResult<Arc<Newest>> {
         let pairs = all_pairs(db)?;
-        let made = |db: &Db| self.requests.load(Ordering::Relaxed) + db.sync_stats(false).total();
+        let made = |db: &Cache| self.requests.load(Ordering::Relaxed) + db.requests();
         let mut kept = self.newest.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((_, newest)) = kept.as_ref().filter(|(at, n)| *at == made(db) && n.pairs == pairs) {
             return Ok(newest.clone());
@@ -204,15 +193,9 @@ impl Viewer {
     }
 }
 
-impl Drop for Viewer {
-    fn drop(&mut self) {
-        self.db.close_and_join();
-    }
-}
-
 /// One run's view (see [`Viewer::run`]), its classes weighed against the pair's runs before it
 /// and `pairs` (every pair's newest runs).
-fn run_view(db: &Db, this: &Loaded, pairs: &Pairs) -> AppResult<RunView> {
+fn run_view(db: &Cache, this: &Loaded, pairs: &Pairs) -> AppResult<RunView> {
     let mut row = brief(this);
     if this.reports().next().is_none() {
         return Ok(RunView { row, detail: None });
@@ -265,7 +248,7 @@ fn run_view(db: &Db, this: &Loaded, pairs: &Pairs) -> AppResult<RunView> {
             })
             .collect(),
     );
-    row.labels = Some(labels(&this_digested.digests));
+    row.labels = Some(run_labels(&this_digested.digests));
     Ok(RunView { row, detail: Some(RunDetail { tests, rules: Rules, previous }) })
 }
 

@@ -100,7 +100,7 @@ pub(crate) fn digest_brief(d: &Digested) -> RunRow {
 }
 
 /// The build-variant labels of a run's files (the first file's where two differ).
-pub(crate) fn labels(digests: &[Digest]) -> Map<String, Value> {
+pub(crate) fn run_labels(digests: &[Digest]) -> Map<String, Value> {
     let mut labels = Map::new();
     for (key, value) in digests.iter().flat_map(|d| &d.labels) {
         labels.entry(key.clone()).or_insert_with(|| value.clone().into());

@@ -22,18 +22,10 @@ impl Viewer {
     pub fn ci_run(&self, id: &str) -> View<RunsView> {
         check_label("run", id)?;
         self.view(|db| {
-            let anchor = format!(".runs/{id}");
-            let anchor = call(|done| db.get(None, "results", Key::from(anchor), Freshness::Cached, AsValue, done))?;
             let not_found = || {
                 AppError::not_found(format!("no run {id:?} in the bucket (runs posted with --run or from CI have one)"))
             };
-            let segment = anchor["segment"].as_str().filter(|s| is_run_segment(s, id)).ok_or_else(not_found)?;
-            let (lower, upper) = (Key::Array(vec![segment.into()]), Key::Array(vec![format!("{segment}\u{0}").into()]));
-            let found = keys(
-                db,
-                "results-meta",
-                ScanOptions::new().index("run").range(KeyRange::bound(lower, upper, false, true)),
-            )?;
+            let found = ci_run_files(db, id)?.ok_or_else(not_found)?;
             let runs = load_runs(db, &run_keys(&found))?;
             if runs.is_empty() {
                 return Err(not_found());

@@ -4,7 +4,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use objstore_db_core::Stats;
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 
@@ -13,6 +12,7 @@ use crate::analysis::fingerprint::{FailureGroup, PairTest};
 use crate::analysis::history::History;
 use crate::model::quarantine::{Change, Entry};
 use crate::model::{Ci, Detail, Status, Tool};
+use crate::store::cache::Spent;
 
 /// A view with what it cost, as the page gets it.
 #[derive(Serialize)]
@@ -46,15 +46,15 @@ pub struct Cost {
 }
 
 impl Cost {
-    /// The cost `stats` (the library's `sync_stats`) counts, in dollars as it reports them.
-    pub fn of(stats: &Stats) -> Cost {
+    /// What the library counted, in dollars as it reports them.
+    pub fn of(spent: Spent) -> Cost {
         Cost {
-            requests: stats.total(),
-            by_kind: stats.requests.keys().map(|kind| (kind.clone(), stats.count(kind))).collect(),
-            bytes_in: stats.bytes_received,
+            requests: spent.requests,
+            by_kind: spent.by_kind,
+            bytes_in: spent.bytes_in,
             // The first price list is S3 Standard's, the `costUsd` of the library's report.
-            usd: stats.costs_usd().first().map_or(0.0, |(_, usd)| *usd),
-            usd_by: stats.costs_usd(),
+            usd: spent.usd_by.first().map_or(0.0, |(_, usd)| *usd),
+            usd_by: spent.usd_by,
         }
     }
 }

@@ -230,15 +230,3 @@ fn optional_fields_are_absent_until_set() {
     assert!(!has(&never, "failingSince") && !has(&never, "durations"), "{never}");
     assert_eq!((never["strip"][0]["status"].as_str(), never["strip"][0]["runs"].as_u64()), (Some("not run"), Some(2)));
 }
-
-#[test]
-fn a_views_cost_is_what_the_library_reports() {
-    let mut stats = objstore_db_core::Stats { bytes_received: 37, ..Default::default() };
-    stats.requests.insert("LIST".into(), [(200, 3)].into());
-    stats.requests.insert("GET".into(), [(200, 1), (404, 1)].into());
-    let reported = stats.to_json();
-    let cost = serde_json::to_value(shapes::Cost::of(&stats)).unwrap();
-    let expected = json!({"requests": reported["total"], "byKind": {"GET": 2, "LIST": 3},
-        "bytesIn": reported["bytesReceived"], "usd": reported["costUsd"], "usdBy": reported["costsUsd"]});
-    assert_eq!(cost.to_string(), expected.to_string(), "the same numbers, in the same order");
-}

@@ -1,0 +1,96 @@
+//! The viewer's cache: the results bucket's stores opened through the library on a SQLite file
+//! of their own. The views hold one and hand it to the readers (`reader.rs`); what its bucket
+//! requests cost is counted here, in the views' terms.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use objstore_db::rsapi::Db;
+use objstore_db_core::{MechanismKind, Stats};
+
+use crate::error::{AppError, AppResult};
+use crate::store::schema::viewer_schema;
+use crate::store::{call, open_and_wait, Target};
+
+/// The bucket's runs as the library keeps them, in a local database.
+pub struct Cache {
+    pub(super) db: Db,
+}
+
+/// What the library's bucket requests cost since it was last asked (its `sync_stats`).
+#[derive(Debug, Default, PartialEq)]
+pub struct Spent {
+    pub requests: u64,
+    /// Requests by kind (GET, LIST, PUT, …).
+    pub by_kind: BTreeMap<String, u64>,
+    pub bytes_in: u64,
+    /// Dollars by price list, in the library's order (S3 Standard's first).
+    pub usd_by: Vec<(&'static str, f64)>,
+}
+
+impl Spent {
+    pub(crate) fn of(stats: &Stats) -> Spent {
+        Spent {
+            requests: stats.total(),
+            by_kind: stats.requests.keys().map(|kind| (kind.clone(), stats.count(kind))).collect(),
+            bytes_in: stats.bytes_received,
+            usd_by: stats.costs_usd(),
+        }
+    }
+}
+
+impl Cache {
+    /// Opens the cache at `path` (a SQLite file; created with its folder when missing) on
+    /// `target`'s stores.
+    pub fn open(target: &Target, path: &Path) -> AppResult<Cache> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| AppError::internal(format!("creating {}: {e}", dir.display())))?;
+        }
+        let name =
+            path.to_str().ok_or_else(|| AppError::bad(format!("the cache path {} is not UTF-8", path.display())))?;
+        let db = open_and_wait(name, &viewer_schema(target), MechanismKind::Sqlite)
+            .map_err(|e| AppError::internal(format!("opening the cache {}: {e}", path.display())))?;
+        Ok(Cache { db })
+    }
+
+    /// Lists the bucket now, whatever the refractory period.
+    pub fn relist(&self) -> AppResult<()> {
+        call(|done| self.db.prefetch("results-meta", done))
+    }
+
+    /// The requests made since [`Cache::take_spent`] last asked, without resetting the count.
+    pub fn requests(&self) -> u64 {
+        self.db.sync_stats(false).total()
+    }
+
+    /// What the requests made since the last call cost; the count starts again.
+    pub fn take_spent(&self) -> Spent {
+        Spent::of(&self.db.sync_stats(true))
+    }
+}
+
+impl Drop for Cache {
+    fn drop(&mut self) {
+        self.db.close_and_join();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::views::shapes::Cost;
+    use serde_json::json;
+
+    /// A view's cost is the library's own count, in the same numbers and order.
+    #[test]
+    fn a_views_cost_is_what_the_library_reports() {
+        let mut stats = Stats { bytes_received: 37, ..Default::default() };
+        stats.requests.insert("LIST".into(), [(200, 3)].into());
+        stats.requests.insert("GET".into(), [(200, 1), (404, 1)].into());
+        let reported = stats.to_json();
+        let cost = serde_json::to_value(Cost::of(Spent::of(&stats))).unwrap();
+        let expected = json!({"requests": reported["total"], "byKind": {"GET": 2, "LIST": 3},
+            "bytesIn": reported["bytesReceived"], "usd": reported["costUsd"], "usdBy": reported["costsUsd"]});
+        assert_eq!(cost.to_string(), expected.to_string(), "the same numbers, in the same order");
+    }
+}
