@@ -307,7 +307,7 @@ function pairView(state) {
     (after) => api("history", { platform: state.platform, browser: state.browser, ...(after ? { after } : {}) }),
     false,
     (first) => first.flaky.length === 0 ? h("p", { class: "note" }, "No flaky test among these runs.")
-      : h("section", { id: "flaky" }, h("h3", {}, "Flaky (passed and failed at one commit; at one version where runs name no commit)"),
+      : h("section", { id: "flaky" }, h("h3", {}, "Flaky (passed on a retry, or passed and failed, at one commit; at one version where runs name no commit)"),
         h("ul", {}, first.flaky.map((t) => h("li", {}, `${t.suite}: ${t.name} (${t.basis})`)))));
 }
 
@@ -439,7 +439,7 @@ async function commitView(state) {
     c.base ? tests("fixed", "Fixed since the base", c.fixed, at) : null,
     tests("divergent", "Divergent: passed on some pairs, failed on others", c.divergent,
       (t) => `${t.suite}: ${t.name} — passed on ${t.passed.join(", ")}; failed on ${t.failed.join(", ")}`),
-    tests("flaky-at-commit", "Flaky: passed and failed in one pair's runs at this commit", c.flaky, at));
+    tests("flaky-at-commit", "Flaky: passed on a retry, or passed and failed, in one pair's runs at this commit", c.flaky, at));
 }
 
 async function diffView(state) {

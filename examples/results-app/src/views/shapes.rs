@@ -216,7 +216,8 @@ pub struct PairHistoryView {
     pub flaky: Vec<FlakyTest>,
 }
 
-/// A test that passed and failed at one commit (or version): `basis`.
+/// A test flaky at one commit (or version), `basis`: it passed on a retry there, or passed and
+/// failed.
 #[derive(Serialize)]
 pub struct FlakyTest {
     pub basis: String,
