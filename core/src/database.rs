@@ -15,8 +15,8 @@ use crate::hook::{Mirroring, Write, WriteHook};
 use crate::key::Key;
 use crate::mechanism::Durability;
 use crate::mechanism::{Mechanism, MemoryMechanism, SqliteMechanism, TableId};
-use crate::ops;
 use crate::range::KeyRange;
+use crate::records;
 use crate::scan::ScanOptions;
 use crate::schema::{Schema, Secrets, StoreSchema};
 
@@ -300,7 +300,7 @@ impl Database {
         self.stores = self.catalog.store_infos();
         for (store, index) in rebuild {
             let info = self.stores[&store].clone();
-            ops::rebuild_index(self, &info, info.index(&index)?)?;
+            records::rebuild_index(&mut *self.mech, &info, info.index(&index)?)?;
         }
         Ok(())
     }

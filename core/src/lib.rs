@@ -18,6 +18,7 @@ mod mechanism;
 mod ops;
 mod query;
 mod range;
+mod records;
 pub mod replica;
 mod scan;
 mod schema;

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::catalog::{key_generator_slot, IndexInfo, StoreInfo};
+use crate::catalog::{key_generator_slot, StoreInfo};
 use crate::database::{Database, Tx};
 use crate::error::{Error, Result};
 use crate::events::{Event, EventKind};
@@ -12,10 +12,9 @@ use crate::hook::{Write, WriteKind};
 use crate::key::Key;
 use crate::mechanism::{Mechanism, TableId, META_TABLE};
 use crate::range::{just_above, ByteRange, KeyRange};
+use crate::records::{check_unique, decode_record, index_entries, json_array, not_utf8, read_batch, record_text};
 use crate::scan::ScanOptions;
 
-/// Rows read per batch where a scan's rows are then written (remove, index rebuild).
-const BATCH: usize = 512;
 /// The largest key a generator hands out, as in IndexedDB (2^53).
 const MAX_GENERATED_KEY: f64 = 9_007_199_254_740_992.0;
 
@@ -299,36 +298,6 @@ pub(crate) fn write(
     Ok(key)
 }
 
-/// Encoded index keys of a record for one index (none when the record is not in the index).
-fn index_entries(index: &IndexInfo, record: &Value) -> Vec<Vec<u8>> {
-    index.key_path.index_keys(record, index.multi_entry).iter().filter_map(|k| k.encode().ok()).collect()
-}
-
-fn check_unique(mech: &mut dyn Mechanism, info: &StoreInfo, index: &IndexInfo, ik: &[u8], pk: &[u8]) -> Result<()> {
-    let range = ByteRange { low: ik.to_vec(), high: just_above(ik) };
-    let mut clash = None;
-    mech.index_scan(index.table, &range, None, false, &mut |_, other| {
-        if other == pk {
-            return Ok(true);
-        }
-        clash = Some(other.to_vec());
-        Ok(false)
-    })?;
-    match clash {
-        None => Ok(()),
-        Some(other) => Err(Error::Constraint {
-            store: info.schema.name.clone(),
-            detail: format!(
-                "unique index {:?} already holds {} for the record with key {}",
-                index.name,
-                Key::decode(ik)?,
-                Key::decode(&other)?
-            ),
-        }),
-    }
-}
-
-/// The rows (primary key, record bytes) that a scan selects, after `unique`, offset and limit.
 /// A visitor of selected (primary key, stored record) pairs.
 type SelectVisit<'a> = &'a mut dyn FnMut(&[u8], &[u8]) -> Result<()>;
 
@@ -478,71 +447,6 @@ impl UniqueGroups {
             (true, false) => self.pending.replace(pk.to_vec()),
         }
     }
-}
-
-fn read_batch(
-    mech: &mut dyn Mechanism,
-    info: &StoreInfo,
-    range: &ByteRange,
-    values: bool,
-) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-    let mut batch = Vec::new();
-    mech.scan(info.data, range, false, values, &mut |k, v| {
-        batch.push((k.to_vec(), v.to_vec()));
-        Ok(batch.len() < BATCH)
-    })?;
-    Ok(batch)
-}
-
-/// Fills a new or changed index from the store's records (during a migration).
-pub(crate) fn rebuild_index(db: &mut Database, info: &StoreInfo, index: &IndexInfo) -> Result<()> {
-    let mut range = ByteRange::all();
-    loop {
-        let batch = read_batch(&mut *db.mech, info, &range, true)?;
-        let Some((last, _)) = batch.last() else {
-            return Ok(());
-        };
-        range.low = just_above(last);
-        for (pk, bytes) in &batch {
-            let record = decode_record(&info.schema.name, bytes)?;
-            for ik in index_entries(index, &record) {
-                if index.unique {
-                    check_unique(&mut *db.mech, info, index, &ik, pk)?;
-                }
-                db.mech.index_insert(index.table, &ik, pk)?;
-            }
-        }
-    }
-}
-
-/// A JSON array of stored record texts (`null` for `None`).
-fn json_array<'a>(store: &str, records: impl Iterator<Item = Option<&'a [u8]>>) -> Result<String> {
-    let mut out = String::from("[");
-    for (i, record) in records.enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        match record {
-            Some(bytes) => out.push_str(record_text(store, bytes)?),
-            None => out.push_str("null"),
-        }
-    }
-    out.push(']');
-    Ok(out)
-}
-
-/// A stored record as the JSON text it is.
-pub(crate) fn record_text<'a>(store: &str, bytes: &'a [u8]) -> Result<&'a str> {
-    std::str::from_utf8(bytes).map_err(|e| not_utf8(store, e))
-}
-
-fn not_utf8(store: &str, e: impl std::fmt::Display) -> Error {
-    Error::Internal(format!("a stored record of store {store:?} is not UTF-8: {e}"))
-}
-
-pub(crate) fn decode_record(store: &str, bytes: &[u8]) -> Result<Value> {
-    serde_json::from_slice(bytes)
-        .map_err(|e| Error::Internal(format!("a stored record of store {store:?} is unreadable: {e}")))
 }
 
 fn generator_value(db: &mut Database, info: &StoreInfo) -> Result<f64> {

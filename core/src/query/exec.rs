@@ -10,8 +10,9 @@ use crate::database::{Database, Tx};
 use crate::error::{Error, Result};
 use crate::key::Key;
 use crate::keypath::lookup;
-use crate::ops::{decode_record, record_text, write};
+use crate::ops::write;
 use crate::range::{just_above, KeyRange};
+use crate::records::{decode_record, record_text};
 
 use super::plan::{plan, Plan, Source};
 use super::{Position, Query};
