@@ -145,7 +145,7 @@ async fn read_run(config: &Config, request: Request, deadline: Instant) -> AppRe
     }
     if kind.starts_with("application/x-www-form-urlencoded") {
         let pairs: Vec<(String, String)> =
-            serde_urlencoded_pairs(&body).map_err(|e| e.context("the form is not urlencoded"))?;
+            form_pairs(&body).map_err(|e| e.context("the form is not urlencoded"))?;
         let (report, labels) = form_report(pairs.into_iter().map(|(k, v)| (k, Bytes::from(v))).collect())?;
         return ingest_aside("the report", report, labels, deadline).await.map_err(form_field);
     }
@@ -227,8 +227,9 @@ fn form_field(mut e: AppError) -> AppError {
     e
 }
 
-/// `application/x-www-form-urlencoded` pairs, percent-decoded.
-fn serde_urlencoded_pairs(body: &[u8]) -> AppResult<Vec<(String, String)>> {
+/// `application/x-www-form-urlencoded` pairs, percent-decoded. Strict where `serde_urlencoded`
+/// is lenient: a bad %-escape or a field that is not UTF-8 is refused, not stored mangled.
+fn form_pairs(body: &[u8]) -> AppResult<Vec<(String, String)>> {
     let text = std::str::from_utf8(body).map_err(|_| AppError::bad("not UTF-8"))?;
     text.split('&')
         .filter(|p| !p.is_empty())
