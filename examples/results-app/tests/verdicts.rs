@@ -1,6 +1,6 @@
 //! One definition of flaky, on every page: a test that failed and then passed on a retry (as
 //! nextest writes it, a `<flakyFailure>` then a pass) is flaky on the run's page, in the matrix,
-//! the pair's history, the test's history, the commit view and both summaries.
+//! the pair's history, the test's history, the commit view, both summaries and the export.
 
 mod support;
 
@@ -87,6 +87,13 @@ fn a_pass_on_a_retry_is_flaky_on_every_page() {
         let text = succeeded(app(dir, &args).output().unwrap());
         assert!(text.contains(&flaky_section), "{args:?}: {text}");
     }
+
+    // The HTML export lists the run's flaky tests with their class.
+    let html = dir.join("results.html");
+    succeeded(app(dir, &["export", "--out", html.to_str().unwrap()]).output().unwrap());
+    let html = std::fs::read_to_string(html).unwrap();
+    let row = html.split("<tr>").find(|row| row.contains(FLAKY)).unwrap_or_default();
+    assert!(row.contains("<span class=\"badge\">flaky</span>"), "{html}");
 
     let page = Page::start(dir);
     let matrix = page.get("/api/matrix");

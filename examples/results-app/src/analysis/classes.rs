@@ -396,6 +396,32 @@ mod tests {
         assert_eq!(names(&classify(&retried, &seen("a/1", "linux", "c2", Status::Passed), &e)), ["flaky"]);
     }
 
+    /// A pass on a retry in the pair's earlier run at this commit makes this run's pass flaky
+    /// too, naming that run; and the matrix's cell counts it.
+    #[test]
+    fn an_earlier_retry_at_the_commit_is_flaky_here() {
+        let suite = SuiteDigest { name: "crud".into(), passed: 1, retried_ids: vec![ID], ..SuiteDigest::default() };
+        let digest = Digest {
+            version: "1".into(),
+            commit: Some("c2".into()),
+            start: 0,
+            labels: Default::default(),
+            suites: vec![suite],
+        };
+        let earlier = Seen::of("a/0", "linux", &[digest]);
+        assert_eq!(earlier.outcome("crud", ID), Some(Outcome { status: Status::Passed, retried: true }));
+        let now = seen("a/1", "linux", "c2", Status::Passed);
+        let e_pairs = Pairs::of(vec![]);
+        let e = Evidence { earlier: vec![&earlier], pairs: &e_pairs };
+        let classes = classify(&test(Status::Passed), &now, &e);
+        assert_eq!(names(&classes), ["flaky"]);
+        assert_eq!(json!(classes[0].evidence), json!(["a/0"]));
+        assert_eq!(counts(&now, &e)["crud"], BTreeMap::from([("flaky".into(), 1)]));
+        // At another commit, the earlier retry says nothing of this run.
+        let elsewhere = seen("a/1", "linux", "c3", Status::Passed);
+        assert!(classify(&test(Status::Passed), &elsewhere, &e).is_empty());
+    }
+
     /// A skipped test, or one of a suite the run did not run, is no outcome there: not a pass.
     #[test]
     fn a_test_not_run_is_no_outcome() {

@@ -144,8 +144,7 @@ async fn read_run(config: &Config, request: Request, deadline: Instant) -> AppRe
         });
     }
     if kind.starts_with("application/x-www-form-urlencoded") {
-        let pairs: Vec<(String, String)> =
-            form_pairs(&body).map_err(|e| e.context("the form is not urlencoded"))?;
+        let pairs: Vec<(String, String)> = form_pairs(&body).map_err(|e| e.context("the form is not urlencoded"))?;
         let (report, labels) = form_report(pairs.into_iter().map(|(k, v)| (k, Bytes::from(v))).collect())?;
         return ingest_aside("the report", report, labels, deadline).await.map_err(form_field);
     }
