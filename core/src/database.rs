@@ -1,23 +1,18 @@
 //! The synchronous database: opening (and migrating), transactions and event delivery. The
-//! operations themselves live in `ops.rs` on [`Tx`]; the convenience methods here wrap one
-//! operation in its own transaction.
+//! operations themselves live in `ops.rs`, on [`Tx`] and (one operation in a transaction of its
+//! own) on [`Database`]: this file never calls them.
 
 use std::collections::{HashMap, VecDeque};
 use std::path::Path;
 use std::sync::Arc;
 
-use serde_json::Value;
-
 use crate::catalog::{Catalog, StoreInfo};
 use crate::error::{Error, Result};
 use crate::events::{Event, EventFilter, EventKind, Listener, Listeners, SubscriptionId};
 use crate::hook::{Mirroring, Write, WriteHook};
-use crate::key::Key;
 use crate::mechanism::Durability;
 use crate::mechanism::{Mechanism, MemoryMechanism, SqliteMechanism, TableId};
-use crate::range::KeyRange;
 use crate::records;
-use crate::scan::ScanOptions;
 use crate::schema::{Schema, Secrets, StoreSchema};
 
 pub type TxId = u64;
@@ -544,50 +539,6 @@ impl Database {
         let mut known: Vec<String> = self.stores.keys().cloned().collect();
         known.sort();
         Error::UnknownStore { store: store.to_string(), known }
-    }
-
-    // ----- one operation, one transaction -------------------------------------------------
-
-    /// Writes a record, replacing any under the same key; returns its key.
-    pub fn put(&mut self, store: &str, value: Value, key: Option<Key>) -> Result<Key> {
-        self.run(&[store], Mode::ReadWrite, |tx| tx.put(store, value, key))
-    }
-
-    /// Writes a new record; an existing key or a unique-index clash is a constraint error.
-    pub fn add(&mut self, store: &str, value: Value, key: Option<Key>) -> Result<Key> {
-        self.run(&[store], Mode::ReadWrite, |tx| tx.add(store, value, key))
-    }
-
-    /// The record under `key` as held locally (for a synced store, the cached copy; the sync
-    /// agent fetches and revalidates).
-    pub fn get(&mut self, store: &str, key: &Key) -> Result<Option<Value>> {
-        self.run_single_read(store, |tx| tx.get(store, key))
-    }
-
-    /// Removes the records in `range` (use [`KeyRange::Only`] for one key); returns how many.
-    pub fn remove(&mut self, store: &str, range: &KeyRange) -> Result<u64> {
-        self.run(&[store], Mode::ReadWrite, |tx| tx.remove(store, range))
-    }
-
-    pub fn clear(&mut self, store: &str) -> Result<()> {
-        self.run(&[store], Mode::ReadWrite, |tx| tx.clear(store))
-    }
-
-    pub fn count(&mut self, store: &str, scan: &ScanOptions) -> Result<u64> {
-        self.run(&[store], Mode::ReadOnly, |tx| tx.count(store, scan))
-    }
-
-    pub fn keys(&mut self, store: &str, scan: &ScanOptions) -> Result<Vec<Key>> {
-        self.run(&[store], Mode::ReadOnly, |tx| tx.keys(store, scan))
-    }
-
-    pub fn values(&mut self, store: &str, scan: &ScanOptions) -> Result<Vec<Value>> {
-        self.run(&[store], Mode::ReadOnly, |tx| tx.values(store, scan))
-    }
-
-    /// The records under `keys`, `None` where there is none locally.
-    pub fn values_of(&mut self, store: &str, keys: &[Key]) -> Result<Vec<Option<Value>>> {
-        self.run(&[store], Mode::ReadOnly, |tx| tx.values_of(store, keys))
     }
 
     // ----- for the replica and the sync agent ---------------------------------------------

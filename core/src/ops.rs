@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use crate::catalog::{key_generator_slot, StoreInfo};
-use crate::database::{Database, Tx};
+use crate::database::{Database, Mode, Tx};
 use crate::error::{Error, Result};
 use crate::events::{Event, EventKind};
 use crate::hook::{Write, WriteKind};
@@ -17,6 +17,51 @@ use crate::scan::ScanOptions;
 
 /// The largest key a generator hands out, as in IndexedDB (2^53).
 const MAX_GENERATED_KEY: f64 = 9_007_199_254_740_992.0;
+
+/// One operation, one transaction: each runs in a transaction of its own.
+impl Database {
+    /// Writes a record, replacing any under the same key; returns its key.
+    pub fn put(&mut self, store: &str, value: Value, key: Option<Key>) -> Result<Key> {
+        self.run(&[store], Mode::ReadWrite, |tx| tx.put(store, value, key))
+    }
+
+    /// Writes a new record; an existing key or a unique-index clash is a constraint error.
+    pub fn add(&mut self, store: &str, value: Value, key: Option<Key>) -> Result<Key> {
+        self.run(&[store], Mode::ReadWrite, |tx| tx.add(store, value, key))
+    }
+
+    /// The record under `key` as held locally (for a synced store, the cached copy; the sync
+    /// agent fetches and revalidates).
+    pub fn get(&mut self, store: &str, key: &Key) -> Result<Option<Value>> {
+        self.run_single_read(store, |tx| tx.get(store, key))
+    }
+
+    /// Removes the records in `range` (use [`KeyRange::Only`] for one key); returns how many.
+    pub fn remove(&mut self, store: &str, range: &KeyRange) -> Result<u64> {
+        self.run(&[store], Mode::ReadWrite, |tx| tx.remove(store, range))
+    }
+
+    pub fn clear(&mut self, store: &str) -> Result<()> {
+        self.run(&[store], Mode::ReadWrite, |tx| tx.clear(store))
+    }
+
+    pub fn count(&mut self, store: &str, scan: &ScanOptions) -> Result<u64> {
+        self.run(&[store], Mode::ReadOnly, |tx| tx.count(store, scan))
+    }
+
+    pub fn keys(&mut self, store: &str, scan: &ScanOptions) -> Result<Vec<Key>> {
+        self.run(&[store], Mode::ReadOnly, |tx| tx.keys(store, scan))
+    }
+
+    pub fn values(&mut self, store: &str, scan: &ScanOptions) -> Result<Vec<Value>> {
+        self.run(&[store], Mode::ReadOnly, |tx| tx.values(store, scan))
+    }
+
+    /// The records under `keys`, `None` where there is none locally.
+    pub fn values_of(&mut self, store: &str, keys: &[Key]) -> Result<Vec<Option<Value>>> {
+        self.run(&[store], Mode::ReadOnly, |tx| tx.values_of(store, keys))
+    }
+}
 
 impl Tx<'_> {
     /// Writes a record, replacing any under the same key; returns its key.

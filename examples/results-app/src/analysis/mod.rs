@@ -1,6 +1,6 @@
-//! Runs and digests in, verdicts out: what a test's outcome means beside its other runs, a
-//! test's history, failures grouped, two runs or commits compared and what the quarantine
-//! decides. Pure: no bucket, no web, types of its own.
+//! Runs and digests in, verdicts out: each verdict's rule (`rules.rs`), what a test's outcome
+//! means beside its other runs (`classes.rs`), a test's history, failures grouped by
+//! fingerprint and what the quarantine decides. Pure: no bucket, no web, types of its own.
 
 pub mod classes;
 pub mod fingerprint;

@@ -5,9 +5,9 @@ use super::*;
 impl Viewer {
     /// Every pair at one commit (`commit` a prefix of it): each pair's newest run at it among its
     /// last [`COMMIT_RUNS`] (found by their names' digests: the bodies read are those of the
-    /// runs shown, and of the base's); the tests divergent there (passed on some pairs, failed
-    /// on others) and flaky there (both outcomes in one pair's runs at it); with `base`, per
-    /// pair, the tests newly failing and fixed since that commit.
+    /// runs shown, and of the base's); the tests divergent there and flaky there (among one
+    /// pair's runs at it), by [`rules`]; with `base`, per pair, the tests newly failing and
+    /// fixed since that commit.
     pub fn commit(&self, commit: &str, base: Option<&str>) -> View<CommitView> {
         let (asked, asked_base) = (commit, base);
         for (field, value) in std::iter::once(("commit", commit)).chain(base.map(|b| ("base", b))) {

@@ -1,7 +1,8 @@
 //! The views: typed answers to what the page, the summaries and the export ask (`shapes.rs`
 //! declares each one's JSON), each with what it cost in bucket requests (the library's own
-//! accounting). They read the bucket only through `store::reader`, weigh runs only through
-//! `analysis`, and never speak HTTP: `web` serializes them, `report` writes them as text.
+//! accounting). They reach the bucket only through `store` (its cache, readers and the
+//! quarantine's object), weigh runs only through `analysis`, and never speak HTTP: `web`
+//! serializes them, `report` writes them as text.
 //!
 //! A file per kind of view, each an `impl Viewer` block sharing what this file holds (the
 //! viewer, its database and its memo of every pair's newest runs): `matrix.rs` (the seed's home

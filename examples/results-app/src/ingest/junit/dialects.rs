@@ -40,9 +40,12 @@ pub(super) fn is_skipped_by_attribute(status: Option<&str>, result: Option<&str>
 }
 
 /// ctest writes a test's labels as its `cmake_labels` property (`a;b`): the first is its suite.
-pub(super) fn ctest_label(property: Option<&str>, value: Option<&str>) -> Option<String> {
-    match property {
-        Some("cmake_labels") => value?.split(';').map(str::trim).find(|l| !l.is_empty()).map(str::to_string),
+/// `None` when the property is not that one; `Some(None)` when it names no label.
+pub(super) fn ctest_label(property: Option<&str>, value: Option<&str>) -> Option<Option<String>> {
+    match (property, value) {
+        (Some("cmake_labels"), Some(labels)) => {
+            Some(labels.split(';').map(str::trim).find(|l| !l.is_empty()).map(str::to_string))
+        }
         _ => None,
     }
 }

@@ -420,7 +420,7 @@ fn on_open(
             if let (Some(case), Some(label)) =
                 (current.as_mut(), dialects::ctest_label(attr("name")?.as_deref(), attr("value")?.as_deref()))
             {
-                case.label = Some(label);
+                case.label = label;
             }
         }
         // A suite's properties are the run's build-variant labels (a test's own are not); the
