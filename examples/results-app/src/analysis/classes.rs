@@ -221,21 +221,19 @@ pub struct Evidence<'e, 'a> {
     pub pairs: &'e Pairs<'a>,
 }
 
-/// A test as the classes weigh it: its suite, digest id, status, and whether it passed on a
-/// retry.
+/// A test as the classes weigh it: its suite, digest id and outcome in the run.
 pub struct Weighed<'a> {
     pub suite: &'a str,
     pub id: u32,
-    pub status: Status,
-    pub retried: bool,
+    pub outcome: Outcome,
 }
 
 /// The classes of test `t` (of run `this`), each with the runs that show it.
 pub fn classify(t: &Weighed, this: &Seen, e: &Evidence) -> Vec<Class> {
     let mut classes = Vec::new();
-    let here = Outcome { status: t.status, retried: t.retried };
+    let here = t.outcome;
     let previous = e.earlier.first();
-    if rules::is_new_failure(previous.and_then(|p| p.status(t.suite, t.id)), t.status) {
+    if rules::is_new_failure(previous.and_then(|p| p.status(t.suite, t.id)), here.status) {
         let previous = previous.map(|p| p.key.clone()).into_iter().collect();
         classes.push(Class { class: Verdict::NewFailure, evidence: previous });
     }
@@ -250,13 +248,13 @@ pub fn classify(t: &Weighed, this: &Seen, e: &Evidence) -> Vec<Class> {
     if here.is_outcome() && rules::is_flaky(std::iter::once(here).chain(same_basis.iter().map(|(_, o)| *o))) {
         let evidence = same_basis
             .iter()
-            .filter(|(_, o)| o.is_outcome() && (o.status != t.status || o.retried))
+            .filter(|(_, o)| o.is_outcome() && (o.status != here.status || o.retried))
             .map(|(r, _)| r.key.clone())
             .collect();
         classes.push(Class { class: Verdict::Flaky, evidence });
     }
     // Broken: failed in each of the newest runs of every pair that ran it.
-    if t.status == Status::Failed {
+    if here.status == Status::Failed {
         if let Some(ran) = e.pairs.broken(t.suite, t.id) {
             let keys: Vec<String> = ran.iter().take(EVIDENCE).map(|at| e.pairs.run(*at).key.clone()).collect();
             classes.push(Class { class: Verdict::Broken, evidence: keys });
@@ -266,8 +264,8 @@ pub fn classify(t: &Weighed, this: &Seen, e: &Evidence) -> Vec<Class> {
     if let (Some(commit), true) = (&this.commit, here.is_outcome()) {
         let outcomes = e.pairs.at_commit(commit, t.suite, t.id);
         let others = outcomes.iter().map(|(at, s)| (e.pairs.run(*at), *s)).filter(|(r, _)| r.pair != this.pair);
-        if let Some((passed, failed)) = rules::divergence(std::iter::once((this, t.status)).chain(others)) {
-            let other_side = if t.status == Status::Passed { failed } else { passed };
+        if let Some((passed, failed)) = rules::divergence(std::iter::once((this, here.status)).chain(others)) {
+            let other_side = if here.status == Status::Passed { failed } else { passed };
             let evidence = other_side.iter().take(EVIDENCE).map(|r| r.key.clone()).collect();
             classes.push(Class { class: Verdict::Divergent, evidence });
         }
@@ -294,8 +292,8 @@ pub fn counts(this: &Seen, e: &Evidence) -> BTreeMap<String, BTreeMap<String, u6
         }
         let mut classes: BTreeMap<String, u64> = BTreeMap::new();
         for id in ids {
-            let Some(status) = this.status(suite, id) else { continue };
-            let t = Weighed { suite, id, status, retried: ran.retried.contains(&id) };
+            let Some(outcome) = this.outcome(suite, id) else { continue };
+            let t = Weighed { suite, id, outcome };
             for class in classify(&t, this, e) {
                 *classes.entry(class.class.name().to_string()).or_default() += 1;
             }
@@ -348,7 +346,7 @@ mod tests {
     }
 
     fn test(status: Status) -> Weighed<'static> {
-        Weighed { suite: "crud", id: ID, status, retried: false }
+        Weighed { suite: "crud", id: ID, outcome: Outcome { status, retried: false } }
     }
 
     fn names(classes: &[Class]) -> Vec<&str> {
@@ -390,7 +388,7 @@ mod tests {
         let classes = classify(&test(Status::Failed), &now, &e);
         assert_eq!(names(&classes), ["new failure", "flaky"]);
         assert_eq!(json!(classes[1].evidence), json!(["a/0"]));
-        let retried = Weighed { retried: true, ..test(Status::Passed) };
+        let retried = Weighed { outcome: Outcome { status: Status::Passed, retried: true }, ..test(Status::Passed) };
         let e_pairs = Pairs::of(vec![]);
         let e = Evidence { earlier: vec![], pairs: &e_pairs };
         assert_eq!(names(&classify(&retried, &seen("a/1", "linux", "c2", Status::Passed), &e)), ["flaky"]);

@@ -64,8 +64,8 @@ pub fn of_run(
             if is_failed && quarantine.covering(suite, name, platform, browser, now_ms).is_some() {
                 classes.push("quarantined");
             }
-            let mut entry = Listed { pair: pair.clone(), suite: suite.clone(), name: name.clone(), line: None };
-            entry.line = test.message.as_deref().map(first_line);
+            let line = test.message.as_deref().map(first_line);
+            let mut entry = Listed { pair: pair.clone(), suite: suite.clone(), name: name.clone(), line };
             if is_failed {
                 if !classes.is_empty() {
                     entry.name = format!("{} [{}]", entry.name, classes.join(", "));

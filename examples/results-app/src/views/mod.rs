@@ -34,7 +34,7 @@ use crate::analysis::classes::{classify, Pairs, Rules, Seen, Verdict, Weighed, B
 use crate::analysis::fingerprint::PairTest;
 use crate::analysis::fingerprint::{self, Failure};
 use crate::analysis::history::{self, TestInRun};
-use crate::analysis::rules;
+use crate::analysis::rules::{self, Outcome};
 use crate::error::{AppError, AppResult};
 use crate::model::digest;
 use crate::model::{
@@ -215,8 +215,7 @@ fn run_view(db: &Cache, this: &Loaded, pairs: &Pairs) -> AppResult<RunView> {
         .flat_map(|(file, run)| run.results.tests.iter().zip(digest::ids(run)).map(move |(t, id)| (file, t, id)))
         .map(|(file, t, id)| {
             // A retry counts where the test passed in the end, as the digests record it.
-            let retried = t.passed_on_retry();
-            let weighed = Weighed { suite: &t.suite, id, status: t.status, retried };
+            let weighed = Weighed { suite: &t.suite, id, outcome: Outcome::of(t) };
             let classes = classify(&weighed, &this_seen, &e);
             RunTest {
                 name: t.name.clone(),
