@@ -6,7 +6,7 @@
 use std::any::Any;
 use std::fmt::Debug;
 
-use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::error::Result;
 use crate::key::Key;
@@ -30,8 +30,8 @@ pub struct Write<'a> {
     pub store: &'a str,
     pub key: &'a Key,
     pub kind: WriteKind,
-    /// The new record (`None` for a delete).
-    pub value: Option<&'a Value>,
+    /// The new record as it is stored (`None` for a delete).
+    pub value: Option<&'a RawValue>,
     /// Whether a record was there before.
     pub replaced: bool,
 }

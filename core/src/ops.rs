@@ -12,6 +12,7 @@ use crate::hook::{Write, WriteKind};
 use crate::key::Key;
 use crate::mechanism::{Mechanism, TableId, META_TABLE};
 use crate::range::{just_above, ByteRange, KeyRange};
+use crate::record::Record;
 use crate::records::{check_unique, decode_record, index_entries, json_array, not_utf8, read_batch, record_text};
 use crate::scan::ScanOptions;
 
@@ -21,13 +22,13 @@ const MAX_GENERATED_KEY: f64 = 9_007_199_254_740_992.0;
 /// One operation, one transaction: each runs in a transaction of its own.
 impl Database {
     /// Writes a record, replacing any under the same key; returns its key.
-    pub fn put(&mut self, store: &str, value: Value, key: Option<Key>) -> Result<Key> {
-        self.run(&[store], Mode::ReadWrite, |tx| tx.put(store, value, key))
+    pub fn put(&mut self, store: &str, record: impl Into<Record>, key: Option<Key>) -> Result<Key> {
+        self.run(&[store], Mode::ReadWrite, |tx| tx.put(store, record, key))
     }
 
     /// Writes a new record; an existing key or a unique-index clash is a constraint error.
-    pub fn add(&mut self, store: &str, value: Value, key: Option<Key>) -> Result<Key> {
-        self.run(&[store], Mode::ReadWrite, |tx| tx.add(store, value, key))
+    pub fn add(&mut self, store: &str, record: impl Into<Record>, key: Option<Key>) -> Result<Key> {
+        self.run(&[store], Mode::ReadWrite, |tx| tx.add(store, record, key))
     }
 
     /// The record under `key` as held locally (for a synced store, the cached copy; the sync
@@ -65,13 +66,13 @@ impl Database {
 
 impl Tx<'_> {
     /// Writes a record, replacing any under the same key; returns its key.
-    pub fn put(&mut self, store: &str, value: Value, key: Option<Key>) -> Result<Key> {
-        write(self.db, store, value, key, false)
+    pub fn put(&mut self, store: &str, record: impl Into<Record>, key: Option<Key>) -> Result<Key> {
+        write(self.db, store, record.into(), key, false)
     }
 
     /// Writes a new record; an existing key or a unique-index clash is a constraint error.
-    pub fn add(&mut self, store: &str, value: Value, key: Option<Key>) -> Result<Key> {
-        write(self.db, store, value, key, true)
+    pub fn add(&mut self, store: &str, record: impl Into<Record>, key: Option<Key>) -> Result<Key> {
+        write(self.db, store, record.into(), key, true)
     }
 
     /// Writes a batch of records in order (`create`: each must be new), with their keys when
@@ -79,21 +80,26 @@ impl Tx<'_> {
     pub fn write_many(
         &mut self,
         store: &str,
-        values: Vec<Value>,
+        records: impl IntoIterator<Item = impl Into<Record>>,
         keys: Option<Vec<Key>>,
         create: bool,
     ) -> Result<Vec<Key>> {
-        let count = values.len();
+        let records: Vec<Record> = records.into_iter().map(Into::into).collect();
+        let count = records.len();
         if let Some(keys) = keys.as_ref().filter(|k| k.len() != count) {
             return Err(Error::InvalidArgument(format!("a batch of {count} records was given {} keys", keys.len())));
         }
         let key_path = self.db.schema().store(store).and_then(|s| s.key_path.clone());
         let mut keys = keys.map(Vec::into_iter);
         let mut written = Vec::with_capacity(count);
-        for (position, value) in values.into_iter().enumerate() {
+        for (position, mut record) in records.into_iter().enumerate() {
             let given = keys.as_mut().and_then(Iterator::next);
-            let named = given.clone().or_else(|| key_path.as_ref().and_then(|p| p.extract(&value).ok().flatten()));
-            match write(self.db, store, value, given, create) {
+            // The tree read here for the key path is the one the write then uses.
+            let named = given.clone().or_else(|| {
+                let tree = key_path.as_ref().and_then(|_| record.tree().ok())?;
+                key_path.as_ref()?.extract(tree).ok().flatten()
+            });
+            match write(self.db, store, record, given, create) {
                 Ok(key) => written.push(key),
                 Err(source) => {
                     let key = named.map(|k| match k.to_json().to_string() {
@@ -256,7 +262,7 @@ impl Tx<'_> {
 pub(crate) fn write(
     db: &mut Database,
     store: &str,
-    mut value: Value,
+    mut record: Record,
     key: Option<Key>,
     no_overwrite: bool,
 ) -> Result<Key> {
@@ -273,12 +279,12 @@ pub(crate) fn write(
             })
         }
         (Some(path), None) => {
-            let found = path.extract(&value).map_err(|e| e.in_store(store, None))?;
+            let found = path.extract(record.tree()?).map_err(|e| e.in_store(store, None))?;
             match found {
                 Some(key) => key,
                 None if schema.auto_increment => {
                     let key = next_generated_key(db, &info)?;
-                    path.inject(&mut value, &key).map_err(|e| e.in_store(store, None))?;
+                    path.inject(record.tree_mut()?, &key).map_err(|e| e.in_store(store, None))?;
                     key
                 }
                 None => return Err(Error::MissingKeyPath { store: store.into(), key_path: path.to_string() }),
@@ -295,8 +301,6 @@ pub(crate) fn write(
         }
     };
     let pk = key.encode().map_err(|e| e.in_store(store, None))?;
-    let bytes = serde_json::to_vec(&value)
-        .map_err(|e| Error::BadJson { what: format!("record for store {store:?}"), reason: e.to_string() })?;
 
     let old = db.mech.get(info.data, &pk)?;
     if no_overwrite && old.is_some() {
@@ -305,7 +309,10 @@ pub(crate) fn write(
             detail: format!("a record with key {key} already exists"),
         });
     }
-    let new_entries: Vec<Vec<Vec<u8>>> = info.indexes.iter().map(|index| index_entries(index, &value)).collect();
+    let mut new_entries: Vec<Vec<Vec<u8>>> = Vec::with_capacity(info.indexes.len());
+    for index in &info.indexes {
+        new_entries.push(index_entries(index, record.tree()?));
+    }
     for (index, entries) in info.indexes.iter().zip(&new_entries) {
         if index.unique {
             for ik in entries {
@@ -316,7 +323,8 @@ pub(crate) fn write(
 
     // Last of the checks: a write refused above must not reach the bucket.
     let kind = if no_overwrite { WriteKind::Add } else { WriteKind::Put };
-    db.mirror(&Write { store, key: &key, kind, value: Some(&value), replaced: old.is_some() })?;
+    let text = record.text();
+    db.mirror(&Write { store, key: &key, kind, value: Some(text), replaced: old.is_some() })?;
 
     let old_record = match &old {
         Some(bytes) if !info.indexes.is_empty() => Some(decode_record(store, bytes)?),
@@ -331,14 +339,14 @@ pub(crate) fn write(
             db.mech.index_insert(index.table, ik, &pk)?;
         }
     }
-    db.mech.put(info.data, &pk, &bytes)?;
+    db.mech.put(info.data, &pk, text.get().as_bytes())?;
     if schema.auto_increment {
         advance_generator(db, &info, &key)?;
     }
 
     let kind = if old.is_some() { EventKind::Updated } else { EventKind::Created };
     if db.wants_event(kind, &info) {
-        db.emit(Event::change(kind, store, Some(key.clone()), Some(value)));
+        db.emit(Event::change(kind, store, Some(key.clone()), Some(record.into_tree()?)));
     }
     Ok(key)
 }

@@ -119,7 +119,7 @@ fn creating_into_an_immutable_store_never_overwrites() {
     assert_eq!(refused.len(), 1, "{refused:?}");
     assert_eq!(refused[0].code, "Conflict");
     assert!(refused[0].message.contains("\"same\""), "{}", refused[0].message);
-    assert_eq!(refused[0].entry.value, Some(json!({"by": "b"})));
+    assert_eq!(refused[0].entry.record(), Some(json!({"by": "b"})));
     assert_eq!(b.sync_status("results", &key("same")).unwrap(), SyncStatus::Refused);
     assert_eq!(b.get("results", &key("same")).unwrap(), Some(json!({"by": "b"})), "nothing is deleted silently");
     // Discarding it lets the bucket's version in: a's object, which b now reads.

@@ -130,7 +130,8 @@ fn local_gets_under_a_slow_bucket(records: usize, n: usize) -> (f64, f64) {
     )
     .unwrap();
     rx.recv().unwrap().unwrap();
-    let values = (0..records).map(|i| json!({"id": format!("r{i:08}"), "n": i, "payload": "x".repeat(64)})).collect();
+    let values: Vec<serde_json::Value> =
+        (0..records).map(|i| json!({"id": format!("r{i:08}"), "n": i, "payload": "x".repeat(64)})).collect();
     let (tx, rx) = mpsc::channel();
     db.put_many(None, "bench", values, move |r| tx.send(r).unwrap()).unwrap();
     rx.recv().unwrap().unwrap();

@@ -9,9 +9,10 @@ use std::time::Duration;
 use crate::rsapi::{OpenOptions, Opened};
 
 use objstore_db_core::{
-    Durability, Error, Event, EventFilter, EventKind, FlushReport, Key, KeyRange, MechanismKind, Plan, RefusedWrite,
-    Result, ScanOptions, Schema, Stats, SyncStatus,
+    Durability, Error, Event, EventFilter, EventKind, FlushReport, Key, KeyRange, MechanismKind, Plan, Record,
+    RefusedWrite, Result, ScanOptions, Schema, Stats, SyncStatus,
 };
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 pub fn parse(what: &str, text: &str) -> Result<Value> {
@@ -28,6 +29,26 @@ pub fn parse(what: &str, text: &str) -> Result<Value> {
         };
         Error::BadJson { what: what.to_string(), reason }
     })
+}
+
+/// A record given as JSON text: kept as text (see [`Record`]), with the same errors as
+/// [`parse`] when it is not JSON.
+pub fn record(what: &str, text: &str) -> Result<Record> {
+    Record::from_json(what, text.to_string()).or_else(|e| parse(what, text).and(Err(e)))
+}
+
+/// A JSON array of records, each kept as its own text.
+pub fn records(what: &str, text: &str) -> Result<Vec<Record>> {
+    match serde_json::from_str::<Vec<Box<RawValue>>>(text) {
+        Ok(items) => Ok(items.into_iter().map(Record::from_raw).collect()),
+        Err(_) => {
+            let other = parse(what, text)?;
+            Err(Error::InvalidArgument(format!(
+                "{what}: expected an array of records, got {}",
+                objstore_db_core::clip(&other.to_string())
+            )))
+        }
+    }
 }
 
 /// A key (`5`, `"a"`, `[1, 2]`, `{"$date": ...}`).

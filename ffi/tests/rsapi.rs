@@ -108,7 +108,7 @@ fn count(db: &Db) -> u64 {
 }
 
 fn seed(db: &Db, n: u64) {
-    let values = (1..=n).map(|id| json!({"id": id, "n": 0})).collect();
+    let values: Vec<Value> = (1..=n).map(|id| json!({"id": id, "n": 0})).collect();
     wait(|done| db.put_many(None, "notes", values, done)).unwrap();
 }
 
@@ -403,7 +403,7 @@ fn a_store_without_prefetch_reads_what_it_holds_until_prefetch_brings_it_in_line
         json!({"stores": [{"name": "docs", "keyPath": "id", "Sync": {"format": "objstore", "Options": options}}]});
     let dir = TempDir::new().unwrap();
     let writer = open_db(dir.path().join("w.sqlite3").to_str().unwrap(), &schema, json!({}));
-    let values = (0..50).map(|i| json!({"id": format!("d{i:02}")})).collect();
+    let values: Vec<Value> = (0..50).map(|i| json!({"id": format!("d{i:02}")})).collect();
     wait(|done| writer.put_many(None, "docs", values, done)).unwrap();
     assert_eq!(wait(|done| writer.flush(done)).unwrap().pending, 0);
 

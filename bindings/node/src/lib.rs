@@ -346,8 +346,11 @@ impl Database {
         key: Option<String>,
         tx: Option<f64>,
     ) -> napi::Result<sys::napi_value> {
-        let (value, key) =
-            checked!(waker, env, (|| Ok::<_, Error>((parse("value", &value)?, optional_key(key.as_deref())?)))());
+        let (value, key) = checked!(
+            waker,
+            env,
+            (|| Ok::<_, Error>((json::record("value", &value)?, optional_key(key.as_deref())?)))()
+        );
         waker.request(&env, |done| self.db.put(tx_id(tx), &store, value, key, done))
     }
 
@@ -361,8 +364,11 @@ impl Database {
         key: Option<String>,
         tx: Option<f64>,
     ) -> napi::Result<sys::napi_value> {
-        let (value, key) =
-            checked!(waker, env, (|| Ok::<_, Error>((parse("value", &value)?, optional_key(key.as_deref())?)))());
+        let (value, key) = checked!(
+            waker,
+            env,
+            (|| Ok::<_, Error>((json::record("value", &value)?, optional_key(key.as_deref())?)))()
+        );
         waker.request(&env, |done| self.db.add(tx_id(tx), &store, value, key, done))
     }
 
@@ -379,22 +385,15 @@ impl Database {
         create: bool,
         tx: Option<f64>,
     ) -> napi::Result<sys::napi_value> {
-        let array = |what: &str, text: &str| match parse(what, text)? {
-            Value::Array(items) => Ok(items),
-            other => Err(Error::InvalidArgument(format!(
-                "{what}: expected an array, got {}",
-                objstore_db_core::clip(&other.to_string())
-            ))),
-        };
-        let (values, keys) = checked!(
+        let (records, keys) = checked!(
             waker,
             env,
             (|| Ok::<_, Error>((
-                array("values", &values)?,
+                json::records("values", &values)?,
                 keys.as_deref().map(|k| json::keys(&parse("keys", k)?)).transpose()?
             )))()
         );
-        waker.request(&env, |done| self.db.write_many(tx_id(tx), &store, values, keys, create, done))
+        waker.request(&env, |done| self.db.write_many(tx_id(tx), &store, records, keys, create, done))
     }
 
     /// The record as stored (`null` when there is none).

@@ -318,7 +318,7 @@ impl Database {
         key: Option<&str>,
         tx: Option<u64>,
     ) -> PyResult<RequestId> {
-        let (value, key) = (parse("value", value)?, optional_key(key)?);
+        let (value, key) = (to_py(json::record("value", value))?, optional_key(key)?);
         request(py, waker, future, |done| self.db.put(tx, store, value, key, done))
     }
 
@@ -334,7 +334,7 @@ impl Database {
         key: Option<&str>,
         tx: Option<u64>,
     ) -> PyResult<RequestId> {
-        let (value, key) = (parse("value", value)?, optional_key(key)?);
+        let (value, key) = (to_py(json::record("value", value))?, optional_key(key)?);
         request(py, waker, future, |done| self.db.add(tx, store, value, key, done))
     }
 
@@ -348,11 +348,8 @@ impl Database {
         values: &str,
         tx: Option<u64>,
     ) -> PyResult<RequestId> {
-        let values = match parse("values", values)? {
-            Value::Array(values) => values,
-            other => return Err(py_err(&Error::InvalidArgument(format!("values: expected a list, got {other}")))),
-        };
-        request(py, waker, future, |done| self.db.put_many(tx, store, values, done))
+        let records = to_py(json::records("values", values))?;
+        request(py, waker, future, |done| self.db.put_many(tx, store, records, done))
     }
 
     /// The record as the JSON text it is stored as (`null` when there is none).

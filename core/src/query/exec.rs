@@ -560,10 +560,10 @@ fn replace(tx: &mut Tx<'_>, info: &StoreInfo, key: &Key, value: Value) -> Result
                     new_key.map_or("nothing".to_string(), |k| k.to_string())
                 )));
             }
-            write(tx.db, store, value, None, false)?;
+            write(tx.db, store, value.into(), None, false)?;
         }
         None => {
-            write(tx.db, store, value, Some(key.clone()), false)?;
+            write(tx.db, store, value.into(), Some(key.clone()), false)?;
         }
     }
     Ok(())

@@ -100,7 +100,7 @@ impl WriteHook for Replica {
 }
 
 /// Metadata values go out as header values: control characters would break the request.
-fn check_metadata(policy: &StorePolicy, store: &str, id: &str, value: &serde_json::Value) -> Result<()> {
+fn check_metadata(policy: &StorePolicy, store: &str, id: &str, value: &serde_json::value::RawValue) -> Result<()> {
     match policy.metadata_of(value).into_iter().find(|(_, v)| v.chars().any(char::is_control)) {
         Some((name, v)) => Err(Error::InvalidArgument(format!(
             "record {id:?} of store {store:?}: metadata field {name:?} = {v:?} has control characters and cannot be sent as a header"

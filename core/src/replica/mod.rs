@@ -10,7 +10,9 @@ pub mod policy;
 pub(crate) mod state;
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use crate::database::{Database, Mode, Tx};
@@ -18,6 +20,7 @@ use crate::error::{Error, Result};
 use crate::events::{Event, EventKind};
 use crate::key::Key;
 use crate::range::KeyRange;
+use crate::record::Record;
 use policy::StorePolicy;
 
 pub use state::{ObjectState, OutboxEntry, RefusedWrite, WriteOp};
@@ -36,7 +39,8 @@ pub const FETCH_CHUNK: usize = 250;
 #[derive(Debug, Clone)]
 pub struct OutboxItem {
     pub sequence: u64,
-    pub entry: OutboxEntry,
+    /// Shared: a flush copies items (to send some ahead), never the records they carry.
+    pub entry: Arc<OutboxEntry>,
     /// The etag of the version this write was made on, when one is known.
     pub known_etag: Option<String>,
     /// An earlier write to the same object was refused and is not resolved: this one was made
@@ -227,7 +231,7 @@ impl Database {
             .map(|(sequence, entry)| {
                 let known_etag = state::load(mech, &entry.store, &entry.id)?.and_then(|s| s.etag);
                 let stacked = state::is_refused(mech, &entry.store, &entry.id)?;
-                Ok(OutboxItem { sequence, entry, known_etag, stacked })
+                Ok(OutboxItem { sequence, entry: Arc::new(entry), known_etag, stacked })
             })
             .collect()
     }
@@ -418,7 +422,7 @@ impl Database {
                     Ok(())
                 }
                 Resolution::Overwrite if waiting.is_empty() => {
-                    let value = tx.get(&store, &Key::String(id.clone()))?;
+                    let value = tx.get_text(&store, &Key::String(id.clone()))?.map(stored_text).transpose()?;
                     let mech = tx.db.mech_mut();
                     let next = state::next_sequence(mech)?;
                     let entry = OutboxEntry {
@@ -524,18 +528,19 @@ fn apply_one(tx: &mut Tx<'_>, change: Change) -> Result<()> {
             state::save(tx.db.mech_mut(), &store, &id, &ObjectState { etag: Some(etag), ..Default::default() })
         }
         Change::Sent { sequence, store, id, etag } => {
-            let Some(entry) = pop_answered(tx, sequence, &store, &id)? else {
+            let Some(head) = answered(tx, sequence, &store, &id)? else {
                 return Ok(());
             };
             let mech = tx.db.mech_mut();
-            if entry.op == WriteOp::Delete || entry.value.is_none() {
-                state::forget(mech, &entry.store, &entry.id)?;
+            state::remove(mech, sequence, &head.store, &head.id)?;
+            if head.op == WriteOp::Delete || !head.has_value {
+                state::forget(mech, &head.store, &head.id)?;
             } else {
                 // Only the server's validators are kept: a local clock would make a wrong 304.
-                state::save(mech, &entry.store, &entry.id, &ObjectState { etag, ..Default::default() })?;
+                state::save(mech, &head.store, &head.id, &ObjectState { etag, ..Default::default() })?;
             }
-            let key = Some(Key::String(entry.id.clone()));
-            tx.db.emit(Event::sync(EventKind::Flushed, &entry.store, key, None, "sent".into()));
+            let key = Some(Key::String(head.id.clone()));
+            tx.db.emit(Event::sync(EventKind::Flushed, &head.store, key, None, "sent".into()));
             Ok(())
         }
         Change::Landed { sequence, store, id, etag } => {
@@ -548,14 +553,19 @@ fn apply_one(tx: &mut Tx<'_>, change: Change) -> Result<()> {
             }
         }
         Change::Refused { sequence, store, id, code, message, conflict } => {
-            let Some(entry) = pop_answered(tx, sequence, &store, &id)? else {
+            if answered(tx, sequence, &store, &id)?.is_none() {
+                return Ok(());
+            }
+            let Some(entry) = state::pop(tx.db.mech_mut(), sequence)? else {
                 return Ok(());
             };
             let refused = RefusedWrite { sequence, entry: entry.clone(), code, message: message.clone() };
             state::refuse(tx.db.mech_mut(), &refused)?;
             let kind = if conflict { EventKind::Conflict } else { EventKind::Error };
             let key = Some(Key::String(entry.id.clone()));
-            tx.db.emit(Event::sync(kind, &entry.store, key, entry.value.clone(), message));
+            let value = entry.value.as_deref().map(|raw| serde_json::from_str(raw.get())).transpose();
+            let value = value.map_err(|e| Error::Internal(format!("a refused write's record is unreadable: {e}")))?;
+            tx.db.emit(Event::sync(kind, &entry.store, key, value, message));
             Ok(())
         }
         Change::Prefetched { store, at_ms } => state::mark_prefetched(tx.db.mech_mut(), &store, at_ms),
@@ -567,14 +577,10 @@ fn apply_one(tx: &mut Tx<'_>, change: Change) -> Result<()> {
     }
 }
 
-/// Takes outbox entry `sequence` out for the answer the bucket gave to a write of object `id`
-/// of `store`, when that write still waits there: an answer never settles another write.
-fn pop_answered(tx: &mut Tx<'_>, sequence: u64, store: &str, id: &str) -> Result<Option<OutboxEntry>> {
-    let mech = tx.db.mech_mut();
-    match state::peek_target(mech, sequence)? {
-        Some((s, i)) if s == store && i == id => state::pop(mech, sequence),
-        _ => Ok(None),
-    }
+/// The head of outbox entry `sequence` when the bucket's answer about object `id` of `store`
+/// is for it, that write still waiting: an answer never settles another write.
+fn answered(tx: &mut Tx<'_>, sequence: u64, store: &str, id: &str) -> Result<Option<state::EntryHead>> {
+    Ok(state::peek_head(tx.db.mech_mut(), sequence)?.filter(|head| head.store == store && head.id == id))
 }
 
 /// Whether the local copy of an object is the authority: a write to it is pending or refused.
@@ -614,7 +620,7 @@ impl Database {
                 (_, Some(entry)) => match entry.value {
                     Some(value) => {
                         let key = if tx.db.store_has_key_path(store)? { None } else { Some(Key::String(id.clone())) };
-                        tx.put(store, value, key)?;
+                        tx.put(store, Record::from_raw(value), key)?;
                     }
                     None => drop(tx.remove(store, &KeyRange::only(id.as_str()))?),
                 },
@@ -629,4 +635,9 @@ impl Database {
     fn run_from_bucket<T>(&mut self, stores: &[&str], work: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
         self.run_marked(stores, Mode::ReadWrite, true, work)
     }
+}
+
+/// A record's stored text as the outbox holds it.
+fn stored_text(text: String) -> Result<Box<RawValue>> {
+    RawValue::from_string(text).map_err(|e| Error::Internal(format!("a stored record is unreadable: {e}")))
 }

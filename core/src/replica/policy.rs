@@ -2,10 +2,11 @@
 //! the bucket is and how to reach it is the bucket's `Connection`). The replica's queueing of
 //! writes and the read policy follow it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -69,15 +70,29 @@ pub enum LayoutSegment {
 }
 
 impl StorePolicy {
-    /// The record's fields named in `Options.metadata`, as metadata headers.
-    pub fn metadata_of(&self, value: &Value) -> BTreeMap<String, String> {
+    /// The record's fields named in `Options.metadata`, as metadata headers. Read from the
+    /// record's text: only the objects on each field's path are read, never the whole tree.
+    pub fn metadata_of(&self, record: &RawValue) -> BTreeMap<String, String> {
+        if self.metadata_fields.is_empty() {
+            return BTreeMap::new();
+        }
+        let tops: HashSet<&str> = self.metadata_fields.iter().filter_map(|path| path.split('.').next()).collect();
+        let top = top_members(record, &tops);
         self.metadata_fields
             .iter()
             .filter_map(|path| {
-                let text = match crate::keypath::lookup(value, path)? {
-                    Value::String(s) => s.clone(),
-                    v @ (Value::Number(_) | Value::Bool(_)) => v.to_string(),
-                    _ => return None,
+                let mut segments = path.split('.');
+                let mut node = *top.get(segments.next()?)?;
+                for segment in segments {
+                    node = *members(node)?.get(segment)?;
+                }
+                // Only a scalar is a header: nothing larger is read into a tree.
+                let text = match node.get().as_bytes().first()? {
+                    b'{' | b'[' | b'n' => return None,
+                    _ => match serde_json::from_str(node.get()).ok()? {
+                        Value::String(s) => s,
+                        scalar => scalar.to_string(),
+                    },
                 };
                 Some((path.replace('.', "-").to_ascii_lowercase(), text))
             })
@@ -118,4 +133,85 @@ pub(crate) fn parse_layout(layout: &str) -> std::result::Result<Vec<LayoutSegmen
             None => Ok(LayoutSegment::Literal(segment.to_string())),
         })
         .collect()
+}
+
+/// An object's members as text, `None` when `node` is no object.
+fn members(node: &RawValue) -> Option<HashMap<String, &RawValue>> {
+    serde_json::from_str(node.get()).ok()
+}
+
+/// The members `wanted` of a record that is an object, as text. The record is read only as far
+/// as the last of them: a results run names its labels first, then 200,000 tests that a read
+/// to its end would scan for nothing.
+fn top_members<'r>(record: &'r RawValue, wanted: &HashSet<&str>) -> HashMap<String, &'r RawValue> {
+    struct Wanted<'w, 'r> {
+        wanted: &'w HashSet<&'w str>,
+        found: &'w mut HashMap<String, &'r RawValue>,
+    }
+    impl<'de: 'r, 'r> serde::de::Visitor<'de> for Wanted<'_, 'r> {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<M: serde::de::MapAccess<'de>>(self, mut map: M) -> Result<(), M::Error> {
+            while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                if !self.wanted.contains(key.as_ref()) {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                    continue;
+                }
+                self.found.insert(key.into_owned(), map.next_value::<&'de RawValue>()?);
+                if self.found.len() == self.wanted.len() {
+                    // All found: the rest is never read (the error only stops the reading).
+                    return Err(serde::de::Error::custom("found"));
+                }
+            }
+            Ok(())
+        }
+    }
+    let mut found = HashMap::new();
+    let mut reader = serde_json::Deserializer::from_str(record.get());
+    let _ = serde::Deserializer::deserialize_map(&mut reader, Wanted { wanted, found: &mut found });
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(fields: &[&str]) -> StorePolicy {
+        StorePolicy {
+            format: Format::Objstore,
+            immutable: false,
+            prefetch: None,
+            refractory: Duration::ZERO,
+            key_layout: None,
+            metadata_fields: fields.iter().map(|f| f.to_string()).collect(),
+            change_log: None,
+            in_directory: false,
+            objects_at: String::new(),
+        }
+    }
+
+    fn raw(text: &str) -> Box<RawValue> {
+        RawValue::from_string(text.to_string()).unwrap()
+    }
+
+    /// Headers come from the record's text: scalars only, nested paths too, and a field after
+    /// a large member is found as well as one before it.
+    #[test]
+    fn metadata_is_read_from_the_text() {
+        let record = raw(
+            r#"{"platform":"linux","results":{"tests":[1,2,3],"n":7},"build":{"cores":2,"tags":["a"]},"ok":true,"none":null}"#,
+        );
+        let got = policy(&["platform", "build.cores", "build.tags", "ok", "none", "missing", "results.n"])
+            .metadata_of(&record);
+        let want: BTreeMap<String, String> =
+            [("platform", "linux"), ("build-cores", "2"), ("ok", "true"), ("results-n", "7")]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+        assert_eq!(got, want);
+        assert!(policy(&["platform"]).metadata_of(&raw("[1,2]")).is_empty(), "a record that is no object has none");
+        assert!(policy(&[]).metadata_of(&record).is_empty());
+    }
 }

@@ -18,11 +18,12 @@
 use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::mechanism::{Mechanism, META_TABLE};
-use crate::range::ByteRange;
+use crate::range::{just_above, ByteRange};
 
 const STATE: &[u8] = b"sync/s/";
 const OUTBOX: &[u8] = b"sync/o/";
@@ -63,18 +64,33 @@ pub enum WriteOp {
 }
 
 /// A write waiting to reach the bucket.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct OutboxEntry {
     pub store: String,
     /// The object's name under the store's prefix (the record's key).
     pub id: String,
     pub op: WriteOp,
+    /// The record as it is stored and sent: its text, never read into a tree here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub value: Option<Value>,
+    pub value: Option<Box<RawValue>>,
     /// The etag of this write's body, which reached the bucket while its change-log marker did
     /// not: only the marker is still owed, and the write cannot be taken back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub landed: Option<String>,
+}
+
+impl OutboxEntry {
+    /// The record as a tree (`None` for a delete, or a record no JSON reader takes).
+    pub fn record(&self) -> Option<Value> {
+        serde_json::from_str(self.value.as_deref()?.get()).ok()
+    }
+}
+
+impl PartialEq for OutboxEntry {
+    fn eq(&self, other: &OutboxEntry) -> bool {
+        (&self.store, &self.id, self.op, &self.landed) == (&other.store, &other.id, other.op, &other.landed)
+            && self.value.as_deref().map(RawValue::get) == other.value.as_deref().map(RawValue::get)
+    }
 }
 
 /// A write the bucket refused, kept with why until the application resolves it.
@@ -193,7 +209,7 @@ pub fn forget_store(mech: &mut dyn Mechanism, store: &str) -> Result<()> {
 
 pub fn push(mech: &mut dyn Mechanism, sequence: u64, entry: &OutboxEntry) -> Result<()> {
     let OutboxEntry { store, id, op, value, landed } = entry;
-    let entry = NewEntry { store, id, op: *op, value: value.as_ref(), landed: landed.as_deref() };
+    let entry = NewEntry { store, id, op: *op, value: value.as_deref(), landed: landed.as_deref() };
     push_new(mech, sequence, &entry)
 }
 
@@ -205,13 +221,17 @@ pub struct NewEntry<'a> {
     pub id: &'a str,
     pub op: WriteOp,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub value: Option<&'a Value>,
+    pub value: Option<&'a RawValue>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub landed: Option<&'a str>,
 }
 
 pub fn push_new(mech: &mut dyn Mechanism, sequence: u64, entry: &NewEntry<'_>) -> Result<()> {
-    mech.put(META_TABLE, &sequence_key(OUTBOX, sequence), &serde_json::to_vec(entry).expect("entries serialise"))?;
+    // Sized for the record up front: a buffer grown by doubling would hold twice it at once.
+    let record = entry.value.map_or(0, |v| v.get().len());
+    let mut bytes = Vec::with_capacity(record + 256 + entry.store.len() + entry.id.len());
+    serde_json::to_writer(&mut bytes, entry).expect("entries serialise");
+    mech.put(META_TABLE, &sequence_key(OUTBOX, sequence), &bytes)?;
     let mut index = pending_prefix(entry.store, entry.id);
     index.extend_from_slice(&sequence.to_be_bytes());
     mech.put(META_TABLE, &index, &[])
@@ -219,40 +239,62 @@ pub fn push_new(mech: &mut dyn Mechanism, sequence: u64, entry: &NewEntry<'_>) -
 
 /// Outbox entry `sequence`, if it still waits.
 pub fn peek(mech: &mut dyn Mechanism, sequence: u64) -> Result<Option<OutboxEntry>> {
-    match mech.get(META_TABLE, &sequence_key(OUTBOX, sequence))? {
-        Some(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| unreadable("outbox entry", e)),
-        None => Ok(None),
-    }
+    read_in_place(mech, &sequence_key(OUTBOX, sequence), "outbox entry")
 }
 
-/// The store and object of outbox entry `sequence`, if it still waits, read without its value
-/// (a record may be large: a results run of 200,000 tests).
-pub fn peek_target(mech: &mut dyn Mechanism, sequence: u64) -> Result<Option<(String, String)>> {
-    #[derive(Deserialize)]
-    struct Target {
-        store: String,
-        id: String,
-    }
-    match mech.get(META_TABLE, &sequence_key(OUTBOX, sequence))? {
-        Some(bytes) => serde_json::from_slice::<Target>(&bytes)
-            .map(|t| Some((t.store, t.id)))
-            .map_err(|e| unreadable("outbox entry", e)),
-        None => Ok(None),
-    }
+/// What an outbox entry is about, read without its record (a record may be large: a results
+/// run of 200,000 tests).
+#[derive(Deserialize)]
+pub struct EntryHead {
+    pub store: String,
+    pub id: String,
+    pub op: WriteOp,
+    /// Whether it carries a record (a delete does not).
+    #[serde(default, rename = "value", deserialize_with = "present")]
+    pub has_value: bool,
+}
+
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<bool, D::Error> {
+    serde::de::IgnoredAny::deserialize(d).map(|_| true)
+}
+
+/// The head of outbox entry `sequence`, if it still waits.
+pub fn peek_head(mech: &mut dyn Mechanism, sequence: u64) -> Result<Option<EntryHead>> {
+    read_in_place(mech, &sequence_key(OUTBOX, sequence), "outbox entry")
 }
 
 /// Takes entry `sequence` out of the outbox (and its index), returning it.
 pub fn pop(mech: &mut dyn Mechanism, sequence: u64) -> Result<Option<OutboxEntry>> {
-    let key = sequence_key(OUTBOX, sequence);
-    let Some(bytes) = mech.get(META_TABLE, &key)? else {
+    let Some(entry) = peek(mech, sequence)? else {
         return Ok(None);
     };
-    let entry: OutboxEntry = serde_json::from_slice(&bytes).map_err(|e| unreadable("outbox entry", e))?;
-    mech.delete(META_TABLE, &key)?;
-    let mut index = pending_prefix(&entry.store, &entry.id);
-    index.extend_from_slice(&sequence.to_be_bytes());
-    mech.delete(META_TABLE, &index)?;
+    remove(mech, sequence, &entry.store, &entry.id)?;
     Ok(Some(entry))
+}
+
+/// Takes entry `sequence` (of object `id` of `store`) out of the outbox and its index.
+pub fn remove(mech: &mut dyn Mechanism, sequence: u64, store: &str, id: &str) -> Result<()> {
+    mech.delete(META_TABLE, &sequence_key(OUTBOX, sequence))?;
+    let mut index = pending_prefix(store, id);
+    index.extend_from_slice(&sequence.to_be_bytes());
+    mech.delete(META_TABLE, &index)
+}
+
+/// The meta row under `key`, read where it is stored rather than copied out first.
+fn read_in_place<T: serde::de::DeserializeOwned>(
+    mech: &mut dyn Mechanism,
+    key: &[u8],
+    what: &str,
+) -> Result<Option<T>> {
+    let mut found = None;
+    let range = ByteRange { low: key.to_vec(), high: just_above(key) };
+    mech.scan(META_TABLE, &range, false, true, &mut |k, v| {
+        if k == key {
+            found = Some(serde_json::from_slice(v).map_err(|e| unreadable(what, e))?);
+        }
+        Ok(false)
+    })?;
+    Ok(found)
 }
 
 /// The sequence numbers of the writes to one object still waiting, in order.

@@ -12,10 +12,12 @@
 //! - big_system_out: one case with 10 MB of `<system-out>`;
 //! - tap_comments: a 1 MB TAP stream of 100,000 comment lines after a failing test.
 //!
-//! Target: a peak of at most 8 × the file's size + 64 MB, and at least 20 MB/s. The baseline,
-//! measured in the same run, is an ordinary report of the same size as the largest shape
-//! (pytest's shape: modules, classes, a failure in ten): each ratio is the shape's MB/s over
-//! the ordinary report's.
+//! Target: a peak of at most 8 × the file's size + 64 MB, and at least 20 MB/s. The speed is
+//! the file's size over the time a post takes beyond what a post of one test takes (measured
+//! in the same run: starting the process, opening the writer, one write to the bucket), so
+//! that a small file is not judged by the process's start. The baseline, measured in the same
+//! run, is an ordinary report of the same size as the largest shape (pytest's shape: modules,
+//! classes, a failure in ten): each ratio is the shape's MB/s over the ordinary report's.
 
 #[path = "../../../core/benches/common/mod.rs"]
 mod common;
@@ -79,6 +81,10 @@ fn write_shape(dir: &Path, shape: &str, scale: usize) -> PathBuf {
             text.push_str("ok 2 - quiet\n");
             (shape, "tap")
         }
+        "one_test" => {
+            text.push_str("<testsuite name=\"one\"><testcase name=\"t\"/></testsuite>");
+            (shape, "xml")
+        }
         "ordinary" => {
             // As large as the largest shape: pytest's modules and classes, a failure in ten.
             text.push_str("<testsuites><testsuite name=\"pytest\">");
@@ -140,7 +146,7 @@ fn main() {
     let scale = if measuring() { 1 } else { 10 };
     if std::env::var_os("OBJSTORE_BENCH_WRITE").is_some() {
         let dir = PathBuf::from(std::env::var_os("OBJSTORE_BENCH_WRITE").unwrap());
-        for shape in SHAPES.iter().chain(&["ordinary"]) {
+        for shape in SHAPES.iter().chain(&["ordinary", "one_test"]) {
             write_shape(&dir, shape, scale);
         }
         return;
@@ -172,22 +178,29 @@ fn main() {
         }
         (size, best, peak)
     };
+    let (_, fixed_s, _) = measure("one_test");
+    let rate_of = |size: f64, seconds: f64| size / (seconds - fixed_s).max(1e-6);
     let (ordinary_mb, ordinary_s, ordinary_rss) = measure("ordinary");
-    let ordinary_rate = ordinary_mb / ordinary_s;
+    let ordinary_rate = rate_of(ordinary_mb, ordinary_s);
     println!("ingest benchmark ({} rounds, the fastest; peak RSS of `objstore-results post`)", rounds);
+    println!("  a post of one test takes {:.1} ms: each rate is over the time beyond it", fixed_s * 1e3);
     println!(
         "  {:<16} {:>7.1} MB  {:>7.1} MB/s  peak {:>6.0} MB  (the baseline)",
         "ordinary", ordinary_mb, ordinary_rate, ordinary_rss
     );
     let mut out = Map::new();
     out.insert(
+        "one_test".into(),
+        json!({"ms": round(fixed_s * 1e3), "what": "a post of one test: each rate is over the time beyond it"}),
+    );
+    out.insert(
         "ordinary".into(),
-        json!({"file_mb": round(ordinary_mb), "mb_per_s": round(ordinary_rate), "peak_rss_mb": round(ordinary_rss)}),
+        json!({"file_mb": round(ordinary_mb), "ms": round(ordinary_s * 1e3), "mb_per_s": round(ordinary_rate), "peak_rss_mb": round(ordinary_rss)}),
     );
     for shape in SHAPES {
         let (size, seconds, rss) = measure(shape);
         let budget = 8.0 * size + 64.0;
-        let rate = size / seconds;
+        let rate = rate_of(size, seconds);
         println!(
             "  {shape:<16} {size:>7.1} MB  {rate:>7.1} MB/s  peak {rss:>6.0} MB of {budget:.0}  ratio {:.2} (MB/s against the baseline's)",
             rate / ordinary_rate
@@ -196,6 +209,7 @@ fn main() {
             shape.into(),
             json!({
                 "file_mb": round(size),
+                "ms": round(seconds * 1e3),
                 "mb_per_s": round(rate),
                 "peak_rss_mb": round(rss),
                 "rss_budget_mb": round(budget),

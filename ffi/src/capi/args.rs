@@ -102,6 +102,17 @@ pub(super) unsafe fn json(ptr: *const c_char, len: usize, what: &str) -> Result<
     crate::json::parse(what, text)
 }
 
+/// A record argument: JSON text, kept as text (never read into a tree unless its store needs
+/// one).
+pub(super) unsafe fn record(ptr: *const c_char, len: usize, what: &str) -> Result<Record> {
+    if ptr.is_null() {
+        return Err(Error::InvalidArgument(format!("{what} is NULL")));
+    }
+    let bytes = std::slice::from_raw_parts(ptr.cast::<u8>(), len);
+    let text = std::str::from_utf8(bytes).map_err(|_| Error::InvalidArgument(format!("{what} is not valid UTF-8")))?;
+    crate::json::record(what, text)
+}
+
 pub(super) unsafe fn optional_json(ptr: *const c_char, len: usize, what: &str) -> Result<Option<Value>> {
     if ptr.is_null() {
         Ok(None)

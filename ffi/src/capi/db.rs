@@ -202,7 +202,7 @@ pub unsafe extern "C" fn objstore_db_put(
 ) -> ObjstoreStatus {
     request(error_out, request_out, || {
         let (db, store) = (db_ref(db)?, text(store, "store")?);
-        let value = json(value_json, value_len, "value_json")?;
+        let value = record(value_json, value_len, "value_json")?;
         let key = json::optional_key(optional_json(key_json, key_len, "key_json")?.as_ref())?;
         let done = completion(done, user_data)?;
         db.put(within(tx), store, value, key, move |r| done.deliver(r))
@@ -241,7 +241,7 @@ pub unsafe extern "C" fn objstore_db_add(
 ) -> ObjstoreStatus {
     request(error_out, request_out, || {
         let (db, store) = (db_ref(db)?, text(store, "store")?);
-        let value = json(value_json, value_len, "value_json")?;
+        let value = record(value_json, value_len, "value_json")?;
         let key = json::optional_key(optional_json(key_json, key_len, "key_json")?.as_ref())?;
         let done = completion(done, user_data)?;
         db.add(within(tx), store, value, key, move |r| done.deliver(r))

@@ -20,7 +20,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use objstore_db_core::{Error, ErrorCode, Mode, Query, Resolution, Result};
+use objstore_db_core::{Error, ErrorCode, Mode, Query, Record, Resolution, Result};
 use serde_json::Value;
 
 use crate::json::{self, IntoJson};

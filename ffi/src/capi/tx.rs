@@ -213,7 +213,7 @@ pub unsafe extern "C" fn objstore_tx_put(
 ) -> ObjstoreStatus {
     tx_op(tx, result_out, result_len, error_out, |ops| {
         let store = text(store, "store")?;
-        let value = json(value_json, value_len, "value_json")?;
+        let value = record(value_json, value_len, "value_json")?;
         let key = json::optional_key(optional_json(key_json, key_len, "key_json")?.as_ref())?;
         if add {
             ops.add(store, value, key)

@@ -41,7 +41,7 @@ use serde_json::Value;
 
 pub use cursor::{Cursor, QueryHandle};
 pub use encoding::{AsText, AsValue, Encoding};
-pub use objstore_db_core::Freshness;
+pub use objstore_db_core::{Freshness, Record};
 pub use options::OpenOptions;
 pub use txops::{ReadKind, TxOps};
 
@@ -262,18 +262,20 @@ impl Db {
 
     // ----- records ------------------------------------------------------------------------------
 
-    /// Writes a record, replacing any under its key; the result is the key it was written
-    /// under (the one given, the record's own, or a generated one).
+    /// Writes a record (a [`Value`], or JSON text as a [`Record`]: a large record given as
+    /// text is stored and sent as it is, never read into a tree unless its store needs one),
+    /// replacing any under its key; the result is the key it was written under (the one
+    /// given, the record's own, or a generated one).
     pub fn put(
         &self,
         within: Within,
         store: &str,
-        value: Value,
+        record: impl Into<Record>,
         key: Option<Key>,
         done: impl FnOnce(Result<Key>) + Send + 'static,
     ) -> Result<RequestId> {
-        let name = store.to_string();
-        self.write(within, vec![name.clone()], move |tx| tx.put(&name, value, key), done)
+        let (name, record) = (store.to_string(), record.into());
+        self.write(within, vec![name.clone()], move |tx| tx.put(&name, record, key), done)
     }
 
     /// Like `put`, but an existing key or a unique-index clash is a constraint error; the
@@ -282,12 +284,12 @@ impl Db {
         &self,
         within: Within,
         store: &str,
-        value: Value,
+        record: impl Into<Record>,
         key: Option<Key>,
         done: impl FnOnce(Result<Key>) + Send + 'static,
     ) -> Result<RequestId> {
-        let name = store.to_string();
-        self.write(within, vec![name.clone()], move |tx| tx.add(&name, value, key), done)
+        let (name, record) = (store.to_string(), record.into());
+        self.write(within, vec![name.clone()], move |tx| tx.add(&name, record, key), done)
     }
 
     /// Writes many records in one transaction (all or none); the result is their keys, in the
@@ -296,10 +298,10 @@ impl Db {
         &self,
         within: Within,
         store: &str,
-        values: Vec<Value>,
+        records: impl IntoIterator<Item = impl Into<Record>>,
         done: impl FnOnce(Result<Vec<Key>>) + Send + 'static,
     ) -> Result<RequestId> {
-        self.write_many(within, store, values, None, false, done)
+        self.write_many(within, store, records, None, false, done)
     }
 
     /// [`Db::put_many`] with a key per record (`keys`, for a store whose keys are not in its
@@ -309,20 +311,21 @@ impl Db {
         &self,
         within: Within,
         store: &str,
-        values: Vec<Value>,
+        records: impl IntoIterator<Item = impl Into<Record>>,
         keys: Option<Vec<Key>>,
         create: bool,
         done: impl FnOnce(Result<Vec<Key>>) + Send + 'static,
     ) -> Result<RequestId> {
-        if let Some(keys) = keys.as_ref().filter(|k| k.len() != values.len()) {
+        let records: Vec<Record> = records.into_iter().map(Into::into).collect();
+        if let Some(keys) = keys.as_ref().filter(|k| k.len() != records.len()) {
             return Err(Error::InvalidArgument(format!(
                 "a batch of {} records was given {} keys (one per record)",
-                values.len(),
+                records.len(),
                 keys.len()
             )));
         }
         let name = store.to_string();
-        self.write(within, vec![name.clone()], move |tx| tx.write_many(&name, values, keys, create), done)
+        self.write(within, vec![name.clone()], move |tx| tx.write_many(&name, records, keys, create), done)
     }
 
     /// The record under `key`, or null, in `encoding`.

@@ -1,7 +1,7 @@
 //! The operations of one transaction, synchronous: what a C transaction body calls on the
 //! worker thread while its transaction is open.
 
-use objstore_db_core::{sql, Key, KeyRange, Result, ScanOptions, Tx};
+use objstore_db_core::{sql, Key, KeyRange, Record, Result, ScanOptions, Tx};
 use serde_json::{json, Value};
 
 use super::encoding::{AsValue, Encoding};
@@ -20,14 +20,14 @@ pub struct TxOps<'t, 'db> {
 
 impl TxOps<'_, '_> {
     /// Writes a record, replacing any under its key; returns the key it was written under.
-    pub fn put(&mut self, store: &str, value: Value, key: Option<Key>) -> Result<Key> {
-        self.tx.put(store, value, key)
+    pub fn put(&mut self, store: &str, record: impl Into<Record>, key: Option<Key>) -> Result<Key> {
+        self.tx.put(store, record, key)
     }
 
     /// Writes a new record (an existing key or a unique-index clash is a constraint error);
     /// returns the key it was written under.
-    pub fn add(&mut self, store: &str, value: Value, key: Option<Key>) -> Result<Key> {
-        self.tx.add(store, value, key)
+    pub fn add(&mut self, store: &str, record: impl Into<Record>, key: Option<Key>) -> Result<Key> {
+        self.tx.add(store, record, key)
     }
 
     pub fn get(&mut self, store: &str, key: &Key) -> Result<Value> {

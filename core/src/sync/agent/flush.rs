@@ -372,7 +372,8 @@ impl Agent {
             }
             return s.bucket.delete(&name, token).map(|()| None);
         };
-        let body = serde_json::to_vec(value).expect("records serialise");
+        // The record's stored text is the body: no copy of a large record is made to send it.
+        let body = value.get().as_bytes();
         // Only an overwrite the application chose replaces what the bucket holds unseen: a put
         // of an object this client never read must find no object there.
         let mut mode = match (entry.op, &item.known_etag) {
@@ -383,7 +384,7 @@ impl Agent {
         if mode != PutMode::Overwrite && self.accounting.conditional_writes(&s.address) == Some(false) {
             let own = match known_absent && mode == PutMode::Create {
                 true => None, // a listing just showed no object there
-                false => check_by_reading(s, &name, item.known_etag.as_deref(), &mode, &body, token)?,
+                false => check_by_reading(s, &name, item.known_etag.as_deref(), &mode, body, token)?,
             };
             if let Some(own) = own {
                 return Ok(Some(own));
@@ -393,9 +394,9 @@ impl Agent {
         }
         let options =
             PutOptions { mode, metadata: s.config.policy.metadata_of(value), new_record: entry.op == WriteOp::Create };
-        match s.bucket.put(&name, &body, &options, token) {
+        match s.bucket.put(&name, body, &options, token) {
             // A write sent before a crash, whose success was never recorded, meets its own copy.
-            Err(Error::Remote { status: 412, .. }) if holds_body(s, &name, &body, token) => Ok(Some(etag_of(&body))),
+            Err(Error::Remote { status: 412, .. }) if holds_body(s, &name, body, token) => Ok(Some(etag_of(body))),
             other => other,
         }
     }
@@ -414,7 +415,7 @@ impl Agent {
                     id: id.clone(),
                     etag: etag.clone().unwrap_or_default(),
                     updated: time::iso(SystemTime::now()),
-                    size: serde_json::to_vec(value).map_or(0, |b| b.len() as u64),
+                    size: value.get().len() as u64,
                     fields: self.describe_fields(meta, id, &s.config.policy.metadata_of(value)),
                 },
                 _ => Change::Drop { store: meta.clone(), id: id.clone() },
@@ -443,7 +444,7 @@ fn named(ids: &[&str]) -> String {
 fn marker_op(item: &OutboxItem, etag: &Option<String>) -> changelog::Op {
     match (&item.entry.value, item.entry.op) {
         (Some(value), op) if op != WriteOp::Delete => {
-            let size = serde_json::to_vec(value).map_or(0, |b| b.len() as u64);
+            let size = value.get().len() as u64;
             changelog::Op::Put { size, etag: etag.clone() }
         }
         _ => changelog::Op::Remove,

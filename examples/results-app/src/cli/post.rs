@@ -6,7 +6,7 @@ use crate::ingest::{self, Labels};
 use serde_json::Value;
 
 use crate::model::Run;
-use crate::store;
+use crate::store::{self, Encoded};
 
 use super::{unknown, value_of, USAGE};
 
@@ -45,11 +45,14 @@ pub fn run(args: &[String]) -> AppResult<()> {
         return Err(AppError::bad(USAGE));
     }
     labels.fill_ci(&|name| std::env::var(name).ok())?;
-    let runs = files
+    // Each report is encoded as soon as it is read: its parsed form (ten times its text) is
+    // gone before the next file is read, and before anything is stored.
+    let reports = files
         .iter()
         .map(|file| {
             let bytes = std::fs::read(file).map_err(|e| AppError::internal(format!("{file}: {e}")))?;
-            ingest::ingest(file, &bytes, &labels.for_file(file), None)
+            let run = ingest::ingest(file, &bytes, &labels.for_file(file), None)?;
+            Ok(Read { counts: counts(&run), run: Encoded::of(&run) })
         })
         .collect::<AppResult<Vec<_>>>()?;
     let writer = match &collector {
@@ -63,23 +66,35 @@ pub fn run(args: &[String]) -> AppResult<()> {
             None
         }
     };
-    for (file, run) in files.iter().zip(&runs) {
+    for (file, Read { counts, mut run }) in files.iter().zip(reports) {
         let key = match (&writer, &collector) {
-            (Some(writer), _) => writer.store(run)?,
-            (None, Some(url)) => send_to_collector(url, run).map_err(|e| e.context(file))?,
+            (Some(writer), _) => writer.store_encoded(run)?,
+            (None, Some(url)) => send_to_collector(url, run.json()).map_err(|e| e.context(file))?,
             (None, None) => unreachable!("a writer or a collector"),
         };
-        let summary = &run.results.summary;
-        println!(
-            "{file}: {} tests ({} passed, {} failed, {} skipped; suites {}) stored as {key}",
-            summary.tests,
-            summary.passed,
-            summary.failed,
-            summary.skipped,
-            run.suites().join(", ")
-        );
+        println!("{file}: {counts} stored as {key}");
     }
     Ok(())
+}
+
+/// A report read, as it waits to be stored.
+struct Read {
+    /// What `post` says of it.
+    counts: String,
+    run: Encoded,
+}
+
+/// `3 tests (2 passed, 1 failed, 0 skipped; suites crud, sql)`.
+fn counts(run: &Run) -> String {
+    let summary = &run.results.summary;
+    format!(
+        "{} tests ({} passed, {} failed, {} skipped; suites {})",
+        summary.tests,
+        summary.passed,
+        summary.failed,
+        summary.skipped,
+        run.suites().join(", ")
+    )
 }
 
 /// The collector's address for runs: a URL naming only the server (`http://host:port`) means
@@ -93,17 +108,17 @@ pub fn collector_url(url: &str) -> String {
     }
 }
 
-/// Posts `run` to a collector (`OBJSTORE_COLLECTOR_TOKEN` is sent as its bearer token);
-/// returns the key it stored the run under.
-pub fn send_to_collector(url: &str, run: &Run) -> AppResult<String> {
+/// Posts a run (its JSON) to a collector (`OBJSTORE_COLLECTOR_TOKEN` is sent as its bearer
+/// token); returns the key it stored the run under.
+pub fn send_to_collector(url: &str, run: &str) -> AppResult<String> {
     let url = &collector_url(url);
     let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
     let mut request = agent.post(url).header("content-type", "application/json");
     if let Some(token) = std::env::var("OBJSTORE_COLLECTOR_TOKEN").ok().filter(|t| !t.is_empty()) {
         request = request.header("authorization", format!("Bearer {token}"));
     }
-    let body = serde_json::to_vec(run).map_err(|e| AppError::internal(e.to_string()))?;
-    let mut response = request.send(&body[..]).map_err(|e| AppError::unavailable(format!("posting to {url}: {e}")))?;
+    let mut response =
+        request.send(run.as_bytes()).map_err(|e| AppError::unavailable(format!("posting to {url}: {e}")))?;
     let status = response.status().as_u16();
     let text = response.body_mut().read_to_string().unwrap_or_default();
     let answer: Value = serde_json::from_str(&text).unwrap_or(Value::Null);

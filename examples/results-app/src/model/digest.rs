@@ -16,12 +16,12 @@
 //! so does one with a digest it cannot read. The pytest plugin and the node reporter write the
 //! same digest.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write;
 
 use serde_json::Value;
 
-use crate::model::{check_label, Run, Status, MAX_LABEL};
+use crate::model::{check_label, Run, Status, Test, MAX_LABEL};
 
 /// The digest format's version, its first field.
 const FORMAT: &str = "1";
@@ -56,11 +56,27 @@ pub struct SuiteDigest {
     pub retried_ids: Vec<u32>,
 }
 
-/// A test's id in digests: FNV-1a (32 bits) of its suite, name and occurrence in its file.
+/// A test's id in digests: FNV-1a (32 bits) of its suite, name and occurrence in its file,
+/// as `<suite>\0<name>\0<occurrence in decimal>`.
 pub fn test_id(suite: &str, name: &str, occurrence: usize) -> u32 {
-    format!("{suite}\0{name}\0{occurrence}")
-        .bytes()
-        .fold(0x811c_9dc5u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193))
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut n = occurrence;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    [suite.as_bytes(), b"\0", name.as_bytes(), b"\0", &digits[at..]].iter().fold(FNV_OFFSET, |h, part| fnv(h, part))
+}
+
+const FNV_OFFSET: u32 = 0x811c_9dc5;
+
+fn fnv(h: u32, bytes: &[u8]) -> u32 {
+    bytes.iter().fold(h, |h, &b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193))
 }
 
 /// Each test of `run` with its digest id, in the file's order.
@@ -75,6 +91,15 @@ pub fn ids(run: &Run) -> Vec<u32> {
             test_id(&t.suite, &t.name, *n)
         })
         .collect()
+}
+
+/// Whether a digest names the test by its id: it failed, was skipped or passed on a retry.
+fn is_named(t: &Test) -> bool {
+    t.status != Status::Passed || t.passed_on_retry()
+}
+
+fn key_of(t: &Test) -> (&str, &str) {
+    (&t.suite, &t.name)
 }
 
 /// The build-variant labels of a report: its environment's texts, booleans and whole numbers
@@ -122,24 +147,50 @@ fn hex_byte(text: &[u8]) -> Option<u8> {
 
 impl Digest {
     /// The digest of a report file.
-    pub fn of(run: &Run) -> Digest {
-        let mut suites: BTreeMap<&str, SuiteDigest> = BTreeMap::new();
-        for (t, id) in run.results.tests.iter().zip(ids(run)) {
-            let suite =
-                suites.entry(&t.suite).or_insert_with(|| SuiteDigest { name: t.suite.clone(), ..Default::default() });
+    pub fn of<'r>(run: &'r Run) -> Digest {
+        let tests = &run.results.tests;
+        // Only the tests a digest names need ids (their occurrences are counted, nobody
+        // else's): a report that all passed hashes no name.
+        let wanted: HashSet<(&str, &str)> = tests.iter().filter(|t| is_named(t)).map(key_of).collect();
+        let mut seen: HashMap<(&str, &str), usize> = HashMap::new();
+        let mut id_of = |t: &'r Test| {
+            let key = key_of(t);
+            (!wanted.is_empty() && wanted.contains(&key)).then(|| {
+                let n = seen.entry(key).or_default();
+                *n += 1;
+                test_id(key.0, key.1, *n)
+            })
+        };
+        // By name; a suite's tests come together, so the last one's is looked up first.
+        let mut order: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut digests: Vec<SuiteDigest> = Vec::new();
+        let mut last: Option<(&str, usize)> = None;
+        for t in tests {
+            let at = match last {
+                Some((name, at)) if name == t.suite => at,
+                _ => {
+                    let at = *order.entry(&t.suite).or_insert_with(|| {
+                        digests.push(SuiteDigest { name: t.suite.clone(), ..Default::default() });
+                        digests.len() - 1
+                    });
+                    last = Some((&t.suite, at));
+                    at
+                }
+            };
+            let (suite, id) = (&mut digests[at], id_of(t));
             match t.status {
                 Status::Passed => suite.passed += 1,
                 Status::Failed => {
                     suite.failed += 1;
-                    suite.failed_ids.push(id);
+                    suite.failed_ids.extend(id);
                 }
                 _ => {
                     suite.skipped += 1;
-                    suite.skipped_ids.push(id);
+                    suite.skipped_ids.extend(id);
                 }
             }
             if t.passed_on_retry() {
-                suite.retried_ids.push(id);
+                suite.retried_ids.extend(id);
             }
         }
         Digest {
@@ -147,8 +198,15 @@ impl Digest {
             commit: run.ci.commit.as_ref().map(|c| c.chars().take(COMMIT_CHARS).collect()),
             start: run.results.summary.start,
             labels: labels(run),
-            suites: suites.into_values().collect(),
+            suites: order.into_values().map(|at| std::mem::take(&mut digests[at])).collect(),
         }
+    }
+
+    /// The encoded digest of `run` for its object name, unless it names more tests than a
+    /// name's segment could hold (8 hex digits each): then none is worked out.
+    pub fn for_name(run: &Run) -> Option<String> {
+        let named = run.results.tests.iter().filter(|t| is_named(t)).count();
+        (named * 8 <= MAX_SEGMENT).then(|| Digest::of(run).encode())
     }
 
     /// The digest as a name segment's text.
@@ -256,14 +314,13 @@ fn suite_of(field: &str) -> Option<SuiteDigest> {
     (suite.failed_ids.len() as u64 == suite.failed && suite.skipped_ids.len() as u64 == suite.skipped).then_some(suite)
 }
 
-/// The file segment of a report's object name: `<file id>.<digest>`, or the id alone when the
-/// whole name (`<prefix><run key>/<segment>`, `fixed` bytes besides the segment) would not fit.
-pub fn file_segment(file_id: &str, run: &Run, fixed: usize) -> String {
-    let with = format!("{file_id}.{}", Digest::of(run).encode());
-    if with.len() <= MAX_SEGMENT && fixed + with.len() <= MAX_KEY {
-        with
-    } else {
-        file_id.to_string()
+/// The file segment of a report's object name: `<file id>.<digest>` (`digest` encoded), or the
+/// id alone when the whole name (`<prefix><run key>/<segment>`, `fixed` bytes besides the
+/// segment) would not fit.
+pub fn file_segment(file_id: &str, digest: Option<&str>, fixed: usize) -> String {
+    match digest.map(|digest| format!("{file_id}.{digest}")) {
+        Some(with) if with.len() <= MAX_SEGMENT && fixed + with.len() <= MAX_KEY => with,
+        _ => file_id.to_string(),
     }
 }
 
@@ -307,7 +364,7 @@ mod tests {
         assert_eq!(crud.retried_ids, [test_id("crud", "b", 1)]);
         assert_ne!(test_id("crud", "a", 1), test_id("crud", "a", 2));
         assert_eq!(digest.labels, BTreeMap::from([("build".into(), "debug".into()), ("cores".into(), "2".into())]));
-        let key = format!("linux/gcc/9999-aa/{}", file_segment("f1", &run, 20));
+        let key = format!("linux/gcc/9999-aa/{}", file_segment("f1", Some(&digest.encode()), 20));
         assert!(key.len() < 200, "{key}: {} bytes", key.len());
         assert!(key.bytes().all(|b| b.is_ascii_alphanumeric() || b"/-_.".contains(&b)), "{key}");
         assert_eq!(of_key(&key), Some(digest));
@@ -355,12 +412,12 @@ mod tests {
     #[test]
     fn a_name_too_long_carries_no_digest() {
         let run = run();
-        assert_eq!(file_segment("f1", &run, MAX_KEY - 10), "f1");
+        assert_eq!(file_segment("f1", Digest::for_name(&run).as_deref(), MAX_KEY - 10), "f1");
         let mut many = run.clone();
         for i in 0..40 {
             many.results.tests.push(crate::model::Test { name: format!("t{i}"), ..many.results.tests[1].clone() });
         }
         many.results.summary = crate::model::Summary::of(&many.results.tests, 1, 2);
-        assert_eq!(file_segment("f1", &many, 20), "f1", "a segment over 255 bytes");
+        assert_eq!(file_segment("f1", Digest::for_name(&many).as_deref(), 20), "f1", "a segment over 255 bytes");
     }
 }

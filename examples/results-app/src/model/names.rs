@@ -119,8 +119,10 @@ pub const KNOWN_SUITES: [&str; 6] = ["crud", "cursor", "event", "transaction", "
 
 /// Sorts suites in the matrix's order (the known six, then the others by name), without repeats.
 pub fn sort_suites(suites: &mut Vec<String>) {
-    suites.sort_by_key(|s| (KNOWN_SUITES.iter().position(|k| k == s).unwrap_or(KNOWN_SUITES.len()), s.clone()));
+    suites.sort_unstable();
     suites.dedup();
+    let rank = |s: &str| KNOWN_SUITES.iter().position(|k| *k == s).unwrap_or(KNOWN_SUITES.len());
+    suites.sort_by(|a, b| (rank(a), a).cmp(&(rank(b), b)));
 }
 
 /// A 64-bit FNV-1a hash: names made of free text stay short and apart, ETags change with bodies.

@@ -4,6 +4,8 @@
 //! `{platform, browser, version, results, ci?}` whose `results` is a CTRF report with a suite
 //! named on every test, sent with the metadata headers platform, browser and version.
 
+use std::collections::BTreeSet;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -456,7 +458,16 @@ impl Run {
 
     /// The suites present, in the matrix's order: the six known ones first, then the others.
     pub fn suites(&self) -> Vec<String> {
-        let mut suites: Vec<String> = self.results.tests.iter().map(|t| t.suite.clone()).collect();
+        // A suite's tests come together: each name is taken once per run of them, not per test.
+        let mut names = BTreeSet::new();
+        let mut last = None;
+        for suite in self.results.tests.iter().map(|t| t.suite.as_str()) {
+            if last != Some(suite) {
+                names.insert(suite);
+                last = Some(suite);
+            }
+        }
+        let mut suites = names.into_iter().map(str::to_string).collect();
         sort_suites(&mut suites);
         suites
     }

@@ -11,7 +11,7 @@ pub mod reader;
 pub mod schema;
 mod writer;
 
-pub use writer::Writer;
+pub use writer::{Encoded, Writer};
 
 use std::sync::mpsc;
 

@@ -5,13 +5,14 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use objstore_db::rsapi::{AsValue, Db, Freshness};
+use objstore_db::rsapi::{AsValue, Db, Freshness, Record};
 use objstore_db_core::{Error, FlushReport, Key, MechanismKind, Resolution, SyncStatus};
 use serde_json::{json, Value};
 
 use crate::clock::now_ms;
 use crate::error::{AppError, AppResult, Kind};
 use crate::model::digest;
+use crate::model::digest::Digest;
 use crate::model::{clip, is_run_segment, new_run_id, object_key, run_segment, Run};
 
 use super::group::Group;
@@ -34,8 +35,37 @@ pub struct Writer {
     anchoring: std::sync::Mutex<()>,
     /// Runs posted together are written together: one transaction, one flush (`write_wave`).
     /// Runs waiting to be written, each as its key and its JSON text (a tenth of its size as a
-    /// `Value`, which it becomes only as it is handed to the library).
-    group: Group<(String, String)>,
+    /// tree, which it never becomes: the library stores and sends the text).
+    group: Group<(String, Record)>,
+}
+
+/// A run as the writer stores it: the parts of its object name, its digest, and its JSON text.
+/// A post encodes each report as soon as it is read, so that only the text (a tenth of the
+/// parsed run's size) waits to be written.
+#[derive(Debug, Clone)]
+pub struct Encoded {
+    platform: String,
+    browser: String,
+    ci_run: Option<String>,
+    digest: Option<String>,
+    record: Record,
+}
+
+impl Encoded {
+    pub fn of(run: &Run) -> Encoded {
+        Encoded {
+            platform: run.platform.clone(),
+            browser: run.browser.clone(),
+            ci_run: run.ci.run.clone(),
+            digest: Digest::for_name(run),
+            record: Record::of(run).expect("a run serialises"),
+        }
+    }
+
+    /// The run's JSON, as it is stored.
+    pub fn json(&mut self) -> &str {
+        self.record.text().get()
+    }
 }
 
 impl Writer {
@@ -88,16 +118,20 @@ impl Writer {
     /// the bucket did not take is an error, and nothing else was written. Files of one CI run
     /// (`ci.run`) go under one run segment, whoever posts them.
     pub fn store(&self, run: &Run) -> AppResult<String> {
-        let segment = match &run.ci.run {
+        self.store_encoded(Encoded::of(run))
+    }
+
+    /// [`Writer::store`] of a run already encoded (whose parsed form is gone).
+    pub fn store_encoded(&self, run: Encoded) -> AppResult<String> {
+        let segment = match &run.ci_run {
             None => run_segment(now_ms(), &new_run_id()),
             Some(id) => self.segment_of(&self.database(1)?, id)?,
         };
         // The file's name carries its digest where it fits, so that a listing draws the matrix.
         let fixed = self.target.prefix.len() + object_key(&run.platform, &run.browser, &segment, "").len();
-        let file = digest::file_segment(&new_run_id(), run, fixed);
+        let file = digest::file_segment(&new_run_id(), run.digest.as_deref(), fixed);
         let key = object_key(&run.platform, &run.browser, &segment, &file);
-        let text = serde_json::to_string(run).map_err(|e| local(AppError::internal(e.to_string())))?;
-        self.group.submit((key.clone(), text), |wave| self.write_wave(wave))?;
+        self.group.submit((key.clone(), run.record), |wave| self.write_wave(wave))?;
         self.stored.fetch_add(1, Ordering::Relaxed);
         Ok(key)
     }
@@ -105,17 +139,22 @@ impl Writer {
     /// Writes runs posted together: create-only in one local transaction, sent with one flush
     /// (the library sends them in parallel); each is answered by its own sync status. A wave
     /// the library refuses as a whole (a key taken twice) is written run by run instead.
-    fn write_wave(&self, wave: Vec<(String, String)>) -> Vec<AppResult<()>> {
+    fn write_wave(&self, wave: Vec<(String, Record)>) -> Vec<AppResult<()>> {
         let db = match self.database(wave.len() as u64) {
             Ok(db) => db,
             Err(e) => return vec![Err(e); wave.len()],
         };
-        let value = |text: &str| serde_json::from_str::<Value>(text).expect("a run's own JSON reads back");
+        if wave.len() == 1 {
+            // One run alone is written as it is, never copied (a copy is kept of each run of a
+            // larger wave, to write it alone should the wave fail).
+            let (key, record) = wave.into_iter().next().expect("one run");
+            return vec![self.create(&db, &key, record)];
+        }
         let keys: Vec<Key> = wave.iter().map(|(key, _)| Key::from(key.as_str())).collect();
-        let values = wave.iter().map(|(_, text)| value(text)).collect();
-        let written = call(|done| db.write_many(None, "results", values, Some(keys), true, done));
+        let records: Vec<Record> = wave.iter().map(|(_, record)| record.clone()).collect();
+        let written = call(|done| db.write_many(None, "results", records, Some(keys), true, done));
         if written.is_err() {
-            return wave.iter().map(|(key, text)| self.create(&db, key, value(text))).collect();
+            return wave.into_iter().map(|(key, record)| self.create(&db, &key, record)).collect();
         }
         let report = match call(|done| db.flush(done)).map_err(local) {
             Ok(report) => report,
@@ -171,9 +210,9 @@ impl Writer {
         }
     }
 
-    /// Writes `value` under `key`, create-only, and waits until the bucket holds it.
-    fn create(&self, db: &Db, key: &str, value: Value) -> AppResult<()> {
-        call(|done| db.add(None, "results", value, Some(Key::from(key)), done)).map_err(local)?;
+    /// Writes `record` under `key`, create-only, and waits until the bucket holds it.
+    fn create(&self, db: &Db, key: &str, record: impl Into<Record>) -> AppResult<()> {
+        call(|done| db.add(None, "results", record, Some(Key::from(key)), done)).map_err(local)?;
         let report = call(|done| db.flush(done)).map_err(local)?;
         self.settle(db, key, &report)
     }

@@ -22,7 +22,7 @@ use tower_http::cors::{AllowOrigin, CorsLayer};
 use crate::error::{AppError, AppResult, Kind};
 use crate::ingest::{ingest, Labels};
 use crate::model::{check_label, Ci, Run};
-use crate::store::Writer;
+use crate::store::{Encoded, Writer};
 
 use super::limiter::Limiter;
 use super::tokens::{admit, Config};
@@ -91,7 +91,13 @@ async fn post_results(
         return AppError::new(Kind::Forbidden, why).at("platform").into_response();
     }
     let writer = app.writer.clone();
-    let stored = tokio::task::spawn_blocking(move || writer.store(&run)).await;
+    // Encoded first, so that only the run's text (not its parsed form) waits for the write.
+    let stored = tokio::task::spawn_blocking(move || {
+        let encoded = Encoded::of(&run);
+        drop(run);
+        writer.store_encoded(encoded)
+    })
+    .await;
     match stored {
         Ok(Ok(key)) => (StatusCode::CREATED, Json(json!({"key": key}))).into_response(),
         Ok(Err(refused)) => refused.into_response(),

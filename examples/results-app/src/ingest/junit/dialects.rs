@@ -6,7 +6,8 @@
 use crate::model::{cap_name, Attempt, CappedText, Status, Test};
 
 use super::super::naming::{cap_suite, file_name, is_generic, is_path, is_test_file, suite_name};
-use super::{path_of, same_test, test_file_of, Case, CaseAttempt};
+use super::suites::{path_of, Around, Suite};
+use super::{same_test, Case, CaseAttempt};
 
 /// pytest: a report of pytest's (its suite is named so).
 pub(super) fn is_pytest(case: &Case) -> bool {
@@ -71,23 +72,19 @@ pub(super) fn may_be_rerun(case: &Case) -> bool {
 /// A case's suite (the outermost telling `<testsuite>`, else the classname) and its name with
 /// the suites inside that one (`nested > deep`), after its class where the class tells more.
 pub(super) fn suite_and_name(c: &Case) -> (String, String) {
-    let path = path_of(&c.path);
-    let telling = path.iter().position(|s| !is_generic(s));
+    let none = Around::default();
+    let around = c.path.as_ref().map_or(&none, Suite::around);
     // ctest names each test's class after the test: that is no suite (its first label is,
     // else the file's name). So does jest-junit, with the describe blocks in both.
     let class_is_name = c.classname == c.name;
     let classname = if class_is_name { c.label.as_deref().unwrap_or_default() } else { c.classname.as_str() };
     // A suite that names its test file is that file's column: mocha-junit-reporter writes
     // nested describe blocks as suites side by side, each with the file.
-    let suite = match test_file_of(&c.path) {
+    let suite = around.column(classname, || match &around.file {
         Some(file) => cap_suite(suite_name(Some(file), "")),
-        None => cap_suite(suite_name(telling.map(|i| path[i]), classname)),
-    };
-    let inner: Vec<&str> = match telling {
-        Some(i) => path[i + 1..].iter().copied().filter(|s| !is_generic(s)).collect(),
-        None => Vec::new(),
-    };
-    let within = inner.iter().map(|s| format!("{s} > ")).collect::<String>() + &c.name;
+        None => cap_suite(suite_name(around.telling.as_deref(), classname)),
+    });
+    let within = format!("{}{}", around.inner, c.name);
     let name = match c.classname.as_str() {
         // mocha-junit-reporter's class is the test's own title, the last word of its full name.
         _ if class_is_name || is_title_of(&c.classname, &c.name) => within,

@@ -10,6 +10,7 @@
 //! `<properties>` are the report's environment (build-variant labels).
 
 mod dialects;
+mod suites;
 
 use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
@@ -23,6 +24,7 @@ use super::naming::is_test_file;
 use crate::model::{
     cap_name, check_label, check_text, Attempt, CappedText, Detail, Results, Status, Summary, Test, Tool,
 };
+use suites::Suite;
 
 /// A parse failure, at a line of the input.
 #[derive(Debug, PartialEq)]
@@ -37,39 +39,6 @@ const MAX_DEPTH: usize = 64;
 const MAX_TESTS: usize = 200_000;
 /// The most `<property>` labels kept of a report.
 const MAX_PROPERTIES: usize = 32;
-
-/// A `<testsuite>` within those around it, shared by its cases: a suite's name is held once,
-/// however many tests it has and however deep it is.
-struct Suite {
-    name: String,
-    /// The test file it ran (mocha-junit-reporter's and unittest-xml-reporting's `file`).
-    file: Option<String>,
-    parent: Option<Rc<Suite>>,
-}
-
-/// The names of `suite` and those around it, from the root.
-fn path_of(suite: &Option<Rc<Suite>>) -> Vec<&str> {
-    let mut names = Vec::new();
-    let mut at = suite.as_deref();
-    while let Some(s) = at {
-        names.push(s.name.as_str());
-        at = s.parent.as_deref();
-    }
-    names.reverse();
-    names
-}
-
-/// The test file the innermost suite around a case that names one ran.
-fn test_file_of(suite: &Option<Rc<Suite>>) -> Option<&str> {
-    let mut at = suite.as_deref();
-    while let Some(s) = at {
-        if let Some(file) = &s.file {
-            return Some(file);
-        }
-        at = s.parent.as_deref();
-    }
-    None
-}
 
 /// Whether two cases sit in suites of the same names.
 fn same_path(a: &Option<Rc<Suite>>, b: &Option<Rc<Suite>>) -> bool {
@@ -382,7 +351,7 @@ fn on_open(
             }
             let name = cap_name(attr("name")?.unwrap_or_default());
             let file = attr("file")?.filter(|f| is_test_file(f)).map(cap_name);
-            suites.innermost = Some(Rc::new(Suite { name, file, parent: suites.innermost.take() }));
+            suites.innermost = Some(Rc::new(Suite::new(name, file, suites.innermost.take())));
             suites.depth += 1;
             if let (None, Some(stamp)) = (*start_ms, attr("timestamp")?) {
                 *start_ms = Some(timestamp_ms(&stamp).ok_or_else(|| format!("timestamp {stamp:?} is not ISO 8601"))?);
