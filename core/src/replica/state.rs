@@ -1,8 +1,10 @@
 //! What the database keeps about its synced stores, in the meta table beside the catalog, so
 //! that it commits and rolls back with the records it describes:
 //! - per cached object, the validators of the copy held (`sync/s/<store><id>`);
-//! - the outbox: writes not yet in the bucket, in order (`sync/o/<sequence>`), and an index of
-//!   them by store and object (`sync/p/<store><id><sequence>`), so that "is this object
+//! - the outbox: writes not yet in the bucket, in order (`sync/o/<sequence>`: what the write
+//!   is, and `sync/v/<sequence>`: its record's JSON text, apart, so that the head of a write is
+//!   read without its record; a file from before keeps the record in the head), and an index
+//!   of them by store and object (`sync/p/<store><id><sequence>`), so that "is this object
 //!   pending?" is one lookup, never a walk of the outbox;
 //! - writes the bucket refused, kept until the application resolves them (`sync/r/<sequence>`),
 //!   and an index of them by store and object (`sync/q/<store><id><sequence>`);
@@ -27,6 +29,7 @@ use crate::range::{just_above, ByteRange};
 
 const STATE: &[u8] = b"sync/s/";
 const OUTBOX: &[u8] = b"sync/o/";
+const OUTBOX_RECORD: &[u8] = b"sync/v/";
 const PENDING: &[u8] = b"sync/p/";
 const REFUSED: &[u8] = b"sync/r/";
 const REFUSED_INDEX: &[u8] = b"sync/q/";
@@ -95,14 +98,44 @@ impl PartialEq for OutboxEntry {
 
 /// A write the bucket refused, kept with why until the application resolves it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(from = "StoredRefusal", into = "StoredRefusal")]
 pub struct RefusedWrite {
     /// The outbox sequence number the write had: its id for `resolve`.
     pub sequence: u64,
-    #[serde(flatten)]
     pub entry: OutboxEntry,
     /// The error code's name (`Conflict`, `Remote`, ...).
     pub code: String,
     pub message: String,
+}
+
+/// A refused write as it is stored: the entry's fields beside the refusal's, in one object
+/// (serde's `flatten` would buffer the record, which a record kept as text cannot be).
+#[derive(Serialize, Deserialize)]
+struct StoredRefusal {
+    sequence: u64,
+    store: String,
+    id: String,
+    op: WriteOp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    value: Option<Box<RawValue>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    landed: Option<String>,
+    code: String,
+    message: String,
+}
+
+impl From<StoredRefusal> for RefusedWrite {
+    fn from(s: StoredRefusal) -> RefusedWrite {
+        let entry = OutboxEntry { store: s.store, id: s.id, op: s.op, value: s.value, landed: s.landed };
+        RefusedWrite { sequence: s.sequence, entry, code: s.code, message: s.message }
+    }
+}
+
+impl From<RefusedWrite> for StoredRefusal {
+    fn from(w: RefusedWrite) -> StoredRefusal {
+        let OutboxEntry { store, id, op, value, landed } = w.entry;
+        StoredRefusal { sequence: w.sequence, store, id, op, value, landed, code: w.code, message: w.message }
+    }
 }
 
 fn with_len(key: &mut Vec<u8>, part: &str) {
@@ -215,23 +248,33 @@ pub fn push(mech: &mut dyn Mechanism, sequence: u64, entry: &OutboxEntry) -> Res
 
 /// An outbox entry as written, borrowing the record rather than holding a copy of it (a
 /// record may be large: a results run of 200,000 tests).
-#[derive(Serialize)]
 pub struct NewEntry<'a> {
     pub store: &'a str,
     pub id: &'a str,
     pub op: WriteOp,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub value: Option<&'a RawValue>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub landed: Option<&'a str>,
 }
 
+/// An outbox entry's head as stored: what the write is, without its record.
+#[derive(Serialize)]
+struct StoredHead<'a> {
+    store: &'a str,
+    id: &'a str,
+    op: WriteOp,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    landed: Option<&'a str>,
+}
+
 pub fn push_new(mech: &mut dyn Mechanism, sequence: u64, entry: &NewEntry<'_>) -> Result<()> {
-    // Sized for the record up front: a buffer grown by doubling would hold twice it at once.
-    let record = entry.value.map_or(0, |v| v.get().len());
-    let mut bytes = Vec::with_capacity(record + 256 + entry.store.len() + entry.id.len());
-    serde_json::to_writer(&mut bytes, entry).expect("entries serialise");
-    mech.put(META_TABLE, &sequence_key(OUTBOX, sequence), &bytes)?;
+    let head = StoredHead { store: entry.store, id: entry.id, op: entry.op, landed: entry.landed };
+    mech.put(META_TABLE, &sequence_key(OUTBOX, sequence), &serde_json::to_vec(&head).expect("heads serialise"))?;
+    let record = sequence_key(OUTBOX_RECORD, sequence);
+    match entry.value {
+        // The record's own text, as it is: no copy of it is serialised into the head.
+        Some(value) => mech.put(META_TABLE, &record, value.get().as_bytes())?,
+        None => mech.delete(META_TABLE, &record)?,
+    }
     let mut index = pending_prefix(entry.store, entry.id);
     index.extend_from_slice(&sequence.to_be_bytes());
     mech.put(META_TABLE, &index, &[])
@@ -239,7 +282,20 @@ pub fn push_new(mech: &mut dyn Mechanism, sequence: u64, entry: &NewEntry<'_>) -
 
 /// Outbox entry `sequence`, if it still waits.
 pub fn peek(mech: &mut dyn Mechanism, sequence: u64) -> Result<Option<OutboxEntry>> {
-    read_in_place(mech, &sequence_key(OUTBOX, sequence), "outbox entry")
+    let Some(head) = read_in_place::<OutboxEntry>(mech, &sequence_key(OUTBOX, sequence), "outbox entry")? else {
+        return Ok(None);
+    };
+    with_record(mech, sequence, head).map(Some)
+}
+
+/// `head` with its record, read from where it is kept (a head from before the split holds it).
+fn with_record(mech: &mut dyn Mechanism, sequence: u64, mut head: OutboxEntry) -> Result<OutboxEntry> {
+    if head.value.is_none() {
+        if let Some(text) = mech.get(META_TABLE, &sequence_key(OUTBOX_RECORD, sequence))? {
+            head.value = Some(serde_json::from_slice(&text).map_err(|e| unreadable("outbox record", e))?);
+        }
+    }
+    Ok(head)
 }
 
 /// What an outbox entry is about, read without its record (a record may be large: a results
@@ -249,7 +305,8 @@ pub struct EntryHead {
     pub store: String,
     pub id: String,
     pub op: WriteOp,
-    /// Whether it carries a record (a delete does not).
+    /// Whether it carries a record (a delete does not). Read from a head from before the
+    /// split, which holds its record, or from the record's own row.
     #[serde(default, rename = "value", deserialize_with = "present")]
     pub has_value: bool,
 }
@@ -260,7 +317,18 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<bool, 
 
 /// The head of outbox entry `sequence`, if it still waits.
 pub fn peek_head(mech: &mut dyn Mechanism, sequence: u64) -> Result<Option<EntryHead>> {
-    read_in_place(mech, &sequence_key(OUTBOX, sequence), "outbox entry")
+    let Some(mut head) = read_in_place::<EntryHead>(mech, &sequence_key(OUTBOX, sequence), "outbox entry")? else {
+        return Ok(None);
+    };
+    if !head.has_value {
+        let key = sequence_key(OUTBOX_RECORD, sequence);
+        let range = ByteRange { low: key.clone(), high: just_above(&key) };
+        mech.scan(META_TABLE, &range, false, false, &mut |k, _| {
+            head.has_value = k == key;
+            Ok(false)
+        })?;
+    }
+    Ok(Some(head))
 }
 
 /// Takes entry `sequence` out of the outbox (and its index), returning it.
@@ -275,6 +343,7 @@ pub fn pop(mech: &mut dyn Mechanism, sequence: u64) -> Result<Option<OutboxEntry
 /// Takes entry `sequence` (of object `id` of `store`) out of the outbox and its index.
 pub fn remove(mech: &mut dyn Mechanism, sequence: u64, store: &str, id: &str) -> Result<()> {
     mech.delete(META_TABLE, &sequence_key(OUTBOX, sequence))?;
+    mech.delete(META_TABLE, &sequence_key(OUTBOX_RECORD, sequence))?;
     let mut index = pending_prefix(store, id);
     index.extend_from_slice(&sequence.to_be_bytes());
     mech.delete(META_TABLE, &index)
@@ -311,13 +380,13 @@ pub fn pending_sequences(mech: &mut dyn Mechanism, store: &str, id: &str) -> Res
 /// Up to `limit` entries of the outbox in order after sequence number `after`, with their
 /// sequence numbers.
 pub fn outbox(mech: &mut dyn Mechanism, after: u64, limit: usize) -> Result<Vec<(u64, OutboxEntry)>> {
-    let mut entries = Vec::new();
+    let mut heads = Vec::new();
     let range = ByteRange { low: sequence_key(OUTBOX, after.saturating_add(1)), high: prefix_range(OUTBOX).high };
     mech.scan(META_TABLE, &range, false, true, &mut |k, v| {
-        entries.push((sequence_of(k), serde_json::from_slice(v).map_err(|e| unreadable("outbox entry", e))?));
-        Ok(entries.len() < limit)
+        heads.push((sequence_of(k), serde_json::from_slice(v).map_err(|e| unreadable("outbox entry", e))?));
+        Ok(heads.len() < limit)
     })?;
-    Ok(entries)
+    heads.into_iter().map(|(sequence, head)| Ok((sequence, with_record(mech, sequence, head)?))).collect()
 }
 
 pub fn outbox_len(mech: &mut dyn Mechanism) -> Result<u64> {
@@ -497,4 +566,51 @@ pub fn conditional_writes(mech: &mut dyn Mechanism) -> Result<HashMap<String, bo
         Ok(true)
     })?;
     found.into_iter().map(|(bucket, honoured)| Ok((utf8(&bucket)?, honoured))).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mechanism::MemoryMechanism;
+
+    fn raw(text: &str) -> Box<RawValue> {
+        RawValue::from_string(text.to_string()).unwrap()
+    }
+
+    /// A write's head and its record are kept apart, read together, and go together.
+    #[test]
+    fn an_entry_keeps_its_record_apart_from_its_head() {
+        let mut mech = MemoryMechanism::new();
+        mech.begin(true).unwrap();
+        let value = raw(r#"{"a":[1,2]}"#);
+        let entry = NewEntry { store: "s", id: "x", op: WriteOp::Create, value: Some(&value), landed: None };
+        push_new(&mut mech, 7, &entry).unwrap();
+        let head = mech.get(META_TABLE, &sequence_key(OUTBOX, 7)).unwrap().unwrap();
+        assert!(!String::from_utf8(head).unwrap().contains("[1,2]"), "the head holds no record");
+        let peeked = peek_head(&mut mech, 7).unwrap().unwrap();
+        assert_eq!(
+            (peeked.store.as_str(), peeked.id.as_str(), peeked.op, peeked.has_value),
+            ("s", "x", WriteOp::Create, true)
+        );
+        let whole = outbox(&mut mech, 0, 10).unwrap();
+        assert_eq!(whole.len(), 1);
+        assert_eq!(whole[0].1.value.as_deref().map(RawValue::get), Some(r#"{"a":[1,2]}"#));
+        assert_eq!(pop(&mut mech, 7).unwrap().unwrap().record(), Some(serde_json::json!({"a": [1, 2]})));
+        assert!(mech.get(META_TABLE, &sequence_key(OUTBOX_RECORD, 7)).unwrap().is_none(), "the record went with it");
+        assert_eq!(outbox_len(&mut mech).unwrap(), 0);
+    }
+
+    /// An outbox written before the split (the record inside the head) reads as it did.
+    #[test]
+    fn an_entry_from_before_the_split_reads_whole() {
+        let mut mech = MemoryMechanism::new();
+        mech.begin(true).unwrap();
+        let old = br#"{"store":"s","id":"x","op":"put","value":{"b":1}}"#;
+        mech.put(META_TABLE, &sequence_key(OUTBOX, 3), old).unwrap();
+        assert!(peek_head(&mut mech, 3).unwrap().unwrap().has_value);
+        assert_eq!(peek(&mut mech, 3).unwrap().unwrap().record(), Some(serde_json::json!({"b": 1})));
+        let delete = NewEntry { store: "s", id: "x", op: WriteOp::Delete, value: None, landed: None };
+        push_new(&mut mech, 4, &delete).unwrap();
+        assert!(!peek_head(&mut mech, 4).unwrap().unwrap().has_value, "a delete carries no record");
+    }
 }

@@ -230,6 +230,12 @@ pub const TEXT_PER_TEST: usize = 8 * 1024;
 /// stay apart and a report's memory stays in proportion to its size.
 pub const MAX_NAME: usize = 1024;
 
+/// The longest start a test's name takes from the suites around it (`nested > deep > `): past
+/// it, the start and a hash of the whole. Every case of a suite 60 deep repeats it, so it is
+/// what bounds a case's name by its own size rather than its suites' (no runner nests titles
+/// past it; a hostile report's 60 suites of 1 KB made each case's name 60 KB, then 1 KB).
+pub const MAX_INHERITED: usize = 256;
+
 /// `name`, or when over [`MAX_NAME`] bytes its start, `…#` and a hash of all of it.
 pub fn cap_name(name: String) -> String {
     cap_at(name, MAX_NAME)
@@ -410,17 +416,17 @@ fn whole_or_fraction<S: serde::Serializer>(ms: &f64, out: S) -> Result<S::Ok, S:
 impl Summary {
     /// Counts what the tests say, whatever a producer declared.
     pub fn of(tests: &[Test], start: u64, stop: u64) -> Summary {
-        let count = |status| tests.iter().filter(|t| t.status == status).count() as u64;
-        Summary {
-            tests: tests.len() as u64,
-            passed: count(Status::Passed),
-            failed: count(Status::Failed),
-            skipped: count(Status::Skipped),
-            pending: count(Status::Pending),
-            other: count(Status::Other),
-            start,
-            stop,
+        let mut summary = Summary { tests: tests.len() as u64, start, stop, ..Summary::default() };
+        for test in tests {
+            *match test.status {
+                Status::Passed => &mut summary.passed,
+                Status::Failed => &mut summary.failed,
+                Status::Skipped => &mut summary.skipped,
+                Status::Pending => &mut summary.pending,
+                Status::Other => &mut summary.other,
+            } += 1;
         }
+        summary
     }
 }
 

@@ -6,12 +6,12 @@
 use crate::model::{cap_name, Attempt, CappedText, Status, Test};
 
 use super::super::naming::{cap_suite, file_name, is_generic, is_path, is_test_file, suite_name};
-use super::suites::{path_of, Around, Suite};
+use super::suites::{Around, Suite};
 use super::{same_test, Case, CaseAttempt};
 
 /// pytest: a report of pytest's (its suite is named so).
 pub(super) fn is_pytest(case: &Case) -> bool {
-    path_of(&case.path).contains(&"pytest")
+    case.path.as_ref().is_some_and(|suite| suite.around().pytest)
 }
 
 /// pytest writes a second `<testcase>` for an error in teardown after a failure: one test, both

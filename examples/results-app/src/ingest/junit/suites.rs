@@ -5,7 +5,7 @@ use std::cell::{OnceCell, RefCell};
 use std::rc::Rc;
 
 use super::super::naming::is_generic;
-use crate::model::cap_name;
+use crate::model::{cap_at, MAX_INHERITED};
 
 /// A `<testsuite>` within those around it, shared by its cases: a suite's name is held once,
 /// however many tests it has and however deep it is.
@@ -26,8 +26,10 @@ pub(super) struct Around {
     pub(super) telling: Option<String>,
     /// The test file the innermost suite that names one ran.
     pub(super) file: Option<String>,
+    /// Whether a suite around is named `pytest` (a report of pytest's).
+    pub(super) pytest: bool,
     /// The telling suites inside the outermost one, as the start of a name (`nested > deep > `),
-    /// capped as a name is: a case's name is this and its own.
+    /// capped at [`MAX_INHERITED`]: a case's name is this and its own.
     pub(super) inner: String,
     /// The column of the last case named here, by that case's class: a suite's cases share
     /// one class, so the column is worked out once.
@@ -67,7 +69,8 @@ impl Suite {
             Around {
                 telling: telling.map(|i| path[i].to_string()),
                 file: test_file_of(&here).map(str::to_string),
-                inner: cap_name(inner),
+                pytest: path.contains(&"pytest"),
+                inner: cap_at(inner, MAX_INHERITED),
                 column: RefCell::default(),
             }
         })
@@ -75,7 +78,7 @@ impl Suite {
 }
 
 /// The names of `suite` and those around it, from the root.
-pub(super) fn path_of(suite: &Option<Rc<Suite>>) -> Vec<&str> {
+fn path_of(suite: &Option<Rc<Suite>>) -> Vec<&str> {
     let mut names = Vec::new();
     let mut at = suite.as_deref();
     while let Some(s) = at {
@@ -87,7 +90,7 @@ pub(super) fn path_of(suite: &Option<Rc<Suite>>) -> Vec<&str> {
 }
 
 /// The test file the innermost suite around a case that names one ran.
-pub(super) fn test_file_of(suite: &Option<Rc<Suite>>) -> Option<&str> {
+fn test_file_of(suite: &Option<Rc<Suite>>) -> Option<&str> {
     let mut at = suite.as_deref();
     while let Some(s) = at {
         if let Some(file) = &s.file {
