@@ -37,7 +37,7 @@ pub use keypath::{lookup, KeyPath};
 pub use mechanism::Durability;
 pub use query::{Condition, CursorItem, Literal, Op, Plan, Query, Step};
 pub use range::{ByteRange, KeyRange};
-pub use record::Record;
+pub use record::{Record, RecordText};
 pub use replica::{Change, RefusedWrite, Resolution, SyncStatus};
 pub use scan::ScanOptions;
 pub use schema::{IndexSchema, Schema, StoreSchema};

@@ -316,7 +316,7 @@ impl IntoJson for Vec<RefusedWrite> {
                         "store": w.entry.store,
                         "key": w.entry.id,
                         "op": w.entry.op,
-                        "value": w.entry.value,
+                        "value": w.entry.record(),
                         "code": w.code,
                         "message": w.message,
                     })

@@ -58,7 +58,7 @@ impl WriteHook for Replica {
             });
         }
         if let Some(value) = write.value {
-            check_metadata(policy, store, &id, value)?;
+            check_metadata(policy, store, &id, value.get())?;
         }
         let op = match write.kind {
             WriteKind::Put => WriteOp::Put,
@@ -67,7 +67,7 @@ impl WriteHook for Replica {
         };
         // Read in the writing transaction, so that the number is the next one on this file.
         let sequence = state::next_sequence(mech)?;
-        let entry = state::NewEntry { store, id: &id, op, value: write.value, landed: None };
+        let entry = state::NewEntry { store, id: &id, op, value: write.value.map(|v| v.get()), landed: None };
         state::push_new(mech, sequence, &entry)
     }
 
@@ -100,7 +100,7 @@ impl WriteHook for Replica {
 }
 
 /// Metadata values go out as header values: control characters would break the request.
-fn check_metadata(policy: &StorePolicy, store: &str, id: &str, value: &serde_json::value::RawValue) -> Result<()> {
+fn check_metadata(policy: &StorePolicy, store: &str, id: &str, value: &str) -> Result<()> {
     match policy.metadata_of(value).into_iter().find(|(_, v)| v.chars().any(char::is_control)) {
         Some((name, v)) => Err(Error::InvalidArgument(format!(
             "record {id:?} of store {store:?}: metadata field {name:?} = {v:?} has control characters and cannot be sent as a header"

@@ -12,7 +12,6 @@ pub(crate) mod state;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use crate::database::{Database, Mode, Tx};
@@ -20,7 +19,7 @@ use crate::error::{Error, Result};
 use crate::events::{Event, EventKind};
 use crate::key::Key;
 use crate::range::KeyRange;
-use crate::record::Record;
+use crate::record::{Record, RecordText};
 use policy::StorePolicy;
 
 pub use state::{ObjectState, OutboxEntry, RefusedWrite, WriteOp};
@@ -422,7 +421,7 @@ impl Database {
                     Ok(())
                 }
                 Resolution::Overwrite if waiting.is_empty() => {
-                    let value = tx.get_text(&store, &Key::String(id.clone()))?.map(stored_text).transpose()?;
+                    let value = tx.get_text(&store, &Key::String(id.clone()))?.map(RecordText::stored);
                     let mech = tx.db.mech_mut();
                     let next = state::next_sequence(mech)?;
                     let entry = OutboxEntry {
@@ -563,9 +562,7 @@ fn apply_one(tx: &mut Tx<'_>, change: Change) -> Result<()> {
             state::refuse(tx.db.mech_mut(), &refused)?;
             let kind = if conflict { EventKind::Conflict } else { EventKind::Error };
             let key = Some(Key::String(entry.id.clone()));
-            let value = entry.value.as_deref().map(|raw| serde_json::from_str(raw.get())).transpose();
-            let value = value.map_err(|e| Error::Internal(format!("a refused write's record is unreadable: {e}")))?;
-            tx.db.emit(Event::sync(kind, &entry.store, key, value, message));
+            tx.db.emit(Event::sync(kind, &entry.store, key, entry.record(), message));
             Ok(())
         }
         Change::Prefetched { store, at_ms } => state::mark_prefetched(tx.db.mech_mut(), &store, at_ms),
@@ -620,7 +617,7 @@ impl Database {
                 (_, Some(entry)) => match entry.value {
                     Some(value) => {
                         let key = if tx.db.store_has_key_path(store)? { None } else { Some(Key::String(id.clone())) };
-                        tx.put(store, Record::from_raw(value), key)?;
+                        tx.put(store, Record::from_json("the record that landed", value.as_str().into())?, key)?;
                     }
                     None => drop(tx.remove(store, &KeyRange::only(id.as_str()))?),
                 },
@@ -635,9 +632,4 @@ impl Database {
     fn run_from_bucket<T>(&mut self, stores: &[&str], work: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
         self.run_marked(stores, Mode::ReadWrite, true, work)
     }
-}
-
-/// A record's stored text as the outbox holds it.
-fn stored_text(text: String) -> Result<Box<RawValue>> {
-    RawValue::from_string(text).map_err(|e| Error::Internal(format!("a stored record is unreadable: {e}")))
 }

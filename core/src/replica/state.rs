@@ -20,12 +20,12 @@
 use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::mechanism::{Mechanism, META_TABLE};
 use crate::range::{just_above, ByteRange};
+use crate::record::RecordText;
 
 const STATE: &[u8] = b"sync/s/";
 const OUTBOX: &[u8] = b"sync/o/";
@@ -67,7 +67,7 @@ pub enum WriteOp {
 }
 
 /// A write waiting to reach the bucket.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OutboxEntry {
     pub store: String,
     /// The object's name under the store's prefix (the record's key).
@@ -75,7 +75,7 @@ pub struct OutboxEntry {
     pub op: WriteOp,
     /// The record as it is stored and sent: its text, never read into a tree here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub value: Option<Box<RawValue>>,
+    pub value: Option<RecordText>,
     /// The etag of this write's body, which reached the bucket while its change-log marker did
     /// not: only the marker is still owed, and the write cannot be taken back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -83,16 +83,9 @@ pub struct OutboxEntry {
 }
 
 impl OutboxEntry {
-    /// The record as a tree (`None` for a delete, or a record no JSON reader takes).
+    /// The record as a tree (`None` for a delete).
     pub fn record(&self) -> Option<Value> {
-        serde_json::from_str(self.value.as_deref()?.get()).ok()
-    }
-}
-
-impl PartialEq for OutboxEntry {
-    fn eq(&self, other: &OutboxEntry) -> bool {
-        (&self.store, &self.id, self.op, &self.landed) == (&other.store, &other.id, other.op, &other.landed)
-            && self.value.as_deref().map(RawValue::get) == other.value.as_deref().map(RawValue::get)
+        self.value.as_ref()?.to_value()
     }
 }
 
@@ -117,7 +110,7 @@ struct StoredRefusal {
     id: String,
     op: WriteOp,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    value: Option<Box<RawValue>>,
+    value: Option<RecordText>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     landed: Option<String>,
     code: String,
@@ -242,7 +235,8 @@ pub fn forget_store(mech: &mut dyn Mechanism, store: &str) -> Result<()> {
 
 pub fn push(mech: &mut dyn Mechanism, sequence: u64, entry: &OutboxEntry) -> Result<()> {
     let OutboxEntry { store, id, op, value, landed } = entry;
-    let entry = NewEntry { store, id, op: *op, value: value.as_deref(), landed: landed.as_deref() };
+    let entry =
+        NewEntry { store, id, op: *op, value: value.as_ref().map(RecordText::as_str), landed: landed.as_deref() };
     push_new(mech, sequence, &entry)
 }
 
@@ -252,7 +246,8 @@ pub struct NewEntry<'a> {
     pub store: &'a str,
     pub id: &'a str,
     pub op: WriteOp,
-    pub value: Option<&'a RawValue>,
+    /// The record's JSON text.
+    pub value: Option<&'a str>,
     pub landed: Option<&'a str>,
 }
 
@@ -272,7 +267,7 @@ pub fn push_new(mech: &mut dyn Mechanism, sequence: u64, entry: &NewEntry<'_>) -
     let record = sequence_key(OUTBOX_RECORD, sequence);
     match entry.value {
         // The record's own text, as it is: no copy of it is serialised into the head.
-        Some(value) => mech.put(META_TABLE, &record, value.get().as_bytes())?,
+        Some(value) => mech.put(META_TABLE, &record, value.as_bytes())?,
         None => mech.delete(META_TABLE, &record)?,
     }
     let mut index = pending_prefix(entry.store, entry.id);
@@ -289,10 +284,13 @@ pub fn peek(mech: &mut dyn Mechanism, sequence: u64) -> Result<Option<OutboxEntr
 }
 
 /// `head` with its record, read from where it is kept (a head from before the split holds it).
+/// The text was checked when the record was written: it is not scanned again.
 fn with_record(mech: &mut dyn Mechanism, sequence: u64, mut head: OutboxEntry) -> Result<OutboxEntry> {
     if head.value.is_none() {
-        if let Some(text) = mech.get(META_TABLE, &sequence_key(OUTBOX_RECORD, sequence))? {
-            head.value = Some(serde_json::from_slice(&text).map_err(|e| unreadable("outbox record", e))?);
+        if let Some(bytes) = mech.get(META_TABLE, &sequence_key(OUTBOX_RECORD, sequence))? {
+            let text = String::from_utf8(bytes)
+                .map_err(|e| Error::Internal(format!("a stored outbox record is not UTF-8: {e}")))?;
+            head.value = Some(RecordText::stored(text));
         }
     }
     Ok(head)
@@ -573,17 +571,12 @@ mod tests {
     use super::*;
     use crate::mechanism::MemoryMechanism;
 
-    fn raw(text: &str) -> Box<RawValue> {
-        RawValue::from_string(text.to_string()).unwrap()
-    }
-
     /// A write's head and its record are kept apart, read together, and go together.
     #[test]
     fn an_entry_keeps_its_record_apart_from_its_head() {
         let mut mech = MemoryMechanism::new();
         mech.begin(true).unwrap();
-        let value = raw(r#"{"a":[1,2]}"#);
-        let entry = NewEntry { store: "s", id: "x", op: WriteOp::Create, value: Some(&value), landed: None };
+        let entry = NewEntry { store: "s", id: "x", op: WriteOp::Create, value: Some(r#"{"a":[1,2]}"#), landed: None };
         push_new(&mut mech, 7, &entry).unwrap();
         let head = mech.get(META_TABLE, &sequence_key(OUTBOX, 7)).unwrap().unwrap();
         assert!(!String::from_utf8(head).unwrap().contains("[1,2]"), "the head holds no record");
@@ -594,7 +587,7 @@ mod tests {
         );
         let whole = outbox(&mut mech, 0, 10).unwrap();
         assert_eq!(whole.len(), 1);
-        assert_eq!(whole[0].1.value.as_deref().map(RawValue::get), Some(r#"{"a":[1,2]}"#));
+        assert_eq!(whole[0].1.value.as_ref().map(RecordText::as_str), Some(r#"{"a":[1,2]}"#));
         assert_eq!(pop(&mut mech, 7).unwrap().unwrap().record(), Some(serde_json::json!({"a": [1, 2]})));
         assert!(mech.get(META_TABLE, &sequence_key(OUTBOX_RECORD, 7)).unwrap().is_none(), "the record went with it");
         assert_eq!(outbox_len(&mut mech).unwrap(), 0);

@@ -271,7 +271,7 @@ impl Agent {
                 [one] => (changelog::marker_name(&log.prefix, now, &sent[*one].0.entry.id, &ops[0]), Vec::new()),
                 _ => {
                     let listed = writes.iter().zip(&ops).map(|(&i, op)| {
-                        let metadata = sent[i].0.entry.value.as_ref().map(|v| s.config.policy.metadata_of(v));
+                        let metadata = sent[i].0.entry.value.as_ref().map(|v| s.config.policy.metadata_of(v.as_str()));
                         changelog::WaveWrite::new(&sent[i].0.entry.id, op, metadata)
                     });
                     changelog::wave(&log.prefix, now, listed.collect())
@@ -373,7 +373,7 @@ impl Agent {
             return s.bucket.delete(&name, token).map(|()| None);
         };
         // The record's stored text is the body: no copy of a large record is made to send it.
-        let body = value.get().as_bytes();
+        let body = value.as_str().as_bytes();
         // Only an overwrite the application chose replaces what the bucket holds unseen: a put
         // of an object this client never read must find no object there.
         let mut mode = match (entry.op, &item.known_etag) {
@@ -392,8 +392,11 @@ impl Agent {
             // Checked: a header the server ignores (or refuses outright) adds nothing.
             mode = PutMode::Overwrite;
         }
-        let options =
-            PutOptions { mode, metadata: s.config.policy.metadata_of(value), new_record: entry.op == WriteOp::Create };
+        let options = PutOptions {
+            mode,
+            metadata: s.config.policy.metadata_of(value.as_str()),
+            new_record: entry.op == WriteOp::Create,
+        };
         match s.bucket.put(&name, body, &options, token) {
             // A write sent before a crash, whose success was never recorded, meets its own copy.
             Err(Error::Remote { status: 412, .. }) if holds_body(s, &name, body, token) => Ok(Some(etag_of(body))),
@@ -415,8 +418,8 @@ impl Agent {
                     id: id.clone(),
                     etag: etag.clone().unwrap_or_default(),
                     updated: time::iso(SystemTime::now()),
-                    size: value.get().len() as u64,
-                    fields: self.describe_fields(meta, id, &s.config.policy.metadata_of(value)),
+                    size: value.as_str().len() as u64,
+                    fields: self.describe_fields(meta, id, &s.config.policy.metadata_of(value.as_str())),
                 },
                 _ => Change::Drop { store: meta.clone(), id: id.clone() },
             })
@@ -444,7 +447,7 @@ fn named(ids: &[&str]) -> String {
 fn marker_op(item: &OutboxItem, etag: &Option<String>) -> changelog::Op {
     match (&item.entry.value, item.entry.op) {
         (Some(value), op) if op != WriteOp::Delete => {
-            let size = value.get().len() as u64;
+            let size = value.as_str().len() as u64;
             changelog::Op::Put { size, etag: etag.clone() }
         }
         _ => changelog::Op::Remove,
