@@ -25,6 +25,10 @@ const EXPECTED: &[Expected] = &[
     Expected { file: "pytest-xunit1.xml", counts: [7, 3, 3, 1, 0, 0], suites: &["api", "unit/crud"] },
     Expected { file: "pytest-xdist.xml", counts: [7, 3, 3, 1, 0, 0], suites: &["api", "unit/crud"] },
     Expected { file: "pytest-ctrf.json", counts: [7, 3, 3, 1, 0, 0], suites: &["api", "unit/crud"] },
+    // test_ledger.py with pytest-subtests, hypothesis and pytest-retry: balances (one of three
+    // subtests fails: one test, tests= says 8), rounding holds, halving fails, flaky passes on a
+    // retry its JUnit does not show, always fails.
+    Expected { file: "pytest-plugins.xml", counts: [5, 2, 3, 0, 0, 0], suites: &["ledger"] },
     // crud.test.mjs: put > works passes, get > works fails, later is todo (its body fails),
     // offline is skipped, top level passes.
     Expected { file: "node-junit.xml", counts: [5, 2, 1, 1, 1, 0], suites: &["get", "node-junit", "put"] },
@@ -44,6 +48,20 @@ const EXPECTED: &[Expected] = &[
     Expected { file: "catch2.xml", counts: [4, 3, 1, 0, 0, 0], suites: &["catch2"] },
     // put passes, get fails; doctest's JUnit reporter leaves the skipped test out.
     Expected { file: "doctest.xml", counts: [2, 1, 1, 0, 0, 0], suites: &["doctest"] },
+    // ledger_test.cpp through Boost.Test's JUNIT log: post passes, balance fails, later is
+    // disabled, totals/sums throws (an error: a failure).
+    Expected { file: "boost-junit.xml", counts: [4, 1, 2, 1, 0, 0], suites: &["ledger"] },
+    // ledger_test.c through cmocka's XML output, a file per group: post passes, balance fails,
+    // later skips; the store group's setup fails, so reads is a failure (cmocka's "Test setup
+    // failed", counted as an error).
+    Expected { file: "cmocka-ledger.xml", counts: [3, 1, 1, 1, 0, 0], suites: &["ledger"] },
+    Expected { file: "cmocka-store.xml", counts: [1, 0, 1, 0, 0, 0], suites: &["store"] },
+    // LedgerTest.php through PHPUnit's --log-junit: post passes, balance fails, later skips,
+    // reads throws (an error: a failure), amounts' data sets one and three pass, two fails.
+    Expected { file: "phpunit-junit.xml", counts: [7, 3, 3, 1, 0, 0], suites: &["ledger"] },
+    // LedgerTest.java through JUnit 5's console launcher: post, Totals' sums and amounts 1 and 3
+    // pass; balance fails, reads throws, amounts 2 fails; later is disabled.
+    Expected { file: "junit5-jupiter.xml", counts: [8, 4, 3, 1, 0, 0], suites: &["ledger"] },
     // lib.rs: put passes, get fails three times (retries = 2), flaky passes on its second
     // attempt; nextest leaves the ignored test out.
     Expected { file: "nextest-retries.xml", counts: [3, 2, 1, 0, 0, 1], suites: &["producers"] },
@@ -152,12 +170,25 @@ fn each_failure_keeps_its_text_and_place() {
     for (file, name, wanted) in [
         ("pytest-xunit2-reruns.xml", "test_rename", "tests/test_api.py:"),
         ("pytest-ctrf.json", "test_rename", "the name did not change"),
+        ("pytest-plugins.xml", "test_balances", "two does not balance"),
+        ("pytest-plugins.xml", "test_balances", "contains 1 failed subtest"),
+        ("pytest-plugins.xml", "test_halving_is_exact", "n=1"),
         ("node-junit.xml", "works", "get returned the wrong record"),
         ("node.tap", "works", "crud.test.mjs:10:"),
         ("perl.tap", "get finds it", "basic.t line 8"),
         ("gtest.xml", "Storage::Get", "sample_test.cpp:"),
         ("catch2.xml", "get finds it", "with expansion"),
         ("doctest.xml", "get finds it", "sample_test.cpp:6"),
+        ("cmocka-ledger.xml", "balance", "ledger_test.c:10"),
+        ("boost-junit.xml", "ledger::balance", "balance is off"),
+        ("phpunit-junit.xml", "LedgerTest::testBalance", "balance is off"),
+        ("junit5-jupiter.xml", "LedgerTest::balance()", "balance is off"),
+        ("junit5-jupiter.xml", "LedgerTest::reads()", "no database"),
+        ("junit5-jupiter.xml", "LedgerTest::amounts(int)[2]", "two does not balance"),
+        ("phpunit-junit.xml", "LedgerTest::testReads", "no database"),
+        ("phpunit-junit.xml", "LedgerTest::testAmounts with data set \"two\"", "two does not balance"),
+        ("boost-junit.xml", "totals::sums", "no database"),
+        ("cmocka-store.xml", "reads", "Test setup failed"),
         ("nextest-retries.xml", "storage::get", "src/lib.rs:"),
         ("gotestsum-reruns.xml", "TestBalance", "ledger_test.go:31: balance = 2, want 3"),
         ("jest-junit.xml", "basket totals sums", "basket.test.js:20"),
@@ -180,6 +211,10 @@ fn each_failure_keeps_its_text_and_place() {
             .unwrap_or_else(|| panic!("{file}: no failed {name}"));
         assert!(text(t).contains(wanted), "{file}: {name}: {}", text(t));
     }
+    // JUnit 5's launcher: the case ids it writes as output and the JVM's properties are neither.
+    let junit5 = &runs["junit5-jupiter.xml"];
+    assert!(tests_of(junit5).iter().all(|t| t["stdout"].is_null()), "no unique ids as output: {junit5}");
+    assert!(junit5["results"]["environment"].get("java.home").is_none(), "no JVM property is a label");
     let ctest = test(&runs["ctest-labels.xml"], "get");
     assert!(stdout(ctest).contains("crud.c:12: expected 2, got 3"), "ctest's reason is its output: {ctest}");
 

@@ -123,11 +123,13 @@ pub fn is_test_file(suite: &str) -> bool {
 const EXTENSIONS: [&str; 14] =
     ["py", "mjs", "js", "cjs", "ts", "rs", "c", "cc", "cpp", "cxx", "h", "hpp", "exe", "out"];
 /// Extensions of test files: the part before them names the suite.
-const FILE_EXTENSIONS: [&str; 18] = [
+const FILE_EXTENSIONS: [&str; 19] = [
     "py", "mjs", "js", "cjs", "jsx", "ts", "mts", "cts", "tsx", "rs", "go", "bats", "rb", "c", "cc", "cpp", "cxx", "t",
+    "php",
 ];
-/// A test file's kind, after its name: `.test`, `.spec` (jest, vitest, Playwright), `_test` (Go).
-const KINDS: [&str; 6] = [".test", ".spec", ".e2e", "_test", "-test", "_spec"];
+/// A test file's kind, after its name: `.test`, `.spec` (jest, vitest, Playwright), `_test` (Go),
+/// `Test` (PHPUnit's `LedgerTest.php`).
+const KINDS: [&str; 8] = [".test", ".spec", ".e2e", "_test", "-test", "_spec", "Tests", "Test"];
 /// Folders that hold tests: what is below them is the suite.
 const TEST_FOLDERS: [&str; 5] = ["test", "tests", "spec", "specs", "__tests__"];
 
@@ -139,8 +141,8 @@ fn word(segment: &str) -> String {
     word.to_string()
 }
 
-/// A suite or class name that tells nothing (a tool's own, nose2's, Catch2's `global`,
-/// jest-junit's "Test suite failed to run", or none).
+/// A suite or class name that tells nothing (a tool's own, nose2's, JUnit 5's engines', Catch2's
+/// `global`, jest-junit's "Test suite failed to run", or none).
 pub fn is_generic(name: &str) -> bool {
     name.is_empty()
         || matches!(
@@ -156,8 +158,12 @@ pub fn is_generic(name: &str) -> bool {
                 | "Test suite failed to run"
                 | "nose2-junit"
         )
+        || JUNIT_ENGINES.contains(&name)
         || name.ends_with(".global")
 }
+
+/// The suites JUnit 5's console launcher names after its engines.
+pub const JUNIT_ENGINES: [&str; 3] = ["JUnit Jupiter", "JUnit Vintage", "JUnit Platform Suite"];
 
 /// The longest suite name (a matrix column) kept as written: every test holds its own.
 pub const MAX_SUITE: usize = 128;
@@ -200,6 +206,9 @@ mod tests {
             ("tests/unit/test_crud.py", "unit/crud"),
             ("src/cart/basket.test.mjs", "src/cart/basket"),
             ("__tests__/basket.test.js", "basket"),
+            ("/ci/tests/LedgerTest.php", "ledger"),
+            ("LedgerTests.php", "ledger"),
+            ("Test.php", "test"),
         ] {
             assert_eq!(suite_name(Some(given), ""), column, "{given}");
         }

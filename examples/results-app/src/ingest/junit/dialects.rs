@@ -3,11 +3,56 @@
 //! ctest's status and labels, GoogleTest's `result`, gotestsum's and Surefire's attempts, and
 //! the class and suite rules (ctest, jest-junit, mocha, doctest, Catch2) that name a test.
 
+use std::rc::Rc;
+
 use crate::model::{cap_name, Attempt, CappedText, Status, Test};
 
 use super::super::naming::{cap_suite, file_name, is_generic, is_path, is_test_file, suite_name};
+
 use super::suites::{Around, Suite};
 use super::{same_test, Case, CaseAttempt};
+
+/// JUnit 5's console launcher (its legacy XML report) names its suite after the engine and
+/// writes each case's unique id and display name as the case's output: that is no output.
+pub(super) fn without_platform_ids(path: &Option<Rc<Suite>>, out: String) -> Option<String> {
+    if !path.as_ref().is_some_and(|suite| suite.around().junit_platform) {
+        return Some(out);
+    }
+    let kept: Vec<&str> =
+        out.lines().filter(|l| !l.starts_with("unique-id: ") && !l.starts_with("display-name: ")).collect();
+    Some(kept.join("\n")).filter(|k| !k.trim().is_empty())
+}
+
+/// A Java class's column: its own name without its package, an enclosing class's nesting and
+/// the `Test` it ends with (`com.example.LedgerTest$Totals` → `Ledger`), as its file is named.
+fn java_class_column(classname: &str) -> &str {
+    let class = classname.rsplit('.').next().unwrap_or(classname);
+    let outer = class.split('$').next().unwrap_or(class);
+    ["Tests", "Test"].iter().find_map(|kind| outer.strip_suffix(kind).filter(|s| !s.is_empty())).unwrap_or(outer)
+}
+
+/// The JVM's own system properties, which JUnit's XML reports carry as the suite's: no build
+/// variant (every machine's paths and user would be a new one).
+pub(super) fn is_jvm_property(name: &str) -> bool {
+    let first = name.split('.').next().unwrap_or(name);
+    name.contains('.')
+        && matches!(
+            first,
+            "java"
+                | "javax"
+                | "jdk"
+                | "sun"
+                | "os"
+                | "user"
+                | "file"
+                | "line"
+                | "path"
+                | "native"
+                | "stdout"
+                | "stderr"
+                | "awt"
+        )
+}
 
 /// pytest: a report of pytest's (its suite is named so).
 pub(super) fn is_pytest(case: &Case) -> bool {
@@ -78,6 +123,7 @@ pub(super) fn suite_and_name(c: &Case) -> (String, String) {
     // else the file's name). So does jest-junit, with the describe blocks in both.
     let class_is_name = c.classname == c.name;
     let classname = if class_is_name { c.label.as_deref().unwrap_or_default() } else { c.classname.as_str() };
+    let classname = if around.junit_platform { java_class_column(classname) } else { classname };
     // A suite that names its test file is that file's column: mocha-junit-reporter writes
     // nested describe blocks as suites side by side, each with the file.
     let suite = around.column(classname, || match &around.file {
@@ -137,4 +183,19 @@ pub(super) fn join_test_rerun(earlier: &mut Test, later: Test) {
     d.stderr = later.detail.stderr;
     d.retries = d.retry_attempts.len() as u64;
     d.flaky = earlier.status == Status::Passed;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A Java class is its file's column; the JVM's properties are no labels.
+    #[test]
+    fn java_classes_and_the_jvms_properties() {
+        assert_eq!(java_class_column("com.example.LedgerTest$Totals"), "Ledger");
+        assert_eq!(java_class_column("LedgerTests"), "Ledger");
+        assert_eq!(java_class_column("Test"), "Test");
+        assert!(is_jvm_property("java.home") && is_jvm_property("user.dir") && is_jvm_property("os.arch"));
+        assert!(!is_jvm_property("build") && !is_jvm_property("javascript") && !is_jvm_property("app.version"));
+    }
 }

@@ -247,7 +247,12 @@ fn into_test(c: Case) -> Test {
         message: c.message.and_then(CappedText::finish),
         detail: Detail {
             trace: c.trace.finish(),
-            stdout: c.stdout.finish().into_iter().collect(),
+            stdout: c
+                .stdout
+                .finish()
+                .and_then(|out| dialects::without_platform_ids(&c.path, out))
+                .into_iter()
+                .collect(),
             stderr: c.stderr.finish().into_iter().collect(),
             retries: attempts.len() as u64,
             flaky,
@@ -396,7 +401,8 @@ fn on_open(
         // first few that are short labels, since some tools write every system property.
         b"property" if properties.len() < MAX_PROPERTIES => {
             if let (Some(name), Some(value)) = (attr("name")?, attr("value")?) {
-                if check_label("property", &name).is_ok() && check_text("property", &value, 256).is_ok() {
+                let label = check_label("property", &name).is_ok() && check_text("property", &value, 256).is_ok();
+                if label && !dialects::is_jvm_property(&name) {
                     properties.entry(name).or_insert(Value::String(value));
                 }
             }

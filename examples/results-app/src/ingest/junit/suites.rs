@@ -4,7 +4,7 @@
 use std::cell::{OnceCell, RefCell};
 use std::rc::Rc;
 
-use super::super::naming::is_generic;
+use super::super::naming::{file_name, is_generic, JUNIT_ENGINES};
 use crate::model::{cap_at, MAX_INHERITED};
 
 /// A `<testsuite>` within those around it, shared by its cases: a suite's name is held once,
@@ -28,6 +28,9 @@ pub(super) struct Around {
     pub(super) file: Option<String>,
     /// Whether a suite around is named `pytest` (a report of pytest's).
     pub(super) pytest: bool,
+    /// Whether a suite around is a JUnit Platform engine's (`JUnit Jupiter`: JUnit 5's console
+    /// launcher).
+    pub(super) junit_platform: bool,
     /// The telling suites inside the outermost one, as the start of a name (`nested > deep > `),
     /// capped at [`MAX_INHERITED`]: a case's name is this and its own.
     pub(super) inner: String,
@@ -60,16 +63,23 @@ impl Suite {
     pub(super) fn around(self: &Rc<Suite>) -> &Around {
         self.around.get_or_init(|| {
             let here = Some(self.clone());
-            let path = path_of(&here);
+            let suites = chain_of(self);
+            let path: Vec<&str> = suites.iter().map(|s| s.name.as_str()).collect();
             let telling = path.iter().position(|s| !is_generic(s));
             let inner: String = match telling {
-                Some(i) => path[i + 1..].iter().filter(|s| !is_generic(s)).map(|s| format!("{s} > ")).collect(),
+                Some(i) => path[i + 1..]
+                    .iter()
+                    .zip(&suites[i + 1..])
+                    .filter(|(name, suite)| !is_generic(name) && !names_no_level(suite))
+                    .map(|(name, _)| format!("{name} > "))
+                    .collect(),
                 None => String::new(),
             };
             Around {
                 telling: telling.map(|i| path[i].to_string()),
                 file: test_file_of(&here).map(str::to_string),
                 pytest: path.contains(&"pytest"),
+                junit_platform: path.iter().any(|s| JUNIT_ENGINES.contains(s)),
                 inner: cap_at(inner, MAX_INHERITED),
                 column: RefCell::default(),
             }
@@ -77,16 +87,27 @@ impl Suite {
     }
 }
 
-/// The names of `suite` and those around it, from the root.
-fn path_of(suite: &Option<Rc<Suite>>) -> Vec<&str> {
-    let mut names = Vec::new();
-    let mut at = suite.as_deref();
+/// Whether an inner suite is no level of its cases' names. PHPUnit writes its class as a suite
+/// named as its file (`LedgerTest` of `LedgerTest.php`: the class is each case's class already,
+/// and the file its column), and a data provider's sets as a suite `Class::method` inside it
+/// (each case's name starts with the method).
+fn names_no_level(suite: &Suite) -> bool {
+    let is_its_file = suite.file.as_deref().is_some_and(|f| file_name(f).split('.').next() == Some(&suite.name));
+    let is_provider =
+        suite.name.split_once("::").is_some_and(|(class, _)| suite.parent.as_ref().is_some_and(|p| p.name == class));
+    is_its_file || is_provider
+}
+
+/// `suite` and those around it, from the root.
+fn chain_of(suite: &Rc<Suite>) -> Vec<&Suite> {
+    let mut chain = Vec::new();
+    let mut at = Some(&**suite);
     while let Some(s) = at {
-        names.push(s.name.as_str());
+        chain.push(s);
         at = s.parent.as_deref();
     }
-    names.reverse();
-    names
+    chain.reverse();
+    chain
 }
 
 /// The test file the innermost suite around a case that names one ran.
