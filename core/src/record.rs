@@ -20,18 +20,22 @@ pub struct Record {
 impl Record {
     /// A record from JSON text; `what` names the argument in the error when it is not JSON.
     pub fn from_json(what: &str, text: String) -> Result<Record> {
-        RawValue::from_string(text).map(Record::from_raw).map_err(|e| bad_json(what, e))
+        let raw = RawValue::from_string(text).map_err(|e| bad_json(what, e))?;
+        Record::from_raw(what, raw)
     }
 
-    /// A record from checked JSON text (an element of a batch, a stored record). Whitespace
-    /// between tokens is dropped, so the text stored is the same whichever form a record was
-    /// written in.
-    pub fn from_raw(raw: Box<RawValue>) -> Record {
+    /// A record from JSON text already split out of a larger text (an element of a batch).
+    /// It must read as a tree does (no deeper than 128 and no number out of range), so that
+    /// nothing is stored that cannot be read back; whitespace between tokens is dropped, so a
+    /// record written as text is stored as its tree would write it but for the spelling of
+    /// its strings and numbers.
+    pub fn from_raw(what: &str, raw: Box<RawValue>) -> Result<Record> {
+        readable(raw.get()).map_err(|e| bad_json(what, e))?;
         let text = match compact(raw.get()) {
             None => raw,
             Some(compacted) => RawValue::from_string(compacted).expect("JSON without its spaces is JSON"),
         };
-        Record { text: Some(text), tree: None }
+        Ok(Record { text: Some(text), tree: None })
     }
 
     /// A record written from any serde value straight to compact text: no tree is made (a
@@ -86,7 +90,7 @@ impl From<Value> for Record {
 
 /// A stored record's JSON text, checked when the record was written: the outbox hands it back
 /// without checking it again (a results run of 200,000 tests is 12 MB to scan). It is
-/// written into JSON as the JSON it is.
+/// written into JSON as the JSON it is (which parses it: only refused writes are written so).
 #[derive(Clone, PartialEq, Eq)]
 pub struct RecordText(Box<str>);
 
@@ -124,6 +128,55 @@ impl<'de> serde::Deserialize<'de> for RecordText {
         let raw = Box::<RawValue>::deserialize(input)?;
         Ok(RecordText(raw.get().into()))
     }
+}
+
+/// Reads `text` as a tree would be read, building none: serde_json's depth limit and its range
+/// of numbers hold for text records as for values.
+fn readable(text: &str) -> serde_json::Result<()> {
+    struct Walk;
+    impl<'de> serde::de::Visitor<'de> for Walk {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_bool<E>(self, _: bool) -> std::result::Result<(), E> {
+            Ok(())
+        }
+        fn visit_i64<E>(self, _: i64) -> std::result::Result<(), E> {
+            Ok(())
+        }
+        fn visit_u64<E>(self, _: u64) -> std::result::Result<(), E> {
+            Ok(())
+        }
+        fn visit_f64<E>(self, _: f64) -> std::result::Result<(), E> {
+            Ok(())
+        }
+        fn visit_str<E>(self, _: &str) -> std::result::Result<(), E> {
+            Ok(())
+        }
+        fn visit_unit<E>(self) -> std::result::Result<(), E> {
+            Ok(())
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<(), A::Error> {
+            while seq.next_element_seed(Walk)?.is_some() {}
+            Ok(())
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
+            while map.next_key::<serde::de::IgnoredAny>()?.is_some() {
+                map.next_value_seed(Walk)?;
+            }
+            Ok(())
+        }
+    }
+    impl<'de> serde::de::DeserializeSeed<'de> for Walk {
+        type Value = ();
+        fn deserialize<D: serde::Deserializer<'de>>(self, input: D) -> std::result::Result<(), D::Error> {
+            input.deserialize_any(Walk)
+        }
+    }
+    let mut reader = serde_json::Deserializer::from_str(text);
+    serde::de::DeserializeSeed::deserialize(Walk, &mut reader)?;
+    reader.end()
 }
 
 fn bad_json(what: &str, e: serde_json::Error) -> Error {
@@ -181,6 +234,10 @@ mod tests {
         let e = Record::from_json("value_json", "{\"a\": }".into()).unwrap_err();
         assert!(e.to_string().contains("value_json"), "{e}");
         assert!(Record::from_json("v", "1 2".into()).is_err(), "two values are not one record");
+        // What a tree could not hold is refused as text too: it could never be read back.
+        assert!(Record::from_json("v", r#"{"x":1e400}"#.into()).is_err(), "a number out of range");
+        assert!(Record::from_json("v", "[".repeat(200) + &"]".repeat(200)).is_err(), "deeper than 128");
+        assert!(Record::from_json("v", "[".repeat(100) + &"]".repeat(100)).is_ok());
     }
 
     #[test]

@@ -40,7 +40,7 @@ pub fn record(what: &str, text: &str) -> Result<Record> {
 /// A JSON array of records, each kept as its own text.
 pub fn records(what: &str, text: &str) -> Result<Vec<Record>> {
     match serde_json::from_str::<Vec<Box<RawValue>>>(text) {
-        Ok(items) => Ok(items.into_iter().map(Record::from_raw).collect()),
+        Ok(items) => items.into_iter().map(|item| Record::from_raw(what, item)).collect(),
         Err(_) => {
             let other = parse(what, text)?;
             Err(Error::InvalidArgument(format!(

@@ -352,16 +352,12 @@ impl Database {
             if let Change::Sent { sequence, .. } | Change::Landed { sequence, .. } | Change::Refused { sequence, .. } =
                 change
             {
-                if let Some(entry) = self.outbox_entry(*sequence)? {
-                    stores.push(entry.store);
+                if let Some(head) = state::peek_head(self.mech_mut(), *sequence)? {
+                    stores.push(head.store);
                 }
             }
         }
         Ok(stores)
-    }
-
-    fn outbox_entry(&mut self, sequence: u64) -> Result<Option<OutboxEntry>> {
-        state::peek(self.mech_mut(), sequence)
     }
 
     /// Writes the bucket refused, oldest first, until resolved.

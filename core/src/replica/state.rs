@@ -1,11 +1,13 @@
 //! What the database keeps about its synced stores, in the meta table beside the catalog, so
 //! that it commits and rolls back with the records it describes:
 //! - per cached object, the validators of the copy held (`sync/s/<store><id>`);
-//! - the outbox: writes not yet in the bucket, in order (`sync/o/<sequence>`: what the write
+//! - the outbox: writes not yet in the bucket, in order (`sync/h/<sequence>`: what the write
 //!   is, and `sync/v/<sequence>`: its record's JSON text, apart, so that the head of a write is
-//!   read without its record; a file from before keeps the record in the head), and an index
-//!   of them by store and object (`sync/p/<store><id><sequence>`), so that "is this object
-//!   pending?" is one lookup, never a walk of the outbox;
+//!   read without its record), and an index of them by store and object
+//!   (`sync/p/<store><id><sequence>`), so that "is this object pending?" is one lookup, never a
+//!   walk of the outbox. A file from before the split has its writes whole under
+//!   `sync/o/<sequence>`, read as they were; a build from before reads only those, so it never
+//!   takes a head without its record for a write without one (a delete);
 //! - writes the bucket refused, kept until the application resolves them (`sync/r/<sequence>`),
 //!   and an index of them by store and object (`sync/q/<store><id><sequence>`);
 //! - the last sequence number given (`sync/n`), so that no number is ever given twice;
@@ -28,7 +30,9 @@ use crate::range::{just_above, ByteRange};
 use crate::record::RecordText;
 
 const STATE: &[u8] = b"sync/s/";
-const OUTBOX: &[u8] = b"sync/o/";
+/// Writes from before the split: head and record in one row.
+const OUTBOX_WHOLE: &[u8] = b"sync/o/";
+const OUTBOX_HEAD: &[u8] = b"sync/h/";
 const OUTBOX_RECORD: &[u8] = b"sync/v/";
 const PENDING: &[u8] = b"sync/p/";
 const REFUSED: &[u8] = b"sync/r/";
@@ -263,7 +267,9 @@ struct StoredHead<'a> {
 
 pub fn push_new(mech: &mut dyn Mechanism, sequence: u64, entry: &NewEntry<'_>) -> Result<()> {
     let head = StoredHead { store: entry.store, id: entry.id, op: entry.op, landed: entry.landed };
-    mech.put(META_TABLE, &sequence_key(OUTBOX, sequence), &serde_json::to_vec(&head).expect("heads serialise"))?;
+    mech.put(META_TABLE, &sequence_key(OUTBOX_HEAD, sequence), &serde_json::to_vec(&head).expect("heads serialise"))?;
+    // A write from before the split, written again (its landed etag), is now in the new rows.
+    mech.delete(META_TABLE, &sequence_key(OUTBOX_WHOLE, sequence))?;
     let record = sequence_key(OUTBOX_RECORD, sequence);
     match entry.value {
         // The record's own text, as it is: no copy of it is serialised into the head.
@@ -277,10 +283,19 @@ pub fn push_new(mech: &mut dyn Mechanism, sequence: u64, entry: &NewEntry<'_>) -
 
 /// Outbox entry `sequence`, if it still waits.
 pub fn peek(mech: &mut dyn Mechanism, sequence: u64) -> Result<Option<OutboxEntry>> {
-    let Some(head) = read_in_place::<OutboxEntry>(mech, &sequence_key(OUTBOX, sequence), "outbox entry")? else {
+    let Some(head) = read_head::<OutboxEntry>(mech, sequence)? else {
         return Ok(None);
     };
     with_record(mech, sequence, head).map(Some)
+}
+
+/// The head of write `sequence` as `T`: from its head row, else from its row from before the
+/// split (which holds its record too).
+fn read_head<T: serde::de::DeserializeOwned>(mech: &mut dyn Mechanism, sequence: u64) -> Result<Option<T>> {
+    match read_in_place(mech, &sequence_key(OUTBOX_HEAD, sequence), "outbox entry")? {
+        Some(head) => Ok(Some(head)),
+        None => read_in_place(mech, &sequence_key(OUTBOX_WHOLE, sequence), "outbox entry"),
+    }
 }
 
 /// `head` with its record, read from where it is kept (a head from before the split holds it).
@@ -315,7 +330,7 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<bool, 
 
 /// The head of outbox entry `sequence`, if it still waits.
 pub fn peek_head(mech: &mut dyn Mechanism, sequence: u64) -> Result<Option<EntryHead>> {
-    let Some(mut head) = read_in_place::<EntryHead>(mech, &sequence_key(OUTBOX, sequence), "outbox entry")? else {
+    let Some(mut head) = read_head::<EntryHead>(mech, sequence)? else {
         return Ok(None);
     };
     if !head.has_value {
@@ -340,8 +355,9 @@ pub fn pop(mech: &mut dyn Mechanism, sequence: u64) -> Result<Option<OutboxEntry
 
 /// Takes entry `sequence` (of object `id` of `store`) out of the outbox and its index.
 pub fn remove(mech: &mut dyn Mechanism, sequence: u64, store: &str, id: &str) -> Result<()> {
-    mech.delete(META_TABLE, &sequence_key(OUTBOX, sequence))?;
-    mech.delete(META_TABLE, &sequence_key(OUTBOX_RECORD, sequence))?;
+    for table in [OUTBOX_HEAD, OUTBOX_RECORD, OUTBOX_WHOLE] {
+        mech.delete(META_TABLE, &sequence_key(table, sequence))?;
+    }
     let mut index = pending_prefix(store, id);
     index.extend_from_slice(&sequence.to_be_bytes());
     mech.delete(META_TABLE, &index)
@@ -378,17 +394,25 @@ pub fn pending_sequences(mech: &mut dyn Mechanism, store: &str, id: &str) -> Res
 /// Up to `limit` entries of the outbox in order after sequence number `after`, with their
 /// sequence numbers.
 pub fn outbox(mech: &mut dyn Mechanism, after: u64, limit: usize) -> Result<Vec<(u64, OutboxEntry)>> {
+    // Writes from before the split and after it, in one order (a write from before that was
+    // written again keeps its number).
     let mut heads = Vec::new();
-    let range = ByteRange { low: sequence_key(OUTBOX, after.saturating_add(1)), high: prefix_range(OUTBOX).high };
-    mech.scan(META_TABLE, &range, false, true, &mut |k, v| {
-        heads.push((sequence_of(k), serde_json::from_slice(v).map_err(|e| unreadable("outbox entry", e))?));
-        Ok(heads.len() < limit)
-    })?;
+    for table in [OUTBOX_WHOLE, OUTBOX_HEAD] {
+        let range = ByteRange { low: sequence_key(table, after.saturating_add(1)), high: prefix_range(table).high };
+        let mut taken = 0;
+        mech.scan(META_TABLE, &range, false, true, &mut |k, v| {
+            heads.push((sequence_of(k), serde_json::from_slice(v).map_err(|e| unreadable("outbox entry", e))?));
+            taken += 1;
+            Ok(taken < limit)
+        })?;
+    }
+    heads.sort_by_key(|(sequence, _)| *sequence);
+    heads.truncate(limit);
     heads.into_iter().map(|(sequence, head)| Ok((sequence, with_record(mech, sequence, head)?))).collect()
 }
 
 pub fn outbox_len(mech: &mut dyn Mechanism) -> Result<u64> {
-    mech.count(META_TABLE, &prefix_range(OUTBOX))
+    Ok(mech.count(META_TABLE, &prefix_range(OUTBOX_HEAD))? + mech.count(META_TABLE, &prefix_range(OUTBOX_WHOLE))?)
 }
 
 /// How many refused writes wait for a resolution.
@@ -453,7 +477,7 @@ pub fn next_sequence(mech: &mut dyn Mechanism) -> Result<u64> {
         Some(last) => last + 1,
         None => {
             let mut next = 1;
-            for table in [OUTBOX, REFUSED] {
+            for table in [OUTBOX_WHOLE, OUTBOX_HEAD, REFUSED] {
                 mech.scan(META_TABLE, &prefix_range(table), true, false, &mut |k, _| {
                     next = next.max(sequence_of(k) + 1);
                     Ok(false)
@@ -578,7 +602,7 @@ mod tests {
         mech.begin(true).unwrap();
         let entry = NewEntry { store: "s", id: "x", op: WriteOp::Create, value: Some(r#"{"a":[1,2]}"#), landed: None };
         push_new(&mut mech, 7, &entry).unwrap();
-        let head = mech.get(META_TABLE, &sequence_key(OUTBOX, 7)).unwrap().unwrap();
+        let head = mech.get(META_TABLE, &sequence_key(OUTBOX_HEAD, 7)).unwrap().unwrap();
         assert!(!String::from_utf8(head).unwrap().contains("[1,2]"), "the head holds no record");
         let peeked = peek_head(&mut mech, 7).unwrap().unwrap();
         assert_eq!(
@@ -599,9 +623,19 @@ mod tests {
         let mut mech = MemoryMechanism::new();
         mech.begin(true).unwrap();
         let old = br#"{"store":"s","id":"x","op":"put","value":{"b":1}}"#;
-        mech.put(META_TABLE, &sequence_key(OUTBOX, 3), old).unwrap();
+        mech.put(META_TABLE, &sequence_key(OUTBOX_WHOLE, 3), old).unwrap();
         assert!(peek_head(&mut mech, 3).unwrap().unwrap().has_value);
         assert_eq!(peek(&mut mech, 3).unwrap().unwrap().record(), Some(serde_json::json!({"b": 1})));
+        // A later write, and the old one written again (its landed etag): one order, one row each.
+        let later = NewEntry { store: "s", id: "y", op: WriteOp::Put, value: Some("{}"), landed: None };
+        push_new(&mut mech, 5, &later).unwrap();
+        let again = peek(&mut mech, 3).unwrap().unwrap();
+        push(&mut mech, 3, &OutboxEntry { landed: Some("e".into()), ..again }).unwrap();
+        assert!(mech.get(META_TABLE, &sequence_key(OUTBOX_WHOLE, 3)).unwrap().is_none());
+        let order: Vec<u64> = outbox(&mut mech, 0, 10).unwrap().iter().map(|(n, _)| *n).collect();
+        assert_eq!(order, [3, 5]);
+        assert_eq!(outbox(&mut mech, 0, 1).unwrap()[0].1.record(), Some(serde_json::json!({"b": 1})));
+        assert_eq!(outbox_len(&mut mech).unwrap(), 2);
         let delete = NewEntry { store: "s", id: "x", op: WriteOp::Delete, value: None, landed: None };
         push_new(&mut mech, 4, &delete).unwrap();
         assert!(!peek_head(&mut mech, 4).unwrap().unwrap().has_value, "a delete carries no record");

@@ -93,7 +93,9 @@ fn test_file_stem(path: &str) -> Option<&str> {
     if !FILE_EXTENSIONS.contains(&extension.to_ascii_lowercase().as_str()) || stem.is_empty() {
         return None;
     }
-    let kind = KINDS.iter().find_map(|k| stem.strip_suffix(k).filter(|s| !s.is_empty()));
+    let php = extension.eq_ignore_ascii_case("php");
+    let kinds = KINDS.iter().chain(PHP_KINDS.iter().filter(|_| php));
+    let kind = kinds.into_iter().find_map(|k| stem.strip_suffix(k).filter(|s| !s.is_empty()));
     Some(kind.unwrap_or(stem))
 }
 
@@ -127,9 +129,10 @@ const FILE_EXTENSIONS: [&str; 19] = [
     "py", "mjs", "js", "cjs", "jsx", "ts", "mts", "cts", "tsx", "rs", "go", "bats", "rb", "c", "cc", "cpp", "cxx", "t",
     "php",
 ];
-/// A test file's kind, after its name: `.test`, `.spec` (jest, vitest, Playwright), `_test` (Go),
-/// `Test` (PHPUnit's `LedgerTest.php`).
-const KINDS: [&str; 8] = [".test", ".spec", ".e2e", "_test", "-test", "_spec", "Tests", "Test"];
+/// A test file's kind, after its name: `.test`, `.spec` (jest, vitest, Playwright), `_test` (Go).
+const KINDS: [&str; 6] = [".test", ".spec", ".e2e", "_test", "-test", "_spec"];
+/// PHPUnit's kind, only in `.php` files (`LedgerTest.php`): elsewhere a name may end so.
+const PHP_KINDS: [&str; 2] = ["Tests", "Test"];
 /// Folders that hold tests: what is below them is the suite.
 const TEST_FOLDERS: [&str; 5] = ["test", "tests", "spec", "specs", "__tests__"];
 
@@ -209,6 +212,7 @@ mod tests {
             ("/ci/tests/LedgerTest.php", "ledger"),
             ("LedgerTests.php", "ledger"),
             ("Test.php", "test"),
+            ("basketTest.js", "baskettest"),
         ] {
             assert_eq!(suite_name(Some(given), ""), column, "{given}");
         }

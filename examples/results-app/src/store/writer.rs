@@ -213,8 +213,11 @@ impl Writer {
     /// Writes `record` under `key`, create-only, and waits until the bucket holds it.
     fn create(&self, db: &Db, key: &str, record: impl Into<Record>) -> AppResult<()> {
         call(|done| db.add(None, "results", record, Some(Key::from(key)), done)).map_err(local)?;
-        let report = call(|done| db.flush(done)).map_err(local)?;
-        self.settle(db, key, &report)
+        match call(|done| db.flush(done)).map_err(local) {
+            Ok(report) => self.settle(db, key, &report),
+            // Taken back unless the bucket already holds it, as a wave's runs are.
+            Err(e) => self.take_back(db, key, e),
+        }
     }
 
     /// After a flush: whether the bucket holds `key`. The report covers every write the flush

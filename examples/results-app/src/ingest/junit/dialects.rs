@@ -5,6 +5,8 @@
 
 use std::rc::Rc;
 
+use serde_json::{Map, Value};
+
 use crate::model::{cap_name, Attempt, CappedText, Status, Test};
 
 use super::super::naming::{cap_suite, file_name, is_generic, is_path, is_test_file, suite_name};
@@ -31,27 +33,40 @@ fn java_class_column(classname: &str) -> &str {
     ["Tests", "Test"].iter().find_map(|kind| outer.strip_suffix(kind).filter(|s| !s.is_empty())).unwrap_or(outer)
 }
 
-/// The JVM's own system properties, which JUnit's XML reports carry as the suite's: no build
-/// variant (every machine's paths and user would be a new one).
-pub(super) fn is_jvm_property(name: &str) -> bool {
-    let first = name.split('.').next().unwrap_or(name);
-    name.contains('.')
-        && matches!(
-            first,
-            "java"
-                | "javax"
-                | "jdk"
-                | "sun"
-                | "os"
-                | "user"
-                | "file"
-                | "line"
-                | "path"
-                | "native"
-                | "stdout"
-                | "stderr"
-                | "awt"
-        )
+/// A report's suite properties, as build-variant labels. A JVM's reports (Surefire's, JUnit 5's
+/// launcher's) carry every system property of the JVM as the suite's: the JVM's own
+/// (`java.*`, `jdk.*`, `sun.*`) are never kept, and once one was seen, neither are the system's
+/// (`os.*`, `user.*`, `file.*`, ...) that it writes beside them: every machine's paths and user
+/// would be a new variant. Another tool's `os.name` stays a label.
+#[derive(Default)]
+pub(super) struct Properties {
+    kept: Map<String, Value>,
+    from_a_jvm: bool,
+}
+
+impl Properties {
+    pub(super) fn len(&self) -> usize {
+        self.kept.len()
+    }
+
+    pub(super) fn add(&mut self, name: String, value: String) {
+        match name.split_once('.').map(|(first, _)| first) {
+            Some("java" | "javax" | "jdk" | "sun") => self.from_a_jvm = true,
+            _ => drop(self.kept.entry(name).or_insert(Value::String(value))),
+        }
+    }
+
+    pub(super) fn labels(mut self) -> Map<String, Value> {
+        if self.from_a_jvm {
+            self.kept.retain(|name, _| !is_jvm_system_property(name));
+        }
+        self.kept
+    }
+}
+
+fn is_jvm_system_property(name: &str) -> bool {
+    let first = name.split_once('.').map(|(first, _)| first);
+    matches!(first, Some("os" | "user" | "file" | "line" | "path" | "native" | "stdout" | "stderr" | "awt"))
 }
 
 /// pytest: a report of pytest's (its suite is named so).
@@ -189,13 +204,19 @@ pub(super) fn join_test_rerun(earlier: &mut Test, later: Test) {
 mod tests {
     use super::*;
 
-    /// A Java class is its file's column; the JVM's properties are no labels.
+    /// A Java class is its file's column; a JVM's properties are no labels, another tool's are.
     #[test]
     fn java_classes_and_the_jvms_properties() {
         assert_eq!(java_class_column("com.example.LedgerTest$Totals"), "Ledger");
         assert_eq!(java_class_column("LedgerTests"), "Ledger");
         assert_eq!(java_class_column("Test"), "Test");
-        assert!(is_jvm_property("java.home") && is_jvm_property("user.dir") && is_jvm_property("os.arch"));
-        assert!(!is_jvm_property("build") && !is_jvm_property("javascript") && !is_jvm_property("app.version"));
+        let mut jvm = Properties::default();
+        for name in ["build", "file.encoding", "java.home", "os.arch", "user.dir"] {
+            jvm.add(name.into(), "x".into());
+        }
+        assert_eq!(jvm.labels().keys().collect::<Vec<_>>(), ["build"]);
+        let mut other = Properties::default();
+        other.add("os.name".into(), "linux".into());
+        assert_eq!(other.labels().keys().collect::<Vec<_>>(), ["os.name"]);
     }
 }

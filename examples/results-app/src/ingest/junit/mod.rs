@@ -18,7 +18,6 @@ use std::time::Instant;
 
 use quick_xml::events::{BytesStart, Event};
 use quick_xml::Reader;
-use serde_json::{Map, Value};
 
 use super::naming::is_test_file;
 use crate::model::{
@@ -127,7 +126,7 @@ pub fn parse_until(xml: &[u8], deadline: Option<Instant>) -> Result<Results, Jun
     let mut total_seconds = 0.0;
     let mut open = 0usize;
     let mut saw_root = false;
-    let mut properties = Map::new();
+    let mut properties = dialects::Properties::default();
     loop {
         let event = reader
             .read_event()
@@ -219,7 +218,7 @@ pub fn parse_until(xml: &[u8], deadline: Option<Instant>) -> Result<Results, Jun
         tool: Tool { name: "junit".into(), version: None },
         summary: Summary::of(&tests, start, stop),
         tests,
-        environment: properties,
+        environment: properties.labels(),
     })
 }
 
@@ -337,7 +336,7 @@ fn on_open(
     current: &mut Option<Case>,
     start_ms: &mut Option<u64>,
     total_seconds: &mut f64,
-    properties: &mut Map<String, Value>,
+    properties: &mut dialects::Properties,
 ) -> Result<(), String> {
     let attr = |name: &str| -> Result<Option<String>, String> {
         for a in e.attributes() {
@@ -401,9 +400,8 @@ fn on_open(
         // first few that are short labels, since some tools write every system property.
         b"property" if properties.len() < MAX_PROPERTIES => {
             if let (Some(name), Some(value)) = (attr("name")?, attr("value")?) {
-                let label = check_label("property", &name).is_ok() && check_text("property", &value, 256).is_ok();
-                if label && !dialects::is_jvm_property(&name) {
-                    properties.entry(name).or_insert(Value::String(value));
+                if check_label("property", &name).is_ok() && check_text("property", &value, 256).is_ok() {
+                    properties.add(name, value);
                 }
             }
         }

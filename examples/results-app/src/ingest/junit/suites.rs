@@ -80,7 +80,11 @@ impl Suite {
                 file: test_file_of(&here).map(str::to_string),
                 pytest: path.contains(&"pytest"),
                 junit_platform: path.iter().any(|s| JUNIT_ENGINES.contains(s)),
-                inner: cap_at(inner, MAX_INHERITED),
+                // Capped, it still ends as a level does, before the case's own name.
+                inner: match inner.len() > MAX_INHERITED {
+                    true => cap_at(inner, MAX_INHERITED - 3) + " > ",
+                    false => inner,
+                },
                 column: RefCell::default(),
             }
         })
@@ -92,7 +96,9 @@ impl Suite {
 /// and the file its column), and a data provider's sets as a suite `Class::method` inside it
 /// (each case's name starts with the method).
 fn names_no_level(suite: &Suite) -> bool {
-    let is_its_file = suite.file.as_deref().is_some_and(|f| file_name(f).split('.').next() == Some(&suite.name));
+    // A namespaced class (`App\\Tests\\LedgerTest`) is named so, its file by the class alone.
+    let class = suite.name.rsplit('\\').next().unwrap_or(&suite.name);
+    let is_its_file = suite.file.as_deref().is_some_and(|f| file_name(f).split('.').next() == Some(class));
     let is_provider =
         suite.name.split_once("::").is_some_and(|(class, _)| suite.parent.as_ref().is_some_and(|p| p.name == class));
     is_its_file || is_provider
