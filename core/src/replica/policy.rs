@@ -84,7 +84,7 @@ impl StorePolicy {
                 let mut segments = path.split('.');
                 let mut node = *top.get(segments.next()?)?;
                 for segment in segments {
-                    node = *members(node)?.get(segment)?;
+                    node = *top_members(node.get(), &HashSet::from([segment])).get(segment)?;
                 }
                 // Only a scalar is a header: nothing larger is read into a tree.
                 let text = match node.get().as_bytes().first()? {
@@ -135,13 +135,8 @@ pub(crate) fn parse_layout(layout: &str) -> std::result::Result<Vec<LayoutSegmen
         .collect()
 }
 
-/// An object's members as text, `None` when `node` is no object.
-fn members(node: &RawValue) -> Option<HashMap<String, &RawValue>> {
-    serde_json::from_str(node.get()).ok()
-}
-
-/// The members `wanted` of a record that is an object, as text. The record is read only as far
-/// as the last of them: a results run names its labels first, then 200,000 tests that a read
+/// The members `wanted` of a record (or a member) that is an object, as text; none when it is
+/// no object. It is read only as far as the last of them: a results run names its labels first, then 200,000 tests that a read
 /// to its end would scan for nothing.
 fn top_members<'r>(record: &'r str, wanted: &HashSet<&str>) -> HashMap<String, &'r RawValue> {
     struct Wanted<'w, 'r> {

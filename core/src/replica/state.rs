@@ -335,11 +335,7 @@ pub fn peek_head(mech: &mut dyn Mechanism, sequence: u64) -> Result<Option<Entry
     };
     if !head.has_value {
         let key = sequence_key(OUTBOX_RECORD, sequence);
-        let range = ByteRange { low: key.clone(), high: just_above(&key) };
-        mech.scan(META_TABLE, &range, false, false, &mut |k, _| {
-            head.has_value = k == key;
-            Ok(false)
-        })?;
+        head.has_value = mech.count(META_TABLE, &ByteRange { high: just_above(&key), low: key })? > 0;
     }
     Ok(Some(head))
 }

@@ -94,23 +94,22 @@ pub(super) unsafe fn text<'a>(ptr: *const c_char, what: &str) -> Result<&'a str>
 
 /// A JSON argument of `len` bytes (not NUL-terminated), parsed.
 pub(super) unsafe fn json(ptr: *const c_char, len: usize, what: &str) -> Result<Value> {
+    crate::json::parse(what, json_text(ptr, len, what)?)
+}
+
+/// The UTF-8 text of a JSON argument of `len` bytes.
+unsafe fn json_text<'a>(ptr: *const c_char, len: usize, what: &str) -> Result<&'a str> {
     if ptr.is_null() {
         return Err(Error::InvalidArgument(format!("{what} is NULL")));
     }
     let bytes = std::slice::from_raw_parts(ptr.cast::<u8>(), len);
-    let text = std::str::from_utf8(bytes).map_err(|_| Error::InvalidArgument(format!("{what} is not valid UTF-8")))?;
-    crate::json::parse(what, text)
+    std::str::from_utf8(bytes).map_err(|_| Error::InvalidArgument(format!("{what} is not valid UTF-8")))
 }
 
 /// A record argument: JSON text, kept as text (never read into a tree unless its store needs
 /// one).
 pub(super) unsafe fn record(ptr: *const c_char, len: usize, what: &str) -> Result<Record> {
-    if ptr.is_null() {
-        return Err(Error::InvalidArgument(format!("{what} is NULL")));
-    }
-    let bytes = std::slice::from_raw_parts(ptr.cast::<u8>(), len);
-    let text = std::str::from_utf8(bytes).map_err(|_| Error::InvalidArgument(format!("{what} is not valid UTF-8")))?;
-    crate::json::record(what, text)
+    crate::json::record(what, json_text(ptr, len, what)?)
 }
 
 pub(super) unsafe fn optional_json(ptr: *const c_char, len: usize, what: &str) -> Result<Option<Value>> {

@@ -93,10 +93,20 @@ fn test_file_stem(path: &str) -> Option<&str> {
     if !FILE_EXTENSIONS.contains(&extension.to_ascii_lowercase().as_str()) || stem.is_empty() {
         return None;
     }
-    let php = extension.eq_ignore_ascii_case("php");
-    let kinds = KINDS.iter().chain(PHP_KINDS.iter().filter(|_| php));
-    let kind = kinds.into_iter().find_map(|k| stem.strip_suffix(k).filter(|s| !s.is_empty()));
-    Some(kind.unwrap_or(stem))
+    if extension.eq_ignore_ascii_case("php") {
+        return Some(without_class_kind(stem));
+    }
+    Some(without_kind(stem, &KINDS))
+}
+
+/// A test class's name without its kind (`LedgerTest` → `Ledger`), as its file names it.
+pub fn without_class_kind(class: &str) -> &str {
+    without_kind(class, &CLASS_KINDS)
+}
+
+/// `name` without the first of `kinds` it ends with, unless that is all of it.
+fn without_kind<'n>(name: &'n str, kinds: &[&str]) -> &'n str {
+    kinds.iter().find_map(|k| name.strip_suffix(k).filter(|s| !s.is_empty())).unwrap_or(name)
 }
 
 /// Whether `segment` is a Python test module (`test_api`, `api_test`).
@@ -131,8 +141,9 @@ const FILE_EXTENSIONS: [&str; 19] = [
 ];
 /// A test file's kind, after its name: `.test`, `.spec` (jest, vitest, Playwright), `_test` (Go).
 const KINDS: [&str; 6] = [".test", ".spec", ".e2e", "_test", "-test", "_spec"];
-/// PHPUnit's kind, only in `.php` files (`LedgerTest.php`): elsewhere a name may end so.
-const PHP_KINDS: [&str; 2] = ["Tests", "Test"];
+/// A test class's kind (PHPUnit's `LedgerTest.php`, JUnit's `LedgerTest`): only where a class
+/// names the file, since elsewhere a name may end so (`basketTest.js`).
+const CLASS_KINDS: [&str; 2] = ["Tests", "Test"];
 /// Folders that hold tests: what is below them is the suite.
 const TEST_FOLDERS: [&str; 5] = ["test", "tests", "spec", "specs", "__tests__"];
 

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::model::{cap_name, Attempt, CappedText, Status, Test};
 
-use super::super::naming::{cap_suite, file_name, is_generic, is_path, is_test_file, suite_name};
+use super::super::naming::{cap_suite, file_name, is_generic, is_path, is_test_file, suite_name, without_class_kind};
 
 use super::suites::{Around, Suite};
 use super::{same_test, Case, CaseAttempt};
@@ -30,7 +30,7 @@ pub(super) fn without_platform_ids(path: &Option<Rc<Suite>>, out: String) -> Opt
 fn java_class_column(classname: &str) -> &str {
     let class = classname.rsplit('.').next().unwrap_or(classname);
     let outer = class.split('$').next().unwrap_or(class);
-    ["Tests", "Test"].iter().find_map(|kind| outer.strip_suffix(kind).filter(|s| !s.is_empty())).unwrap_or(outer)
+    without_class_kind(outer)
 }
 
 /// A report's suite properties, as build-variant labels. A JVM's reports (Surefire's, JUnit 5's

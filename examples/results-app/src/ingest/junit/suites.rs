@@ -62,7 +62,6 @@ impl Suite {
 
     pub(super) fn around(self: &Rc<Suite>) -> &Around {
         self.around.get_or_init(|| {
-            let here = Some(self.clone());
             let suites = chain_of(self);
             let path: Vec<&str> = suites.iter().map(|s| s.name.as_str()).collect();
             let telling = path.iter().position(|s| !is_generic(s));
@@ -77,7 +76,8 @@ impl Suite {
             };
             Around {
                 telling: telling.map(|i| path[i].to_string()),
-                file: test_file_of(&here).map(str::to_string),
+                // The innermost suite that names its test file.
+                file: suites.iter().rev().find_map(|s| s.file.clone()),
                 pytest: path.contains(&"pytest"),
                 junit_platform: path.iter().any(|s| JUNIT_ENGINES.contains(s)),
                 // Capped, it still ends as a level does, before the case's own name.
@@ -114,16 +114,4 @@ fn chain_of(suite: &Rc<Suite>) -> Vec<&Suite> {
     }
     chain.reverse();
     chain
-}
-
-/// The test file the innermost suite around a case that names one ran.
-fn test_file_of(suite: &Option<Rc<Suite>>) -> Option<&str> {
-    let mut at = suite.as_deref();
-    while let Some(s) = at {
-        if let Some(file) = &s.file {
-            return Some(file);
-        }
-        at = s.parent.as_deref();
-    }
-    None
 }
