@@ -12,6 +12,7 @@
 mod dialects;
 mod suites;
 
+use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 use std::time::Instant;
@@ -121,7 +122,7 @@ pub fn parse_until(xml: &[u8], deadline: Option<Instant>) -> Result<Results, Jun
     let mut cases = Cases { recent: VecDeque::new(), tests: Vec::new(), failed: HashMap::new() };
     let mut events = 0usize;
     let mut count = 0usize;
-    let mut current: Option<Case> = None;
+    let mut current: Option<Box<Case>> = None;
     let mut start_ms: Option<u64> = None;
     let mut total_seconds = 0.0;
     let mut open = 0usize;
@@ -234,7 +235,8 @@ fn sink_of(element: &[u8]) -> Option<Sink> {
 }
 
 /// A case as a test: its suite and name (see [`dialects::suite_and_name`]), its text and attempts.
-fn into_test(c: Case) -> Test {
+fn into_test(c: Box<Case>) -> Test {
+    let c = *c;
     let (suite, name) = dialects::suite_and_name(&c);
     let flaky = c.status == Status::Passed && !c.attempts.is_empty();
     let attempts = c.attempts.into_iter().enumerate();
@@ -277,7 +279,7 @@ struct Suites {
 /// The cases read so far: the last few as cases, which a later one may still join, and the rest
 /// as tests, with where the failed ones are (a rerun may come at the end of the report).
 struct Cases {
-    recent: VecDeque<Case>,
+    recent: VecDeque<Box<Case>>,
     tests: Vec<Test>,
     failed: HashMap<(String, String), usize>,
 }
@@ -286,7 +288,7 @@ struct Cases {
 const JOINED_WITHIN: usize = 64;
 
 impl Cases {
-    fn push(&mut self, case: Case) {
+    fn push(&mut self, case: Box<Case>) {
         self.recent.push_back(case);
         if self.recent.len() > JOINED_WITHIN {
             let oldest = self.recent.pop_front().expect("a case");
@@ -301,7 +303,7 @@ impl Cases {
 
     /// `case` joined to a test that failed earlier in the report as its next attempt, when it
     /// may be a rerun ([`dialects::may_be_rerun`]); else `case`.
-    fn join_rerun(&mut self, case: Case) -> Option<Case> {
+    fn join_rerun(&mut self, case: Box<Case>) -> Option<Box<Case>> {
         if !dialects::may_be_rerun(&case) {
             return Some(case);
         }
@@ -333,28 +335,28 @@ fn on_open(
     e: &BytesStart<'_>,
     count: &mut usize,
     suites: &mut Suites,
-    current: &mut Option<Case>,
+    current: &mut Option<Box<Case>>,
     start_ms: &mut Option<u64>,
     total_seconds: &mut f64,
     properties: &mut dialects::Properties,
 ) -> Result<(), String> {
-    let attr = |name: &str| -> Result<Option<String>, String> {
-        for a in e.attributes() {
-            let a = a.map_err(|e| e.to_string())?;
-            if a.key.as_ref() == name.as_bytes() {
-                let value = a.unescape_value().map_err(|e| format!("attribute {name}: {e}"))?;
-                return Ok(Some(value.into_owned()));
-            }
-        }
-        Ok(None)
-    };
-    match e.name().as_ref() {
+    let element = e.name();
+    let looked_at =
+        matches!(element.as_ref(), b"testsuite" | b"testcase" | b"property" | b"failure" | b"error" | b"skipped")
+            || dialects::is_attempt_element(element.as_ref());
+    if !looked_at {
+        return Ok(());
+    }
+    let attributes = Attributes::of(e)?;
+    let attr = |name: &str| attributes.get(name);
+    let owned = |name: &str| attributes.owned(name);
+    match element.as_ref() {
         b"testsuite" => {
             if suites.depth >= MAX_DEPTH {
                 return Err(format!("<testsuite> nested more than {MAX_DEPTH} deep"));
             }
-            let name = cap_name(attr("name")?.unwrap_or_default());
-            let file = attr("file")?.filter(|f| is_test_file(f)).map(cap_name);
+            let name = cap_name(owned("name")?.unwrap_or_default());
+            let file = owned("file")?.filter(|f| is_test_file(f)).map(cap_name);
             suites.innermost = Some(Rc::new(Suite::new(name, file, suites.innermost.take())));
             suites.depth += 1;
             if let (None, Some(stamp)) = (*start_ms, attr("timestamp")?) {
@@ -372,11 +374,11 @@ fn on_open(
                 return Err(format!("more than {MAX_TESTS} tests"));
             }
             *count += 1;
-            let name = cap_name(attr("name")?.ok_or("a <testcase> has no name")?);
+            let name = cap_name(owned("name")?.ok_or("a <testcase> has no name")?);
             let skipped = dialects::is_skipped_by_attribute(attr("status")?.as_deref(), attr("result")?.as_deref());
-            *current = Some(Case {
+            *current = Some(Box::new(Case {
                 name,
-                classname: cap_name(attr("classname")?.unwrap_or_default()),
+                classname: cap_name(owned("classname")?.unwrap_or_default()),
                 path: suites.innermost.clone(),
                 seconds: seconds(attr("time")?.as_deref(), "testcase")?,
                 status: if skipped { Status::Skipped } else { Status::Passed },
@@ -387,7 +389,7 @@ fn on_open(
                 stdout: CappedText::default(),
                 stderr: CappedText::default(),
                 attempts: Vec::new(),
-            });
+            }));
         }
         b"property" if current.is_some() => {
             if let (Some(case), Some(label)) =
@@ -399,7 +401,7 @@ fn on_open(
         // A suite's properties are the run's build-variant labels (a test's own are not); the
         // first few that are short labels, since some tools write every system property.
         b"property" if properties.len() < MAX_PROPERTIES => {
-            if let (Some(name), Some(value)) = (attr("name")?, attr("value")?) {
+            if let (Some(name), Some(value)) = (owned("name")?, owned("value")?) {
                 if check_label("property", &name).is_ok() && check_text("property", &value, 256).is_ok() {
                     properties.add(name, value);
                 }
@@ -408,7 +410,7 @@ fn on_open(
         kind if dialects::is_attempt_element(kind) => {
             // An earlier attempt; the test's own status is its last one's.
             let Some(case) = current.as_mut() else { return Ok(()) };
-            let message = attr("message")?.filter(|m| !m.is_empty());
+            let message = owned("message")?.filter(|m| !m.is_empty());
             let message = match kind.ends_with(b"Error") {
                 true => message.map(|m| format!("error: {m}")),
                 false => message,
@@ -436,7 +438,7 @@ fn on_open(
             } else if case.status != Status::Failed {
                 case.status = status;
             }
-            let message = attr("message")?.unwrap_or_default();
+            let message = owned("message")?.unwrap_or_default();
             let message = match label {
                 Some(label) if !message.is_empty() => format!("{label}: {message}"),
                 _ => message,
@@ -455,7 +457,29 @@ fn on_open(
     Ok(())
 }
 
-fn on_close(name: &[u8], suites: &mut Suites, cases: &mut Cases, current: &mut Option<Case>) {
+/// An element's attributes, split once: a `<testcase>` is asked for five of them. A value is
+/// unescaped only when asked for.
+struct Attributes<'e>(Vec<quick_xml::events::attributes::Attribute<'e>>);
+
+impl<'e> Attributes<'e> {
+    fn of(e: &'e BytesStart<'_>) -> Result<Attributes<'e>, String> {
+        e.attributes().map(|a| a.map_err(|e| e.to_string())).collect::<Result<_, _>>().map(Attributes)
+    }
+
+    /// The value of the first attribute called `name`, borrowed from the report where it has
+    /// no entity in it.
+    fn get(&self, name: &str) -> Result<Option<Cow<'e, str>>, String> {
+        let Some(a) = self.0.iter().find(|a| a.key.as_ref() == name.as_bytes()) else { return Ok(None) };
+        a.unescape_value().map(Some).map_err(|e| format!("attribute {name}: {e}"))
+    }
+
+    /// [`Attributes::get`], as a text of its own.
+    fn owned(&self, name: &str) -> Result<Option<String>, String> {
+        Ok(self.get(name)?.map(Cow::into_owned))
+    }
+}
+
+fn on_close(name: &[u8], suites: &mut Suites, cases: &mut Cases, current: &mut Option<Box<Case>>) {
     match name {
         b"testsuite" => {
             suites.innermost = suites.innermost.take().and_then(|s| s.parent.clone());
@@ -474,7 +498,10 @@ fn on_close(name: &[u8], suites: &mut Suites, cases: &mut Cases, current: &mut O
             // Written twice, as a teardown error or a load failure: the earlier case takes it.
             let twice = dialects::is_jest_load_failure(&case);
             // Under xdist another test's case may come between: look a little further back.
-            let same = cases.recent.iter_mut().rev().filter(|_| teardown || twice).find(|c| same_test(c, &case));
+            let same = match teardown || twice {
+                true => cases.recent.iter_mut().rev().find(|c| same_test(c, &case)),
+                false => None,
+            };
             match same {
                 Some(earlier) => {
                     earlier.status = Status::Failed;
