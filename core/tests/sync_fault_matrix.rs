@@ -13,11 +13,13 @@
 mod sync_support;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use objstore_db_core::{Key, KeyRange, ScanOptions};
+use objstore_db_core::sync::Token;
+use objstore_db_core::{Key, KeyRange, Mode, ScanOptions, SyncStatus};
 use serde_json::{json, Value};
-use sync_support::faults::{every_fault, record, Fault, FaultRelay, Row};
+use sync_support::faults::{every_fault, record, Fault, FaultRelay, Row, Targets};
 use sync_support::*;
 use tempfile::TempDir;
 
@@ -351,6 +353,45 @@ impl Drop for SmallDisk {
 const PREFETCHED: usize = 10_000;
 
 /// Every value the bucket holds, `d00000`..: a few hundred bytes each.
+/// One write of a wave failing offline-class (a 503 on its PUT alone) stops the bucket for
+/// the flush, but the answers the wave already holds are all taken: the writes that landed are
+/// acknowledged, and only the one that failed waits. (They were left queued, though the bucket
+/// held them and the wave's marker named them: a withdrawal then dropped them locally, and a
+/// collector answered 503 for runs it had stored.)
+#[test]
+fn a_wave_stopped_by_one_failing_write_acknowledges_every_write_that_landed() {
+    let moto = server("moto")["MOTO_ENDPOINT"].clone();
+    let prefix = unique_prefix("wave-answers");
+    let dir = TempDir::new().unwrap();
+    let relay = FaultRelay::start(&moto);
+    let mut writer = client(&dir, "writer", &relay.endpoint(), &prefix);
+    let fourth: Targets = Arc::new(|method, path| method == "PUT" && path.ends_with("/w3"));
+    relay.set_for(Some((fourth, Fault::Status(503, None))));
+    let keys: Vec<Key> = (0..8).map(|i| Key::String(format!("w{i}"))).collect();
+    let records = (0..8).map(|i| json!({"i": i}));
+    writer.db.run(&["docs"], Mode::ReadWrite, |tx| tx.write_many("docs", records, Some(keys.clone()), true)).unwrap();
+
+    let report = writer.agent.flush(&mut writer.db, &Token::default()).unwrap();
+    assert!(report.offline.is_some(), "the 503 stops the bucket: {report:?}");
+    assert_eq!((report.sent, report.pending), (7, 1), "{report:?}");
+    for (i, key) in keys.iter().enumerate() {
+        let expected = if i == 3 { SyncStatus::Pending } else { SyncStatus::Synced };
+        assert_eq!(writer.db.sync_status("docs", key).unwrap(), expected, "w{i}");
+    }
+    let mut reader = client(&dir, "reader", &moto, &prefix);
+    reader.prefetch("docs").unwrap();
+    let stored: Vec<String> = cached(&mut reader).into_keys().collect();
+    assert_eq!(stored, ["w0", "w1", "w2", "w4", "w5", "w6", "w7"]);
+    // A withdrawal (a collector taking back a post it could not store) finds only the write
+    // that failed: a stored one stays, and is said to be stored.
+    assert_eq!(writer.db.withdraw_pending("docs", &keys[5]).unwrap(), 0);
+    assert_eq!(writer.db.sync_status("docs", &keys[5]).unwrap(), SyncStatus::Synced);
+    assert_eq!(writer.db.withdraw_pending("docs", &keys[3]).unwrap(), 1);
+    relay.set_for(None);
+    let report = writer.flush().unwrap();
+    assert_eq!((report.sent, report.pending), (0, 0), "nothing is sent twice: {report:?}");
+}
+
 fn prefetched_value(i: usize) -> Value {
     json!({"i": i, "text": format!("{i:06} {}", "x".repeat(300))})
 }

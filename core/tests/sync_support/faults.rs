@@ -57,9 +57,14 @@ pub fn every_fault() -> [(&'static str, Fault); 10] {
     ]
 }
 
+/// Which requests a targeted fault meets: by method and path (`PUT`, `/bucket/prefix/k3`).
+pub type Targets = Arc<dyn Fn(&str, &str) -> bool + Send + Sync>;
+
 pub struct FaultRelay {
     pub port: u16,
     fault: Arc<Mutex<Fault>>,
+    /// A fault for some requests only, met instead of `fault` by those it targets.
+    targeted: Arc<Mutex<Option<(Targets, Fault)>>>,
     requests: Arc<AtomicUsize>,
     stop: Arc<AtomicBool>,
 }
@@ -73,18 +78,20 @@ impl FaultRelay {
         let relay = FaultRelay {
             port,
             fault: Arc::new(Mutex::new(Fault::None)),
+            targeted: Arc::default(),
             requests: Arc::default(),
             stop: Arc::default(),
         };
-        let (fault, requests, stop) = (relay.fault.clone(), relay.requests.clone(), relay.stop.clone());
+        let (fault, targeted, requests, stop) =
+            (relay.fault.clone(), relay.targeted.clone(), relay.requests.clone(), relay.stop.clone());
         thread::spawn(move || {
             while !stop.load(Ordering::SeqCst) {
                 match listener.accept() {
                     Ok((client, _)) => {
                         client.set_nonblocking(false).unwrap();
-                        let (fault, requests, stop, target) =
-                            (fault.clone(), requests.clone(), stop.clone(), target.clone());
-                        thread::spawn(move || serve(client, &target, &fault, &requests, &stop));
+                        let faults = Faults { all: fault.clone(), targeted: targeted.clone() };
+                        let (requests, stop, target) = (requests.clone(), stop.clone(), target.clone());
+                        thread::spawn(move || serve(client, &target, &faults, &requests, &stop));
                     }
                     Err(_) => thread::sleep(Duration::from_millis(2)),
                 }
@@ -101,6 +108,12 @@ impl FaultRelay {
         *self.fault.lock().unwrap() = fault;
     }
 
+    /// `fault` for the requests `targets` names (by method and path), until cleared with
+    /// `None`; the others meet the fault [`FaultRelay::set`] set.
+    pub fn set_for(&self, targeted: Option<(Targets, Fault)>) {
+        *self.targeted.lock().unwrap() = targeted;
+    }
+
     /// Requests clients sent through this relay so far.
     pub fn requests(&self) -> usize {
         self.requests.load(Ordering::SeqCst)
@@ -113,14 +126,34 @@ impl Drop for FaultRelay {
     }
 }
 
+/// The faults a connection's requests meet.
+struct Faults {
+    all: Arc<Mutex<Fault>>,
+    targeted: Arc<Mutex<Option<(Targets, Fault)>>>,
+}
+
+impl Faults {
+    /// The fault a request whose head starts `head` meets now.
+    fn of(&self, head: &str) -> Fault {
+        let mut line = head.lines().next().unwrap_or_default().split(' ');
+        let (method, path) = (line.next().unwrap_or_default(), line.next().unwrap_or_default());
+        let path = path.split('?').next().unwrap_or_default();
+        match &*self.targeted.lock().unwrap() {
+            Some((targets, fault)) if targets(method, path) => fault.clone(),
+            _ => self.all.lock().unwrap().clone(),
+        }
+    }
+}
+
 /// One client connection: its requests in turn, each meeting the fault set when it arrived.
-fn serve(mut client: TcpStream, target: &str, fault: &Mutex<Fault>, requests: &AtomicUsize, stop: &AtomicBool) {
+fn serve(mut client: TcpStream, target: &str, faults: &Faults, requests: &AtomicUsize, stop: &AtomicBool) {
     let _ = client.set_nodelay(true);
     let mut server: Option<TcpStream> = None;
     loop {
         let Some(head) = read_head(&mut client) else { return };
         requests.fetch_add(1, Ordering::SeqCst);
-        let now = fault.lock().unwrap().clone();
+        let now = faults.of(&String::from_utf8_lossy(&head));
+        let fault = &faults.all;
         if now == Fault::ResetBeforeBody {
             return reset(&client);
         }

@@ -10,12 +10,14 @@ mod support;
 #[path = "../../../core/tests/sync_support/faults.rs"]
 mod faults;
 
+use std::collections::{BTreeSet, HashSet};
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
-use faults::{every_fault, record, Fault, FaultRelay, Row};
-use serde_json::Value;
+use faults::{every_fault, record, Fault, FaultRelay, Row, Targets};
+use serde_json::{json, Value};
 use support::{server, CI_MARKERS};
 
 const PAIRS: [(&str, &str); 3] = [("linux", "python-3.11"), ("linux", "node-20"), ("macos", "python-3.11")];
@@ -175,4 +177,90 @@ fn a_cold_matrix_under_each_fault_is_a_clear_error_then_every_pair() {
     });
     rows.extend(faulted);
     record(&rows);
+}
+
+/// The run objects moto holds under `prefix` (not the change log, the anchors or the probes:
+/// no name segment of theirs starts with a dot).
+fn run_objects(moto: &str, prefix: &str) -> BTreeSet<String> {
+    let bucket = &server("moto")["MOTO_SIGNED_BUCKET"];
+    let url = format!("{moto}/{bucket}?list-type=2&prefix={prefix}");
+    let listing = ureq::get(&url).call().unwrap().body_mut().read_to_string().unwrap();
+    assert!(!listing.contains("<IsTruncated>true"), "one page of listing is enough here");
+    listing
+        .split("<Key>")
+        .skip(1)
+        .filter_map(|rest| rest.split("</Key>").next())
+        .filter_map(|key| key.strip_prefix(prefix))
+        .filter(|key| !key.split('/').any(|segment| segment.starts_with('.')))
+        .map(str::to_string)
+        .collect()
+}
+
+/// 48 posts at once to a collector whose bucket resets every PUT of one run object in 20
+/// (each such run can never be stored; the waves it is in stop when it fails). Afterwards the
+/// bucket holds exactly the runs answered 201, each once: a run in a stopped wave that landed is
+/// answered 201, never 503 (a poster's retry would store it twice), and no run answered 503 is
+/// in the bucket.
+#[test]
+fn a_collector_under_reset_writes_stores_exactly_the_runs_it_answered_201() {
+    let moto = server("moto")["MOTO_ENDPOINT"].clone();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    let prefix = format!("app-resets-{}-{now}/", std::process::id());
+    let relay = FaultRelay::start(&moto);
+    let poisoned = Arc::new(Mutex::new((0usize, HashSet::<String>::new())));
+    let targets: Targets = {
+        let (poisoned, prefix) = (poisoned.clone(), prefix.clone());
+        Arc::new(move |method, path| {
+            let Some((_, key)) = path.split_once(&prefix) else { return false };
+            if method != "PUT" || key.split('/').any(|segment| segment.starts_with('.')) {
+                return false;
+            }
+            let (seen, paths) = &mut *poisoned.lock().unwrap();
+            if !paths.contains(path) {
+                *seen += 1;
+                if *seen % 20 == 0 {
+                    paths.insert(path.to_string());
+                }
+            }
+            paths.contains(path)
+        })
+    };
+    relay.set_for(Some((targets, Fault::ResetBeforeBody)));
+    let collector = Viewer::start(&moto_env(&relay.endpoint(), &prefix));
+    let url = format!("{}results", collector.page);
+    let barrier = Arc::new(Barrier::new(48));
+    let posters: Vec<_> = (0..48)
+        .map(|i| {
+            let (url, barrier) = (url.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                let run = json!({"platform": "linux", "browser": "python-3.11", "version": format!("1.{i}"),
+                    "results": {"tool": {"name": "pytest"},
+                        "summary": {"tests": 1, "passed": 1, "failed": 0, "skipped": 0, "pending": 0, "other": 0, "start": 1, "stop": 2},
+                        "tests": [{"name": format!("t{i}"), "status": "passed", "duration": 1, "suite": "crud"}]}});
+                let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+                barrier.wait();
+                let mut answer =
+                    agent.post(&url).header("content-type", "application/json").send(run.to_string().as_bytes()).unwrap();
+                let status = answer.status().as_u16();
+                let body: Value = serde_json::from_str(&answer.body_mut().read_to_string().unwrap()).unwrap();
+                (status, body)
+            })
+        })
+        .collect();
+    let answers: Vec<(u16, Value)> = posters.into_iter().map(|t| t.join().unwrap()).collect();
+    relay.set_for(None);
+    let answered_201: BTreeSet<String> = answers
+        .iter()
+        .filter(|(status, _)| *status == 201)
+        .map(|(_, b)| b["key"].as_str().unwrap().to_string())
+        .collect();
+    let refused = answers.iter().filter(|(status, _)| *status != 201).count();
+    for (status, body) in &answers {
+        assert!(*status == 201 || *status == 503, "{status} {body}");
+    }
+    let poisoned = poisoned.lock().unwrap().1.len();
+    eprintln!("48 posts: {} answered 201, {refused} answered 503; {poisoned} run objects reset", answered_201.len());
+    assert!(poisoned > 0 && refused > 0, "the fault met no post");
+    assert_eq!(answered_201.len() + refused, 48);
+    assert_eq!(run_objects(&moto, &prefix), answered_201, "the bucket holds the runs answered 201, and no other");
 }

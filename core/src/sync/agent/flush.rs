@@ -48,7 +48,12 @@ impl Agent {
                     }
                     let object = (item.entry.store.clone(), item.entry.id.clone());
                     let bucket = self.stores.get(&item.entry.store).map(|s| s.address.clone());
-                    if held.contains(&object) || bucket.as_ref().is_some_and(|b| stopped.contains(b)) {
+                    // An answer sent ahead is taken whatever stopped since: its request was
+                    // made, and a write that landed but stayed queued would be sent twice, or
+                    // withdrawn though the bucket holds it.
+                    let answered = present.remove(&item.sequence);
+                    let waits = held.contains(&object) || bucket.as_ref().is_some_and(|b| stopped.contains(b));
+                    if waits && !matches!(answered, Some(Ok(_))) {
                         continue;
                     }
                     if let Some(etag) = written.get(&object) {
@@ -64,23 +69,22 @@ impl Agent {
                                 .into(),
                         })
                     } else {
-                        self.may_send(&item).and_then(|()| {
-                            let sent = match present.remove(&item.sequence) {
-                                Some(sent) => sent,
-                                None => {
-                                    self.learn_conditions(port, &item, token).and_then(|()| self.send(&item, token))
-                                }
-                            };
-                            // A server error on one write, right after a write that went well, may
-                            // be about that write alone: it is held aside rather than taken for a
-                            // failing server. Two in a row stop the bucket.
-                            one_write_failed =
-                                !last_held && matches!(&sent, Err(Error::Remote { status: 500 | 501, .. }));
-                            if let (false, Ok(s)) = (one_write_failed, self.store(&item.entry.store)) {
-                                self.note(s, &sent);
-                            }
-                            sent
-                        })
+                        let sent = match answered {
+                            Some(sent) => sent,
+                            None => self
+                                .may_send(&item)
+                                .and_then(|()| self.learn_conditions(port, &item, token))
+                                .and_then(|()| self.send(&item, token)),
+                        };
+                        // A server error on one write, right after a write that went well, may
+                        // be about that write alone: it is held aside rather than taken for a
+                        // failing server. Two in a row stop the bucket.
+                        one_write_failed = !last_held && matches!(&sent, Err(Error::Remote { status: 500 | 501, .. }));
+                        // An answer taken after its bucket stopped leaves the breaker as the stop set it.
+                        if let (false, false, Ok(s)) = (one_write_failed, waits, self.store(&item.entry.store)) {
+                            self.note(s, &sent);
+                        }
+                        sent
                     };
                     if let Some(bucket) = &bucket {
                         match one_write_failed {
@@ -171,8 +175,8 @@ impl Agent {
     /// slow PUT (an fsync, a round trip) does not wait for another; answers by sequence number,
     /// for the in-order pass to acknowledge. Writes to one object stay in order (only the first
     /// goes ahead, on the version this flush wrote before), and a write whose object was
-    /// refused or held waits for that pass. A write sent here whose answer that pass never takes (it stopped first) is
-    /// sent again next flush, where its own body already in place counts as sent.
+    /// refused or held waits for that pass, which takes every answer given here, whatever
+    /// stopped in between.
     pub(super) fn send_ahead(
         &self,
         port: &mut impl Port,

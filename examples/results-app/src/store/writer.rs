@@ -241,13 +241,13 @@ impl Writer {
     }
 
     /// A run that was not stored (`failed` says why) is taken back: the caller hears so, and
-    /// it must not land later either. A run whose body is already in the bucket (only its
-    /// change-log marker is owed, and is sent later) cannot be taken back: it is stored, and
-    /// said so.
+    /// it must not land later either. A run whose body is already in the bucket cannot be
+    /// taken back: it is stored, and said so — one whose change-log marker is owed (sent
+    /// later), and one a flush running beside this one acknowledged in between.
     fn take_back(&self, db: &Db, key: &str, failed: AppError) -> AppResult<()> {
         call(|done| db.withdraw_pending("results", Key::from(key), done)).map_err(local)?;
         match call(|done| db.sync_status("results", Key::from(key), done)).map_err(local)? {
-            SyncStatus::Pending => Ok(()),
+            SyncStatus::Pending | SyncStatus::Synced => Ok(()),
             _ => Err(failed),
         }
     }
