@@ -147,6 +147,40 @@ fn a_json_post_is_stored_create_only_and_read_back_as_posted() {
     assert_eq!(stored[&key], posted, "read back as posted");
 }
 
+/// A post sent again with its `Idempotency-Key` (its answer was lost, or was a 5xx) is stored
+/// once and answered with the first one's key, whether or not it is a CI run's file; the same
+/// key from another pair is another post; a key that is no header value a key can be is refused.
+#[test]
+fn a_post_sent_again_with_its_idempotency_key_is_stored_once() {
+    let c = Collector::start(&[], &[]);
+    let posted = run("linux-x86_64", "python-3.11");
+    let once = [("idempotency-key", "job-7-file-1")];
+    let first = post_json(&c.url, &once, &posted);
+    let again = post_json(&c.url, &once, &posted);
+    assert_eq!((first.status, again.status), (201, 201), "{} {}", first.body, again.body);
+    assert_eq!(first.body["key"], again.body["key"]);
+    assert_eq!(c.stored().len(), 1);
+
+    let node = post_json(&c.url, &once, &run("linux-x86_64", "node-20"));
+    assert_eq!(node.status, 201);
+    assert_ne!(node.body["key"], first.body["key"]);
+    assert_eq!(c.stored().len(), 2);
+
+    let mut of_ci = run("linux-x86_64", "python-3.11");
+    of_ci["ci"] = json!({"run": "github-77-1"});
+    let keys: Vec<Value> = (0..2).map(|_| post_json(&c.url, &once, &of_ci).body["key"].clone()).collect();
+    assert!(keys[0].as_str().is_some_and(|k| k.contains("-github-77-1/")), "{keys:?}");
+    assert_eq!(keys[0], keys[1]);
+    assert_eq!(c.stored().len(), 3);
+
+    for bad in ["", &"k".repeat(256), "a key"] {
+        let refused = post_json(&c.url, &[("idempotency-key", bad)], &posted);
+        assert_eq!(refused.status, 400, "{bad:?}");
+        assert!(refused.body["error"].as_str().unwrap().contains("Idempotency-Key"), "{}", refused.body);
+    }
+    assert_eq!(c.stored().len(), 3);
+}
+
 #[test]
 fn origins_preflights_and_forms() {
     let c = Collector::start(&["--origin", PAGE], &[]);

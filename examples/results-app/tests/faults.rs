@@ -264,3 +264,36 @@ fn a_collector_under_reset_writes_stores_exactly_the_runs_it_answered_201() {
     assert_eq!(answered_201.len() + refused, 48);
     assert_eq!(run_objects(&moto, &prefix), answered_201, "the bucket holds the runs answered 201, and no other");
 }
+
+/// A post whose answer is lost (the collector stored it, then the connection was reset) is
+/// sent again by `post` with the same Idempotency-Key: it is answered with the first one's key,
+/// and the bucket holds the run once.
+#[test]
+fn a_post_whose_answer_is_lost_is_sent_again_and_stored_once() {
+    let moto = server("moto")["MOTO_ENDPOINT"].clone();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    let prefix = format!("app-retries-{}-{now}/", std::process::id());
+    let collector = Viewer::start(&moto_env(&moto, &prefix));
+    let relay = FaultRelay::start(collector.page.trim_end_matches('/'));
+    let first = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let the_first_post: Targets = Arc::new(move |method, path| {
+        method == "POST" && path == "/results" && first.swap(false, std::sync::atomic::Ordering::SeqCst)
+    });
+    relay.set_for(Some((the_first_post, Fault::ResetAfterRequest)));
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/pytest-9.xml");
+    let posted = app(
+        &["post", "--platform", "linux", "--runtime", "python-3.11", "--collector", &relay.endpoint(), fixture],
+        &[],
+    )
+    .env_remove("OBJSTORE_RESULTS")
+    .output()
+    .unwrap();
+    let said = String::from_utf8_lossy(&posted.stderr);
+    assert!(posted.status.success(), "{said}");
+    assert!(said.contains("trying again"), "the first answer was lost: {said}");
+    assert_eq!(relay.requests(), 2);
+    let stored = run_objects(&moto, &prefix);
+    assert_eq!(stored.len(), 1, "{stored:?}");
+    let answered = String::from_utf8_lossy(&posted.stdout);
+    assert!(answered.contains(stored.iter().next().unwrap().as_str()), "{answered}");
+}

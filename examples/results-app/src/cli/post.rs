@@ -3,9 +3,11 @@
 
 use crate::error::{AppError, AppResult};
 use crate::ingest::{self, Labels};
+use std::time::Duration;
+
 use serde_json::Value;
 
-use crate::model::Run;
+use crate::model::{new_run_id, Run};
 use crate::store::{self, Encoded};
 
 use super::{unknown, value_of, USAGE};
@@ -108,25 +110,53 @@ pub fn collector_url(url: &str) -> String {
     }
 }
 
+/// How long `post` waits before each new try of a post the collector failed (a 5xx, or no
+/// answer): four tries in all, over about seven seconds.
+const RETRY_WAITS: [Duration; 3] = [Duration::from_millis(500), Duration::from_secs(2), Duration::from_secs(5)];
+
 /// Posts a run (its JSON) to a collector (`OBJSTORE_COLLECTOR_TOKEN` is sent as its bearer
-/// token); returns the key it stored the run under.
+/// token); returns the key it stored the run under. A post the collector failed is sent again
+/// with the same `Idempotency-Key`, so that it is stored once however many tries it took.
 pub fn send_to_collector(url: &str, run: &str) -> AppResult<String> {
     let url = &collector_url(url);
+    let once = new_run_id();
+    let mut waits = RETRY_WAITS.iter();
+    loop {
+        match send_once(url, run, &once) {
+            Err(Try::Again(why)) => match waits.next() {
+                Some(wait) => {
+                    eprintln!("objstore-results: {why}; trying again in {} ms", wait.as_millis());
+                    std::thread::sleep(*wait);
+                }
+                None => return Err(AppError::unavailable(why)),
+            },
+            Err(Try::Never(refused)) => return Err(refused),
+            Ok(key) => return Ok(key),
+        }
+    }
+}
+
+/// Why a try did not store the run: for now (another may), or for good.
+enum Try {
+    Again(String),
+    Never(AppError),
+}
+
+fn send_once(url: &str, run: &str, once: &str) -> Result<String, Try> {
     let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
-    let mut request = agent.post(url).header("content-type", "application/json");
+    let mut request = agent.post(url).header("content-type", "application/json").header("idempotency-key", once);
     if let Some(token) = std::env::var("OBJSTORE_COLLECTOR_TOKEN").ok().filter(|t| !t.is_empty()) {
         request = request.header("authorization", format!("Bearer {token}"));
     }
-    let mut response =
-        request.send(run.as_bytes()).map_err(|e| AppError::unavailable(format!("posting to {url}: {e}")))?;
+    let mut response = request.send(run.as_bytes()).map_err(|e| Try::Again(format!("posting to {url}: {e}")))?;
     let status = response.status().as_u16();
     let text = response.body_mut().read_to_string().unwrap_or_default();
     let answer: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+    let said =
+        format!("the collector at {url} answered {status}: {}", answer["error"].as_str().unwrap_or("no error message"));
     match (status, answer["key"].as_str()) {
         (201, Some(key)) => Ok(key.to_string()),
-        _ => Err(AppError::refused(format!(
-            "the collector at {url} answered {status}: {}",
-            answer["error"].as_str().unwrap_or("no error message")
-        ))),
+        (500..=599, _) => Err(Try::Again(said)),
+        _ => Err(Try::Never(AppError::refused(said))),
     }
 }

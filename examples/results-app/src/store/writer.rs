@@ -13,7 +13,7 @@ use crate::clock::now_ms;
 use crate::error::{AppError, AppResult, Kind};
 use crate::model::digest;
 use crate::model::digest::Digest;
-use crate::model::{clip, is_run_segment, new_run_id, object_key, run_segment, Run};
+use crate::model::{clip, is_run_segment, new_run_id, object_key, run_segment, short_hash, Run};
 
 use super::group::Group;
 use super::{call, open_and_wait, Target};
@@ -49,6 +49,8 @@ pub struct Encoded {
     ci_run: Option<String>,
     digest: Option<String>,
     record: Record,
+    /// The poster's key for this post (`Idempotency-Key`), as the run id and file id it names.
+    once: Option<String>,
 }
 
 impl Encoded {
@@ -59,7 +61,18 @@ impl Encoded {
             ci_run: run.ci.run.clone(),
             digest: Digest::for_name(run),
             record: Record::of(run).expect("a run serialises"),
+            once: None,
         }
+    }
+
+    /// The same post, keyed by its poster (an `Idempotency-Key`): posted again with the same
+    /// key, it is stored under the same name, and create-only makes the second "already
+    /// stored". The name is the key's hash within the run's pair, so no other pair's post
+    /// can meet it.
+    pub fn keyed(mut self, key: &str) -> Encoded {
+        let named = format!("{}/{}/{key}", self.platform, self.browser);
+        self.once = Some(format!("{:016x}", short_hash(named.as_bytes())));
+        self
     }
 
     /// The run's JSON, as it is stored.
@@ -123,13 +136,17 @@ impl Writer {
 
     /// [`Writer::store`] of a run already encoded (whose parsed form is gone).
     pub fn store_encoded(&self, run: Encoded) -> AppResult<String> {
-        let segment = match &run.ci_run {
-            None => run_segment(now_ms(), &new_run_id()),
-            Some(id) => self.segment_of(&self.database(1)?, id)?,
+        // A keyed post of no CI run is a run of its own, anchored as a CI run is, so that its
+        // second post finds the first one's time in its name.
+        let segment = match (&run.ci_run, &run.once) {
+            (Some(id), _) => self.segment_of(&self.database(1)?, id)?,
+            (None, Some(once)) => self.segment_of(&self.database(1)?, &format!("post-{once}"))?,
+            (None, None) => run_segment(now_ms(), &new_run_id()),
         };
         // The file's name carries its digest where it fits, so that a listing draws the matrix.
         let fixed = self.target.prefix.len() + object_key(&run.platform, &run.browser, &segment, "").len();
-        let file = digest::file_segment(&new_run_id(), run.digest.as_deref(), fixed);
+        let file_id = run.once.clone().unwrap_or_else(new_run_id);
+        let file = digest::file_segment(&file_id, run.digest.as_deref(), fixed);
         let key = object_key(&run.platform, &run.browser, &segment, &file);
         self.group.submit((key.clone(), run.record), |wave| self.write_wave(wave))?;
         self.stored.fetch_add(1, Ordering::Relaxed);
@@ -212,11 +229,32 @@ impl Writer {
 
     /// Writes `record` under `key`, create-only, and waits until the bucket holds it.
     fn create(&self, db: &Db, key: &str, record: impl Into<Record>) -> AppResult<()> {
-        call(|done| db.add(None, "results", record, Some(Key::from(key)), done)).map_err(local)?;
+        let record = record.into();
+        let added = call(|done| db.add(None, "results", record.clone(), Some(Key::from(key)), done));
+        if let Err(e) = added {
+            if !self.written_before(db, key, record)? {
+                return Err(local(e));
+            }
+        }
         match call(|done| db.flush(done)).map_err(local) {
             Ok(report) => self.settle(db, key, &report),
             // Taken back unless the bucket already holds it, as a wave's runs are.
             Err(e) => self.take_back(db, key, e),
+        }
+    }
+
+    /// Whether `key` was written here before with this same record (a keyed post, posted
+    /// again): it is then settled as the first one is. A key written with another record is
+    /// refused.
+    fn written_before(&self, db: &Db, key: &str, record: Record) -> AppResult<bool> {
+        let found =
+            call(|done| db.get(None, "results", Key::from(key), Freshness::Cached, AsValue, done)).map_err(local)?;
+        if found.is_null() {
+            return Ok(false);
+        }
+        match found == record.into_tree().map_err(|e| local(e.into()))? {
+            true => Ok(true),
+            false => Err(AppError::bad("this Idempotency-Key was posted before with another report")),
         }
     }
 

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use axum::body::{to_bytes, Bytes};
 use axum::extract::{ConnectInfo, DefaultBodyLimit, FromRequest, Multipart, Request, State};
 use axum::http::header::{ALLOW, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
-use axum::http::{HeaderValue, Method, StatusCode};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
@@ -39,7 +39,7 @@ pub fn router(config: Config, writer: Writer) -> Router {
     let cors = CorsLayer::new()
         .allow_origin(AllowOrigin::list(origins))
         .allow_methods([Method::POST])
-        .allow_headers([CONTENT_TYPE, AUTHORIZATION])
+        .allow_headers([CONTENT_TYPE, AUTHORIZATION, HeaderName::from_static(IDEMPOTENCY_KEY)])
         .expose_headers([RETRY_AFTER])
         .max_age(Duration::from_secs(600));
     let limiter = Limiter::new(config.per_minute, config.burst);
@@ -76,6 +76,10 @@ async fn post_results(
         Ok(token) => token.cloned(),
         Err(refused) => return refused.into_response(),
     };
+    let once = match idempotency_key(&headers) {
+        Ok(once) => once,
+        Err(refused) => return refused.into_response(),
+    };
     // Reading the post has a deadline (a client sending slowly or not at all is cut off); the
     // write that follows has the library's own timeouts, and is never cut off half-way.
     // The parse has the same deadline: it runs on a thread of its own, which the timeout below
@@ -94,6 +98,10 @@ async fn post_results(
     // Encoded first, so that only the run's text (not its parsed form) waits for the write.
     let stored = tokio::task::spawn_blocking(move || {
         let encoded = Encoded::of(&run);
+        let encoded = match &once {
+            Some(key) => encoded.keyed(key),
+            None => encoded,
+        };
         drop(run);
         writer.store_encoded(encoded)
     })
@@ -104,6 +112,23 @@ async fn post_results(
         Err(_) => AppError::internal("the write stopped unexpectedly").into_response(),
     }
 }
+
+/// The post's `Idempotency-Key`, if it has one: 1 to 255 visible ASCII characters. A post sent
+/// again with the same key (and the same report) is stored once, and answered as the first was.
+fn idempotency_key(headers: &HeaderMap) -> AppResult<Option<String>> {
+    let Some(value) = headers.get(IDEMPOTENCY_KEY) else { return Ok(None) };
+    match value.to_str() {
+        Ok(key) if (1..=255).contains(&key.len()) && key.bytes().all(|b| b.is_ascii_graphic()) => {
+            Ok(Some(key.to_string()))
+        }
+        _ => {
+            Err(AppError::bad("the Idempotency-Key header must be 1 to 255 visible ASCII characters")
+                .at("Idempotency-Key"))
+        }
+    }
+}
+
+const IDEMPOTENCY_KEY: &str = "idempotency-key";
 
 /// The run a post carries: a JSON body (a run or a CTRF report), or a form (urlencoded or
 /// multipart) with fields platform, browser, version, suite and report.
