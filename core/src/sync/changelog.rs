@@ -41,7 +41,7 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::OnceLock;
+use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
@@ -125,12 +125,36 @@ struct WaveBody {
 
 /// `{ms:013}-{writer:016x}-{n:08x}`: the writer's clock, its number, its counter.
 fn stamp(now_ms: u64) -> String {
-    static WRITER: OnceLock<u64> = OnceLock::new();
     static COUNTER: AtomicU32 = AtomicU32::new(0);
-    // A random number per process: two writers in one millisecond never share a name.
-    let writer = *WRITER.get_or_init(|| std::collections::hash_map::RandomState::new().build_hasher().finish());
+    let writer = writer_of(std::process::id());
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     format!("{now_ms:013}-{writer:016x}-{n:08x}")
+}
+
+/// The writer number of process `pid`: random, so that two writers in one millisecond never
+/// share a name, and new in a forked child, which would otherwise stamp markers as its parent
+/// with a counter that clashes with the parent's. The pid and the clock go into it: children
+/// forked from one parent start with one hasher state.
+fn writer_of(pid: u32) -> u64 {
+    static WRITER: Mutex<Option<(u32, u64)>> = Mutex::new(None);
+    number_for(&mut WRITER.lock().unwrap_or_else(|p| p.into_inner()), pid)
+}
+
+/// The number `held` gives `pid`, made anew when `held` is another process's.
+fn number_for(held: &mut Option<(u32, u64)>, pid: u32) -> u64 {
+    match *held {
+        Some((of, number)) if of == pid => number,
+        _ => {
+            let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+            hasher.write_u32(pid);
+            hasher.write_u128(
+                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()),
+            );
+            let number = hasher.finish();
+            *held = Some((pid, number));
+            number
+        }
+    }
 }
 
 /// A stamp's time, writer and counter.
@@ -248,6 +272,17 @@ fn is_name_safe(etag: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A process keeps its writer number; another process (a forked child) gets its own.
+    #[test]
+    fn a_forked_child_stamps_as_a_writer_of_its_own() {
+        let mut held = None;
+        let parent = number_for(&mut held, 1);
+        assert_eq!(number_for(&mut held, 1), parent);
+        let child = number_for(&mut held, 2);
+        assert_ne!(child, parent);
+        assert_eq!(number_for(&mut held, 2), child);
+    }
 
     fn listed(key: String) -> ObjectInfo {
         ObjectInfo {

@@ -247,9 +247,10 @@ fn link(page: &str, key: &str) -> String {
     format!("{}?view=run&key={escaped}", page.replace(' ', "%20"))
 }
 
-/// Text as Markdown shows it, not as markup: inline punctuation escaped; `<`, `>`, `&`, `@`
-/// and `#` as entities (no HTML, no mention of a person or team, no issue link); and a zero-width
-/// space after `://` and `www.` (no link made of a test's text).
+/// Text as Markdown shows it, not as markup: inline punctuation escaped; `<`, `>` and `&` as
+/// entities (no HTML); a zero-width space after `@` and `#` (no mention of a person or team, no
+/// issue link: GitHub looks for them after entities are decoded, so an entity would not do, and
+/// bots write them so), and after `://` and `www.` (no link made of a test's text).
 fn md(text: &str) -> String {
     let text = text.replace("://", ":\u{200B}//").replace("www.", "www\u{200B}.");
     let mut out = String::with_capacity(text.len());
@@ -258,8 +259,10 @@ fn md(text: &str) -> String {
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
             '&' => out.push_str("&amp;"),
-            '@' => out.push_str("&#64;"),
-            '#' => out.push_str("&#35;"),
+            '@' | '#' => {
+                out.push(c);
+                out.push('\u{200B}');
+            }
             '$' => out.push_str("&#36;"),
             '\n' | '\r' => out.push(' '),
             // Never at a line's start (a row or a list item comes first): only what marks up
@@ -333,7 +336,7 @@ mod tests {
     /// Nothing a test's text holds becomes a mention, an issue link, a link or math.
     #[test]
     fn markdown_text_stays_text() {
-        assert_eq!(md("@team/db #12 $x$"), "&#64;team/db &#35;12 &#36;x&#36;");
+        assert_eq!(md("@team/db #12 $x$"), "@\u{200B}team/db #\u{200B}12 &#36;x&#36;");
         assert_eq!(
             md("see https://evil.example and www.evil.example"),
             "see https:\u{200B}//evil.example and www\u{200B}.evil.example"
