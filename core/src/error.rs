@@ -281,12 +281,32 @@ fn known_list(known: &[String]) -> String {
     }
 }
 
-/// An input echoed in a message: quoted, and cut to its first 60 characters with its length
-/// when long, so that a huge input does not come back whole.
+/// An input echoed in a message: quoted as JSON quotes a string (a control character is
+/// `\u0001` in every language's message, not Rust's `\u{1}`), and cut to its first 60
+/// characters with its length when long, so that a huge input does not come back whole.
 pub fn clip(text: &str) -> String {
+    let quoted = |text: &str| serde_json::to_string(text).expect("a string serialises");
     match text.char_indices().nth(60) {
-        None => format!("{text:?}"),
-        Some((end, _)) => format!("{:?}… ({} bytes)", &text[..end], text.len()),
+        None => quoted(text),
+        Some((end, _)) => format!("{}… ({} bytes)", quoted(&text[..end]), text.len()),
+    }
+}
+
+/// A JSON value echoed in a message: its text, cut as [`clip`] cuts.
+pub fn clip_json(value: &serde_json::Value) -> String {
+    cut(&value.to_string(), 60)
+}
+
+/// Another library's error text, which may quote the input (a SQL parser's): cut past 200
+/// characters, with its length.
+pub fn clip_message(text: &str) -> String {
+    cut(text, 200)
+}
+
+fn cut(text: &str, chars: usize) -> String {
+    match text.char_indices().nth(chars) {
+        None => text.to_string(),
+        Some((end, _)) => format!("{}… ({} bytes)", &text[..end], text.len()),
     }
 }
 
@@ -382,6 +402,25 @@ fn expected_in_words(expected: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A name in a message is quoted as JSON quotes it, in every language, and cut when long.
+    #[test]
+    fn an_echoed_input_is_quoted_as_json_and_cut() {
+        assert_eq!(clip("discard\u{1}"), r#""discard\u0001""#);
+        assert_eq!(clip("say \"hi\""), r#""say \"hi\"""#);
+        let long = clip(&"é".repeat(100));
+        assert!(long.starts_with(&format!("\"{}\"…", "é".repeat(60))) && long.ends_with("(200 bytes)"), "{long}");
+        assert_eq!(clip_message(&"m".repeat(250)), format!("{}… (250 bytes)", "m".repeat(200)));
+    }
+
+    /// A SQL text that cannot be parsed is named in a short message, though the parser's own
+    /// error quotes what it met (a 5 MB string literal).
+    #[test]
+    fn an_unparsable_sql_text_is_named_in_a_short_message() {
+        let sql = format!("SELECT * FROM t WHERE a = 1 '{}'", "x".repeat(5_000_000));
+        let e = crate::sql::target(&sql, &[]).err().expect("not SQL");
+        assert!(e.to_string().len() < 600, "{}", &e.to_string()[..600]);
+    }
 
     fn said(json: &str) -> String {
         let e = serde_json::from_str::<crate::Schema>(json).unwrap_err();

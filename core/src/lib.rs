@@ -29,7 +29,7 @@ pub(crate) mod time;
 mod token;
 
 pub use database::{Database, MechanismKind, Mode, OpenOptions, Tx, TxId};
-pub use error::{clip, Error, ErrorCode, Result};
+pub use error::{clip, clip_json, clip_message, Error, ErrorCode, Result};
 pub use events::{Event, EventFilter, EventKind, Listener, SubscriptionId};
 pub use executor::{AsyncDatabase, ExecutorOptions, DEFAULT_IDLE_TRANSACTION_TIMEOUT, DEFAULT_QUEUE_CAPACITY};
 pub use key::Key;

@@ -299,8 +299,13 @@ fn parsed(sql: &str) -> Result<ast::Statement> {
         return Ok(statement);
     }
     drop(kept);
-    let mut statements = Parser::parse_sql(&GenericDialect {}, sql)
-        .map_err(|e| Error::InvalidArgument(format!("SQL: cannot parse {}: {e}", crate::error::clip(sql))))?;
+    let mut statements = Parser::parse_sql(&GenericDialect {}, sql).map_err(|e| {
+        Error::InvalidArgument(format!(
+            "SQL: cannot parse {}: {}",
+            crate::error::clip(sql),
+            crate::error::clip_message(&e.to_string())
+        ))
+    })?;
     if statements.len() != 1 {
         return Err(Error::InvalidArgument(format!("SQL: expected one statement, found {}", statements.len())));
     }
@@ -527,13 +532,16 @@ fn parse_number(text: &str) -> Result<Value> {
         .ok()
         .and_then(Number::from_f64)
         .map(Value::Number)
-        .ok_or_else(|| Error::InvalidArgument(format!("SQL: {text} is not a number")))
+        .ok_or_else(|| Error::InvalidArgument(format!("SQL: {} is not a number", crate::error::clip_message(text))))
 }
 
 fn count_value(expr: &Expr, clause: &str, params: &mut Params) -> Result<usize> {
     match value(expr, params)? {
         Value::Number(n) if n.as_u64().is_some() => Ok(n.as_u64().unwrap() as usize),
-        other => Err(Error::InvalidArgument(format!("SQL: {clause} needs a whole number, not {other}"))),
+        other => Err(Error::InvalidArgument(format!(
+            "SQL: {clause} needs a whole number, not {}",
+            crate::error::clip_json(&other)
+        ))),
     }
 }
 
@@ -570,7 +578,12 @@ fn add_conditions(query: Query, expr: Expr, params: &mut Params) -> Result<Query
             let field = field_name(&expr)?;
             let pattern = match value(&pattern, params)? {
                 Value::String(p) => p,
-                other => return Err(Error::InvalidArgument(format!("SQL: LIKE needs a string pattern, not {other}"))),
+                other => {
+                    return Err(Error::InvalidArgument(format!(
+                        "SQL: LIKE needs a string pattern, not {}",
+                        crate::error::clip_json(&other)
+                    )))
+                }
             };
             match pattern.strip_suffix('%') {
                 Some(prefix) if !prefix.contains(['%', '_']) => Ok(query.filter(&field, Op::Starts, prefix)),

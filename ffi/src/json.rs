@@ -9,8 +9,8 @@ use std::time::Duration;
 use crate::rsapi::{OpenOptions, Opened};
 
 use objstore_db_core::{
-    Durability, Error, Event, EventFilter, EventKind, FlushReport, Key, KeyRange, MechanismKind, Plan, Record,
-    RefusedWrite, Result, ScanOptions, Schema, Stats, SyncStatus,
+    clip_json, Durability, Error, Event, EventFilter, EventKind, FlushReport, Key, KeyRange, MechanismKind, Plan,
+    Record, RefusedWrite, Result, ScanOptions, Schema, Stats, SyncStatus,
 };
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
@@ -82,7 +82,7 @@ pub fn scan(value: Option<&Value>) -> Result<ScanOptions> {
 pub fn keys(value: &Value) -> Result<Vec<Key>> {
     match value {
         Value::Array(items) => items.iter().map(Key::from_json).collect(),
-        other => Err(Error::InvalidArgument(format!("key list: expected an array, got {other}"))),
+        other => Err(Error::InvalidArgument(format!("key list: expected an array, got {}", clip_json(other)))),
     }
 }
 
@@ -94,10 +94,13 @@ pub fn stores(value: &Value) -> Result<Vec<String>> {
             .iter()
             .map(|v| match v {
                 Value::String(s) => Ok(s.clone()),
-                other => Err(Error::InvalidArgument(format!("store list: {other} is not a store name"))),
+                other => Err(Error::InvalidArgument(format!("store list: {} is not a store name", clip_json(other)))),
             })
             .collect(),
-        other => Err(Error::InvalidArgument(format!("store list: expected a name or an array of names, got {other}"))),
+        other => Err(Error::InvalidArgument(format!(
+            "store list: expected a name or an array of names, got {}",
+            clip_json(other)
+        ))),
     }
 }
 
@@ -112,7 +115,9 @@ pub fn sql_params(value: Option<&Value>) -> Result<Vec<Value>> {
     match value {
         None | Some(Value::Null) => Ok(Vec::new()),
         Some(Value::Array(items)) => Ok(items.clone()),
-        Some(other) => Err(Error::InvalidArgument(format!("SQL parameters: expected an array, got {other}"))),
+        Some(other) => {
+            Err(Error::InvalidArgument(format!("SQL parameters: expected an array, got {}", clip_json(other))))
+        }
     }
 }
 
@@ -127,10 +132,10 @@ pub fn open_options(value: Option<&Value>) -> Result<OpenOptions> {
     };
     let map = value
         .as_object()
-        .ok_or_else(|| Error::InvalidArgument(format!("open options: expected an object, got {value}")))?;
+        .ok_or_else(|| Error::InvalidArgument(format!("open options: expected an object, got {}", clip_json(value))))?;
     let count = |field: &str, v: &Value| {
         v.as_u64().filter(|n| *n > 0).ok_or_else(|| {
-            Error::InvalidArgument(format!("open options: {field} = {v} is not a positive whole number"))
+            Error::InvalidArgument(format!("open options: {field} = {} is not a positive whole number", clip_json(v)))
         })
     };
     for (field, v) in map {
@@ -337,6 +342,26 @@ impl IntoJson for SyncStatus {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A wrong argument of any size is named in a message of a few lines, never echoed whole
+    /// (a fuzzer's 50 MB store list came back in its error).
+    #[test]
+    fn a_huge_wrong_argument_is_named_in_a_short_message() {
+        let huge = Value::Array(vec![json!(1); 5_000_000]);
+        let object = json!({"a": "x".repeat(5_000_000)});
+        let said = [
+            stores(&json!([huge.clone()])).unwrap_err(),
+            stores(&object).unwrap_err(),
+            keys(&object).unwrap_err(),
+            sql_params(Some(&object)).unwrap_err(),
+            open_options(Some(&huge)).unwrap_err(),
+        ];
+        for e in said {
+            let message = e.to_string();
+            assert!(message.len() < 300, "{} bytes: {}", message.len(), &message[..300]);
+            assert!(message.contains("bytes)"), "it says how long the input was: {message}");
+        }
+    }
 
     #[test]
     fn a_schema_is_sent_as_it_is_stored() {

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 
 use crate::database::{Database, Mode, Tx};
-use crate::error::{Error, Result};
+use crate::error::{clip, Error, Result};
 use crate::events::{Event, EventKind};
 use crate::key::Key;
 use crate::range::KeyRange;
@@ -170,7 +170,9 @@ impl Resolution {
         match name {
             "discard" => Ok(Resolution::Discard),
             "overwrite" => Ok(Resolution::Overwrite),
-            other => Err(Error::InvalidArgument(format!("unknown resolution {other:?} (known: discard, overwrite)"))),
+            other => {
+                Err(Error::InvalidArgument(format!("unknown resolution {} (known: discard, overwrite)", clip(other))))
+            }
         }
     }
 }
