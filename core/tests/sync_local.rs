@@ -703,6 +703,34 @@ fn a_restart_flush_that_finds_its_own_body_finishes_the_record() {
     assert_eq!(bucket.head("k", &Token::default()).unwrap().unwrap().1, new);
 }
 
+/// A link planted in the bucket's folder by anyone who may write it carries no write, and no
+/// read, outside the bucket: an object under a linked folder, or an object that is a link, is
+/// refused and names the link; a temporary file is made new, under a name no one can plant
+/// ahead (the old one was the pid and the thread's number).
+#[test]
+fn links_in_the_local_bucket_carry_nothing_outside_it() {
+    let dir = TempDir::new().unwrap();
+    let bucket = local_bucket(dir.path());
+    let outside = dir.path().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    std::os::unix::fs::symlink(&outside, dir.path().join("b/linked")).unwrap();
+    std::fs::write(outside.join("victim"), b"kept").unwrap();
+    std::os::unix::fs::symlink(outside.join("victim"), dir.path().join("b/object")).unwrap();
+    let put = |key: &str| bucket.put(key, br#"{"v":1}"#, &PutOptions::default(), &Token::default());
+    for key in ["linked/run", "object"] {
+        let refused = put(key).unwrap_err().to_string();
+        assert!(refused.contains("is a symbolic link"), "{key}: {refused}");
+        let read = bucket.head(key, &Token::default()).unwrap_err().to_string();
+        assert!(read.contains("is a symbolic link"), "{key}: {read}");
+    }
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 1, "nothing was written outside");
+    assert_eq!(std::fs::read(outside.join("victim")).unwrap(), b"kept");
+    // Writes elsewhere go on, each through a temporary file of its own.
+    put("fine/run").unwrap();
+    let tmp = dir.path().join("b/.objstore/tmp");
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "its temporary files are gone");
+}
+
 #[test]
 fn temporary_files_of_killed_writers_are_removed_at_open() {
     let dir = TempDir::new().unwrap();

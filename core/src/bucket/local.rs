@@ -7,6 +7,7 @@
 
 use std::fs::{self, File};
 use std::io::{ErrorKind, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -110,7 +111,28 @@ impl LocalBucket {
         if key.split('/').next() == Some(RESERVED) {
             return refuse("the .objstore folder is reserved");
         }
+        // A link planted in the bucket's folder (by anyone who may write it) must not carry a
+        // write, or a read, outside it.
+        if let Some(link) = self.link_on_the_way(key) {
+            return refuse(&format!("{} is a symbolic link", link.display()));
+        }
         Ok(self.root.join(key))
+    }
+
+    /// The first symbolic link among the folders and file `key` names, in the objects' tree or
+    /// in the records' (`.objstore/meta`).
+    fn link_on_the_way(&self, key: &str) -> Option<PathBuf> {
+        let meta = self.root.join(RESERVED).join("meta");
+        let mut within = PathBuf::new();
+        for segment in key.split('/') {
+            within.push(segment);
+            for path in [self.root.join(&within), meta.join(&within)] {
+                if fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
+                    return Some(path);
+                }
+            }
+        }
+        None
     }
 
     fn sidecar_path(&self, key: &str) -> PathBuf {
@@ -164,18 +186,26 @@ impl LocalBucket {
         self.sync_folder_of(path)
     }
 
-    /// Writes `bytes` to a temporary file of this thread (`what` tells it apart from the
-    /// thread's others) and syncs it to the disk; no lock is needed for that part.
+    /// Writes `bytes` to a new temporary file and syncs it to the disk; no lock is needed for
+    /// that part. Its name is this process's id (for `remove_orphaned_temporaries`) and a random
+    /// number, and it is created new and never through a link: a link planted at a name
+    /// guessed ahead cannot carry the write outside the bucket.
     fn staged(&self, path: &Path, bytes: &[u8], what: &str) -> Result<PathBuf> {
-        let tmp = self.root.join(RESERVED).join("tmp").join(format!(
-            "{}-{:?}-{what}",
-            std::process::id(),
-            std::thread::current().id()
-        ));
-        File::create(&tmp)
-            .and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all()))
-            .map_err(|e| io_error(&format!("writing {}", path.display()), e))?;
-        Ok(tmp)
+        let context = format!("writing {}", path.display());
+        let mut attempts = 0;
+        loop {
+            let tmp =
+                self.root.join(RESERVED).join("tmp").join(format!("{}-{:016x}-{what}", std::process::id(), random()));
+            let created = fs::OpenOptions::new().write(true).create_new(true).custom_flags(libc::O_NOFOLLOW).open(&tmp);
+            match created {
+                Ok(mut file) => {
+                    file.write_all(bytes).and_then(|()| file.sync_all()).map_err(|e| io_error(&context, e))?;
+                    return Ok(tmp);
+                }
+                Err(e) if e.kind() == ErrorKind::AlreadyExists && attempts < 3 => attempts += 1,
+                Err(e) => return Err(io_error(&context, e)),
+            }
+        }
     }
 
     /// Renames `tmp` to `path`, under the lock. Its folder is normally there already
@@ -516,6 +546,17 @@ impl Sidecar {
 }
 
 /// A file's inode and modification time in nanoseconds: a body renamed into place has new ones.
+/// A number no other temporary file of this bucket is likely to have: std's random hash keys,
+/// the clock and a counter.
+fn random() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    hasher.write_u128(SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos()));
+    hasher.finish()
+}
+
 fn identity(file: &fs::Metadata) -> (u64, u64) {
     use std::os::unix::fs::MetadataExt;
     (file.ino(), (file.mtime() as u64).wrapping_mul(1_000_000_000).wrapping_add(file.mtime_nsec() as u64))
