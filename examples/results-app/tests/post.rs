@@ -80,13 +80,19 @@ fn reports_of_every_producer_are_stored_in_the_layout() {
     let runs = stored(dir.path());
     assert_eq!(runs.len(), 3);
     let platform = format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH);
+    // One call is one run: its files share a run segment, named for the call.
+    let segments: std::collections::BTreeSet<&str> =
+        runs.iter().map(|(key, _)| key.split('/').nth(2).unwrap()).collect();
+    assert_eq!(segments.len(), 1, "{segments:?}");
     for (key, run) in &runs {
         let parts: Vec<&str> = key.split('/').collect();
         assert_eq!(parts[..2], [platform.as_str(), "python-3.11"], "{key}");
         let (reverse, id) = parts[2].split_once('-').unwrap();
         // The file's name: its id, then the digest a listing draws the matrix from.
         let (file_id, digest) = parts[3].split_once('.').unwrap();
-        assert_eq!((reverse.len(), id.len(), file_id.len()), (13, 16, 16), "{key}");
+        let call = id.strip_prefix("post-").unwrap_or_else(|| panic!("a call's run: {key}"));
+        assert_eq!((reverse.len(), call.len(), file_id.len()), (13, 16, 16), "{key}");
+        assert_eq!(run["ci"]["run"], id);
         assert!(
             digest.starts_with("1.") && digest.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b)),
             "{key}"

@@ -47,6 +47,11 @@ pub fn run(args: &[String]) -> AppResult<()> {
         return Err(AppError::bad(USAGE));
     }
     labels.fill_ci(&|name| std::env::var(name).ok())?;
+    // One call is one run, as `--help` says: files posted together and in no CI run share a
+    // run of their own, anchored as a CI run is.
+    if labels.ci.run.is_none() && files.len() > 1 {
+        labels.ci.run = Some(format!("post-{}", new_run_id()));
+    }
     // Each report is encoded as soon as it is read: its parsed form (ten times its text) is
     // gone before the next file is read, and before anything is stored.
     let reports = files
