@@ -418,7 +418,7 @@ mod tests {
     #[test]
     fn an_unparsable_sql_text_is_named_in_a_short_message() {
         let sql = format!("SELECT * FROM t WHERE a = 1 '{}'", "x".repeat(5_000_000));
-        let e = crate::sql::target(&sql, &[]).err().expect("not SQL");
+        let e = crate::sql::target(&sql, &[]).expect_err("not SQL");
         assert!(e.to_string().len() < 600, "{}", &e.to_string()[..600]);
     }
 
