@@ -285,28 +285,25 @@ fn known_list(known: &[String]) -> String {
 /// `\u0001` in every language's message, not Rust's `\u{1}`), and cut to its first 60
 /// characters with its length when long, so that a huge input does not come back whole.
 pub fn clip(text: &str) -> String {
-    let quoted = |text: &str| serde_json::to_string(text).expect("a string serialises");
-    match text.char_indices().nth(60) {
-        None => quoted(text),
-        Some((end, _)) => format!("{}… ({} bytes)", quoted(&text[..end]), text.len()),
-    }
+    cut(text, 60, |text| serde_json::to_string(text).expect("a string serialises"))
 }
 
 /// A JSON value echoed in a message: its text, cut as [`clip`] cuts.
 pub fn clip_json(value: &serde_json::Value) -> String {
-    cut(&value.to_string(), 60)
+    cut(&value.to_string(), 60, str::to_string)
 }
 
 /// Another library's error text, which may quote the input (a SQL parser's): cut past 200
 /// characters, with its length.
 pub fn clip_message(text: &str) -> String {
-    cut(text, 200)
+    cut(text, 200, str::to_string)
 }
 
-fn cut(text: &str, chars: usize) -> String {
+/// `text` as `show` writes it, or past `chars` characters its start so written, with its length.
+fn cut(text: &str, chars: usize, show: impl Fn(&str) -> String) -> String {
     match text.char_indices().nth(chars) {
-        None => text.to_string(),
-        Some((end, _)) => format!("{}… ({} bytes)", &text[..end], text.len()),
+        None => show(text),
+        Some((end, _)) => format!("{}… ({} bytes)", show(&text[..end]), text.len()),
     }
 }
 

@@ -17,6 +17,7 @@ mod keypath;
 mod mechanism;
 mod ops;
 mod query;
+pub(crate) mod random;
 mod range;
 mod record;
 mod records;

@@ -194,8 +194,11 @@ impl LocalBucket {
         let context = format!("writing {}", path.display());
         let mut attempts = 0;
         loop {
-            let tmp =
-                self.root.join(RESERVED).join("tmp").join(format!("{}-{:016x}-{what}", std::process::id(), random()));
+            let tmp = self.root.join(RESERVED).join("tmp").join(format!(
+                "{}-{:016x}-{what}",
+                std::process::id(),
+                crate::random::number()
+            ));
             let created = fs::OpenOptions::new().write(true).create_new(true).custom_flags(libc::O_NOFOLLOW).open(&tmp);
             match created {
                 Ok(mut file) => {
@@ -546,17 +549,6 @@ impl Sidecar {
 }
 
 /// A file's inode and modification time in nanoseconds: a body renamed into place has new ones.
-/// A number no other temporary file of this bucket is likely to have: std's random hash keys,
-/// the clock and a counter.
-fn random() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u64(COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
-    hasher.write_u128(SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos()));
-    hasher.finish()
-}
-
 fn identity(file: &fs::Metadata) -> (u64, u64) {
     use std::os::unix::fs::MetadataExt;
     (file.ino(), (file.mtime() as u64).wrapping_mul(1_000_000_000).wrapping_add(file.mtime_nsec() as u64))

@@ -39,7 +39,6 @@
 //! lists in full that often still reads them).
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 
@@ -133,8 +132,7 @@ fn stamp(now_ms: u64) -> String {
 
 /// The writer number of process `pid`: random, so that two writers in one millisecond never
 /// share a name, and new in a forked child, which would otherwise stamp markers as its parent
-/// with a counter that clashes with the parent's. The pid and the clock go into it: children
-/// forked from one parent start with one hasher state.
+/// with a counter that clashes with the parent's.
 fn writer_of(pid: u32) -> u64 {
     static WRITER: Mutex<Option<(u32, u64)>> = Mutex::new(None);
     number_for(&mut WRITER.lock().unwrap_or_else(|p| p.into_inner()), pid)
@@ -145,12 +143,7 @@ fn number_for(held: &mut Option<(u32, u64)>, pid: u32) -> u64 {
     match *held {
         Some((of, number)) if of == pid => number,
         _ => {
-            let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-            hasher.write_u32(pid);
-            hasher.write_u128(
-                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()),
-            );
-            let number = hasher.finish();
+            let number = crate::random::number();
             *held = Some((pid, number));
             number
         }

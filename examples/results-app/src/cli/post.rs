@@ -1,12 +1,12 @@
 //! `objstore-results post FILE...`: reports read as runs (every file before anything is
 //! stored), then stored in the bucket or sent to a collector.
 
-use crate::error::{AppError, AppResult};
-use crate::ingest::{self, Labels};
 use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::error::{AppError, AppResult};
+use crate::ingest::{self, Labels};
 use crate::model::{new_run_id, Run};
 use crate::store::{self, Encoded};
 

@@ -230,12 +230,15 @@ impl Writer {
     /// Writes `record` under `key`, create-only, and waits until the bucket holds it.
     fn create(&self, db: &Db, key: &str, record: impl Into<Record>) -> AppResult<()> {
         let record = record.into();
-        let added = call(|done| db.add(None, "results", record.clone(), Some(Key::from(key)), done));
-        if let Err(e) = added {
-            if !self.written_before(db, key, record)? {
-                return Err(local(e));
-            }
+        // A keyed post sent again is settled as the first one is.
+        if !self.written_before(db, key, &record)? {
+            call(|done| db.add(None, "results", record, Some(Key::from(key)), done)).map_err(local)?;
         }
+        self.flush_and_settle(db, key)
+    }
+
+    /// Flushes, and answers whether the bucket holds `key`.
+    fn flush_and_settle(&self, db: &Db, key: &str) -> AppResult<()> {
         match call(|done| db.flush(done)).map_err(local) {
             Ok(report) => self.settle(db, key, &report),
             // Taken back unless the bucket already holds it, as a wave's runs are.
@@ -244,15 +247,20 @@ impl Writer {
     }
 
     /// Whether `key` was written here before with this same record (a keyed post, posted
-    /// again): it is then settled as the first one is. A key written with another record is
-    /// refused.
-    fn written_before(&self, db: &Db, key: &str, record: Record) -> AppResult<bool> {
+    /// again). A key written with another record is refused.
+    fn written_before(&self, db: &Db, key: &str, record: &Record) -> AppResult<bool> {
+        // Asked of the local state first: a new key (every post but a keyed one sent again)
+        // costs no read and no copy.
+        let known = call(|done| db.sync_status("results", Key::from(key), done)).map_err(local)?;
+        if matches!(known, SyncStatus::Unknown) {
+            return Ok(false);
+        }
         let found =
             call(|done| db.get(None, "results", Key::from(key), Freshness::Cached, AsValue, done)).map_err(local)?;
         if found.is_null() {
             return Ok(false);
         }
-        match found == record.into_tree().map_err(|e| local(e.into()))? {
+        match found == record.clone().into_tree().map_err(|e| local(e.into()))? {
             true => Ok(true),
             false => Err(AppError::bad("this Idempotency-Key was posted before with another report")),
         }
