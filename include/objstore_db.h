@@ -613,7 +613,9 @@ enum objstore_status objstore_db_clear(const struct objstore_db *db,
  Counts the records of a store or index (`kind` OBJSTORE_READ_COUNT: a number), lists their
  primary keys (OBJSTORE_READ_KEYS: an array) or reads them (OBJSTORE_READ_VALUES: an array
  of records); another `kind` is OBJSTORE_STATUS_INVALID_ARGUMENT. `scan_json`: `{"index"?,
- "range"?, "limit"?, "offset"?, "reverse"?, "unique"?}`. `tx`: 0 for a transaction of its
+ "range"?, "limit"?, "offset"?, "reverse"?, "unique"?}`, a range being `{"lower": k,
+ "upper": k, "lowerOpen"?, "upperOpen"?}` (either bound may be left out), `{"only": k}` or
+ `{"starts": prefix}`, and a key plain JSON, `{"$date": ms}` or `{"$binary": hex}`. `tx`: 0 for a transaction of its
  own, or an id from objstore_db_begin.
  `flags`: 0, or OBJSTORE_READ_FRESH to ask the bucket before answering (synced stores;
  ignored when `tx` is not 0: a transaction reads the local copy), with OBJSTORE_READ_INLINE
@@ -1281,7 +1283,7 @@ enum objstore_status objstore_tx_clear(struct objstore_tx *tx, const char *store
  OBJSTORE_READ_COUNT: a number), lists their primary keys (OBJSTORE_READ_KEYS: an array) or
  reads them (OBJSTORE_READ_VALUES: an array of records); another `kind` is
  OBJSTORE_STATUS_INVALID_ARGUMENT. `scan_json`: `{"index"?, "range"?, "limit"?, "offset"?,
- "reverse"?, "unique"?}`.
+ "reverse"?, "unique"?}`, a range as objstore_db_read takes it.
  Arguments are read during the call and not kept. `*result_out` gets the result as
  NUL-terminated JSON (NULL on failure), to free with objstore_string_free; `*result_len` its
  length in bytes.

@@ -32,11 +32,27 @@ function keyJson(key) {
       break;
     default:
   }
-  const shown = key === null ? 'null' : typeof key === 'object' ? (key.constructor ? key.constructor.name : 'object') : typeof key;
   throw codedError(
     'INVALID_KEY',
-    `a ${shown} is not a valid key (${String(key)}); keys are numbers, strings, Dates, Buffers/Uint8Arrays or arrays of them`,
+    `${described(key)} is not a valid key; keys are numbers, strings, Dates, Buffers/Uint8Arrays or arrays of them`,
   );
+}
+
+/** What a refused key was, as the C and Python messages say it: `an object ({"a":1})`. */
+function described(key) {
+  if (key === null) return 'null';
+  if (typeof key === 'object') {
+    let text;
+    try {
+      text = JSON.stringify(key);
+    } catch {
+      text = String(key);
+    }
+    const name = key.constructor && key.constructor !== Object ? key.constructor.name : 'object';
+    return `${/^[aeiou]/i.test(name) ? 'an' : 'a'} ${name} (${text})`;
+  }
+  const type = typeof key;
+  return `${/^[aeiou]/i.test(type) ? 'an' : 'a'} ${type} (${String(key)})`;
 }
 
 function keyJs(value) {

@@ -251,9 +251,12 @@ impl<K: Into<Key>> From<Vec<K>> for Key {
 }
 
 fn number_json(f: f64) -> Value {
-    // Whole numbers print without a fraction so that `{"id": 1}` round-trips as `1`.
-    if f.fract() == 0.0 && f.abs() < 9.0e15 {
+    // Whole numbers print without a fraction so that `{"id": 1}` round-trips as `1`, and so
+    // does every integer `exact_number` took (up to 2^64), not only those below 2^53.
+    if f.fract() == 0.0 && f.abs() < 2f64.powi(63) {
         Value::from(f as i64)
+    } else if f.fract() == 0.0 && f > 0.0 && f < 2f64.powi(64) {
+        Value::from(f as u64)
     } else {
         serde_json::Number::from_f64(f).map(Value::Number).unwrap_or(Value::Null)
     }
@@ -379,6 +382,16 @@ mod tests {
             assert!(pair[0] < pair[1]);
             assert!(pair[0].encode().unwrap() < pair[1].encode().unwrap());
         }
+    }
+
+    #[test]
+    fn every_integer_taken_is_given_back_as_an_integer() {
+        for text in ["3", "9007199254740992", "-9007199254740992", "1152921504606846976", "18446744073709549568"] {
+            let given: Value = serde_json::from_str(text).unwrap();
+            assert_eq!(Key::from_json(&given).unwrap().to_json(), given, "{text}");
+        }
+        assert_eq!(Key::Number(3.5).to_json(), serde_json::json!(3.5));
+        assert_eq!(Key::Number(1e300).to_json(), serde_json::json!(1e300));
     }
 
     #[test]

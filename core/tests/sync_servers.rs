@@ -109,6 +109,21 @@ fn garage_refuses_anonymous_requests_with_a_clear_error() {
     let err = a.get("docs", &key("anything")).unwrap_err();
     assert_eq!(err.code(), ErrorCode::Remote, "{err}");
     assert!(err.to_string().contains("403"), "{err}");
+    assert!(!err.to_string().contains("no credentials were found"), "unsigned as asked: {err}");
+}
+
+/// With no credentials anywhere (run-all's environment sets no AWS_* keys and has no ~/.aws),
+/// the request goes unsigned; Garage's 403 then says none were found and where they were looked
+/// for, not only "HTTP 403".
+#[test]
+fn a_refusal_of_a_request_sent_with_no_credentials_found_says_so() {
+    let env = server("garage");
+    let options = json!({"bucket": env["GARAGE_BUCKET"], "prefix": unique_prefix("nocreds"),
+        "endpoint": env["GARAGE_ENDPOINT"], "region": env["GARAGE_REGION"]});
+    let (_dir, mut a, _b) = two_clients(&options, json!({}));
+    let err = a.get("docs", &key("anything")).unwrap_err().to_string();
+    assert!(err.contains("403") && err.contains("no credentials were found"), "{err}");
+    assert!(err.contains("AWS_ACCESS_KEY_ID") && err.contains("~/.aws/credentials"), "{err}");
 }
 
 #[test]

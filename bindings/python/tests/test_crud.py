@@ -138,3 +138,10 @@ async def test_a_read_of_an_idle_database_is_answered_on_the_spot_and_sees_write
     # A read's error is the future's, as for any request.
     with pytest.raises(objstore_db.ObjstoreError, match="nowhere"):
         await people.get("nowhere", 1)
+
+
+async def test_an_int_key_comes_back_an_int_past_two_to_the_53(db: objstore_db.Database) -> None:
+    for key in (2**53, -(2**53), 2**60, 3):
+        assert await db.put("people", {"id": key, "email": f"{key}@x"}) == key
+        stored = await db.keys("people", range=key)
+        assert stored == [key] and isinstance(stored[0], int)

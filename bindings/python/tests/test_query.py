@@ -34,3 +34,16 @@ async def test_a_bad_condition_names_what_is_wrong(people: objstore_db.Database)
         assert "!=" in str(e)
     else:
         raise AssertionError("an unknown operator was accepted")
+
+
+async def test_booleans_and_none_filter_with_equals_as_in_node_and_c(db: objstore_db.Database) -> None:
+    await db.put_many("notes", [{"done": True}, {"done": False}, {"done": None}, {"done": True}, {}])
+    assert await db.query("notes").where("done", "=", True).count() == 2
+    assert await db.query("notes").where("done", "=", False).count() == 1
+    assert await db.query("notes").where("done", "=", None).count() == 1
+    try:
+        await db.query("notes").where("done", ">", True).count()
+    except objstore_db.InvalidArgumentError as e:
+        assert ">" in str(e) and "done" in str(e)
+    else:
+        raise AssertionError("a boolean compared with > was accepted")

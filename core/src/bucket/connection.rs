@@ -43,6 +43,9 @@ pub struct Connection {
     pub region: String,
     pub metadata_prefix: String,
     pub credentials: Option<Credentials>,
+    /// Sending unsigned because no credentials were found, not because `anonymous` asked: a
+    /// 401 or 403 then says so, and where they were looked for.
+    pub credentials_not_found: bool,
     pub timeout: Duration,
     pub retries: u32,
     pub retry_base: Duration,

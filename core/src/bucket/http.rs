@@ -195,10 +195,16 @@ impl HttpBucket {
 
     fn check(&self, what: &str, answer: Answer) -> Result<Answer> {
         if (200..300).contains(&answer.status) {
-            Ok(answer)
-        } else {
-            Err(remote_error(what, &answer))
+            return Ok(answer);
         }
+        let mut error = remote_error(what, &answer);
+        if let Error::Remote { status: 401 | 403, detail, .. } = &mut error {
+            if self.connection.credentials_not_found {
+                let lead = if detail.is_empty() { "" } else { "; " };
+                detail.push_str(&format!("{lead}{CREDENTIALS_NOT_FOUND}"));
+            }
+        }
+        Err(error)
     }
 }
 
@@ -362,6 +368,12 @@ fn no_such_key(answer: &Answer) -> bool {
     }
 }
 
+/// Where sync looks for credentials, in order, for the message of a refused unsigned request.
+const CREDENTIALS_NOT_FOUND: &str = "no credentials were found, so the request went unsigned; they are read from \
+    Options.accessKeyId and Options.secretAccessKey, else AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, else the \
+    AWS_PROFILE (or default) profile of ~/.aws/credentials and ~/.aws/config (or AWS_SHARED_CREDENTIALS_FILE and \
+    AWS_CONFIG_FILE); for a public bucket give Options.anonymous: true";
+
 fn remote_error(what: &str, answer: &Answer) -> Error {
     let detail = match listing::parse_error(&answer.body) {
         Some((code, message)) if message.is_empty() => code,
@@ -435,6 +447,7 @@ mod tests {
             region: "us-east-1".into(),
             metadata_prefix: "x-amz-meta-".into(),
             credentials: None,
+            credentials_not_found: false,
             timeout: Duration::from_secs(10),
             retries: 3,
             retry_base: Duration::from_millis(100),

@@ -193,6 +193,7 @@ impl SyncConfig {
             addressing: o.addressing.unwrap_or(if custom_endpoint { Addressing::Path } else { Addressing::Virtual }),
             region,
             metadata_prefix: o.metadata_prefix.unwrap_or_else(|| "x-amz-meta-".into()).to_ascii_lowercase(),
+            credentials_not_found: credentials.is_none() && !o.anonymous && !local && block.format != Format::Rest,
             credentials,
             timeout: Duration::from_millis(o.timeout_ms.unwrap_or(10_000)),
             retries: o.retries.unwrap_or(3),
@@ -290,6 +291,7 @@ mod tests {
         assert_eq!(c.connection.addressing, Addressing::Virtual);
         assert_eq!(c.connection.metadata_prefix, "x-amz-meta-");
         assert!(c.connection.credentials.is_none());
+        assert!(c.connection.credentials_not_found, "a refusal will say none were found");
     }
 
     #[test]
@@ -306,8 +308,10 @@ mod tests {
         assert_eq!(c.connection.location.endpoint, "http://127.0.0.1:9000");
         assert_eq!(c.connection.addressing, Addressing::Path);
         assert_eq!(c.connection.region, "garage");
+        assert!(!c.connection.credentials_not_found);
         let anonymous = json!({"format": "objstore", "Options": {"bucket": "b", "anonymous": true}});
-        assert!(SyncConfig::from_json("s", &anonymous, &env).unwrap().connection.credentials.is_none());
+        let anonymous = SyncConfig::from_json("s", &anonymous, &env).unwrap().connection;
+        assert!(anonymous.credentials.is_none() && !anonymous.credentials_not_found, "unsigned, as asked");
     }
 
     #[test]

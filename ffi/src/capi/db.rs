@@ -407,7 +407,9 @@ pub unsafe extern "C" fn objstore_db_clear(
 /// Counts the records of a store or index (`kind` OBJSTORE_READ_COUNT: a number), lists their
 /// primary keys (OBJSTORE_READ_KEYS: an array) or reads them (OBJSTORE_READ_VALUES: an array
 /// of records); another `kind` is OBJSTORE_STATUS_INVALID_ARGUMENT. `scan_json`: `{"index"?,
-/// "range"?, "limit"?, "offset"?, "reverse"?, "unique"?}`. `tx`: 0 for a transaction of its
+/// "range"?, "limit"?, "offset"?, "reverse"?, "unique"?}`, a range being `{"lower": k,
+/// "upper": k, "lowerOpen"?, "upperOpen"?}` (either bound may be left out), `{"only": k}` or
+/// `{"starts": prefix}`, and a key plain JSON, `{"$date": ms}` or `{"$binary": hex}`. `tx`: 0 for a transaction of its
 /// own, or an id from objstore_db_begin.
 /// `flags`: 0, or OBJSTORE_READ_FRESH to ask the bucket before answering (synced stores;
 /// ignored when `tx` is not 0: a transaction reads the local copy), with OBJSTORE_READ_INLINE

@@ -334,7 +334,7 @@ pub unsafe extern "C" fn objstore_tx_clear(
 /// OBJSTORE_READ_COUNT: a number), lists their primary keys (OBJSTORE_READ_KEYS: an array) or
 /// reads them (OBJSTORE_READ_VALUES: an array of records); another `kind` is
 /// OBJSTORE_STATUS_INVALID_ARGUMENT. `scan_json`: `{"index"?, "range"?, "limit"?, "offset"?,
-/// "reverse"?, "unique"?}`.
+/// "reverse"?, "unique"?}`, a range as objstore_db_read takes it.
 /// Arguments are read during the call and not kept. `*result_out` gets the result as
 /// NUL-terminated JSON (NULL on failure), to free with objstore_string_free; `*result_len` its
 /// length in bytes.

@@ -86,9 +86,7 @@ _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
 def _key_json(key: Any) -> Any:
     """A Python key as the library's JSON form of it."""
-    if isinstance(key, bool):
-        raise InvalidKeyError(f"a bool is not a valid key ({key!r}); use an int or a str")
-    if isinstance(key, (int, float, str)):
+    if isinstance(key, (int, float, str)) and not isinstance(key, bool):  # a bool falls to the error below
         return key
     if isinstance(key, (bytes, bytearray, memoryview)):
         return {"$binary": bytes(key).hex()}
@@ -113,6 +111,11 @@ def _key_py(value: Any) -> Any:
         if "$binary" in value:
             return bytes.fromhex(value["$binary"])
     return value
+
+
+def _filter_json(value: Any) -> Any:
+    """A condition's value: a key, or True, False or None (no keys: the engine compares them with `=`)."""
+    return value if value is None or isinstance(value, bool) else _key_json(value)
 
 
 def _dumps(what: str, value: Any) -> str:
@@ -349,8 +352,8 @@ class Query:
         return self
 
     def where(self, field: str, op: str, value: Any) -> "Query":
-        """A condition: `op` is one of `=`, `>`, `>=`, `<`, `<=` or `starts`. `and_` adds another."""
-        return self._with("where", self._spec.get("where", []) + [[field, op, _key_json(value)]])
+        """A condition: `op` is `=`, `>`, `>=`, `<`, `<=` or `starts` (True, False, None: `=` only)."""
+        return self._with("where", self._spec.get("where", []) + [[field, op, _filter_json(value)]])
 
     and_ = where
 

@@ -23,18 +23,19 @@ pub(super) fn ignores_conditions(bucket: &str) -> String {
 /// The same failure again, with `note` added to what it says (the kind, and so how a flush
 /// treats it, stays).
 pub(super) fn again(error: &Error, note: &str) -> Error {
+    let noted = |text: &str| match (text.is_empty(), note.is_empty()) {
+        (_, true) => text.to_string(),
+        (true, false) => note.to_string(),
+        (false, false) => format!("{text}; {note}"),
+    };
     match error {
         Error::Remote { what, status, detail } => {
-            Error::Remote { what: what.clone(), status: *status, detail: format!("{detail}{note}") }
+            Error::Remote { what: what.clone(), status: *status, detail: noted(detail) }
         }
-        Error::RemoteData { what, reason } => {
-            Error::RemoteData { what: what.clone(), reason: format!("{reason}{note}") }
-        }
-        Error::Unreachable { what, reason } => {
-            Error::Unreachable { what: what.clone(), reason: format!("{reason}{note}") }
-        }
-        Error::Cancelled(why) => Error::Cancelled(format!("{why}{note}")),
-        other => Error::Unreachable { what: "the conditional-write probe".into(), reason: format!("{other}{note}") },
+        Error::RemoteData { what, reason } => Error::RemoteData { what: what.clone(), reason: noted(reason) },
+        Error::Unreachable { what, reason } => Error::Unreachable { what: what.clone(), reason: noted(reason) },
+        Error::Cancelled(why) => Error::Cancelled(noted(why)),
+        other => Error::Unreachable { what: "the conditional-write probe".into(), reason: noted(&other.to_string()) },
     }
 }
 
@@ -230,7 +231,7 @@ impl Agent {
         let mut failed = self.probe_failed.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((at, why)) = failed.get(&bucket).filter(|(at, _)| at.elapsed() < PROBE_RETRY) {
             let left = PROBE_RETRY.saturating_sub(at.elapsed()).as_secs().max(1);
-            return Err(again(why, &format!("; the bucket is probed again in {left} s")));
+            return Err(again(why, &format!("the bucket is probed again in {left} s")));
         }
         let honoured = probe_conditional_writes(s, token).inspect_err(|e| {
             // A cancelled flush says nothing of the bucket, and neither does a bucket that could
