@@ -11,7 +11,11 @@
 //
 // OBJSTORE_RESULTS: the endpoint (file://<dir> or http(s)://host); OBJSTORE_RESULTS_BUCKET
 // (default "results") and OBJSTORE_RESULTS_PREFIX; S3 credentials from AWS_ACCESS_KEY_ID,
-// AWS_SECRET_ACCESS_KEY and AWS_REGION. It prints one line: where the results went, or why not.
+// AWS_SECRET_ACCESS_KEY and AWS_REGION. The run is labelled as `objstore-results post` labels
+// it: OBJSTORE_RESULTS_PLATFORM, _RUNTIME and _VERSION, else this machine's platform and node,
+// and the version of the package.json where node runs (else "unversioned"). It prints one
+// line: where the results went, or why not.
+import fs from 'node:fs';
 import crypto from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
@@ -20,7 +24,7 @@ import api from './index.js';
 import ci from './ci.js';
 import digests from './digest.js';
 
-const { Storage, version } = api;
+const { Storage } = api;
 
 // Reverse timestamps count down from here, so the newest run sorts first within a pair.
 const FAR_FUTURE_MS = 9_999_999_999_999;
@@ -38,6 +42,38 @@ export function platformName() {
 /** The runtime, as `node-20`. */
 export function runtimeName() {
   return `node-${process.versions.node.split('.')[0]}`;
+}
+
+/**
+ * The version of the project in `dir`, as its package.json gives it.
+ * @param {string} dir
+ * @returns {string | undefined}
+ */
+function projectVersion(dir) {
+  try {
+    const version = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')).version;
+    return typeof version === 'string' && version !== '' ? version : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * What the run is published as; an error naming a label the app would refuse.
+ * @param {NodeJS.ProcessEnv} env
+ */
+export function runLabels(env) {
+  const labels = {
+    platform: env.OBJSTORE_RESULTS_PLATFORM || platformName(),
+    runtime: env.OBJSTORE_RESULTS_RUNTIME || runtimeName(),
+    version: env.OBJSTORE_RESULTS_VERSION || projectVersion(process.cwd()) || 'unversioned',
+  };
+  for (const [name, value] of Object.entries(labels)) {
+    if (!LABEL.test(value)) {
+      throw new Error(`the ${name} ${JSON.stringify(value)} must be 1 to 64 of A-Z a-z 0-9 . _ + -, starting with a letter or digit`);
+    }
+  }
+  return labels;
 }
 
 /**
@@ -68,8 +104,9 @@ function cut(text, room) {
 /**
  * The CTRF report of what `source` said.
  * @param {AsyncIterable<{type: string, data: any}>} source
+ * @param {{platform: string, runtime: string, version: string}} labels
  */
-async function collect(source) {
+async function collect(source, labels) {
   /** @type {CtrfTest[]} */
   const tests = [];
   const start = Date.now();
@@ -101,9 +138,10 @@ async function collect(source) {
   }
   const count = (/** @type {string} */ status) => tests.filter((t) => t.status === status).length;
   const origin = ci.detect(process.env);
+  const { version } = labels;
   const report = {
-    platform: platformName(),
-    browser: runtimeName(),
+    platform: labels.platform,
+    browser: labels.runtime,
     version,
     ...(Object.keys(origin).length > 0 ? { ci: origin } : {}),
     results: {
@@ -259,8 +297,16 @@ function applyQuarantine(report, entries, bySubtests) {
 
 /** @param {AsyncIterable<{type: string, data: any}>} source */
 export default async function* objstoreReporter(source) {
-  const { report, otherFailures, bySubtests } = await collect(source);
   const env = process.env;
+  let labels;
+  try {
+    labels = runLabels(env);
+  } catch (error) {
+    for await (const _ of source); // node waits for its reporters to read every event
+    yield `objstore-db: the results were not published: ${error instanceof Error ? error.message : error}\n`;
+    return;
+  }
+  const { report, otherFailures, bySubtests } = await collect(source, labels);
   if (!env.OBJSTORE_RESULTS) {
     yield 'objstore-db: OBJSTORE_RESULTS is not set; the results were not published\n';
     return;

@@ -78,10 +78,36 @@ test('a run is published as one object with a CTRF body and its metadata', async
     assert.equal(key.split('/')[3].split('.').slice(1).join('.'), digests.digest(report));
     const described = await viewer.get('results-meta', key);
     const { platform, browser, version: published } = described.metadata;
-    assert.deepEqual({ platform, browser, version: published }, { platform: platformName(), browser: runtimeName(), version });
+    // The project's version: the package.json where node ran (here objstore-db's own).
+    const projectVersion = JSON.parse(fs.readFileSync(path.join(PACKAGE, 'package.json'), 'utf8')).version;
+    assert.equal(projectVersion, version);
+    assert.deepEqual({ platform, browser, version: published }, { platform: platformName(), browser: runtimeName(), version: projectVersion });
   } finally {
     await viewer.close();
   }
+});
+
+test('the run is labelled as post labels it: OBJSTORE_RESULTS_PLATFORM, _RUNTIME and _VERSION', async () => {
+  const dir = tempDir();
+  const bucket = path.join(dir, 'bucket');
+  const labels = { OBJSTORE_RESULTS_PLATFORM: 'windows-x86_64', OBJSTORE_RESULTS_RUNTIME: 'node-22', OBJSTORE_RESULTS_VERSION: '3.1.0' };
+  const run = runWithReporter(dir, { OBJSTORE_RESULTS: `file://${bucket}`, ...labels });
+  const line = run.stdout.split('\n').find((l) => l.startsWith('objstore-db: results published'));
+  assert.ok(line, run.stdout + run.stderr);
+  const key = line.split(' as ')[1];
+  assert.ok(key.startsWith('windows-x86_64/node-22/'), key);
+  const viewer = new Storage(path.join(dir, 'viewer.sqlite3'), {
+    stores: [{ name: 'results', Sync: { format: 'objstore', immutable: true, Options: { bucket: 'results', endpoint: `file://${bucket}` } } }],
+  });
+  try {
+    const report = await viewer.get('results', key);
+    assert.deepEqual([report.platform, report.browser, report.version], ['windows-x86_64', 'node-22', '3.1.0']);
+  } finally {
+    await viewer.close();
+  }
+  const bad = runWithReporter(tempDir(), { OBJSTORE_RESULTS: `file://${bucket}`, OBJSTORE_RESULTS_RUNTIME: 'node 22' });
+  assert.equal(bad.status, 1, 'the run keeps its outcome');
+  assert.match(bad.stdout, /^objstore-db: the results were not published: the runtime "node 22" must be/m);
 });
 
 test('an unreachable bucket is reported and the run keeps its outcome', () => {

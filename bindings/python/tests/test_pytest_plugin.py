@@ -89,7 +89,9 @@ async def test_a_run_is_published_as_one_object_with_a_ctrf_body(pytester: pytes
         described = await viewer.get("results-meta", key)
         assert described["metadata"]["platform"] == platform_name()
         assert described["metadata"]["browser"] == runtime_name()
-        assert described["metadata"]["version"] == objstore_db.__version__
+        # No version given and no pyproject.toml: the project's version is unknown, and never
+        # objstore-db's own.
+        assert described["metadata"]["version"] == "unversioned"
 
 
 def test_the_digest_is_the_one_the_app_pins() -> None:
@@ -210,11 +212,55 @@ def test_a_tests_text_is_capped_as_the_app_caps_it() -> None:
     assert cap_text(again) == test, "capping twice changes nothing"
 
 
-def test_it_is_off_unless_configured(pytester: pytest.Pytester) -> None:
+def test_it_is_off_unless_configured(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> None:
     pytester.makepyfile(test_sample=SAMPLE)
+    # A job-level OBJSTORE_RESULTS (which `post` reads) does not turn the plugin on.
+    monkeypatch.setenv("OBJSTORE_RESULTS", f"file://{tmp_path / 'bucket'}")
     result = pytester.runpytest_subprocess()
     result.assert_outcomes(passed=1, failed=1, skipped=1)
     assert not any(line.startswith("objstore-db:") for line in result.outlines)
+    assert not (tmp_path / "bucket").exists()
+
+
+def published_key(result: pytest.RunResult) -> str:
+    published = [line for line in result.outlines if "results published" in line]
+    assert published, result.outlines
+    return published[0].rsplit(" as ", 1)[1]
+
+
+async def test_asked_for_bare_or_in_the_ini_with_labels_and_the_projects_version(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path
+) -> None:
+    bucket_dir = tmp_path / "bucket"
+    pytester.makepyfile(test_sample=SAMPLE)
+    pytester.makefile(".toml", pyproject='[project]\nname = "ledger"\nversion = "2.4.1"\n\n[tool.other]\nversion = "9"\n')
+    monkeypatch.setenv("OBJSTORE_RESULTS", f"file://{bucket_dir}")
+    # Bare: the endpoint from the environment; labels given as post takes them.
+    bare = pytester.runpytest_subprocess("--objstore-results", "--objstore-platform=macos-aarch64", "--objstore-runtime=python-3.12")
+    key = published_key(bare)
+    assert key.startswith("macos-aarch64/python-3.12/"), key
+    async with objstore_db.open(str(tmp_path / "viewer.sqlite3"), viewer_schema(bucket_dir)) as viewer:
+        report = await viewer.get("results", key)
+    assert (report["platform"], report["browser"], report["version"]) == ("macos-aarch64", "python-3.12", "2.4.1")
+    # The ini setting turns it on too, and OBJSTORE_RESULTS_VERSION labels the version.
+    pytester.makeini(f"[pytest]\nobjstore_results = file://{bucket_dir}\n")
+    monkeypatch.delenv("OBJSTORE_RESULTS")
+    monkeypatch.setenv("OBJSTORE_RESULTS_VERSION", "2.5.0-rc1")
+    key = published_key(pytester.runpytest_subprocess())
+    assert key.startswith(f"{platform_name()}/{runtime_name()}/"), key
+    async with objstore_db.open(str(tmp_path / "viewer2.sqlite3"), viewer_schema(bucket_dir)) as viewer:
+        assert (await viewer.get("results", key))["version"] == "2.5.0-rc1"
+
+
+def test_asked_for_with_no_endpoint_or_a_bad_label_is_a_usage_error(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytester.makepyfile(test_sample=SAMPLE)
+    monkeypatch.delenv("OBJSTORE_RESULTS", raising=False)
+    result = pytester.runpytest_subprocess("--objstore-results")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "OBJSTORE_RESULTS" in "\n".join(result.errlines), result.errlines
+    result = pytester.runpytest_subprocess("--objstore-results=file:///tmp/x", "--objstore-runtime=python 3.11")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--objstore-runtime 'python 3.11'" in "\n".join(result.errlines), result.errlines
 
 
 def test_an_unreachable_bucket_is_reported_and_the_run_keeps_its_outcome(pytester: pytest.Pytester) -> None:

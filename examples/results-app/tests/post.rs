@@ -21,7 +21,8 @@ fn post(bucket: &Path, args: &[&str]) -> Output {
 fn post_in(bucket: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_objstore-results"));
     command.arg("post").args(args).env("OBJSTORE_RESULTS", format!("file://{}", bucket.display()));
-    for name in support::CI_MARKERS.iter().chain(&["OBJSTORE_RESULTS_PREFIX", "OBJSTORE_RESULTS_BUCKET"]) {
+    let settings = ["OBJSTORE_RESULTS_PREFIX", "OBJSTORE_RESULTS_BUCKET", "OBJSTORE_RESULTS_PLATFORM", "OBJSTORE_RESULTS_RUNTIME"];
+    for name in support::CI_MARKERS.iter().chain(&settings).chain(&["OBJSTORE_RESULTS_VERSION"]) {
         command.env_remove(name);
     }
     command.envs(env.iter().copied()).output().unwrap()
@@ -122,7 +123,7 @@ fn a_test_that_names_no_suite_takes_the_files_name_and_labels_are_checked() {
     assert_eq!((suite_of("top level"), suite_of("deep")), (json!("node-20"), json!("crud")));
     let out = post(dir.path(), &["--runtime", "node/20", "--suite", "crud", &fixture("node-20.xml")]);
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("browser \"node/20\" holds '/'"),
+        String::from_utf8_lossy(&out.stderr).contains("--runtime \"node/20\" holds '/'"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
@@ -135,6 +136,26 @@ fn a_test_that_names_no_suite_takes_the_files_name_and_labels_are_checked() {
     let suites: Vec<&str> =
         runs[0].1["results"]["tests"].as_array().unwrap().iter().map(|t| t["suite"].as_str().unwrap()).collect();
     assert!(suites.iter().all(|s| *s == "sql"), "{suites:?}");
+}
+
+/// A job sets its labels once, for post as for the pytest plugin and the node reporter; a run
+/// nothing gives a version is "unversioned", never objstore-results's own version.
+#[test]
+fn labels_come_from_the_environment_and_a_run_with_no_version_is_unversioned() {
+    let dir = tempfile::tempdir().unwrap();
+    let labels = [("OBJSTORE_RESULTS_PLATFORM", "macos-aarch64"), ("OBJSTORE_RESULTS_RUNTIME", "node-20")];
+    let out = post_in(dir.path(), &[&fixture("node-20.xml")], &labels);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (key, run) = stored(dir.path()).remove(0);
+    assert!(key.starts_with("macos-aarch64/node-20/"), "{key}");
+    assert_eq!(run["version"], "unversioned");
+    let other = tempfile::tempdir().unwrap();
+    let given = [("OBJSTORE_RESULTS_VERSION", "4.2.0"), ("OBJSTORE_RESULTS_PLATFORM", "macos-aarch64")];
+    let out = post_in(other.path(), &["--platform", "linux-arm64", "--runtime", "node-20", &fixture("node-20.xml")], &given);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (key, run) = stored(other.path()).remove(0);
+    assert!(key.starts_with("linux-arm64/node-20/"), "an option wins over the environment: {key}");
+    assert_eq!(run["version"], "4.2.0");
 }
 
 #[test]

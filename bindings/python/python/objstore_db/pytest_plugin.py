@@ -6,11 +6,17 @@ version. In CI (or with OBJSTORE_RESULTS_RUN), the reports of one CI run, from a
 jobs and from `objstore-results post` too, are one run: the first writes the run's anchor
 `.runs/<run id>` create-only, the others read it.
 
-Off unless configured:
+Off unless asked for, on the command line or in the ini file; the environment alone never turns
+it on (a job-level `OBJSTORE_RESULTS` is common, and `objstore-results post` reads it too):
 
     pytest --objstore-results=file:///path/to/dir            # a local directory as the bucket
     pytest --objstore-results=http://127.0.0.1:9000 --objstore-bucket=results
-    OBJSTORE_RESULTS=... OBJSTORE_RESULTS_BUCKET=... pytest
+    pytest --objstore-results                                # the endpoint from $OBJSTORE_RESULTS
+    # or in pytest.ini / pyproject.toml's [tool.pytest.ini_options]: objstore_results = <endpoint>
+
+The run is labelled like `post`'s: --objstore-platform, --objstore-runtime and --objstore-version
+(or OBJSTORE_RESULTS_PLATFORM, _RUNTIME, _VERSION), else this machine's platform and Python, and
+the project's version from its pyproject.toml (else `unversioned`).
 
 S3 credentials and region come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_REGION.
 """
@@ -19,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import pathlib
 import platform
 import re
 import sys
@@ -39,14 +46,19 @@ LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """The plugin's options: --objstore-results, --objstore-bucket, --objstore-prefix."""
+    """The plugin's options: where to publish, and how to label the run."""
     group = parser.getgroup("objstore-db", "publishing results through objstore-db")
     group.addoption(
         "--objstore-results",
-        default=os.environ.get("OBJSTORE_RESULTS"),
-        help="bucket endpoint to publish this run's results to (file://<dir> or http(s)://host); "
-        "default: $OBJSTORE_RESULTS, unset means off",
+        nargs="?",
+        const=FROM_ENVIRONMENT,
+        default=None,
+        metavar="ENDPOINT",
+        help="publish this run's results to this bucket endpoint (file://<dir> or http(s)://host); "
+        "given alone, the endpoint is $OBJSTORE_RESULTS; off unless given here or as the "
+        "objstore_results ini setting",
     )
+    parser.addini("objstore_results", "publish results to this bucket endpoint (as --objstore-results=ENDPOINT)")
     group.addoption(
         "--objstore-bucket",
         default=os.environ.get("OBJSTORE_RESULTS_BUCKET", "results"),
@@ -57,6 +69,68 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=os.environ.get("OBJSTORE_RESULTS_PREFIX", ""),
         help="prefix of the result objects in the bucket (default: none)",
     )
+    for label, default in (
+        ("platform", "this machine's, as linux-x86_64"),
+        ("runtime", "this Python, as python-3.11"),
+        ("version", "the project's, from pyproject.toml, else 'unversioned'"),
+    ):
+        variable = f"OBJSTORE_RESULTS_{label.upper()}"
+        group.addoption(
+            f"--objstore-{label}",
+            default=os.environ.get(variable) or None,
+            help=f"the run's {label} (default: ${variable}, else {default})",
+        )
+
+
+# `--objstore-results` given with no endpoint: the endpoint is $OBJSTORE_RESULTS.
+FROM_ENVIRONMENT = "\0from the environment"
+
+
+def endpoint_asked(config: pytest.Config) -> Optional[str]:
+    """The endpoint to publish to, if publishing was asked for; a usage error when it was asked
+    for with no endpoint to be found."""
+    given: Optional[str] = config.getoption("--objstore-results")
+    if given is None:
+        given = str(config.getini("objstore_results") or "") or None
+    if given == FROM_ENVIRONMENT:
+        given = os.environ.get("OBJSTORE_RESULTS") or None
+        if given is None:
+            raise pytest.UsageError("--objstore-results needs an endpoint: give --objstore-results=ENDPOINT or set OBJSTORE_RESULTS")
+    if given is not None and "://" not in given:
+        # `--objstore-results tests/` takes the path for the endpoint.
+        raise pytest.UsageError(
+            f"--objstore-results takes an endpoint (file://DIR or http(s)://host), not {given!r}; given alone "
+            "before a path, write it after the paths or as --objstore-results=ENDPOINT"
+        )
+    return given
+
+
+def project_version(root: pathlib.Path) -> Optional[str]:
+    """The project's own version, as its pyproject.toml's [project] table gives it."""
+    try:
+        text = (root / "pyproject.toml").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    # The [project] table's `version = "..."` line (no TOML parser before Python 3.11).
+    table = re.search(r"^\[project\]\s*$(.*?)(?=^\[|\Z)", text, re.M | re.S)
+    found = table and re.search(r"""^version\s*=\s*["']([^"']+)["']""", table.group(1), re.M)
+    return found.group(1) if found else None
+
+
+class Labels:
+    """What the run is published as: its platform, runtime and version."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.platform: str = config.getoption("--objstore-platform") or platform_name()
+        self.runtime: str = config.getoption("--objstore-runtime") or runtime_name()
+        self.version: str = (
+            config.getoption("--objstore-version") or project_version(pathlib.Path(str(config.rootpath))) or "unversioned"
+        )
+        for name, value in (("platform", self.platform), ("runtime", self.runtime), ("version", self.version)):
+            if not LABEL.fullmatch(value):
+                raise pytest.UsageError(
+                    f"--objstore-{name} {value!r} must be 1 to {MAX_LABEL} of A-Z a-z 0-9 . _ + -, starting with a letter or digit"
+                )
 
 
 def platform_name() -> str:
@@ -117,8 +191,8 @@ def cap_text(test: dict[str, Any]) -> dict[str, Any]:
 class Publisher:
     """Collects the run's test reports and publishes them as one object when the session ends."""
 
-    def __init__(self, endpoint: str, bucket: str, prefix: str) -> None:
-        self.endpoint, self.bucket, self.prefix = endpoint, bucket, prefix
+    def __init__(self, endpoint: str, bucket: str, prefix: str, labels: Labels) -> None:
+        self.endpoint, self.bucket, self.prefix, self.labels = endpoint, bucket, prefix, labels
         self.tests: list[dict[str, Any]] = []
         # Tests between their deciding report and their teardown, and the earlier attempts
         # (pytest-rerunfailures' reruns) of tests not yet done.
@@ -156,8 +230,8 @@ class Publisher:
             if (
                 entry.get("suite") == suite_of(nodeid)
                 and entry.get("name") == nodeid
-                and glob(platform, platform_name())
-                and glob(runtime, runtime_name())
+                and glob(platform, self.labels.platform)
+                and glob(runtime, self.labels.runtime)
                 and (entry.get("until") is None or today <= str(entry["until"]))
             ):
                 return entry
@@ -226,14 +300,15 @@ class Publisher:
             "start": self.start_ms,
             "stop": int(time.time() * 1000),
         }
-        environment = {"osPlatform": platform_name(), "runtime": runtime_name(), "version": objstore_db.__version__}
+        labels = self.labels
+        environment = {"osPlatform": platform_name(), "runtime": runtime_name(), "version": labels.version}
         ci = detect(os.environ)
         return {
             **({"ci": ci} if ci else {}),
             # The metadata headers the results app lists by.
-            "platform": platform_name(),
-            "browser": runtime_name(),
-            "version": objstore_db.__version__,
+            "platform": labels.platform,
+            "browser": labels.runtime,
+            "version": labels.version,
             "results": {
                 "tool": {"name": "pytest", "version": pytest.__version__},
                 "summary": summary,
@@ -299,7 +374,7 @@ class Publisher:
         report = self.report()
         async with objstore_db.open("pytest-results", schema, mechanism="memory") as db:
             segment = await self.run_segment(db, report.get("ci", {}).get("run"))
-            run_key = f"{platform_name()}/{runtime_name()}/{segment}/"
+            run_key = f"{self.labels.platform}/{self.labels.runtime}/{segment}/"
             # The name carries the report's digest, so that the app's matrix needs no GET.
             key = run_key + file_segment(uuid.uuid4().hex[:16], report, len(f"{self.prefix}{run_key}".encode()))
             await db.add("results", report, key)
@@ -350,8 +425,10 @@ async def read_quarantine(options: dict[str, Any]) -> list[dict[str, Any]]:
 
 def pytest_configure(config: pytest.Config) -> None:
     """Registers the publisher when results are asked for (on pytest-xdist's controller only)."""
-    endpoint = config.getoption("--objstore-results")
+    endpoint = endpoint_asked(config)
     # Under pytest-xdist only the controller publishes: the workers' reports reach it.
     if endpoint and not hasattr(config, "workerinput"):
-        publisher = Publisher(endpoint, config.getoption("--objstore-bucket"), config.getoption("--objstore-prefix"))
+        publisher = Publisher(
+            endpoint, config.getoption("--objstore-bucket"), config.getoption("--objstore-prefix"), Labels(config)
+        )
         config.pluginmanager.register(publisher, "objstore-db-publisher")

@@ -13,7 +13,7 @@ use super::{unknown, value_of, USAGE};
 /// `objstore-results gate REPORT...`: exits 0 when every failure in the reports is quarantined
 /// for their pair.
 pub fn run(args: &[String]) -> AppResult<()> {
-    let mut labels = Labels::default();
+    let mut labels = Labels::from_env(&|name| std::env::var(name).ok());
     let mut files = Vec::new();
     let mut args = args.iter();
     while let Some(arg) = args.next() {
@@ -29,6 +29,7 @@ pub fn run(args: &[String]) -> AppResult<()> {
         };
         *slot = Some(value_of(arg, &mut args)?.clone());
     }
+    labels.check()?;
     if files.is_empty() {
         return Err(AppError::bad(format!("gate needs the reports to weigh\n{USAGE}")));
     }

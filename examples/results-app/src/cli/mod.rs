@@ -47,7 +47,9 @@ pub const HELP: &str = "objstore-results: test results in a bucket, read back as
   objstore-results post [options] FILE...
       Stores test reports as runs: JUnit XML (pytest, node --test, ctest, GoogleTest, nextest),
       CTRF JSON, or cargo test / C harness logs. Every file is read before anything is stored.
-      --runtime R, --platform P, --version V   label the run (default: from the report, else this machine)
+      --runtime R, --platform P, --version V   label the run (default: OBJSTORE_RESULTS_RUNTIME,
+                         _PLATFORM and _VERSION, else the report's, else this machine's platform;
+                         a run nothing gives a version is unversioned)
       --suite S          every test's suite (default: what the report says, else the file's
                          name: crud.test.mjs → crud)
       --run ID           the run the files belong to: every file posted with one ID, by any

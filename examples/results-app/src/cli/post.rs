@@ -14,7 +14,7 @@ use super::{unknown, value_of, USAGE};
 
 /// Reads every file first, so that one bad file writes nothing; then stores each run.
 pub fn run(args: &[String]) -> AppResult<()> {
-    let mut labels = Labels::default();
+    let mut labels = Labels::from_env(&|name| std::env::var(name).ok());
     let mut collector = std::env::var("OBJSTORE_COLLECTOR").ok().filter(|c| !c.is_empty());
     let mut files = Vec::new();
     let mut args = args.iter();
@@ -43,6 +43,7 @@ pub fn run(args: &[String]) -> AppResult<()> {
         };
         *slot = Some(value_of(arg, &mut args)?.clone());
     }
+    labels.check()?;
     if files.is_empty() {
         return Err(AppError::bad(USAGE));
     }

@@ -47,12 +47,39 @@ pub fn parse_label(given: &str) -> AppResult<(String, String)> {
     Ok((key.to_string(), value.to_string()))
 }
 
+/// The version of a run whose labels and report name none: the project's version is unknown
+/// (objstore-results's own would be wrong on every view).
+pub const UNVERSIONED: &str = "unversioned";
+
 /// This machine as a platform label: `linux-x86_64`.
 pub fn this_platform() -> String {
     format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH)
 }
 
 impl Labels {
+    /// The labels a job sets once for every publisher (`post`, `gate`, the pytest plugin, the
+    /// node reporter): `OBJSTORE_RESULTS_PLATFORM`, `_RUNTIME` and `_VERSION`; options win.
+    pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Labels {
+        let get = |name: &str| env(name).filter(|v| !v.is_empty());
+        Labels {
+            platform: get("OBJSTORE_RESULTS_PLATFORM"),
+            runtime: get("OBJSTORE_RESULTS_RUNTIME"),
+            version: get("OBJSTORE_RESULTS_VERSION"),
+            ..Labels::default()
+        }
+    }
+
+    /// Refuses a given platform, runtime or version the stored format cannot hold, naming the
+    /// option (`--runtime "python 3.11" holds ' '`), before any report is read.
+    pub fn check(&self) -> AppResult<()> {
+        for (option, given) in [("--platform", &self.platform), ("--runtime", &self.runtime), ("--version", &self.version)] {
+            if let Some(value) = given {
+                check_label(option, value)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Fills what the command line did not say of the run from `env` (the process's
     /// environment): `OBJSTORE_RESULTS_RUN`, else the CI's own run, commit, branch, page and job.
     /// Answers an error naming the option when a value is not one.

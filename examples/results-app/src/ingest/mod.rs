@@ -63,7 +63,7 @@ pub fn ingest(file: &str, bytes: &[u8], labels: &Labels, deadline: Option<Instan
         AppError::bad(format!("{file}: the report does not say its runtime; give it (--runtime python-3.11, node-20, c-gcc-12, rust-1.95)"))
             .at("browser")
     })?;
-    run.version = pick(&labels.version, from_report.version).unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_string());
+    run.version = pick(&labels.version, from_report.version).unwrap_or_else(|| labels::UNVERSIONED.to_string());
     // The command line and the CI's environment, then the report's own (a stored run's `ci`,
     // CTRF's environment); the file's name is the one posted, where there is one.
     let reported = |field: &str| run.results.environment.get(field).and_then(Value::as_str).map(str::to_string);
