@@ -21,7 +21,8 @@ fn post(bucket: &Path, args: &[&str]) -> Output {
 fn post_in(bucket: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_objstore-results"));
     command.arg("post").args(args).env("OBJSTORE_RESULTS", format!("file://{}", bucket.display()));
-    let settings = ["OBJSTORE_RESULTS_PREFIX", "OBJSTORE_RESULTS_BUCKET", "OBJSTORE_RESULTS_PLATFORM", "OBJSTORE_RESULTS_RUNTIME"];
+    let settings =
+        ["OBJSTORE_RESULTS_PREFIX", "OBJSTORE_RESULTS_BUCKET", "OBJSTORE_RESULTS_PLATFORM", "OBJSTORE_RESULTS_RUNTIME"];
     for name in support::CI_MARKERS.iter().chain(&settings).chain(&["OBJSTORE_RESULTS_VERSION"]) {
         command.env_remove(name);
     }
@@ -151,7 +152,8 @@ fn labels_come_from_the_environment_and_a_run_with_no_version_is_unversioned() {
     assert_eq!(run["version"], "unversioned");
     let other = tempfile::tempdir().unwrap();
     let given = [("OBJSTORE_RESULTS_VERSION", "4.2.0"), ("OBJSTORE_RESULTS_PLATFORM", "macos-aarch64")];
-    let out = post_in(other.path(), &["--platform", "linux-arm64", "--runtime", "node-20", &fixture("node-20.xml")], &given);
+    let out =
+        post_in(other.path(), &["--platform", "linux-arm64", "--runtime", "node-20", &fixture("node-20.xml")], &given);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let (key, run) = stored(other.path()).remove(0);
     assert!(key.starts_with("linux-arm64/node-20/"), "an option wins over the environment: {key}");

@@ -72,7 +72,9 @@ impl Labels {
     /// Refuses a given platform, runtime or version the stored format cannot hold, naming the
     /// option (`--runtime "python 3.11" holds ' '`), before any report is read.
     pub fn check(&self) -> AppResult<()> {
-        for (option, given) in [("--platform", &self.platform), ("--runtime", &self.runtime), ("--version", &self.version)] {
+        for (option, given) in
+            [("--platform", &self.platform), ("--runtime", &self.runtime), ("--version", &self.version)]
+        {
             if let Some(value) = given {
                 check_label(option, value)?;
             }
