@@ -41,6 +41,10 @@ const EXPECTED: &[Expected] = &[
     Expected { file: "ctest-repeat.xml", counts: [4, 2, 1, 1, 0, 0], suites: &["ctest-repeat"] },
     // ... while its console shows each attempt: get fails three times, flaky passes on its second.
     Expected { file: "ctest-repeat.log", counts: [4, 2, 1, 1, 0, 1], suites: &["ctest-repeat"] },
+    // GoogleTest through ctest (ctest-gtest/): LengthOfPositive passes, LengthOfNegative fails
+    // three times, Reconnects passes on its second attempt, which only the console shows.
+    Expected { file: "ctest-gtest.log", counts: [3, 2, 1, 0, 0, 1], suites: &["store", "vector"] },
+    Expected { file: "ctest-gtest.xml", counts: [3, 2, 1, 0, 0, 0], suites: &["store", "vector"] },
     // sample_test.cpp: Put passes, Get fails, Offline skips, DISABLED_Later is disabled, two typed
     // and two parameterised tests pass.
     Expected { file: "gtest.xml", counts: [8, 5, 1, 2, 0, 0], suites: &["inst/paramtest", "storage", "typedtest"] },
@@ -177,6 +181,8 @@ fn each_failure_keeps_its_text_and_place() {
         ("node.tap", "works", "crud.test.mjs:10:"),
         ("perl.tap", "get finds it", "basic.t line 8"),
         ("gtest.xml", "Storage::Get", "sample_test.cpp:"),
+        ("ctest-gtest.log", "Vector::LengthOfNegative", "vector_test.cpp:11\nExpected equality"),
+        ("ctest-gtest.xml", "Vector::LengthOfNegative", "vector_test.cpp:11\nExpected equality"),
         ("catch2.xml", "get finds it", "with expansion"),
         ("doctest.xml", "get finds it", "sample_test.cpp:6"),
         ("cmocka-ledger.xml", "balance", "ledger_test.c:10"),
@@ -226,6 +232,21 @@ fn each_failure_keeps_its_text_and_place() {
         teardown["message"].as_str().unwrap().contains("failed on teardown"),
         "one test, both messages: {teardown}"
     );
+    // A GoogleTest failure through ctest is its own block, not GoogleTest's banner; each
+    // attempt keeps its block and the whole output as its trace.
+    for file in ["ctest-gtest.log", "ctest-gtest.xml"] {
+        let negative = test(&runs[file], "Vector::LengthOfNegative");
+        let message = negative["message"].as_str().unwrap();
+        assert!(message.ends_with("length must keep the sign (it does not)"), "{file}: {message}");
+        assert!(!message.contains("Running main()") && !message.contains("[  FAILED  ]"), "{file}: {message}");
+    }
+    let reconnects = test(&runs["ctest-gtest.log"], "Store::Reconnects");
+    let attempt = &reconnects["retryAttempts"][0];
+    assert_eq!(
+        attempt["message"].as_str().map(|m| m.ends_with(":19\nFailed\nthe first attempt cannot connect")),
+        Some(true)
+    );
+    assert!(attempt["trace"].as_str().unwrap().starts_with("Running main()"), "{attempt}");
     let get = test(&runs["ctest-repeat.log"], "get");
     assert_eq!(get["retries"], 2);
     assert!(get["message"].as_str().unwrap().contains("crud.c:12"), "{get}");

@@ -7,9 +7,15 @@
 //! first attempt fails
 //!     Test #4: flaky ............................   Passed    0.00 sec
 //! ```
+//!
+//! A GoogleTest test's output opens with GoogleTest's banner: its message is its own failure
+//! block (`file:line: Failure` up to `[  FAILED  ]`), in the words of GoogleTest's XML, and the
+//! whole output is its trace. ctest's console names no labels, so a GoogleTest name
+//! (`Vector.Length`) gives the suite (`vector`) and the name GoogleTest's XML gives (`Vector::Length`).
 
 use std::collections::HashMap;
 
+use super::googletest;
 use crate::error::{AppError, AppResult};
 use crate::model::{Attempt, Detail, Results, Status, Summary, Test, Tool};
 
@@ -72,17 +78,20 @@ pub fn parse(text: &str) -> AppResult<Results> {
             output.push(lines.next().unwrap_or_default());
         }
         let output = output.join("\n").trim().to_string();
-        let message = (t.status != Status::Passed).then(|| match output.is_empty() {
-            true => t.outcome.to_string(),
-            false => format!("{}\n{output}", t.outcome),
-        });
+        let (message, trace) = match (t.status, googletest::failures(&output)) {
+            (Status::Passed, _) => (None, None),
+            (_, Some(failures)) => (Some(failures), Some(output)),
+            (_, None) if output.is_empty() => (Some(t.outcome.to_string()), None),
+            (_, None) => (Some(format!("{}\n{output}", t.outcome)), None),
+        };
+        let (suite, name) = googletest::names_in_ctest(t.name).unwrap_or_else(|| (String::new(), t.name.to_string()));
         let test = Test {
-            name: t.name.to_string(),
+            name,
             status: t.status,
             duration: t.seconds * 1000.0,
-            suite: String::new(),
+            suite,
             message,
-            detail: Detail::default(),
+            detail: Detail { trace, ..Detail::default() },
         };
         match by_number.get(&t.number) {
             // A repeat: what came before is an attempt, this is the test's status now.
@@ -90,10 +99,11 @@ pub fn parse(text: &str) -> AppResult<Results> {
                 let earlier = std::mem::replace(&mut tests[i], test);
                 let mut attempts = earlier.detail.retry_attempts;
                 let n = attempts.len() as u64 + 1;
-                attempts.push(Attempt { attempt: n, status: earlier.status, message: earlier.message, trace: None });
+                let trace = earlier.detail.trace;
+                attempts.push(Attempt { attempt: n, status: earlier.status, message: earlier.message, trace });
                 let flaky = tests[i].status == Status::Passed && attempts.iter().any(|a| a.status == Status::Failed);
-                tests[i].detail =
-                    Detail { retries: attempts.len() as u64, flaky, retry_attempts: attempts, ..Detail::default() };
+                let detail = std::mem::take(&mut tests[i].detail);
+                tests[i].detail = Detail { retries: attempts.len() as u64, flaky, retry_attempts: attempts, ..detail };
             }
             None => {
                 by_number.insert(t.number, tests.len());

@@ -5,6 +5,7 @@ pub mod ci;
 mod ctestlog;
 mod ctrf;
 mod escapes;
+mod googletest;
 mod junit;
 mod labels;
 pub mod naming;

@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::model::{cap_name, Attempt, CappedText, Status, Test};
 
+use super::super::googletest;
 use super::super::naming::{cap_suite, file_name, is_generic, is_path, is_test_file, suite_name, without_class_kind};
 
 use super::suites::{Around, Suite};
@@ -129,14 +130,30 @@ pub(super) fn may_be_rerun(case: &Case) -> bool {
     !is_generic(&case.classname)
 }
 
+/// ctest's `<failure>` says nothing (`message=""`) and its output holds the reason: a GoogleTest
+/// test's is its failure block there.
+pub(super) fn ctest_googletest_message(
+    status: Status,
+    class: &str,
+    name: &str,
+    out: &Option<String>,
+) -> Option<String> {
+    (status == Status::Failed && class == name).then_some(out.as_deref()?).and_then(googletest::failures)
+}
+
 /// A case's suite (the outermost telling `<testsuite>`, else the classname) and its name with
 /// the suites inside that one (`nested > deep`), after its class where the class tells more.
 pub(super) fn suite_and_name(c: &Case) -> (String, String) {
     let none = Around::default();
     let around = c.path.as_ref().map_or(&none, Suite::around);
-    // ctest names each test's class after the test: that is no suite (its first label is,
-    // else the file's name). So does jest-junit, with the describe blocks in both.
+    // ctest names each test's class after the test: that is no suite (its first label is, else
+    // a GoogleTest name's suite, else the file's name). So does jest-junit, with the describe
+    // blocks in both.
     let class_is_name = c.classname == c.name;
+    let googletest = (class_is_name && around.inner.is_empty()).then(|| googletest::names_in_ctest(&c.name)).flatten();
+    if let (Some((column, name)), None) = (&googletest, &c.label) {
+        return (cap_suite(column.clone()), cap_name(name.clone()));
+    }
     let classname = if class_is_name { c.label.as_deref().unwrap_or_default() } else { c.classname.as_str() };
     let classname = if around.junit_platform { java_class_column(classname) } else { classname };
     // A suite that names its test file is that file's column: mocha-junit-reporter writes
@@ -151,7 +168,8 @@ pub(super) fn suite_and_name(c: &Case) -> (String, String) {
     within.push_str(&c.name);
     let name = match c.classname.as_str() {
         // mocha-junit-reporter's class is the test's own title, the last word of its full name.
-        _ if class_is_name || is_title_of(&c.classname, &c.name) => within,
+        _ if class_is_name => googletest.map_or(within, |(_, name)| name),
+        _ if is_title_of(&c.classname, &c.name) => within,
         "" => within,
         // A classname that is a source file's path (doctest's) is named by the file.
         path if is_path(path) => format!("{}::{within}", file_name(path)),

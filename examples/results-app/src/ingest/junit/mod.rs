@@ -239,21 +239,19 @@ fn into_test(c: Box<Case>) -> Test {
     let c = *c;
     let (suite, name) = dialects::suite_and_name(&c);
     let flaky = c.status == Status::Passed && !c.attempts.is_empty();
+    let stdout = c.stdout.finish().and_then(|out| dialects::without_platform_ids(&c.path, out));
+    let message = c.message.and_then(CappedText::finish);
+    let message = message.or_else(|| dialects::ctest_googletest_message(c.status, &c.classname, &c.name, &stdout));
     let attempts = c.attempts.into_iter().enumerate();
     Test {
         suite,
         name,
         status: c.status,
         duration: (c.seconds * 1e9).round() / 1e6, // milliseconds, to the nanosecond
-        message: c.message.and_then(CappedText::finish),
+        message,
         detail: Detail {
             trace: c.trace.finish(),
-            stdout: c
-                .stdout
-                .finish()
-                .and_then(|out| dialects::without_platform_ids(&c.path, out))
-                .into_iter()
-                .collect(),
+            stdout: stdout.into_iter().collect(),
             stderr: c.stderr.finish().into_iter().collect(),
             retries: attempts.len() as u64,
             flaky,
