@@ -1,7 +1,9 @@
 // A node:test reporter that publishes the run's results into a bucket through objstore-db, in
 // the results app's layout: one object per report at `<platform>/<runtime>/<reverse
-// timestamp>-<run id>/<file id>`, its body a CTRF report with one `suite` per test file
-// (`crud.test.mjs` is `crud`) and where it came from (`ci`), its metadata headers platform,
+// timestamp>-<run id>/<file id>`, its body a CTRF report naming tests as the app names node's
+// JUnit (the outermost describe block is the suite, the ones inside name the test; a test
+// outside any block is in its file's suite, `crud.test.mjs` is `crud`) and where it came from
+// (`ci`), its metadata headers platform,
 // browser (the runtime) and version. In CI (or with OBJSTORE_RESULTS_RUN), the reports of one CI
 // run, from any number of jobs and from `objstore-results post` too, are one run: the first
 // writes the run's anchor `.runs/<run id>` create-only, the others read it.
@@ -85,7 +87,78 @@ export function suiteOf(file) {
   return base.replace(/[._-](test|spec)$/, '').replace(/^test[._-]/, '');
 }
 
+/** Folders that hold tests, and steps that name no suite: the results app's words. */
+const TEST_FOLDERS = new Set(['test', 'tests', 'spec', 'specs', '__tests__']);
+const EXTENSIONS = new Set(['py', 'mjs', 'js', 'cjs', 'ts', 'rs', 'c', 'cc', 'cpp', 'cxx', 'h', 'hpp', 'exe', 'out']);
+
+/**
+ * The suite of a test's outermost describe block, as the results app names node's JUnit and TAP
+ * suites (so that the reporter's tests and a post of node's own reports are one history): each
+ * `.`- or `/`-separated step lower-cased without `test_` or `_test`, below a tests folder.
+ * @param {string} title
+ */
+export function suiteOfBlock(title) {
+  let steps = title.split(/[./\\]/).filter((s) => s && !EXTENSIONS.has(s.toLowerCase()) && !/^\d+$/.test(s));
+  const below = steps.map((s) => TEST_FOLDERS.has(s.toLowerCase())).lastIndexOf(true);
+  if (below >= 0 && below + 1 < steps.length) steps = steps.slice(below + 1);
+  /** @type {string[]} */
+  const words = [];
+  for (const step of steps) {
+    const word = step.toLowerCase().replace(/^test_/, '').replace(/_tests?$/, '');
+    if (word && words[words.length - 1] !== word) words.push(word);
+  }
+  return words.join('/');
+}
+
 /** @typedef {{name: string, status: string, duration: number, suite: string, message?: string, trace?: string}} CtrfTest */
+
+/**
+ * The describe blocks (and tests with subtests) around tests, per file: node reports a block
+ * after its tests, so each test waits for its blocks to be reported, innermost first.
+ */
+class Blocks {
+  constructor() {
+    /** @type {Map<string, {test: CtrfTest, level: number, path: string[]}[]>} */
+    this.waiting = new Map();
+  }
+
+  /** A test at `level` (0: the file's top level), named once its blocks are known. */
+  add(/** @type {CtrfTest} */ test, /** @type {string} */ file, /** @type {number} */ level) {
+    if (level === 0) return;
+    const list = this.waiting.get(file) ?? [];
+    list.push({ test, level, path: [] });
+    this.waiting.set(file, list);
+  }
+
+  /** A describe block at `level` ended: the tests just inside it are in it. */
+  ended(/** @type {string} */ file, /** @type {number} */ level, /** @type {string} */ title) {
+    const list = this.waiting.get(file) ?? [];
+    for (const w of list) {
+      if (w.level === level + 1) {
+        w.path.unshift(title);
+        w.level = level;
+      }
+    }
+    if (level === 0) {
+      this.name(list.filter((w) => w.level === 0));
+      this.waiting.set(file, list.filter((w) => w.level !== 0));
+    }
+  }
+
+  /** The tests whose blocks never all ended (a run cut short) are named by what is known. */
+  finish() {
+    for (const list of this.waiting.values()) this.name(list);
+  }
+
+  /** The outermost block is the suite; the blocks inside it name the test (`inner > test`). */
+  name(/** @type {{test: CtrfTest, path: string[]}[]} */ list) {
+    for (const { test, path: [outer, ...inner] } of list) {
+      if (outer === undefined) continue;
+      test.suite = suiteOfBlock(outer) || test.suite;
+      test.name = [...inner, test.name].join(' > ');
+    }
+  }
+}
 
 /** The most text kept of a failure (the results app's cap): a quarter for the message. */
 const TEXT_CAP = 8 * 1024;
@@ -116,10 +189,12 @@ async function collect(source, labels) {
   let otherFailures = 0;
   /** @type {Set<CtrfTest>} */
   const bySubtests = new Set();
+  const blocks = new Blocks();
   for await (const { type, data } of source) {
     if (type !== 'test:pass' && type !== 'test:fail') continue;
     const failureType = data.details?.error?.failureType ?? data.details?.error?.cause?.failureType;
     if (data.details?.type === 'suite') {
+      blocks.ended(data.file ?? '', data.nesting ?? 0, data.name);
       // A describe block: its tests speak for it, unless it failed by itself.
       if (type === 'test:fail' && failureType !== 'subtestsFailed') otherFailures++;
       continue;
@@ -134,8 +209,12 @@ async function collect(source, labels) {
       if (error?.stack) test.trace = cut(String(error.stack), (TEXT_CAP * 3) / 4);
     }
     if (status === 'failed' && failureType === 'subtestsFailed') bySubtests.add(test);
+    blocks.add(test, data.file ?? '', data.nesting ?? 0);
+    // A test with subtests is their block too, as node's JUnit and TAP nest them.
+    blocks.ended(data.file ?? '', data.nesting ?? 0, data.name);
     tests.push(test);
   }
+  blocks.finish();
   const count = (/** @type {string} */ status) => tests.filter((t) => t.status === status).length;
   const origin = ci.detect(process.env);
   const { version } = labels;

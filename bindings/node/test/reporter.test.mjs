@@ -25,13 +25,14 @@ test('skipped', { skip: 'not today' }, () => {});
 `;
 
 /**
- * Runs the sample as `<dir>/crud.test.mjs` with the reporter and `env`.
+ * Runs `sample` as `<dir>/crud.test.mjs` with the reporter and `env`.
  * @param {string} dir
  * @param {Record<string, string>} env
+ * @param {string} [sample]
  */
-function runWithReporter(dir, env) {
+function runWithReporter(dir, env, sample = SAMPLE) {
   const file = path.join(dir, 'crud.test.mjs');
-  fs.writeFileSync(file, SAMPLE);
+  fs.writeFileSync(file, sample);
   const args = ['--test', '--test-reporter=objstore-db/reporter', '--test-reporter-destination=stdout', file];
   // Without the outer runner's NODE_TEST_CONTEXT: the inner run reports on its own; and outside
   // any CI but the one `env` plays.
@@ -82,6 +83,43 @@ test('a run is published as one object with a CTRF body and its metadata', async
     const projectVersion = JSON.parse(fs.readFileSync(path.join(PACKAGE, 'package.json'), 'utf8')).version;
     assert.equal(projectVersion, version);
     assert.deepEqual({ platform, browser, version: published }, { platform: platformName(), browser: runtimeName(), version: projectVersion });
+  } finally {
+    await viewer.close();
+  }
+});
+
+const NESTED = `
+import assert from 'node:assert';
+import { describe, test } from 'node:test';
+describe('Put Records', () => {
+  test('works', () => {});
+  describe('in a batch', () => { test('works', () => assert.fail('no batch')); });
+});
+describe('get', () => { test('works', () => {}); });
+test('top level', () => {});
+test('with subtests', async (t) => { await t.test('first', () => {}); });
+`;
+
+test('tests are named as the app names node JUnit: the outer describe block is the suite, the inner ones name the test', async () => {
+  const dir = tempDir();
+  const bucket = path.join(dir, 'bucket');
+  const run = runWithReporter(dir, { OBJSTORE_RESULTS: `file://${bucket}` }, NESTED);
+  const line = run.stdout.split('\n').find((l) => l.startsWith('objstore-db: results published'));
+  assert.ok(line, run.stdout + run.stderr);
+  const viewer = new Storage(path.join(dir, 'viewer.sqlite3'), {
+    stores: [{ name: 'results', Sync: { format: 'objstore', immutable: true, Options: { bucket: 'results', endpoint: `file://${bucket}` } } }],
+  });
+  try {
+    const report = await viewer.get('results', line.split(' as ')[1]);
+    const named = report.results.tests.map((/** @type {any} */ t) => `${t.suite} | ${t.name}`).sort();
+    assert.deepEqual(named, [
+      'crud | top level',
+      'crud | with subtests',
+      'get | works',
+      'put records | in a batch > works',
+      'put records | works',
+      'with subtests | first',
+    ]);
   } finally {
     await viewer.close();
   }

@@ -13,7 +13,7 @@ import pytest
 import objstore_db
 from objstore_db.ci import detect, run_id
 from objstore_db.digest import digest
-from objstore_db.pytest_plugin import TEXT_CAP, cap_text, platform_name, runtime_name
+from objstore_db.pytest_plugin import TEXT_CAP, cap_text, platform_name, runtime_name, suite_of
 
 # The run id of a Jenkins tag with a folder and spaces, as examples/results-app/src/ci.rs makes it.
 JENKINS_ID = "jenkins-jenkins-team-db-main-12-f4dba2926d3b141c"
@@ -199,6 +199,23 @@ def test_run_ids_are_made_as_the_app_makes_them() -> None:
     assert len(run_id("github", "9" * 80)) <= 64
     assert detect({"GITLAB_CI": "true", "CI_PIPELINE_ID": "77"}) == {"run": "gitlab-77"}
     assert detect({"OBJSTORE_RESULTS_RUN": "nightly-7"}) == {"run": "nightly-7"}
+
+
+@pytest.mark.parametrize(
+    ("path", "suite"),
+    [
+        ("tests/unit/test_crud.py", "unit/crud"),
+        ("tests/test_api.py", "api"),
+        ("test_api.py", "api"),
+        ("src/pkg/tests/test_x.py", "x"),
+        ("pkg/crud_test.py", "pkg/crud"),
+        ("a/b.v2/test_d.py", "a/b/v2/d"),
+    ],
+)
+def test_a_suite_is_named_as_the_app_names_its_file(path: str, suite: str) -> None:
+    """The paths of examples/results-app's naming test: both sides must agree, or the plugin's
+    tests and post of pytest's JUnit would be two histories."""
+    assert suite_of(f"{path}::TestX::test_y[1]") == suite
 
 
 def test_a_tests_text_is_capped_as_the_app_caps_it() -> None:

@@ -534,3 +534,96 @@ fn a_bad_bucket_timeout_is_refused_naming_the_setting() {
     assert!(fine.status.success(), "{}", String::from_utf8_lossy(&fine.stderr));
     assert_eq!(stored(dir.path()).len(), 1);
 }
+
+/// The tests of a stored run: (suite, name, status).
+fn identities(run: &Value) -> Vec<(String, String, String)> {
+    let text = |t: &Value, k: &str| t[k].as_str().unwrap_or_default().to_string();
+    let mut tests: Vec<_> = run["results"]["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (text(t, "suite"), text(t, "name"), text(t, "status")))
+        .collect();
+    tests.sort();
+    tests
+}
+
+/// One test, one name, whichever way it was published: pytest's run as its JUnit (xunit1, and
+/// xunit2 with reruns), as pytest-json-ctrf's CTRF and through this project's plugin; node's as
+/// its JUnit, its TAP (each named after the test file, which they do not name) and through this
+/// project's reporter. One test's history then reads every run, a quarantine entry under that
+/// name holds for the JUnit's failure, and an entry under another name warns, naming the test.
+#[test]
+fn a_test_has_one_name_however_it_was_published() {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = |from: &str, to: &str| {
+        let to = dir.path().join(to);
+        std::fs::copy(fixture(from), &to).unwrap();
+        to.display().to_string()
+    };
+    // As support::app and its page read it.
+    let bucket = dir.path().join("bucket");
+    let pytest = [
+        fixture("pytest-xunit1.xml"),
+        fixture("pytest-xunit2-reruns.xml"),
+        fixture("pytest-ctrf.json"),
+        fixture("pytest-plugin.json"),
+    ];
+    let node = [copy("node-junit.xml", "crud.xml"), copy("node.tap", "crud.tap"), fixture("node-reporter.json")];
+    for (runtime, files) in [("python-3.11", &pytest[..]), ("node-20", &node[..])] {
+        for file in files {
+            let out = post(&bucket, &["--platform", "linux-x86_64", "--runtime", runtime, file]);
+            assert!(out.status.success(), "{file}: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        let runs: Vec<(String, Value)> = stored(&bucket)
+            .into_iter()
+            .filter(|(key, _)| key.starts_with(&format!("linux-x86_64/{runtime}/")))
+            .collect();
+        assert_eq!(runs.len(), files.len());
+        let names = |run: &Value| identities(run).into_iter().map(|(suite, name, _)| (suite, name)).collect::<Vec<_>>();
+        for (key, run) in &runs[1..] {
+            assert_eq!(names(run), names(&runs[0].1), "{key} names its tests as {} does", runs[0].0);
+        }
+    }
+    let renamed = ("api", "tests/test_api.py::TestUser::test_rename");
+    let node_names: Vec<(String, String, String)> = stored(&bucket)
+        .into_iter()
+        .filter(|(k, _)| k.contains("/node-20/"))
+        .flat_map(|(_, r)| identities(&r))
+        .collect();
+    assert!(
+        node_names.iter().any(|(s, n, _)| s == "get" && n == "works"),
+        "a describe block is the suite: {node_names:?}"
+    );
+    assert!(
+        node_names.iter().any(|(s, n, _)| s == "crud" && n == "later"),
+        "the file names the others: {node_names:?}"
+    );
+
+    // The history of one test holds all four pytest runs: it failed in each.
+    let page = support::Page::start(dir.path());
+    let history =
+        page.get(&format!("/api/test?platform=linux-x86_64&browser=python-3.11&suite=api&name={}", renamed.1));
+    let strip = history["strip"].as_array().unwrap();
+    assert_eq!((strip.len(), &strip[0]["status"], &strip[0]["runs"]), (1, &json!("failed"), &json!(4)), "{history}");
+    drop(page);
+
+    // Quarantined under its one name, the JUnit's failure is held; under JUnit's dotted name the
+    // entry is kept, with a warning that names the stored test.
+    let app = |args: &[&str]| support::app(dir.path(), args).output().unwrap();
+    let add = |name: &str| app(&["quarantine", "add", "--suite", "api", "--name", name, "--reason", "known"]);
+    let known = add(renamed.1);
+    assert!(known.status.success() && !String::from_utf8_lossy(&known.stderr).contains("warning"), "{known:?}");
+    let gate = app(&["gate", "--platform", "linux-x86_64", "--runtime", "python-3.11", &pytest[1]]);
+    let said = String::from_utf8_lossy(&gate.stdout);
+    let (held, rest) = said.split_once("not quarantined").unwrap_or((&said, ""));
+    assert!(held.contains(renamed.1) && !rest.contains("test_rename"), "{said}");
+    let dotted = add("tests.test_api.TestUser::test_rename");
+    let warned = String::from_utf8_lossy(&dotted.stderr);
+    assert!(dotted.status.success(), "the entry is kept: {warned}");
+    assert!(
+        warned.contains("warning: no pair's newest run has the test api › tests.test_api.TestUser::test_rename")
+            && warned.contains(&format!("--name {:?}", renamed.1)),
+        "{warned}"
+    );
+}

@@ -4,59 +4,19 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::Output;
 
 use serde_json::Value;
+use support::{app, Page};
 
 const COMMIT: &str = "0123456789abcdef";
 const SUITE: &str = "producers";
 const FLAKY: &str = "producers::storage::flaky";
 
-/// The app on a `file://` bucket under `dir`, outside any CI.
-fn app(dir: &Path, args: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_objstore-results"));
-    command.args(args).env("OBJSTORE_RESULTS", format!("file://{}", dir.join("bucket").display()));
-    command.env("XDG_CACHE_HOME", dir.join("cache"));
-    for name in support::CI_MARKERS.iter().chain(&["OBJSTORE_RESULTS_PREFIX", "OBJSTORE_RESULTS_BUCKET"]) {
-        command.env_remove(name);
-    }
-    command
-}
-
 fn succeeded(output: Output) -> String {
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     String::from_utf8(output.stdout).unwrap()
-}
-
-/// `serve` on a free port, stopped when dropped.
-struct Page {
-    child: Child,
-    url: String,
-}
-
-impl Page {
-    fn start(dir: &Path) -> Page {
-        let mut child = app(dir, &["serve", "--listen", "127.0.0.1:0"]).stdout(Stdio::piped()).spawn().unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        let url = line.trim().rsplit(' ').next().unwrap().trim_end_matches("/results").to_string();
-        assert!(url.starts_with("http://127.0.0.1:"), "{line}");
-        Page { child, url }
-    }
-
-    fn get(&self, path: &str) -> Value {
-        let answer = ureq::get(&format!("{}{path}", self.url)).call().unwrap();
-        serde_json::from_str(&answer.into_body().read_to_string().unwrap()).unwrap()
-    }
-}
-
-impl Drop for Page {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn fixture(name: &str) -> PathBuf {

@@ -143,11 +143,30 @@ def runtime_name() -> str:
     return f"python-{sys.version_info.major}.{sys.version_info.minor}"
 
 
+TEST_FOLDERS = {"test", "tests", "spec", "specs", "__tests__"}
+FILE_KINDS = (".test", ".spec", ".e2e", "_test", "-test", "_spec")
+EXTENSIONS = {"py", "mjs", "js", "cjs", "ts", "rs", "c", "cc", "cpp", "cxx", "h", "hpp", "exe", "out"}
+
+
 def suite_of(nodeid: str) -> str:
-    """A test's suite: its module's name without `test_` (`tests/test_crud.py::t` is `crud`)."""
-    module = nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
-    module = module[: -len(".py")] if module.endswith(".py") else module
-    return module[len("test_") :] if module.startswith("test_") else module
+    """A test's suite, as the results app names a test file (its rule, so that the plugin's
+    tests and `post` of pytest's JUnit are one history): the file's path below its last tests
+    folder, each step lower-cased without `test_` or `_test`, and `.py` (`tests/unit/test_crud.py`
+    is `unit/crud`)."""
+    *folders, module = nodeid.split("::", 1)[0].split("/")
+    stem = module.removesuffix(".py")
+    stem = next((stem[: -len(k)] for k in FILE_KINDS if stem.endswith(k) and stem != k), stem)
+    steps = [s for f in folders for s in f.split(".") if s and s.lower() not in EXTENSIONS and not s.isdigit()] + [stem]
+    below = [i for i, s in enumerate(steps) if s.lower() in TEST_FOLDERS]
+    if below and below[-1] + 1 < len(steps):
+        steps = steps[below[-1] + 1 :]
+    words: list[str] = []
+    for step in steps:
+        word = step.lower().removeprefix("test_")
+        word = word.removesuffix("_tests") if word.endswith("_tests") else word.removesuffix("_test")
+        if word and (not words or words[-1] != word):
+            words.append(word)
+    return "/".join(words)
 
 
 TEXT_CAP = 8 * 1024

@@ -6,7 +6,7 @@ use crate::error::{AppError, AppResult};
 use crate::model;
 use crate::store;
 
-use super::{unknown, value_of, USAGE};
+use super::{open_viewer, unknown, value_of, USAGE};
 
 /// `objstore-results quarantine add|remove|list`.
 pub fn run(args: &[String]) -> AppResult<()> {
@@ -50,6 +50,9 @@ pub fn run(args: &[String]) -> AppResult<()> {
                 Ok(String::new())
             })?;
             print!("{}", quarantine_table(&q));
+            if let Some(warning) = unknown_test(&target, &entry.suite, &entry.name) {
+                eprintln!("objstore-results: warning: {warning}");
+            }
             Ok(())
         }
         "remove" => {
@@ -81,4 +84,26 @@ fn quarantine_table(q: &model::quarantine::Quarantine) -> String {
             format!("{} › {}  [{}]{until}: {}\n", e.suite, e.name, e.pairs, e.reason)
         })
         .collect()
+}
+
+/// Why an entry for `suite` › `name` may never hold: no pair's newest run has that test. Names the
+/// stored tests of the same last word (`test_x` of `tests/test_p.py::test_x`), which are likely
+/// the one meant under the name every producer gives it. `None` when a run has it, or when the
+/// runs cannot be read (the entry is kept either way: the test may not have run yet).
+fn unknown_test(target: &store::Target, suite: &str, name: &str) -> Option<String> {
+    let viewer = open_viewer(target, None).ok()?;
+    let leaf = ["::", " > ", " › "].iter().fold(name, |n, sep| n.rsplit(sep).next().unwrap_or(n));
+    let leaf: String = leaf.chars().rev().take(200).collect::<Vec<_>>().into_iter().rev().collect();
+    let found = viewer.search(&leaf).ok()?.view.tests;
+    if found.iter().any(|t| t.suite == suite && t.name == name) {
+        return None;
+    }
+    let mut like: Vec<String> = found.iter().map(|t| format!("--suite {:?} --name {:?}", t.suite, t.name)).collect();
+    like.sort();
+    like.dedup();
+    let hint = match like.len() {
+        0 => String::new(),
+        n => format!("; stored tests of that name: {}{}", like[..n.min(3)].join(", "), if n > 3 { ", …" } else { "" }),
+    };
+    Some(format!("no pair's newest run has the test {suite} › {name}, so the entry holds for nothing yet{hint}"))
 }

@@ -137,13 +137,15 @@ pub(super) fn from_ctrf(
 /// A CTRF test's suite and name from its suite path: the first step that tells is the column
 /// (a test file's path names its module, as pytest's JUnit does: `basket.test.js` → `basket`),
 /// and the steps after it are the test's path (`checkout > tax`), unless its name holds them
-/// already (jest's full names: `basket totals sums`).
+/// already (jest's full names: `basket totals sums`; pytest's node ids:
+/// `tests/test_api.py::TestUser::test_create`).
 fn ctrf_suite_and_name(path: &[&str], name: String) -> (String, String) {
     let Some(first) = path.iter().position(|s| !s.is_empty()) else { return (String::new(), cap_name(name)) };
     let suite =
         if naming::is_test_file(path[first]) { naming::suite_name(None, path[first]) } else { path[first].to_string() };
     let rest: Vec<&str> = path[first + 1..].iter().copied().filter(|s| !s.is_empty()).collect();
-    let name = match rest.is_empty() || name.starts_with(&rest.join(" ")) {
+    let node_id = |rest: &[&str]| name.contains(&format!("::{}::", rest.join("::")));
+    let name = match rest.is_empty() || name.starts_with(&rest.join(" ")) || node_id(&rest) {
         true => name,
         false => format!("{} > {name}", rest.join(" > ")),
     };

@@ -110,7 +110,7 @@ fn without_kind<'n>(name: &'n str, kinds: &[&str]) -> &'n str {
 }
 
 /// Whether `segment` is a Python test module (`test_api`, `api_test`).
-fn is_python_test_module(segment: &str) -> bool {
+pub fn is_python_test_module(segment: &str) -> bool {
     segment.starts_with("test_") || segment.ends_with("_test") || segment.ends_with("_tests")
 }
 
@@ -228,6 +228,22 @@ mod tests {
             assert_eq!(suite_name(Some(given), ""), column, "{given}");
         }
         assert!(is_test_file("basket.test.js") && is_test_file("backup.bats") && !is_test_file("crud"));
+    }
+
+    /// The pytest plugin names a test file's suite by this rule too (its `suite_of`, tested on
+    /// the same paths): the two must agree for one test to be one history.
+    #[test]
+    fn a_pytest_files_suite_as_the_plugin_names_it() {
+        for (path, column) in [
+            ("tests/unit/test_crud.py", "unit/crud"),
+            ("tests/test_api.py", "api"),
+            ("test_api.py", "api"),
+            ("src/pkg/tests/test_x.py", "x"),
+            ("pkg/crud_test.py", "pkg/crud"),
+            ("a/b.v2/test_d.py", "a/b/v2/d"),
+        ] {
+            assert_eq!(suite_name(None, path), column, "{path}");
+        }
     }
 
     #[test]

@@ -3,8 +3,9 @@
 #![allow(dead_code)]
 
 use std::collections::{BTreeMap, HashMap};
+use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, OnceLock};
 
 use serde_json::Value;
@@ -58,4 +59,44 @@ pub fn stored(bucket_dir: &Path) -> BTreeMap<String, Value> {
         }
     }
     found
+}
+
+/// The app on a `file://` bucket under `dir`, outside any CI.
+pub fn app(dir: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_objstore-results"));
+    command.args(args).env("OBJSTORE_RESULTS", format!("file://{}", dir.join("bucket").display()));
+    command.env("XDG_CACHE_HOME", dir.join("cache"));
+    for name in CI_MARKERS.iter().chain(&["OBJSTORE_RESULTS_PREFIX", "OBJSTORE_RESULTS_BUCKET"]) {
+        command.env_remove(name);
+    }
+    command
+}
+
+/// `serve` on a free port, stopped when dropped.
+pub struct Page {
+    child: Child,
+    pub url: String,
+}
+
+impl Page {
+    pub fn start(dir: &Path) -> Page {
+        let mut child = app(dir, &["serve", "--listen", "127.0.0.1:0"]).stdout(Stdio::piped()).spawn().unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let url = line.trim().rsplit(' ').next().unwrap().trim_end_matches("/results").to_string();
+        assert!(url.starts_with("http://127.0.0.1:"), "{line}");
+        Page { child, url }
+    }
+
+    pub fn get(&self, path: &str) -> Value {
+        let answer = ureq::get(&format!("{}{path}", self.url)).call().unwrap();
+        serde_json::from_str(&answer.into_body().read_to_string().unwrap()).unwrap()
+    }
+}
+
+impl Drop for Page {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

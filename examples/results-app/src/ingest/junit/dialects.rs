@@ -10,7 +10,9 @@ use serde_json::{Map, Value};
 use crate::model::{cap_name, Attempt, CappedText, Status, Test};
 
 use super::super::googletest;
-use super::super::naming::{cap_suite, file_name, is_generic, is_path, is_test_file, suite_name, without_class_kind};
+use super::super::naming::{
+    cap_suite, file_name, is_generic, is_path, is_python_test_module, is_test_file, suite_name, without_class_kind,
+};
 
 use super::suites::{Around, Suite};
 use super::{same_test, Case, CaseAttempt};
@@ -167,6 +169,9 @@ pub(super) fn suite_and_name(c: &Case) -> (String, String) {
     within.push_str(&around.inner);
     within.push_str(&c.name);
     let name = match c.classname.as_str() {
+        // pytest's class is its node id's path and classes, dotted: the test is named by its node
+        // id, as pytest, its plugins and this app's plugin name it.
+        class if around.pytest && !class.is_empty() => pytest_node_id(class, &within),
         // mocha-junit-reporter's class is the test's own title, the last word of its full name.
         _ if class_is_name => googletest.map_or(within, |(_, name)| name),
         _ if is_title_of(&c.classname, &c.name) => within,
@@ -180,6 +185,26 @@ pub(super) fn suite_and_name(c: &Case) -> (String, String) {
         class => format!("{class}::{within}"),
     };
     (suite, cap_name(name))
+}
+
+/// pytest's node id (`tests/unit/test_crud.py::TestPut::test_one[a]`) from the classname its JUnit
+/// writes for it (`tests.unit.test_crud.TestPut`): the module is the last step named as pytest
+/// finds test files (`test_*`, `*_test`), else the steps before the first class (a capital).
+fn pytest_node_id(class: &str, name: &str) -> String {
+    let steps: Vec<&str> = class.split('.').collect();
+    let module_end = match steps.iter().rposition(|s| is_python_test_module(s)) {
+        Some(i) => i + 1,
+        None => {
+            steps.iter().position(|s| s.starts_with(|c: char| c.is_ascii_uppercase())).unwrap_or(steps.len()).max(1)
+        }
+    };
+    let mut id = steps[..module_end].join("/");
+    id.push_str(".py");
+    for step in steps[module_end..].iter().chain([&name]) {
+        id.push_str("::");
+        id.push_str(step);
+    }
+    id
 }
 
 /// Whether `class` is the title at the end of the full name `name` (`cart totals sums`, `sums`).
