@@ -11,6 +11,8 @@
 //   OBJSTORE_RESULTS=file:///some/dir node --test --test-reporter=spec --test-reporter-destination=stdout \
 //       --test-reporter=objstore-db/reporter --test-reporter-destination=stdout
 //
+// OBJSTORE_COLLECTOR (with OBJSTORE_COLLECTOR_TOKEN): post through a results collector instead,
+// with no bucket settings at all (collector.mjs).
 // OBJSTORE_RESULTS: the endpoint (file://<dir> or http(s)://host); OBJSTORE_RESULTS_BUCKET
 // (default "results") and OBJSTORE_RESULTS_PREFIX; S3 credentials from AWS_ACCESS_KEY_ID,
 // AWS_SECRET_ACCESS_KEY and AWS_REGION. The run is labelled as `objstore-results post` labels
@@ -24,6 +26,7 @@ import path from 'node:path';
 
 import api from './index.js';
 import ci from './ci.js';
+import * as collector from './collector.mjs';
 import digests from './digest.js';
 
 const { Storage } = api;
@@ -386,14 +389,17 @@ export default async function* objstoreReporter(source) {
     return;
   }
   const { report, otherFailures, bySubtests } = await collect(source, labels);
-  if (!env.OBJSTORE_RESULTS) {
-    yield 'objstore-db: OBJSTORE_RESULTS is not set; the results were not published\n';
+  // Through a collector when one is named (the job then needs no bucket settings), as `post` does.
+  const through = env.OBJSTORE_COLLECTOR;
+  if (!env.OBJSTORE_RESULTS && !through) {
+    yield 'objstore-db: neither OBJSTORE_RESULTS nor OBJSTORE_COLLECTOR is set; the results were not published\n';
     return;
   }
   const failed = report.results.tests.filter((t) => t.status === 'failed').length;
   if (failed > 0) {
     try {
-      const left = applyQuarantine(report, await readQuarantine(env), bySubtests);
+      const entries = through ? await collector.readQuarantine(through, env) : await readQuarantine(env);
+      const left = applyQuarantine(report, entries, bySubtests);
       // Only a run whose every failure is a quarantined test's passes (not one whose hooks or
       // files failed too).
       if (left === 0 && otherFailures === 0) {
@@ -406,6 +412,10 @@ export default async function* objstoreReporter(source) {
     }
   }
   try {
+    if (through) {
+      yield `objstore-db: results published to ${through} as ${await collector.postRun(through, report, env)}\n`;
+      return;
+    }
     const { key, outcome } = await publish(report, env);
     if (outcome.pending) {
       const why = outcome.offline || outcome.blocked || [...outcome.rejected, ...outcome.held].map((w) => w.message).join('; ') || 'the bucket did not take them';

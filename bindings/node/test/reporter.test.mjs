@@ -1,7 +1,7 @@
 // The node:test reporter: a run's results land in the bucket in the results app's layout,
 // written through objstore-db, and read back through it.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -36,7 +36,7 @@ function runWithReporter(dir, env, sample = SAMPLE) {
   const args = ['--test', '--test-reporter=objstore-db/reporter', '--test-reporter-destination=stdout', file];
   // Without the outer runner's NODE_TEST_CONTEXT: the inner run reports on its own; and outside
   // any CI but the one `env` plays.
-  const { OBJSTORE_RESULTS: _results, NODE_TEST_CONTEXT: _context, ...inherited } = process.env;
+  const { OBJSTORE_RESULTS: _results, OBJSTORE_COLLECTOR: _collector, NODE_TEST_CONTEXT: _context, ...inherited } = process.env;
   for (const name of CI_MARKERS) delete inherited[name];
   return spawnSync(process.execPath, args, { cwd: PACKAGE, encoding: 'utf8', env: { ...inherited, ...env }, timeout: 60_000 });
 }
@@ -156,7 +156,7 @@ test('an unreachable bucket is reported and the run keeps its outcome', () => {
 
 test('without OBJSTORE_RESULTS it says so and publishes nothing', () => {
   const run = runWithReporter(tempDir(), {});
-  assert.match(run.stdout, /OBJSTORE_RESULTS is not set/);
+  assert.match(run.stdout, /neither OBJSTORE_RESULTS nor OBJSTORE_COLLECTOR is set/);
 });
 
 test('two jobs of one CI run publish one run, anchored once, with its commit, branch and page', () => {
@@ -219,4 +219,59 @@ test('a quarantined failure is published marked, and the run passes; elsewhere i
   assert.deepEqual([fails.status, fails.quarantined], ['failed', true]);
   await quarantine('nowhere/*');
   assert.equal(runWithReporter(dir, { OBJSTORE_RESULTS: `file://${bucket}`, OBJSTORE_RESULTS_BUCKET: 'results' }).status, 1);
+});
+
+// The results app that cargo test built (bindings/node/run builds it when it is missing).
+const RESULTS_APP = path.resolve(PACKAGE, '../../target/debug/objstore-results');
+const COLLECTOR_TOKEN = 'node-collector-token-0001';
+
+/**
+ * `objstore-results serve` on a free port over a file:// bucket in `dir`, taking posts with one
+ * token; its URL, and a stop.
+ * @param {string} dir
+ */
+async function startCollector(dir) {
+  assert.ok(fs.existsSync(RESULTS_APP), `${RESULTS_APP} is missing: cargo build -p objstore-results`);
+  /** @type {NodeJS.ProcessEnv} */
+  const env = { ...process.env, OBJSTORE_RESULTS: `file://${path.join(dir, 'bucket')}`, XDG_CACHE_HOME: path.join(dir, 'cache') };
+  for (const name of [...CI_MARKERS, 'OBJSTORE_RESULTS_BUCKET', 'OBJSTORE_RESULTS_PREFIX']) delete env[name];
+  const server = spawn(RESULTS_APP, ['serve', '--listen', '127.0.0.1:0', '--token', COLLECTOR_TOKEN], { env, stdio: ['ignore', 'pipe', 'ignore'] });
+  const line = await new Promise((resolve, reject) => {
+    let seen = '';
+    server.stdout.on('data', (chunk) => {
+      seen += chunk;
+      if (seen.includes('\n')) resolve(seen.split('\n')[0]);
+    });
+    server.on('exit', () => reject(new Error(`serve exited: ${seen}`)));
+  });
+  const url = String(line).trim().split(' ').pop()?.replace(/\/results$/, '') ?? '';
+  assert.match(url, /^http:\/\/127\.0\.0\.1:\d+$/, String(line));
+  return { url, env, stop: () => server.kill() };
+}
+
+test('through a collector a job needs no bucket settings: the run is posted with its token and the quarantine read through it', async () => {
+  const dir = tempDir();
+  const collector = await startCollector(dir);
+  try {
+    const add = spawnSync(RESULTS_APP, ['quarantine', 'add', '--suite', 'crud', '--name', 'fails', '--reason', 'known'], { env: collector.env, encoding: 'utf8' });
+    assert.equal(add.status, 0, add.stderr);
+    const run = runWithReporter(dir, { OBJSTORE_COLLECTOR: collector.url, OBJSTORE_COLLECTOR_TOKEN: COLLECTOR_TOKEN });
+    const line = run.stdout.split('\n').find((l) => l.startsWith(`objstore-db: results published to ${collector.url} as `));
+    assert.ok(line, run.stdout + run.stderr);
+    assert.equal(run.status, 0, 'its one failure is quarantined: the run passes');
+    const viewer = new Storage(path.join(dir, 'viewer.sqlite3'), {
+      stores: [{ name: 'results', Sync: { format: 'objstore', immutable: true, Options: { bucket: 'results', endpoint: `file://${path.join(dir, 'bucket')}` } } }],
+    });
+    try {
+      const report = await viewer.get('results', line.split(' as ')[1]);
+      const fails = report.results.tests.find((/** @type {any} */ t) => t.name === 'fails');
+      assert.deepEqual([fails.status, fails.quarantined], ['failed', true]);
+    } finally {
+      await viewer.close();
+    }
+    const refused = runWithReporter(tempDir(), { OBJSTORE_COLLECTOR: collector.url, OBJSTORE_COLLECTOR_TOKEN: 'not-the-token-at-all' });
+    assert.match(refused.stdout, /^objstore-db: the results were not published: the collector at .* answered 401: .*OBJSTORE_COLLECTOR_TOKEN/m);
+  } finally {
+    collector.stop();
+  }
 });

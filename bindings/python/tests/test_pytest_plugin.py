@@ -4,8 +4,10 @@ through objstore-db, and read back through it."""
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import re
+import subprocess
 from typing import Any
 
 import pytest
@@ -325,3 +327,65 @@ async def test_a_quarantined_failure_is_published_marked_and_does_not_fail_the_s
         assert (await editor.flush())["pending"] == 0
     result = pytester.runpytest_subprocess(f"--objstore-results=file://{bucket_dir}", "--objstore-bucket=results")
     result.assert_outcomes(passed=1, failed=1)
+
+
+# The results app that cargo test built (bindings/python/run builds it when it is missing).
+RESULTS_APP = pathlib.Path(__file__).resolve().parents[3] / "target" / "debug" / "objstore-results"
+
+
+@pytest.fixture
+def collector(tmp_path: pathlib.Path) -> Any:
+    """`objstore-results serve` on a free port over a file:// bucket, taking posts with one token:
+    (its URL, the bucket's directory), stopped after the test."""
+    assert RESULTS_APP.exists(), f"{RESULTS_APP} is missing: cargo build -p objstore-results"
+    bucket_dir = tmp_path / "collector-bucket"
+    env = {**os.environ, "OBJSTORE_RESULTS": f"file://{bucket_dir}", "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    for name in CI_MARKERS + ["OBJSTORE_RESULTS_BUCKET", "OBJSTORE_RESULTS_PREFIX"]:
+        env.pop(name, None)
+    args = [str(RESULTS_APP), "serve", "--listen", "127.0.0.1:0", "--token", COLLECTOR_TOKEN]
+    server = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert server.stdout is not None
+        line = server.stdout.readline()
+        url = line.strip().rsplit(" ", 1)[-1].removesuffix("/results")
+        assert url.startswith("http://127.0.0.1:"), line
+        yield url, bucket_dir
+    finally:
+        server.kill()
+        server.wait()
+
+
+COLLECTOR_TOKEN = "python-collector-token-0001"
+
+
+async def test_through_a_collector_a_job_needs_no_bucket_credentials(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path, collector: Any
+) -> None:
+    """--objstore-collector posts the run to a collector with its token (the job has no bucket
+    settings at all) and reads the quarantine through it; without the token it is refused, saying
+    which token is sent."""
+    url, bucket_dir = collector
+    monkeypatch.delenv("OBJSTORE_RESULTS", raising=False)
+    # The quarantine, as `objstore-results quarantine add` writes it into the collector's bucket.
+    quarantine = [str(RESULTS_APP), "quarantine", "add", "--suite", "crud", "--name", "test_crud.py::test_known_bad", "--reason", "known"]
+    added = subprocess.run(quarantine, env={**os.environ, "OBJSTORE_RESULTS": f"file://{bucket_dir}", "XDG_CACHE_HOME": str(tmp_path)}, capture_output=True, text=True)
+    assert added.returncode == 0, added.stderr
+    pytester.makepyfile(test_crud=QUARANTINED)
+    monkeypatch.setenv("OBJSTORE_COLLECTOR", url)
+    monkeypatch.setenv("OBJSTORE_COLLECTOR_TOKEN", COLLECTOR_TOKEN)
+    result = pytester.runpytest_subprocess("--objstore-collector")
+    result.assert_outcomes(passed=1, xfailed=1)
+    published = [line for line in result.outlines if line.startswith(f"objstore-db: results published to {url} as ")]
+    assert published, result.outlines
+    key = published[0].rsplit(" as ", 1)[1]
+    async with objstore_db.open(str(tmp_path / "viewer.sqlite3"), viewer_schema(bucket_dir)) as viewer:
+        report = await viewer.get("results", key)
+    bad = [t for t in report["results"]["tests"] if t["name"] == "test_crud.py::test_known_bad"][0]
+    assert (bad["status"], bad.get("quarantined")) == ("failed", True)
+
+    monkeypatch.setenv("OBJSTORE_COLLECTOR_TOKEN", "not-the-token-at-all")
+    refused = pytester.runpytest_subprocess(f"--objstore-collector={url}")
+    said = [line for line in refused.outlines if line.startswith("objstore-db: the results were not published")]
+    assert said and "401" in said[0] and "OBJSTORE_COLLECTOR_TOKEN" in said[0], refused.outlines
+    both = pytester.runpytest_subprocess(f"--objstore-collector={url}", f"--objstore-results=file://{bucket_dir}")
+    assert "not both" in "\n".join(both.errlines), both.errlines

@@ -151,3 +151,33 @@ fn a_shell_script_names_its_run_itself() {
     assert!(runs.len() == 1 && runs.keys().all(|r| r.contains("-nightly-")), "{runs:?}");
     assert!(out.contains("Test results of run nightly-") && out.contains("c-gcc-13"), "{out}");
 }
+
+/// The collector-only job: the script reaches no bucket (its variables are unset), the runs land
+/// in the collector's, and the summary is read back through it.
+#[test]
+fn a_job_with_only_a_collector_publishes_and_summarizes_through_it() {
+    let served = tempfile::tempdir().unwrap();
+    let token = "github-collector-token-01";
+    let mut serve = support::app(served.path(), &["serve", "--listen", "127.0.0.1:0", "--token", token]);
+    let mut child = serve.stdout(std::process::Stdio::piped()).spawn().unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
+    let url = line.trim().rsplit(' ').next().unwrap().trim_end_matches("/results").to_string();
+    let values = HashMap::from([("vars.RESULTS_COLLECTOR", url.as_str()), ("secrets.RESULTS_TOKEN", token)]);
+    let script = fill(&github_step(&block("github-collector"), "Publish the results"), &values);
+    // The step's env: block, as GitHub sets it (the harness runs only its run: lines).
+    let script = format!("unset OBJSTORE_RESULTS\n{script}");
+    let env: Vec<(&str, &str)> = GITHUB
+        .iter()
+        .copied()
+        .chain([("OBJSTORE_COLLECTOR", url.as_str()), ("OBJSTORE_COLLECTOR_TOKEN", token)])
+        .collect();
+    let (dir, _, summary) = run(&script, &env);
+    let _ = child.kill();
+    let _ = child.wait();
+    let made: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert!(!dir.path().join("bucket").exists() && !dir.path().join("results").exists(), "no bucket reached: {made:?}");
+    let runs = runs(served.path());
+    assert!(runs.len() == 1 && runs.keys().all(|r| r.ends_with("-github-4242-1")), "{runs:?}");
+    assert!(summary.starts_with("### Test results of run github-4242-1\n"), "{summary}");
+}

@@ -694,3 +694,75 @@ fn the_matrix_pages_and_filters_every_pair() {
     assert_eq!(pairs(&matrix("label=build_type=Release")), Vec::<String>::new());
     assert_eq!(pairs(&matrix("status=failed&suite=crud")), Vec::<String>::new(), "crud passes everywhere");
 }
+
+/// A CI job that has only the collector's address and a token: `post`, `summary`, `gate` and
+/// `quarantine list` go through it, with no bucket setting at all, and nothing is written into
+/// the job's directory; without the collector, a read of a bucket that is not there says so and
+/// creates nothing.
+#[test]
+fn a_job_with_only_the_collector_posts_summarizes_and_gates_through_it() {
+    let token = "ci-job-token-0000000001";
+    let c = Collector::start(&["--token", token], &[]);
+    let job = tempfile::tempdir().unwrap();
+    let report = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ctest.xml").display().to_string();
+    let cli = |args: &[&str], collector: bool| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_objstore-results"));
+        command.args(args).current_dir(job.path()).env("XDG_CACHE_HOME", job.path().join(".cache"));
+        for name in
+            support::CI_MARKERS.iter().chain(&["OBJSTORE_RESULTS", "OBJSTORE_RESULTS_BUCKET", "OBJSTORE_COLLECTOR"])
+        {
+            command.env_remove(name);
+        }
+        if collector {
+            command.env("OBJSTORE_COLLECTOR", &c.url).env("OBJSTORE_COLLECTOR_TOKEN", token);
+        }
+        command.output().unwrap()
+    };
+    let said = |out: &std::process::Output| {
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    };
+    let posted = cli(&["post", "--runtime", "c-gcc-12", "--run", "ci-7", &report], true);
+    assert!(posted.status.success(), "{}", said(&posted));
+    // The quarantine is kept in the bucket, by whoever may edit it.
+    let mut add = Command::new(env!("CARGO_BIN_EXE_objstore-results"));
+    add.args(["quarantine", "add", "--suite", "ctest", "--name", "crud_fails", "--reason", "known"]);
+    add.env("OBJSTORE_RESULTS", format!("file://{}", c.bucket.display()))
+        .env("XDG_CACHE_HOME", job.path().join(".admin"));
+    assert!(add.output().unwrap().status.success());
+
+    let listed = cli(&["quarantine", "list"], true);
+    assert!(listed.status.success() && said(&listed).contains("ctest › crud_fails  [*/*]: known"), "{}", said(&listed));
+    let summary = cli(&["summary", "--run", "ci-7", "--markdown"], true);
+    let text = said(&summary);
+    assert!(summary.status.success() && text.contains("Test results of run ci-7"), "{text}");
+    assert!(text.contains(r"crud\_fails \[quarantined\]"), "the quarantined failure is marked: {text}");
+    let gate = cli(&["gate", "--runtime", "c-gcc-12", &report], true);
+    let verdict = said(&gate);
+    assert!(verdict.contains("the quarantine of the collector at"), "{verdict}");
+    assert!(verdict.contains("quarantined:\n  ctest › crud_fails (known)"), "{verdict}");
+    let edit = cli(&["quarantine", "remove", "--suite", "ctest", "--name", "crud_fails", "--collector", &c.url], true);
+    assert!(!edit.status.success() && said(&edit).contains("needs OBJSTORE_RESULTS"), "{}", said(&edit));
+    let refused = Command::new(env!("CARGO_BIN_EXE_objstore-results"))
+        .args(["quarantine", "list", "--collector", &c.url])
+        .env("OBJSTORE_COLLECTOR_TOKEN", "")
+        .output()
+        .unwrap();
+    assert!(refused.status.success(), "reading needs no token: {}", said(&refused));
+
+    // Without the collector: no bucket, so nothing is quarantined, which gate says; no
+    // directory is made.
+    let alone = cli(&["gate", "--runtime", "c-gcc-12", &report], false);
+    let verdict = said(&alone);
+    assert!(!alone.status.success() && verdict.contains("which is not there"), "{verdict}");
+    assert!(
+        verdict.contains("the quarantine holds no entry") && verdict.contains("1 failure not quarantined"),
+        "{verdict}"
+    );
+    let summary = cli(&["summary", "--run", "ci-7"], false);
+    assert!(!summary.status.success() && said(&summary).contains("no runs:"), "{}", said(&summary));
+    let left: Vec<_> = std::fs::read_dir(job.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert!(
+        left.iter().all(|n| n.to_string_lossy().starts_with('.')),
+        "nothing written into the job's directory: {left:?}"
+    );
+}

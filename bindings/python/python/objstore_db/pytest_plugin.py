@@ -1,7 +1,7 @@
 """A pytest plugin that publishes a run's results into a bucket, through objstore-db, in the
 results app's layout: one object per report at `<platform>/<browser>/<reverse timestamp>-<run
-id>/<file id>`, its body a CTRF report with one `suite` per test (the test module's name
-without `test_`) and where it came from (`ci`), its metadata headers platform, browser and
+id>/<file id>`, its body a CTRF report naming each test by its node id and its suite by its
+file, as the app names pytest's JUnit, and where it came from (`ci`), its metadata headers platform, browser and
 version. In CI (or with OBJSTORE_RESULTS_RUN), the reports of one CI run, from any number of
 jobs and from `objstore-results post` too, are one run: the first writes the run's anchor
 `.runs/<run id>` create-only, the others read it.
@@ -13,12 +13,15 @@ it on (a job-level `OBJSTORE_RESULTS` is common, and `objstore-results post` rea
     pytest --objstore-results=http://127.0.0.1:9000 --objstore-bucket=results
     pytest --objstore-results                                # the endpoint from $OBJSTORE_RESULTS
     # or in pytest.ini / pyproject.toml's [tool.pytest.ini_options]: objstore_results = <endpoint>
+    pytest --objstore-collector=https://results.example  # through a collector: no bucket credentials
+    pytest --objstore-collector                          # the collector from $OBJSTORE_COLLECTOR
 
 The run is labelled like `post`'s: --objstore-platform, --objstore-runtime and --objstore-version
 (or OBJSTORE_RESULTS_PLATFORM, _RUNTIME, _VERSION), else this machine's platform and Python, and
 the project's version from its pyproject.toml (else `unversioned`).
 
-S3 credentials and region come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_REGION.
+S3 credentials and region come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_REGION;
+a collector's token from OBJSTORE_COLLECTOR_TOKEN (see `objstore_db.collector`).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from typing import Any, Optional
 import pytest
 
 import objstore_db
+from objstore_db import collector
 from objstore_db.ci import MAX_LABEL, detect
 from objstore_db.digest import file_segment
 
@@ -59,6 +63,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "objstore_results ini setting",
     )
     parser.addini("objstore_results", "publish results to this bucket endpoint (as --objstore-results=ENDPOINT)")
+    group.addoption(
+        "--objstore-collector",
+        nargs="?",
+        const=FROM_ENVIRONMENT,
+        default=None,
+        metavar="URL",
+        help="publish this run's results through a results collector (objstore-results serve, "
+        "http(s)://host:port) instead of the bucket, with $OBJSTORE_COLLECTOR_TOKEN as its token; "
+        "given alone, the URL is $OBJSTORE_COLLECTOR",
+    )
+    parser.addini("objstore_collector", "publish results through this collector (as --objstore-collector=URL)")
     group.addoption(
         "--objstore-bucket",
         default=os.environ.get("OBJSTORE_RESULTS_BUCKET", "results"),
@@ -86,23 +101,28 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 FROM_ENVIRONMENT = "\0from the environment"
 
 
-def endpoint_asked(config: pytest.Config) -> Optional[str]:
-    """The endpoint to publish to, if publishing was asked for; a usage error when it was asked
-    for with no endpoint to be found."""
-    given: Optional[str] = config.getoption("--objstore-results")
+def asked(config: pytest.Config, option: str, variable: str) -> Optional[str]:
+    """Where `--objstore-<option>` (or its ini setting) asks to publish, if it does; a usage error
+    when it was asked for with no address to be found."""
+    given: Optional[str] = config.getoption(f"--objstore-{option}")
     if given is None:
-        given = str(config.getini("objstore_results") or "") or None
+        given = str(config.getini(f"objstore_{option}") or "") or None
     if given == FROM_ENVIRONMENT:
-        given = os.environ.get("OBJSTORE_RESULTS") or None
+        given = os.environ.get(variable) or None
         if given is None:
-            raise pytest.UsageError("--objstore-results needs an endpoint: give --objstore-results=ENDPOINT or set OBJSTORE_RESULTS")
+            raise pytest.UsageError(f"--objstore-{option} needs an address: give --objstore-{option}=URL or set {variable}")
     if given is not None and "://" not in given:
         # `--objstore-results tests/` takes the path for the endpoint.
         raise pytest.UsageError(
-            f"--objstore-results takes an endpoint (file://DIR or http(s)://host), not {given!r}; given alone "
-            "before a path, write it after the paths or as --objstore-results=ENDPOINT"
+            f"--objstore-{option} takes a URL (file://DIR or http(s)://host), not {given!r}; given alone "
+            f"before a path, write it after the paths or as --objstore-{option}=URL"
         )
     return given
+
+
+def endpoint_asked(config: pytest.Config) -> Optional[str]:
+    """The bucket endpoint to publish to, if asked for."""
+    return asked(config, "results", "OBJSTORE_RESULTS")
 
 
 def project_version(root: pathlib.Path) -> Optional[str]:
@@ -210,8 +230,10 @@ def cap_text(test: dict[str, Any]) -> dict[str, Any]:
 class Publisher:
     """Collects the run's test reports and publishes them as one object when the session ends."""
 
-    def __init__(self, endpoint: str, bucket: str, prefix: str, labels: Labels) -> None:
+    def __init__(self, endpoint: str, bucket: str, prefix: str, labels: Labels, collector: Optional[str] = None) -> None:
         self.endpoint, self.bucket, self.prefix, self.labels = endpoint, bucket, prefix, labels
+        # Through a collector, the run is posted to it and its quarantine read from it.
+        self.collector = collector
         self.tests: list[dict[str, Any]] = []
         # Tests between their deciding report and their teardown, and the earlier attempts
         # (pytest-rerunfailures' reruns) of tests not yet done.
@@ -234,7 +256,10 @@ class Publisher:
         """Reads the bucket's quarantine (`.quarantine`, kept by `objstore-results quarantine`):
         a quarantined test's failure is published, marked, and does not fail the session."""
         try:
-            self.quarantine = asyncio.run(read_quarantine(self.options()))
+            if self.collector:
+                self.quarantine = collector.read_quarantine(self.collector)
+            else:
+                self.quarantine = asyncio.run(read_quarantine(self.options()))
         except Exception as e:  # noqa: BLE001 - whatever went wrong, the session goes on
             # Nothing is quarantined then: failures fail the session, as without a quarantine.
             reporter = session.config.pluginmanager.get_plugin("terminalreporter")
@@ -373,9 +398,13 @@ class Publisher:
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """Publishes the run and says where it went (or why it could not) in the run's last lines."""
+        outcome: dict[str, Any] = {}
         try:
-            key, outcome = asyncio.run(self.publish())
-        except objstore_db.ObjstoreError as e:
+            if self.collector:
+                key = collector.post_run(self.collector, self.report())
+            else:
+                key, outcome = asyncio.run(self.publish())
+        except (objstore_db.ObjstoreError, collector.CollectorError) as e:
             terminalreporter.write_line(f"objstore-db: the results were not published: {e}", red=True)
             return
         if outcome.get("pending"):
@@ -383,7 +412,7 @@ class Publisher:
             why = outcome.get("offline") or outcome.get("blocked") or "; ".join(failed)
             terminalreporter.write_line(f"objstore-db: the results were not published: {why}", red=True)
         else:
-            terminalreporter.write_line(f"objstore-db: results published to {self.endpoint} as {key}")
+            terminalreporter.write_line(f"objstore-db: results published to {self.collector or self.endpoint} as {key}")
 
     async def publish(self) -> tuple[str, dict[str, Any]]:
         """Writes the run's object (and its run marker) and flushes; its key and the flush's outcome."""
@@ -444,10 +473,11 @@ async def read_quarantine(options: dict[str, Any]) -> list[dict[str, Any]]:
 
 def pytest_configure(config: pytest.Config) -> None:
     """Registers the publisher when results are asked for (on pytest-xdist's controller only)."""
-    endpoint = endpoint_asked(config)
+    endpoint, through = endpoint_asked(config), asked(config, "collector", "OBJSTORE_COLLECTOR")
+    if endpoint and through:
+        raise pytest.UsageError("publish to a bucket (--objstore-results) or through a collector (--objstore-collector), not both")
     # Under pytest-xdist only the controller publishes: the workers' reports reach it.
-    if endpoint and not hasattr(config, "workerinput"):
-        publisher = Publisher(
-            endpoint, config.getoption("--objstore-bucket"), config.getoption("--objstore-prefix"), Labels(config)
-        )
+    if (endpoint or through) and not hasattr(config, "workerinput"):
+        bucket, prefix = config.getoption("--objstore-bucket"), config.getoption("--objstore-prefix")
+        publisher = Publisher(endpoint or "", bucket, prefix, Labels(config), through)
         config.pluginmanager.register(publisher, "objstore-db-publisher")

@@ -1,26 +1,27 @@
 //! `objstore-results gate REPORT...`: exits 0 when every failure in the reports is
 //! quarantined for their pair.
 
+use super::source::Source;
+use super::{unknown, value_of, USAGE};
 use crate::analysis;
 use crate::clock::now_ms;
 use crate::error::{AppError, AppResult};
 use crate::ingest::{self, Labels};
 use crate::model::Status;
-use crate::store;
-
-use super::{unknown, value_of, USAGE};
 
 /// `objstore-results gate REPORT...`: exits 0 when every failure in the reports is quarantined
 /// for their pair.
 pub fn run(args: &[String]) -> AppResult<()> {
     let mut labels = Labels::from_env(&|name| std::env::var(name).ok());
     let mut files = Vec::new();
+    let mut collector = None;
     let mut args = args.iter();
     while let Some(arg) = args.next() {
         let slot = match arg.as_str() {
             "--platform" => &mut labels.platform,
             "--runtime" => &mut labels.runtime,
             "--suite" => &mut labels.suite,
+            "--collector" => &mut collector,
             flag if flag.starts_with("--") => return Err(unknown(flag)),
             file => {
                 files.push(file.to_string());
@@ -44,9 +45,12 @@ pub fn run(args: &[String]) -> AppResult<()> {
         println!("no test failed");
         return Ok(());
     }
-    let target = store::Target::from_env()?;
-    eprintln!("objstore-results: the quarantine of {}", target.describe());
-    let (q, _) = store::quarantine::load(&target)?;
+    let source = Source::for_reading(collector)?;
+    eprintln!("objstore-results: the quarantine of {}", source.describe());
+    let q = source.quarantine()?;
+    if q.entries.is_empty() {
+        eprintln!("objstore-results: warning: the quarantine holds no entry, so every failure fails the job");
+    }
     let verdict = analysis::quarantine::weigh(&q, &runs, now_ms());
     let held: Vec<String> =
         verdict.held.iter().map(|(suite, name, reason)| format!("  {suite} › {name} ({reason})")).collect();

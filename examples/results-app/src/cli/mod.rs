@@ -7,6 +7,7 @@ mod matrix;
 mod post;
 mod quarantine;
 mod serve;
+mod source;
 mod summary;
 
 use std::path::PathBuf;
@@ -20,11 +21,11 @@ pub const USAGE: &str = "usage: objstore-results [--listen ADDR] [--cache PATH]
        objstore-results serve [--listen ADDR] [--cache PATH] [--origin URL]... [--token T]... [--tokens FILE] [--allow-anonymous-origins] [--max-bytes N] [--per-minute N] [--burst N] [--timeout-secs N]
        objstore-results matrix [--cache PATH]
        objstore-results export --out FILE [--cache PATH]
-       objstore-results summary [--run ID | --commit C [--base B]] [--markdown] [--page URL] [--cache PATH]
+       objstore-results summary [--run ID | --commit C [--base B]] [--markdown] [--page URL] [--cache PATH] [--collector URL]
        objstore-results quarantine add --suite S --name N [--pairs P/R] --reason TEXT [--until YYYY-MM-DD]
        objstore-results quarantine remove --suite S --name N [--pairs P/R]
-       objstore-results quarantine list
-       objstore-results gate [--platform P] [--runtime R] [--suite S] REPORT...
+       objstore-results quarantine list [--collector URL]
+       objstore-results gate [--platform P] [--runtime R] [--suite S] [--collector URL] REPORT...
        objstore-results --help";
 
 /// The value after `flag`, or an error that says it is missing.
@@ -45,8 +46,9 @@ pub const HELP: &str = "objstore-results: test results in a bucket, read back as
       matrix and serves the page (another port when ADDR, default 127.0.0.1:8080, is taken).
 
   objstore-results post [options] FILE...
-      Stores test reports as runs: JUnit XML (pytest, node --test, ctest, GoogleTest, nextest),
-      CTRF JSON, or cargo test / C harness logs. Every file is read before anything is stored.
+      Stores test reports as runs: JUnit XML (pytest, node --test, ctest, GoogleTest, nextest,
+      jest, vitest, Playwright, go through gotestsum, ...), CTRF JSON, TAP, ctest's console
+      output, or cargo test / C harness logs. Every file is read before anything is stored.
       --runtime R, --platform P, --version V   label the run (default: OBJSTORE_RESULTS_RUNTIME,
                          _PLATFORM and _VERSION, else the report's, else this machine's platform;
                          a run nothing gives a version is unversioned)
@@ -85,7 +87,7 @@ pub const HELP: &str = "objstore-results: test results in a bucket, read back as
       Writes the matrix and each pair's newest run (its failed and flaky tests with their
       text) as one self-contained HTML file: no script, no request, for CI artefacts and mail.
 
-  objstore-results summary [--run ID | --commit C [--base B]] [--markdown] [--page URL] [--cache PATH]
+  objstore-results summary [--run ID | --commit C [--base B]] [--markdown] [--page URL] [--cache PATH] [--collector URL]
       A run's or a commit's results for a CI job summary or a pull request (--markdown; else
       plain text): counts per pair, failures with their first lines and classes (new,
       divergent, broken, flaky, quarantined), flaky passes, newly failing and fixed tests
@@ -96,19 +98,22 @@ pub const HELP: &str = "objstore-results: test results in a bucket, read back as
       --commit C         every pair's newest run at commit C (7 characters or more), compared
                          with its run at --base B when given
       --page URL         the results page, linked from the summary
+      --collector URL    read through a running `serve` (its /api/summary) instead of the bucket
 
   objstore-results quarantine add --suite S --name N [--pairs P/R] --reason TEXT [--until YYYY-MM-DD]
   objstore-results quarantine remove --suite S --name N [--pairs P/R]
-  objstore-results quarantine list
+  objstore-results quarantine list [--collector URL]
       The quarantine, kept in the bucket (.quarantine) with its history: tests known to fail
       that should not fail a job. --pairs is a platform/runtime pattern (* for any run of
       characters; default */*); --until, the last day it holds (UTC). Edits are written with
-      If-Match: two editors at once both land, one after the other.
-  objstore-results gate [--platform P] [--runtime R] [--suite S] REPORT...
+      If-Match: two editors at once both land, one after the other. add warns when no pair's
+      newest run has the test. list reads through a collector too; add and remove need the bucket.
+  objstore-results gate [--platform P] [--runtime R] [--suite S] [--collector URL] REPORT...
       Reads reports as post does (with the same --platform, --runtime and --suite) and exits 0
       when every failure in them is quarantined for this pair (1 otherwise), listing the
       failures of each kind: for C and C++ harnesses, in place of the harness's own exit code
-      when that counts only failed tests. The quarantine is read only when a test failed.
+      when that counts only failed tests. The quarantine is read only when a test failed,
+      from the bucket or through --collector URL (its /api/quarantine).
 
 Where runs live (every command says which bucket it opened):
   OBJSTORE_RESULTS         file://DIR (default file://./results; objects in DIR/BUCKET/) or an S3
@@ -116,6 +121,11 @@ Where runs live (every command says which bucket it opened):
   OBJSTORE_RESULTS_BUCKET  the bucket (default results)
   OBJSTORE_RESULTS_PREFIX  a key prefix inside it (default none)
   OBJSTORE_RESULTS_TIMEOUT_MS  the longest one request to the bucket may take (default 10000)
+  OBJSTORE_COLLECTOR       a collector (http(s)://host:port) that post, summary, gate and
+                           quarantine list go through instead of the bucket: a CI job then needs
+                           no bucket credentials; OBJSTORE_COLLECTOR_TOKEN is its bearer token
+A read (summary, gate, quarantine list, matrix) of a file:// bucket that does not exist says so
+and creates nothing.
 ";
 
 /// Whether the arguments ask for help: `help`, `--help` or `-h` alone, or after a command

@@ -6,16 +6,25 @@ use crate::error::{AppError, AppResult};
 use crate::model;
 use crate::store;
 
+use super::source::Source;
 use super::{open_viewer, unknown, value_of, USAGE};
 
 /// `objstore-results quarantine add|remove|list`.
 pub fn run(args: &[String]) -> AppResult<()> {
     let Some((action, args)) = args.split_first() else { return Err(AppError::bad(USAGE)) };
     let (mut suite, mut name, mut pairs, mut reason, mut until) = (None, None, None, None, None);
+    let mut collector = None;
     let mut args = args.iter();
     while let Some(flag) = args.next() {
         let value = value_of(flag, &mut args)?.clone();
         match flag.as_str() {
+            "--collector" if action == "list" => collector = Some(value),
+            "--collector" => {
+                return Err(AppError::bad(format!(
+                    "quarantine {action} writes the bucket's quarantine: it needs OBJSTORE_RESULTS (a collector \
+                     takes runs and serves views, and `quarantine list --collector` reads through one)"
+                )))
+            }
             "--suite" => suite = Some(value),
             "--name" => name = Some(value),
             "--pairs" => pairs = Some(value),
@@ -24,17 +33,18 @@ pub fn run(args: &[String]) -> AppResult<()> {
             other => return Err(unknown(other)),
         }
     }
+    if action == "list" {
+        let source = Source::for_reading(collector)?;
+        eprintln!("objstore-results: the quarantine of {}", source.describe());
+        print!("{}", quarantine_table(&source.quarantine()?));
+        return Ok(());
+    }
     let target = store::Target::from_env()?;
     eprintln!("objstore-results: the quarantine of {}", target.describe());
     let needed = |field: &str, value: Option<String>| {
         value.ok_or_else(|| AppError::bad(format!("quarantine {action} needs {field}")))
     };
     match action.as_str() {
-        "list" => {
-            let (q, _) = store::quarantine::load(&target)?;
-            print!("{}", quarantine_table(&q));
-            Ok(())
-        }
         "add" => {
             let entry = model::quarantine::Entry {
                 suite: needed("--suite", suite)?,

@@ -3,13 +3,48 @@
 //! pair, a run's failures with their first lines and classes (new, divergent, broken, flaky),
 //! its flaky passes, a commit's new failures, fixed, flaky and divergent tests against a base
 //! commit, a link to the page, and what the summary cost in bucket requests.
-//! Built from the views' own answers (`Viewer::ci_run`, `Viewer::commit`).
+//! Built from the views' own answers (`Viewer::ci_run`, `Viewer::commit`), by `summary` on a
+//! bucket and by the collector's `/api/summary` for a job that reads through it.
+
+use serde::Serialize;
 
 use crate::analysis::classes::Verdict;
 use crate::analysis::fingerprint::PairTest;
 use crate::model::quarantine::Quarantine;
 use crate::model::Status;
 use crate::views::shapes::{CommitView, Cost, Costed, RunRow, RunsView};
+use crate::views::{View, Viewer};
+
+/// What a summary is of: a CI run, or a commit (against a base commit).
+pub enum Subject {
+    Run(String),
+    Commit { commit: String, base: Option<String> },
+}
+
+/// A summary as text, with what it cost (the collector's `/api/summary` answer).
+#[derive(Serialize)]
+pub struct Summary {
+    pub text: String,
+}
+
+/// The summary of `subject`, its failures weighed against today's quarantine.
+pub fn summarize(viewer: &Viewer, subject: &Subject, now_ms: u64, page: Option<&str>, format: Format) -> View<Summary> {
+    let (quarantine, requests) = viewer.quarantine_entries()?;
+    // The quarantine's GET is counted before the text says what the summary cost.
+    let (text, cost) = match subject {
+        Subject::Run(run) => {
+            let mut view = viewer.ci_run(run)?;
+            view.add_requests(requests);
+            (of_run(&view, &quarantine, now_ms, page, format), view.cost)
+        }
+        Subject::Commit { commit, base } => {
+            let mut view = viewer.commit(commit, base.as_deref())?;
+            view.add_requests(requests);
+            (of_commit(&view, &quarantine, now_ms, page, format), view.cost)
+        }
+    };
+    Ok(Costed { view: Summary { text }, cost })
+}
 
 /// How the summary is written.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

@@ -5,6 +5,11 @@ use super::*;
 use crate::analysis::quarantine::{releasable, RELEASE_AFTER};
 
 impl Viewer {
+    /// The quarantine's entries as stored, and the requests its read made.
+    pub fn quarantine_entries(&self) -> AppResult<(crate::model::quarantine::Quarantine, u64)> {
+        crate::store::quarantine::load(&self.target)
+    }
+
     /// The quarantine (one GET of `.quarantine`, counted in the cost), each entry with the
     /// pairs it covers and, on each, the test's outcomes in the pair's last [`RELEASE_AFTER`]
     /// runs, by their names' digests; an entry whose test passed in all of them on every pair

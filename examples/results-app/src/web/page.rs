@@ -17,6 +17,7 @@ use serde::Serialize;
 
 use super::limiter::Limiter;
 use crate::error::{AppError, AppResult, Kind};
+use crate::report::summary::{summarize, Format, Subject, Summary};
 use crate::views::filter::MatrixFilter;
 use crate::views::shapes::{
     CommitView, DiffView, LatestView, MatrixView, PairHistoryView, RunView, SearchView, TestHistoryView,
@@ -54,6 +55,7 @@ pub fn router(viewer: Arc<Viewer>) -> Router {
         .route("/api/search", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, search, q)))
         .route("/api/commit", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, commit, q)))
         .route("/api/quarantine", get(|State(v): State<Arc<Viewer>>| answer(v, |v, _| v.quarantine(), Params::new())))
+        .route("/api/summary", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, summary, q)))
         .layer(middleware::from_fn_with_state(limiter, limited))
         .with_state(viewer);
     let mut router = Router::new();
@@ -119,6 +121,27 @@ fn test_history(v: &Viewer, q: &Params) -> View<TestHistoryView> {
 
 fn commit(v: &Viewer, q: &Params) -> View<CommitView> {
     v.commit(required(q, "commit")?, q.get("base").map(String::as_str).filter(|b| !b.is_empty()))
+}
+
+/// `summary`'s text, for a job that reads through the collector: `run` or `commit` (and
+/// `base`), `format` (`markdown` or `text`) and `page` (the page's URL, for its links).
+fn summary(v: &Viewer, q: &Params) -> View<Summary> {
+    let given = |name: &str| q.get(name).filter(|v| !v.is_empty()).cloned();
+    let subject = match (given("run"), given("commit")) {
+        (Some(run), None) => Subject::Run(run),
+        (None, Some(commit)) => Subject::Commit { commit, base: given("base") },
+        _ => return Err(AppError::bad("name a run (run=ID) or a commit (commit=C), one of them")),
+    };
+    let format = match q.get("format").map(String::as_str) {
+        None | Some("text") => Format::Text,
+        Some("markdown") => Format::Markdown,
+        Some(other) => return Err(AppError::bad(format!("format {other:?} is not markdown or text"))),
+    };
+    let page = given("page");
+    if let Some(page) = page.as_deref().filter(|p| !(p.starts_with("http://") || p.starts_with("https://"))) {
+        return Err(AppError::bad(format!("page {page:?} is not an http(s) URL")));
+    }
+    summarize(v, &subject, crate::clock::now_ms(), page.as_deref(), format)
 }
 
 fn search(v: &Viewer, q: &Params) -> View<SearchView> {
