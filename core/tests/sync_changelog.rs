@@ -703,3 +703,44 @@ fn a_directory_buckets_log_is_pruned_by_its_writers() {
     let mut reader = client(&dir.path().join("r.sqlite3"), &docs);
     assert_eq!(reader.get("docs", &key("new")).unwrap(), Some(json!({"v": 1})));
 }
+
+/// A wave marker larger than a reader's `maxObjectBytes` (100 writes with 1 KB of metadata
+/// each) cannot be read, and is never taken as naming nothing: the reader lists instead, and
+/// learns every write of the wave.
+#[test]
+fn a_wave_marker_over_the_readers_cap_is_left_to_a_listing() {
+    let dir = TempDir::new().unwrap();
+    let options = json!({"bucket": "b", "endpoint": format!("file://{}", dir.path().join("bucket").display())});
+    let writes = [store(
+        "results",
+        &options,
+        json!({"changeLog": true, "metadata": ["version"]}),
+        json!({"format": "objstore"}),
+    )];
+    let capped = with(&options, json!({"maxObjectBytes": 65_536}));
+    let reads = results_readers(&capped);
+    let mut writer = client(&dir.path().join("w.sqlite3"), &writes);
+    writer.put("results", json!({"version": "1.0"}), Some(key("linux/c/0001"))).unwrap();
+    let mut reader = client(&dir.path().join("r.sqlite3"), &reads);
+    let all = ScanOptions::new().limit(1_000);
+    assert_eq!(reader.keys("results-meta", &all).unwrap().len(), 1);
+
+    writer.set_offline(true);
+    let long = "v".repeat(1_000);
+    for n in 0..100 {
+        writer
+            .db
+            .put("results", json!({"version": format!("{long}{n}")}), Some(key(&format!("linux/node/{n:04}"))))
+            .unwrap();
+    }
+    writer.set_offline(false);
+    assert_eq!(writer.flush().unwrap().sent, 100);
+    let wave =
+        objects_under(&options).into_iter().find(|n| n.starts_with(".objstore-changes/") && n.ends_with("/w100"));
+    assert!(wave.is_some(), "one marker names the hundred writes");
+
+    reader.take_sync_stats();
+    assert_eq!(reader.keys("results-meta", &all).unwrap().len(), 101, "every write of the wave is learnt");
+    let record = reader.get("results-meta", &key("linux/node/0042")).unwrap().unwrap();
+    assert_eq!(record["metadata"]["version"], format!("{long}42"));
+}

@@ -93,24 +93,34 @@ impl Agent {
         };
         let pairs_only =
             listing == Listing::FirstPerPair || (listing == Listing::AsHeld && pairs_at.is_some() && !last_was_full);
-        let learnt = match (&s.config.policy.change_log, summary.changes_since_ms, log_from) {
+        let from_log = match (&s.config.policy.change_log, summary.changes_since_ms, log_from) {
             (Some(log), Some(since), Some(listed_at))
                 if u128::from(started_ms.saturating_sub(listed_at)) < log.relist_every.as_millis() =>
             {
-                self.read_change_log(port, store, log, since, started_ms, summary, token).and_then(|(learnt, local)| {
+                self.read_change_log(port, store, log, since, started_ms, summary, token).and_then(|read| {
+                    let Some((learnt, local)) = read else { return Ok(None) };
                     let learnt = Learnt { complete_before: last_was_full, ..learnt };
                     // Held only first per pair: a pair whose first name went has a new one.
                     match last_was_full || s.pair_indexes.is_empty() {
-                        true => Ok((learnt, local, HashSet::new())),
-                        false => self.refill_pairs(store, learnt, token).map(|learnt| (learnt, local, HashSet::new())),
+                        true => Ok(Some((learnt, local, HashSet::new()))),
+                        false => {
+                            self.refill_pairs(store, learnt, token).map(|learnt| Some((learnt, local, HashSet::new())))
+                        }
                     }
                 })
             }
-            _ => {
+            _ => Ok(None),
+        };
+        // No log to read, or one that cannot say (a wave marker over the store's size cap): a
+        // listing does.
+        let learnt = match from_log {
+            Ok(Some(learnt)) => Ok(learnt),
+            Ok(None) => {
                 let name = store.to_string();
                 let local = port.exec(move |db| db.store_state(&name))?;
                 self.list_describing(port, store, local, pairs_only, started_ms, token)
             }
+            Err(e) => Err(e),
         };
         let (mut learnt, local, written) = learnt.inspect_err(|e| self.report_offline(port, store, e))?;
         // Begun before the bucket had told its clock: when that was on the bucket's clock.
@@ -310,7 +320,8 @@ impl Agent {
     }
 
     /// What the change log says happened since the read at `since_ms` (and the window before
-    /// it): one listing, usually one page.
+    /// it): one listing, usually one page; `None` when a wave marker was too large to read (then
+    /// the log cannot say what that wave wrote).
     /// An object with markers from several writers, or a put marker without its version, is
     /// asked about (a HEAD): writers' clocks may order their markers wrongly.
     #[allow(clippy::too_many_arguments)]
@@ -323,7 +334,7 @@ impl Agent {
         started_ms: u64,
         summary: StoreState,
         token: &Token,
-    ) -> Result<(Learnt, StoreState)> {
+    ) -> Result<Option<(Learnt, StoreState)>> {
         let s = &self.stores[store];
         let window = log.window.as_millis() as u64;
         let log = log.prefix.as_str();
@@ -338,7 +349,10 @@ impl Agent {
         let listed = listing?.objects;
         let mut markers: Vec<changelog::Marker> = listed.iter().filter_map(|o| changelog::parse(log, o)).collect();
         let waves = listed.iter().filter_map(|o| changelog::parse_wave(log, o)).collect();
-        markers.extend(self.read_waves(s, log, request.start_after.as_deref().unwrap_or(log), waves, token)?);
+        let Some(waved) = self.read_waves(s, log, request.start_after.as_deref().unwrap_or(log), waves, token)? else {
+            return Ok(None);
+        };
+        markers.extend(waved);
         // The validators of the objects the markers name, not of the whole store.
         let mut ids: Vec<String> = markers.iter().map(|m| m.id.clone()).collect();
         ids.sort();
@@ -385,13 +399,14 @@ impl Agent {
                 None => {}
             }
         }
-        Ok((learnt, local))
+        Ok(Some((learnt, local)))
     }
 
     /// The writes named by the wave markers `waves` (listed in the log at `log` after `after`):
     /// each marker's body is read once, then kept while the window still lists it. A marker
     /// gone since the listing (pruned) names nothing; one whose body this version cannot read
-    /// names nothing now and is read again next time.
+    /// names nothing now and is read again next time; one over the store's size cap is not
+    /// read (`None`): what its wave wrote is left to a listing, never taken as nothing.
     fn read_waves(
         &self,
         s: &SyncedStore,
@@ -399,7 +414,7 @@ impl Agent {
         after: &str,
         waves: Vec<changelog::Wave>,
         token: &Token,
-    ) -> Result<Vec<changelog::Marker>> {
+    ) -> Result<Option<Vec<changelog::Marker>>> {
         // Kept by bucket and name: two stores may share a log's name in different buckets.
         let kept = |name: &str| format!("{}\n{name}", s.address);
         let (log, after) = (kept(log), kept(after));
@@ -411,6 +426,7 @@ impl Agent {
             s.bucket.get(&wave.key, &Default::default(), token)
         });
         let mut read = self.waves_read.lock().unwrap_or_else(|p| p.into_inner());
+        let mut too_large = false;
         for (wave, body) in unread.into_iter().zip(bodies) {
             self.note(s, &body);
             let writes = match body? {
@@ -418,10 +434,17 @@ impl Agent {
                     Some(writes) => writes,
                     None => continue,
                 },
+                Fetched::TooLarge { .. } => {
+                    too_large = true;
+                    continue;
+                }
                 _ => Vec::new(),
             };
             read.insert(kept(&wave.key), writes);
         }
-        Ok(waves.iter().flat_map(|w| read.get(&kept(&w.key)).cloned().unwrap_or_default()).collect())
+        if too_large {
+            return Ok(None);
+        }
+        Ok(Some(waves.iter().flat_map(|w| read.get(&kept(&w.key)).cloned().unwrap_or_default()).collect()))
     }
 }
