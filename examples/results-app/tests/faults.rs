@@ -297,3 +297,51 @@ fn a_post_whose_answer_is_lost_is_sent_again_and_stored_once() {
     let answered = String::from_utf8_lossy(&posted.stdout);
     assert!(answered.contains(stored.iter().next().unwrap().as_str()), "{answered}");
 }
+
+/// The keys under `prefix` in moto's signed bucket that start with `under` (after the prefix).
+fn objects_under(moto: &str, prefix: &str, under: &str) -> Vec<String> {
+    let bucket = &server("moto")["MOTO_SIGNED_BUCKET"];
+    let url = format!("{moto}/{bucket}?list-type=2&prefix={prefix}{under}");
+    let listing = ureq::get(&url).call().unwrap().body_mut().read_to_string().unwrap();
+    listing.split("<Key>").skip(1).filter_map(|rest| rest.split("</Key>").next()).map(str::to_string).collect()
+}
+
+/// A run answered 201 while its change-log marker was refused for now (503 on the log's PUTs)
+/// gets its marker when the collector stops: the writer sends what it owes before its database
+/// closes, as it does when it rotates one (review R4). Before, the marker died with the
+/// in-memory database, and warm readers missed the run until their next full listing.
+#[test]
+fn a_marker_owed_when_the_collector_stops_is_sent_before_it_closes() {
+    let moto = server("moto")["MOTO_ENDPOINT"].clone();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    let prefix = format!("app-owed-{}-{now}/", std::process::id());
+    let relay = FaultRelay::start(&moto);
+    let the_log: Targets = Arc::new(|method, path| method == "PUT" && path.contains("/.objstore-changes/"));
+    relay.set_for(Some((the_log, Fault::Status(503, None))));
+    let mut collector = Viewer::start(&moto_env(&relay.endpoint(), &prefix));
+    let run = json!({"platform": "linux", "browser": "python-3.11", "version": "1.0",
+        "results": {"tool": {"name": "pytest"},
+            "summary": {"tests": 1, "passed": 1, "failed": 0, "skipped": 0, "pending": 0, "other": 0, "start": 1, "stop": 2},
+            "tests": [{"name": "t", "status": "passed", "duration": 1, "suite": "crud"}]}});
+    let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+    let answer = agent
+        .post(&format!("{}results", collector.page))
+        .header("content-type", "application/json")
+        .send(run.to_string().as_bytes())
+        .unwrap();
+    assert_eq!(answer.status().as_u16(), 201, "its body landed");
+    assert_eq!(run_objects(&moto, &prefix).len(), 1);
+    assert!(objects_under(&moto, &prefix, ".objstore-changes/").is_empty(), "its marker is owed");
+
+    // Stopped (as ctrl-c stops it) while the log still refuses; the fault ends a moment later.
+    unsafe { libc::kill(collector.child.id() as i32, libc::SIGINT) };
+    std::thread::sleep(Duration::from_millis(700));
+    relay.set_for(None);
+    let started = Instant::now();
+    while collector.child.try_wait().unwrap().is_none() {
+        assert!(started.elapsed() < Duration::from_secs(30), "the collector stops");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let markers = objects_under(&moto, &prefix, ".objstore-changes/");
+    assert!(!markers.is_empty(), "the owed marker was sent before the database closed");
+}

@@ -4,6 +4,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use objstore_db::rsapi::{AsValue, Db, Freshness, Record};
 use objstore_db_core::{Error, FlushReport, Key, MechanismKind, Resolution, SyncStatus};
@@ -25,6 +26,18 @@ const RUNS_PER_DATABASE: u64 = 256;
 
 /// How many requests a wave of posts sends to the bucket at once.
 const WAVE_REQUESTS: usize = 48;
+
+/// The waits between a retired writer database's flushes while it still owes change-log
+/// markers (runs whose bodies landed, answered 201): about a minute in all after a rotation,
+/// and the first few seconds of it when the collector stops.
+const OWED_WAITS: [Duration; 6] = [
+    Duration::from_millis(250),
+    Duration::from_secs(1),
+    Duration::from_secs(2),
+    Duration::from_secs(5),
+    Duration::from_secs(15),
+    Duration::from_secs(40),
+];
 
 pub struct Writer {
     target: Target,
@@ -119,8 +132,10 @@ impl Writer {
         if current.1 >= RUNS_PER_DATABASE {
             let learnt = current.0.sync_stats(false).conditional_writes.into_values().next();
             let fresh = Self::open_database(&self.target, learnt).map_err(local)?;
-            // The old one closes when the stores still using it let go of it.
-            drop(std::mem::replace(&mut current.0, fresh));
+            // The old one closes when the stores still using it let go of it, and once it
+            // owes no marker: its owed markers are sent first, beside the new one's writes.
+            let old = std::mem::replace(&mut current.0, fresh);
+            std::thread::spawn(move || send_what_is_owed(&old, &OWED_WAITS));
             current.1 = 0;
         }
         current.1 += runs;
@@ -314,8 +329,32 @@ fn local(e: AppError) -> AppError {
     AppError::internal(format!("the run could not be written: {}", e.message))
 }
 
+/// Flushes `db` until it owes nothing (every write answered 201 has its change-log marker in
+/// the bucket), waiting `waits` between tries; what is still owed after them is lost with the
+/// database, and said. Without this, a run whose marker was owed when its database was dropped
+/// stays unknown to warm readers until their next full relist.
+fn send_what_is_owed(db: &Db, waits: &[Duration]) {
+    let mut waits = waits.iter();
+    loop {
+        let owed = match call(|done| db.flush(done)) {
+            Ok(report) if report.pending == 0 => return,
+            Ok(report) => format!("{} change-log marker(s)", report.pending),
+            Err(e) => e.message,
+        };
+        match waits.next() {
+            Some(wait) => std::thread::sleep(*wait),
+            None => {
+                eprintln!("objstore-results: a writer database closed still owing {owed}: warm readers see those runs at their next full listing");
+                return;
+            }
+        }
+    }
+}
+
 impl Drop for Writer {
     fn drop(&mut self) {
-        self.current.lock().unwrap_or_else(|p| p.into_inner()).0.close_and_join();
+        let db = self.current.lock().unwrap_or_else(|p| p.into_inner()).0.clone();
+        send_what_is_owed(&db, &OWED_WAITS[..3]);
+        db.close_and_join();
     }
 }
