@@ -14,6 +14,7 @@
 //! (`Vector.Length`) gives the suite (`vector`) and the name GoogleTest's XML gives (`Vector::Length`).
 
 use std::collections::HashMap;
+use std::time::Instant;
 
 use super::googletest;
 use crate::error::{AppError, AppResult};
@@ -61,21 +62,25 @@ fn test_line(line: &str) -> Option<Line<'_>> {
     Some(Line { number, name: name.trim(), status, outcome, seconds: seconds.parse().unwrap_or(0.0) })
 }
 
-/// The tests of a ctest console log, each repeat an attempt; an error when it holds none.
-pub fn parse(text: &str) -> AppResult<Results> {
+/// The tests of a ctest console log, each repeat an attempt; an error when it holds none, or
+/// once `deadline` has passed.
+pub fn parse(text: &str, deadline: Option<Instant>) -> AppResult<Results> {
     let mut tests: Vec<Test> = Vec::new();
     let mut by_number: HashMap<u64, usize> = HashMap::new();
-    let mut lines = text.lines().peekable();
-    while let Some(line) = lines.next() {
+    let mut lines = text.lines().enumerate().map(|(i, line)| (i + 1, line)).peekable();
+    while let Some((i, line)) = lines.next() {
+        super::in_time(i, deadline, "the ctest output")?;
         let Some(t) = test_line(line) else { continue };
         // A failure's output follows it, up to the next test's start or the summary.
         let mut output = Vec::new();
-        while let Some(next) = lines.peek() {
+        while let Some(&(j, next)) = lines.peek() {
             let trimmed = next.trim_start();
             if trimmed.starts_with("Start ") || test_line(next).is_some() || trimmed.contains("% tests passed") {
                 break;
             }
-            output.push(lines.next().unwrap_or_default());
+            super::in_time(j, deadline, "the ctest output")?;
+            output.push(next);
+            lines.next();
         }
         let output = output.join("\n").trim().to_string();
         let (message, trace) = match (t.status, googletest::failures(&output)) {
@@ -137,7 +142,7 @@ mod tests {
                    3/4 Test #3: later ....***Not Run (Disabled)   0.00 sec\n\
                    4/4 Test #4: gone ....***Not Run   0.00 sec\n\n67% tests passed, 1 tests failed out of 3\n";
         assert!(recognises(log));
-        let r = parse(log).unwrap();
+        let r = parse(log, None).unwrap();
         let seen: Vec<(&str, Status, u64, bool)> =
             r.tests.iter().map(|t| (t.name.as_str(), t.status, t.detail.retries, t.detail.flaky)).collect();
         assert_eq!(
@@ -151,5 +156,17 @@ mod tests {
         );
         assert_eq!(r.tests[1].detail.retry_attempts[0].message.as_deref(), Some("Failed\nfirst attempt fails"));
         assert_eq!(r.tests[1].duration, 20.0);
+    }
+
+    /// A long log stops once the post's deadline has passed (the collector answered 408 already).
+    #[test]
+    fn a_long_log_stops_at_the_deadline() {
+        let log: String = std::iter::once("Test project /tmp/b\n".to_string())
+            .chain((1..=5_000).map(|n| format!("{n}/5000 Test #{n}: t{n} ....   Passed    0.00 sec\n")))
+            .collect();
+        assert_eq!(parse(&log, None).unwrap().tests.len(), 5_000);
+        let past = Instant::now().checked_sub(std::time::Duration::from_secs(1));
+        let late = parse(&log, past).unwrap_err();
+        assert!(late.message.contains("not read in the time a post has"), "{}", late.message);
     }
 }

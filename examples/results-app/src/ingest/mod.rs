@@ -24,6 +24,15 @@ use crate::model::{check_label, Ci, Results, Run, TEXT_PER_TEST};
 /// The largest report file taken (a run of ten thousand tests is far less).
 pub const MAX_REPORT_BYTES: usize = 16 * 1024 * 1024;
 
+/// A line reader's check, every 4,096 lines: an error once a post's `deadline` has passed, so
+/// that a parse stops when the collector has already answered 408.
+fn in_time(line: usize, deadline: Option<Instant>, what: &str) -> AppResult<()> {
+    match line.is_multiple_of(4096) && deadline.is_some_and(|d| Instant::now() > d) {
+        true => Err(AppError::bad(format!("{what} was not read in the time a post has"))),
+        false => Ok(()),
+    }
+}
+
 /// The run in `bytes` (the contents of `file`, named in every error); reading stops with an
 /// error once `deadline` has passed (a post's).
 pub fn ingest(file: &str, bytes: &[u8], labels: &Labels, deadline: Option<Instant>) -> AppResult<Run> {
@@ -43,13 +52,13 @@ pub fn ingest(file: &str, bytes: &[u8], labels: &Labels, deadline: Option<Instan
         }
         _ => match std::str::from_utf8(bytes) {
             Ok(text) if ctestlog::recognises(text) => {
-                (blank(ctestlog::parse(text).map_err(|e| e.context(file))?), Default::default())
+                (blank(ctestlog::parse(text, deadline).map_err(|e| e.context(file))?), Default::default())
             }
             Ok(text) if tap::recognises(text) => {
                 (blank(tap::parse(text, deadline).map_err(|e| e.context(file))?), Default::default())
             }
             Ok(text) if textlog::recognises(text) => {
-                (blank(textlog::parse(text).map_err(|e| e.context(file))?), Default::default())
+                (blank(textlog::parse(text, deadline).map_err(|e| e.context(file))?), Default::default())
             }
             _ => {
                 return Err(AppError::bad(format!(

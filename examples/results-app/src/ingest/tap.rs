@@ -105,9 +105,7 @@ pub fn parse(text: &str, deadline: Option<Instant>) -> AppResult<Results> {
     while i < lines.len() {
         let raw = lines[i];
         i += 1;
-        if i.is_multiple_of(4096) && deadline.is_some_and(|d| Instant::now() > d) {
-            return Err(AppError::bad("the TAP stream was not read in the time a post has"));
-        }
+        super::in_time(i, deadline, "the TAP stream")?;
         let indent = raw.len() - raw.trim_start().len();
         let line = raw.trim();
         let depth = indent / 4;

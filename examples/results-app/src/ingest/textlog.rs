@@ -3,6 +3,8 @@
 //! the test file's name up to its first `_`, a unit test's first module, or `doc`), and the
 //! project's C harness (`ok   SUITE: NAME` / `FAIL SUITE: NAME`, its failure lines before).
 
+use std::time::Instant;
+
 use crate::error::{AppError, AppResult};
 use crate::model::{Detail, Results, Status, Summary, Test, Tool};
 
@@ -11,10 +13,11 @@ pub fn recognises(text: &str) -> bool {
     text.lines().any(|l| libtest_line(l).is_some() || harness_line(l).is_some())
 }
 
-/// The tests of a log; an error when it holds none.
-pub fn parse(text: &str) -> AppResult<Results> {
+/// The tests of a log; an error when it holds none, or once `deadline` has passed.
+pub fn parse(text: &str, deadline: Option<Instant>) -> AppResult<Results> {
     let libtest = text.lines().any(|l| libtest_line(l).is_some());
-    let (tool, tests) = if libtest { ("cargo test", cargo_test(text)) } else { ("c harness", harness(text)) };
+    let (tool, tests) =
+        if libtest { ("cargo test", cargo_test(text, deadline)?) } else { ("c harness", harness(text, deadline)?) };
     if tests.is_empty() {
         return Err(AppError::bad("the log holds no test results"));
     }
@@ -39,12 +42,13 @@ fn libtest_line(line: &str) -> Option<(&str, Status)> {
     Some((name.trim(), status))
 }
 
-fn cargo_test(text: &str) -> Vec<Test> {
+fn cargo_test(text: &str, deadline: Option<Instant>) -> AppResult<Vec<Test>> {
     let mut tests = Vec::new();
     let mut binary = String::from("unit");
     let mut messages: Vec<(String, String, String)> = Vec::new(); // (binary, test, output)
-    let mut lines = text.lines().peekable();
-    while let Some(line) = lines.next() {
+    let mut lines = text.lines().enumerate().map(|(i, line)| (i + 1, line)).peekable();
+    while let Some((i, line)) = lines.next() {
+        super::in_time(i, deadline, "the log")?;
         let trimmed = line.trim_start();
         if let Some(what) = trimmed.strip_prefix("Running ") {
             binary = binary_suite(what);
@@ -62,11 +66,13 @@ fn cargo_test(text: &str) -> Vec<Test> {
             ));
         } else if let Some(name) = line.strip_prefix("---- ").and_then(|l| l.strip_suffix(" stdout ----")) {
             let mut output = Vec::new();
-            while let Some(next) = lines.peek() {
-                if next.starts_with("---- ") || *next == "failures:" {
+            while let Some(&(j, next)) = lines.peek() {
+                if next.starts_with("---- ") || next == "failures:" {
                     break;
                 }
-                output.push(lines.next().unwrap_or_default());
+                super::in_time(j, deadline, "the log")?;
+                output.push(next);
+                lines.next();
             }
             messages.push((binary.clone(), name.to_string(), output.join("\n").trim().to_string()));
         }
@@ -84,7 +90,7 @@ fn cargo_test(text: &str) -> Vec<Test> {
     for (i, output) in found {
         tests[i].1.message = Some(output);
     }
-    tests.into_iter().map(|(_, t)| t).collect()
+    Ok(tests.into_iter().map(|(_, t)| t).collect())
 }
 
 /// `unittests src/lib.rs (target/...)` → unit; `tests/sync_local.rs (target/...)` → sync.
@@ -108,11 +114,12 @@ fn harness_line(line: &str) -> Option<(&str, &str, Status)> {
     (!suite.is_empty() && !suite.contains(' ') && !name.is_empty()).then_some((suite, name.trim(), status))
 }
 
-fn harness(text: &str) -> Vec<Test> {
+fn harness(text: &str, deadline: Option<Instant>) -> AppResult<Vec<Test>> {
     let mut tests = Vec::new();
     // The harness prints what failed (indented) before the test's own line.
     let mut said: Vec<&str> = Vec::new();
-    for line in text.lines() {
+    for (i, line) in text.lines().enumerate() {
+        super::in_time(i + 1, deadline, "the log")?;
         match harness_line(line) {
             Some((suite, name, status)) => {
                 let message = (status == Status::Failed && !said.is_empty()).then(|| said.join("\n"));
@@ -130,7 +137,7 @@ fn harness(text: &str) -> Vec<Test> {
             None => {}
         }
     }
-    tests
+    Ok(tests)
 }
 
 #[cfg(test)]
@@ -170,7 +177,7 @@ running 1 test
 test core/src/lib.rs - (line 5) ... ok
 ";
         assert!(recognises(log));
-        let results = parse(log).unwrap();
+        let results = parse(log, None).unwrap();
         let got: Vec<(&str, &str, Status)> =
             results.tests.iter().map(|t| (t.suite.as_str(), t.name.as_str(), t.status)).collect();
         assert_eq!(
@@ -192,12 +199,25 @@ test core/src/lib.rs - (line 5) ... ok
     fn the_c_harness_output() {
         let log =
             "ok   crud: put_and_get\n  suites.c:88: check failed: n == 2\nFAIL cursor: walk_all\nok   sql: select\n";
-        let results = parse(log).unwrap();
+        let results = parse(log, None).unwrap();
         assert_eq!(results.tests.len(), 3);
         assert_eq!(results.tests[1].suite, "cursor");
         assert_eq!(results.tests[1].message.as_deref(), Some("suites.c:88: check failed: n == 2"));
         assert_eq!(results.tests[0].message, None);
-        assert!(parse("nothing here\n").is_err());
+        assert!(parse("nothing here\n", None).is_err());
         assert!(!recognises("plain words\n"));
+    }
+
+    /// A long log stops once the post's deadline has passed, whichever log it is.
+    #[test]
+    fn a_long_log_stops_at_the_deadline() {
+        let past = Instant::now().checked_sub(std::time::Duration::from_secs(1));
+        let harness: String = (0..5_000).map(|n| format!("ok   crud: t{n}\n")).collect();
+        let libtest: String = (0..5_000).map(|n| format!("test t{n} ... ok\n")).collect();
+        for log in [harness, libtest] {
+            assert_eq!(parse(&log, None).unwrap().tests.len(), 5_000);
+            let late = parse(&log, past).unwrap_err();
+            assert!(late.message.contains("not read in the time a post has"), "{}", late.message);
+        }
     }
 }
