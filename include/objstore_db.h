@@ -157,6 +157,11 @@ typedef enum objstore_status {
    `objstore_waiter_wait` timed out; the request is still running.
    */
   OBJSTORE_STATUS_TIMEOUT = 17,
+  /*
+   A transaction body returned a number that is no status (one of its own): everything it
+   did was rolled back, and the message gives the number.
+   */
+  OBJSTORE_STATUS_ABORTED = 18,
 } objstore_status;
 
 /*
@@ -1135,7 +1140,8 @@ enum objstore_status objstore_db_abort(const struct objstore_db *db,
  synchronously. The transaction commits when `body` returns 0 (OBJSTORE_STATUS_OK) and rolls
  back otherwise. `done` gets `null`, or the error: for a body that returned a status, that
  status, with the message of the last objstore_tx_* call when it failed with the same status
- (a value that is no error status of the library gives OBJSTORE_STATUS_INVALID_ARGUMENT).
+ (a number that is no status gives OBJSTORE_STATUS_ABORTED, the message naming it;
+ OBJSTORE_STATUS_INVALID_ARGUMENT is kept for what the caller passed).
  `stores_json` is read during the call and not kept; the `tx` handle given to `body` and the
  callback's `result` are owned by the library and valid only during that call.
  If this returns OBJSTORE_STATUS_OK, `body` runs at most once (not when the request fails or

@@ -130,9 +130,10 @@ pub enum Error {
     #[error("database {database:?} did not open: {reason}")]
     NotOpen { database: String, code: ErrorCode, reason: String },
 
-    /// A transaction body that gave up with an outcome of its own (a C body's status).
+    /// A transaction body that gave up with an outcome of its own: `status`, the number a C
+    /// body returned (its code's status elsewhere), which may be no status at all.
     #[error("{message}")]
-    Aborted { code: ErrorCode, message: String },
+    Aborted { code: ErrorCode, status: i32, message: String },
 
     #[error("database {0:?} is closed")]
     Closed(String),

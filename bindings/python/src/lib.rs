@@ -182,7 +182,11 @@ impl Waker {
     #[new]
     fn new() -> PyResult<Self> {
         let inner = WakerInner::new().map_err(|e| {
-            py_err(&Error::Aborted { code: ErrorCode::Storage, message: format!("cannot make a wake-up pipe: {e}") })
+            py_err(&Error::Aborted {
+                code: ErrorCode::Storage,
+                status: ErrorCode::Storage.status(),
+                message: format!("cannot make a wake-up pipe: {e}"),
+            })
         })?;
         Ok(Waker { inner: Arc::new(inner) })
     }

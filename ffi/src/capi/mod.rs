@@ -85,6 +85,9 @@ pub enum ObjstoreStatus {
     Busy = 16,
     /// `objstore_waiter_wait` timed out; the request is still running.
     Timeout = 17,
+    /// A transaction body returned a number that is no status (one of its own): everything it
+    /// did was rolled back, and the message gives the number.
+    Aborted = 18,
 }
 
 /// Transaction or cursor mode (a `uint32_t` argument; other values are INVALID_ARGUMENT).
@@ -174,7 +177,12 @@ pub struct ObjstoreWaiter {
 }
 
 pub(crate) fn status_of(error: &Error) -> ObjstoreStatus {
-    status_of_code(error.code())
+    match error {
+        // A body's own outcome: the status it returned (BUSY and TIMEOUT too, which name no
+        // error code), or ABORTED for a number that is no status.
+        Error::Aborted { status, .. } => status_of_number(*status).unwrap_or(ObjstoreStatus::Aborted),
+        _ => status_of_code(error.code()),
+    }
 }
 
 /// The error code a status a caller returned stands for (a status it made up: none).
@@ -189,10 +197,10 @@ fn status_of_code(code: ErrorCode) -> ObjstoreStatus {
 
 /// The status with this number, if there is one.
 fn status_of_number(number: i32) -> Option<ObjstoreStatus> {
-    // The statuses are numbered 0 to TIMEOUT without gaps (the C enum is the header's).
+    // The statuses are numbered 0 to ABORTED without gaps (the C enum is the header's).
     // SAFETY: `ObjstoreStatus` is a fieldless repr(C) enum (an int) and `number` is one of its
     // discriminants.
-    (0..=ObjstoreStatus::Timeout as i32).contains(&number).then(|| unsafe { std::mem::transmute(number) })
+    (0..=ObjstoreStatus::Aborted as i32).contains(&number).then(|| unsafe { std::mem::transmute(number) })
 }
 
 /// The name of a status as a C string, e.g. "OBJSTORE_STATUS_CONSTRAINT": the error codes'
@@ -200,7 +208,12 @@ fn status_of_number(number: i32) -> Option<ObjstoreStatus> {
 fn status_name(number: i32) -> &'static CStr {
     static NAMES: OnceLock<Vec<(i32, CString)>> = OnceLock::new();
     let names = NAMES.get_or_init(|| {
-        let c_only = [(0, "OK"), (ObjstoreStatus::Busy as i32, "BUSY"), (ObjstoreStatus::Timeout as i32, "TIMEOUT")];
+        let c_only = [
+            (0, "OK"),
+            (ObjstoreStatus::Busy as i32, "BUSY"),
+            (ObjstoreStatus::Timeout as i32, "TIMEOUT"),
+            (ObjstoreStatus::Aborted as i32, "ABORTED"),
+        ];
         let codes = ErrorCode::ALL.iter().map(|code| (code.status(), code.name()));
         c_only
             .into_iter()

@@ -98,7 +98,8 @@ pub unsafe extern "C" fn objstore_db_abort(
 /// synchronously. The transaction commits when `body` returns 0 (OBJSTORE_STATUS_OK) and rolls
 /// back otherwise. `done` gets `null`, or the error: for a body that returned a status, that
 /// status, with the message of the last objstore_tx_* call when it failed with the same status
-/// (a value that is no error status of the library gives OBJSTORE_STATUS_INVALID_ARGUMENT).
+/// (a number that is no status gives OBJSTORE_STATUS_ABORTED, the message naming it;
+/// OBJSTORE_STATUS_INVALID_ARGUMENT is kept for what the caller passed).
 /// `stores_json` is read during the call and not kept; the `tx` handle given to `body` and the
 /// callback's `result` are owned by the library and valid only during that call.
 /// If this returns OBJSTORE_STATUS_OK, `body` runs at most once (not when the request fails or
@@ -150,7 +151,9 @@ pub unsafe extern "C" fn objstore_db_transaction(
                 }
                 _ => format!("the transaction body returned {name} ({status}); everything it did was rolled back"),
             };
-            Err(Error::Aborted { code: code_of_status(status).unwrap_or(ErrorCode::InvalidArgument), message })
+            // A number that is no error code is the body's own: its code says only that it
+            // was cancelled (the C status, ABORTED or the number it names, is `status`).
+            Err(Error::Aborted { code: code_of_status(status).unwrap_or(ErrorCode::Cancelled), status, message })
         };
         db.run_body(stores, mode, run, move |r| done.deliver(r))
     })
