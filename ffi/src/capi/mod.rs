@@ -240,8 +240,10 @@ mod tests {
         }
         assert_eq!(status_name(0).to_str().unwrap(), "OBJSTORE_STATUS_OK");
         assert_eq!(status_name(17).to_str().unwrap(), "OBJSTORE_STATUS_TIMEOUT");
+        assert_eq!(status_name(18).to_str().unwrap(), "OBJSTORE_STATUS_ABORTED");
         assert_eq!(status_name(99).to_str().unwrap(), "OBJSTORE_STATUS_UNKNOWN");
-        assert_eq!(status_of_number(18), None);
+        assert_eq!(status_of_number(18), Some(ObjstoreStatus::Aborted));
+        assert_eq!(status_of_number(19), None);
         assert_eq!(code_of_status(0), None);
     }
 }
