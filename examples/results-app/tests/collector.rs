@@ -723,6 +723,18 @@ fn a_job_with_only_the_collector_posts_summarizes_and_gates_through_it() {
     };
     let posted = cli(&["post", "--runtime", "c-gcc-12", "--run", "ci-7", &report], true);
     assert!(posted.status.success(), "{}", said(&posted));
+    let mut unsigned = Command::new(env!("CARGO_BIN_EXE_objstore-results"));
+    unsigned
+        .args(["post", "--runtime", "c-gcc-12", "--collector", &c.url, &report])
+        .env_remove("OBJSTORE_COLLECTOR_TOKEN");
+    let unsigned = unsigned.output().unwrap();
+    assert!(
+        !unsigned.status.success()
+            && said(&unsigned).contains("401")
+            && said(&unsigned).contains("OBJSTORE_COLLECTOR_TOKEN"),
+        "{}",
+        said(&unsigned)
+    );
     // The quarantine is kept in the bucket, by whoever may edit it.
     let mut add = Command::new(env!("CARGO_BIN_EXE_objstore-results"));
     add.args(["quarantine", "add", "--suite", "ctest", "--name", "crud_fails", "--reason", "known"]);

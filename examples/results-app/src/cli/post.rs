@@ -158,8 +158,14 @@ fn send_once(url: &str, run: &str, once: &str) -> Result<String, Try> {
     let status = response.status().as_u16();
     let text = response.body_mut().read_to_string().unwrap_or_default();
     let answer: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-    let said =
-        format!("the collector at {url} answered {status}: {}", answer["error"].as_str().unwrap_or("no error message"));
+    let hint = match status {
+        401 | 403 => " (OBJSTORE_COLLECTOR_TOKEN is sent as the bearer token)",
+        _ => "",
+    };
+    let said = format!(
+        "the collector at {url} answered {status}: {}{hint}",
+        answer["error"].as_str().unwrap_or("no error message")
+    );
     match (status, answer["key"].as_str()) {
         (201, Some(key)) => Ok(key.to_string()),
         (500..=599, _) => Err(Try::Again(said)),

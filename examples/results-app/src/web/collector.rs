@@ -25,7 +25,7 @@ use crate::model::{check_label, Ci, Run};
 use crate::store::{Encoded, Writer};
 
 use super::limiter::Limiter;
-use super::tokens::{admit, Config};
+use super::tokens::{admit, Config, Token};
 
 struct App {
     config: Config,
@@ -71,29 +71,45 @@ async fn post_results(
         refused.headers_mut().insert(RETRY_AFTER, HeaderValue::from(wait.as_secs().max(1)));
         return refused;
     }
-    let headers = request.headers().clone();
-    let token = match admit(&app.config, &headers) {
+    // One line per post on stderr, as a server's access log: who, what was stored or why not.
+    let token = match admit(&app.config, request.headers()) {
         Ok(token) => token.cloned(),
-        Err(refused) => return refused.into_response(),
+        Err(refused) => {
+            let why =
+                if refused.status() == StatusCode::FORBIDDEN { "an origin not allowed" } else { "no token it takes" };
+            eprintln!("objstore-results: {} refused ({}): {why}", client.ip(), refused.status().as_u16());
+            return *refused;
+        }
     };
-    let once = match idempotency_key(&headers) {
-        Ok(once) => once,
-        Err(refused) => return refused.into_response(),
-    };
+    match store_post(&app, token, request).await {
+        Ok((key, tests, failed)) => {
+            eprintln!("objstore-results: {} posted {key} ({tests} tests, {failed} failed)", client.ip());
+            (StatusCode::CREATED, Json(json!({"key": key}))).into_response()
+        }
+        Err(refused) => {
+            eprintln!("objstore-results: {} refused ({}): {}", client.ip(), refused.status().as_u16(), refused.message);
+            refused.into_response()
+        }
+    }
+}
+
+/// An admitted post (`token`, the one it showed) stored, once its key is good and its run was
+/// read in time and is inside the token's pairs: its key, and its tests and failures.
+async fn store_post(app: &App, token: Option<Token>, request: Request) -> AppResult<(String, u64, u64)> {
+    let once = idempotency_key(request.headers())?;
     // Reading the post has a deadline (a client sending slowly or not at all is cut off); the
     // write that follows has the library's own timeouts, and is never cut off half-way.
     // The parse has the same deadline: it runs on a thread of its own, which the timeout below
     // cannot stop, so it looks at the clock itself.
     let deadline = Instant::now() + app.config.timeout;
-    let run = match tokio::time::timeout(app.config.timeout, read_run(&app.config, request, deadline)).await {
-        Ok(Ok(run)) => run,
-        Ok(Err(refused)) => return refused.into_response(),
-        Err(_) => return AppError::new(Kind::Timeout, "the post did not arrive in time").into_response(),
-    };
+    let run = tokio::time::timeout(app.config.timeout, read_run(&app.config, request, deadline))
+        .await
+        .map_err(|_| AppError::new(Kind::Timeout, "the post did not arrive in time"))??;
     // A token scoped to some pairs writes nothing outside them.
     if let Some(why) = token.and_then(|t| t.refuses(&run.platform, &run.browser)) {
-        return AppError::new(Kind::Forbidden, why).at("platform").into_response();
+        return Err(AppError::new(Kind::Forbidden, why).at("platform"));
     }
+    let (tests, failed) = (run.results.summary.tests, run.results.summary.failed);
     let writer = app.writer.clone();
     // Encoded first, so that only the run's text (not its parsed form) waits for the write.
     let stored = tokio::task::spawn_blocking(move || {
@@ -105,12 +121,9 @@ async fn post_results(
         drop(run);
         writer.store_encoded(encoded)
     })
-    .await;
-    match stored {
-        Ok(Ok(key)) => (StatusCode::CREATED, Json(json!({"key": key}))).into_response(),
-        Ok(Err(refused)) => refused.into_response(),
-        Err(_) => AppError::internal("the write stopped unexpectedly").into_response(),
-    }
+    .await
+    .map_err(|_| AppError::internal("the write stopped unexpectedly"))??;
+    Ok((stored, tests, failed))
 }
 
 /// The post's `Idempotency-Key`, if it has one: 1 to 255 visible ASCII characters. A post sent
