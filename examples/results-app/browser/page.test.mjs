@@ -82,7 +82,7 @@ function cellText(tests, suite) {
   const of = tests.filter((t) => t.suite === suite);
   if (of.length === 0) return "not run";
   const n = (s) => of.filter((t) => t.status === s).length;
-  return `${n("passed")} passed${n("failed")} failed` + (n("skipped") ? `${n("skipped")} skipped` : "");
+  return `${n("passed")} passed, ${n("failed")} failed` + (n("skipped") ? `, ${n("skipped")} skipped` : "");
 }
 
 async function matrixPage(query = "") {
@@ -377,8 +377,8 @@ test("files posted for one CI run, by two jobs at different times, are one run: 
   assert.notEqual(keys[0], keys[1]);
   const { page, errors } = await matrixPage();
   const row = '#matrix tr[data-pair="windows-x86_64 / c-msvc-19"]';
-  assert.equal(await page.textContent(`${row} td.cell[data-suite="crud"]`), "1 passed0 failed");
-  assert.equal(await page.textContent(`${row} td.cell[data-suite="sql"]`), "0 passed1 failed");
+  assert.equal(await page.textContent(`${row} td.cell[data-suite="crud"]`), "1 passed, 0 failed");
+  assert.equal(await page.textContent(`${row} td.cell[data-suite="sql"]`), "0 passed, 1 failed");
   await page.click(`${row} td.cell[data-suite="sql"] a`);
   await page.waitForSelector("#tests");
   assert.match(await page.textContent("#view h2 + p"), /0123456789 on fix-cursor/);
@@ -415,7 +415,7 @@ test("above 12 columns suites are grouped by their first word; a group opens, an
   assert.ok(grouped.length <= 12, grouped.join(" | "));
   assert.ok(grouped.includes("unit/… (4)") && grouped.includes("integration/… (2)") && grouped.includes("crud"), grouped.join(" | "));
   const row = '#matrix tr[data-pair="linux-x86_64 / python-3.12"]';
-  assert.equal(await page.textContent(`${row} td.cell[data-suite="unit"] a`), "3 passed1 failed");
+  assert.equal(await page.textContent(`${row} td.cell[data-suite="unit"] a`), "3 passed, 1 failed");
   // One click: the group's failures in the run.
   await page.click(`${row} td.cell[data-suite="unit"] a`);
   await page.waitForSelector("#tests");

@@ -71,9 +71,11 @@ function verdict(counts) {
   return "skip";
 }
 
+// "3 passed, 1 failed, 2 skipped": the separators are text too (a copy, a screen reader), and a
+// matrix cell, which puts each count on its own line, hides them.
 function counts(c) {
-  return [h("span", {}, `${c.passed} passed`), h("span", {}, `${c.failed} failed`),
-    c.skipped ? h("span", {}, `${c.skipped} skipped`) : null];
+  const parts = [`${c.passed} passed`, `${c.failed} failed`, c.skipped ? `${c.skipped} skipped` : null].filter(Boolean);
+  return parts.flatMap((text, i) => (i === 0 ? [] : [h("span", { class: "sep" }, ", ")]).concat(h("span", {}, text)));
 }
 
 function pair(row) {
