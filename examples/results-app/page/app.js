@@ -123,7 +123,8 @@ function showCost(cost) {
   if (!cost) return;
   const kinds = Object.entries(cost.byKind || {}).map(([k, n]) => `${n} ${k}`).join(", ");
   costLine.textContent = `This view cost ${cost.requests} bucket request${cost.requests === 1 ? "" : "s"}` +
-    (kinds ? ` (${kinds})` : "") + `, ${cost.bytesIn} bytes in, about ` + prices(cost) + ".";
+    (kinds ? ` (${kinds})` : "") + `, ${cost.bytesIn} bytes in, about ` + prices(cost) + "." +
+    (cost.shared ? " Another view was built at the same time: these counts may include some of its requests." : "");
   costLine.dataset.requests = String(cost.requests);
 }
 

@@ -2,6 +2,8 @@
 //! `file://` bucket (and to moto and Garage), posted to over HTTP.
 
 mod support;
+#[path = "collector/tokens.rs"]
+mod tokens;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -227,114 +229,6 @@ fn origins_preflights_and_forms() {
     assert_eq!(stored.len(), 2, "the refused post wrote nothing");
     let key = posted.body["key"].as_str().unwrap();
     assert_eq!(stored[key]["results"]["tests"][0]["suite"], "crud");
-}
-
-#[test]
-fn tokens_are_asked_of_every_poster_whatever_origin_it_claims() {
-    let c = Collector::start(&["--origin", PAGE], &[("OBJSTORE_COLLECTOR_TOKENS", "ci-secret-1, ci-secret-2".into())]);
-    let body = run("linux-x86_64", "rust-1.95");
-    assert_eq!(post_json(&c.url, &[("authorization", "bearer ci-secret-1")], &body).status, 201, "the scheme's case");
-    let none = post_json(&c.url, &[], &body);
-    assert_eq!((none.status, none.headers.get("www-authenticate").map(String::as_str)), (401, Some("Bearer")));
-    assert_eq!(post_json(&c.url, &[("authorization", "Bearer wrong")], &body).status, 401);
-    assert_eq!(post_json(&c.url, &[("authorization", "Bearer ci-secret-2")], &body).status, 201);
-    // A script can claim an allowed origin: it proves nothing, so the token is still asked for.
-    let claimed = post_json(&c.url, &[("origin", PAGE)], &body);
-    assert_eq!(claimed.status, 401, "an allowed Origin does not stand in for a token");
-    assert!(claimed.body["error"].as_str().unwrap().contains("bearer token is required"), "{:?}", claimed.body);
-    assert_eq!(post_json(&c.url, &[("origin", PAGE), ("authorization", "Bearer wrong")], &body).status, 401);
-    assert_eq!(post_json(&c.url, &[("origin", PAGE), ("authorization", "Bearer ci-secret-1")], &body).status, 201);
-    assert_eq!(c.stored().len(), 3);
-}
-
-/// A token scoped to its pairs writes nothing outside them: a token leaked from one pipeline
-/// cannot write another's results. A tokens file that names no pair, or a short token, is
-/// refused at start, naming the line.
-#[test]
-fn tokens_scoped_to_pairs_write_only_those() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("tokens");
-    std::fs::write(
-        &file,
-        "# token                 pairs it may write\n\
-         linux-pipeline-secret-1  linux-*/python-*  linux-x86_64/node-20\n\
-         windows-pipeline-secret  windows-*/c-msvc-*   # the MSVC builds\n",
-    )
-    .unwrap();
-    let c = Collector::start(
-        &["--tokens", &file.display().to_string()],
-        &[("OBJSTORE_COLLECTOR_TOKENS", "admin-secret".into())],
-    );
-    let bearer = |t: &str| format!("Bearer {t}");
-    for (token, platform, browser, status) in [
-        ("linux-pipeline-secret-1", "linux-x86_64", "python-3.11", 201),
-        ("linux-pipeline-secret-1", "linux-aarch64", "python-3.12", 201),
-        ("linux-pipeline-secret-1", "linux-x86_64", "node-20", 201),
-        ("linux-pipeline-secret-1", "linux-x86_64", "node-22", 403),
-        ("linux-pipeline-secret-1", "windows-x86_64", "python-3.11", 403),
-        ("windows-pipeline-secret", "windows-x86_64", "c-msvc-19", 201),
-        ("windows-pipeline-secret", "linux-x86_64", "python-3.11", 403),
-        ("admin-secret", "macos-arm64", "node-20", 201),
-        ("unknown-secret-000000", "linux-x86_64", "python-3.11", 401),
-    ] {
-        let answer = post_json(&c.url, &[("authorization", &bearer(token))], &run(platform, browser));
-        assert_eq!(answer.status, status, "{token} {platform}/{browser}: {}", answer.body);
-        if status == 403 {
-            let said = answer.body["error"].as_str().unwrap();
-            assert!(said.contains(&format!("not {platform}/{browser}")) && said.contains("may write"), "{said}");
-            assert_eq!(answer.body["field"], "platform");
-        }
-    }
-    let stored: Vec<String> = c.stored().keys().map(|k| k.split('/').take(2).collect::<Vec<_>>().join("/")).collect();
-    assert_eq!(stored.len(), 5, "{stored:?}");
-    assert!(!stored.iter().any(|p| p == "windows-x86_64/python-3.11" || p == "linux-x86_64/node-22"), "{stored:?}");
-
-    for (content, said) in [
-        ("short 1 linux-*/python-*\n", "line 1: a token is 16 or more printable characters"),
-        ("\n# only a comment\nlong-enough-secret-1\n", "line 3: name the pairs"),
-        ("long-enough-secret-1 linux-x86_64\n", "\"linux-x86_64\" is not a platform/runtime pattern"),
-        ("# nothing\n", "names no token"),
-    ] {
-        std::fs::write(&file, content).unwrap();
-        let out = Command::new(env!("CARGO_BIN_EXE_objstore-results"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--tokens", &file.display().to_string()])
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success() && stderr.contains(said), "{content:?}: {stderr}");
-    }
-    // One secret both any-pair and scoped: refused at start, whichever would have won.
-    std::fs::write(&file, "linux-pipeline-secret-1 linux-*/*\n").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_objstore-results"))
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--token",
-            "linux-pipeline-secret-1",
-            "--tokens",
-            &file.display().to_string(),
-        ])
-        .output()
-        .unwrap();
-    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("given twice"), "{out:?}");
-}
-
-#[test]
-fn pages_post_without_a_token_only_when_explicitly_allowed() {
-    let tokens = [("OBJSTORE_COLLECTOR_TOKENS", "ci-secret".to_string())];
-    let c = Collector::start(&["--origin", PAGE, "--allow-anonymous-origins"], &tokens);
-    let body = run("linux-x86_64", "rust-1.95");
-    assert_eq!(post_json(&c.url, &[("origin", PAGE)], &body).status, 201, "an allowed page, let in without a token");
-    assert_eq!(post_json(&c.url, &[], &body).status, 401, "a poster without an origin still needs one");
-    assert_eq!(post_json(&c.url, &[("origin", "https://evil.example")], &body).status, 403);
-    assert_eq!(c.stored().len(), 1);
-    let alone = Command::new(env!("CARGO_BIN_EXE_objstore-results"))
-        .args(["serve", "--allow-anonymous-origins"])
-        .output()
-        .unwrap();
-    assert!(!alone.status.success());
-    assert!(String::from_utf8_lossy(&alone.stderr).contains("give an --origin"), "{alone:?}");
 }
 
 #[test]

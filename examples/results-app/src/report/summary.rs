@@ -258,7 +258,8 @@ fn cost(cost: &Cost) -> String {
     let requests = cost.requests;
     let kinds: Vec<String> = cost.by_kind.iter().map(|(kind, n)| format!("{n} {kind}")).collect();
     let kinds = if kinds.is_empty() { String::new() } else { format!(" ({})", kinds.join(", ")) };
-    format!("This summary cost {requests} bucket request{}{kinds}.", if requests == 1 { "" } else { "s" })
+    let shared = if cost.shared { " (some may be another view's, built at the same time)" } else { "" };
+    format!("This summary cost {requests} bucket request{}{kinds}{shared}.", if requests == 1 { "" } else { "s" })
 }
 
 /// A failure's first line that says something, clipped.

@@ -58,14 +58,33 @@ impl Cache {
         call(|done| self.db.prefetch("results-meta", done))
     }
 
-    /// The requests made since [`Cache::take_spent`] last asked, without resetting the count.
+    /// The library's count of requests so far (it only grows).
     pub fn requests(&self) -> u64 {
         self.db.sync_stats(false).total()
     }
 
-    /// What the requests made since the last call cost; the count starts again.
-    pub fn take_spent(&self) -> Spent {
-        Spent::of(&self.db.sync_stats(true))
+    /// The library's accounting so far, for [`Cache::spent_since`].
+    pub fn accounts(&self) -> Stats {
+        self.db.sync_stats(false)
+    }
+
+    /// What the requests made since `before` (an earlier [`Cache::accounts`]) cost.
+    pub fn spent_since(&self, before: &Stats) -> Spent {
+        let now = self.db.sync_stats(false);
+        let mut spent = Stats {
+            bytes_sent: now.bytes_sent.saturating_sub(before.bytes_sent),
+            bytes_received: now.bytes_received.saturating_sub(before.bytes_received),
+            ..Stats::default()
+        };
+        for (kind, by_status) in &now.requests {
+            for (status, count) in by_status {
+                let earlier = before.requests.get(kind).and_then(|b| b.get(status)).copied().unwrap_or(0);
+                if *count > earlier {
+                    spent.requests.entry(kind.clone()).or_default().insert(*status, count - earlier);
+                }
+            }
+        }
+        Spent::of(&spent)
     }
 }
 

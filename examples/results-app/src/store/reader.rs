@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::error::{AppError, AppResult};
 use crate::model::digest::{self, Digest};
-use crate::model::{is_run_segment, pair_of, pair_prefix, run_key, run_segment_of, Run, Test};
+use crate::model::{is_run_segment, is_scoped, pair_of, pair_prefix, run_key, run_segment_of, Run, Test};
 use crate::store::cache::Cache;
 use crate::store::call;
 
@@ -357,13 +357,63 @@ pub(crate) fn latest_files(db: &Cache, after: Option<&str>, limit: usize) -> App
     keys(db, "results-meta", scan)
 }
 
-/// The files of CI run `id` on every pair: its anchor (`.runs/<id>`) names the run's segment,
-/// the `run` index finds the files under it. `None` when no anchor names a segment of `id`.
-pub(crate) fn ci_run_files(db: &Cache, id: &str) -> AppResult<Option<Vec<String>>> {
-    let anchor = Key::from(format!(".runs/{id}"));
-    let anchor = call(|done| db.db.get(None, "results", anchor, Freshness::Cached, AsValue, done))?;
-    let Some(segment) = anchor["segment"].as_str().filter(|s| is_run_segment(s, id)) else { return Ok(None) };
-    let (lower, upper) = (Key::Array(vec![segment.into()]), Key::Array(vec![format!("{segment}\u{0}").into()]));
+/// CI run `name`'s own name and its files on every pair: its anchor (`.runs/<name>`) names the
+/// run's segment, the `run` index finds the files under it. A plain id that no writer of every
+/// pair anchored names the one scoped run of that id (`<id>@<scope>`, a scoped token's), if
+/// there is one; of two or more, the answer names each with the pairs its token may write.
+/// `None` when no anchor names a segment of `name`.
+pub(crate) fn ci_run_files(db: &Cache, name: &str) -> AppResult<Option<(String, Vec<String>)>> {
+    let (name, segment) = match anchored(db, name)? {
+        Some(anchor) => (name.to_string(), anchor.segment),
+        None if is_scoped(name) => return Ok(None),
+        None => {
+            let scoped = keys(db, "results-meta", ScanOptions::new().range(scoped_anchors(name)))?;
+            let mut found = Vec::new();
+            for anchor in &scoped {
+                let scoped_name = &anchor[".runs/".len()..];
+                found.extend(anchored(db, scoped_name)?.map(|a| (scoped_name.to_string(), a)));
+            }
+            match found.len() {
+                0 => return Ok(None),
+                1 => {
+                    let (name, anchor) = found.pop().expect("one");
+                    (name, anchor.segment)
+                }
+                _ => {
+                    let each: Vec<String> =
+                        found.iter().map(|(name, a)| format!("{name} ({})", a.scope.join(" "))).collect();
+                    return Err(AppError::bad(format!(
+                        "run {name:?} was posted by tokens of {} scopes, each a run of its own: name one of {}",
+                        found.len(),
+                        each.join(", ")
+                    )));
+                }
+            }
+        }
+    };
+    let (lower, upper) =
+        (Key::Array(vec![segment.as_str().into()]), Key::Array(vec![format!("{segment}\u{0}").into()]));
     let scan = ScanOptions::new().index("run").range(KeyRange::bound(lower, upper, false, true));
-    keys(db, "results-meta", scan).map(Some)
+    Ok(Some((name, keys(db, "results-meta", scan)?)))
+}
+
+/// What a run's anchor says: its segment, and the pairs of the token that made it (none for a
+/// writer of every pair).
+struct Anchor {
+    segment: String,
+    scope: Vec<String>,
+}
+
+/// The anchor of CI run `name`, when it is one (its segment is a segment of `name`).
+fn anchored(db: &Cache, name: &str) -> AppResult<Option<Anchor>> {
+    let key = Key::from(format!(".runs/{name}"));
+    let anchor = call(|done| db.db.get(None, "results", key, Freshness::Cached, AsValue, done))?;
+    let Some(segment) = anchor["segment"].as_str().filter(|s| is_run_segment(s, name)) else { return Ok(None) };
+    let scope = anchor["scope"].as_array().into_iter().flatten().filter_map(Value::as_str).map(str::to_string);
+    Ok(Some(Anchor { segment: segment.to_string(), scope: scope.collect() }))
+}
+
+/// The names of the anchors of id's scoped runs (`.runs/<id>@<scope>`; 'A' follows '@').
+fn scoped_anchors(id: &str) -> KeyRange {
+    KeyRange::bound(format!(".runs/{id}@"), format!(".runs/{id}A"), false, true)
 }

@@ -14,7 +14,7 @@ use crate::clock::now_ms;
 use crate::error::{AppError, AppResult, Kind};
 use crate::model::digest;
 use crate::model::digest::Digest;
-use crate::model::{clip, is_run_segment, new_run_id, object_key, run_segment, short_hash, Run};
+use crate::model::{clip, is_run_segment, new_run_id, object_key, run_segment, short_hash, Run, RunScope};
 
 use super::group::Group;
 use super::{call, open_and_wait, Target};
@@ -64,6 +64,9 @@ pub struct Encoded {
     record: Record,
     /// The poster's key for this post (`Idempotency-Key`), as the run id and file id it names.
     once: Option<String>,
+    /// The scope of the token that posted it, when that token may write some pairs only: its
+    /// CI run is that scope's (`<id>@<scope>`), apart from other tokens' runs of the same id.
+    scope: Option<RunScope>,
 }
 
 impl Encoded {
@@ -75,7 +78,14 @@ impl Encoded {
             digest: Digest::for_name(run),
             record: Record::of(run).expect("a run serialises"),
             once: None,
+            scope: None,
         }
+    }
+
+    /// The same post, made by a token scoped to some pairs: it joins only its scope's CI run.
+    pub fn scoped(mut self, scope: RunScope) -> Encoded {
+        self.scope = Some(scope);
+        self
     }
 
     /// The same post, keyed by its poster (an `Idempotency-Key`): posted again with the same
@@ -154,8 +164,12 @@ impl Writer {
         // A keyed post of no CI run is a run of its own, anchored as a CI run is, so that its
         // second post finds the first one's time in its name.
         let segment = match (&run.ci_run, &run.once) {
-            (Some(id), _) => self.segment_of(&self.database(1)?, id)?,
-            (None, Some(once)) => self.segment_of(&self.database(1)?, &format!("post-{once}"))?,
+            (Some(id), _) => match &run.scope {
+                Some(scope) => self.segment_of(&self.database(1)?, &scope.run_name(id), Some(scope))?,
+                None => self.segment_of(&self.database(1)?, id, None)?,
+            },
+            // Named after the pair, which the token may write: no scope needed.
+            (None, Some(once)) => self.segment_of(&self.database(1)?, &format!("post-{once}"), None)?,
             (None, None) => run_segment(now_ms(), &new_run_id()),
         };
         // The file's name carries its digest where it fits, so that a listing draws the matrix.
@@ -197,11 +211,12 @@ impl Writer {
     }
 
     /// The run segment of run `id`: the one its anchor (`.runs/<id>`, written create-only by
-    /// the first file of the run to arrive) holds, else a new one, anchored now. Of two posts
+    /// the first file of the run to arrive, with the `scope` that posted it) holds, else a new
+    /// one, anchored now (the collector's time, never a poster's). Of two posts
     /// that race to anchor a run, the bucket keeps one anchor and the other reads it; a server
     /// that ignores conditional writes (checked with a GET first) narrows the race to the
     /// moment between that GET and the write.
-    fn segment_of(&self, db: &Db, id: &str) -> AppResult<String> {
+    fn segment_of(&self, db: &Db, id: &str, scope: Option<&RunScope>) -> AppResult<String> {
         let _one = self.anchoring.lock().unwrap_or_else(|p| p.into_inner());
         let anchor = format!(".runs/{id}");
         let anchored = |db: &Db| -> AppResult<Option<String>> {
@@ -227,7 +242,11 @@ impl Writer {
             return Ok(segment);
         }
         let mine = run_segment(now_ms(), id);
-        match self.create(db, &anchor, json!({"run": id, "segment": mine})) {
+        let mut body = json!({"run": id, "segment": mine});
+        if let Some(scope) = scope {
+            body["scope"] = json!(scope.pairs);
+        }
+        match self.create(db, &anchor, body) {
             Ok(()) => Ok(mine),
             Err(refused) if refused.kind == Kind::Refused => {
                 // Another post anchored the run first: its anchor wins, and is read.

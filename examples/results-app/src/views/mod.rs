@@ -26,7 +26,7 @@ pub(crate) mod tests;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -38,7 +38,8 @@ use crate::analysis::rules::{self, Outcome};
 use crate::error::{AppError, AppResult};
 use crate::model::digest;
 use crate::model::{
-    check_label, identified, pair_matches, pair_of, pair_prefix, sort_suites, Detail, Status, Test, TestId,
+    check_label, check_run_name, identified, pair_matches, pair_of, pair_prefix, sort_suites, Detail, Status, Test,
+    TestId,
 };
 use crate::store::cache::Cache;
 use crate::store::reader::{
@@ -66,14 +67,15 @@ pub struct Viewer {
     db: Cache,
     /// The bucket, for what lives beside the runs (the quarantine).
     target: Target,
-    /// One view at a time, so that the requests counted during a view are that view's.
-    building: Mutex<()>,
+    /// Views being built, and views begun so far: views are built side by side, each
+    /// counting the requests made while it was built, so a view that overlapped another says
+    /// its count may hold the other's ([`Cost::shared`]).
+    building: AtomicUsize,
+    begun: AtomicU64,
     /// Run keys found naming no files lately, and when: asked again, they cost no listing.
     missing: Mutex<HashMap<String, Instant>>,
     /// The files a writer beside this viewer stored, and how many the last view had seen.
     followed: Mutex<Option<(Arc<AtomicU64>, u64)>>,
-    /// The bucket requests the library made before the view being built began.
-    requests: AtomicU64,
     /// Every pair's newest runs as of when the library had made that many requests.
     newest: Mutex<Option<(u64, Arc<Newest>)>>,
 }
@@ -101,10 +103,10 @@ impl Viewer {
         Ok(Viewer {
             db: Cache::open(target, cache)?,
             target: target.clone(),
-            building: Mutex::new(()),
+            building: AtomicUsize::new(0),
+            begun: AtomicU64::new(0),
             missing: Mutex::default(),
             followed: Mutex::default(),
-            requests: AtomicU64::default(),
             newest: Mutex::default(),
         })
     }
@@ -163,17 +165,18 @@ impl Viewer {
         self.db.relist()
     }
 
-    /// Builds a view with `build`, with its cost: the bucket requests it made.
+    /// Builds a view with `build`, with its cost: the bucket requests made while it was built.
+    /// Views do not wait for each other; what they share waits once (the listing after a
+    /// write beside this viewer, every pair's newest runs).
     fn view<T>(&self, build: impl FnOnce(&Cache) -> AppResult<T>) -> View<T> {
-        let _one = self.building.lock().unwrap_or_else(|p| p.into_inner());
-        // Requests between views (revalidations in the background) count as made, not as this
-        // view's.
-        self.requests.fetch_add(self.db.take_spent().requests, Ordering::Relaxed);
-        self.catch_up(&self.db)?;
-        let built = build(&self.db);
-        let spent = self.db.take_spent();
-        self.requests.fetch_add(spent.requests, Ordering::Relaxed);
-        Ok(Costed { view: built?, cost: Cost::of(spent) })
+        let before = self.db.accounts();
+        let this = self.begun.fetch_add(1, Ordering::SeqCst);
+        let others = self.building.fetch_add(1, Ordering::SeqCst) > 0;
+        let built = self.catch_up(&self.db).and_then(|()| build(&self.db));
+        self.building.fetch_sub(1, Ordering::SeqCst);
+        let shared = others || self.begun.load(Ordering::SeqCst) != this + 1;
+        let spent = self.db.spent_since(&before);
+        Ok(Costed { view: built?, cost: Cost { shared, ..Cost::of(spent) } })
     }
 
     /// Every pair with its newest runs (listed first when the refractory period is over). The
@@ -181,7 +184,7 @@ impl Viewer {
     /// library made one: a warm reload of the matrix reads one scan, not one per pair.
     fn newest(&self, db: &Cache) -> AppResult<Arc<Newest>> {
         let pairs = all_pairs(db)?;
-        let made = |db: &Cache| self.requests.load(Ordering::Relaxed) + db.requests();
+        let made = |db: &Cache| db.requests();
         let mut kept = self.newest.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((_, newest)) = kept.as_ref().filter(|(at, n)| *at == made(db) && n.pairs == pairs) {
             return Ok(newest.clone());

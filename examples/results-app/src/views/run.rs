@@ -18,14 +18,15 @@ impl Viewer {
 
     /// Every pair's part of CI run `id` (the files posted with `--run ID` or from one CI run),
     /// each as [`Viewer::run`] shows it: the run's anchor names its segment, the `run` index
-    /// finds its pairs. A run nobody anchored is not found.
+    /// finds its pairs. A run nobody anchored is not found. `id` may name a scoped token's run
+    /// (`<id>@<scope>`); a plain id names it too when it is the only run of that id.
     pub fn ci_run(&self, id: &str) -> View<RunsView> {
-        check_label("run", id)?;
+        check_run_name("run", id)?;
         self.view(|db| {
             let not_found = || {
                 AppError::not_found(format!("no run {id:?} in the bucket (runs posted with --run or from CI have one)"))
             };
-            let found = ci_run_files(db, id)?.ok_or_else(not_found)?;
+            let (name, found) = ci_run_files(db, id)?.ok_or_else(not_found)?;
             let runs = load_runs(db, &run_keys(&found))?;
             if runs.is_empty() {
                 return Err(not_found());
@@ -33,7 +34,7 @@ impl Viewer {
             let newest = self.newest(db)?;
             let weighed = Pairs::new(&newest.seen);
             let views = runs.iter().map(|run| run_view(db, run, &weighed)).collect::<Result<Vec<_>, _>>()?;
-            Ok(RunsView { run: Some(id.to_string()), runs: views })
+            Ok(RunsView { run: Some(name), runs: views })
         })
     }
 

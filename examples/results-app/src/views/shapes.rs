@@ -43,6 +43,9 @@ pub struct Cost {
     /// By price list, in the library's order: `{list: usd}`.
     #[serde(serialize_with = "in_order")]
     pub usd_by: Vec<(&'static str, f64)>,
+    /// Another view was built at the same time: the count may hold some of its requests.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub shared: bool,
 }
 
 impl Cost {
@@ -55,6 +58,7 @@ impl Cost {
             // The first price list is S3 Standard's, the `costUsd` of the library's report.
             usd: spent.usd_by.first().map_or(0.0, |(_, usd)| *usd),
             usd_by: spent.usd_by,
+            shared: false,
         }
     }
 }

@@ -151,6 +151,37 @@ fn a_listing_that_finds_a_new_run_shows_it() {
     assert_eq!(newest_commit(&viewer), (json!("c2"), json!(1)));
 }
 
+/// Views are built side by side: one held in the middle of its work does not hold up another
+/// (every view used to wait for the one before it), and a view built beside another says that
+/// its count of requests may hold the other's.
+#[test]
+fn views_do_not_wait_for_each_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = file_target(dir.path());
+    let writer = crate::store::Writer::open(&target).unwrap();
+    writer.store(&report(1_795_000_000_000, Some("c1"), json!([one("crud", "a", "passed")]))).unwrap();
+    drop(writer);
+    let viewer = Viewer::open(&target, &dir.path().join("cache.sqlite3")).unwrap();
+    let alone = viewer.matrix(&MatrixFilter::default()).unwrap();
+    assert!(!alone.cost.shared && alone.cost.requests > 0, "a cold view alone: its own requests");
+    let (second_built, hear) = std::sync::mpsc::channel();
+    std::thread::scope(|s| {
+        let viewer = &viewer;
+        let held = s.spawn(move || {
+            viewer.view(|_| {
+                // Held until a second view is built whole; a bound, so that waiting fails.
+                hear.recv_timeout(Duration::from_secs(120))
+                    .map_err(|_| AppError::internal("the second view waited for this one"))
+            })
+        });
+        let second = viewer.matrix(&MatrixFilter::default()).unwrap();
+        second_built.send(()).unwrap();
+        assert!(second.cost.shared, "built beside the held view");
+        assert!(held.join().unwrap().unwrap().cost.shared);
+    });
+    assert!(!viewer.matrix(&MatrixFilter::default()).unwrap().cost.shared);
+}
+
 /// The views' shapes: an optional field is absent while unset and present once set, and a
 /// field the page reads as null (`next`, `previous`) is present as null.
 #[test]

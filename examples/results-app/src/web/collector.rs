@@ -105,10 +105,11 @@ async fn store_post(app: &App, token: Option<Token>, request: Request) -> AppRes
     let run = tokio::time::timeout(app.config.timeout, read_run(&app.config, request, deadline))
         .await
         .map_err(|_| AppError::new(Kind::Timeout, "the post did not arrive in time"))??;
-    // A token scoped to some pairs writes nothing outside them.
-    if let Some(why) = token.and_then(|t| t.refuses(&run.platform, &run.browser)) {
+    // A token scoped to some pairs writes nothing outside them, and joins only its own runs.
+    if let Some(why) = token.as_ref().and_then(|t| t.refuses(&run.platform, &run.browser)) {
         return Err(AppError::new(Kind::Forbidden, why).at("platform"));
     }
+    let scope = token.as_ref().and_then(Token::scope);
     let (tests, failed) = (run.results.summary.tests, run.results.summary.failed);
     let writer = app.writer.clone();
     // Encoded first, so that only the run's text (not its parsed form) waits for the write.
@@ -116,6 +117,10 @@ async fn store_post(app: &App, token: Option<Token>, request: Request) -> AppRes
         let encoded = Encoded::of(&run);
         let encoded = match &once {
             Some(key) => encoded.keyed(key),
+            None => encoded,
+        };
+        let encoded = match scope {
+            Some(scope) => encoded.scoped(scope),
             None => encoded,
         };
         drop(run);

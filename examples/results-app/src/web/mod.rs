@@ -46,8 +46,9 @@ pub async fn serve(
 
 pub fn router(config: Config, writer: Writer, viewer: Arc<Viewer>) -> Router {
     let header = |name, value| SetResponseHeaderLayer::overriding(name, HeaderValue::from_static(value));
+    let tokens: Arc<[tokens::Token]> = config.tokens.clone().into();
     collector::router(config, writer)
-        .merge(page::router(viewer))
+        .merge(page::router(viewer, tokens))
         .fallback(|| async { AppError::not_found("no such address: the page is at /, runs are posted to /results") })
         // A POST to the page (a collector URL without /results) is answered as JSON too.
         .method_not_allowed_fallback(|| async {

@@ -16,7 +16,9 @@ use axum::{Json, Router};
 use serde::Serialize;
 
 use super::limiter::Limiter;
+use super::tokens::{reader_scope, Token};
 use crate::error::{AppError, AppResult, Kind};
+use crate::model::is_scoped;
 use crate::report::summary::{summarize, Format, Subject, Summary};
 use crate::views::filter::MatrixFilter;
 use crate::views::shapes::{
@@ -42,7 +44,9 @@ pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'
 const VIEWS_PER_MINUTE: u32 = 1200;
 const VIEW_BURST: u32 = 200;
 
-pub fn router(viewer: Arc<Viewer>) -> Router {
+/// The page and its views; `tokens`, the collector's, name the scope of a job's own CI run in
+/// `/api/summary` (a scoped token's runs are its own).
+pub fn router(viewer: Arc<Viewer>, tokens: Arc<[Token]>) -> Router {
     let limiter = Arc::new(Limiter::new(VIEWS_PER_MINUTE, VIEW_BURST));
     let api = Router::new()
         .route("/api/matrix", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, matrix, q)))
@@ -55,7 +59,18 @@ pub fn router(viewer: Arc<Viewer>) -> Router {
         .route("/api/search", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, search, q)))
         .route("/api/commit", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, commit, q)))
         .route("/api/quarantine", get(|State(v): State<Arc<Viewer>>| answer(v, |v, _| v.quarantine(), Params::new())))
-        .route("/api/summary", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, summary, q)))
+        .route(
+            "/api/summary",
+            get(move |State(v): State<Arc<Viewer>>, headers: HeaderMap, Query(mut q): Query<Params>| {
+                let scoped = scoped_run(&tokens, &headers, &mut q);
+                async move {
+                    match scoped {
+                        Ok(()) => answer(v, summary, q).await,
+                        Err(refused) => *refused,
+                    }
+                }
+            }),
+        )
         .layer(middleware::from_fn_with_state(limiter, limited))
         .with_state(viewer);
     let mut router = Router::new();
@@ -121,6 +136,18 @@ fn test_history(v: &Viewer, q: &Params) -> View<TestHistoryView> {
 
 fn commit(v: &Viewer, q: &Params) -> View<CommitView> {
     v.commit(required(q, "commit")?, q.get("base").map(String::as_str).filter(|b| !b.is_empty()))
+}
+
+/// A job reading through the collector names its CI run by its id; a scoped token's run is
+/// that id within the token's scope (`<id>@<scope>`), as the token's posts anchored it.
+fn scoped_run(tokens: &[Token], headers: &HeaderMap, q: &mut Params) -> Result<(), Box<Response>> {
+    let scope = reader_scope(tokens, headers)?;
+    if let (Some(scope), Some(run)) = (scope, q.get_mut("run")) {
+        if !run.is_empty() && !is_scoped(run) {
+            *run = scope.run_name(run);
+        }
+    }
+    Ok(())
 }
 
 /// `summary`'s text, for a job that reads through the collector: `run` or `commit` (and

@@ -9,7 +9,7 @@ use axum::http::{HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 
 use crate::error::{AppError, AppResult, Kind};
-use crate::model::{check_pair_pattern, pair_matches};
+use crate::model::{check_pair_pattern, pair_matches, RunScope};
 
 /// The collector's settings.
 #[derive(Debug, Clone)]
@@ -47,6 +47,12 @@ impl Token {
     /// A token that may write any pair (`--token`, `OBJSTORE_COLLECTOR_TOKENS`).
     pub fn any_pair(secret: &str) -> Token {
         Token { secret: secret.to_string(), pairs: None }
+    }
+
+    /// The scope of the CI runs this token posts to: its own when it may write some pairs only
+    /// (another team's token cannot join them); none for a token of every pair.
+    pub fn scope(&self) -> Option<RunScope> {
+        self.pairs.as_deref().map(RunScope::of)
     }
 
     /// Why this token may not write the pair, if it may not.
@@ -121,21 +127,45 @@ pub(super) fn admit<'a>(config: &'a Config, headers: &HeaderMap) -> Result<Optio
     if config.tokens.is_empty() || (allowed_page && config.anonymous_origins) {
         return Ok(None);
     }
-    let given = headers
+    let Some(given) = bearer(headers) else {
+        return Err(Box::new(unauthorized("a bearer token is required (Authorization: Bearer <token>)")));
+    };
+    matching(&config.tokens, given).map(Some).ok_or_else(|| Box::new(not_accepted()))
+}
+
+/// The scope a reader's bearer token names (a job reading its own CI run through the
+/// collector): none when it shows none, or when its token may write every pair; a token this
+/// collector does not accept is refused, rather than read as none.
+pub(super) fn reader_scope(tokens: &[Token], headers: &HeaderMap) -> Result<Option<RunScope>, Box<Response>> {
+    match bearer(headers) {
+        Some(given) if !tokens.is_empty() => {
+            matching(tokens, given).map(Token::scope).ok_or_else(|| Box::new(not_accepted()))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// The token of an `Authorization: Bearer <token>` header.
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
         .get(AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.split_once(' '))
         .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-        .map(|(_, token)| token);
-    let Some(given) = given else {
-        return Err(Box::new(unauthorized("a bearer token is required (Authorization: Bearer <token>)")));
-    };
-    // Every token is compared, so that timing does not tell which one nearly matched.
-    let matched = config.tokens.iter().fold(None, |found, t| {
-        let equal = constant_time_eq(t.secret.as_bytes(), given.trim().as_bytes());
+        .map(|(_, token)| token.trim())
+}
+
+/// The configured token `given` is. Every token is compared, so that timing does not tell
+/// which one nearly matched.
+fn matching<'a>(tokens: &'a [Token], given: &str) -> Option<&'a Token> {
+    tokens.iter().fold(None, |found, t| {
+        let equal = constant_time_eq(t.secret.as_bytes(), given.as_bytes());
         found.or(equal.then_some(t))
-    });
-    matched.map(Some).ok_or_else(|| Box::new(unauthorized("the bearer token is not one this collector accepts")))
+    })
+}
+
+fn not_accepted() -> Response {
+    unauthorized("the bearer token is not one this collector accepts")
 }
 
 fn unauthorized(message: &str) -> Response {
