@@ -2,13 +2,15 @@
 // A report file's digest, carried in its object name so that the results app draws its matrix
 // from a listing alone (S3 listings carry no user metadata). The same format as the app's
 // `digest.rs` (the app README's "The result format"): `<file id>.<digest>`, the digest's fields
-// joined by `.`: `1.<version>.<commit>.<start>.<labels>.<suite>...`, each suite
+// joined by `.`: `2.<version>.<commit>.<branch>.<start>.<labels>.<suite>...`, each suite
 // `name-passed-failed-skipped-failed ids-skipped ids-retried ids`.
 
 /** The longest object name a bucket takes (with its prefix), and name segment a file system takes. */
 const MAX_KEY = 1024;
 const MAX_SEGMENT = 255;
 const COMMIT_CHARS = 12;
+/** A branch is carried by its first 32 bytes, cut at a character's boundary. */
+const BRANCH_BYTES = 32;
 
 /** FNV-1a (32 bits) of `suite \0 name \0 occurrence`. @param {string} suite @param {string} name @param {number} occurrence */
 function testId(suite, name, occurrence) {
@@ -40,7 +42,7 @@ const byBytes = (a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b));
 
 /**
  * The digest of a report in the result format.
- * @param {{platform?: string, browser?: string, version: string, ci?: {commit?: string}, results: {summary: {start?: number}, environment?: Record<string, unknown>,
+ * @param {{platform?: string, browser?: string, version: string, ci?: {commit?: string, branch?: string}, results: {summary: {start?: number}, environment?: Record<string, unknown>,
  *   tests: {name: string, suite: string, status: string, flaky?: boolean}[]}}} report
  */
 function digest(report) {
@@ -78,12 +80,23 @@ function digest(report) {
     if (text !== undefined) labels.push(escape(key), escape(text));
   }
   const commit = ((report.ci && report.ci.commit) || '').slice(0, COMMIT_CHARS);
-  const fields = ['1', escape(report.version), escape(commit), String(results.summary.start || 0), labels.join('-')];
+  const fields = ['2', escape(report.version), escape(commit), escape(branchKey((report.ci && report.ci.branch) || '')),
+    String(results.summary.start || 0), labels.join('-')];
   for (const name of [...suites.keys()].sort(byBytes)) {
     const s = /** @type {NonNullable<ReturnType<typeof suites.get>>} */ (suites.get(name));
     fields.push([escape(name), s.p, s.f, s.s, s.fi.join(''), s.si.join(''), s.ri.join('')].join('-'));
   }
   return fields.join('.');
+}
+
+/** The part of a branch's name a digest carries. @param {string} branch */
+function branchKey(branch) {
+  let key = '';
+  for (const c of branch) {
+    if (Buffer.byteLength(key + c) > BRANCH_BYTES) break;
+    key += c;
+  }
+  return key;
 }
 
 /**

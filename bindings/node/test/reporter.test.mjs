@@ -49,7 +49,7 @@ test('a run is published as one object with a CTRF body and its metadata', async
   const line = run.stdout.split('\n').find((l) => l.startsWith('objstore-db: results published'));
   assert.ok(line, run.stdout + run.stderr);
   const key = line.split(' as ')[1];
-  assert.match(key, new RegExp(`^${platformName()}/${runtimeName()}/\\d{13}-[0-9a-f]{16}/[0-9a-f]{16}\\.1\\.[A-Za-z0-9._-]+$`));
+  assert.match(key, new RegExp(`^${platformName()}/${runtimeName()}/\\d{13}-[0-9a-f]{16}/[0-9a-f]{16}\\.2\\.[A-Za-z0-9._-]+$`));
 
   const options = { bucket: 'results', endpoint: `file://${bucket}` };
   const viewer = new Storage(path.join(dir, 'viewer.sqlite3'), {

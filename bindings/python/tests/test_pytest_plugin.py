@@ -70,7 +70,7 @@ async def test_a_run_is_published_as_one_object_with_a_ctrf_body(pytester: pytes
     published = [line for line in result.outlines if "results published" in line]
     assert published, result.outlines
     key = published[0].rsplit(" as ", 1)[1]
-    assert re.fullmatch(rf"{re.escape(platform_name())}/{re.escape(runtime_name())}/\d{{13}}-[0-9a-f]{{16}}/[0-9a-f]{{16}}\.1\.[A-Za-z0-9._-]+", key), key
+    assert re.fullmatch(rf"{re.escape(platform_name())}/{re.escape(runtime_name())}/\d{{13}}-[0-9a-f]{{16}}/[0-9a-f]{{16}}\.2\.[A-Za-z0-9._-]+", key), key
 
     schema = viewer_schema(bucket_dir)
     async with objstore_db.open(str(tmp_path / "viewer.sqlite3"), schema) as viewer:

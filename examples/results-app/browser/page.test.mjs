@@ -295,7 +295,7 @@ test("a page on an allowed origin posts a run through the collector; another ori
   await page.goto(allowedOrigin.url);
   const stored = await send(app.url + "results");
   assert.equal(stored.status, 201, JSON.stringify(stored));
-  assert.match(stored.body.key, /^linux-x86_64\/chromium-148\/\d{13}-[0-9a-f]{16}\/[0-9a-f]{16}\.1\.[A-Za-z0-9._-]+$/);
+  assert.match(stored.body.key, /^linux-x86_64\/chromium-148\/\d{13}-[0-9a-f]{16}\/[0-9a-f]{16}\.2\.[A-Za-z0-9._-]+$/);
   await page.close();
 });
 
@@ -402,6 +402,58 @@ test("files posted for one CI run, by two jobs at different times, are one run: 
   assert.match(await page.textContent("#runs tbody"), /1 passed.*1 failed/s);
   assert.deepEqual(errors, []);
   await page.close();
+});
+
+test("branches: a pull request's newer run does not replace main's; the picker shows it, and its run compares with main's", async () => {
+  // An app of its own: main in this bucket makes main the default branch of every view.
+  const own = scratch();
+  const branchApp = await startApp(own.dir, ["--token", TOKEN]);
+  try {
+    const on = (branch, commit, status) => Object.assign(
+      run("linux-x86_64", "node-20", "1.0.0", [["crud", "put", status, status === "failed" ? "put lost the record" : undefined]]),
+      { ci: { branch, commit } });
+    const main = runOf(await post(branchApp.url, on("main", "aaaaaaaaaaaa1111", "passed"), TOKEN));
+    await sleep(5);
+    const pull = runOf(await post(branchApp.url, on("feature/slug-fix", "bbbbbbbbbbbb2222", "failed"), TOKEN));
+    const page = await browser.newPage();
+    const errors = [];
+    page.on("pageerror", (e) => errors.push(e));
+    await page.goto(branchApp.url);
+    await page.waitForSelector("#matrix");
+    const row = '#matrix tr[data-pair="linux-x86_64 / node-20"]';
+    assert.match(await page.textContent("#view h2"), /on main$/);
+    assert.equal(await page.getAttribute(`${row} td:first-of-type a`, "href"), `/?view=run&key=${encodeURIComponent(main)}`);
+    assert.equal(await page.textContent(`${row} .source`), "aaaaaaaaaa on main");
+    assert.equal(await page.textContent(`${row} td.cell[data-suite="crud"]`), "1 passed, 0 failed");
+    await page.selectOption('select[name="branch"]', "feature/slug-fix");
+    await page.waitForFunction(() => location.search.includes("branch=feature%2Fslug-fix"));
+    await page.waitForFunction(() => document.querySelector("#view h2")?.textContent.endsWith("on feature/slug-fix"));
+    assert.equal(await page.textContent(`${row} td.cell[data-suite="crud"] a`), "0 passed, 1 failed");
+    // Weighed against its base: main passed it, so the pull request's failure is new.
+    assert.equal(await page.textContent(`${row} td.cell[data-suite="crud"] .badge`), "1 new failure");
+    assert.equal(await page.textContent(`${row} .source`), "bbbbbbbbbb on feature/slug-fix");
+    // The pull request's run is compared with main's run before it, its base.
+    await page.click(`${row} td:first-of-type a`);
+    await page.waitForSelector("#tests");
+    await page.click("text=Changes against main's run before it");
+    await page.waitForSelector("#newly-failing");
+    assert.match(page.url(), new RegExp(`view=diff&from=${encodeURIComponent(main)}&to=${encodeURIComponent(pull)}$`));
+    assert.match(await page.textContent("#newly-failing"), /Newly failing \(1\).*crud: put — failed/s);
+    // Back to the matrix: the branch chosen is in the URL, and "any branch" shows the newest.
+    await page.goBack();
+    await page.goBack();
+    await page.waitForSelector("#matrix");
+    assert.equal(await page.inputValue('select[name="branch"]'), "feature/slug-fix");
+    await page.selectOption('select[name="branch"]', "*");
+    await page.waitForFunction(() => location.search.includes("branch=*") || location.search.includes("branch=%2A"));
+    await page.waitForFunction(() => !document.querySelector("#view h2")?.textContent.includes(" on "));
+    assert.equal(await page.textContent(`${row} .source`), "bbbbbbbbbb on feature/slug-fix");
+    assert.deepEqual(errors, []);
+    await page.close();
+  } finally {
+    await branchApp.stop();
+    own.remove();
+  }
 });
 
 test("above 12 columns suites are grouped by their first word; a group opens, and each test is two clicks away", async () => {

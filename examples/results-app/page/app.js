@@ -141,7 +141,7 @@ async function api(path, params) {
 
 // ----- filters (state in the URL) -----------------------------------------------------------
 
-function filterBar(state, options) {
+function filterBar(state, options, extra = []) {
   const controls = options.map(([name, label, values]) => {
     const select = h("select", { name, onchange: (e) => {
       // A filter changed: from the first page again.
@@ -152,7 +152,22 @@ function filterBar(state, options) {
     } }, h("option", { value: "" }, "all"), values.map((v) => h("option", { value: v, selected: state[name] === v }, v)));
     return h("label", {}, label, select);
   });
-  return h("form", { class: "filters", role: "search" }, controls);
+  return h("form", { class: "filters", role: "search" }, extra, controls);
+}
+
+/** Whose newest runs the matrix shows: the default branch's (no parameter), one branch's, or
+ * any branch's (`*`). */
+function branchPicker(state, data) {
+  const names = (data.branches || []).filter((b) => b !== data.defaultBranch);
+  const select = h("select", { name: "branch", onchange: (e) => {
+    const next = { ...state, branch: e.target.value };
+    delete next.after;
+    if (!e.target.value) delete next.branch;
+    navigate(next);
+  } }, h("option", { value: "" }, data.defaultBranch ? `${data.defaultBranch} (default)` : "any (no default branch)"),
+  names.map((b) => h("option", { value: b, selected: state.branch === b }, b)),
+  data.defaultBranch ? h("option", { value: "*", selected: state.branch === "*" }, "any branch") : null);
+  return h("label", {}, "branch", select);
 }
 
 const STATUSES = ["failed", "passed", "skipped"];
@@ -191,7 +206,7 @@ function sumCells(cells, suites) {
 }
 
 /** The matrix's filters and its page, as the server takes them. */
-const MATRIX_FILTERS = ["after", "platform", "browser", "suite", "status", "class", "commit", "label"];
+const MATRIX_FILTERS = ["after", "platform", "browser", "suite", "status", "class", "commit", "label", "branch"];
 
 async function matrixView(state) {
   const asked = Object.fromEntries(MATRIX_FILTERS.filter((f) => state[f]).map((f) => [f, state[f]]));
@@ -206,7 +221,8 @@ async function matrixView(state) {
       c.group ? link({ ...state, group: c.group }, `${c.name}/… (${c.suites.length})`) : c.name)));
   const body = rows.map((row) => {
     const label = h("th", { scope: "row" }, link({ view: "pair", platform: row.platform, browser: row.browser }, pair(row)));
-    const run = h("td", {}, link({ view: "run", key: row.key }, row.version || "?"), " · ", when(row.time));
+    const run = h("td", {}, link({ view: "run", key: row.key }, row.version || "?"), " · ", when(row.time),
+      row.ci ? [" · ", h("span", { class: "source" }, sourceLink(row))] : null);
     if (row.error) {
       return h("tr", { "data-pair": pair(row) }, label, run,
         h("td", { class: "error", colspan: Math.max(1, columns.length) }, `The newest run could not be loaded: ${row.error}`));
@@ -225,16 +241,17 @@ async function matrixView(state) {
     return h("tr", { "data-pair": pair(row) }, label, run, cells);
   });
   show(
-    h("h2", {}, "Newest run per platform and runtime"),
+    h("h2", {}, "Newest run per platform and runtime", data.branch ? ` on ${data.branch}` : ""),
     filterBar(state, [["platform", "platform", data.platforms], ["browser", "runtime", data.browsers],
       ["suite", "suite", data.suites], ["status", "with a test that", STATUSES], ["class", "with a test that is", Object.keys(data.rules)],
-      ["label", "build variant", data.labels || []]]),
+      ["label", "build variant", data.labels || []]], branchPicker(state, data)),
     h("p", { class: "muted", id: "pairs-shown" }, `${rows.length} of ${data.matching} pair${data.matching === 1 ? "" : "s"}` +
       (data.matching < data.pairs ? ` passing the filters (of ${data.pairs})` : ""),
       state.after ? [" · ", link({ ...state, after: "" }, "first pairs")] : null,
       data.next ? [" · ", link({ ...state, after: data.next }, `next ${PAIRS_SHOWN} pairs`)] : null),
     data.rows.length === 0
-      ? h("p", { class: "note" }, "The bucket holds no runs yet.")
+      ? h("p", { class: "note" }, data.pairs === 0 ? "The bucket holds no runs yet."
+        : `No pair has a run${data.branch ? ` on ${data.branch}` : ""} that passes the filters.`)
       // The table scrolls, not the page: its header row and first column stay in view.
       : h("div", { class: "scroll" }, h("table", { id: "matrix" }, h("thead", {}, head), h("tbody", {}, body))),
     columns.some((c) => c.group) ? h("p", { class: "note" },
@@ -325,7 +342,8 @@ async function runView(state) {
     h("p", {}, link({ view: "pair", platform: run.platform, browser: run.browser }, "History of this pair"), " · ran ",
       when(run.time), ci.commit || ci.branch ? [" · ", h("span", { class: "source" }, sourceLink(run))] : null,
       ci.url ? [" · ", ciLink(ci)] : null,
-      run.previous ? [" · ", link({ view: "diff", from: run.previous, to: run.key }, "Changes since the previous run")] : "")];
+      run.previous ? [" · ", link({ view: "diff", from: run.previous, to: run.key },
+        run.base ? `Changes against ${run.base}'s run before it` : "Changes since the previous run")] : "")];
   if (run.error) return show(...header, h("p", { class: "error" }, `This run cannot be read: ${run.error}`));
   const files = run.files || [];
   const fileName = (i) => files[i] && (files[i].file || files[i].key.split("/").pop());

@@ -96,7 +96,7 @@ fn reports_of_every_producer_are_stored_in_the_layout() {
         assert_eq!((reverse.len(), call.len(), file_id.len()), (13, 16, 16), "{key}");
         assert_eq!(run["ci"]["run"], id);
         assert!(
-            digest.starts_with("1.") && digest.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b)),
+            digest.starts_with("2.") && digest.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b)),
             "{key}"
         );
         assert!(stdout.contains(key.as_str()), "the key is printed: {stdout}");

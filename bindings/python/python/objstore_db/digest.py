@@ -1,7 +1,7 @@
 """A report file's digest, carried in its object name so that the results app draws its matrix
 from a listing alone (S3 listings carry no user metadata). The same format as the app's
 `digest.rs` (the app README's "The result format"): `<file id>.<digest>`, the digest's fields
-joined by `.`: `1.<version>.<commit>.<start>.<labels>.<suite>...`, each suite
+joined by `.`: `2.<version>.<commit>.<branch>.<start>.<labels>.<suite>...`, each suite
 `name-passed-failed-skipped-failed ids-skipped ids-retried ids`."""
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from typing import Any, Dict, List, Tuple
 MAX_KEY = 1024
 MAX_SEGMENT = 255
 COMMIT_CHARS = 12
+#: A branch is carried by its first 32 bytes, cut at a character's boundary.
+BRANCH_BYTES = 32
 
 
 def test_id(suite: str, name: str, occurrence: int) -> int:
@@ -68,8 +70,11 @@ def digest(report: Dict[str, Any]) -> str:
         text = label_text(value)
         if text is not None:
             labels += [escape(key), escape(text)]
-    commit = (report.get("ci") or {}).get("commit") or ""
-    fields = ["1", escape(report["version"]), escape(commit[:COMMIT_CHARS]), str(results["summary"].get("start", 0)), "-".join(labels)]
+    ci = report.get("ci") or {}
+    commit = ci.get("commit") or ""
+    branch = (ci.get("branch") or "").encode()[:BRANCH_BYTES].decode(errors="ignore")
+    fields = ["2", escape(report["version"]), escape(commit[:COMMIT_CHARS]), escape(branch)]
+    fields += [str(results["summary"].get("start", 0)), "-".join(labels)]
     for name in sorted(suites, key=lambda s: s.encode()):
         s = suites[name]
         fields.append("-".join([escape(name), str(s["p"]), str(s["f"]), str(s["s"]), "".join(s["fi"]), "".join(s["si"]), "".join(s["ri"])]))

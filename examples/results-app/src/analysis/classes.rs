@@ -338,6 +338,7 @@ mod tests {
         let digest = Digest {
             version: "1".into(),
             commit: Some(commit.into()),
+            branch: None,
             start: 0,
             labels: Default::default(),
             suites: vec![suite],
@@ -402,6 +403,7 @@ mod tests {
         let digest = Digest {
             version: "1".into(),
             commit: Some("c2".into()),
+            branch: None,
             start: 0,
             labels: Default::default(),
             suites: vec![suite],

@@ -160,7 +160,9 @@ pub fn dispatch(args: &[String]) -> AppResult<()> {
     }
 }
 
-/// The viewer's cache: `--cache PATH`, else one file per target in the user's cache folder.
+/// The viewer's cache: `--cache PATH`, else one file per target in the user's cache folder;
+/// the matrix's default branch from `OBJSTORE_RESULTS_DEFAULT_BRANCH` (else `main` or `master`).
 fn open_viewer(target: &Target, cache: Option<PathBuf>) -> AppResult<Viewer> {
-    Viewer::open(target, &cache.unwrap_or_else(|| target.default_cache()))
+    let viewer = Viewer::open(target, &cache.unwrap_or_else(|| target.default_cache()))?;
+    Ok(viewer.with_default_branch(std::env::var("OBJSTORE_RESULTS_DEFAULT_BRANCH").ok()))
 }

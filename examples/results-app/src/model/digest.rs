@@ -1,20 +1,21 @@
 //! A report file's digest, carried in its object name so that a listing alone draws the matrix:
-//! the version, commit, start and labels, and per suite its counts and the ids of its failed,
+//! the version, commit, branch, start and labels, and per suite its counts and the ids of its failed,
 //! not-run and retried tests. S3 listings carry no user metadata, so the name is the only place
 //! a listing can bring it from.
 //!
 //! A file's name is `<file id>.<digest>`, the digest fields joined by `.`:
-//! `1.<version>.<commit>.<start>.<labels>.<suite>.<suite>...`, where `<labels>` is
+//! `2.<version>.<commit>.<branch>.<start>.<labels>.<suite>.<suite>...`, where `<labels>` is
 //! `key-value-key-value...`, and each `<suite>` is `name-passed-failed-skipped-failed ids-skipped
 //! ids-retried ids`. Texts keep ASCII letters and digits and write any other byte as `_` and two
-//! hex digits; the commit is its first 12 characters; counts and the start (ms, 0 when unknown)
+//! hex digits; the commit is its first 12 characters, the branch its first 32 bytes; counts and the start (ms, 0 when unknown)
 //! are decimal; each ids field is 8 hex digits per test. A test's id is FNV-1a (32 bits) of
 //! `suite \0 name \0 n`, n its occurrence of that suite and name in its file (1 first).
 //!
 //! A name segment longer than a file system takes (255 bytes), or a name longer than a bucket
 //! takes (1,024 bytes with the prefix), carries no digest, and a reader GETs that file instead;
 //! so does one with a digest it cannot read. The pytest plugin and the node reporter write the
-//! same digest.
+//! same digest. A version 1 digest (written before branches) has no `<branch>`, and is read as
+//! a run of no branch.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write;
@@ -23,20 +24,35 @@ use serde_json::Value;
 
 use crate::model::{check_label, Run, Status, Test, MAX_LABEL};
 
-/// The digest format's version, its first field.
-const FORMAT: &str = "1";
+/// The digest format's version, its first field; [`BEFORE_BRANCHES`] is still read.
+const FORMAT: &str = "2";
+const BEFORE_BRANCHES: &str = "1";
 /// The longest object name a bucket takes, its prefix included.
 pub const MAX_KEY: usize = 1024;
 /// The longest name segment a file system takes (a `file://` bucket's objects are files).
 pub const MAX_SEGMENT: usize = 255;
 /// How much of a commit a digest carries.
 pub const COMMIT_CHARS: usize = 12;
+/// How much of a branch a digest carries (bytes, cut at a character's boundary): branches are
+/// told apart by this much of their names.
+pub const BRANCH_BYTES: usize = 32;
+
+/// The part of `branch` a digest carries, by which views match branches.
+pub fn branch_key(branch: &str) -> &str {
+    let mut end = branch.len().min(BRANCH_BYTES);
+    while !branch.is_char_boundary(end) {
+        end -= 1;
+    }
+    &branch[..end]
+}
 
 /// What the matrix needs of one report file.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Digest {
     pub version: String,
     pub commit: Option<String>,
+    /// The branch's first [`BRANCH_BYTES`] bytes; none when the run names none.
+    pub branch: Option<String>,
     /// When the report says it started (ms), 0 when it does not.
     pub start: u64,
     pub labels: BTreeMap<String, String>,
@@ -196,6 +212,7 @@ impl Digest {
         Digest {
             version: run.version.clone(),
             commit: run.ci.commit.as_ref().map(|c| c.chars().take(COMMIT_CHARS).collect()),
+            branch: run.ci.branch.as_deref().map(|b| branch_key(b).to_string()),
             start: run.results.summary.start,
             labels: labels(run),
             suites: order.into_values().map(|at| std::mem::take(&mut digests[at])).collect(),
@@ -212,6 +229,7 @@ impl Digest {
     /// The digest as a name segment's text.
     pub fn encode(&self) -> String {
         let mut fields = vec![FORMAT.to_string(), escape(&self.version), escape(self.commit.as_deref().unwrap_or(""))];
+        fields.push(escape(self.branch.as_deref().unwrap_or("")));
         fields.push(self.start.to_string());
         fields.push(self.labels.iter().flat_map(|(k, v)| [escape(k), escape(v)]).collect::<Vec<_>>().join("-"));
         for s in &self.suites {
@@ -239,13 +257,22 @@ impl Digest {
             return None;
         }
         let mut fields = text.split('.');
-        if fields.next()? != FORMAT {
-            return None;
-        }
+        let has_branch = match fields.next()? {
+            FORMAT => true,
+            BEFORE_BRANCHES => false,
+            _ => return None,
+        };
         let version = unescape(fields.next()?).filter(|v| check_label("version", v).is_ok())?;
         let commit = match unescape(fields.next()?)? {
             c if c.is_empty() => None,
             c => Some(Some(c).filter(|c| c.len() <= COMMIT_CHARS && check_label("commit", c).is_ok())?),
+        };
+        let branch = match has_branch {
+            false => None,
+            true => match unescape(fields.next()?)? {
+                b if b.is_empty() => None,
+                b => Some(Some(b).filter(|b| b.len() <= BRANCH_BYTES && !b.contains(char::is_control))?),
+            },
         };
         let start = decimal(fields.next()?)?;
         let labels = fields.next()?;
@@ -256,7 +283,7 @@ impl Digest {
         }
         let labels = labels.chunks(2).map(|kv| (kv[0].clone(), kv[1].clone())).collect();
         let suites = fields.map(suite_of).collect::<Option<Vec<_>>>()?;
-        Some(Digest { version, commit, start, labels, suites })
+        Some(Digest { version, commit, branch, start, labels, suites })
     }
 }
 
@@ -395,6 +422,24 @@ mod tests {
         let mut digest = Digest::of(&run());
         digest.commit = Some("<script>".into());
         assert_eq!(Digest::decode(&digest.encode()), None);
+        let mut digest = Digest::of(&run());
+        digest.branch = Some("x".repeat(BRANCH_BYTES + 1));
+        assert_eq!(Digest::decode(&digest.encode()), None, "a branch longer than digests carry");
+    }
+
+    /// A branch is carried by its first 32 bytes, cut at a character; a digest written before
+    /// branches (version 1) is read as a run of no branch.
+    #[test]
+    fn a_branch_is_carried_and_a_digest_before_branches_still_read() {
+        let mut run = run();
+        run.ci.branch = Some(format!("feature/{}é-fix", "x".repeat(23)));
+        let digest = Digest::of(&run);
+        assert_eq!(digest.branch.as_deref(), Some(format!("feature/{}", "x".repeat(23)).as_str()), "é cut whole");
+        assert_eq!(Digest::decode(&digest.encode()), Some(digest.clone()));
+        assert!(digest.encode().starts_with("2."), "{}", digest.encode());
+        let before = of_key("linux/gcc/9999-aa/f1.1.1_2E0.0123456789ab.7..crud-1-0-0---").unwrap();
+        assert_eq!((before.branch, before.commit.as_deref(), before.start), (None, Some("0123456789ab"), 7));
+        assert_eq!(branch_key("main"), "main");
     }
 
     /// The digest the Python and Node writers check they make too (tests/fixtures/digest.json).

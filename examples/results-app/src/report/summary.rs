@@ -330,7 +330,7 @@ mod tests {
     }
 
     fn run(row: RunRow, tests: Vec<RunTest>) -> RunView {
-        RunView { row, detail: Some(RunDetail { tests, rules: Rules, previous: None }) }
+        RunView { row, detail: Some(RunDetail { tests, rules: Rules, previous: None, base: None }) }
     }
 
     fn run_view() -> Costed<RunsView> {

@@ -57,15 +57,18 @@ pub fn render(matrix: &MatrixView, now_ms: u64) -> String {
         out.push_str(cells.join("  ").trim_end());
         out.push('\n');
     }
-    if rows.is_empty() {
+    if rows.is_empty() && matrix.pairs == 0 {
         out.push_str("(no runs in the bucket)\n");
+    } else if rows.is_empty() {
+        out.push_str(&format!("(no pair has a run on {})\n", matrix.branch.as_deref().unwrap_or("any branch")));
     }
     if matrix.next.is_some() {
         out.push_str(&format!("({} of {} pairs shown; the page shows every one)\n", rows.len(), matrix.matching));
     }
-    out.push_str(
-        "cells: passed/failed/skipped of the newest run; FAIL marks a failure, skip a suite where nothing ran\n",
-    );
+    let on = matrix.branch.as_deref().map(|b| format!(" on {b}")).unwrap_or_default();
+    out.push_str(&format!(
+        "cells: passed/failed/skipped of the newest run{on}; FAIL marks a failure, skip a suite where nothing ran\n"
+    ));
     out
 }
 

@@ -183,6 +183,7 @@ fn why_missing(db: &Cache, key: &str) -> String {
 
 /// A run as the matrix and the classes need it: its files' digests, from their names where
 /// every name carries one (a listing's worth, no GET), else from their bodies.
+#[derive(Clone)]
 pub(crate) struct Digested {
     pub(crate) key: String,
     pub(crate) platform: String,
@@ -196,6 +197,12 @@ pub(crate) struct Digested {
 }
 
 impl Digested {
+    /// The run's branch, as its digests carry it (its first 32 bytes): the first file's that
+    /// names one.
+    pub(crate) fn branch(&self) -> Option<&str> {
+        self.digests.iter().find_map(|d| d.branch.as_deref())
+    }
+
     pub(crate) fn of(l: &Loaded) -> Digested {
         let errors: Vec<&String> = l.files.iter().filter_map(|f| f.run.as_ref().err()).collect();
         Digested {

@@ -6,7 +6,7 @@ use crate::views::shapes::{Cell, RunRow};
 
 /// Which pairs the matrix shows: by platform, runtime, commit (a prefix), a build-variant label
 /// (`key=value`), a suite present, a test status or class in the suites shown; and after which
-/// pair (`platform/browser`).
+/// pair (`platform/browser`). The branch (`branch`) chooses which run is a pair's newest.
 #[derive(Debug, Default)]
 pub struct MatrixFilter {
     pub after: Option<String>,
@@ -18,6 +18,8 @@ pub struct MatrixFilter {
     pub commit: Option<String>,
     /// `key=value`: the newest run's files carry that label.
     pub label: Option<String>,
+    /// Whose newest runs are shown: a branch, `*` for any; none, the default branch.
+    pub branch: Option<String>,
 }
 
 impl MatrixFilter {

@@ -4,14 +4,21 @@
 use super::*;
 
 impl Viewer {
-    /// The home view: per pair, the newest run's counts per suite, every file of that run
+    /// The home view: per pair, the newest run (on the branch asked for, else the default one:
+    /// `branches.rs`) with its counts per suite, every file of that run
     /// counted, and how many of each suite's tests fall in each class; the pairs that pass
     /// `filter`, [`PAIRS`] at a time after the pair `filter.after`. Every pair's runs are weighed
     /// for the classes, whichever are shown.
     pub fn matrix(&self, filter: &MatrixFilter) -> View<MatrixView> {
         self.view(|db| {
-            let newest = self.newest(db)?;
-            let Newest { pairs, runs, seen } = &*newest;
+            let every = self.newest(db)?;
+            let default_branch = self.default_branch(&every);
+            let branch = self.on_branch(filter.branch.as_deref(), &every)?;
+            let newest = match &branch {
+                Some(branch) => Arc::new(self.newest_on(db, &every, branch)?),
+                None => every.clone(),
+            };
+            let Newest { pairs, runs, seen, .. } = &*newest;
             let weighed = Pairs::new(seen);
             // A row's cells weigh its tests against every pair's: worked out for the rows shown
             // only, unless the filter reads them.
@@ -81,6 +88,9 @@ impl Viewer {
                 platforms: distinct(|p| &p.0),
                 browsers: distinct(|p| &p.1),
                 labels: variants,
+                branches: branches::branches(&every, default_branch.as_deref()),
+                branch: branch.map(|b| b.name),
+                default_branch,
                 rules: Rules,
             })
         })
@@ -131,7 +141,7 @@ impl Viewer {
             let views = newest
                 .iter()
                 .filter_map(|runs| runs.first())
-                .map(|run| run_view(db, run, &weighed))
+                .map(|run| run_view(db, run, &weighed, self.default_branch(&kept).as_deref()))
                 .collect::<Result<Vec<_>, _>>()?;
             Ok(RunsView { run: None, runs: views })
         })

@@ -14,6 +14,7 @@
 //! Everything read from the bucket is untrusted: a body that is not a run becomes a row that
 //! says so, and the views carry only counts, labels and texts, never markup.
 
+mod branches;
 mod by_test;
 mod commit;
 pub mod filter;
@@ -38,8 +39,8 @@ use crate::analysis::rules::{self, Outcome};
 use crate::error::{AppError, AppResult};
 use crate::model::digest;
 use crate::model::{
-    check_label, check_run_name, identified, pair_matches, pair_of, pair_prefix, sort_suites, Detail, Status, Test,
-    TestId,
+    check_label, check_run_name, check_text, identified, pair_matches, pair_of, pair_prefix, sort_suites, Detail,
+    Status, Test, TestId,
 };
 use crate::store::cache::Cache;
 use crate::store::reader::{
@@ -78,6 +79,8 @@ pub struct Viewer {
     followed: Mutex<Option<(Arc<AtomicU64>, u64)>>,
     /// Every pair's newest runs as of when the library had made that many requests.
     newest: Mutex<Option<(u64, Arc<Newest>)>>,
+    /// The branch the matrix shows unless asked for another (see `branches.rs`).
+    default_branch: Option<String>,
 }
 
 /// Every pair with its newest runs ([`classes::BROKEN_RUNS`]), as digests and as the classes
@@ -86,6 +89,8 @@ struct Newest {
     pairs: Vec<(String, String)>,
     runs: Vec<Vec<Digested>>,
     seen: Vec<Vec<Seen>>,
+    /// The matrix's default branch (`branches.rs`).
+    default_branch: Option<String>,
 }
 
 /// How long a run found missing is answered from memory.
@@ -108,7 +113,14 @@ impl Viewer {
             missing: Mutex::default(),
             followed: Mutex::default(),
             newest: Mutex::default(),
+            default_branch: None,
         })
+    }
+
+    /// The branch the matrix shows unless asked for another; unset, `main` or `master`.
+    pub fn with_default_branch(mut self, branch: Option<String>) -> Viewer {
+        self.default_branch = branch.filter(|b| !b.is_empty());
+        self
     }
 
     /// Follows a writer's stored count (the collector's): a view after it stored a file lists
@@ -191,7 +203,8 @@ impl Viewer {
         }
         let runs = newest_digested(db, &pairs, BROKEN_RUNS)?;
         let seen = runs.iter().map(|runs| runs.iter().map(seen).collect()).collect();
-        let newest = Arc::new(Newest { pairs, runs, seen });
+        let default_branch = self.find_default_branch(db, &pairs, &runs)?;
+        let newest = Arc::new(Newest { pairs, runs, seen, default_branch });
         *kept = Some((made(db), newest.clone()));
         Ok(newest)
     }
@@ -199,16 +212,16 @@ impl Viewer {
 
 /// One run's view (see [`Viewer::run`]), its classes weighed against the pair's runs before it
 /// and `pairs` (every pair's newest runs).
-fn run_view(db: &Cache, this: &Loaded, pairs: &Pairs) -> AppResult<RunView> {
+fn run_view(db: &Cache, this: &Loaded, pairs: &Pairs, default_branch: Option<&str>) -> AppResult<RunView> {
     let mut row = brief(this);
     if this.reports().next().is_none() {
         return Ok(RunView { row, detail: None });
     }
+    let this_digested = Digested::of(this);
     let earlier = digested(db, pair_files(db, &this.platform, &this.browser, Some(&this.key), PAGE)?)?;
-    let previous = earlier.first().map(|d| d.key.clone());
+    let (earlier, previous) = branches::earlier_runs(&this_digested, earlier, default_branch);
     let earlier: Vec<Seen> = earlier.iter().map(seen).collect();
     let e = evidence(&earlier, pairs);
-    let this_digested = Digested::of(this);
     let this_seen = seen(&this_digested);
     let tests: Vec<RunTest> = this
         .files
@@ -252,7 +265,8 @@ fn run_view(db: &Cache, this: &Loaded, pairs: &Pairs) -> AppResult<RunView> {
             .collect(),
     );
     row.labels = Some(run_labels(&this_digested.digests));
-    Ok(RunView { row, detail: Some(RunDetail { tests, rules: Rules, previous }) })
+    let (previous, base) = previous.map_or((None, None), |p| (Some(p.key), p.base));
+    Ok(RunView { row, detail: Some(RunDetail { tests, rules: Rules, previous, base }) })
 }
 
 /// Whether a commit as a digest carries it (its first 12 characters) is the commit `prefix`

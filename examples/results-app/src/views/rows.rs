@@ -70,8 +70,8 @@ pub(crate) fn brief(l: &Loaded) -> RunRow {
     row
 }
 
-/// A run in the matrix, from its digests: as [`brief`] has it, but for the CI run's branch
-/// and page, which only the bodies hold.
+/// A run in the matrix, from its digests: as [`brief`] has it, but for the CI run's page,
+/// which only the bodies hold, and its branch, of which digests hold the first 32 bytes.
 pub(crate) fn digest_brief(d: &Digested) -> RunRow {
     let mut row = bare(&d.key, &d.platform, &d.browser, d.files);
     if d.digests.is_empty() {
@@ -85,8 +85,10 @@ pub(crate) fn digest_brief(d: &Digested) -> RunRow {
     versions.sort_unstable();
     versions.dedup();
     row.version = Some(versions.join(", "));
-    if let Some(commit) = d.digests.iter().find_map(|x| x.commit.as_ref()) {
-        row.ci = Some(RowCi { commit: Some(commit.clone()), ..RowCi::default() });
+    let commit = d.digests.iter().find_map(|x| x.commit.clone());
+    let branch = d.branch().map(str::to_string);
+    if commit.is_some() || branch.is_some() {
+        row.ci = Some(RowCi { commit, branch, ..RowCi::default() });
     }
     let suites = || d.digests.iter().flat_map(|x| &x.suites);
     // Counts from names, which anyone may write: summed without overflowing.

@@ -12,7 +12,8 @@ impl Viewer {
         let key = key.to_string();
         self.view(move |db| {
             let this = self.find_run(db, &key)?;
-            run_view(db, &this, &Pairs::new(&self.newest(db)?.seen))
+            let newest = self.newest(db)?;
+            run_view(db, &this, &Pairs::new(&newest.seen), self.default_branch(&newest).as_deref())
         })
     }
 
@@ -33,7 +34,11 @@ impl Viewer {
             }
             let newest = self.newest(db)?;
             let weighed = Pairs::new(&newest.seen);
-            let views = runs.iter().map(|run| run_view(db, run, &weighed)).collect::<Result<Vec<_>, _>>()?;
+            let default = self.default_branch(&newest);
+            let views = runs
+                .iter()
+                .map(|run| run_view(db, run, &weighed, default.as_deref()))
+                .collect::<Result<Vec<_>, _>>()?;
             Ok(RunsView { run: Some(name), runs: views })
         })
     }

@@ -171,8 +171,12 @@ pub struct RunView {
 pub struct RunDetail {
     pub tests: Vec<RunTest>,
     pub rules: Rules,
-    /// The pair's run before it, to diff against.
+    /// The pair's run before it, to diff against: for a run of a branch other than the
+    /// default, the default branch's run before it.
     pub previous: Option<String>,
+    /// The default branch, when `previous` is its run (this run is another branch's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base: Option<String>,
 }
 
 /// A test on its run's page, with its trace, output, attempts and classes.
@@ -207,6 +211,13 @@ pub struct MatrixView {
     pub browsers: Vec<String>,
     /// Build variants (`key=value`).
     pub labels: BTreeSet<String>,
+    /// The branch whose runs are shown (none: any branch's newest), and the branches among
+    /// every pair's newest runs with the default one.
+    pub branch: Option<String>,
+    pub branches: Vec<String>,
+    /// The default branch, if there is one.
+    #[serde(rename = "defaultBranch")]
+    pub default_branch: Option<String>,
     pub rules: Rules,
 }
 

@@ -151,6 +151,68 @@ fn a_listing_that_finds_a_new_run_shows_it() {
     assert_eq!(newest_commit(&viewer), (json!("c2"), json!(1)));
 }
 
+/// Branches: a pull request's runs do not replace the default branch's in the matrix, even
+/// when the pair's newest runs are all the pull request's; asked for, its branch (or any) shows
+/// it; rows say their commit and branch; the pull request's run is compared with its base's
+/// run before it; a run of no branch counts as the default's; a
+/// configured default branch wins, and with neither main nor master, any branch shows.
+#[test]
+fn the_matrix_shows_the_default_branch_and_a_pull_request_compares_with_its_base() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = file_target(dir.path());
+    let writer = crate::store::Writer::open(&target).unwrap();
+    let store = |commit: &str, branch: Option<&str>, status: &str| {
+        let mut run = report(1_795_000_000_000, Some(commit), json!([one("crud", "a", status)]));
+        run.ci.branch = branch.map(str::to_string);
+        // Runs sort by the millisecond they were stored in: one apart.
+        std::thread::sleep(Duration::from_millis(3));
+        let key = writer.store(&run).unwrap();
+        key.rsplit_once('/').unwrap().0.to_string()
+    };
+    let legacy = store("c0", None, "passed");
+    let main = store("c1", Some("main"), "passed");
+    let pull: Vec<String> = (2..5).map(|i| store(&format!("c{i}"), Some("feature/slug-fix"), "failed")).collect();
+    let viewer = Viewer::open(&target, &dir.path().join("cache.sqlite3")).unwrap();
+    let matrix = |branch: Option<&str>| {
+        json(viewer.matrix(&MatrixFilter { branch: branch.map(str::to_string), ..MatrixFilter::default() }))
+    };
+    let shown = matrix(None);
+    assert_eq!(shown["rows"][0]["key"], json!(main), "{shown}");
+    assert_eq!(shown["rows"][0]["ci"], json!({"commit": "c1", "branch": "main"}));
+    assert_eq!((shown["branch"].clone(), shown["defaultBranch"].clone()), (json!("main"), json!("main")));
+    assert_eq!(shown["branches"], json!(["feature/slug-fix", "main"]));
+    assert_eq!(matrix(Some("feature/slug-fix"))["rows"][0]["key"], json!(pull[2]));
+    assert_eq!(matrix(Some("*"))["rows"][0]["key"], json!(pull[2]));
+    assert_eq!(matrix(Some("*"))["branch"], Value::Null);
+    assert_eq!(matrix(Some("release/1.x"))["rows"], json!([]), "no run on that branch");
+    assert!(viewer.matrix(&MatrixFilter { branch: Some("a\nb".into()), ..MatrixFilter::default() }).is_err());
+
+    // The pull request's run: compared with main's run before it.
+    let run = json(viewer.run(&pull[2]));
+    assert_eq!((run["previous"].clone(), run["base"].clone()), (json!(main), json!("main")), "{run}");
+    // Main's run: compared with the run of no branch, which is the default branch's.
+    let run = json(viewer.run(&main));
+    assert_eq!((run["previous"].clone(), run.get("base").cloned()), (json!(legacy), None));
+
+    // Configured, the default wins; with neither main nor master, any branch shows.
+    let trunk = Viewer::open(&target, &dir.path().join("trunk.sqlite3")).unwrap();
+    let trunk = trunk.with_default_branch(Some("trunk".into()));
+    let shown = json(trunk.matrix(&MatrixFilter::default()));
+    assert_eq!(shown["rows"][0]["key"], json!(legacy), "a run of no branch is the default's: {shown}");
+    let other = tempfile::tempdir().unwrap();
+    let target = file_target(other.path());
+    let writer = crate::store::Writer::open(&target).unwrap();
+    let mut run = report(1_795_000_000_000, Some("d1"), json!([one("crud", "a", "passed")]));
+    run.ci.branch = Some("develop".into());
+    let develop = writer.store(&run).unwrap();
+    let viewer = Viewer::open(&target, &other.path().join("cache.sqlite3")).unwrap();
+    let shown = json(viewer.matrix(&MatrixFilter::default()));
+    assert_eq!(
+        (shown["branch"].clone(), shown["rows"][0]["key"].clone()),
+        (Value::Null, json!(develop.rsplit_once('/').unwrap().0))
+    );
+}
+
 /// Views are built side by side: one held in the middle of its work does not hold up another
 /// (every view used to wait for the one before it), and a view built beside another says that
 /// its count of requests may hold the other's.

@@ -111,6 +111,7 @@ fn matrix(v: &Viewer, q: &Params) -> View<MatrixView> {
         class: given("class"),
         commit: given("commit"),
         label: given("label"),
+        branch: given("branch"),
     })
 }
 
