@@ -42,7 +42,7 @@ const byBytes = (a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b));
 
 /**
  * The digest of a report in the result format.
- * @param {{platform?: string, browser?: string, version: string, ci?: {commit?: string, branch?: string}, results: {summary: {start?: number}, environment?: Record<string, unknown>,
+ * @param {{platform?: string, browser?: string, version: string, ci?: {commit?: string, branch?: string, rerun?: boolean}, results: {summary: {start?: number}, environment?: Record<string, unknown>,
  *   tests: {name: string, suite: string, status: string, flaky?: boolean}[]}}} report
  */
 function digest(report) {
@@ -105,6 +105,8 @@ function branchKey(branch) {
  * @param {string} fileId @param {Parameters<typeof digest>[0]} report @param {number} fixed
  */
 function fileSegment(fileId, report, fixed) {
+  // A rerun's tests are later attempts of its run's: only the bodies can fold them.
+  if (report.ci && report.ci.rerun) return fileId;
   const segment = `${fileId}.${digest(report)}`;
   return segment.length <= MAX_SEGMENT && fixed + segment.length <= MAX_KEY ? segment : fileId;
 }

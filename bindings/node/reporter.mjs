@@ -78,7 +78,13 @@ export function runLabels(env) {
       throw new Error(`the ${name} ${JSON.stringify(value)} must be 1 to 64 of A-Z a-z 0-9 . _ + -, starting with a letter or digit`);
     }
   }
-  return labels;
+  // A rerun of tests the run already has (a failed file run again): its tests are their later
+  // attempts, as `post --rerun` says.
+  const rerun = !['', '0', undefined].includes(env.OBJSTORE_RESULTS_RERUN);
+  if (rerun && !ci.detect(env).run) {
+    throw new Error("OBJSTORE_RESULTS_RERUN publishes later attempts of a run's tests: name the run (OBJSTORE_RESULTS_RUN, or run in CI)");
+  }
+  return { ...labels, rerun };
 }
 
 /**
@@ -180,7 +186,7 @@ function cut(text, room) {
 /**
  * The CTRF report of what `source` said.
  * @param {AsyncIterable<{type: string, data: any}>} source
- * @param {{platform: string, runtime: string, version: string}} labels
+ * @param {{platform: string, runtime: string, version: string, rerun: boolean}} labels
  */
 async function collect(source, labels) {
   /** @type {CtrfTest[]} */
@@ -219,7 +225,8 @@ async function collect(source, labels) {
   }
   blocks.finish();
   const count = (/** @type {string} */ status) => tests.filter((t) => t.status === status).length;
-  const origin = ci.detect(process.env);
+  /** @type {Record<string, string> & { rerun?: boolean }} */
+  const origin = labels.rerun ? Object.assign({ rerun: true }, ci.detect(process.env)) : ci.detect(process.env);
   const { version } = labels;
   const report = {
     platform: labels.platform,

@@ -275,3 +275,26 @@ test('through a collector a job needs no bucket settings: the run is posted with
     collector.stop();
   }
 });
+
+test('a rerun is published as later attempts of its run: ci.rerun, no digest in its name, and only with a run', async () => {
+  const dir = tempDir();
+  const bucket = path.join(dir, 'bucket');
+  const env = { OBJSTORE_RESULTS: `file://${bucket}`, OBJSTORE_RESULTS_RERUN: '1' };
+  const alone = runWithReporter(dir, env);
+  assert.match(alone.stdout, /not published: OBJSTORE_RESULTS_RERUN publishes later attempts of a run's tests/);
+  assert.ok(!fs.existsSync(bucket), 'nothing written');
+  const run = runWithReporter(dir, { ...env, OBJSTORE_RESULTS_RUN: 'ci-7' });
+  const line = run.stdout.split('\n').find((l) => l.startsWith('objstore-db: results published'));
+  assert.ok(line, run.stdout + run.stderr);
+  const key = line.split(' as ')[1];
+  assert.match(key, /\/\d{13}-ci-7\/[0-9a-f]{16}$/, 'a rerun\'s name carries no digest: the app folds it from its body');
+  const viewer = new Storage(path.join(dir, 'viewer.sqlite3'), {
+    stores: [{ name: 'results', Sync: { format: 'objstore', immutable: true, Options: { bucket: 'results', endpoint: `file://${bucket}` } } }],
+  });
+  try {
+    const report = await viewer.get('results', key);
+    assert.deepEqual(report.ci, { run: 'ci-7', rerun: true });
+  } finally {
+    await viewer.close();
+  }
+});

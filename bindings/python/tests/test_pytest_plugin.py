@@ -17,6 +17,25 @@ from objstore_db.ci import detect, run_id
 from objstore_db.digest import digest
 from objstore_db.pytest_plugin import TEXT_CAP, cap_text, platform_name, runtime_name, suite_of
 
+async def test_a_rerun_is_published_as_later_attempts_of_its_run(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path
+) -> None:
+    """A rerun's tests are later attempts of its run's (the app counts each test once): its body
+    says so, its name carries no digest, and with no run to rerun it is a usage error."""
+    bucket_dir = tmp_path / "bucket"
+    pytester.makepyfile(test_crud=SAMPLE)
+    result = pytester.runpytest_subprocess(f"--objstore-results=file://{bucket_dir}", "--objstore-rerun")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--objstore-rerun publishes later attempts" in "\n".join(result.errlines), result.errlines
+    monkeypatch.setenv("OBJSTORE_RESULTS_RUN", "ci-7")
+    monkeypatch.setenv("OBJSTORE_RESULTS_RERUN", "1")
+    key = published_key(pytester.runpytest_subprocess(f"--objstore-results=file://{bucket_dir}"))
+    assert re.fullmatch(r".*/\d{13}-ci-7/[0-9a-f]{16}", key), key
+    async with objstore_db.open(str(tmp_path / "viewer.sqlite3"), viewer_schema(bucket_dir)) as viewer:
+        report = await viewer.get("results", key)
+    assert report["ci"] == {"run": "ci-7", "rerun": True}
+
+
 # The run id of a Jenkins tag with a folder and spaces, as examples/results-app/src/ci.rs makes it.
 JENKINS_ID = "jenkins-jenkins-team-db-main-12-f4dba2926d3b141c"
 CI_MARKERS = ["GITHUB_ACTIONS", "GITLAB_CI", "BUILDKITE", "CIRCLECI", "JENKINS_URL", "TF_BUILD", "OBJSTORE_RESULTS_RUN"]

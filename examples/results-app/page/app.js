@@ -357,7 +357,8 @@ async function runView(state) {
     labels.length ? h("ul", { class: "labels", "aria-label": "labels" }, labels.map(([k, v]) => h("li", {}, `${k}=${v}`))) : null,
     h("details", { id: "files" }, h("summary", {}, `${files.length} report file${files.length === 1 ? "" : "s"}`),
       h("ul", {}, files.map((f) => h("li", {}, f.error ? h("span", { class: "error" }, `${f.key}: cannot be read: ${f.error}`)
-        : `${f.file || f.key}${f.job ? ` (job ${f.job})` : ""}: ${f.tests} tests, ${f.tool.name}${f.tool.version ? " " + f.tool.version : ""}`)))),
+        : `${f.file || f.key}${f.job ? ` (job ${f.job})` : ""}: ` + (f.rerun ? `a rerun (its tests' later attempts), ${f.tests} tests of its own` : `${f.tests} tests`) +
+          `, ${f.tool.name}${f.tool.version ? " " + f.tool.version : ""}`)))),
     filterBar(state, [["suite", "suite", suites], ["status", "status", [...STATUSES, "pending", "other"]]]),
     h("table", { id: "tests" },
       h("thead", {}, h("tr", {}, h("th", {}, "suite"), h("th", {}, "test"), h("th", {}, "status"), h("th", {}, "ms"))),

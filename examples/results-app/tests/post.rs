@@ -627,3 +627,74 @@ fn a_test_has_one_name_however_it_was_published() {
         "{warned}"
     );
 }
+
+/// A CTRF report of `tests` (suite `basket`), started at `start`.
+fn basket_report(start: u64, tests: &[(&str, &str)]) -> String {
+    let tests: Vec<Value> = tests
+        .iter()
+        .map(|(name, status)| {
+            json!({"name": name, "status": status, "duration": 1, "suite": "basket",
+            "message": format!("{name} {status}")})
+        })
+        .collect();
+    let count = |s: &str| tests.iter().filter(|t| t["status"] == s).count();
+    json!({"results": {"tool": {"name": "node"}, "summary": {"tests": tests.len(), "passed": count("passed"),
+        "failed": count("failed"), "skipped": 0, "pending": 0, "other": 0, "start": start, "stop": start + 5},
+        "tests": tests}})
+    .to_string()
+}
+
+/// A rerun is its run's later attempts (node 20 has no retries: a team reruns a failed file and
+/// posts both reports). Posted with `--rerun` to the run, a test that failed and then passed is
+/// one flaky pass, one that failed twice is one failure, and a pass is counted once: in the
+/// matrix, the run's page and the summary. A rerun's name carries no digest (a listing cannot
+/// fold it); `--rerun` with no run to rerun is refused.
+#[test]
+fn a_rerun_is_its_runs_later_attempts() {
+    let dir = tempfile::tempdir().unwrap();
+    let bucket = dir.path().join("bucket");
+    let (first, again) = (dir.path().join("basket.json"), dir.path().join("basket-rerun.json"));
+    std::fs::write(
+        &first,
+        basket_report(1_795_000_000_000, &[("adds", "failed"), ("sums", "passed"), ("totals", "failed")]),
+    )
+    .unwrap();
+    std::fs::write(
+        &again,
+        basket_report(1_795_000_060_000, &[("adds", "passed"), ("sums", "passed"), ("totals", "failed")]),
+    )
+    .unwrap();
+    let labels = ["--platform", "linux-x86_64", "--runtime", "node-20", "--run", "ci-9"];
+    let posted = post(&bucket, &[&labels[..], &[&first.display().to_string()]].concat());
+    assert!(posted.status.success(), "{}", String::from_utf8_lossy(&posted.stderr));
+    let alone = post(&bucket, &["--runtime", "node-20", "--rerun", &again.display().to_string()]);
+    assert!(!alone.status.success() && String::from_utf8_lossy(&alone.stderr).contains("--rerun posts later attempts"));
+    let rerun = post(&bucket, &[&labels[..], &["--rerun", &again.display().to_string()]].concat());
+    assert!(rerun.status.success(), "{}", String::from_utf8_lossy(&rerun.stderr));
+    let runs = stored(&bucket);
+    assert_eq!(runs.len(), 2);
+    let (rerun_key, rerun_body) = runs.iter().find(|(_, r)| r["ci"]["rerun"] == json!(true)).unwrap();
+    assert!(rerun_key.rsplit('/').next().unwrap().len() == 16, "no digest in a rerun's name: {rerun_key}");
+    assert_eq!(rerun_body["results"]["tests"].as_array().unwrap().len(), 3, "stored as it was posted");
+
+    let page = support::Page::start(dir.path());
+    let matrix = page.get("/api/matrix");
+    let cell = &matrix["rows"][0]["cells"]["basket"];
+    assert_eq!((&cell["passed"], &cell["failed"]), (&json!(2), &json!(1)), "each test once: {matrix}");
+    assert_eq!(cell["classes"]["flaky"], json!(1), "{matrix}");
+    let run_key = rerun_key.rsplit_once('/').unwrap().0;
+    let run = page.get(&format!("/api/run?key={run_key}"));
+    let tests = run["tests"].as_array().unwrap();
+    assert_eq!(tests.len(), 3, "{run}");
+    let adds = tests.iter().find(|t| t["name"] == "adds").unwrap();
+    assert_eq!((&adds["status"], &adds["flaky"]), (&json!("passed"), &json!(true)), "{adds}");
+    assert_eq!(adds["retryAttempts"][0]["message"], json!("adds failed"));
+    let totals = tests.iter().find(|t| t["name"] == "totals").unwrap();
+    assert_eq!((&totals["status"], &totals["retries"]), (&json!("failed"), &json!(1)), "{totals}");
+    assert_eq!(run["files"].as_array().unwrap().iter().filter(|f| f["rerun"] == json!(true)).count(), 1);
+    drop(page);
+    let summary = support::app(dir.path(), &["summary", "--run", "ci-9"]).output().unwrap();
+    let text = String::from_utf8_lossy(&summary.stdout);
+    assert!(summary.status.success(), "{text}{}", String::from_utf8_lossy(&summary.stderr));
+    assert!(text.contains("2 passed, 1 failed") && !text.contains("4 passed"), "{text}");
+}

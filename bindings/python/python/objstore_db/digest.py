@@ -83,6 +83,9 @@ def digest(report: Dict[str, Any]) -> str:
 
 def file_segment(file_id: str, report: Dict[str, Any], fixed: int) -> str:
     """`<file id>.<digest>`, or the id alone where the name would be too long (`fixed`: the
-    bytes of the name besides this segment, its prefix included)."""
+    bytes of the name besides this segment, its prefix included) or the report is a rerun (its
+    tests are later attempts of its run's: only the bodies can fold them)."""
+    if (report.get("ci") or {}).get("rerun"):
+        return file_id
     segment = f"{file_id}.{digest(report)}"
     return segment if len(segment) <= MAX_SEGMENT and fixed + len(segment) <= MAX_KEY else file_id

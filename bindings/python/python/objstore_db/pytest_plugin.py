@@ -18,7 +18,9 @@ it on (a job-level `OBJSTORE_RESULTS` is common, and `objstore-results post` rea
 
 The run is labelled like `post`'s: --objstore-platform, --objstore-runtime and --objstore-version
 (or OBJSTORE_RESULTS_PLATFORM, _RUNTIME, _VERSION), else this machine's platform and Python, and
-the project's version from its pyproject.toml (else `unversioned`).
+the project's version from its pyproject.toml (else `unversioned`). A rerun of tests the run
+already has (`pytest --lf` after a failed job, say) is published as its later attempts with
+--objstore-rerun (or OBJSTORE_RESULTS_RERUN=1), as `post --rerun`: each test is then counted once.
 
 S3 credentials and region come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_REGION;
 a collector's token from OBJSTORE_COLLECTOR_TOKEN (see `objstore_db.collector`).
@@ -95,6 +97,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             default=os.environ.get(variable) or None,
             help=f"the run's {label} (default: ${variable}, else {default})",
         )
+    group.addoption(
+        "--objstore-rerun",
+        action="store_true",
+        default=os.environ.get("OBJSTORE_RESULTS_RERUN", "0") not in ("", "0"),
+        help="these tests rerun tests the run already has: publish them as their later attempts "
+        "(default: $OBJSTORE_RESULTS_RERUN=1); needs the run (in CI, or $OBJSTORE_RESULTS_RUN)",
+    )
 
 
 # `--objstore-results` given with no endpoint: the endpoint is $OBJSTORE_RESULTS.
@@ -151,6 +160,11 @@ class Labels:
                 raise pytest.UsageError(
                     f"--objstore-{name} {value!r} must be 1 to {MAX_LABEL} of A-Z a-z 0-9 . _ + -, starting with a letter or digit"
                 )
+        self.rerun: bool = bool(config.getoption("--objstore-rerun"))
+        if self.rerun and not detect(os.environ).get("run"):
+            raise pytest.UsageError(
+                "--objstore-rerun publishes later attempts of a run's tests: name the run (OBJSTORE_RESULTS_RUN, or run in CI)"
+            )
 
 
 def platform_name() -> str:
@@ -346,7 +360,9 @@ class Publisher:
         }
         labels = self.labels
         environment = {"osPlatform": platform_name(), "runtime": runtime_name(), "version": labels.version}
-        ci = detect(os.environ)
+        ci: dict[str, Any] = dict(detect(os.environ))
+        if labels.rerun:
+            ci["rerun"] = True
         return {
             **({"ci": ci} if ci else {}),
             # The metadata headers the results app lists by.

@@ -63,6 +63,9 @@ pub const HELP: &str = "objstore-results: test results in a bucket, read back as
                          environment, else the report's own)
       --label K=V        a build-variant label (repeatable), beside the report's own
                          (JUnit <properties>, CTRF environment)
+      --rerun            the files rerun tests their run already has (a failed file run again):
+                         their tests are those tests' later attempts, a pass after a failure
+                         flaky, each test counted once (also OBJSTORE_RESULTS_RERUN=1; needs a run)
       --collector URL    post to a running `serve` (http://host:port or its /results) instead of
                          writing to the bucket; OBJSTORE_COLLECTOR_TOKEN is sent as its bearer token
 
@@ -121,6 +124,8 @@ Where runs live (every command says which bucket it opened):
   OBJSTORE_RESULTS_BUCKET  the bucket (default results)
   OBJSTORE_RESULTS_PREFIX  a key prefix inside it (default none)
   OBJSTORE_RESULTS_TIMEOUT_MS  the longest one request to the bucket may take (default 10000)
+  OBJSTORE_RESULTS_DEFAULT_BRANCH  the branch the matrix shows unless asked for another
+                           (default main, else master, where some run is on it, else any)
   OBJSTORE_COLLECTOR       a collector (http(s)://host:port) that post, summary, gate and
                            quarantine list go through instead of the bucket: a CI job then needs
                            no bucket credentials; OBJSTORE_COLLECTOR_TOKEN is its bearer token

@@ -35,6 +35,10 @@ pub fn run(args: &[String]) -> AppResult<()> {
                 continue;
             }
             "--collector" => &mut collector,
+            "--rerun" => {
+                labels.ci.rerun = true;
+                continue;
+            }
             flag if flag.starts_with("--") => return Err(unknown(flag)),
             file => {
                 files.push(file.to_string());
@@ -48,6 +52,11 @@ pub fn run(args: &[String]) -> AppResult<()> {
         return Err(AppError::bad(USAGE));
     }
     labels.fill_ci(&|name| std::env::var(name).ok())?;
+    if labels.ci.rerun && labels.ci.run.is_none() {
+        return Err(AppError::bad(
+            "--rerun posts later attempts of a run's tests: name the run (--run ID or OBJSTORE_RESULTS_RUN, or post in its CI run)",
+        ));
+    }
     // One call is one run, as `--help` says: files posted together and in no CI run share a
     // run of their own, anchored as a CI run is.
     if labels.ci.run.is_none() && files.len() > 1 {

@@ -22,6 +22,7 @@ pub fn detect(var: &dyn Fn(&str) -> Option<String>) -> Ci {
             url: page,
             job: v("GITHUB_JOB"),
             file: None,
+            rerun: false,
         };
     }
     if v("GITLAB_CI").is_some() {
@@ -33,6 +34,7 @@ pub fn detect(var: &dyn Fn(&str) -> Option<String>) -> Ci {
             url: v("CI_JOB_URL").or_else(|| v("CI_PIPELINE_URL")),
             job: v("CI_JOB_NAME"),
             file: None,
+            rerun: false,
         };
     }
     if v("BUILDKITE").is_some() {
@@ -44,6 +46,7 @@ pub fn detect(var: &dyn Fn(&str) -> Option<String>) -> Ci {
             url: v("BUILDKITE_BUILD_URL"),
             job: v("BUILDKITE_LABEL"),
             file: None,
+            rerun: false,
         };
     }
     if v("CIRCLECI").is_some() {
@@ -55,6 +58,7 @@ pub fn detect(var: &dyn Fn(&str) -> Option<String>) -> Ci {
             url: v("CIRCLE_BUILD_URL"),
             job: v("CIRCLE_JOB"),
             file: None,
+            rerun: false,
         };
     }
     if v("JENKINS_URL").is_some() {
@@ -66,6 +70,7 @@ pub fn detect(var: &dyn Fn(&str) -> Option<String>) -> Ci {
             url: v("BUILD_URL"),
             job: v("JOB_NAME"),
             file: None,
+            rerun: false,
         };
     }
     if v("TF_BUILD").is_some() {
@@ -81,6 +86,7 @@ pub fn detect(var: &dyn Fn(&str) -> Option<String>) -> Ci {
             url: page,
             job: v("SYSTEM_JOBDISPLAYNAME"),
             file: None,
+            rerun: false,
         };
     }
     Ci::default()

@@ -65,6 +65,7 @@ impl Labels {
             platform: get("OBJSTORE_RESULTS_PLATFORM"),
             runtime: get("OBJSTORE_RESULTS_RUNTIME"),
             version: get("OBJSTORE_RESULTS_VERSION"),
+            ci: Ci { rerun: get("OBJSTORE_RESULTS_RERUN").is_some_and(|v| v != "0"), ..Ci::default() },
             ..Labels::default()
         }
     }
@@ -96,6 +97,7 @@ impl Labels {
             url: given.url.or(detected.url),
             job: given.job.or(detected.job),
             file: None,
+            rerun: given.rerun,
         };
         self.ci.check().map_err(|mut e| {
             e.message = e.message.replace("ci.", "--");

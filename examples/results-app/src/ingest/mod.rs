@@ -94,6 +94,7 @@ pub fn ingest(file: &str, bytes: &[u8], labels: &Labels, deadline: Option<Instan
         url: given.url.or(own.url),
         job: given.job.or(own.job),
         file: given.file.or(own.file),
+        rerun: given.rerun || own.rerun,
     };
     for (key, value) in &labels.extra {
         run.results.environment.insert(key.clone(), Value::String(value.clone()));

@@ -220,8 +220,12 @@ impl Digest {
     }
 
     /// The encoded digest of `run` for its object name, unless it names more tests than a
-    /// name's segment could hold (8 hex digits each): then none is worked out.
+    /// name's segment could hold (8 hex digits each), or is a rerun: then none is worked out.
     pub fn for_name(run: &Run) -> Option<String> {
+        // A rerun's counts are attempts of its run's tests: only its run's bodies can fold them.
+        if run.ci.rerun {
+            return None;
+        }
         let named = run.results.tests.iter().filter(|t| is_named(t)).count();
         (named * 8 <= MAX_SEGMENT).then(|| Digest::of(run).encode())
     }

@@ -1,15 +1,17 @@
 //! The stored result format and its names: what a run is, how its objects are named, a file's
-//! digest in its name, whose a CI run is, a test across runs and the quarantine's body. Every other room speaks
+//! digest in its name, whose a CI run is, reruns folded into their run, a test across runs and the quarantine's body. Every other room speaks
 //! these words; this room imports only the error and the clock.
 
 pub mod digest;
 mod names;
 pub mod quarantine;
+mod rerun;
 mod run;
 mod scope;
 mod test_id;
 
 pub use names::*;
+pub use rerun::*;
 pub use run::*;
 pub use scope::*;
 pub use test_id::*;

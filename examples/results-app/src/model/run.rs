@@ -47,6 +47,10 @@ pub struct Ci {
     /// The report file's name, as it was posted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
+    /// The file reruns tests its run already has (`post --rerun`): its tests are their later
+    /// attempts (see `rerun.rs`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rerun: bool,
 }
 
 impl Ci {
@@ -65,6 +69,7 @@ impl Ci {
             url: self.url.filter(|v| fits(Ci { url: Some(v.clone()), ..Ci::default() })),
             job: self.job.filter(|v| fits(Ci { job: Some(v.clone()), ..Ci::default() })),
             file: self.file.filter(|v| fits(Ci { file: Some(v.clone()), ..Ci::default() })),
+            rerun: self.rerun,
         }
     }
 

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::error::{AppError, AppResult};
 use crate::model::digest::{self, Digest};
-use crate::model::{is_run_segment, is_scoped, pair_of, pair_prefix, run_key, run_segment_of, Run, Test};
+use crate::model::{fold_reruns, is_run_segment, is_scoped, pair_of, pair_prefix, run_key, run_segment_of, Run, Test};
 use crate::store::cache::Cache;
 use crate::store::call;
 
@@ -127,19 +127,21 @@ pub(crate) fn load_runs(db: &Cache, run_keys: &[String]) -> AppResult<Vec<Loaded
             let (platform, browser) = pair_of(key).unwrap_or_default();
             let mut files: Vec<File> =
                 files.into_iter().map(|key| File { key, run: bodies.next().unwrap_or(Err(MISSING.into())) }).collect();
-            // File ids are random: files are ordered by what they are (job, name, labels), so that
-            // a test in two files of a run (a debug and a release build) is the same occurrence
-            // in every run.
+            // File ids are random: files are ordered by what they are (reruns last; job, name,
+            // labels), so that a test in two files of a run (a debug and a release build) is the
+            // same occurrence in every run.
             files.sort_by_cached_key(|f| match &f.run {
                 Ok(run) => (
-                    0,
+                    u8::from(run.ci.rerun),
                     run.ci.job.clone(),
                     run.ci.file.clone(),
                     serde_json::to_string(&run.results.environment).ok(),
                     f.key.clone(),
                 ),
-                Err(_) => (1, None, None, None, f.key.clone()),
+                Err(_) => (2, None, None, None, f.key.clone()),
             });
+            // Reruns (last) are their run's later attempts, folded into the files before them.
+            fold_reruns(&mut files.iter_mut().filter_map(|f| f.run.as_mut().ok()).collect::<Vec<_>>());
             Loaded { key: key.clone(), platform, browser, files }
         })
         .collect())

@@ -259,6 +259,7 @@ fn run_view(db: &Cache, this: &Loaded, pairs: &Pairs, default_branch: Option<&st
                     tool: run.results.tool.clone(),
                     version: run.version.clone(),
                     tests: run.results.tests.len(),
+                    rerun: run.ci.rerun,
                 },
                 Err(why) => RunFile::Unreadable { key: f.key.clone(), error: why.clone() },
             })

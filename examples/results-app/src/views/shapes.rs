@@ -113,8 +113,21 @@ impl Default for RunFiles {
 #[derive(Serialize)]
 #[serde(untagged)]
 pub enum RunFile {
-    Read { key: String, file: Option<String>, job: Option<String>, tool: Tool, version: String, tests: usize },
-    Unreadable { key: String, error: String },
+    Read {
+        key: String,
+        file: Option<String>,
+        job: Option<String>,
+        tool: Tool,
+        version: String,
+        /// Its own tests: a rerun's are those its run did not have (the others are attempts).
+        tests: usize,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        rerun: bool,
+    },
+    Unreadable {
+        key: String,
+        error: String,
+    },
 }
 
 /// Where a run came from, as a row shows it (a report's `ci` but its file and job).

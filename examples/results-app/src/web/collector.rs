@@ -110,6 +110,9 @@ async fn store_post(app: &App, token: Option<Token>, request: Request) -> AppRes
         return Err(AppError::new(Kind::Forbidden, why).at("platform"));
     }
     let scope = token.as_ref().and_then(Token::scope);
+    if run.ci.rerun && run.ci.run.is_none() {
+        return Err(AppError::bad("a rerun holds later attempts of a run's tests: name its run (ci.run)").at("ci.run"));
+    }
     let (tests, failed) = (run.results.summary.tests, run.results.summary.failed);
     let writer = app.writer.clone();
     // Encoded first, so that only the run's text (not its parsed form) waits for the write.
@@ -242,6 +245,7 @@ fn form_report(mut fields: HashMap<String, Bytes>) -> AppResult<(Bytes, Labels)>
             url: text("url")?,
             job: text("job")?,
             file: None,
+            rerun: text("rerun")?.is_some_and(|v| v != "0" && v != "false"),
         },
         extra: Vec::new(),
     };

@@ -7,7 +7,7 @@ use std::rc::Rc;
 
 use serde_json::{Map, Value};
 
-use crate::model::{cap_name, Attempt, CappedText, Status, Test};
+use crate::model::{cap_name, CappedText, Status};
 
 use super::super::googletest;
 use super::super::naming::{
@@ -220,30 +220,6 @@ pub(super) fn with_attempt(earlier: Box<Case>, later: Box<Case>) -> Box<Case> {
     attempts.push(CaseAttempt { status: Status::Failed, message, trace: earlier.trace });
     attempts.extend(later.attempts);
     Box::new(Case { attempts, ..*later })
-}
-
-/// `later` as the last attempt of `earlier`, a test that failed: its status, time and text are
-/// the test's, the earlier ones its attempts (as [`with_attempt`] makes them).
-pub(super) fn join_test_rerun(earlier: &mut Test, later: Test) {
-    let d = &mut earlier.detail;
-    let first = Attempt {
-        attempt: d.retry_attempts.len() as u64 + 1,
-        status: earlier.status,
-        message: earlier.message.take(),
-        trace: d.trace.take(),
-    };
-    d.retry_attempts.push(first);
-    for a in later.detail.retry_attempts {
-        d.retry_attempts.push(Attempt { attempt: d.retry_attempts.len() as u64 + 1, ..a });
-    }
-    earlier.status = later.status;
-    earlier.message = later.message;
-    earlier.duration = later.duration;
-    d.trace = later.detail.trace;
-    d.stdout = later.detail.stdout;
-    d.stderr = later.detail.stderr;
-    d.retries = d.retry_attempts.len() as u64;
-    d.flaky = earlier.status == Status::Passed;
 }
 
 #[cfg(test)]

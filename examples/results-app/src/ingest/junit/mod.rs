@@ -316,7 +316,7 @@ impl Cases {
         };
         match at {
             Some(at) => {
-                dialects::join_test_rerun(&mut self.tests[at], into_test(case));
+                self.tests[at].join_rerun(into_test(case));
                 None
             }
             None => Some(case),
