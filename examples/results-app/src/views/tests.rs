@@ -227,15 +227,19 @@ fn views_do_not_wait_for_each_other() {
     let alone = viewer.matrix(&MatrixFilter::default()).unwrap();
     assert!(!alone.cost.shared && alone.cost.requests > 0, "a cold view alone: its own requests");
     let (second_built, hear) = std::sync::mpsc::channel();
+    let (inside, entered) = std::sync::mpsc::channel();
     std::thread::scope(|s| {
         let viewer = &viewer;
         let held = s.spawn(move || {
             viewer.view(|_| {
+                inside.send(()).unwrap();
                 // Held until a second view is built whole; a bound, so that waiting fails.
                 hear.recv_timeout(Duration::from_secs(120))
                     .map_err(|_| AppError::internal("the second view waited for this one"))
             })
         });
+        // The second view begins once the first is in the middle of its work.
+        entered.recv().unwrap();
         let second = viewer.matrix(&MatrixFilter::default()).unwrap();
         second_built.send(()).unwrap();
         assert!(second.cost.shared, "built beside the held view");
