@@ -456,6 +456,35 @@ test("branches: a pull request's newer run does not replace main's; the picker s
   }
 });
 
+test("a run reads as people read it: durations rounded, a broken test's evidence names each pair once", async () => {
+  const own = scratch();
+  const smallApp = await startApp(own.dir, ["--token", TOKEN]);
+  try {
+    const body = () => {
+      const r = run("linux-x86_64", "node-20", "1.0.0", [["crud", "slow", "passed"], ["crud", "quick", "passed"], ["crud", "broke", "failed", "expected 2\nreceived 3"]]);
+      r.results.tests[0].duration = 1234.567;
+      r.results.tests[1].duration = 1.03926;
+      return r;
+    };
+    await post(smallApp.url, body(), TOKEN);
+    await sleep(5);
+    const key = runOf(await post(smallApp.url, body(), TOKEN));
+    const page = await browser.newPage();
+    await page.goto(`${smallApp.url}?view=run&key=${encodeURIComponent(key)}`);
+    await page.waitForSelector("#tests");
+    const durations = await page.$$eval("#tests tbody tr", (trs) => trs.map((tr) => tr.lastElementChild.textContent));
+    assert.deepEqual(durations.sort(), ["1", "1.04", "1235"]);
+    // Failed in both of the pair's runs: broken, its evidence the pair's two runs, named apart.
+    const evidence = await page.$$eval('#tests .class[data-class="broken"] a', (as) => as.map((a) => a.textContent));
+    assert.deepEqual(evidence, ["linux-x86_64/node-20", "linux-x86_64/node-20 (earlier)"]);
+    assert.equal(await page.textContent("#tests pre.message"), "expected 2\nreceived 3", "the message keeps its line break");
+    await page.close();
+  } finally {
+    await smallApp.stop();
+    own.remove();
+  }
+});
+
 test("above 12 columns suites are grouped by their first word; a group opens, and each test is two clicks away", async () => {
   const body = run("linux-x86_64", "python-3.12", "0.4.0", [["unit/a", "one", "passed"], ["unit/b", "two", "passed"],
     ["unit/c", "three", "failed", "three went wrong"], ["unit/d", "four", "passed"],

@@ -100,11 +100,26 @@ function legend(rules) {
     Object.entries(rules || {}).map(([name, rule]) => [h("dt", {}, h("span", { class: "badge" }, name)), h("dd", {}, rule)]));
 }
 
-/** A test's classes as badges (the rule as their title), each with the runs that show it. */
+/** A test's classes as badges (the rule as their title), each with the runs that show it: a
+ * pair named once, its further runs as "earlier". */
 function classBadges(classes, rules) {
-  return (classes || []).map((c) => h("span", { class: "class", "data-class": c.class },
-    h("span", { class: "badge", title: (rules || {})[c.class] }, c.class),
-    (c.evidence || []).map((key) => [" ", link({ view: "run", key }, key.split("/").slice(0, 2).join("/"))])));
+  return (classes || []).map((c) => {
+    const named = new Set();
+    return h("span", { class: "class", "data-class": c.class },
+      h("span", { class: "badge", title: (rules || {})[c.class] }, c.class),
+      (c.evidence || []).map((key) => {
+        const pairName = key.split("/").slice(0, 2).join("/");
+        const text = named.has(pairName) ? `${pairName} (earlier)` : pairName;
+        named.add(pairName);
+        return [" ", link({ view: "run", key }, text)];
+      }));
+  });
+}
+
+/** A duration in milliseconds as people read it: whole from 100 ms, else three digits. */
+function ms(duration) {
+  const n = Number(duration) || 0;
+  return String(n >= 100 ? Math.round(n) : Number(n.toPrecision(3)));
 }
 
 /** A link out to the run's CI page; only http(s) (the server checks it too). */
@@ -372,7 +387,7 @@ async function runView(state) {
           t.message ? h("pre", { class: "message" }, t.message) : null,
           testText(t)),
         h("td", { class: verdict({ passed: t.status === "passed" ? 1 : 0, failed: t.status === "failed" ? 1 : 0 }) }, t.status),
-        h("td", {}, String(t.duration)))))),
+        h("td", {}, ms(t.duration)))))),
     legend(run.rules));
 }
 

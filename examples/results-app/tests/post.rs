@@ -426,6 +426,10 @@ fn export_writes_one_self_contained_page() {
     }
     assert!(html.contains("test_rename") && html.contains("the name did not change"), "a failure and its text");
     assert!(html.contains("/ broken-1") && html.contains("This run cannot be read."), "an unreadable run says so");
+    assert!(
+        !html.contains("class=\"scroll\""),
+        "the matrix laid out whole, not in a scrolling frame, to print or mail"
+    );
     for forbidden in ["<script", "<img", "<link", " src=\"", "http://", "https://"] {
         assert!(!html.contains(forbidden), "{forbidden} is not in the page");
     }

@@ -91,7 +91,8 @@ pub fn render(viewer: &Viewer, source: &str, now_ms: u64) -> AppResult<String> {
         escape(source),
         utc(now_ms),
     );
-    let _ = write!(html, "<h2>Newest run per platform and runtime</h2>\n<div class=\"scroll\"><table id=\"matrix\">\n<thead><tr><th>platform / runtime</th><th>newest run</th>");
+    // The whole table, not the page's scrolling frame: an export is printed and mailed.
+    let _ = write!(html, "<h2>Newest run per platform and runtime</h2>\n<table id=\"matrix\">\n<thead><tr><th>platform / runtime</th><th>newest run</th>");
     for suite in &suites {
         let _ = write!(html, "<th>{}</th>", escape(suite));
     }
@@ -136,7 +137,7 @@ pub fn render(viewer: &Viewer, source: &str, now_ms: u64) -> AppResult<String> {
         }
         html.push_str("</tr>\n");
     }
-    html.push_str("</tbody></table></div>\n");
+    html.push_str("</tbody></table>\n");
     for (i, (row, run)) in rows.iter().enumerate() {
         let _ = writeln!(
             html,
