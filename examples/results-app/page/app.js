@@ -503,17 +503,27 @@ async function quarantineView() {
       "marked, and do not fail a job (the pytest plugin, objstore-results gate)."),
     data.entries.length === 0 ? h("p", { class: "note" }, "Nothing is quarantined.")
       : h("table", { id: "quarantine" },
-        h("thead", {}, h("tr", {}, h("th", {}, "test"), h("th", {}, "pairs"), h("th", {}, "reason"), h("th", {}, "until"),
-          h("th", {}, `its last ${data.releaseAfter} runs`))),
+        h("thead", {}, h("tr", {}, h("th", {}, "test"), h("th", {}, "pairs"), h("th", {}, "reason"), h("th", {}, "added"),
+          h("th", {}, "until"), h("th", {}, `its last ${data.releaseAfter} runs`))),
         h("tbody", {}, data.entries.map((e) => h("tr", { "data-test": `${e.suite} › ${e.name}`, "data-releasable": String(e.releasable) },
           h("td", {}, `${e.suite} › ${e.name}`),
           h("td", {}, h("code", {}, e.pairs)),
           h("td", {}, e.reason),
+          h("td", {}, e.added ? when(e.added) : "—"),
           h("td", {}, e.until ? `${e.until}${e.expired ? " (expired)" : ""}` : "—"),
           h("td", {}, e.pairsCovered.length === 0 ? "no pair it covers has runs"
-            : e.pairsCovered.map((c) => h("div", {}, `${c.pair}: passed ${passes(c)} of ${c.outcomes.length}`)),
+            : e.pairsCovered.map((c) => covered(e, c, passes)),
             e.releasable ? h("p", { class: "release" }, `Passed its last ${data.releaseAfter} runs on every pair it covers: release it with `,
               h("code", {}, `objstore-results quarantine remove --suite ${shellQuoted(e.suite)} --name ${shellQuoted(e.name)} --pairs ${shellQuoted(e.pairs)}`)) : null))))));
+}
+
+/** A pair a quarantine entry covers: linked to the test's history there, and how it fared in
+ * the runs where it ran ("not run here" where the pair does not run it). */
+function covered(entry, c, passes) {
+  const [platform, browser] = c.pair.split("/");
+  const ran = c.outcomes.filter((o) => o !== null).length;
+  return h("div", { "data-pair": c.pair }, link({ view: "test", platform, browser, suite: entry.suite, name: entry.name }, c.pair),
+    ran === 0 ? ": not run here" : `: passed ${passes(c)} of ${ran}`);
 }
 
 /** `text` as one shell word: single-quoted, its own quotes closed and escaped. */
