@@ -600,6 +600,8 @@ test("a commit view: every pair at one commit, what changed since another, and w
   await page.waitForSelector("#runs");
   assert.equal(await page.$$eval("#runs tbody tr", (trs) => trs.length), 2);
   assert.match(await page.textContent("#divergent"), /crud: merge — passed on macos-arm64\/rust-1\.96; failed on linux-x86_64\/rust-1\.96/);
+  // With no base, the commit's failures are listed all the same.
+  assert.match(await page.textContent("#failures"), /Failures at this commit \(1\).*linux-x86_64\/rust-1\.96 · crud: merge/s);
   await page.fill('#compare input[name="base"]', "c0ffee01");
   await page.click('#compare button');
   await page.waitForSelector("#newly-failing");

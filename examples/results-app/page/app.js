@@ -472,7 +472,8 @@ async function commitView(state) {
         h("tbody", {}, c.runs.map((run) => h("tr", { "data-key": run.key },
           h("td", {}, link({ view: "run", key: run.key }, pair(run))), h("td", {}, run.version || "?"), h("td", {}, when(run.time)),
           run.error ? h("td", { class: "error" }, `cannot be read: ${run.error}`) : h("td", { class: verdict(run.summary) }, counts(run.summary)))))),
-    c.base ? tests("newly-failing", "Newly failing since the base", c.newlyFailing, at) : null,
+    c.base ? tests("newly-failing", "Newly failing since the base", c.newlyFailing, at)
+      : tests("failures", "Failures at this commit", c.failures || [], at),
     c.base ? tests("fixed", "Fixed since the base", c.fixed, at) : null,
     tests("divergent", "Divergent: passed on some pairs, failed on others", c.divergent,
       (t) => `${t.suite}: ${t.name} — passed on ${t.passed.join(", ")}; failed on ${t.failed.join(", ")}`),

@@ -508,6 +508,10 @@ fn summary_of_a_run_and_of_a_commit() {
         text.contains("New failures (1):\n  linux-x86_64 / c-gcc-13  crud › crud::put: expected 2, got 3\n"),
         "{text}"
     );
+    // Without a base, the commit's failures are named all the same.
+    let (ok, text, err) = summary(&["--commit", "2222222"]);
+    assert!(ok, "{err}");
+    assert!(text.contains("Failures (1):\n  linux-x86_64 / c-gcc-13  crud › crud::put: expected 2, got 3\n"), "{text}");
 
     for (args, said) in [
         (vec!["--run", "nobody"], "no run \"nobody\""),

@@ -164,8 +164,12 @@ pub fn of_commit(
     let parts = Parts {
         title,
         pairs: commit.runs.iter().map(pair_counts).collect(),
+        // Without a base, every failure at the commit; with one, what the change broke.
         sections: vec![
-            ("New failures", entries(&commit.newly_failing, true)),
+            match commit.base {
+                None => ("Failures", entries(&commit.failures, true)),
+                Some(_) => ("New failures", entries(&commit.newly_failing, true)),
+            },
             ("Fixed", entries(&commit.fixed, false)),
             ("Flaky", entries(&commit.flaky, false)),
             ("Divergent", divergent),

@@ -6,8 +6,8 @@ impl Viewer {
     /// Every pair at one commit (`commit` a prefix of it): each pair's newest run at it among its
     /// last [`COMMIT_RUNS`] (found by their names' digests: the bodies read are those of the
     /// runs shown, and of the base's); the tests divergent there and flaky there (among one
-    /// pair's runs at it), by [`rules`]; with `base`, per pair, the tests newly failing and
-    /// fixed since that commit.
+    /// pair's runs at it), by [`rules`]; every test that failed there, with its message; with
+    /// `base`, per pair, the tests newly failing and fixed since that commit.
     pub fn commit(&self, commit: &str, base: Option<&str>) -> View<CommitView> {
         let (asked, asked_base) = (commit, base);
         for (field, value) in std::iter::once(("commit", commit)).chain(base.map(|b| ("base", b))) {
@@ -75,14 +75,25 @@ impl Viewer {
                 message: None,
             };
             let (mut rows, mut failing, mut fixed, mut flaky) = (vec![], vec![], vec![], vec![]);
+            let mut failures = Vec::new();
             let mut across: BTreeMap<TestId, Vec<(String, Status)>> = BTreeMap::new();
             for (((platform, browser), runs), (newest, before)) in pairs.iter().zip(&recent).zip(&shown) {
                 let pair = format!("{platform}/{browser}");
                 let Some(newest) = newest.and_then(|n| loaded.get(&runs[n].key)) else { continue };
                 rows.push(brief(newest));
                 let now = outcomes(newest);
+                let messages: HashMap<TestId, &str> = identified(newest.tests())
+                    .filter_map(|(id, (_, t))| t.message.as_deref().map(|m| (id, m)))
+                    .collect();
+                let with_message = |id: &TestId| PairTest {
+                    message: messages.get(id).map(|m| m.to_string()),
+                    ..entry(&pair, &newest.key, id)
+                };
                 for (id, status) in &now {
                     across.entry(id.clone()).or_default().push((pair.clone(), *status));
+                    if *status == Status::Failed {
+                        failures.push(with_message(id));
+                    }
                 }
                 // Flaky: the newest run's tests flaky among the pair's runs at the commit, by
                 // those runs' digests and the one rule.
@@ -104,14 +115,10 @@ impl Viewer {
                 // The base's run is one before the commit's, on this pair.
                 let Some(before) = before.and_then(|b| loaded.get(&runs[b].key)) else { continue };
                 let before = outcomes(before);
-                let messages: HashMap<TestId, &str> = identified(newest.tests())
-                    .filter_map(|(id, (_, t))| t.message.as_deref().map(|m| (id, m)))
-                    .collect();
                 for (id, status) in &now {
                     let before = before.get(id).copied();
                     if rules::is_new_failure(before, *status) {
-                        let message = messages.get(id).map(|m| m.to_string());
-                        failing.push(PairTest { message, ..entry(&pair, &newest.key, id) });
+                        failing.push(with_message(id));
                     } else if rules::is_fixed(before, *status) {
                         fixed.push(entry(&pair, &newest.key, id));
                     }
@@ -135,7 +142,7 @@ impl Viewer {
                     rules::divergence(by_pair).map(|(passed, failed)| Divergent { suite, name, passed, failed })
                 })
                 .collect();
-            Ok(CommitView { commit, base, runs: rows, newly_failing: failing, fixed, divergent, flaky })
+            Ok(CommitView { commit, base, runs: rows, failures, newly_failing: failing, fixed, divergent, flaky })
         })
     }
 }

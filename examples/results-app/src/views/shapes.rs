@@ -365,6 +365,8 @@ pub struct CommitView {
     pub commit: String,
     pub base: Option<String>,
     pub runs: Vec<RunRow>,
+    /// Every test that failed in a pair's newest run at the commit.
+    pub failures: Vec<PairTest>,
     pub newly_failing: Vec<PairTest>,
     pub fixed: Vec<PairTest>,
     pub divergent: Vec<Divergent>,
