@@ -488,7 +488,7 @@ fn summary_of_a_run_and_of_a_commit() {
     };
     let (ok, md, err) = summary(&["--run", "nightly-2", "--markdown", "--page", "https://results.example/"]);
     assert!(ok, "{err}");
-    assert!(md.starts_with("### Test results of run nightly-2\n"), "{md}");
+    assert!(md.starts_with("### Test results of run nightly-2\n\n**Failed**: 1 test on 1 of 2 pairs.\n"), "{md}");
     assert!(
         md.contains("| [linux-x86\\_64 / c-gcc-13](https://results.example/?view=run&key=linux-x86_64%2Fc-gcc-13%2F"),
         "{md}"
@@ -503,11 +503,17 @@ fn summary_of_a_run_and_of_a_commit() {
 
     let (ok, text, err) = summary(&["--commit", "2222222", "--base", "1111111"]);
     assert!(ok, "{err}");
-    assert!(text.starts_with("Test results of commit 2222222bbbbb against 1111111aaaaa\n"), "{text}");
+    assert!(
+        text.starts_with("Test results of commit 2222222bbbbb against 1111111aaaaa\nFailed: 1 test on 1 of 2 pairs.\n"),
+        "{text}"
+    );
     assert!(
         text.contains("New failures (1):\n  linux-x86_64 / c-gcc-13  crud › crud::put: expected 2, got 3\n"),
         "{text}"
     );
+    // A commit where nothing failed says so first.
+    let (ok, text, err) = summary(&["--commit", "1111111"]);
+    assert!(ok && text.contains("\nPassed: 4 tests on 2 pairs, none failed.\n"), "{text}{err}");
     // Without a base, the commit's failures are named all the same.
     let (ok, text, err) = summary(&["--commit", "2222222"]);
     assert!(ok, "{err}");

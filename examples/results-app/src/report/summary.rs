@@ -72,7 +72,41 @@ struct Parts {
     /// Per pair: its name, its run's key and passed, failed and skipped counts.
     pairs: Vec<(String, String, [u64; 3])>,
     sections: Vec<(&'static str, Vec<Listed>)>,
+    /// How many of the failures listed the quarantine holds.
+    quarantined: usize,
     cost: String,
+}
+
+impl Parts {
+    /// The summary in one line, before anything else: what a reviewer reads first.
+    fn verdict(&self) -> Option<String> {
+        if self.pairs.is_empty() {
+            return None;
+        }
+        let plural = |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        let sum = |i: usize| self.pairs.iter().map(|(_, _, c)| c[i]).fold(0u64, u64::saturating_add);
+        let pairs = self.pairs.len() as u64;
+        let failing = self.pairs.iter().filter(|(_, _, c)| c[1] > 0).count() as u64;
+        Some(match sum(1) {
+            0 => format!(
+                "Passed: {} on {}, none failed.",
+                plural(sum(0), "test", "tests"),
+                plural(pairs, "pair", "pairs")
+            ),
+            failed => {
+                let held = match self.quarantined as u64 {
+                    0 => String::new(),
+                    q if q == failed => ", all of them quarantined".into(),
+                    q => format!(", {q} of them quarantined"),
+                };
+                format!(
+                    "Failed: {} on {failing} of {}{held}.",
+                    plural(failed, "test", "tests"),
+                    plural(pairs, "pair", "pairs")
+                )
+            }
+        })
+    }
 }
 
 /// The summary of a CI run (the answer of `Viewer::ci_run`); a failure `quarantine` holds
@@ -87,7 +121,7 @@ pub fn of_run(
     let runs = &view.view.runs;
     // Every failure, its classes beside it (new, divergent, broken, flaky); then the tests
     // that passed but are flaky.
-    let (mut failed, mut flaky) = (Vec::new(), Vec::new());
+    let (mut failed, mut flaky, mut quarantined) = (Vec::new(), Vec::new(), 0);
     for run in runs {
         let (platform, browser) = (&run.row.platform, &run.row.browser);
         let pair = format!("{platform} / {browser}");
@@ -98,6 +132,7 @@ pub fn of_run(
             let is_failed = test.status == Status::Failed;
             if is_failed && quarantine.covering(suite, name, platform, browser, now_ms).is_some() {
                 classes.push("quarantined");
+                quarantined += 1;
             }
             let line = test.message.as_deref().map(first_line);
             let mut entry = Listed { pair: pair.clone(), suite: suite.clone(), name: name.clone(), line };
@@ -115,6 +150,7 @@ pub fn of_run(
         title: format!("Test results of run {}", view.view.run.as_deref().unwrap_or_default()),
         pairs: runs.iter().map(|run| pair_counts(&run.row)).collect(),
         sections: vec![("Failures", failed), ("Flaky", flaky)],
+        quarantined,
         cost: cost(&view.cost),
     };
     render(&parts, page, format)
@@ -161,9 +197,19 @@ pub fn of_commit(
         Some(base) => format!("Test results of commit {} against {}", short(&commit.commit), short(base)),
         None => format!("Test results of commit {}", short(&commit.commit)),
     };
+    let held = |tests: &[PairTest]| {
+        tests
+            .iter()
+            .filter(|e| {
+                let (platform, browser) = e.pair.split_once('/').unwrap_or((&e.pair, ""));
+                quarantine.covering(&e.suite, &e.name, platform, browser, now_ms).is_some()
+            })
+            .count()
+    };
     let parts = Parts {
         title,
         pairs: commit.runs.iter().map(pair_counts).collect(),
+        quarantined: held(&commit.failures),
         // Without a base, every failure at the commit; with one, what the change broke.
         sections: vec![
             match commit.base {
@@ -188,6 +234,10 @@ fn render(parts: &Parts, page: Option<&str>, format: Format) -> String {
 
 fn markdown(parts: &Parts, page: Option<&str>) -> String {
     let mut out = format!("### {}\n\n", md(&parts.title));
+    if let Some(verdict) = parts.verdict() {
+        let (word, rest) = verdict.split_once(':').unwrap_or((&verdict, ""));
+        out.push_str(&format!("**{word}**:{rest}\n\n"));
+    }
     if parts.pairs.is_empty() {
         out.push_str("No run of it is in the bucket.\n\n");
     } else {
@@ -225,6 +275,9 @@ fn markdown(parts: &Parts, page: Option<&str>) -> String {
 
 fn plain(parts: &Parts, page: Option<&str>) -> String {
     let mut out = format!("{}\n", parts.title);
+    if let Some(verdict) = parts.verdict() {
+        out.push_str(&format!("{verdict}\n"));
+    }
     if parts.pairs.is_empty() {
         out.push_str("  No run of it is in the bucket.\n");
     }
