@@ -166,13 +166,16 @@ pub fn of_commit(
     format: Format,
 ) -> String {
     let commit = &view.view;
+    let is_held = |e: &PairTest| {
+        let (platform, browser) = e.pair.split_once('/').unwrap_or((&e.pair, ""));
+        quarantine.covering(&e.suite, &e.name, platform, browser, now_ms).is_some()
+    };
     // `new`: the entries are new failures, which a quarantine may hold.
     let entries = |tests: &[PairTest], new: bool| -> Vec<Listed> {
         tests
             .iter()
             .map(|e| {
-                let (platform, browser) = e.pair.split_once('/').unwrap_or((&e.pair, ""));
-                let held = new && quarantine.covering(&e.suite, &e.name, platform, browser, now_ms).is_some();
+                let held = new && is_held(e);
                 Listed {
                     pair: e.pair.replace('/', " / "),
                     name: if held { format!("{} [quarantined]", e.name) } else { e.name.clone() },
@@ -197,19 +200,10 @@ pub fn of_commit(
         Some(base) => format!("Test results of commit {} against {}", short(&commit.commit), short(base)),
         None => format!("Test results of commit {}", short(&commit.commit)),
     };
-    let held = |tests: &[PairTest]| {
-        tests
-            .iter()
-            .filter(|e| {
-                let (platform, browser) = e.pair.split_once('/').unwrap_or((&e.pair, ""));
-                quarantine.covering(&e.suite, &e.name, platform, browser, now_ms).is_some()
-            })
-            .count()
-    };
     let parts = Parts {
         title,
         pairs: commit.runs.iter().map(pair_counts).collect(),
-        quarantined: held(&commit.failures),
+        quarantined: commit.failures.iter().filter(|e| is_held(e)).count(),
         // Without a base, every failure at the commit; with one, what the change broke.
         sections: vec![
             match commit.base {

@@ -164,10 +164,10 @@ impl Writer {
         // A keyed post of no CI run is a run of its own, anchored as a CI run is, so that its
         // second post finds the first one's time in its name.
         let segment = match (&run.ci_run, &run.once) {
-            (Some(id), _) => match &run.scope {
-                Some(scope) => self.segment_of(&self.database(1)?, &scope.run_name(id), Some(scope))?,
-                None => self.segment_of(&self.database(1)?, id, None)?,
-            },
+            (Some(id), _) => {
+                let name = run.scope.as_ref().map_or_else(|| id.clone(), |scope| scope.run_name(id));
+                self.segment_of(&self.database(1)?, &name, run.scope.as_ref())?
+            }
             // Named after the pair, which the token may write: no scope needed.
             (None, Some(once)) => self.segment_of(&self.database(1)?, &format!("post-{once}"), None)?,
             (None, None) => run_segment(now_ms(), &new_run_id()),

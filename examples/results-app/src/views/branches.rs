@@ -70,14 +70,9 @@ impl Viewer {
         Ok(named(&newest_digested(db, &deeper, BRANCH_WINDOW)?).map(str::to_string))
     }
 
-    /// The default branch (see [`Viewer::find_default_branch`]).
-    pub(super) fn default_branch(&self, newest: &Newest) -> Option<String> {
-        newest.default_branch.clone()
-    }
-
     /// The branch `asked` names (`*`: any, none: the default) as an [`OnBranch`]; `None` for any.
     pub(super) fn on_branch(&self, asked: Option<&str>, newest: &Newest) -> AppResult<Option<OnBranch>> {
-        let default = self.default_branch(newest);
+        let default = newest.default_branch.clone();
         Ok(match asked {
             Some("*") => None,
             Some(name) => {
@@ -112,7 +107,8 @@ impl Viewer {
             }
         }
         let seen = runs.iter().map(|runs| runs.iter().map(seen).collect()).collect();
-        Ok(Newest { pairs: newest.pairs.clone(), runs, seen, default_branch: newest.default_branch.clone() })
+        let default_branch = newest.default_branch.clone();
+        Ok(Newest { pairs: newest.pairs.clone(), runs, seen, default_branch, on_default: None })
     }
 }
 

@@ -12,11 +12,11 @@ impl Viewer {
     pub fn matrix(&self, filter: &MatrixFilter) -> View<MatrixView> {
         self.view(|db| {
             let every = self.newest(db)?;
-            let default_branch = self.default_branch(&every);
             let branch = self.on_branch(filter.branch.as_deref(), &every)?;
-            let newest = match &branch {
-                Some(branch) => Arc::new(self.newest_on(db, &every, branch)?),
-                None => every.clone(),
+            let newest = match (&branch, &every.on_default) {
+                (None, _) => every.clone(),
+                (Some(branch), Some(on_default)) if branch.default => on_default.clone(),
+                (Some(branch), _) => Arc::new(self.newest_on(db, &every, branch)?),
             };
             let Newest { pairs, runs, seen, .. } = &*newest;
             let weighed = Pairs::new(seen);
@@ -88,9 +88,9 @@ impl Viewer {
                 platforms: distinct(|p| &p.0),
                 browsers: distinct(|p| &p.1),
                 labels: variants,
-                branches: branches::branches(&every, default_branch.as_deref()),
+                branches: branches::branches(&every, every.default_branch.as_deref()),
                 branch: branch.map(|b| b.name),
-                default_branch,
+                default_branch: every.default_branch.clone(),
                 rules: Rules,
             })
         })
@@ -138,10 +138,11 @@ impl Viewer {
             let kept = self.newest(db)?;
             let newest = newest_runs(db, &kept.pairs, BROKEN_RUNS)?;
             let weighed = Pairs::new(&kept.seen);
+            let default = kept.default_branch.as_deref();
             let views = newest
                 .iter()
                 .filter_map(|runs| runs.first())
-                .map(|run| run_view(db, run, &weighed, self.default_branch(&kept).as_deref()))
+                .map(|run| run_view(db, run, &weighed, default))
                 .collect::<Result<Vec<_>, _>>()?;
             Ok(RunsView { run: None, runs: views })
         })

@@ -89,8 +89,10 @@ struct Newest {
     pairs: Vec<(String, String)>,
     runs: Vec<Vec<Digested>>,
     seen: Vec<Vec<Seen>>,
-    /// The matrix's default branch (`branches.rs`).
+    /// The matrix's default branch (`branches.rs`), and every pair's newest runs on it: the
+    /// home view's, worked out once with these.
     default_branch: Option<String>,
+    on_default: Option<Arc<Newest>>,
 }
 
 /// How long a run found missing is answered from memory.
@@ -196,16 +198,20 @@ impl Viewer {
     /// library made one: a warm reload of the matrix reads one scan, not one per pair.
     fn newest(&self, db: &Cache) -> AppResult<Arc<Newest>> {
         let pairs = all_pairs(db)?;
-        let made = |db: &Cache| db.requests();
         let mut kept = self.newest.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((_, newest)) = kept.as_ref().filter(|(at, n)| *at == made(db) && n.pairs == pairs) {
+        if let Some((_, newest)) = kept.as_ref().filter(|(at, n)| *at == db.requests() && n.pairs == pairs) {
             return Ok(newest.clone());
         }
         let runs = newest_digested(db, &pairs, BROKEN_RUNS)?;
         let seen = runs.iter().map(|runs| runs.iter().map(seen).collect()).collect();
         let default_branch = self.find_default_branch(db, &pairs, &runs)?;
-        let newest = Arc::new(Newest { pairs, runs, seen, default_branch });
-        *kept = Some((made(db), newest.clone()));
+        let mut newest = Newest { pairs, runs, seen, default_branch, on_default: None };
+        if let Some(name) = newest.default_branch.clone() {
+            let on_default = self.newest_on(db, &newest, &branches::OnBranch { name, default: true, base: None })?;
+            newest.on_default = Some(Arc::new(on_default));
+        }
+        let newest = Arc::new(newest);
+        *kept = Some((db.requests(), newest.clone()));
         Ok(newest)
     }
 }

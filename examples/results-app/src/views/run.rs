@@ -13,7 +13,7 @@ impl Viewer {
         self.view(move |db| {
             let this = self.find_run(db, &key)?;
             let newest = self.newest(db)?;
-            run_view(db, &this, &Pairs::new(&newest.seen), self.default_branch(&newest).as_deref())
+            run_view(db, &this, &Pairs::new(&newest.seen), newest.default_branch.as_deref())
         })
     }
 
@@ -34,11 +34,8 @@ impl Viewer {
             }
             let newest = self.newest(db)?;
             let weighed = Pairs::new(&newest.seen);
-            let default = self.default_branch(&newest);
-            let views = runs
-                .iter()
-                .map(|run| run_view(db, run, &weighed, default.as_deref()))
-                .collect::<Result<Vec<_>, _>>()?;
+            let default = newest.default_branch.as_deref();
+            let views = runs.iter().map(|run| run_view(db, run, &weighed, default)).collect::<Result<Vec<_>, _>>()?;
             Ok(RunsView { run: Some(name), runs: views })
         })
     }
