@@ -495,7 +495,10 @@ fn summary_of_a_run_and_of_a_commit() {
     );
     assert!(md.contains("| 1 | 1 | 0 |") && md.contains("| 2 | 0 | 0 |"), "{md}");
     // put failed on linux, passed there before and on macos at this commit.
-    assert!(md.contains("**Failures** (1)\n\n- linux-x86\\_64 / c-gcc-13 · crud › crud::put \\[new failure, divergent\\]: expected 2, got 3\n"), "{md}");
+    assert!(
+        md.contains("**Failures** (1)\n\n- crud › crud::put \\[new failure, divergent\\] · linux-x86\\_64 / c-gcc-13: expected 2, got 3\n"),
+        "{md}"
+    );
     // A fresh cache: one listing, the run's anchor, one GET per pair at most, and the quarantine.
     let cost = md.lines().last().unwrap();
     let gets: u64 = cost.split(" GET").next().unwrap().rsplit(['(', ' ']).next().unwrap().parse().unwrap();
@@ -508,7 +511,7 @@ fn summary_of_a_run_and_of_a_commit() {
         "{text}"
     );
     assert!(
-        text.contains("New failures (1):\n  linux-x86_64 / c-gcc-13  crud › crud::put: expected 2, got 3\n"),
+        text.contains("New failures (1):\n  crud › crud::put  on linux-x86_64 / c-gcc-13: expected 2, got 3\n"),
         "{text}"
     );
     // A commit where nothing failed says so first.
@@ -517,7 +520,10 @@ fn summary_of_a_run_and_of_a_commit() {
     // Without a base, the commit's failures are named all the same.
     let (ok, text, err) = summary(&["--commit", "2222222"]);
     assert!(ok, "{err}");
-    assert!(text.contains("Failures (1):\n  linux-x86_64 / c-gcc-13  crud › crud::put: expected 2, got 3\n"), "{text}");
+    assert!(
+        text.contains("Failures (1):\n  crud › crud::put  on linux-x86_64 / c-gcc-13: expected 2, got 3\n"),
+        "{text}"
+    );
 
     for (args, said) in [
         (vec!["--run", "nobody"], "no run \"nobody\""),

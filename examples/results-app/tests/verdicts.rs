@@ -42,7 +42,7 @@ fn a_pass_on_a_retry_is_flaky_on_every_page() {
     succeeded(app(dir, &post).output().unwrap());
 
     // The summaries a CI job prints: of its run and of the commit.
-    let flaky_section = format!("Flaky (1):\n  linux / rust  {SUITE} › {FLAKY}\n");
+    let flaky_section = format!("Flaky (1):\n  {SUITE} › {FLAKY}  on linux / rust\n");
     for args in [["summary", "--run", "r1"], ["summary", "--commit", &COMMIT[..7]]] {
         let text = succeeded(app(dir, &args).output().unwrap());
         assert!(text.contains(&flaky_section), "{args:?}: {text}");

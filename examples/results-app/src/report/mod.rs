@@ -2,5 +2,6 @@
 //! self-contained HTML export.
 
 pub mod export;
+pub mod render;
 pub mod summary;
 pub mod table;

@@ -12,6 +12,7 @@ use crate::analysis::classes::Verdict;
 use crate::analysis::fingerprint::PairTest;
 use crate::model::quarantine::Quarantine;
 use crate::model::Status;
+use crate::report::render::{self, grouped, Listed, Parts, Section, Source};
 use crate::views::shapes::{CommitView, Cost, Costed, RunRow, RunsView};
 use crate::views::{View, Viewer};
 
@@ -53,64 +54,11 @@ pub enum Format {
     Text,
 }
 
-/// The most tests a section lists (the rest are counted).
-const LISTED: usize = 25;
 /// The longest first line of a failure a summary quotes.
 const LINE: usize = 160;
 
-/// One test in a section: its pair, suite and name, and the first line of its failure.
-struct Listed {
-    pair: String,
-    suite: String,
-    name: String,
-    line: Option<String>,
-}
-
-/// A summary's parts, whichever view they come from.
-struct Parts {
-    title: String,
-    /// Per pair: its name, its run's key and passed, failed and skipped counts.
-    pairs: Vec<(String, String, [u64; 3])>,
-    sections: Vec<(&'static str, Vec<Listed>)>,
-    /// How many of the failures listed the quarantine holds.
-    quarantined: usize,
-    cost: String,
-}
-
-impl Parts {
-    /// The summary in one line, before anything else: what a reviewer reads first.
-    fn verdict(&self) -> Option<String> {
-        if self.pairs.is_empty() {
-            return None;
-        }
-        let plural = |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
-        let sum = |i: usize| self.pairs.iter().map(|(_, _, c)| c[i]).fold(0u64, u64::saturating_add);
-        let pairs = self.pairs.len() as u64;
-        let failing = self.pairs.iter().filter(|(_, _, c)| c[1] > 0).count() as u64;
-        Some(match sum(1) {
-            0 => format!(
-                "Passed: {} on {}, none failed.",
-                plural(sum(0), "test", "tests"),
-                plural(pairs, "pair", "pairs")
-            ),
-            failed => {
-                let held = match self.quarantined as u64 {
-                    0 => String::new(),
-                    q if q == failed => ", all of them quarantined".into(),
-                    q => format!(", {q} of them quarantined"),
-                };
-                format!(
-                    "Failed: {} on {failing} of {}{held}.",
-                    plural(failed, "test", "tests"),
-                    plural(pairs, "pair", "pairs")
-                )
-            }
-        })
-    }
-}
-
 /// The summary of a CI run (the answer of `Viewer::ci_run`); a failure `quarantine` holds
-/// for its pair at `now_ms` is marked so.
+/// for its pair at `now_ms` is listed apart, as quarantined.
 pub fn of_run(
     view: &Costed<RunsView>,
     quarantine: &Quarantine,
@@ -121,43 +69,60 @@ pub fn of_run(
     let runs = &view.view.runs;
     // Every failure, its classes beside it (new, divergent, broken, flaky); then the tests
     // that passed but are flaky.
-    let (mut failed, mut flaky, mut quarantined) = (Vec::new(), Vec::new(), 0);
+    let (mut failed, mut held, mut flaky) = (Vec::new(), Vec::new(), Vec::new());
     for run in runs {
         let (platform, browser) = (&run.row.platform, &run.row.browser);
-        let pair = format!("{platform} / {browser}");
         for test in run.detail.iter().flat_map(|d| &d.tests) {
             let is_flaky = test.classes.iter().any(|c| c.class == Verdict::Flaky);
-            let mut classes: Vec<&str> = test.classes.iter().map(|c| c.class.name()).collect();
-            let (suite, name) = (&test.suite, &test.name);
-            let is_failed = test.status == Status::Failed;
-            if is_failed && quarantine.covering(suite, name, platform, browser, now_ms).is_some() {
-                classes.push("quarantined");
-                quarantined += 1;
-            }
-            let line = test.message.as_deref().map(first_line);
-            let mut entry = Listed { pair: pair.clone(), suite: suite.clone(), name: name.clone(), line };
-            if is_failed {
-                if !classes.is_empty() {
-                    entry.name = format!("{} [{}]", entry.name, classes.join(", "));
+            let entry = Listed {
+                suite: test.suite.clone(),
+                name: test.name.clone(),
+                marks: test.classes.iter().map(|c| c.class.name()).collect(),
+                pairs: vec![format!("{platform} / {browser}")],
+                line: test.message.as_deref().map(first_line),
+            };
+            if test.status != Status::Failed {
+                if is_flaky {
+                    flaky.push(Listed { marks: vec![], ..entry });
                 }
+            } else if quarantine.covering(&test.suite, &test.name, platform, browser, now_ms).is_some() {
+                held.push(entry);
+            } else {
                 failed.push(entry);
-            } else if is_flaky {
-                flaky.push(entry);
             }
         }
     }
+    let mut source = Source::default();
+    for run in runs {
+        let ci = run.row.ci.as_ref();
+        source.add(
+            ci.and_then(|c| c.commit.as_deref()),
+            ci.and_then(|c| c.branch.as_deref()),
+            ci.and_then(|c| c.url.as_deref()),
+        );
+    }
     let parts = Parts {
         title: format!("Test results of run {}", view.view.run.as_deref().unwrap_or_default()),
+        source,
         pairs: runs.iter().map(|run| pair_counts(&run.row)).collect(),
-        sections: vec![("Failures", failed), ("Flaky", flaky)],
-        quarantined,
+        quarantined: held.len(),
+        sections: vec![
+            section("Failures", failed, true),
+            section("Quarantined failures", held, false),
+            section("Flaky", flaky, false),
+        ],
         cost: cost(&view.cost),
     };
     render(&parts, page, format)
 }
 
+/// A section of tests listed once each, with the pairs they were seen on.
+fn section(title: &'static str, tests: Vec<Listed>, open: bool) -> Section {
+    Section { title, tests: grouped(tests), open }
+}
+
 /// The summary of a commit, or of a commit against a base (the answer of `Viewer::commit`); a
-/// new failure `quarantine` holds for its pair is marked so.
+/// failure `quarantine` holds for its pair is listed apart, as quarantined.
 pub fn of_commit(
     view: &Costed<CommitView>,
     quarantine: &Quarantine,
@@ -170,49 +135,55 @@ pub fn of_commit(
         let (platform, browser) = e.pair.split_once('/').unwrap_or((&e.pair, ""));
         quarantine.covering(&e.suite, &e.name, platform, browser, now_ms).is_some()
     };
-    // `new`: the entries are new failures, which a quarantine may hold.
-    let entries = |tests: &[PairTest], new: bool| -> Vec<Listed> {
-        tests
-            .iter()
-            .map(|e| {
-                let held = new && is_held(e);
-                Listed {
-                    pair: e.pair.replace('/', " / "),
-                    name: if held { format!("{} [quarantined]", e.name) } else { e.name.clone() },
-                    suite: e.suite.clone(),
-                    line: e.message.as_deref().map(first_line),
-                }
-            })
-            .collect()
+    let listed = |e: &PairTest| Listed {
+        suite: e.suite.clone(),
+        name: e.name.clone(),
+        marks: vec![],
+        pairs: vec![e.pair.replace('/', " / ")],
+        line: e.message.as_deref().map(first_line),
     };
+    let entries = |tests: &[PairTest]| tests.iter().map(listed).collect::<Vec<_>>();
+    // Without a base, every failure at the commit; with one, what the change broke.
+    let (title, failing) = match commit.base {
+        None => ("Failures", &commit.failures),
+        Some(_) => ("New failures", &commit.newly_failing),
+    };
+    let (held, failed): (Vec<&PairTest>, Vec<&PairTest>) = failing.iter().partition(|e| is_held(e));
     let divergent = commit
         .divergent
         .iter()
         .map(|d| Listed {
-            pair: format!("failed on {}", d.failed.join(", ")),
             suite: d.suite.clone(),
             name: d.name.clone(),
-            line: Some(format!("passed on {}", d.passed.join(", "))),
+            marks: vec![],
+            pairs: d.failed.clone(),
+            line: Some(format!("failed there, passed on {}", d.passed.join(", "))),
         })
         .collect();
     let short = |c: &str| c.chars().take(12).collect::<String>();
-    let title = match &commit.base {
-        Some(base) => format!("Test results of commit {} against {}", short(&commit.commit), short(base)),
-        None => format!("Test results of commit {}", short(&commit.commit)),
-    };
+    let mut source = Source::default();
+    for row in &commit.runs {
+        let ci = row.ci.as_ref();
+        source.add(None, ci.and_then(|c| c.branch.as_deref()), ci.and_then(|c| c.url.as_deref()));
+    }
     let parts = Parts {
-        title,
+        title: match &commit.base {
+            Some(base) => format!("Test results of commit {} against {}", short(&commit.commit), short(base)),
+            None => format!("Test results of commit {}", short(&commit.commit)),
+        },
+        source,
         pairs: commit.runs.iter().map(pair_counts).collect(),
         quarantined: commit.failures.iter().filter(|e| is_held(e)).count(),
-        // Without a base, every failure at the commit; with one, what the change broke.
         sections: vec![
-            match commit.base {
-                None => ("Failures", entries(&commit.failures, true)),
-                Some(_) => ("New failures", entries(&commit.newly_failing, true)),
-            },
-            ("Fixed", entries(&commit.fixed, false)),
-            ("Flaky", entries(&commit.flaky, false)),
-            ("Divergent", divergent),
+            section(title, failed.into_iter().map(listed).collect(), true),
+            section(
+                if commit.base.is_some() { "New failures, quarantined" } else { "Quarantined failures" },
+                held.into_iter().map(listed).collect(),
+                false,
+            ),
+            section("Fixed", entries(&commit.fixed), false),
+            section("Flaky", entries(&commit.flaky), false),
+            section("Divergent", divergent, true),
         ],
         cost: cost(&view.cost),
     };
@@ -221,82 +192,9 @@ pub fn of_commit(
 
 fn render(parts: &Parts, page: Option<&str>, format: Format) -> String {
     match format {
-        Format::Markdown => markdown(parts, page),
-        Format::Text => plain(parts, page),
+        Format::Markdown => render::markdown(parts, page),
+        Format::Text => render::plain(parts, page),
     }
-}
-
-fn markdown(parts: &Parts, page: Option<&str>) -> String {
-    let mut out = format!("### {}\n\n", md(&parts.title));
-    if let Some(verdict) = parts.verdict() {
-        let (word, rest) = verdict.split_once(':').unwrap_or((&verdict, ""));
-        out.push_str(&format!("**{word}**:{rest}\n\n"));
-    }
-    if parts.pairs.is_empty() {
-        out.push_str("No run of it is in the bucket.\n\n");
-    } else {
-        out.push_str("| platform / runtime | passed | failed | skipped |\n|---|--:|--:|--:|\n");
-        for (pair, key, [p, f, s]) in &parts.pairs {
-            let name = match page {
-                Some(page) => format!("[{}]({})", md(pair), link(page, key)),
-                None => md(pair),
-            };
-            out.push_str(&format!("| {name} | {p} | {f} | {s} |\n"));
-        }
-        out.push('\n');
-    }
-    for (title, tests) in parts.sections.iter().filter(|(_, tests)| !tests.is_empty()) {
-        out.push_str(&format!("**{title}** ({})\n\n", tests.len()));
-        for t in tests.iter().take(LISTED) {
-            out.push_str(&format!("- {} · {} › {}", md(&t.pair), md(&t.suite), md(&t.name)));
-            if let Some(line) = &t.line {
-                out.push_str(&format!(": {}", md(line)));
-            }
-            out.push('\n');
-        }
-        if tests.len() > LISTED {
-            out.push_str(&format!("- and {} more\n", tests.len() - LISTED));
-        }
-        out.push('\n');
-    }
-    if let Some(page) = page {
-        out.push_str(&format!("[The results page]({})\n\n", page.replace(' ', "%20")));
-    }
-    // The cost line is the app's own words: no text from the bucket in it.
-    out.push_str(&format!("<sub>{}</sub>\n", parts.cost));
-    out
-}
-
-fn plain(parts: &Parts, page: Option<&str>) -> String {
-    let mut out = format!("{}\n", parts.title);
-    if let Some(verdict) = parts.verdict() {
-        out.push_str(&format!("{verdict}\n"));
-    }
-    if parts.pairs.is_empty() {
-        out.push_str("  No run of it is in the bucket.\n");
-    }
-    let width = parts.pairs.iter().map(|(pair, ..)| pair.chars().count()).max().unwrap_or(0);
-    for (pair, _, [p, f, s]) in &parts.pairs {
-        out.push_str(&format!("  {pair:width$}  {p} passed, {f} failed, {s} skipped\n"));
-    }
-    for (title, tests) in parts.sections.iter().filter(|(_, tests)| !tests.is_empty()) {
-        out.push_str(&format!("{title} ({}):\n", tests.len()));
-        for t in tests.iter().take(LISTED) {
-            out.push_str(&format!("  {}  {} › {}", t.pair, t.suite, t.name));
-            if let Some(line) = &t.line {
-                out.push_str(&format!(": {line}"));
-            }
-            out.push('\n');
-        }
-        if tests.len() > LISTED {
-            out.push_str(&format!("  and {} more\n", tests.len() - LISTED));
-        }
-    }
-    if let Some(page) = page {
-        out.push_str(&format!("The results page: {page}\n"));
-    }
-    out.push_str(&format!("{}\n", parts.cost));
-    out
 }
 
 fn pair_counts(row: &RunRow) -> (String, String, [u64; 3]) {
@@ -322,53 +220,11 @@ fn first_line(message: &str) -> String {
     }
 }
 
-/// The page's link to a run.
-fn link(page: &str, key: &str) -> String {
-    let escaped: String = key
-        .bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect();
-    format!("{}?view=run&key={escaped}", page.replace(' ', "%20"))
-}
-
-/// Text as Markdown shows it, not as markup: inline punctuation escaped; `<`, `>` and `&` as
-/// entities (no HTML); a zero-width space after `@` and `#` (no mention of a person or team, no
-/// issue link: GitHub looks for them after entities are decoded, so an entity would not do, and
-/// bots write them so), and after `://` and `www.` (no link made of a test's text).
-fn md(text: &str) -> String {
-    let text = text.replace("://", ":\u{200B}//").replace("www.", "www\u{200B}.");
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '&' => out.push_str("&amp;"),
-            '@' | '#' => {
-                out.push(c);
-                out.push('\u{200B}');
-            }
-            '$' => out.push_str("&#36;"),
-            '\n' | '\r' => out.push(' '),
-            // Never at a line's start (a row or a list item comes first): only what marks up
-            // text inside a line.
-            '\\' | '`' | '*' | '_' | '[' | ']' | '|' | '~' => {
-                out.push('\\');
-                out.push(c);
-            }
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::analysis::classes::{Class, Rules};
-    use crate::views::shapes::{Counts, Divergent, RunDetail, RunTest, RunView};
+    use crate::views::shapes::{Counts, Divergent, RowCi, RunDetail, RunTest, RunView};
 
     fn cost(requests: u64, by_kind: &[(&str, u64)]) -> Cost {
         let by_kind = by_kind.iter().map(|(kind, n)| (kind.to_string(), *n)).collect();
@@ -384,10 +240,10 @@ mod tests {
         RunView { row, detail: Some(RunDetail { tests, rules: Rules, previous: None, base: None }) }
     }
 
-    fn run_view() -> Costed<RunsView> {
-        let failed = RunTest {
-            name: "put | <b>x</b>".into(),
-            suite: "crud".into(),
+    fn failed(suite: &str, name: &str) -> RunTest {
+        RunTest {
+            name: name.into(),
+            suite: suite.into(),
             status: Status::Failed,
             duration: 1.0,
             file: 0,
@@ -395,9 +251,12 @@ mod tests {
             detail: Default::default(),
             flaky: false,
             classes: vec![Class { class: Verdict::NewFailure, evidence: vec![] }],
-        };
+        }
+    }
+
+    fn run_view() -> Costed<RunsView> {
         let runs = vec![
-            run(row("linux", "gcc", "linux/gcc/9-github-7-1", [5, 1, 0]), vec![failed]),
+            run(row("linux", "gcc", "linux/gcc/9-github-7-1", [5, 1, 0]), vec![failed("crud", "put | <b>x</b>")]),
             run(row("mac", "clang", "mac/clang/9-github-7-1", [6, 0, 1]), vec![]),
         ];
         Costed { view: RunsView { run: Some("github-7-1".into()), runs }, cost: cost(3, &[("LIST", 1), ("GET", 2)]) }
@@ -415,7 +274,10 @@ mod tests {
             ),
             "{out}"
         );
-        assert!(out.contains("**Failures** (1)\n\n- linux / gcc · crud › put \\| &lt;b&gt;x&lt;/b&gt; \\[new failure\\]: expected 2\n"), "{out}");
+        assert!(
+            out.contains("**Failures** (1)\n\n- crud › put \\| &lt;b&gt;x&lt;/b&gt; \\[new failure\\] · linux / gcc: expected 2\n"),
+            "{out}"
+        );
         assert!(!out.contains("Flaky"), "empty sections are left out: {out}");
         assert!(out.ends_with("<sub>This summary cost 3 bucket requests (2 GET, 1 LIST).</sub>\n"), "{out}");
     }
@@ -423,6 +285,7 @@ mod tests {
     /// Nothing a test's text holds becomes a mention, an issue link, a link or math.
     #[test]
     fn markdown_text_stays_text() {
+        use crate::report::render::md;
         assert_eq!(md("@team/db #12 $x$"), "@\u{200B}team/db #\u{200B}12 &#36;x&#36;");
         assert_eq!(
             md("see https://evil.example and www.evil.example"),
@@ -451,7 +314,7 @@ mod tests {
         );
         assert!(
             out.contains(
-                "Failures (1):\n  linux / gcc  crud › put | <b>x</b> [new failure, quarantined]: expected 2\n"
+                "Quarantined failures (1):\n  crud › put | <b>x</b> [new failure]  on linux / gcc: expected 2\n"
             ),
             "{out}"
         );
@@ -494,10 +357,65 @@ mod tests {
         let out = of_commit(&view, &quarantine, 0, None, Format::Text);
         assert!(out.starts_with("Test results of commit 0123456789ab against fedcba987654\n"), "{out}");
         assert!(
-            out.contains("New failures (1):\n  linux / gcc  sql › select [quarantined]: no such column\n"),
+            out.contains("New failures, quarantined (1):\n  sql › select  on linux / gcc: no such column\n"),
             "{out}"
         );
-        assert!(out.contains("Divergent (1):\n  failed on linux/gcc  sql › select: passed on mac/clang\n"), "{out}");
+        assert!(
+            out.contains("Divergent (1):\n  sql › select  on linux/gcc: failed there, passed on mac/clang\n"),
+            "{out}"
+        );
         assert!(out.ends_with("This summary cost 0 bucket requests.\n"), "{out}");
+    }
+
+    /// A CI run of `pairs` pairs, each failing the same `tests` tests, from one commit.
+    fn failing_everywhere(pairs: usize, tests: usize) -> Costed<RunsView> {
+        let runs = (0..pairs)
+            .map(|p| {
+                let ci = RowCi {
+                    commit: Some("0123456789abcdef".into()),
+                    branch: Some("main".into()),
+                    url: Some("https://ci.example/runs/7 (a)".into()),
+                    ..RowCi::default()
+                };
+                let mut row = row(&format!("os{p}"), "gcc", &format!("os{p}/gcc/9-github-7-1"), [0, tests as u64, 0]);
+                row.ci = Some(ci);
+                run(row, (0..tests).map(|t| failed("suite", &format!("test {t}"))).collect())
+            })
+            .collect();
+        Costed { view: RunsView { run: Some("github-7-1".into()), runs }, cost: cost(0, &[]) }
+    }
+
+    /// One test failing on three pairs is listed once with the three pairs, under the commit,
+    /// branch and CI link the runs name; a link a report gave that is not http(s) is no link.
+    #[test]
+    fn failures_grouped_by_test_under_their_source() {
+        let out = of_run(&failing_everywhere(3, 1), &Quarantine::default(), 0, None, Format::Markdown);
+        assert!(
+            out.contains("Commit 0123456789ab · branch main · [CI run](https://ci.example/runs/7%20%28a%29)\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("**Failures** (1)\n\n- suite › test 0 \\[new failure\\] · os0 / gcc, os1 / gcc, os2 / gcc: expected 2\n"),
+            "{out}"
+        );
+        let mut view = failing_everywhere(1, 1);
+        view.view.runs[0].row.ci.as_mut().unwrap().url = Some("javascript:alert(1)".into());
+        let out = of_run(&view, &Quarantine::default(), 0, None, Format::Markdown);
+        assert!(out.contains("Commit 0123456789ab · branch main\n") && !out.contains("javascript"), "{out}");
+    }
+
+    /// A run of 10,000 failing tests on 20 pairs fits a pull request's comment (65,536
+    /// characters): its long parts fold into `<details>`, and what is left out is counted.
+    #[test]
+    fn ten_thousand_failures_fit_a_comment() {
+        let view = failing_everywhere(20, 10_000);
+        let out = of_run(&view, &Quarantine::default(), 0, Some("https://results.example/"), Format::Markdown);
+        assert!(out.chars().count() < 65_536 && out.len() <= render::MARKDOWN_LIMIT, "{} bytes", out.len());
+        assert!(out.contains("**Failed**: 200000 tests on 20 of 20 pairs."), "{}", &out[..400]);
+        assert!(out.contains("<details><summary>20 pairs, 20 with failures</summary>"), "{}", &out[..600]);
+        assert!(out.contains("<details><summary>9990 more</summary>"), "the rest folds");
+        assert!(out.contains(" more on the results page\n"), "what does not fit is counted");
+        assert_eq!(out.matches("<details>").count(), out.matches("</details>").count(), "every fold is closed");
+        assert!(out.ends_with("<sub>This summary cost 0 bucket requests.</sub>\n"), "the tail is kept");
     }
 }
