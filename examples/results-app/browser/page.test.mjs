@@ -97,7 +97,8 @@ async function matrixPage(query = "") {
 test("the first view costs bucket requests and a reload within the refractory period costs none", async () => {
   const { page } = await matrixPage();
   // The page's "Loading…" note can answer matrixPage's wait before the view came back.
-  await page.waitForSelector("#cost[data-requests]");
+  await page.waitForSelector("#cost[data-requests]", { state: "attached" });
+  assert.equal(await page.isVisible("#cost"), false, "what a view cost is folded away");
   const first = Number(await page.getAttribute("#cost", "data-requests"));
   assert.ok(first >= 2, `a cold view lists and fetches (${first} requests)`);
   assert.match(await page.textContent("#cost"), /This view cost \d+ bucket requests \(.*LIST.*\), \d+ bytes in, about \$0\.\d+ on S3 Standard, \$0\.\d+ on Cloudflare R2, \$0\.\d+ on S3 Express One Zone\./);
@@ -105,6 +106,9 @@ test("the first view costs bucket requests and a reload within the refractory pe
   await page.waitForSelector("#matrix");
   assert.equal(await page.getAttribute("#cost", "data-requests"), "0");
   assert.match(await page.textContent("#cost"), /cost 0 bucket requests/);
+  await page.goto(`${app.url}?cost`);
+  await page.waitForSelector("#cost[data-requests]");
+  assert.equal(await page.isVisible("#cost"), true, "?cost opens it");
   await page.close();
 });
 
@@ -625,15 +629,16 @@ test("a commit view: every pair at one commit, what changed since another, and w
 test("the quarantine: its entries with their pairs' recent outcomes, added with the CLI", async () => {
   const binary = process.env.OBJSTORE_RESULTS_BIN || join(root, "target/debug/objstore-results");
   const added = spawnSync(binary, ["quarantine", "add", "--suite", "crud", "--name", "add", "--pairs", "linux-x86_64/*",
-    "--reason", "flaky <b>on</b> CI", "--until", "2999-01-31"], { env: { ...process.env, OBJSTORE_RESULTS: `file://${join(work.dir, "bucket")}` } });
+    "--reason", "flaky <b>on</b> CI", "--until", "2999-01-31", "--by", "ada"], { env: { ...process.env, OBJSTORE_RESULTS: `file://${join(work.dir, "bucket")}` } });
   assert.equal(added.status, 0, String(added.stderr));
   const page = await browser.newPage();
   await page.goto(`${app.url}?view=quarantine`);
   await page.waitForSelector("#quarantine");
   const row = '#quarantine tr[data-test="crud › add"]';
-  assert.match(await page.textContent(row), /linux-x86_64\/\*.*flaky <b>on<\/b> CI\d+ s ago2999-01-31.*linux-x86_64\/python-3\.11: passed \d+ of \d+/s);
+  assert.match(await page.textContent(row), /linux-x86_64\/\*.*flaky <b>on<\/b> CI\d+ s ago by ada2999-01-31.*linux-x86_64\/python-3\.11: passed \d+ of \d+/s);
   // A covered pair that does not run the suite says so, rather than "passed 0 of 20".
   assert.equal(await page.textContent(`${row} div[data-pair="linux-x86_64/evil-1"]`), "linux-x86_64/evil-1: not run here");
+  assert.match(await page.textContent(`${row} td.added`), /^\d+ s ago by ada$/, "who added it, and when");
   assert.equal(await page.getAttribute(row, "data-releasable"), "false", "fewer than 20 runs: not yet");
   assert.equal(await page.$$eval("#quarantine b", (b) => b.length), 0, "the reason is text");
   assert.equal(await page.title(), "Quarantine · Test results");

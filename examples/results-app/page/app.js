@@ -510,7 +510,7 @@ async function quarantineView() {
           h("td", {}, `${e.suite} › ${e.name}`),
           h("td", {}, h("code", {}, e.pairs)),
           h("td", {}, e.reason),
-          h("td", {}, e.added ? when(e.added) : "—"),
+          h("td", { class: "added" }, e.added ? when(e.added) : "—", e.by ? ` by ${e.by}` : ""),
           h("td", {}, e.until ? `${e.until}${e.expired ? " (expired)" : ""}` : "—"),
           h("td", {}, e.pairsCovered.length === 0 ? "no pair it covers has runs"
             : e.pairsCovered.map((c) => covered(e, c, passes)),
@@ -552,6 +552,8 @@ function render() {
   const state = Object.fromEntries(new URLSearchParams(location.search));
   const view = VIEWS[state.view || "matrix"] || matrixView;
   costLine.textContent = "";
+  // What a view cost is kept for who asks (`?cost` opens it): a team reads its results.
+  if ("cost" in state) document.getElementById("cost-box").open = true;
   return view(state).catch(fail);
 }
 

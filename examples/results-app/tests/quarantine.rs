@@ -12,7 +12,9 @@ use serde_json::Value;
 /// Runs the app with `args` against `env` (a bucket's settings), outside any CI.
 fn app(args: &[&str], env: &[(String, String)]) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_objstore-results"));
-    for marker in support::CI_MARKERS.iter().chain(&["OBJSTORE_RESULTS_PREFIX", "OBJSTORE_RESULTS_BUCKET"]) {
+    let who = ["GITHUB_ACTOR", "GITLAB_USER_LOGIN", "USERNAME"];
+    for marker in support::CI_MARKERS.iter().chain(&["OBJSTORE_RESULTS_PREFIX", "OBJSTORE_RESULTS_BUCKET"]).chain(&who)
+    {
         command.env_remove(marker);
     }
     command.args(args).envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str()))).output().unwrap()
@@ -26,8 +28,11 @@ fn said(out: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
 }
 
-/// Six editors add at once: every entry is there after, and the history has each.
+/// Six editors add at once: every entry is there after, and the history has each; without
+/// `--by`, the shell's user added it.
 fn editors_at_once_lose_nothing(env: &[(String, String)]) {
+    let env: Vec<(String, String)> = env.iter().cloned().chain([("USER".into(), "ci-bot".into())]).collect();
+    let env = env.as_slice();
     let editors: Vec<_> = (0..6)
         .map(|i| {
             let env = env.to_vec();
@@ -44,7 +49,10 @@ fn editors_at_once_lose_nothing(env: &[(String, String)]) {
     let list = app(&["quarantine", "list"], env);
     let text = String::from_utf8_lossy(&list.stdout);
     for i in 0..6 {
-        assert!(text.contains(&format!("crud › test_{i}  [*/*]: flaky on CI")), "test_{i} kept: {text}");
+        assert!(
+            text.contains(&format!("crud › test_{i}  [*/*]: flaky on CI (added by ci-bot)\n")),
+            "test_{i} kept: {text}"
+        );
     }
 }
 
@@ -67,12 +75,14 @@ fn the_quarantine_is_edited_in_the_bucket_and_no_edit_is_lost() {
             "MSVC bug",
             "--until",
             "2999-12-31",
+            "--by",
+            "ada",
         ],
         &env,
     );
     assert!(added.status.success(), "{}", said(&added));
     assert!(String::from_utf8_lossy(&added.stdout)
-        .contains("sql › select  [windows-*/c-msvc-*] until 2999-12-31: MSVC bug"));
+        .contains("sql › select  [windows-*/c-msvc-*] until 2999-12-31: MSVC bug (added by ada)\n"));
     editors_at_once_lose_nothing(&env);
 
     let removed = app(&["quarantine", "remove", "--suite", "crud", "--name", "test_0"], &env);
@@ -80,6 +90,8 @@ fn the_quarantine_is_edited_in_the_bucket_and_no_edit_is_lost() {
     let stored: Value =
         serde_json::from_slice(&std::fs::read(dir.path().join("results/.quarantine")).unwrap()).unwrap();
     assert_eq!(stored["entries"].as_array().unwrap().len(), 6);
+    let by: Vec<&str> = stored["entries"].as_array().unwrap().iter().map(|e| e["by"].as_str().unwrap()).collect();
+    assert_eq!(by, ["ada", "ci-bot", "ci-bot", "ci-bot", "ci-bot", "ci-bot"]);
     let actions: Vec<&str> =
         stored["history"].as_array().unwrap().iter().map(|c| c["action"].as_str().unwrap()).collect();
     assert_eq!((actions.len(), actions.last().copied()), (8, Some("remove")), "{actions:?}");
@@ -92,6 +104,7 @@ fn the_quarantine_is_edited_in_the_bucket_and_no_edit_is_lost() {
             vec!["quarantine", "add", "--suite", "crud", "--name", "x", "--reason", "r", "--until", "tomorrow"],
             "--until",
         ),
+        (vec!["quarantine", "add", "--suite", "crud", "--name", "x", "--reason", "r", "--by", " "], "--by must be"),
         (vec!["quarantine", "purge"], "unknown quarantine action"),
     ] {
         let out = app(&args, &env);

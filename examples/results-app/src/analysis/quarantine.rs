@@ -88,6 +88,7 @@ mod tests {
             reason: "flaky".into(),
             until: until.map(str::to_string),
             added: 0,
+            by: None,
         };
         let e = entry("windows-*/c-msvc-*", Some("2026-11-27"));
         assert!(e.covers("crud", "put", "windows-x86_64", "c-msvc-19", 1_795_823_999_999));

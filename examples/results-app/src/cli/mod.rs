@@ -22,7 +22,7 @@ pub const USAGE: &str = "usage: objstore-results [--listen ADDR] [--cache PATH]
        objstore-results matrix [--cache PATH]
        objstore-results export --out FILE [--cache PATH]
        objstore-results summary [--run ID | --commit C [--base B]] [--markdown] [--page URL] [--cache PATH] [--collector URL]
-       objstore-results quarantine add --suite S --name N [--pairs P/R] --reason TEXT [--until YYYY-MM-DD]
+       objstore-results quarantine add --suite S --name N [--pairs P/R] --reason TEXT [--until YYYY-MM-DD] [--by WHO]
        objstore-results quarantine remove --suite S --name N [--pairs P/R]
        objstore-results quarantine list [--collector URL]
        objstore-results gate [--platform P] [--runtime R] [--suite S] [--collector URL] REPORT...
@@ -103,7 +103,7 @@ pub const HELP: &str = "objstore-results: test results in a bucket, read back as
       --page URL         the results page, linked from the summary
       --collector URL    read through a running `serve` (its /api/summary) instead of the bucket
 
-  objstore-results quarantine add --suite S --name N [--pairs P/R] --reason TEXT [--until YYYY-MM-DD]
+  objstore-results quarantine add --suite S --name N [--pairs P/R] --reason TEXT [--until YYYY-MM-DD] [--by WHO]
   objstore-results quarantine remove --suite S --name N [--pairs P/R]
   objstore-results quarantine list [--collector URL]
       The quarantine, kept in the bucket (.quarantine) with its history: tests known to fail

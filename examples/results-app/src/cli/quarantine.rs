@@ -12,7 +12,7 @@ use super::{open_viewer, unknown, value_of, USAGE};
 /// `objstore-results quarantine add|remove|list`.
 pub fn run(args: &[String]) -> AppResult<()> {
     let Some((action, args)) = args.split_first() else { return Err(AppError::bad(USAGE)) };
-    let (mut suite, mut name, mut pairs, mut reason, mut until) = (None, None, None, None, None);
+    let (mut suite, mut name, mut pairs, mut reason, mut until, mut by) = (None, None, None, None, None, None);
     let mut collector = None;
     let mut args = args.iter();
     while let Some(flag) = args.next() {
@@ -30,6 +30,7 @@ pub fn run(args: &[String]) -> AppResult<()> {
             "--pairs" => pairs = Some(value),
             "--reason" => reason = Some(value),
             "--until" => until = Some(value),
+            "--by" if action == "add" => by = Some(value),
             other => return Err(unknown(other)),
         }
     }
@@ -53,6 +54,7 @@ pub fn run(args: &[String]) -> AppResult<()> {
                 reason: needed("--reason", reason)?,
                 until,
                 added: now_ms(),
+                by: by.or_else(who_is_adding),
             };
             entry.check()?;
             let (q, _) = store::quarantine::edit(&target, |q| {
@@ -82,7 +84,15 @@ pub fn run(args: &[String]) -> AppResult<()> {
     }
 }
 
-/// The quarantine as lines: test, pairs, until, reason.
+/// Who runs `quarantine add` when `--by` does not say: the CI's actor, else the shell's user.
+fn who_is_adding() -> Option<String> {
+    ["GITHUB_ACTOR", "GITLAB_USER_LOGIN", "USER", "USERNAME"]
+        .iter()
+        .filter_map(|var| std::env::var(var).ok())
+        .find(|who| !who.trim().is_empty() && who.len() <= model::MAX_LABEL && !who.chars().any(char::is_control))
+}
+
+/// The quarantine as lines: test, pairs, until, reason, who added it.
 fn quarantine_table(q: &model::quarantine::Quarantine) -> String {
     if q.entries.is_empty() {
         return "The quarantine is empty.\n".into();
@@ -91,7 +101,8 @@ fn quarantine_table(q: &model::quarantine::Quarantine) -> String {
         .iter()
         .map(|e| {
             let until = e.until.as_deref().map(|u| format!(" until {u}")).unwrap_or_default();
-            format!("{} › {}  [{}]{until}: {}\n", e.suite, e.name, e.pairs, e.reason)
+            let by = e.by.as_deref().map(|by| format!(" (added by {by})")).unwrap_or_default();
+            format!("{} › {}  [{}]{until}: {}{by}\n", e.suite, e.name, e.pairs, e.reason)
         })
         .collect()
 }

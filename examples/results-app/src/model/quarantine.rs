@@ -37,6 +37,9 @@ pub struct Entry {
     pub until: Option<String>,
     /// When it was added (ms since the epoch).
     pub added: u64,
+    /// Who added it (`quarantine add --by`, else the CI's actor or the shell's user).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
 }
 
 fn any_pair() -> String {
@@ -60,6 +63,11 @@ impl Entry {
         {
             if value.trim().is_empty() || value.len() > most {
                 return Err(AppError::bad(format!("{field} must be 1 to {most} characters")));
+            }
+        }
+        if let Some(by) = &self.by {
+            if by.trim().is_empty() || by.len() > MAX_LABEL || by.chars().any(char::is_control) {
+                return Err(AppError::bad(format!("--by must be 1 to {MAX_LABEL} characters, no control character")));
             }
         }
         check_pair_pattern(&self.pairs).map_err(|why| AppError::bad(format!("--pairs: {why}")))?;
@@ -133,6 +141,7 @@ mod tests {
             reason: "flaky".into(),
             until: until.map(str::to_string),
             added: 0,
+            by: None,
         }
     }
 

@@ -304,6 +304,7 @@ mod tests {
             reason: "known".into(),
             until: None,
             added: 0,
+            by: None,
         });
         let out = of_run(&run_view(), &quarantine, 0, None, Format::Text);
         assert!(
@@ -353,6 +354,7 @@ mod tests {
             reason: "known".into(),
             until: None,
             added: 0,
+            by: None,
         });
         let out = of_commit(&view, &quarantine, 0, None, Format::Text);
         assert!(out.starts_with("Test results of commit 0123456789ab against fedcba987654\n"), "{out}");
