@@ -111,7 +111,7 @@ fn github_actions_publishes_one_run_and_writes_the_job_summary() {
     assert_eq!(runs.len(), 1, "{runs:?}");
     assert!(runs.keys().all(|r| r.ends_with("-github-4242-1")), "{runs:?}");
     assert_eq!(runs.values().sum::<usize>(), 2);
-    assert!(summary.starts_with("### Test results of run github-4242-1\n"), "{summary}");
+    assert!(summary.starts_with("### Test results of GitHub run 4242\n"), "{summary}");
     assert!(summary.contains("](https://results.example/?view=run&key="), "{summary}");
     assert!(summary.contains("**Failures**") && summary.contains("bucket request"), "{summary}");
 }
@@ -131,7 +131,7 @@ fn a_forks_reports_are_posted_by_the_trusted_workflow_as_its_run() {
     assert!(runs.keys().all(|r| r.ends_with("-github-777-2")), "{runs:?}");
     let stored = support::stored(&dir.path().join("bucket"));
     assert!(stored.values().all(|r| r["ci"]["commit"] == "fedcba9876543210fedcba9876543210fedcba98"));
-    assert!(summary.starts_with("### Test results of run github-777-2\n"), "{summary}");
+    assert!(summary.starts_with("### Test results of GitHub run 777, attempt 2\n"), "{summary}");
 }
 
 #[test]
@@ -141,7 +141,7 @@ fn gitlab_ci_publishes_the_pipelines_run() {
     let (dir, out, _) = run(&script, &env);
     let runs = runs(dir.path());
     assert!(runs.len() == 1 && runs.keys().all(|r| r.ends_with("-gitlab-91")), "{runs:?}");
-    assert!(out.contains("Test results of run gitlab-91\n"), "{out}");
+    assert!(out.contains("Test results of GitLab pipeline 91\n"), "{out}");
 }
 
 #[test]
@@ -179,5 +179,5 @@ fn a_job_with_only_a_collector_publishes_and_summarizes_through_it() {
     assert!(!dir.path().join("bucket").exists() && !dir.path().join("results").exists(), "no bucket reached: {made:?}");
     let runs = runs(served.path());
     assert!(runs.len() == 1 && runs.keys().all(|r| r.ends_with("-github-4242-1")), "{runs:?}");
-    assert!(summary.starts_with("### Test results of run github-4242-1\n"), "{summary}");
+    assert!(summary.starts_with("### Test results of GitHub run 4242\n"), "{summary}");
 }

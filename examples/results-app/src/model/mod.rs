@@ -7,11 +7,13 @@ mod names;
 pub mod quarantine;
 mod rerun;
 mod run;
+mod run_title;
 mod scope;
 mod test_id;
 
 pub use names::*;
 pub use rerun::*;
 pub use run::*;
+pub use run_title::*;
 pub use scope::*;
 pub use test_id::*;

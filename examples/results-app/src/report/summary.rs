@@ -11,6 +11,7 @@ use serde::Serialize;
 use crate::analysis::classes::Verdict;
 use crate::analysis::fingerprint::PairTest;
 use crate::model::quarantine::Quarantine;
+use crate::model::run_title;
 use crate::model::Status;
 use crate::report::render::{self, grouped, Listed, Parts, Section, Source};
 use crate::views::shapes::{CommitView, Cost, Costed, RunRow, RunsView};
@@ -102,7 +103,7 @@ pub fn of_run(
         );
     }
     let parts = Parts {
-        title: format!("Test results of run {}", view.view.run.as_deref().unwrap_or_default()),
+        title: format!("Test results of {}", run_title(view.view.run.as_deref().unwrap_or_default())),
         source,
         pairs: runs.iter().map(|run| pair_counts(&run.row)).collect(),
         quarantined: held.len(),
@@ -267,7 +268,7 @@ mod tests {
     #[test]
     fn a_run_in_markdown() {
         let out = of_run(&run_view(), &Quarantine::default(), 0, Some("https://results.example/"), Format::Markdown);
-        assert!(out.starts_with("### Test results of run github-7-1\n"), "{out}");
+        assert!(out.starts_with("### Test results of GitHub run 7\n"), "{out}");
         assert!(
             out.contains(
                 "| [linux / gcc](https://results.example/?view=run&key=linux%2Fgcc%2F9-github-7-1) | 5 | 1 | 0 |"

@@ -2,6 +2,7 @@
 //! two runs.
 
 use super::*;
+use crate::model::run_title;
 
 impl Viewer {
     /// One run: its files and tests, each test with its classes (new failure, flaky, broken,
@@ -38,6 +39,42 @@ impl Viewer {
             let views = runs.iter().map(|run| run_view(db, run, &weighed, default)).collect::<Result<Vec<_>, _>>()?;
             Ok(RunsView { run: Some(name), runs: views })
         })
+    }
+
+    /// CI run `id` as its page shows it: each pair's run (a job), and its failing and flaky
+    /// tests, each once with the pairs it hit (see [`Viewer::ci_run`]).
+    pub fn ci_run_page(&self, id: &str) -> View<CiRunView> {
+        let Costed { view, cost } = self.ci_run(id)?;
+        let run = view.run.unwrap_or_default();
+        let (mut failures, mut flaky) = (Vec::<FailingTest>::new(), Vec::<FailingTest>::new());
+        for each in &view.runs {
+            let pair = format!("{}/{}", each.row.platform, each.row.browser);
+            for test in each.detail.iter().flat_map(|d| &d.tests) {
+                let is_flaky = test.classes.iter().any(|c| c.class == Verdict::Flaky);
+                let list = match test.status {
+                    Status::Failed => &mut failures,
+                    _ if is_flaky => &mut flaky,
+                    _ => continue,
+                };
+                let at = match list.iter().position(|t| t.suite == test.suite && t.name == test.name) {
+                    Some(at) => at,
+                    None => {
+                        list.push(FailingTest {
+                            suite: test.suite.clone(),
+                            name: test.name.clone(),
+                            pairs: vec![],
+                            classes: Default::default(),
+                            message: test.message.as_deref().map(first_line),
+                        });
+                        list.len() - 1
+                    }
+                };
+                list[at].pairs.push((pair.clone(), each.row.key.clone()));
+                list[at].classes.extend(test.classes.iter().map(|c| c.class.name()));
+            }
+        }
+        let rows = view.runs.into_iter().map(|each| each.row).collect();
+        Ok(Costed { view: CiRunView { title: run_title(&run), run, rows, failures, flaky }, cost })
     }
 
     /// What changed from run `from` to run `to`: tests newly failing, newly passing, added and
@@ -90,5 +127,14 @@ impl Viewer {
                 removed,
             })
         })
+    }
+}
+
+/// A failure's first line that says something, clipped to what a list shows.
+fn first_line(message: &str) -> String {
+    let line = message.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or_default();
+    match line.char_indices().nth(300) {
+        Some((end, _)) => format!("{}…", &line[..end]),
+        None => line.to_string(),
     }
 }

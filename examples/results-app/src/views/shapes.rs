@@ -11,7 +11,7 @@ use crate::analysis::classes::{Class, Rules};
 use crate::analysis::fingerprint::{FailureGroup, PairTest};
 use crate::analysis::history::History;
 use crate::model::quarantine::{Change, Entry};
-use crate::model::{Ci, Detail, Status, Tool};
+use crate::model::{run_title, Ci, Detail, Status, Tool};
 use crate::store::cache::Spent;
 
 /// A view with what it cost, as the page gets it.
@@ -141,15 +141,47 @@ pub struct RowCi {
     pub branch: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// The run's id for people (`GitHub run 9876543210`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
 }
 
 impl RowCi {
     /// `ci` without its file and job; `None` when nothing is left.
     pub fn of(ci: &Ci) -> Option<RowCi> {
-        let row =
-            RowCi { run: ci.run.clone(), commit: ci.commit.clone(), branch: ci.branch.clone(), url: ci.url.clone() };
+        let row = RowCi {
+            run: ci.run.clone(),
+            commit: ci.commit.clone(),
+            branch: ci.branch.clone(),
+            url: ci.url.clone(),
+            title: ci.run.as_deref().map(run_title),
+        };
         (row.run.is_some() || row.commit.is_some() || row.branch.is_some() || row.url.is_some()).then_some(row)
     }
+}
+
+/// A CI run's page: its title, each pair's run (a job) and its failures, each test once with
+/// the pairs it failed on.
+#[derive(Serialize)]
+pub struct CiRunView {
+    pub run: String,
+    pub title: String,
+    pub rows: Vec<RunRow>,
+    pub failures: Vec<FailingTest>,
+    pub flaky: Vec<FailingTest>,
+}
+
+/// A test across a CI run's pairs: where it failed (or was flaky), its classes there, and the
+/// first line of its first failure.
+#[derive(Serialize)]
+pub struct FailingTest {
+    pub suite: String,
+    pub name: String,
+    /// Each pair with its run's key.
+    pub pairs: Vec<(String, String)>,
+    pub classes: BTreeSet<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 /// A run's counts over every file (skipped with pending and other).

@@ -22,14 +22,19 @@ use crate::model::is_scoped;
 use crate::report::summary::{summarize, Format, Subject, Summary};
 use crate::views::filter::MatrixFilter;
 use crate::views::shapes::{
-    CommitView, DiffView, LatestView, MatrixView, PairHistoryView, RunView, SearchView, TestHistoryView,
+    CiRunView, CommitView, DiffView, LatestView, MatrixView, PairHistoryView, RunView, SearchView, TestHistoryView,
 };
 use crate::views::{View, Viewer};
 
 /// The page's own files, served as they are.
-const ASSETS: [(&str, &str, &str); 4] = [
+const ASSETS: [(&str, &str, &str); 8] = [
     ("/", "text/html; charset=utf-8", include_str!("../../page/index.html")),
+    // The script's modules: the router, the helpers every view shares, and the views.
     ("/app.js", "text/javascript; charset=utf-8", include_str!("../../page/app.js")),
+    ("/core.js", "text/javascript; charset=utf-8", include_str!("../../page/core.js")),
+    ("/matrix.js", "text/javascript; charset=utf-8", include_str!("../../page/matrix.js")),
+    ("/runs.js", "text/javascript; charset=utf-8", include_str!("../../page/runs.js")),
+    ("/tests.js", "text/javascript; charset=utf-8", include_str!("../../page/tests.js")),
     ("/app.css", "text/css; charset=utf-8", include_str!("../../page/app.css")),
     // Named by the page, so that a browser does not ask for /favicon.ico (a 404 on every load).
     ("/favicon.svg", "image/svg+xml", include_str!("../../page/favicon.svg")),
@@ -53,6 +58,7 @@ pub fn router(viewer: Arc<Viewer>, tokens: Arc<[Token]>) -> Router {
         .route("/api/history", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, history, q)))
         .route("/api/latest", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, latest, q)))
         .route("/api/run", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, run, q)))
+        .route("/api/cirun", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, ci_run, q)))
         .route("/api/diff", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, diff, q)))
         .route("/api/failures", get(|State(v): State<Arc<Viewer>>| answer(v, |v, _| v.failures(), Params::new())))
         .route("/api/test", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, test_history, q)))
@@ -113,6 +119,10 @@ fn matrix(v: &Viewer, q: &Params) -> View<MatrixView> {
         label: given("label"),
         branch: given("branch"),
     })
+}
+
+fn ci_run(v: &Viewer, q: &Params) -> View<CiRunView> {
+    v.ci_run_page(required(q, "run")?)
 }
 
 fn history(v: &Viewer, q: &Params) -> View<PairHistoryView> {

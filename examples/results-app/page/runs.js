@@ -1,0 +1,151 @@
+import { age, api, ciLink, classBadges, counts, fail, filterBar, h, legend, link, ms, pair, show, source, sourceLink, verdict, when, STATUSES } from "./core.js";
+
+export function runRows(runs, withPair, picked) {
+  return runs.map((run) => h("tr", { "data-key": run.key },
+    picked ? h("td", {}, h("input", { type: "checkbox", "aria-label": `compare ${run.key}`, value: run.key,
+      onchange: (e) => picked(e.target) })) : null,
+    withPair ? h("td", {}, link({ view: "pair", platform: run.platform, browser: run.browser }, pair(run))) : null,
+    h("td", {}, link({ view: "run", key: run.key }, run.key)),
+    h("td", {}, run.version || "?"), h("td", { class: "source" }, source(run)), h("td", {}, when(run.time)),
+    run.error ? h("td", { class: "error" }, `cannot be read: ${run.error}`)
+      : h("td", { class: verdict(run.summary) }, counts(run.summary))));
+}
+
+/** A link to a view, with a class (the strip's runs carry their verdict). */
+export function classedLink(params, cls, ...children) {
+  const a = link(params, ...children);
+  a.className = cls;
+  return a;
+}
+
+export async function pagedView(title, fetchPage, withPair, extra) {
+  const strip = h("ol", { class: "strip", "aria-label": "runs, newest first" });
+  const chosen = [];
+  const compare = h("p", {});
+  // The two runs chosen last, compared older (the greater name: reverse timestamps) to newer.
+  const showCompare = () => {
+    const [a, b] = chosen.slice(-2);
+    compare.replaceChildren(b === undefined ? h("span", { class: "muted" }, "Choose two runs to compare them.")
+      : link({ view: "diff", from: a > b ? a : b, to: a > b ? b : a }, "Compare the two runs chosen"));
+  };
+  const picked = (box) => {
+    if (box.checked) chosen.push(box.value);
+    else chosen.splice(chosen.indexOf(box.value), 1);
+    showCompare();
+  };
+  const rows = h("tbody", {});
+  const more = h("button", { type: "button" }, "Load more");
+  let after = null;
+  const load = async () => {
+    const page = await fetchPage(after);
+    strip.append(...runStrip(page.runs, withPair));
+    rows.append(...runRows(page.runs, withPair, picked));
+    after = page.next;
+    more.hidden = !after;
+    return page;
+  };
+  more.addEventListener("click", () => load().catch(fail));
+  const first = await load();
+  showCompare();
+  show(h("h2", {}, title), extra ? extra(first) : null, strip,
+    h("table", { id: "runs" }, h("thead", {}, h("tr", {}, h("th", {}, "compare"), withPair ? h("th", {}, "pair") : null,
+      h("th", {}, "run"), h("th", {}, "version"), h("th", {}, "commit"), h("th", {}, "ran"), h("th", {}, "tests"))), rows),
+    more, compare);
+}
+
+/** Runs as a strip of boxes, newest first. */
+export function runStrip(runs, withPair) {
+  return runs.map((run) => h("li", {},
+    classedLink({ view: "run", key: run.key }, run.error ? "fail" : verdict(run.summary),
+      withPair ? `${pair(run)} · ` : "",
+      run.error ? "unreadable" : `${run.summary.passed} passed, ${run.summary.failed} failed`, " · ", age(run.time))));
+}
+
+export function pairView(state) {
+  return pagedView(`History of ${state.platform} / ${state.browser}`,
+    (after) => api("history", { platform: state.platform, browser: state.browser, ...(after ? { after } : {}) }),
+    false,
+    (first) => first.flaky.length === 0 ? h("p", { class: "note" }, "No flaky test among these runs.")
+      : h("section", { id: "flaky" }, h("h3", {}, "Flaky (passed on a retry, or passed and failed, at one commit; at one version where runs name no commit)"),
+        h("ul", {}, first.flaky.map((t) => h("li", {}, `${t.suite}: ${t.name} (${t.basis})`)))));
+}
+
+export function latestView() {
+  return pagedView("Latest runs across every pair", (after) => api("latest", after ? { after } : {}), true);
+}
+
+export async function runView(state) {
+  const run = await api("run", { key: state.key });
+  const ci = run.ci || {};
+  const header = [h("h2", {}, `${pair(run)} · version ${run.version || "?"}`),
+    h("p", {}, link({ view: "pair", platform: run.platform, browser: run.browser }, "History of this pair"), " · ran ",
+      when(run.time), ci.commit || ci.branch ? [" · ", h("span", { class: "source" }, sourceLink(run))] : null,
+      ci.url ? [" · ", ciLink(ci)] : null,
+      run.previous ? [" · ", link({ view: "diff", from: run.previous, to: run.key },
+        run.base ? `Changes against ${run.base}'s run before it` : "Changes since the previous run")] : "")];
+  if (run.error) return show(...header, h("p", { class: "error" }, `This run cannot be read: ${run.error}`));
+  const files = run.files || [];
+  const fileName = (i) => files[i] && (files[i].file || files[i].key.split("/").pop());
+  const labels = Object.entries(run.labels || {});
+  const inGroup = (t) => !state.group || t.suite === state.group || t.suite.startsWith(state.group + "/");
+  const tests = run.tests.filter((t) => (!state.suite || t.suite === state.suite) && inGroup(t) &&
+    (!state.status || t.status === state.status));
+  const suites = [...new Set(run.tests.map((t) => t.suite))];
+  show(...header,
+    h("p", { class: verdict(run.summary) }, counts(run.summary)),
+    labels.length ? h("ul", { class: "labels", "aria-label": "labels" }, labels.map(([k, v]) => h("li", {}, `${k}=${v}`))) : null,
+    h("details", { id: "files" }, h("summary", {}, `${files.length} report file${files.length === 1 ? "" : "s"}`),
+      h("ul", {}, files.map((f) => h("li", {}, f.error ? h("span", { class: "error" }, `${f.key}: cannot be read: ${f.error}`)
+        : `${f.file || f.key}${f.job ? ` (job ${f.job})` : ""}: ` + (f.rerun ? `a rerun (its tests' later attempts), ${f.tests} tests of its own` : `${f.tests} tests`) +
+          `, ${f.tool.name}${f.tool.version ? " " + f.tool.version : ""}`)))),
+    filterBar(state, [["suite", "suite", suites], ["status", "status", [...STATUSES, "pending", "other"]]]),
+    h("table", { id: "tests" },
+      h("thead", {}, h("tr", {}, h("th", {}, "suite"), h("th", {}, "test"), h("th", {}, "status"), h("th", {}, "ms"))),
+      h("tbody", {}, tests.map((t) => h("tr", { "data-status": t.status },
+        h("td", {}, t.suite),
+        h("td", {}, link({ view: "test", platform: run.platform, browser: run.browser, suite: t.suite, name: t.name }, t.name),
+          files.length > 1 ? h("span", { class: "muted" }, ` (${fileName(t.file)})`) : null,
+          t.retries && t.status === "passed" && t.flaky ? h("span", { class: "badge" }, "passed on retry") : null,
+          t.quarantined ? h("span", { class: "badge", title: "held by the quarantine: it did not fail its job" }, "quarantined") : null,
+          classBadges(t.classes, run.rules),
+          t.message ? h("pre", { class: "message" }, t.message) : null,
+          testText(t)),
+        h("td", { class: verdict({ passed: t.status === "passed" ? 1 : 0, failed: t.status === "failed" ? 1 : 0 }) }, t.status),
+        h("td", {}, ms(t.duration)))))),
+    legend(run.rules));
+}
+
+/** The first `file:line` a failure's text names (not the runtime's own files), or null. */
+export function where(text) {
+  for (const [, place] of (text || "").matchAll(/([\w.\/\\-]+\.[A-Za-z]\w*:\d+)/g)) {
+    if (!/^(node:|internal\/)/.test(place)) return place;
+  }
+  return null;
+}
+
+/** A test's failure text, its output and its earlier attempts, as text. */
+export function testText(t) {
+  const at = where(t.trace) || where(t.message);
+  const block = (label, text) => text ? h("details", { class: "text" }, h("summary", {}, label), h("pre", {}, text)) : null;
+  const attempts = (t.retryAttempts || []).map((a) => h("li", {}, `attempt ${a.attempt}: ${a.status}`,
+    a.message ? h("pre", { class: "message" }, a.message) : null, a.trace ? h("pre", {}, a.trace) : null));
+  return [at ? h("p", { class: "where" }, "at ", h("code", {}, at)) : null, block("trace", t.trace), block("stderr", (t.stderr || []).join("\n")), block("stdout", (t.stdout || []).join("\n")),
+    attempts.length ? h("details", { class: "attempts" }, h("summary", {}, `${attempts.length} earlier attempt(s)`), h("ol", {}, attempts)) : null];
+}
+
+
+export async function diffView(state) {
+  const d = await api("diff", { from: state.from, to: state.to });
+  const section = (id, title, tests) => h("section", { id },
+    h("h3", {}, `${title} (${tests.length})`),
+    tests.length === 0 ? h("p", { class: "note" }, "None.")
+      : h("ul", {}, tests.map((t) => h("li", {}, `${t.suite}: ${t.name} — ${t.status}`,
+        t.message ? h("pre", { class: "message" }, t.message) : null))));
+  const side = (run) => [link({ view: "run", key: run.key }, run.key), ` (${run.version || "?"}, `, when(run.time), ")"];
+  show(h("h2", {}, "Changes between two runs"),
+    h("p", {}, "From ", side(d.from), " to ", side(d.to)),
+    section("newly-failing", "Newly failing", d.newlyFailing),
+    section("newly-passing", "Newly passing", d.newlyPassing),
+    section("added", "Added", d.added),
+    section("removed", "Removed", d.removed));
+}

@@ -1,0 +1,108 @@
+import { api, counts, h, link, ms, navigate, pair, shellQuoted, show, verdict, when } from "./core.js";
+import { classedLink } from "./runs.js";
+
+export async function failuresView() {
+  const data = await api("failures");
+  show(h("h2", {}, "Failures grouped across pairs (each pair's newest run)"),
+    h("p", { class: "note" }, "A group is one failure's text with paths, line numbers, addresses, numbers and temporary names taken out: the same assert on two platforms is one group."),
+    data.groups.length === 0 ? h("p", { class: "note" }, "No failures in the newest runs.")
+      : h("ol", { id: "failures" }, data.groups.map((g) => h("li", { class: "group", "data-fingerprint": g.fingerprint },
+        h("p", {}, h("strong", {}, `${g.pairs.length} pair${g.pairs.length === 1 ? "" : "s"}, ${g.tests.length} test${g.tests.length === 1 ? "" : "s"}`),
+          " · ", g.pairs.join(", ")),
+        h("pre", { class: "message" }, g.message),
+        h("p", { class: "muted" }, "grouped as: ", h("code", {}, g.text)),
+        h("ul", {}, g.tests.map((t) => h("li", {}, link({ view: "run", key: t.run, suite: t.suite, status: "failed" }, t.pair),
+          ` · ${t.suite}: ${t.name}`)))))));
+}
+
+/** One test's history on one pair: its outcomes as a strip, since when it fails, its durations. */
+export async function testView(state) {
+  const t = await api("test", { platform: state.platform, browser: state.browser, suite: state.suite, name: state.name });
+  const since = t.failingSince;
+  show(h("h2", {}, `${t.suite}: ${t.name}`),
+    h("p", {}, link({ view: "pair", platform: t.platform, browser: t.browser }, `${t.platform} / ${t.browser}`),
+      ` · its last ${t.runs} runs, newest first`),
+    h("ol", { class: "strip", id: "outcomes", "aria-label": "outcomes, newest first; identical runs collapsed" },
+      t.strip.map((s) => h("li", {}, classedLink({ view: "run", key: s.newest, suite: t.suite },
+        s.status === "failed" ? "fail" : s.status === "passed" ? "pass" : "skip",
+        `${s.status}${s.runs > 1 ? ` × ${s.runs}` : ""}`)))),
+    since ? h("p", { class: "fail", id: "failing-since" }, `Failing ${since.all ? "in every run shown" : "since"} `,
+      link({ view: "run", key: since.run }, since.commit ? `commit ${since.commit.slice(0, 10)}` : "this run"),
+      ` (${since.runs} run${since.runs === 1 ? "" : "s"}), `, when(since.time)) : null,
+    t.durations ? h("p", { id: "durations" }, `Passing runs take ${t.durations.p50} ms (p50), ${t.durations.p95} ms (p95), over ${t.durations.of}`,
+      t.slower ? h("span", { class: "badge" }, `slower than its last 10 runs by ${t.slower}%`) : null) : null);
+}
+
+/** Tests whose name or suite holds the query, in each pair's newest run. */
+export async function searchView(state) {
+  const found = await api("search", { q: state.q || "" });
+  show(h("h2", {}, `Tests matching “${found.query}”`),
+    found.tests.length === 0 ? h("p", { class: "note" }, "No test of the newest runs matches.")
+      : h("table", { id: "found" }, h("thead", {}, h("tr", {}, h("th", {}, "pair"), h("th", {}, "suite"), h("th", {}, "test"), h("th", {}, "status"))),
+        h("tbody", {}, found.tests.map((t) => h("tr", {},
+          h("td", {}, link({ view: "run", key: t.run }, `${t.platform} / ${t.browser}`)), h("td", {}, t.suite),
+          h("td", {}, link({ view: "test", platform: t.platform, browser: t.browser, suite: t.suite, name: t.name }, t.name)),
+          h("td", { class: verdict({ passed: t.status === "passed" ? 1 : 0, failed: t.status === "failed" ? 1 : 0 }) }, t.status))))),
+    found.more ? h("p", { class: "note" }, "More tests match than the 100 shown: narrow the search.") : null);
+}
+
+/** Every pair at one commit; with a base commit, what changed since. */
+export async function commitView(state) {
+  const c = await api("commit", { commit: state.commit, ...(state.base ? { base: state.base } : {}) });
+  const tests = (id, title, list, describe) => h("section", { id }, h("h3", {}, `${title} (${list.length})`),
+    list.length === 0 ? h("p", { class: "note" }, "None.") : h("ul", {}, list.map((t) => h("li", {}, describe(t)))));
+  const at = (t) => [link({ view: "run", key: t.run, suite: t.suite }, t.pair), ` · ${t.suite}: ${t.name}`];
+  const compare = h("form", { class: "filters", id: "compare", onsubmit: (e) => {
+    e.preventDefault();
+    const base = new FormData(e.target).get("base");
+    navigate({ view: "commit", commit: state.commit, ...(base ? { base: String(base) } : {}) });
+  } }, h("label", {}, "compared with commit", h("input", { name: "base", value: state.base || "", maxlength: 64 })),
+  h("button", { type: "submit" }, "Compare"));
+  show(h("h2", {}, `Commit ${c.commit}${c.base ? ` compared with ${c.base}` : ""}`), compare,
+    c.runs.length === 0 ? h("p", { class: "note" }, "No pair's recent runs name this commit.")
+      : h("table", { id: "runs" }, h("thead", {}, h("tr", {}, h("th", {}, "pair"), h("th", {}, "version"), h("th", {}, "ran"), h("th", {}, "tests"))),
+        h("tbody", {}, c.runs.map((run) => h("tr", { "data-key": run.key },
+          h("td", {}, link({ view: "run", key: run.key }, pair(run))), h("td", {}, run.version || "?"), h("td", {}, when(run.time)),
+          run.error ? h("td", { class: "error" }, `cannot be read: ${run.error}`) : h("td", { class: verdict(run.summary) }, counts(run.summary)))))),
+    c.base ? tests("newly-failing", "Newly failing since the base", c.newlyFailing, at)
+      : tests("failures", "Failures at this commit", c.failures || [], at),
+    c.base ? tests("fixed", "Fixed since the base", c.fixed, at) : null,
+    tests("divergent", "Divergent: passed on some pairs, failed on others", c.divergent,
+      (t) => `${t.suite}: ${t.name} — passed on ${t.passed.join(", ")}; failed on ${t.failed.join(", ")}`),
+    tests("flaky-at-commit", "Flaky: passed on a retry, or passed and failed, in one pair's runs at this commit", c.flaky, at));
+}
+
+export async function quarantineView() {
+  const data = await api("quarantine");
+  const passes = (c) => c.outcomes.filter((o) => o === "passed").length;
+  show(h("h2", {}, "Quarantine"),
+    h("p", { class: "note" }, "Tests known to fail, kept in the bucket (objstore-results quarantine): their failures are still published, " +
+      "marked, and do not fail a job (the pytest plugin, objstore-results gate)."),
+    data.entries.length === 0 ? h("p", { class: "note" }, "Nothing is quarantined.")
+      : h("table", { id: "quarantine" },
+        h("thead", {}, h("tr", {}, h("th", {}, "test"), h("th", {}, "pairs"), h("th", {}, "reason"), h("th", {}, "added"),
+          h("th", {}, "until"), h("th", {}, `its last ${data.releaseAfter} runs`))),
+        h("tbody", {}, data.entries.map((e) => h("tr", { "data-test": `${e.suite} › ${e.name}`, "data-releasable": String(e.releasable) },
+          h("td", {}, `${e.suite} › ${e.name}`),
+          h("td", {}, h("code", {}, e.pairs)),
+          h("td", {}, e.reason),
+          h("td", { class: "added" }, e.added ? when(e.added) : "—", e.by ? ` by ${e.by}` : ""),
+          h("td", {}, e.until ? `${e.until}${e.expired ? " (expired)" : ""}` : "—"),
+          h("td", {}, e.pairsCovered.length === 0 ? "no pair it covers has runs"
+            : e.pairsCovered.map((c) => covered(e, c, passes)),
+            e.releasable ? h("p", { class: "release" }, `Passed its last ${data.releaseAfter} runs on every pair it covers: release it with `,
+              h("code", {}, `objstore-results quarantine remove --suite ${shellQuoted(e.suite)} --name ${shellQuoted(e.name)} --pairs ${shellQuoted(e.pairs)}`)) : null))))));
+}
+
+/** A pair a quarantine entry covers: linked to the test's history there, and how it fared in
+ * the runs where it ran ("not run here" where the pair does not run it). */
+export function covered(entry, c, passes) {
+  const [platform, browser] = c.pair.split("/");
+  const ran = c.outcomes.filter((o) => o !== null).length;
+  return h("div", { "data-pair": c.pair }, link({ view: "test", platform, browser, suite: entry.suite, name: entry.name }, c.pair),
+    ran === 0 ? ": not run here" : `: passed ${passes(c)} of ${ran}`);
+}
+
+
+
+// ----- routing ------------------------------------------------------------------------------
