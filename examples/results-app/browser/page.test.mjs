@@ -265,18 +265,23 @@ test("filters by platform, runtime, suite and status live in the URL and survive
   await page.close();
 });
 
-test("the latest runs across every pair, 25 at a time", async () => {
+test("the latest runs as CI runs, 25 pair runs at a time, named for people", async () => {
   const page = await browser.newPage();
   await page.goto(`${app.url}?view=latest`);
-  await page.waitForSelector("#runs");
-  const rows = () => page.$$eval("#runs tbody tr", (trs) => trs.map((tr) => tr.dataset.key));
+  await page.waitForSelector("#ci-runs");
+  const rows = () => page.$$eval("#ci-runs tbody tr", (trs) => trs.map((tr) => tr.dataset.key));
   const first = await rows();
+  // The seeds name no CI run: each is a row of its own. Newest first: the unreadable object's
+  // name claims the newest time, then the seeds backwards.
   assert.equal(first.length, 25);
-  // Newest first: the unreadable object's name claims the newest time, then the seeds backwards.
   assert.deepEqual(first.slice(1), seeded.map((s) => s.key).reverse().slice(0, 24));
   await page.click("text=Load more");
-  await page.waitForFunction(() => document.querySelectorAll("#runs tbody tr").length === 34);
+  await page.waitForFunction(() => document.querySelectorAll("#ci-runs tbody tr").length === 34);
   assert.equal(new Set(await rows()).size, 34);
+  // No raw key in what the page shows: keys live in its links' addresses.
+  const shown = await page.textContent("#ci-runs");
+  for (const s of seeded) assert.ok(!shown.includes(s.key.split("/")[2]), `${s.key} is not shown`);
+  assert.match(shown, /linux-x86_64 \/ python-3\.11, run of \d{4}-\d\d-\d\d \d\d:\d\d UTC/);
   await page.close();
 });
 
@@ -324,7 +329,7 @@ test("every view loads without a console error or a failed request", async () =>
   const key = seeded[seeded.length - 1].key;
   for (const query of ["", "?view=latest", `?view=run&key=${encodeURIComponent(key)}`]) {
     await page.goto(app.url + query);
-    await page.waitForSelector("#matrix, #runs, #tests");
+    await page.waitForSelector("#matrix, #ci-runs, #tests");
     await page.waitForLoadState("networkidle");
   }
   assert.deepEqual(problems, []);
@@ -404,6 +409,25 @@ test("files posted for one CI run, by two jobs at different times, are one run: 
   await page.waitForSelector("#runs");
   assert.deepEqual(await page.$$eval("#runs tbody tr", (trs) => trs.map((tr) => tr.dataset.key)), [runOf(keys[0])]);
   assert.match(await page.textContent("#runs tbody"), /1 passed.*1 failed/s);
+  assert.match(await page.textContent("#runs tbody"), /GitHub run 4242/, "the run is named by its CI run");
+
+  // A third job of the CI run, on another pair: the latest runs show the CI run as one row.
+  const third = run("linux-arm64", "c-gcc-13", "0.3.0", [["sql", "select", "failed", "no such column"], ["crud", "put", "passed"]]);
+  Object.assign(third, { ci: { ...ci, file: "all.xml", job: "test (arm)" } });
+  await post(app.url, third, TOKEN);
+  await page.goto(`${app.url}?view=latest`);
+  await page.waitForSelector("#ci-runs");
+  const ciRow = '#ci-runs tr[data-run="github-4242-1"]';
+  assert.equal(await page.$$eval(ciRow, (trs) => trs.length), 1, "one row for the CI run");
+  assert.match(await page.textContent(ciRow), /GitHub run 4242 · CI run.*0123456789 on fix-cursor.*2 pairs.*2 of 2 pairs failed, 2 failures/s);
+  await page.click(`${ciRow} th a[data-nav]`);
+  await page.waitForSelector("#ci-pairs");
+  assert.match(page.url(), /view=cirun&run=github-4242-1$/);
+  assert.equal(await page.textContent("#view h2"), "GitHub run 4242");
+  assert.equal(await page.$$eval("#ci-pairs tbody tr", (trs) => trs.length), 2);
+  // One failing test on two pairs is listed once, with both pairs.
+  assert.equal(await page.$$eval("#ci-failures li", (li) => li.length), 1);
+  assert.match(await page.textContent("#ci-failures li"), /sql › select.* on (windows-x86_64\/c-msvc-19, linux-arm64\/c-gcc-13|linux-arm64\/c-gcc-13, windows-x86_64\/c-msvc-19)\s*no such column/s);
   assert.deepEqual(errors, []);
   await page.close();
 });
@@ -548,9 +572,9 @@ test("each view names the document, its heading takes the focus after a navigati
   await page.waitForSelector("#matrix");
   assert.equal(await page.title(), "Newest run per platform and runtime · Test results");
   await page.click('nav a:text-is("Latest runs")');
-  await page.waitForSelector("#runs");
-  assert.equal(await page.title(), "Latest runs across every pair · Test results");
-  assert.equal(await page.evaluate(() => document.activeElement?.textContent), "Latest runs across every pair");
+  await page.waitForSelector("#ci-runs");
+  assert.equal(await page.title(), "Latest CI runs · Test results");
+  assert.equal(await page.evaluate(() => document.activeElement?.textContent), "Latest CI runs");
   assert.equal(await page.evaluate(() => getComputedStyle(document.body).backgroundColor), "rgb(255, 255, 255)");
   await page.emulateMedia({ colorScheme: "dark" });
   assert.equal(await page.evaluate(() => getComputedStyle(document.body).backgroundColor), "rgb(13, 17, 23)");
@@ -657,7 +681,7 @@ test("axe-core finds no WCAG 2 A or AA violation in any view, light or dark", as
   const key = seeded.filter((s) => s.body.browser === "python-3.11").at(-1).key;
   const views = ["", "?view=latest", `?view=run&key=${encodeURIComponent(key)}`, "?view=pair&platform=linux-x86_64&browser=python-3.11",
     "?view=failures", "?view=test&platform=linux-x86_64&browser=python-3.11&suite=crud&name=add", "?view=search&q=walk",
-    "?view=commit&commit=c0ffee02&base=c0ffee01", "?view=quarantine"];
+    "?view=commit&commit=c0ffee02&base=c0ffee01", "?view=quarantine", "?view=cirun&run=github-4242-1"];
   const found = [];
   for (const scheme of ["light", "dark"]) {
     await page.emulateMedia({ colorScheme: scheme });

@@ -1,11 +1,18 @@
 import { age, api, ciLink, classBadges, counts, fail, filterBar, h, legend, link, ms, pair, show, source, sourceLink, verdict, when, STATUSES } from "./core.js";
 
+/** A run's name for people: its CI run's title, else when it ran (its key stays in the URL). */
+export function runName(run) {
+  const ci = run.ci || {};
+  if (ci.title) return ci.title;
+  return typeof run.time === "number" ? `run of ${new Date(run.time).toISOString().slice(0, 16).replace("T", " ")} UTC` : "run";
+}
+
 export function runRows(runs, withPair, picked) {
   return runs.map((run) => h("tr", { "data-key": run.key },
-    picked ? h("td", {}, h("input", { type: "checkbox", "aria-label": `compare ${run.key}`, value: run.key,
+    picked ? h("td", {}, h("input", { type: "checkbox", "aria-label": `compare ${pair(run)}, ${runName(run)}`, value: run.key,
       onchange: (e) => picked(e.target) })) : null,
     withPair ? h("td", {}, link({ view: "pair", platform: run.platform, browser: run.browser }, pair(run))) : null,
-    h("td", {}, link({ view: "run", key: run.key }, run.key)),
+    h("td", {}, link({ view: "run", key: run.key }, runName(run))),
     h("td", {}, run.version || "?"), h("td", { class: "source" }, source(run)), h("td", {}, when(run.time)),
     run.error ? h("td", { class: "error" }, `cannot be read: ${run.error}`)
       : h("td", { class: verdict(run.summary) }, counts(run.summary))));
@@ -70,8 +77,80 @@ export function pairView(state) {
         h("ul", {}, first.flaky.map((t) => h("li", {}, `${t.suite}: ${t.name} (${t.basis})`)))));
 }
 
-export function latestView() {
-  return pagedView("Latest runs across every pair", (after) => api("latest", after ? { after } : {}), true);
+/** The latest runs as CI runs, newest first: the files of one CI run on every pair are one row
+ * (the name segment they share), [its pairs under it]. */
+export async function latestView() {
+  const groups = [];
+  const rows = h("tbody", {});
+  const more = h("button", { type: "button" }, "Load more");
+  let after = null;
+  const load = async () => {
+    const page = await api("latest", after ? { after } : {});
+    for (const run of page.runs) {
+      const segment = run.key.split("/")[2];
+      const last = groups.at(-1);
+      // A CI run's pairs can straddle two pages: the second joins the first's row.
+      if (last && last.segment === segment) last.runs.push(run);
+      else groups.push({ segment, runs: [run] });
+    }
+    rows.replaceChildren(...groups.map(ciRunRow));
+    after = page.next;
+    more.hidden = !after;
+  };
+  more.addEventListener("click", () => load().catch(fail));
+  await load();
+  show(h("h2", {}, "Latest CI runs"),
+    h("table", { id: "ci-runs" }, h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "CI run"), h("th", { scope: "col" }, "commit"),
+      h("th", { scope: "col" }, "pairs"), h("th", { scope: "col" }, "verdict"), h("th", { scope: "col" }, "ran"))), rows),
+    more);
+}
+
+/** A CI run's verdict in words: "2 of 9 pairs failed, 11 failures", or "passed on 9 pairs". */
+function ciVerdict(runs) {
+  const failures = runs.reduce((n, r) => n + (r.summary ? r.summary.failed : 0), 0);
+  const failing = runs.filter((r) => r.error || (r.summary && r.summary.failed > 0)).length;
+  const pairs = `${runs.length} pair${runs.length === 1 ? "" : "s"}`;
+  if (failing === 0) return { cls: "pass", text: `passed on ${pairs}` };
+  return { cls: "fail", text: `${failing} of ${pairs} failed, ${failures} failure${failures === 1 ? "" : "s"}` };
+}
+
+function ciRunRow(group) {
+  const first = group.runs[0];
+  const ci = first.ci || {};
+  const title = ci.run ? link({ view: "cirun", run: ci.run }, runName(first)) : link({ view: "run", key: first.key }, `${pair(first)}, ${runName(first)}`);
+  const { cls, text } = ciVerdict(group.runs);
+  const pairs = h("details", {}, h("summary", {}, `${group.runs.length} pair${group.runs.length === 1 ? "" : "s"}`),
+    h("ul", {}, group.runs.map((r) => h("li", { "data-key": r.key }, link({ view: "run", key: r.key }, pair(r)), ": ",
+      r.error ? "cannot be read" : counts(r.summary)))));
+  return h("tr", { "data-run": ci.run || null, "data-key": first.key },
+    h("th", { scope: "row" }, title, ci.url ? [" · ", ciLink(ci)] : null),
+    h("td", { class: "source" }, sourceLink(first)), h("td", {}, pairs), h("td", { class: cls }, text), h("td", {}, when(first.time)));
+}
+
+/** A CI run on every pair: its verdict, its pairs' runs, and its failures, each test once with
+ * the pairs it failed on. */
+export async function ciRunView(state) {
+  const data = await api("cirun", { run: state.run });
+  const first = data.rows[0] || {};
+  const ci = first.ci || {};
+  const { cls, text } = ciVerdict(data.rows);
+  const testList = (id, title, tests) => tests.length === 0 ? null : h("section", { id },
+    h("h3", {}, `${title} (${tests.length})`),
+    h("ul", {}, tests.map((t) => h("li", { "data-test": `${t.suite} › ${t.name}` },
+      link({ view: "test", platform: t.pairs[0][0].split("/")[0], browser: t.pairs[0][0].split("/").slice(1).join("/"), suite: t.suite, name: t.name }, `${t.suite} › ${t.name}`),
+      t.classes.map((c) => [" ", h("span", { class: "badge" }, c)]), " on ",
+      t.pairs.map(([p, key], i) => [i ? ", " : "", link({ view: "run", key, suite: t.suite }, p)]),
+      t.message ? h("pre", { class: "message" }, t.message) : null))));
+  show(h("h2", {}, data.title),
+    h("p", {}, h("span", { class: cls }, text), ci.commit || ci.branch ? [" · ", h("span", { class: "source" }, sourceLink(first))] : null,
+      ci.url ? [" · ", ciLink(ci)] : null),
+    h("table", { id: "ci-pairs" }, h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "pair"), h("th", { scope: "col" }, "version"),
+      h("th", { scope: "col" }, "tests"))),
+    h("tbody", {}, data.rows.map((r) => h("tr", { "data-key": r.key }, h("th", { scope: "row" }, link({ view: "run", key: r.key }, pair(r))),
+      h("td", {}, r.version || "?"), r.error ? h("td", { class: "error" }, `cannot be read: ${r.error}`)
+        : h("td", { class: verdict(r.summary) }, counts(r.summary)))))),
+    data.failures.length === 0 ? h("p", { class: "note" }, "Nothing failed.") : testList("ci-failures", "Failures", data.failures),
+    testList("ci-flaky", "Flaky", data.flaky));
 }
 
 export async function runView(state) {
@@ -141,7 +220,7 @@ export async function diffView(state) {
     tests.length === 0 ? h("p", { class: "note" }, "None.")
       : h("ul", {}, tests.map((t) => h("li", {}, `${t.suite}: ${t.name} — ${t.status}`,
         t.message ? h("pre", { class: "message" }, t.message) : null))));
-  const side = (run) => [link({ view: "run", key: run.key }, run.key), ` (${run.version || "?"}, `, when(run.time), ")"];
+  const side = (run) => [link({ view: "run", key: run.key }, `${pair(run)}, ${runName(run)}`), ` (${run.version || "?"}, `, when(run.time), ")"];
   show(h("h2", {}, "Changes between two runs"),
     h("p", {}, "From ", side(d.from), " to ", side(d.to)),
     section("newly-failing", "Newly failing", d.newlyFailing),
