@@ -79,3 +79,37 @@ fn a_pass_on_a_retry_is_flaky_on_every_page() {
     let test = page.get(&format!("/api/test?platform=linux&browser=rust&suite={SUITE}&name={FLAKY}"));
     assert_eq!(test["strip"][0]["status"], "flaky", "{test}");
 }
+
+/// Flaky has one window in every view: a test that failed three runs ago at this commit, and
+/// passed in the runs since, is flaky in the matrix as on the run's page (the run and the 25
+/// before it), in the commit view and in the run's summary.
+#[test]
+fn flaky_has_one_window_in_every_view() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    for (i, outcome) in ["<failure message=\"boom\"/>", "", "", ""].iter().enumerate() {
+        let report = dir.join(format!("run-{i}.xml"));
+        let xml = format!(
+            "<testsuites><testsuite name=\"window\" tests=\"2\"><testcase classname=\"window\" name=\"sometimes\">{outcome}</testcase><testcase classname=\"window\" name=\"steady\"/></testsuite></testsuites>"
+        );
+        std::fs::write(&report, xml).unwrap();
+        let run = format!("w{i}");
+        let args = ["post", "--platform", "linux", "--runtime", "rust", "--commit", COMMIT, "--run", &run];
+        let post: Vec<&str> = args.into_iter().chain([report.to_str().unwrap()]).collect();
+        succeeded(app(dir, &post).output().unwrap());
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let text = succeeded(app(dir, &["summary", "--run", "w3"]).output().unwrap());
+    assert!(text.contains("Flaky (1):\n  window › window::sometimes  on linux / rust\n"), "{text}");
+    let page = Page::start(dir);
+    let matrix = page.get("/api/matrix");
+    let row = &matrix["rows"][0];
+    let flaky_cells: Vec<u64> =
+        row["cells"].as_object().unwrap().values().filter_map(|c| c["classes"]["flaky"].as_u64()).collect();
+    assert_eq!(flaky_cells, [1], "the matrix counts it: {row}");
+    let run = page.get(&format!("/api/run?key={}", row["key"].as_str().unwrap()));
+    let flaky: Vec<&Value> = run["tests"].as_array().unwrap().iter().filter(|t| t["flaky"] == true).collect();
+    assert_eq!(names(flaky.iter().copied()), ["window::sometimes"], "{run}");
+    let commit = page.get(&format!("/api/commit?commit={}", &COMMIT[..7]));
+    assert_eq!(listed(&commit, "flaky"), ["window::sometimes"], "{commit}");
+}

@@ -52,8 +52,8 @@ pub const RULES: [(Verdict, &str); 4] = [
     (Verdict::NewFailure, "failed here and passed in the pair's previous run"),
     (
         Verdict::Flaky,
-        "passed on a retry, or passed and failed at one commit (one version where runs name no commit) on this pair: \
-         in the matrix against the run before, on a run's page against the 25 before",
+        "passed on a retry, or passed and failed at one commit (one version where runs name no commit) on this pair, \
+         in the run or the 25 before it (its branch's and its base's): the same in every view",
     ),
     (Verdict::Broken, "failed in each of the last 2 runs of every pair that ran it"),
     (Verdict::Divergent, "at one commit, passed on some pairs and failed on others"),

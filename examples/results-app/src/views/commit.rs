@@ -19,6 +19,8 @@ impl Viewer {
         self.view(|db| {
             // Each pair's last runs by their names' digests; bodies only of the runs shown.
             let pairs = all_pairs(db)?;
+            let newest_runs = self.newest(db)?;
+            let default_branch = newest_runs.default_branch.as_deref();
             let files = each_pair_files(db, &pairs, COMMIT_RUNS)?;
             let counts: Vec<usize> = files.iter().map(Vec::len).collect();
             let mut all = digested(db, files.into_iter().flatten().collect())?.into_iter();
@@ -79,7 +81,9 @@ impl Viewer {
             let mut across: BTreeMap<TestId, Vec<(String, Status)>> = BTreeMap::new();
             for (((platform, browser), runs), (newest, before)) in pairs.iter().zip(&recent).zip(&shown) {
                 let pair = format!("{platform}/{browser}");
-                let Some(newest) = newest.and_then(|n| loaded.get(&runs[n].key)) else { continue };
+                let Some((newest_at, newest)) = newest.and_then(|n| Some((n, loaded.get(&runs[n].key)?))) else {
+                    continue;
+                };
                 rows.push(brief(newest));
                 let now = outcomes(newest);
                 let messages: HashMap<TestId, &str> = identified(newest.tests())
@@ -95,9 +99,13 @@ impl Viewer {
                         failures.push(with_message(id));
                     }
                 }
-                // Flaky: the newest run's tests flaky among the pair's runs at the commit, by
-                // those runs' digests and the one rule.
-                let at_commit: Vec<Seen> = runs.iter().filter(|d| at(d, &commit)).map(seen).collect();
+                // Flaky: the newest run's tests flaky among it and the runs it is weighed against
+                // at the commit (as its page has them), by their digests and the one rule.
+                let this = seen(&runs[newest_at]);
+                let (earlier, _) = weighed_before(db, &runs[newest_at], default_branch)?;
+                let commit_here = this.commit.clone();
+                let same_commit = earlier.into_iter().filter(|r| r.commit == commit_here);
+                let at_commit: Vec<Seen> = std::iter::once(this).chain(same_commit).collect();
                 let named = newest.files.iter().filter_map(|f| f.run.as_ref().ok()).flat_map(|run| {
                     run.results
                         .tests

@@ -20,13 +20,17 @@ impl Viewer {
             };
             let Newest { pairs, runs, seen, .. } = &*newest;
             let weighed = Pairs::new(seen);
-            // A row's cells weigh its tests against every pair's: worked out for the rows shown
-            // only, unless the filter reads them.
-            let with_cells = |i: usize, row: &mut RunRow| {
+            let default = every.default_branch.as_deref();
+            // A row's cells weigh its tests against the pair's runs before it and every pair's,
+            // as a run's page does: worked out for the rows shown only, unless the filter reads
+            // them.
+            let with_cells = |i: usize, row: &mut RunRow| -> AppResult<()> {
                 let newest = &runs[i][0];
                 if !newest.digests.is_empty() {
-                    row.cells = Some(cells(&newest.digests, &seen[i][0], &evidence(&seen[i][1..], &weighed)));
+                    let (earlier, _) = weighed_before(db, newest, default)?;
+                    row.cells = Some(cells(&newest.digests, &seen[i][0], &evidence(&earlier, &weighed)));
                 }
+                Ok(())
             };
             let mut matching = Vec::new();
             let mut variants = std::collections::BTreeSet::new();
@@ -37,7 +41,7 @@ impl Viewer {
                     row.labels = Some(run_labels(&newest.digests));
                 }
                 if filter.reads_cells() {
-                    with_cells(i, &mut row);
+                    with_cells(i, &mut row)?;
                 }
                 for (key, value) in row.labels.iter().flatten() {
                     if variants.len() < VARIANTS {
@@ -64,7 +68,7 @@ impl Viewer {
                 matching.into_iter().skip(start).take(end - start).map(|(_, i, row)| (i, row)).collect();
             if !filter.reads_cells() {
                 for (i, row) in shown.iter_mut() {
-                    with_cells(*i, row);
+                    with_cells(*i, row)?;
                 }
             }
             let mut suites: Vec<String> = shown

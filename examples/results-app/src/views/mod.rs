@@ -224,9 +224,7 @@ fn run_view(db: &Cache, this: &Loaded, pairs: &Pairs, default_branch: Option<&st
         return Ok(RunView { row, detail: None });
     }
     let this_digested = Digested::of(this);
-    let earlier = digested(db, pair_files(db, &this.platform, &this.browser, Some(&this.key), PAGE)?)?;
-    let (earlier, previous) = branches::earlier_runs(&this_digested, earlier, default_branch);
-    let earlier: Vec<Seen> = earlier.iter().map(seen).collect();
+    let (earlier, previous) = weighed_before(db, &this_digested, default_branch)?;
     let e = evidence(&earlier, pairs);
     let this_seen = seen(&this_digested);
     let tests: Vec<RunTest> = this
@@ -274,6 +272,19 @@ fn run_view(db: &Cache, this: &Loaded, pairs: &Pairs, default_branch: Option<&st
     row.labels = Some(run_labels(&this_digested.digests));
     let (previous, base) = previous.map_or((None, None), |p| (Some(p.key), p.base));
     Ok(RunView { row, detail: Some(RunDetail { tests, rules: Rules, previous, base }) })
+}
+
+/// The runs a run is weighed against, the same in every view (the classes' rules say so): the
+/// pair's [`PAGE`] runs before it, of its own branch and its base's (`branches::earlier_runs`),
+/// by their names' digests; and the one it is compared with.
+fn weighed_before(
+    db: &Cache,
+    this: &Digested,
+    default_branch: Option<&str>,
+) -> AppResult<(Vec<Seen>, Option<branches::PreviousRun>)> {
+    let earlier = digested(db, pair_files(db, &this.platform, &this.browser, Some(&this.key), PAGE)?)?;
+    let (earlier, previous) = branches::earlier_runs(this, earlier, default_branch);
+    Ok((earlier.iter().map(seen).collect(), previous))
 }
 
 /// Whether a commit as a digest carries it (its first 12 characters) is the commit `prefix`
