@@ -150,6 +150,28 @@ test("the matrix matches the seeded bucket cell by cell, with a row for the pair
   await page.close();
 });
 
+test("flaky tests: a cell's class count opens the tests it counts, and the flaky list ranks them", async () => {
+  const { page, errors } = await matrixPage();
+  // `cursor: walk` failed twice among the 25 runs before the newest, at its version: flaky in
+  // the cell as on the run's page, though it passed in the newest run and the one before.
+  const cell = '#matrix tr[data-pair="linux-x86_64 / python-3.11"] td.cell[data-suite="cursor"]';
+  assert.equal(await page.textContent(`${cell} [data-class="flaky"]`), "1 flaky");
+  await page.click(`${cell} a:has([data-class="flaky"])`);
+  await page.waitForSelector("#tests");
+  assert.match(page.url(), /suite=cursor&class=flaky$/);
+  assert.deepEqual(await page.$$eval("#tests tbody tr", (trs) => trs.map((tr) => tr.textContent.slice(0, 40))), ["cursorwalkflaky linux-x86_64/python-3.11"]);
+  await page.click('nav a:text-is("Flaky tests")');
+  await page.waitForSelector("#flaky-tests");
+  const row = '#flaky-tests tr[data-test="cursor › walk"]';
+  assert.match(await page.textContent(row), /^cursor › walk7\.7% \(2 of 26 runs\)linux-x86_64\/python-3\.11 2 of 26\d+ (s|min) ago$/);
+  await page.click(`${row} td a`);
+  await page.waitForSelector("#tests");
+  assert.match(page.url(), /view=run&key=.*&suite=cursor&class=flaky$/);
+  assert.match(await page.textContent("#tests tbody"), /walk.*visited p0003 twice/s);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 test("a result whose fields hold <script> and <img onerror> shows as text and runs nothing", async () => {
   const { page } = await matrixPage();
   const evilKey = seeded.find((s) => s.body.browser === "evil-1").key;
@@ -681,7 +703,7 @@ test("axe-core finds no WCAG 2 A or AA violation in any view, light or dark", as
   const key = seeded.filter((s) => s.body.browser === "python-3.11").at(-1).key;
   const views = ["", "?view=latest", `?view=run&key=${encodeURIComponent(key)}`, "?view=pair&platform=linux-x86_64&browser=python-3.11",
     "?view=failures", "?view=test&platform=linux-x86_64&browser=python-3.11&suite=crud&name=add", "?view=search&q=walk",
-    "?view=commit&commit=c0ffee02&base=c0ffee01", "?view=quarantine", "?view=cirun&run=github-4242-1"];
+    "?view=commit&commit=c0ffee02&base=c0ffee01", "?view=quarantine", "?view=cirun&run=github-4242-1", "?view=flaky"];
   const found = [];
   for (const scheme of ["light", "dark"]) {
     await page.emulateMedia({ colorScheme: scheme });

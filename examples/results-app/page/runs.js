@@ -167,8 +167,9 @@ export async function runView(state) {
   const fileName = (i) => files[i] && (files[i].file || files[i].key.split("/").pop());
   const labels = Object.entries(run.labels || {});
   const inGroup = (t) => !state.group || t.suite === state.group || t.suite.startsWith(state.group + "/");
+  const inClass = (t) => !state.class || (t.classes || []).some((c) => c.class === state.class);
   const tests = run.tests.filter((t) => (!state.suite || t.suite === state.suite) && inGroup(t) &&
-    (!state.status || t.status === state.status));
+    (!state.status || t.status === state.status) && inClass(t));
   const suites = [...new Set(run.tests.map((t) => t.suite))];
   show(...header,
     h("p", { class: verdict(run.summary) }, counts(run.summary)),
@@ -177,7 +178,8 @@ export async function runView(state) {
       h("ul", {}, files.map((f) => h("li", {}, f.error ? h("span", { class: "error" }, `${f.key}: cannot be read: ${f.error}`)
         : `${f.file || f.key}${f.job ? ` (job ${f.job})` : ""}: ` + (f.rerun ? `a rerun (its tests' later attempts), ${f.tests} tests of its own` : `${f.tests} tests`) +
           `, ${f.tool.name}${f.tool.version ? " " + f.tool.version : ""}`)))),
-    filterBar(state, [["suite", "suite", suites], ["status", "status", [...STATUSES, "pending", "other"]]]),
+    filterBar(state, [["suite", "suite", suites], ["status", "status", [...STATUSES, "pending", "other"]],
+      ["class", "class", Object.keys(run.rules || {})]]),
     h("table", { id: "tests" },
       h("thead", {}, h("tr", {}, h("th", {}, "suite"), h("th", {}, "test"), h("th", {}, "status"), h("th", {}, "ms"))),
       h("tbody", {}, tests.map((t) => h("tr", { "data-status": t.status },

@@ -106,3 +106,27 @@ export function covered(entry, c, passes) {
 
 
 // ----- routing ------------------------------------------------------------------------------
+
+/** The flaky tests across every pair, the most often flaky first: each with its flake rate,
+ * the pairs it flaked on (each opening the newest run that shows it) and since when. */
+export async function flakyView() {
+  const data = await api("flaky");
+  const percent = (x) => `${Math.round(x * 1000) / 10}%`;
+  show(h("h2", {}, "Flaky tests"),
+    h("p", { class: "note" }, `A run shows a test flaky when the test passed there on a retry, or failed there at a commit where it also passed ` +
+      `(at a version where runs name no commit): the one rule of every view, over each pair's newest ${data.window} runs. ` +
+      "Its flake rate is those runs over the runs that ran it."),
+    data.tests.length === 0 ? h("p", { class: "note" }, "No test is flaky in these runs.")
+      : h("table", { id: "flaky-tests" },
+        h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "test"), h("th", { scope: "col" }, "flake rate"),
+          h("th", { scope: "col" }, "pairs"), h("th", { scope: "col" }, "since"))),
+        h("tbody", {}, data.tests.map((t) => {
+          const [platform, ...browser] = t.pairs[0].pair.split("/");
+          return h("tr", { "data-test": `${t.suite} › ${t.name}` },
+            h("th", { scope: "row" }, link({ view: "test", platform, browser: browser.join("/"), suite: t.suite, name: t.name }, `${t.suite} › ${t.name}`)),
+            h("td", {}, `${percent(t.rate)} (${t.flaky} of ${t.ran} runs)`),
+            h("td", {}, t.pairs.map((p, i) => [i ? ", " : "", link({ view: "run", key: p.run, suite: t.suite, class: "flaky" }, p.pair), ` ${p.flaky} of ${p.ran}`])),
+            h("td", {}, typeof t.since === "number" ? when(t.since) : "—"));
+        }))),
+    data.more ? h("p", { class: "note" }, `The ${data.tests.length} most flaky are listed.`) : null);
+}

@@ -112,4 +112,14 @@ fn flaky_has_one_window_in_every_view() {
     assert_eq!(names(flaky.iter().copied()), ["window::sometimes"], "{run}");
     let commit = page.get(&format!("/api/commit?commit={}", &COMMIT[..7]));
     assert_eq!(listed(&commit, "flaky"), ["window::sometimes"], "{commit}");
+    // The flaky list: one of the four runs that ran it shows it flaky.
+    let list = page.get("/api/flaky");
+    assert_eq!(listed(&list, "tests"), ["window::sometimes"], "{list}");
+    let test = &list["tests"][0];
+    assert_eq!(
+        (test["flaky"].as_u64(), test["ran"].as_u64(), test["rate"].as_f64()),
+        (Some(1), Some(4), Some(0.25)),
+        "{list}"
+    );
+    assert_eq!(test["pairs"][0]["pair"], "linux/rust", "{list}");
 }

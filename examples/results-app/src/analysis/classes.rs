@@ -109,6 +109,14 @@ impl Seen {
         }
     }
 
+    /// The tests here that failed or passed on a retry (suite, id): the only ones that can be
+    /// flaky.
+    pub fn marked(&self) -> impl Iterator<Item = (&str, u32)> {
+        self.suites
+            .iter()
+            .flat_map(|(suite, ran)| ran.failed.iter().chain(&ran.retried).map(move |id| (suite.as_str(), *id)))
+    }
+
     /// Test `id` of `suite` here, with whether it passed on a retry; `None`, not run.
     pub fn outcome(&self, suite: &str, id: u32) -> Option<Outcome> {
         let status = self.status(suite, id)?;

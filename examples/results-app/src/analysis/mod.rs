@@ -4,6 +4,7 @@
 
 pub mod classes;
 pub mod fingerprint;
+pub mod flaky;
 pub mod history;
 pub mod quarantine;
 pub mod rules;

@@ -18,6 +18,7 @@ mod branches;
 mod by_test;
 mod commit;
 pub mod filter;
+mod flaky;
 mod matrix;
 pub mod rows;
 mod run;

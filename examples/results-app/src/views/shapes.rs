@@ -184,6 +184,41 @@ pub struct FailingTest {
     pub message: Option<String>,
 }
 
+/// The flaky tests across every pair, ranked by flake rate.
+#[derive(Serialize)]
+pub struct FlakyListView {
+    /// The runs of each pair looked at (its newest and those before it).
+    pub window: usize,
+    pub tests: Vec<FlakyListed>,
+    /// More were flaky than are listed.
+    pub more: bool,
+}
+
+/// A flaky test: the runs that ran it and those that show it flaky, over every pair, and the
+/// oldest of those (when it started).
+#[derive(Serialize)]
+pub struct FlakyListed {
+    pub suite: String,
+    pub name: String,
+    #[serde(skip)]
+    pub id: u32,
+    pub rate: f64,
+    pub flaky: usize,
+    pub ran: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub since: Option<u64>,
+    pub pairs: Vec<FlakyOnPair>,
+}
+
+/// A flaky test on one pair: runs that ran it, runs that show it flaky, and the newest of those.
+#[derive(Serialize)]
+pub struct FlakyOnPair {
+    pub pair: String,
+    pub ran: usize,
+    pub flaky: usize,
+    pub run: String,
+}
+
 /// A run's counts over every file (skipped with pending and other).
 #[derive(Serialize, Default)]
 pub struct Counts {

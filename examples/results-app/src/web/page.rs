@@ -60,6 +60,7 @@ pub fn router(viewer: Arc<Viewer>, tokens: Arc<[Token]>) -> Router {
         .route("/api/run", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, run, q)))
         .route("/api/cirun", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, ci_run, q)))
         .route("/api/diff", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, diff, q)))
+        .route("/api/flaky", get(|State(v): State<Arc<Viewer>>| answer(v, |v, _| v.flaky_tests(), Params::new())))
         .route("/api/failures", get(|State(v): State<Arc<Viewer>>| answer(v, |v, _| v.failures(), Params::new())))
         .route("/api/test", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, test_history, q)))
         .route("/api/search", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, search, q)))
