@@ -216,7 +216,7 @@ test("a pair's history: 25 runs newest first, more by key, the flaky test, a run
   await page.waitForFunction(() => document.querySelectorAll("#runs tbody tr").length === 30);
   assert.deepEqual(await listed(), pairKeys);
   assert.equal(await page.isHidden("text=Load more"), true);
-  assert.match(await page.textContent("#flaky"), /cursor: walk \(version 0\.1\.0\)/);
+  assert.match(await page.textContent("#flaky"), /cursor › walk \(version 0\.1\.0\)/);
 
   await page.click(`#runs a[href*="${encodeURIComponent(pairKeys[0])}"]`);
   await page.waitForSelector("#tests");
@@ -242,10 +242,10 @@ test("a diff of two runs: newly failing, newly passing, added and removed", asyn
   await page.click("text=Changes since the previous run");
   await page.waitForSelector("#newly-failing");
   assert.match(page.url(), new RegExp(`view=diff&from=${encodeURIComponent(keys[28])}&to=${encodeURIComponent(keys[29])}$`));
-  assert.match(await page.textContent("#newly-failing"), /Newly failing \(1\).*crud: add — failed/s);
+  assert.match(await page.textContent("#newly-failing"), /Newly failing \(1\).*crud › add — failed/s);
   assert.match(await page.textContent("#newly-passing"), /Newly passing \(0\)/);
-  assert.match(await page.textContent("#added"), /Added \(1\).*crud: new test — passed/s);
-  assert.match(await page.textContent("#removed"), /Removed \(1\).*sql: old — passed/s);
+  assert.match(await page.textContent("#added"), /Added \(1\).*crud › new test — passed/s);
+  assert.match(await page.textContent("#removed"), /Removed \(1\).*sql › old — passed/s);
   // Two runs chosen in the history: run 3 (walk failed) against run 4 (walk passed).
   await page.goto(`${app.url}?view=pair&platform=linux-x86_64&browser=python-3.11`);
   await page.click("text=Load more");
@@ -253,7 +253,7 @@ test("a diff of two runs: newly failing, newly passing, added and removed", asyn
   await page.check(`input[value="${keys[3]}"]`);
   await page.click("text=Compare the two runs chosen");
   await page.waitForSelector("#newly-passing");
-  assert.match(await page.textContent("#newly-passing"), /Newly passing \(1\).*cursor: walk — passed/s);
+  assert.match(await page.textContent("#newly-passing"), /Newly passing \(1\).*cursor › walk — passed/s);
   assert.match(await page.textContent("#newly-failing"), /Newly failing \(0\)/);
   await page.close();
 });
@@ -488,7 +488,7 @@ test("branches: a pull request's newer run does not replace main's; the picker s
     await page.click("text=Changes against main's run before it");
     await page.waitForSelector("#newly-failing");
     assert.match(page.url(), new RegExp(`view=diff&from=${encodeURIComponent(main)}&to=${encodeURIComponent(pull)}$`));
-    assert.match(await page.textContent("#newly-failing"), /Newly failing \(1\).*crud: put — failed/s);
+    assert.match(await page.textContent("#newly-failing"), /Newly failing \(1\).*crud › put — failed/s);
     // Back to the matrix: the branch chosen is in the URL, and "any branch" shows the newest.
     await page.goBack();
     await page.goBack();
@@ -612,10 +612,23 @@ test("a test's own history: its outcomes as a strip, since when it fails; the se
   await page.waitForSelector("#tests");
   await page.click('#tests a:text-is("add")');
   await page.waitForSelector("#outcomes");
-  assert.equal(await page.title(), "crud: add · Test results");
+  assert.equal(await page.title(), "crud › add · Test results");
   assert.deepEqual(await page.$$eval("#outcomes li", (lis) => lis.map((li) => li.textContent)), ["failed", "passed × 29"]);
   assert.match(await page.textContent("#failing-since"), /^Failing since .*\(1 run\)/);
   assert.match(await page.textContent("#durations"), /p50.*p95.*over 29/);
+  // Its pair's figures, and its runs as a table: the newest failed, with its message's first line.
+  assert.match(await page.textContent('#test-pairs tr[data-pair="linux-x86_64/python-3.11"]'), /^linux-x86_64\/python-3\.11301(0|3\.3)% \(\d flaky\)that runthat run$/);
+  const runs = await page.$$eval("#test-runs tbody tr", (trs) => trs.map((tr) => [...tr.cells].map((td) => td.textContent)));
+  assert.equal(runs.length, 30);
+  assert.deepEqual(runs[0].slice(1), ["linux-x86_64/python-3.11", "—", "—", "failed", "add over an existing key was accepted", "1"]);
+  assert.deepEqual(runs[1].slice(4, 6), ["passed", ""]);
+  assert.match(await page.textContent("#test-groups"), /1 run: add over an existing key was accepted/);
+  // On every pair: the pairs that ran it, each opening the test's page there.
+  await page.click('a:text-is("on every pair")');
+  await page.waitForSelector("#test-pairs");
+  assert.match(page.url(), /view=test&suite=crud&name=add$/);
+  const pairs = await page.$$eval("#test-pairs tbody tr", (trs) => trs.map((tr) => tr.dataset.pair));
+  assert.ok(pairs.includes("linux-x86_64/python-3.11") && pairs.length >= 2, pairs.join(", "));
   // The search box, then a test's history from what it found.
   await page.fill('#search input[name="q"]', "walk");
   await page.press('#search input[name="q"]', "Enter");
@@ -626,6 +639,8 @@ test("a test's own history: its outcomes as a strip, since when it fails; the se
   const strip = await page.$$eval("#outcomes li", (lis) => lis.map((li) => li.textContent));
   assert.deepEqual(strip, ["passed × 6", "failed", "passed × 9", "failed", "passed × 9", "failed", "passed × 3"]);
   assert.equal(await page.$("#failing-since"), null, "it passes now");
+  // Failed three times at a version where it passed: each of them a flaky run.
+  assert.match(await page.textContent('#test-pairs tr[data-pair="linux-x86_64/python-3.11"]'), /^linux-x86_64\/python-3\.1130310% \(3 flaky\)/);
   assert.deepEqual(errors, []);
   await page.close();
 });
@@ -649,14 +664,14 @@ test("a commit view: every pair at one commit, what changed since another, and w
   await page.goto(`${app.url}?view=commit&commit=c0ffee02`);
   await page.waitForSelector("#runs");
   assert.equal(await page.$$eval("#runs tbody tr", (trs) => trs.length), 2);
-  assert.match(await page.textContent("#divergent"), /crud: merge — passed on macos-arm64\/rust-1\.96; failed on linux-x86_64\/rust-1\.96/);
+  assert.match(await page.textContent("#divergent"), /crud › merge — passed on macos-arm64\/rust-1\.96; failed on linux-x86_64\/rust-1\.96/);
   // With no base, the commit's failures are listed all the same.
-  assert.match(await page.textContent("#failures"), /Failures at this commit \(1\).*linux-x86_64\/rust-1\.96 · crud: merge/s);
+  assert.match(await page.textContent("#failures"), /Failures at this commit \(1\).*linux-x86_64\/rust-1\.96 · crud › merge/s);
   await page.fill('#compare input[name="base"]', "c0ffee01");
   await page.click('#compare button');
   await page.waitForSelector("#newly-failing");
   assert.match(page.url(), /view=commit&commit=c0ffee02&base=c0ffee01$/);
-  assert.match(await page.textContent("#newly-failing"), /Newly failing since the base \(1\).*linux-x86_64\/rust-1\.96 · crud: merge/s);
+  assert.match(await page.textContent("#newly-failing"), /Newly failing since the base \(1\).*linux-x86_64\/rust-1\.96 · crud › merge/s);
   assert.match(await page.textContent("#fixed"), /\(0\)/);
   // A commit is named by 7 characters at least, and by one commit only.
   assert.equal((await fetch(`${app.url}api/commit?commit=c0ff`)).status, 400);

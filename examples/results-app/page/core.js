@@ -116,6 +116,13 @@ export function classBadges(classes, rules) {
   });
 }
 
+/** A link to a test's own page: on `pairName` (`platform/runtime`) if given, else every pair. */
+export function testLink(suite, name, pairName, ...children) {
+  const [platform, ...browser] = (pairName || "").split("/");
+  const onPair = pairName ? { platform, browser: browser.join("/") } : {};
+  return link({ view: "test", ...onPair, suite, name }, ...(children.length ? children : [`${suite} › ${name}`]));
+}
+
 /** A duration in milliseconds as people read it: whole from 100 ms, else three digits. */
 export function ms(duration) {
   const n = Number(duration) || 0;

@@ -1,4 +1,4 @@
-import { age, api, ciLink, classBadges, counts, fail, filterBar, h, legend, link, ms, pair, show, source, sourceLink, verdict, when, STATUSES } from "./core.js";
+import { STATUSES, age, api, ciLink, classBadges, counts, fail, filterBar, h, legend, link, ms, pair, show, source, sourceLink, testLink, verdict, when } from "./core.js";
 
 /** A run's name for people: its CI run's title, else when it ran (its key stays in the URL). */
 export function runName(run) {
@@ -74,7 +74,7 @@ export function pairView(state) {
     false,
     (first) => first.flaky.length === 0 ? h("p", { class: "note" }, "No flaky test among these runs.")
       : h("section", { id: "flaky" }, h("h3", {}, "Flaky (passed on a retry, or passed and failed, at one commit; at one version where runs name no commit)"),
-        h("ul", {}, first.flaky.map((t) => h("li", {}, `${t.suite}: ${t.name} (${t.basis})`)))));
+        h("ul", {}, first.flaky.map((t) => h("li", {}, testLink(t.suite, t.name, `${state.platform}/${state.browser}`), ` (${t.basis})`)))));
 }
 
 /** The latest runs as CI runs, newest first: the files of one CI run on every pair are one row
@@ -137,7 +137,7 @@ export async function ciRunView(state) {
   const testList = (id, title, tests) => tests.length === 0 ? null : h("section", { id },
     h("h3", {}, `${title} (${tests.length})`),
     h("ul", {}, tests.map((t) => h("li", { "data-test": `${t.suite} › ${t.name}` },
-      link({ view: "test", platform: t.pairs[0][0].split("/")[0], browser: t.pairs[0][0].split("/").slice(1).join("/"), suite: t.suite, name: t.name }, `${t.suite} › ${t.name}`),
+      testLink(t.suite, t.name),
       t.classes.map((c) => [" ", h("span", { class: "badge" }, c)]), " on ",
       t.pairs.map(([p, key], i) => [i ? ", " : "", link({ view: "run", key, suite: t.suite }, p)]),
       t.message ? h("pre", { class: "message" }, t.message) : null))));
@@ -220,7 +220,7 @@ export async function diffView(state) {
   const section = (id, title, tests) => h("section", { id },
     h("h3", {}, `${title} (${tests.length})`),
     tests.length === 0 ? h("p", { class: "note" }, "None.")
-      : h("ul", {}, tests.map((t) => h("li", {}, `${t.suite}: ${t.name} — ${t.status}`,
+      : h("ul", {}, tests.map((t) => h("li", {}, testLink(t.suite, t.name, `${d.to.platform}/${d.to.browser}`), ` — ${t.status}`,
         t.message ? h("pre", { class: "message" }, t.message) : null))));
   const side = (run) => [link({ view: "run", key: run.key }, `${pair(run)}, ${runName(run)}`), ` (${run.version || "?"}, `, when(run.time), ")"];
   show(h("h2", {}, "Changes between two runs"),

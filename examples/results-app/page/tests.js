@@ -1,4 +1,4 @@
-import { api, counts, h, link, ms, navigate, pair, shellQuoted, show, verdict, when } from "./core.js";
+import { api, counts, h, link, ms, navigate, pair, shellQuoted, show, testLink, verdict, when } from "./core.js";
 import { classedLink } from "./runs.js";
 
 export async function failuresView() {
@@ -12,25 +12,47 @@ export async function failuresView() {
         h("pre", { class: "message" }, g.message),
         h("p", { class: "muted" }, "grouped as: ", h("code", {}, g.text)),
         h("ul", {}, g.tests.map((t) => h("li", {}, link({ view: "run", key: t.run, suite: t.suite, status: "failed" }, t.pair),
-          ` · ${t.suite}: ${t.name}`)))))));
+          " · ", testLink(t.suite, t.name, t.pair))))))));
 }
 
-/** One test's history on one pair: its outcomes as a strip, since when it fails, its durations. */
+/** A test's own page: on every pair (or one), how often it failed and flaked, when it last
+ * passed and first failed; its runs as a table; the failure groups it falls in; on one pair,
+ * its outcomes as a strip, since when it fails and its durations. */
 export async function testView(state) {
-  const t = await api("test", { platform: state.platform, browser: state.browser, suite: state.suite, name: state.name });
+  const t = await api("test", { ...(state.platform ? { platform: state.platform, browser: state.browser } : {}), suite: state.suite, name: state.name });
   const since = t.failingSince;
-  show(h("h2", {}, `${t.suite}: ${t.name}`),
-    h("p", {}, link({ view: "pair", platform: t.platform, browser: t.browser }, `${t.platform} / ${t.browser}`),
-      ` · its last ${t.runs} runs, newest first`),
-    h("ol", { class: "strip", id: "outcomes", "aria-label": "outcomes, newest first; identical runs collapsed" },
+  const percent = (x) => `${Math.round(x * 1000) / 10}%`;
+  const outcome = (r) => r.passedOnRetry ? `passed on attempt ${r.attempts}` : r.attempts > 1 ? `${r.status} after ${r.attempts} attempts` : r.status;
+  show(h("h2", {}, `${t.suite} › ${t.name}`),
+    h("p", {}, t.pair ? [`On ${t.pair.replace("/", " / ")} (its last ${t.window} runs) · `, testLink(t.suite, t.name, null, "on every pair")]
+      : `On every pair that runs it, over each pair's last ${t.window} runs.`),
+    t.pairs.length === 0 ? h("p", { class: "note" }, "No run looked at ran this test.")
+      : h("table", { id: "test-pairs" }, h("thead", {}, h("tr", {}, ["pair", "runs", "failed", "flake rate", "last passed", "first failed"].map((c) => h("th", { scope: "col" }, c)))),
+        h("tbody", {}, t.pairs.map((p) => h("tr", { "data-pair": p.pair },
+          h("th", { scope: "row" }, t.pair ? p.pair : testLink(t.suite, t.name, p.pair, p.pair)), h("td", {}, String(p.ran)), h("td", {}, String(p.failed)),
+          h("td", {}, `${percent(p.rate)} (${p.flaky} flaky)`),
+          h("td", {}, p.lastPassed ? link({ view: "run", key: p.lastPassed, suite: t.suite }, "that run") : "not in these runs"),
+          h("td", {}, p.firstFailed ? link({ view: "run", key: p.firstFailed, suite: t.suite }, "that run") : "not in these runs"))))),
+    t.strip ? h("ol", { class: "strip", id: "outcomes", "aria-label": "outcomes, newest first; identical runs collapsed" },
       t.strip.map((s) => h("li", {}, classedLink({ view: "run", key: s.newest, suite: t.suite },
         s.status === "failed" ? "fail" : s.status === "passed" ? "pass" : "skip",
-        `${s.status}${s.runs > 1 ? ` × ${s.runs}` : ""}`)))),
+        `${s.status}${s.runs > 1 ? ` × ${s.runs}` : ""}`)))) : null,
     since ? h("p", { class: "fail", id: "failing-since" }, `Failing ${since.all ? "in every run shown" : "since"} `,
       link({ view: "run", key: since.run }, since.commit ? `commit ${since.commit.slice(0, 10)}` : "this run"),
       ` (${since.runs} run${since.runs === 1 ? "" : "s"}), `, when(since.time)) : null,
     t.durations ? h("p", { id: "durations" }, `Passing runs take ${t.durations.p50} ms (p50), ${t.durations.p95} ms (p95), over ${t.durations.of}`,
-      t.slower ? h("span", { class: "badge" }, `slower than its last 10 runs by ${t.slower}%`) : null) : null);
+      t.slower ? h("span", { class: "badge" }, `slower than its last 10 runs by ${t.slower}%`) : null) : null,
+    t.rows.length === 0 ? null : h("table", { id: "test-runs" },
+      h("caption", {}, `Its runs, newest first (${t.rows.length})`),
+      h("thead", {}, h("tr", {}, ["ran", "pair", "commit", "branch", "outcome", "message", "ms"].map((c) => h("th", { scope: "col" }, c)))),
+      h("tbody", {}, t.rows.map((r) => h("tr", { "data-status": r.status },
+        h("td", {}, link({ view: "run", key: r.run, suite: t.suite }, when(r.time))), h("td", {}, r.pair),
+        h("td", {}, r.commit ? link({ view: "commit", commit: r.commit }, r.commit.slice(0, 10)) : "—"), h("td", {}, r.branch || "—"),
+        h("td", { class: r.passedOnRetry ? "flaky" : verdict({ passed: r.status === "passed" ? 1 : 0, failed: r.status === "failed" ? 1 : 0 }) }, outcome(r)),
+        h("td", {}, r.message || ""), h("td", {}, ms(r.duration)))))),
+    t.groups.length === 0 ? null : h("section", { id: "test-groups" }, h("h3", {}, "Failure groups it falls in"),
+      h("ul", {}, t.groups.map((g) => h("li", { "data-fingerprint": g.fingerprint }, `${g.runs} run${g.runs === 1 ? "" : "s"}: `, h("code", {}, g.text)))),
+      link({ view: "failures" }, "Top failures across pairs")));
 }
 
 /** Tests whose name or suite holds the query, in each pair's newest run. */
@@ -51,7 +73,7 @@ export async function commitView(state) {
   const c = await api("commit", { commit: state.commit, ...(state.base ? { base: state.base } : {}) });
   const tests = (id, title, list, describe) => h("section", { id }, h("h3", {}, `${title} (${list.length})`),
     list.length === 0 ? h("p", { class: "note" }, "None.") : h("ul", {}, list.map((t) => h("li", {}, describe(t)))));
-  const at = (t) => [link({ view: "run", key: t.run, suite: t.suite }, t.pair), ` · ${t.suite}: ${t.name}`];
+  const at = (t) => [link({ view: "run", key: t.run, suite: t.suite }, t.pair), " · ", testLink(t.suite, t.name, t.pair)];
   const compare = h("form", { class: "filters", id: "compare", onsubmit: (e) => {
     e.preventDefault();
     const base = new FormData(e.target).get("base");
@@ -68,7 +90,7 @@ export async function commitView(state) {
       : tests("failures", "Failures at this commit", c.failures || [], at),
     c.base ? tests("fixed", "Fixed since the base", c.fixed, at) : null,
     tests("divergent", "Divergent: passed on some pairs, failed on others", c.divergent,
-      (t) => `${t.suite}: ${t.name} — passed on ${t.passed.join(", ")}; failed on ${t.failed.join(", ")}`),
+      (t) => [testLink(t.suite, t.name), ` — passed on ${t.passed.join(", ")}; failed on ${t.failed.join(", ")}`]),
     tests("flaky-at-commit", "Flaky: passed on a retry, or passed and failed, in one pair's runs at this commit", c.flaky, at));
 }
 
@@ -121,9 +143,8 @@ export async function flakyView() {
         h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "test"), h("th", { scope: "col" }, "flake rate"),
           h("th", { scope: "col" }, "pairs"), h("th", { scope: "col" }, "since"))),
         h("tbody", {}, data.tests.map((t) => {
-          const [platform, ...browser] = t.pairs[0].pair.split("/");
           return h("tr", { "data-test": `${t.suite} › ${t.name}` },
-            h("th", { scope: "row" }, link({ view: "test", platform, browser: browser.join("/"), suite: t.suite, name: t.name }, `${t.suite} › ${t.name}`)),
+            h("th", { scope: "row" }, testLink(t.suite, t.name)),
             h("td", {}, `${percent(t.rate)} (${t.flaky} of ${t.ran} runs)`),
             h("td", {}, t.pairs.map((p, i) => [i ? ", " : "", link({ view: "run", key: p.run, suite: t.suite, class: "flaky" }, p.pair), ` ${p.flaky} of ${p.ran}`])),
             h("td", {}, typeof t.since === "number" ? when(t.since) : "—"));

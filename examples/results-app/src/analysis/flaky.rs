@@ -25,27 +25,35 @@ pub fn flaked(window: &[Seen]) -> Vec<Flaked> {
     for (suite, id) in candidates {
         let outcomes: Vec<Option<Outcome>> =
             window.iter().map(|r| r.outcome(suite, id).filter(|o| o.is_outcome())).collect();
-        let mut by_basis: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-        for (at, run) in window.iter().enumerate() {
-            if let (Some(basis), Some(_)) = (run.basis.as_deref(), outcomes[at]) {
-                by_basis.entry(basis).or_default().push(at);
-            }
-        }
-        let mut runs: Vec<usize> = by_basis
-            .values()
-            .filter(|at| rules::is_flaky(at.iter().filter_map(|i| outcomes[*i])))
-            .flatten()
-            .copied()
-            .filter(|i| outcomes[*i].is_some_and(|o| o.retried || o.status == Status::Failed))
-            .collect();
+        let runs = flaky_runs(window, &outcomes);
         if runs.is_empty() {
             continue;
         }
-        runs.sort_unstable();
         let ran = outcomes.iter().flatten().count();
         found.push(Flaked { suite: suite.to_string(), id, ran, runs });
     }
     found
+}
+
+/// The runs of `window` (by place, oldest last) that show a test flaky, given its outcome in
+/// each (`None` where it did not run): at each commit (version) where the one rule finds it
+/// flaky, the runs where it passed on a retry or failed.
+pub fn flaky_runs(window: &[Seen], outcomes: &[Option<Outcome>]) -> Vec<usize> {
+    let mut by_basis: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (at, run) in window.iter().enumerate() {
+        if let (Some(basis), Some(_)) = (run.basis.as_deref(), outcomes[at]) {
+            by_basis.entry(basis).or_default().push(at);
+        }
+    }
+    let mut runs: Vec<usize> = by_basis
+        .values()
+        .filter(|at| rules::is_flaky(at.iter().filter_map(|i| outcomes[*i])))
+        .flatten()
+        .copied()
+        .filter(|i| outcomes[*i].is_some_and(|o| o.retried || o.status == Status::Failed))
+        .collect();
+    runs.sort_unstable();
+    runs
 }
 
 #[cfg(test)]

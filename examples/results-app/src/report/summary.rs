@@ -14,6 +14,7 @@ use crate::model::quarantine::Quarantine;
 use crate::model::run_title;
 use crate::model::Status;
 use crate::report::render::{self, grouped, Listed, Parts, Section, Source};
+use crate::views::rows::first_line;
 use crate::views::shapes::{CommitView, Cost, Costed, RunRow, RunsView};
 use crate::views::{View, Viewer};
 
@@ -80,7 +81,7 @@ pub fn of_run(
                 name: test.name.clone(),
                 marks: test.classes.iter().map(|c| c.class.name()).collect(),
                 pairs: vec![format!("{platform} / {browser}")],
-                line: test.message.as_deref().map(first_line),
+                line: test.message.as_deref().map(|m| first_line(m, LINE)),
             };
             if test.status != Status::Failed {
                 if is_flaky {
@@ -141,7 +142,7 @@ pub fn of_commit(
         name: e.name.clone(),
         marks: vec![],
         pairs: vec![e.pair.replace('/', " / ")],
-        line: e.message.as_deref().map(first_line),
+        line: e.message.as_deref().map(|m| first_line(m, LINE)),
     };
     let entries = |tests: &[PairTest]| tests.iter().map(listed).collect::<Vec<_>>();
     // Without a base, every failure at the commit; with one, what the change broke.
@@ -210,15 +211,6 @@ fn cost(cost: &Cost) -> String {
     let kinds = if kinds.is_empty() { String::new() } else { format!(" ({})", kinds.join(", ")) };
     let shared = if cost.shared { " (some may be another view's, built at the same time)" } else { "" };
     format!("This summary cost {requests} bucket request{}{kinds}{shared}.", if requests == 1 { "" } else { "s" })
-}
-
-/// A failure's first line that says something, clipped.
-fn first_line(message: &str) -> String {
-    let line = message.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or_default();
-    match line.char_indices().nth(LINE) {
-        Some((end, _)) => format!("{}…", &line[..end]),
-        None => line.to_string(),
-    }
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! Views by test: a test's own history, the search for tests, the top failures grouped by
+//! Views by test: the search for tests, the top failures grouped by
 //! fingerprint, and the quarantine.
 
 use super::*;
@@ -51,38 +51,6 @@ impl Viewer {
         })?;
         view.add_requests(requests);
         Ok(view)
-    }
-
-    /// One test's history on one pair: its outcome in each of the pair's last
-    /// [`history::HISTORY_RUNS`] runs, since when it fails, its durations and whether it got
-    /// slower.
-    pub fn test_history(&self, platform: &str, browser: &str, suite: &str, name: &str) -> View<TestHistoryView> {
-        pair_prefix(platform, browser)?;
-        self.view(|db| {
-            let runs = load_runs(db, &pair_runs(db, platform, browser, None, history::HISTORY_RUNS)?)?;
-            let outcomes: Vec<TestInRun> = runs
-                .iter()
-                .map(|run| {
-                    let tests: Vec<&Test> =
-                        run.tests().map(|(_, t)| t).filter(|t| t.suite == suite && t.name == name).collect();
-                    let row = brief(run);
-                    TestInRun {
-                        run: run.key.clone(),
-                        time: row.time,
-                        commit: row.ci.and_then(|ci| ci.commit),
-                        found: history::outcome_of(&tests),
-                    }
-                })
-                .collect();
-            Ok(TestHistoryView {
-                platform: platform.to_string(),
-                browser: browser.to_string(),
-                suite: suite.to_string(),
-                name: name.to_string(),
-                runs: outcomes.len(),
-                history: history::history(&outcomes),
-            })
-        })
     }
 
     /// Tests whose name or suite holds `query` (case aside), in each pair's newest run: at most

@@ -23,6 +23,7 @@ mod matrix;
 pub mod rows;
 mod run;
 pub(crate) mod shapes;
+mod test_page;
 #[cfg(test)]
 pub(crate) mod tests;
 
@@ -50,7 +51,7 @@ use crate::store::reader::{
 };
 use crate::store::Target;
 use crate::views::filter::MatrixFilter;
-use crate::views::rows::{brief, cells, digest_brief, evidence, flaky, run_labels, seen};
+use crate::views::rows::{brief, cells, digest_brief, evidence, first_line, flaky, run_labels, seen};
 use shapes::*;
 
 /// The pairs the matrix shows at a time (the seed's limit, now a page).

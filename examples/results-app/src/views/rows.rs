@@ -135,6 +135,15 @@ pub(crate) fn evidence<'e, 'a>(earlier: &'a [Seen], pairs: &'e Pairs<'a>) -> Evi
     Evidence { earlier: earlier.iter().collect(), pairs }
 }
 
+/// A failure's first line that says something, clipped to `most` characters.
+pub fn first_line(message: &str, most: usize) -> String {
+    let line = message.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or_default();
+    match line.char_indices().nth(most) {
+        Some((end, _)) => format!("{}…", &line[..end]),
+        None => line.to_string(),
+    }
+}
+
 /// Tests flaky among `runs` at one commit (or version), by the one rule: (basis, test).
 pub(crate) fn flaky(runs: &[Loaded]) -> Vec<(String, TestId)> {
     let mut outcomes: BTreeMap<(String, TestId), Vec<Outcome>> = BTreeMap::new();

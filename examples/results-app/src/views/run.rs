@@ -64,7 +64,7 @@ impl Viewer {
                             name: test.name.clone(),
                             pairs: vec![],
                             classes: Default::default(),
-                            message: test.message.as_deref().map(first_line),
+                            message: test.message.as_deref().map(|m| first_line(m, 300)),
                         });
                         list.len() - 1
                     }
@@ -127,14 +127,5 @@ impl Viewer {
                 removed,
             })
         })
-    }
-}
-
-/// A failure's first line that says something, clipped to what a list shows.
-fn first_line(message: &str) -> String {
-    let line = message.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or_default();
-    match line.char_indices().nth(300) {
-        Some((end, _)) => format!("{}…", &line[..end]),
-        None => line.to_string(),
     }
 }

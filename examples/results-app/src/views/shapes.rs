@@ -386,17 +386,61 @@ pub struct Covered {
     pub outcomes: Vec<Option<Status>>,
 }
 
-/// One test's history on one pair.
+/// A test's page (see [`super::Viewer::test_page`]).
 #[derive(Serialize)]
-pub struct TestHistoryView {
-    pub platform: String,
-    pub browser: String,
+pub struct TestPageView {
     pub suite: String,
     pub name: String,
-    /// The pair's runs read.
+    /// The pair asked for; none: every pair.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pair: Option<String>,
+    /// The runs of each pair looked at.
+    pub window: usize,
+    pub pairs: Vec<TestOnPair>,
+    pub rows: Vec<TestRunRow>,
+    pub groups: Vec<TestFailureGroup>,
+    /// On one pair: its outcomes run after run, since when it fails, its durations.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub history: Option<History>,
+}
+
+/// A test on one pair, over the runs looked at.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TestOnPair {
+    pub pair: String,
+    pub ran: usize,
+    pub failed: usize,
+    pub flaky: usize,
+    pub rate: f64,
+    /// The newest run it passed in, and the oldest it failed in.
+    pub last_passed: Option<String>,
+    pub first_failed: Option<String>,
+}
+
+/// A test in one run, as its table shows it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TestRunRow {
+    pub run: String,
+    pub pair: String,
+    pub time: Option<u64>,
+    pub commit: Option<String>,
+    pub branch: Option<String>,
+    pub status: Status,
+    pub attempts: u64,
+    pub passed_on_retry: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    pub duration: f64,
+}
+
+/// A failure group (the top failures' fingerprint) a test's failures fall in.
+#[derive(Serialize)]
+pub struct TestFailureGroup {
+    pub fingerprint: String,
+    pub text: String,
     pub runs: usize,
-    #[serde(flatten)]
-    pub history: History,
 }
 
 /// Tests found by name or suite in each pair's newest run.

@@ -315,15 +315,25 @@ fn optional_fields_are_absent_until_set() {
         assert!(!has(&page, field), "{field}: {page}");
     }
 
-    let failing = json(viewer.test_history("mac", "c", "crud", "a"));
-    assert_eq!((failing["failingSince"]["runs"].as_u64(), failing["runs"].as_u64()), (Some(1), Some(2)));
+    let failing = json(viewer.test_page(Some(("mac", "c")), "crud", "a"));
+    assert_eq!((failing["failingSince"]["runs"].as_u64(), failing["pairs"][0]["ran"].as_u64()), (Some(1), Some(2)));
+    // The table: the newest run first, failed with its message; the run before passed.
+    let rows = failing["rows"].as_array().unwrap();
+    assert_eq!(
+        (rows.len(), rows[0]["status"].as_str(), rows[1]["status"].as_str()),
+        (2, Some("failed"), Some("passed"))
+    );
+    assert_eq!(failing["pairs"][0]["failed"], 1, "{failing}");
+    assert_eq!(failing["pairs"][0]["lastPassed"], rows[1]["run"], "{failing}");
+    assert_eq!(failing["pairs"][0]["firstFailed"], rows[0]["run"], "{failing}");
+    assert_eq!(failing["groups"].as_array().map(Vec::len), Some(1), "its failure's group: {failing}");
     assert_eq!(failing["failingSince"]["commit"], "c1");
     assert_eq!(failing["durations"]["of"], 1, "{failing}");
     assert!(!has(&failing, "slower"), "{failing}");
-    let passing = json(viewer.test_history("mac", "c", "crud", "b"));
+    let passing = json(viewer.test_page(Some(("mac", "c")), "crud", "b"));
     assert!(!has(&passing, "failingSince") && !has(&passing, "slower"), "{passing}");
     assert_eq!(passing["durations"]["p50"], 1.0, "{passing}");
-    let never = json(viewer.test_history("mac", "c", "sql", "c"));
+    let never = json(viewer.test_page(Some(("mac", "c")), "sql", "c"));
     assert!(!has(&never, "failingSince") && !has(&never, "durations"), "{never}");
     assert_eq!((never["strip"][0]["status"].as_str(), never["strip"][0]["runs"].as_u64()), (Some("not run"), Some(2)));
 }

@@ -22,7 +22,7 @@ use crate::model::is_scoped;
 use crate::report::summary::{summarize, Format, Subject, Summary};
 use crate::views::filter::MatrixFilter;
 use crate::views::shapes::{
-    CiRunView, CommitView, DiffView, LatestView, MatrixView, PairHistoryView, RunView, SearchView, TestHistoryView,
+    CiRunView, CommitView, DiffView, LatestView, MatrixView, PairHistoryView, RunView, SearchView, TestPageView,
 };
 use crate::views::{View, Viewer};
 
@@ -62,7 +62,7 @@ pub fn router(viewer: Arc<Viewer>, tokens: Arc<[Token]>) -> Router {
         .route("/api/diff", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, diff, q)))
         .route("/api/flaky", get(|State(v): State<Arc<Viewer>>| answer(v, |v, _| v.flaky_tests(), Params::new())))
         .route("/api/failures", get(|State(v): State<Arc<Viewer>>| answer(v, |v, _| v.failures(), Params::new())))
-        .route("/api/test", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, test_history, q)))
+        .route("/api/test", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, test_page, q)))
         .route("/api/search", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, search, q)))
         .route("/api/commit", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, commit, q)))
         .route("/api/quarantine", get(|State(v): State<Arc<Viewer>>| answer(v, |v, _| v.quarantine(), Params::new())))
@@ -142,8 +142,15 @@ fn diff(v: &Viewer, q: &Params) -> View<DiffView> {
     v.diff(required(q, "from")?, required(q, "to")?)
 }
 
-fn test_history(v: &Viewer, q: &Params) -> View<TestHistoryView> {
-    v.test_history(required(q, "platform")?, required(q, "browser")?, required(q, "suite")?, required(q, "name")?)
+/// A test's page: on the pair given, else on every pair that runs it.
+fn test_page(v: &Viewer, q: &Params) -> View<TestPageView> {
+    let given = |field: &str| q.get(field).map(String::as_str).filter(|v| !v.is_empty());
+    let pair = match (given("platform"), given("browser")) {
+        (Some(platform), Some(browser)) => Some((platform, browser)),
+        (None, None) => None,
+        _ => return Err(AppError::bad("a test's page on one pair needs both platform and browser")),
+    };
+    v.test_page(pair, required(q, "suite")?, required(q, "name")?)
 }
 
 fn commit(v: &Viewer, q: &Params) -> View<CommitView> {
