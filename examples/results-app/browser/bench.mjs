@@ -7,6 +7,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { launch, loads, median, root, run, scratch, startApp } from "./support.mjs";
+import { treeFigures } from "./tree-bench.mjs";
 
 const arg = (name, fallback) => {
   const i = process.argv.indexOf(name);
@@ -69,7 +70,7 @@ try {
   const [cold, ...warm] = measured;
   if (cold.rows !== PAIRS) throw new Error(`the matrix shows ${cold.rows} rows, not ${PAIRS}`);
 
-  const assets = ["", "app.js", "core.js", "matrix.js", "runs.js", "tests.js", "app.css"].map((p) => readFileSync(join(root, "examples/results-app/page", p || "index.html")).length);
+  const assets = ["", "app.js", "core.js", "matrix.js", "runs.js", "tests.js", "tree.js", "app.css"].map((p) => readFileSync(join(root, "examples/results-app/page", p || "index.html")).length);
   const warmMs = median(warm.map((w) => w.ms));
   const baselineMs = median(baseline.slice(1).map((b) => b.ms));
   const figures = {
@@ -87,6 +88,10 @@ try {
   console.log(`  warm load: median ${figures.warm.ms ?? figures.warm.median_ms} ms of ${warm.length} (target < 200 ms), requests ${figures.warm.requests.join(", ")}`);
   console.log(`  baseline (the page over an empty bucket, warm): median ${figures.empty_bucket_warm_median_ms} ms; warm/baseline ${figures.warm_vs_empty_bucket}×`);
   console.log(`  the page's own files: ${figures.asset_bytes} bytes, no build step`);
+  figures.tree = await treeFigures(browser);
+  const t = figures.tree;
+  console.log(`  tests down the side, ${t.suites} suites over ${t.pairs} pairs: first paint ${t.first_paint_cold_ms} ms cold, ${t.first_paint_warm_ms} ms warm (${t.top_rows} rows); ` +
+    `an area opened in ${t.open_area_ms} ms (${t.rows_after_opening} rows), a suite's tests in ${t.open_suite_ms} ms (${t.open_suite_requests} requests)`);
   const out = join(root, "target/bench/app.json");
   mkdirSync(join(root, "target/bench"), { recursive: true });
   const all = existsSync(out) ? JSON.parse(readFileSync(out, "utf8")) : {};

@@ -120,7 +120,7 @@ test("the matrix matches the seeded bucket cell by cell, with a row for the pair
   const shown = await page.$$eval("#matrix tbody tr", (trs) => trs.map((tr) => ({
     pair: tr.dataset.pair,
     run: tr.querySelector("td").textContent,
-    cells: [...tr.querySelectorAll("td.cell")].map((td) => ({ suite: td.dataset.suite, text: td.querySelector("a, span").textContent,
+    cells: [...tr.querySelectorAll("td.cell")].map((td) => ({ suite: td.dataset.suite, text: (td.querySelector("a, span") ?? td).textContent,
       verdict: td.classList[1], classes: [...td.querySelectorAll(".badge")].map((b) => b.textContent) })),
     error: tr.querySelector("td.error")?.textContent,
   })));
@@ -134,10 +134,12 @@ test("the matrix matches the seeded bucket cell by cell, with a row for the pair
     const { body } = expected.get(row.pair);
     assert.match(row.run, new RegExp(`^${body.version.replaceAll(".", "\\.")} · \\d+ (s|min) ago$`));
     for (const cell of row.cells) {
-      assert.equal(cell.text, cellText(body.results.tests, cell.suite), `${row.pair}, ${cell.suite}`);
+      // A suite no pair of this runtime runs is blank on its row; one it runs but this run did not, "not run".
+      const runtimeRunsIt = [...expected.values()].some(({ body: b }) => b.browser === body.browser && b.results.tests.some((t) => t.suite === cell.suite));
+      assert.equal(cell.text, runtimeRunsIt ? cellText(body.results.tests, cell.suite) : "", `${row.pair}, ${cell.suite}`);
       const failed = body.results.tests.some((t) => t.suite === cell.suite && t.status === "failed");
       const passed = body.results.tests.some((t) => t.suite === cell.suite && t.status === "passed");
-      assert.equal(cell.verdict, failed ? "fail" : passed ? "pass" : cell.text === "not run" ? "none" : "skip");
+      assert.equal(cell.verdict, failed ? "fail" : passed ? "pass" : ["not run", ""].includes(cell.text) ? "none" : "skip");
     }
     assert.equal(row.cells.length, 8);
   }
@@ -564,6 +566,41 @@ test("above 12 columns suites are grouped by their first word; a group opens, an
   await page.close();
 });
 
+test("tests down the side: the suite tree opens in place, pairs across, blank where a pair runs nothing of it", async () => {
+  const { page, errors } = await matrixPage();
+  // Another runtime's suites are blank on a row, not "not run".
+  assert.equal(await page.textContent('#matrix tr[data-pair="linux-x86_64 / python-3.11"] td.cell[data-suite="unit"]'), "");
+  await page.click("#offer-tree a");
+  await page.waitForSelector("#tree");
+  assert.match(page.url(), /view=tree$/);
+  const column = await page.$$eval("#tree thead th.pair", (ths) => ths.map((th) => th.textContent).indexOf("linux-x86_64python-3.12"));
+  assert.ok(column >= 0);
+  const cellOf = (path) => page.$eval(`#tree tr[data-path="${path}"]`, (tr, i) => tr.cells[i + 1].textContent, column);
+  assert.equal(await cellOf("unit"), "3 / 4");
+  assert.equal(await page.$eval('#tree tr[data-path="unit"]', (tr) => tr.cells[1].textContent), "", "a pair that runs no unit suite: blank");
+  assert.equal(await page.$$eval('#tree tr[data-path^="unit/"]', (trs) => trs.length), 0, "closed");
+  await page.click('#tree button[data-path="unit"]');
+  await page.waitForSelector('#tree tr[data-path="unit/c"]');
+  assert.match(page.url(), /view=tree&open=unit$/);
+  assert.equal(await page.evaluate(() => document.activeElement?.dataset.path), "unit", "the focus stays on the node");
+  assert.deepEqual(await page.$$eval('#tree tr[data-depth="1"]', (trs) => trs.map((tr) => tr.dataset.path).filter((p) => p.startsWith("unit/"))),
+    ["unit/a", "unit/b", "unit/c", "unit/d"]);
+  assert.equal(await cellOf("unit/c"), "0 / 1");
+  // A suite opens into its tests, each linked to its page.
+  await page.click('#tree button[data-path="unit/c"]');
+  await page.waitForSelector('#tree tr[data-path="unit/c › three"]');
+  assert.equal(await cellOf("unit/c › three"), "failed");
+  assert.match(page.url(), /open=unit%0Aunit%2Fc$/);
+  // The address holds what is open: a reload shows the same rows.
+  await page.reload();
+  await page.waitForSelector('#tree tr[data-path="unit/c › three"]');
+  await page.click('#tree tr[data-path="unit/c › three"] th a');
+  await page.waitForSelector("#test-pairs");
+  assert.match(page.url(), /view=test&suite=unit%2Fc&name=three$/);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 test("top failures: the same assert on two platforms is one group, linked to each run's failures", async () => {
   const windows = run("windows-x86_64", "c-msvc-19", "0.5.0", [["crud", "put", "failed", "C:\\ci\\db\\tests\\crud.c(12): expected 2, got 3"]]);
   const linux = run("linux-x86_64", "c-gcc-12", "0.5.0", [["crud", "put", "failed", "/home/ci/db/tests/crud.c:14: expected 2, got 3"],
@@ -718,7 +755,7 @@ test("axe-core finds no WCAG 2 A or AA violation in any view, light or dark", as
   const key = seeded.filter((s) => s.body.browser === "python-3.11").at(-1).key;
   const views = ["", "?view=latest", `?view=run&key=${encodeURIComponent(key)}`, "?view=pair&platform=linux-x86_64&browser=python-3.11",
     "?view=failures", "?view=test&platform=linux-x86_64&browser=python-3.11&suite=crud&name=add", "?view=search&q=walk",
-    "?view=commit&commit=c0ffee02&base=c0ffee01", "?view=quarantine", "?view=cirun&run=github-4242-1", "?view=flaky"];
+    "?view=commit&commit=c0ffee02&base=c0ffee01", "?view=quarantine", "?view=cirun&run=github-4242-1", "?view=flaky", "?view=tree&open=unit"];
   const found = [];
   for (const scheme of ["light", "dark"]) {
     await page.emulateMedia({ colorScheme: scheme });

@@ -215,6 +215,13 @@ export function navigate(state) {
   return go("/?" + new URLSearchParams(state).toString());
 }
 
+/** Changes the address to `state` and builds its view in place: the focus stays where it was
+ * (a tree's node opened), not on the heading. */
+export function update(state) {
+  history.pushState(null, "", "/?" + new URLSearchParams(state).toString());
+  return renderView();
+}
+
 /** The browser went back or forward: the view of the address it went to. */
 export function wentBack() {
   navigated = true;

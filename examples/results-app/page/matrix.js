@@ -48,6 +48,14 @@ export async function matrixView(state) {
   const head = h("tr", {}, h("th", { scope: "col" }, "platform / runtime"), h("th", { scope: "col" }, "newest run"),
     columns.map((c) => h("th", { scope: "col", "data-group": c.group },
       c.group ? link({ ...state, group: c.group }, `${c.name}/… (${c.suites.length})`) : c.name)));
+  // Which runtimes run each suite (on some pair shown).
+  const runtimesOf = new Map();
+  for (const row of rows) {
+    for (const suite of Object.keys(row.cells || {})) {
+      if (!runtimesOf.has(suite)) runtimesOf.set(suite, new Set());
+      runtimesOf.get(suite).add(row.browser);
+    }
+  }
   const body = rows.map((row) => {
     const label = h("th", { scope: "row" }, link({ view: "pair", platform: row.platform, browser: row.browser }, pair(row)));
     const run = h("td", {}, link({ view: "run", key: row.key }, row.version || "?"), " · ", when(row.time),
@@ -65,6 +73,10 @@ export async function matrixView(state) {
       // A class's count opens the run at the tests it counts (a flaky pass among them).
       const classes = Object.entries((c && c.classes) || {}).map(([name, n]) =>
         link({ view: "run", key: row.key, ...which, class: name }, h("span", { class: "badge", "data-class": name, title: data.rules[name] }, `${n} ${name}`)));
+      // A suite no run of this runtime has is not this row's to run: blank, not "not run".
+      if (!c && !col.suites.some((suite) => (runtimesOf.get(suite) || new Set()).has(row.browser))) {
+        return h("td", { class: "cell none", "data-suite": col.name, title: `${row.browser} has no such suite` }, "");
+      }
       return h("td", { class: `cell ${verdict(c)}`, "data-suite": col.name },
         c ? link(tests, counts(c)) : h("span", {}, "not run"), classes);
     });
@@ -84,8 +96,9 @@ export async function matrixView(state) {
         : `No pair has a run${data.branch ? ` on ${data.branch}` : ""} that passes the filters.`)
       // The table scrolls, not the page: its header row and first column stay in view.
       : h("div", { class: "scroll" }, h("table", { id: "matrix" }, h("thead", {}, head), h("tbody", {}, body))),
-    columns.some((c) => c.group) ? h("p", { class: "note" },
-      `${suites.length} suites, grouped by their first word; a group's heading opens it.`) : null,
+    columns.some((c) => c.group) ? h("p", { class: "note", id: "offer-tree" },
+      `${suites.length} suites, grouped by their first word; a group's heading opens it. `,
+      link({ view: "tree", ...(state.branch ? { branch: state.branch } : {}) }, "See them down the side, with the pairs across")) : null,
     data.rows.length ? legend(data.rules) : null,
   );
   performance.mark("matrix-rendered");

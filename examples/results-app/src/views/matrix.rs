@@ -11,13 +11,7 @@ impl Viewer {
     /// for the classes, whichever are shown.
     pub fn matrix(&self, filter: &MatrixFilter) -> View<MatrixView> {
         self.view(|db| {
-            let every = self.newest(db)?;
-            let branch = self.on_branch(filter.branch.as_deref(), &every)?;
-            let newest = match (&branch, &every.on_default) {
-                (None, _) => every.clone(),
-                (Some(branch), Some(on_default)) if branch.default => on_default.clone(),
-                (Some(branch), _) => Arc::new(self.newest_on(db, &every, branch)?),
-            };
+            let (every, branch, newest) = self.shown_newest(db, filter.branch.as_deref())?;
             let Newest { pairs, runs, seen, .. } = &*newest;
             let weighed = Pairs::new(seen);
             let default = every.default_branch.as_deref();
@@ -98,6 +92,23 @@ impl Viewer {
                 rules: Rules,
             })
         })
+    }
+
+    /// Every pair's newest runs, those on `asked` (a branch, `*` for any, none for the default
+    /// one): with every branch's, and the branch they are on.
+    pub(super) fn shown_newest(
+        &self,
+        db: &Cache,
+        asked: Option<&str>,
+    ) -> AppResult<(Arc<Newest>, Option<branches::OnBranch>, Arc<Newest>)> {
+        let every = self.newest(db)?;
+        let branch = self.on_branch(asked, &every)?;
+        let newest = match (&branch, &every.on_default) {
+            (None, _) => every.clone(),
+            (Some(branch), Some(on_default)) if branch.default => on_default.clone(),
+            (Some(branch), _) => Arc::new(self.newest_on(db, &every, branch)?),
+        };
+        Ok((every, branch, newest))
     }
 
     /// A pair's runs, newest first, [`PAGE`] at a time after the run `after` (paged by key),

@@ -26,6 +26,7 @@ pub(crate) mod shapes;
 mod test_page;
 #[cfg(test)]
 pub(crate) mod tests;
+mod tree;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;

@@ -229,7 +229,7 @@ pub struct Counts {
 }
 
 /// A matrix cell: one suite's counts in a run, and how many of its tests fall in each class.
-#[derive(Serialize, Default)]
+#[derive(Serialize, Default, Clone)]
 pub struct Cell {
     pub passed: u64,
     pub failed: u64,
@@ -299,6 +299,42 @@ pub struct MatrixView {
     #[serde(rename = "defaultBranch")]
     pub default_branch: Option<String>,
     pub rules: Rules,
+}
+
+/// Tests down the side: the pairs across, the suite tree's shown nodes down.
+#[derive(Serialize)]
+pub struct TreeView {
+    pub pairs: Vec<TreeColumn>,
+    pub nodes: Vec<TreeNode>,
+    /// The nodes asked open.
+    pub open: Vec<String>,
+    pub branch: Option<String>,
+    /// Suites in all.
+    pub suites: usize,
+    pub rules: Rules,
+}
+
+/// A pair across the tree, with its newest run.
+#[derive(Serialize)]
+pub struct TreeColumn {
+    pub platform: String,
+    pub browser: String,
+    pub key: String,
+}
+
+/// A row of the tree: a part of suites' names (`unit`, then `unit/crud`), a suite, or a test
+/// of an open suite; its cell on each pair (none where the pair runs nothing under it).
+#[derive(Serialize)]
+pub struct TreeNode {
+    /// The node's path: a suite's name or a part of it; a test's is `suite › name`.
+    pub path: String,
+    pub name: String,
+    pub depth: usize,
+    /// The suite it is, or whose test it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suite: Option<String>,
+    pub opens: bool,
+    pub cells: Vec<Option<Cell>>,
 }
 
 /// A pair's runs, a page of them, with the tests flaky among them.

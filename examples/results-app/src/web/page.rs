@@ -23,11 +23,12 @@ use crate::report::summary::{summarize, Format, Subject, Summary};
 use crate::views::filter::MatrixFilter;
 use crate::views::shapes::{
     CiRunView, CommitView, DiffView, LatestView, MatrixView, PairHistoryView, RunView, SearchView, TestPageView,
+    TreeView,
 };
 use crate::views::{View, Viewer};
 
 /// The page's own files, served as they are.
-const ASSETS: [(&str, &str, &str); 8] = [
+const ASSETS: [(&str, &str, &str); 9] = [
     ("/", "text/html; charset=utf-8", include_str!("../../page/index.html")),
     // The script's modules: the router, the helpers every view shares, and the views.
     ("/app.js", "text/javascript; charset=utf-8", include_str!("../../page/app.js")),
@@ -35,6 +36,7 @@ const ASSETS: [(&str, &str, &str); 8] = [
     ("/matrix.js", "text/javascript; charset=utf-8", include_str!("../../page/matrix.js")),
     ("/runs.js", "text/javascript; charset=utf-8", include_str!("../../page/runs.js")),
     ("/tests.js", "text/javascript; charset=utf-8", include_str!("../../page/tests.js")),
+    ("/tree.js", "text/javascript; charset=utf-8", include_str!("../../page/tree.js")),
     ("/app.css", "text/css; charset=utf-8", include_str!("../../page/app.css")),
     // Named by the page, so that a browser does not ask for /favicon.ico (a 404 on every load).
     ("/favicon.svg", "image/svg+xml", include_str!("../../page/favicon.svg")),
@@ -55,6 +57,7 @@ pub fn router(viewer: Arc<Viewer>, tokens: Arc<[Token]>) -> Router {
     let limiter = Arc::new(Limiter::new(VIEWS_PER_MINUTE, VIEW_BURST));
     let api = Router::new()
         .route("/api/matrix", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, matrix, q)))
+        .route("/api/tree", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, tree, q)))
         .route("/api/history", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, history, q)))
         .route("/api/latest", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, latest, q)))
         .route("/api/run", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, run, q)))
@@ -124,6 +127,13 @@ fn matrix(v: &Viewer, q: &Params) -> View<MatrixView> {
 
 fn ci_run(v: &Viewer, q: &Params) -> View<CiRunView> {
     v.ci_run_page(required(q, "run")?)
+}
+
+/// Tests down the side: `open` names the nodes opened, joined by newlines.
+fn tree(v: &Viewer, q: &Params) -> View<TreeView> {
+    let open: Vec<String> =
+        q.get("open").map(|o| o.split('\n').filter(|p| !p.is_empty()).map(String::from).collect()).unwrap_or_default();
+    v.tree(&open, q.get("branch").map(String::as_str).filter(|b| !b.is_empty()))
 }
 
 fn history(v: &Viewer, q: &Params) -> View<PairHistoryView> {
