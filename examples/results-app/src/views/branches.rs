@@ -106,9 +106,7 @@ impl Viewer {
                 runs[i] = branch.pick(&found);
             }
         }
-        let seen = runs.iter().map(|runs| runs.iter().map(seen).collect()).collect();
-        let default_branch = newest.default_branch.clone();
-        Ok(Newest { pairs: newest.pairs.clone(), runs, seen, default_branch, on_default: None })
+        Ok(Newest::new(newest.pairs.clone(), runs, newest.default_branch.clone()))
     }
 }
 

@@ -14,15 +14,14 @@ impl Viewer {
             let (every, branch, newest) = self.shown_newest(db, filter.branch.as_deref())?;
             let Newest { pairs, runs, seen, .. } = &*newest;
             let weighed = Pairs::new(seen);
-            let default = every.default_branch.as_deref();
             // A row's cells weigh its tests against the pair's runs before it and every pair's,
             // as a run's page does: worked out for the rows shown only, unless the filter reads
             // them.
             let with_cells = |i: usize, row: &mut RunRow| -> AppResult<()> {
-                let newest = &runs[i][0];
-                if !newest.digests.is_empty() {
-                    let (earlier, _) = weighed_before(db, newest, default)?;
-                    row.cells = Some(cells(&newest.digests, &seen[i][0], &evidence(&earlier, &weighed)));
+                let newest_run = &runs[i][0];
+                if !newest_run.digests.is_empty() {
+                    let earlier = newest.before(db, i)?;
+                    row.cells = Some(cells(&newest_run.digests, &seen[i][0], &evidence(&earlier, &weighed)));
                 }
                 Ok(())
             };

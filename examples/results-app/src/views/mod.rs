@@ -96,6 +96,28 @@ struct Newest {
     /// home view's, worked out once with these.
     default_branch: Option<String>,
     on_default: Option<Arc<Newest>>,
+    /// Per pair, the runs its newest is weighed against ([`weighed_before`]), once worked out:
+    /// a warm matrix does not read them again.
+    before: Mutex<Vec<Option<Arc<Vec<Seen>>>>>,
+}
+
+impl Newest {
+    fn new(pairs: Vec<(String, String)>, runs: Vec<Vec<Digested>>, default_branch: Option<String>) -> Newest {
+        let seen = runs.iter().map(|runs| runs.iter().map(seen).collect()).collect();
+        let before = Mutex::new(vec![None; pairs.len()]);
+        Newest { pairs, runs, seen, default_branch, on_default: None, before }
+    }
+
+    /// The runs pair `i`'s newest run is weighed against (see [`weighed_before`]).
+    fn before(&self, db: &Cache, i: usize) -> AppResult<Arc<Vec<Seen>>> {
+        if let Some(kept) = self.before.lock().unwrap_or_else(|p| p.into_inner())[i].clone() {
+            return Ok(kept);
+        }
+        let (earlier, _) = weighed_before(db, &self.runs[i][0], self.default_branch.as_deref())?;
+        let earlier = Arc::new(earlier);
+        self.before.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(earlier.clone());
+        Ok(earlier)
+    }
 }
 
 /// How long a run found missing is answered from memory.
@@ -206,9 +228,8 @@ impl Viewer {
             return Ok(newest.clone());
         }
         let runs = newest_digested(db, &pairs, BROKEN_RUNS)?;
-        let seen = runs.iter().map(|runs| runs.iter().map(seen).collect()).collect();
         let default_branch = self.find_default_branch(db, &pairs, &runs)?;
-        let mut newest = Newest { pairs, runs, seen, default_branch, on_default: None };
+        let mut newest = Newest::new(pairs, runs, default_branch);
         if let Some(name) = newest.default_branch.clone() {
             let on_default = self.newest_on(db, &newest, &branches::OnBranch { name, default: true, base: None })?;
             newest.on_default = Some(Arc::new(on_default));

@@ -135,12 +135,19 @@ pub(crate) fn evidence<'e, 'a>(earlier: &'a [Seen], pairs: &'e Pairs<'a>) -> Evi
     Evidence { earlier: earlier.iter().collect(), pairs }
 }
 
-/// A failure's first line that says something, clipped to `most` characters.
+/// A failure's first line that says something, clipped to `most` characters. A line that
+/// ends in `:` says what follows (node's "Expected values to be strictly equal:", then
+/// "1 !== 2"): the next line that says something is joined to it.
 pub fn first_line(message: &str, most: usize) -> String {
-    let line = message.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or_default();
+    let mut lines = message.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or_default();
+    let line = match lines.next().filter(|_| first.ends_with(':')) {
+        Some(next) => format!("{first} {next}"),
+        None => first.to_string(),
+    };
     match line.char_indices().nth(most) {
         Some((end, _)) => format!("{}…", &line[..end]),
-        None => line.to_string(),
+        None => line,
     }
 }
 
@@ -221,6 +228,19 @@ mod tests {
                 .unwrap();
         assert_eq!(cells["crud"]["passed"], 2);
         assert_eq!(cells["sql"]["failed"], 1);
+    }
+
+    /// A failure's line for a list: the first that says something, with what its colon
+    /// announces, clipped.
+    #[test]
+    fn a_failure_is_quoted_by_its_first_line() {
+        assert_eq!(first_line("\n  expected 2\n  got 3", 100), "expected 2");
+        assert_eq!(
+            first_line("Expected values to be strictly equal:\n\n1 !== 2\n", 100),
+            "Expected values to be strictly equal: 1 !== 2"
+        );
+        assert_eq!(first_line("abcdef", 3), "abc…");
+        assert_eq!(first_line("", 3), "");
     }
 
     /// Flaky is keyed on the commit: a test broken at one commit and fixed at the next is not

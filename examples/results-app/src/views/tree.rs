@@ -17,10 +17,9 @@ impl Viewer {
             return Err(AppError::bad("open names up to 200 nodes, each 1 to 4096 bytes"));
         }
         self.view(|db| {
-            let (every, branch, newest) = self.shown_newest(db, branch)?;
-            let Newest { pairs, runs, seen, .. } = &*newest;
+            let (_, branch, shown) = self.shown_newest(db, branch)?;
+            let Newest { pairs, runs, seen, .. } = &*shown;
             let weighed = Pairs::new(seen);
-            let default = every.default_branch.as_deref();
             let mut columns: Vec<Column> = Vec::new();
             let mut suite_cells: Vec<BTreeMap<String, Cell>> = Vec::new();
             for (i, (platform, browser)) in pairs.iter().enumerate() {
@@ -28,7 +27,7 @@ impl Viewer {
                 if columns.len() == COLUMNS {
                     break;
                 }
-                let (earlier, _) = weighed_before(db, newest, default)?;
+                let earlier = shown.before(db, i)?;
                 suite_cells.push(cells(&newest.digests, &seen[i][0], &evidence(&earlier, &weighed)));
                 let shown =
                     TreeColumn { platform: platform.clone(), browser: browser.clone(), key: newest.key.clone() };
@@ -86,7 +85,7 @@ impl Viewer {
 struct Column {
     shown: TreeColumn,
     at: usize,
-    earlier: Vec<Seen>,
+    earlier: Arc<Vec<Seen>>,
 }
 
 /// Suite `suite`'s tests on each of `columns` (their newest runs, read whole), a node each,
