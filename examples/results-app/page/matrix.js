@@ -48,14 +48,8 @@ export async function matrixView(state) {
   const head = h("tr", {}, h("th", { scope: "col" }, "platform / runtime"), h("th", { scope: "col" }, "newest run"),
     columns.map((c) => h("th", { scope: "col", "data-group": c.group },
       c.group ? link({ ...state, group: c.group }, `${c.name}/… (${c.suites.length})`) : c.name)));
-  // Which runtimes run each suite (on some pair shown).
-  const runtimesOf = new Map();
-  for (const row of rows) {
-    for (const suite of Object.keys(row.cells || {})) {
-      if (!runtimesOf.has(suite)) runtimesOf.set(suite, new Set());
-      runtimesOf.get(suite).add(row.browser);
-    }
-  }
+  // Which runtimes run each suite, on any pair (the server's word).
+  const runtimesOf = new Map(Object.entries(data.runtimes || {}).map(([suite, names]) => [suite, new Set(names)]));
   const body = rows.map((row) => {
     const label = h("th", { scope: "row" }, link({ view: "pair", platform: row.platform, browser: row.browser }, pair(row)));
     const run = h("td", {}, link({ view: "run", key: row.key }, row.version || "?"), " · ", when(row.time),

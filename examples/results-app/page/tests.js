@@ -125,19 +125,15 @@ export function covered(entry, c, passes) {
     ran === 0 ? ": not run here" : `: passed ${passes(c)} of ${ran}`);
 }
 
-
-
-// ----- routing ------------------------------------------------------------------------------
-
 /** The flaky tests across every pair, the most often flaky first: each with its flake rate,
- * the pairs it flaked on (each opening the newest run that shows it) and since when. */
+ * the pairs it flaked on (each opening the newest run whose page marks it flaky) and since when. */
 export async function flakyView() {
   const data = await api("flaky");
   const percent = (x) => `${Math.round(x * 1000) / 10}%`;
   show(h("h2", {}, "Flaky tests"),
-    h("p", { class: "note" }, `A run shows a test flaky when the test passed there on a retry, or failed there at a commit where it also passed ` +
-      `(at a version where runs name no commit): the one rule of every view, over each pair's newest ${data.window} runs. ` +
-      "Its flake rate is those runs over the runs that ran it."),
+    h("p", { class: "note" }, `A test flaked in a run where it passed on a retry, or failed at a commit where it also passed ` +
+      `(at a version where runs name no commit), by the one rule of every view, over each pair's newest ${data.window} runs (any branch). ` +
+      "Its flake rate is those runs over the runs that ran it; each pair opens the newest run whose page marks it flaky."),
     data.tests.length === 0 ? h("p", { class: "note" }, "No test is flaky in these runs.")
       : h("table", { id: "flaky-tests" },
         h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "test"), h("th", { scope: "col" }, "flake rate"),

@@ -34,7 +34,8 @@ export async function treeView(state) {
       const text = node.opens ? `${c.passed} / ${total}` : c.failed ? "failed" : c.passed ? "passed" : "skipped";
       const marks = Object.entries(c.classes || {}).map(([name, n]) =>
         h("abbr", { class: "mark", "data-class": name, title: `${n} ${name}: ${data.rules[name]}` }, MARKS[name] || name));
-      const where = node.opens ? { suite: node.suite || undefined, group: node.suite ? undefined : node.path } : { suite: node.suite };
+      // A node's cell counts the suites under it (its own too): the run opens at that group.
+      const where = node.opens ? { group: node.path } : { suite: node.suite };
       return h("td", { class: `cell ${verdict(c)}` }, link({ view: "run", key: column.key, ...where }, text), marks);
     });
     return h("tr", { "data-path": node.path, "data-depth": String(node.depth) },
@@ -43,6 +44,7 @@ export async function treeView(state) {
   show(h("h2", {}, "Tests down the side", data.branch ? ` on ${data.branch}` : ""),
     h("p", { class: "note" }, "Suites by the parts of their names, then their tests; a pair's cell is its newest run's passed and total tests there, ",
       "blank where the pair runs nothing of it. ", link({ view: "matrix", ...(state.branch ? { branch: state.branch } : {}) }, "The matrix")),
+    data.morePairs ? h("p", { class: "note" }, `The first ${data.pairs.length} pairs are shown across; ${data.morePairs} more are not.`) : null,
     h("div", { class: "scroll" }, h("table", { id: "tree" }, h("thead", {}, head), h("tbody", {}, rows))),
     h("dl", { class: "legend", "aria-label": "marks and their rules" },
       Object.entries(MARKS).map(([name, mark]) => [h("dt", {}, h("abbr", { class: "mark" }, mark)), h("dd", {}, `${name}: ${data.rules[name]}`)])));

@@ -67,22 +67,31 @@ pub struct Listed {
     pub line: Option<String>,
 }
 
-/// Tests listed once each, with the pairs they were seen on, in the order first met.
+/// Tests listed once each, with the pairs they were seen on (each once) and every mark they
+/// had on any of them, in the order first met.
 pub fn grouped(tests: Vec<Listed>) -> Vec<Listed> {
     let mut out: Vec<Listed> = Vec::new();
     let mut at = std::collections::HashMap::new();
     for test in tests {
-        let key = (test.suite.clone(), test.name.clone(), test.marks.clone());
-        match at.get(&key) {
+        match at.get(&(test.suite.clone(), test.name.clone())) {
             Some(&i) => {
                 let listed: &mut Listed = &mut out[i];
-                listed.pairs.extend(test.pairs);
+                for pair in test.pairs {
+                    if !listed.pairs.contains(&pair) {
+                        listed.pairs.push(pair);
+                    }
+                }
+                for mark in test.marks {
+                    if !listed.marks.contains(&mark) {
+                        listed.marks.push(mark);
+                    }
+                }
                 if listed.line.is_none() {
                     listed.line = test.line;
                 }
             }
             None => {
-                at.insert(key, out.len());
+                at.insert((test.suite.clone(), test.name.clone()), out.len());
                 out.push(test);
             }
         }
@@ -156,8 +165,8 @@ pub fn markdown(parts: &Parts, page: Option<&str>) -> String {
     }
     // The tail is written last but its room is kept from the start.
     let mut tail = String::new();
-    if let Some(page) = page {
-        tail.push_str(&format!("[The results page]({})\n\n", url(page).unwrap_or_default()));
+    if let Some(link) = page.and_then(url) {
+        tail.push_str(&format!("[The results page]({link})\n\n"));
     }
     // The cost line is the app's own words: no text from the bucket in it.
     tail.push_str(&format!("<sub>{}</sub>\n", parts.cost));
@@ -226,11 +235,14 @@ fn markdown_section(budget: &mut Budget, section: &Section) {
     let mut folded = false;
     for (i, test) in tests.iter().enumerate().take(LISTED_MARKDOWN) {
         if i == open {
-            folded = true;
             let what = if open == 0 { "The list".to_string() } else { format!("{} more", tests.len() - open) };
-            budget.push(&format!("<details><summary>{what}</summary>\n\n"), CLOSING);
+            folded = budget.push(&format!("<details><summary>{what}</summary>\n\n"), CLOSING);
+            if !folded {
+                budget.push(&format!("- and {} more on the results page\n", tests.len() - i), 0);
+                break;
+            }
         }
-        let mut line = format!("- {}", md(&test.label()));
+        let mut line = format!("- {}", list_item(&md(&test.label())));
         if !test.pairs.is_empty() {
             line.push_str(&format!(" · {}", md(&some_of(&test.pairs, 20))));
         }
@@ -247,6 +259,19 @@ fn markdown_section(budget: &mut Budget, section: &Section) {
         }
     }
     budget.push(if folded { "\n</details>\n\n" } else { "\n" }, 0);
+}
+
+/// Text that begins a list item kept as text: a leading `-`, `+` or `=` (a nested list, a rule
+/// or a heading's underline) or `1.`/`1)` (an ordered list) escaped.
+pub(crate) fn list_item(text: &str) -> String {
+    if text.starts_with(['-', '+', '=']) {
+        return format!("\\{text}");
+    }
+    let digits = text.bytes().take_while(u8::is_ascii_digit).count();
+    match text.as_bytes().get(digits) {
+        Some(b'.' | b')') if digits > 0 => format!("{}\\{}", &text[..digits], &text[digits..]),
+        _ => text.to_string(),
+    }
 }
 
 /// "Commit 0123456789ab on main · [CI run](…)", from what the runs name.

@@ -275,6 +275,23 @@ mod tests {
         assert!(out.ends_with("<sub>This summary cost 3 bucket requests (2 GET, 1 LIST).</sub>\n"), "{out}");
     }
 
+    /// A test failing on two pairs is listed once, its marks merged; a name that would begin a
+    /// nested list or an ordered one stays text; a --page that is not http(s) is no link.
+    #[test]
+    fn one_entry_per_test_and_names_stay_text() {
+        let mut view = failing_everywhere(2, 1);
+        view.view.runs[1].detail.as_mut().unwrap().tests[0].classes.clear();
+        view.view.runs[0].detail.as_mut().unwrap().tests[0].suite = "- 1. x".into();
+        view.view.runs[1].detail.as_mut().unwrap().tests[0].suite = "- 1. x".into();
+        let out = of_run(&view, &Quarantine::default(), 0, Some("file:///tmp/page"), Format::Markdown);
+        assert!(
+            out.contains("**Failures** (1)\n\n- \\- 1. x › test 0 \\[new failure\\] · os0 / gcc, os1 / gcc: "),
+            "{out}"
+        );
+        assert!(!out.contains("results page]"), "{out}");
+        assert_eq!(crate::report::render::list_item("12) a"), "12\\) a");
+    }
+
     /// Nothing a test's text holds becomes a mention, an issue link, a link or math.
     #[test]
     fn markdown_text_stays_text() {

@@ -10,8 +10,9 @@ const LISTED: usize = 200;
 impl Viewer {
     /// Every test flaky in some pair's window (its newest run and the [`PAGE`] before it), by
     /// the runs' digests; each with, per pair, the runs that ran it and those that show it
-    /// flaky; its flake rate over all of them and since when. A test's name is read from the
-    /// newest run that shows it (one GET per such run, cached for good).
+    /// flaked (failed at a commit where it also passed, or passed on a retry); its flake rate
+    /// over all of them and since when; and per pair the newest run whose page marks it flaky.
+    /// A test's name is read from that run (one GET per such run, cached for good).
     pub fn flaky_tests(&self) -> View<FlakyListView> {
         self.view(|db| {
             let pairs = all_pairs(db)?;
@@ -21,7 +22,7 @@ impl Viewer {
             for ((platform, browser), runs) in pairs.iter().zip(&windows) {
                 let window: Vec<Seen> = runs.iter().map(seen).collect();
                 for f in flaked(&window) {
-                    let (newest, oldest) = (&runs[f.runs[0]], &runs[f.runs[f.runs.len() - 1]]);
+                    let (marked, oldest) = (&runs[f.marked], &runs[f.runs[f.runs.len() - 1]]);
                     let key = (f.suite.clone(), f.id);
                     if let Some(at) = started(oldest) {
                         let first = since.entry(key.clone()).or_insert(at);
@@ -31,7 +32,7 @@ impl Viewer {
                         pair: format!("{platform}/{browser}"),
                         ran: f.ran,
                         flaky: f.runs.len(),
-                        run: newest.key.clone(),
+                        run: marked.key.clone(),
                     });
                 }
             }

@@ -70,6 +70,15 @@ impl Viewer {
                 .flat_map(|d| d.suites.iter().map(|s| s.name.clone()))
                 .collect();
             sort_suites(&mut suites);
+            let mut runtimes: BTreeMap<String, std::collections::BTreeSet<String>> =
+                suites.iter().map(|s| (s.clone(), Default::default())).collect();
+            for ((_, browser), runs) in pairs.iter().zip(runs) {
+                for suite in runs.iter().take(1).flat_map(|r| &r.digests).flat_map(|d| &d.suites) {
+                    if let Some(has) = runtimes.get_mut(&suite.name) {
+                        has.insert(browser.clone());
+                    }
+                }
+            }
             let distinct = |f: fn(&(String, String)) -> &String| {
                 let mut values: Vec<String> = pairs.iter().map(f).cloned().collect();
                 values.sort();
@@ -85,6 +94,7 @@ impl Viewer {
                 platforms: distinct(|p| &p.0),
                 browsers: distinct(|p| &p.1),
                 labels: variants,
+                runtimes,
                 branches: branches::branches(&every, every.default_branch.as_deref()),
                 branch: branch.map(|b| b.name),
                 default_branch: every.default_branch.clone(),

@@ -47,30 +47,33 @@ impl Viewer {
         let Costed { view, cost } = self.ci_run(id)?;
         let run = view.run.unwrap_or_default();
         let (mut failures, mut flaky) = (Vec::<FailingTest>::new(), Vec::<FailingTest>::new());
+        // Each test's place in its list, so that a test on many pairs is found at once.
+        let mut at: HashMap<(bool, String, String), usize> = HashMap::new();
         for each in &view.runs {
             let pair = format!("{}/{}", each.row.platform, each.row.browser);
             for test in each.detail.iter().flat_map(|d| &d.tests) {
                 let is_flaky = test.classes.iter().any(|c| c.class == Verdict::Flaky);
-                let list = match test.status {
-                    Status::Failed => &mut failures,
-                    _ if is_flaky => &mut flaky,
-                    _ => continue,
-                };
-                let at = match list.iter().position(|t| t.suite == test.suite && t.name == test.name) {
-                    Some(at) => at,
-                    None => {
-                        list.push(FailingTest {
-                            suite: test.suite.clone(),
-                            name: test.name.clone(),
-                            pairs: vec![],
-                            classes: Default::default(),
-                            message: test.message.as_deref().map(|m| first_line(m, 300)),
-                        });
-                        list.len() - 1
-                    }
-                };
-                list[at].pairs.push((pair.clone(), each.row.key.clone()));
-                list[at].classes.extend(test.classes.iter().map(|c| c.class.name()));
+                let failed = test.status == Status::Failed;
+                if !failed && !is_flaky {
+                    continue;
+                }
+                let list = if failed { &mut failures } else { &mut flaky };
+                let place = *at.entry((failed, test.suite.clone(), test.name.clone())).or_insert_with(|| {
+                    list.push(FailingTest {
+                        suite: test.suite.clone(),
+                        name: test.name.clone(),
+                        pairs: vec![],
+                        classes: Default::default(),
+                        message: test.message.as_deref().map(|m| first_line(m, 300)),
+                    });
+                    list.len() - 1
+                });
+                let listed = &mut list[place];
+                // A test failing in two files of one run (two builds) names its pair once.
+                if listed.pairs.last().is_none_or(|(p, _)| *p != pair) {
+                    listed.pairs.push((pair.clone(), each.row.key.clone()));
+                }
+                listed.classes.extend(test.classes.iter().map(|c| c.class.name()));
             }
         }
         let rows = view.runs.into_iter().map(|each| each.row).collect();

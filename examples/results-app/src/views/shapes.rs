@@ -210,7 +210,8 @@ pub struct FlakyListed {
     pub pairs: Vec<FlakyOnPair>,
 }
 
-/// A flaky test on one pair: runs that ran it, runs that show it flaky, and the newest of those.
+/// A flaky test on one pair: runs that ran it, runs where it flaked, and the newest run whose
+/// page marks it flaky.
 #[derive(Serialize)]
 pub struct FlakyOnPair {
     pub pair: String,
@@ -291,6 +292,9 @@ pub struct MatrixView {
     pub browsers: Vec<String>,
     /// Build variants (`key=value`).
     pub labels: BTreeSet<String>,
+    /// Per suite of the rows shown, the runtimes whose newest runs (on any pair) have it: a
+    /// runtime without it has no such suite, rather than a run that did not run it.
+    pub runtimes: BTreeMap<String, BTreeSet<String>>,
     /// The branch whose runs are shown (none: any branch's newest), and the branches among
     /// every pair's newest runs with the default one.
     pub branch: Option<String>,
@@ -306,8 +310,9 @@ pub struct MatrixView {
 pub struct TreeView {
     pub pairs: Vec<TreeColumn>,
     pub nodes: Vec<TreeNode>,
-    /// The nodes asked open.
-    pub open: Vec<String>,
+    /// Pairs with runs beyond the most the tree shows across.
+    #[serde(rename = "morePairs")]
+    pub more_pairs: usize,
     pub branch: Option<String>,
     /// Suites in all.
     pub suites: usize,

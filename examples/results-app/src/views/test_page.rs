@@ -30,33 +30,42 @@ impl Viewer {
                 Some((platform, browser)) => vec![(platform.to_string(), browser.to_string())],
                 None => all_pairs(db)?,
             };
-            let window = if pair.is_some() { history::HISTORY_RUNS } else { PAGE + 1 };
-            let windows = newest_digested(db, &pairs, window)?;
+            // The figures weigh each pair's newest runs as the flaky list does; one pair's table
+            // and strip go back further.
+            let window = PAGE + 1;
+            let read = if pair.is_some() { history::HISTORY_RUNS } else { window };
+            let windows = newest_digested(db, &pairs, read)?;
             let id = digest::test_id(suite, name, 1);
             let mut on_pairs = Vec::new();
+            // Per pair listed, the newest run that ran the test's suite: read whole to see that
+            // the test is there (a digest names a suite's failed tests, not all of them).
+            let mut newest_ran: Vec<String> = Vec::new();
             let mut ran_in: Vec<&Digested> = Vec::new();
             for ((platform, browser), runs) in pairs.iter().zip(&windows) {
                 let seen: Vec<Seen> = runs.iter().map(seen).collect();
                 let outcomes: Vec<Option<Outcome>> =
                     seen.iter().map(|r| r.outcome(suite, id).filter(|o| o.is_outcome())).collect();
                 let ran: Vec<usize> = (0..runs.len()).filter(|i| outcomes[*i].is_some()).collect();
-                if ran.is_empty() {
+                let counted = runs.len().min(window);
+                let outcomes = &outcomes[..counted];
+                let ran_counted: Vec<usize> = ran.iter().copied().filter(|i| *i < counted).collect();
+                if ran_counted.is_empty() {
                     continue;
                 }
-                let outcomes = &outcomes;
                 let with = |status: Status| {
-                    ran.iter().copied().filter(move |i| outcomes[*i].is_some_and(|o| o.status == status))
+                    ran_counted.iter().copied().filter(move |i| outcomes[*i].is_some_and(|o| o.status == status))
                 };
-                let flaky = flaky_runs(&seen, outcomes).len();
+                let flaky = flaky_runs(&seen[..counted], outcomes).len();
                 on_pairs.push(TestOnPair {
                     pair: format!("{platform}/{browser}"),
-                    ran: ran.len(),
+                    ran: ran_counted.len(),
                     failed: with(Status::Failed).count(),
                     flaky,
-                    rate: flaky as f64 / ran.len() as f64,
+                    rate: flaky as f64 / ran_counted.len() as f64,
                     last_passed: with(Status::Passed).next().map(|i| runs[i].key.clone()),
                     first_failed: with(Status::Failed).next_back().map(|i| runs[i].key.clone()),
                 });
+                newest_ran.push(runs[ran_counted[0]].key.clone());
                 ran_in.extend(ran.iter().map(|i| &runs[*i]));
             }
             // The table: the newest runs that ran it, across pairs (run names sort newest first
@@ -64,11 +73,22 @@ impl Viewer {
             ran_in.sort_by_key(|d| std::cmp::Reverse(d.digests.iter().map(|x| x.start).max().unwrap_or(0)));
             ran_in.truncate(ROWS);
             // On one pair, every run of its window, for the history's strip ("not run" too).
-            let keys: Vec<String> = match pair {
+            let mut keys: Vec<String> = match pair {
                 Some(_) => windows.iter().flatten().map(|d| d.key.clone()).collect(),
                 None => ran_in.iter().map(|d| d.key.clone()).collect(),
             };
+            keys.extend(newest_ran.iter().filter(|k| !keys.contains(k)).cloned().collect::<Vec<_>>());
             let loaded = load_runs(db, &keys)?;
+            let holds = |key: &str| {
+                loaded
+                    .iter()
+                    .find(|l| l.key == key)
+                    .is_some_and(|l| l.tests().any(|(_, t)| t.suite == suite && t.name == name))
+            };
+            // A pair whose newest run of the suite lacks the test does not run it.
+            let kept: Vec<bool> = newest_ran.iter().map(|key| holds(key)).collect();
+            let mut kept_iter = kept.iter();
+            on_pairs.retain(|_| *kept_iter.next().unwrap_or(&true));
             let mut rows = Vec::new();
             let mut groups: BTreeMap<String, TestFailureGroup> = BTreeMap::new();
             let mut in_history = Vec::new();
@@ -107,6 +127,8 @@ impl Viewer {
                     duration,
                 });
             }
+            rows.sort_by_key(|r| std::cmp::Reverse(r.time));
+            rows.truncate(ROWS);
             let mut groups: Vec<TestFailureGroup> = groups.into_values().collect();
             groups.sort_by_key(|g| std::cmp::Reverse(g.runs));
             Ok(TestPageView {

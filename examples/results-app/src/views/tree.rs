@@ -22,10 +22,12 @@ impl Viewer {
             let weighed = Pairs::new(seen);
             let mut columns: Vec<Column> = Vec::new();
             let mut suite_cells: Vec<BTreeMap<String, Cell>> = Vec::new();
+            let mut more_pairs = 0;
             for (i, (platform, browser)) in pairs.iter().enumerate() {
                 let Some(newest) = runs[i].first().filter(|d| !d.digests.is_empty()) else { continue };
                 if columns.len() == COLUMNS {
-                    break;
+                    more_pairs += 1;
+                    continue;
                 }
                 let earlier = shown.before(db, i)?;
                 suite_cells.push(cells(&newest.digests, &seen[i][0], &evidence(&earlier, &weighed)));
@@ -34,28 +36,33 @@ impl Viewer {
                 columns.push(Column { shown, at: i, earlier });
             }
             let mut suites: Vec<&String> = suite_cells.iter().flat_map(BTreeMap::keys).collect();
-            suites.sort();
+            // By their parts, so that `api/users` comes right after `api` (before `api-v2`).
+            suites.sort_by(|a, b| a.split('/').cmp(b.split('/')));
             suites.dedup();
             let is_open = |path: &str| open.iter().any(|o| o == path);
             let mut nodes = Vec::new();
             let mut listed = std::collections::HashSet::new();
+            // Every column's newest run, read whole once if some suite's tests are shown.
+            let mut loaded: Option<Vec<Loaded>> = None;
             for suite in &suites {
                 // Each of the suite's path's prefixes, shown while every one above it is open.
                 let parts: Vec<&str> = suite.split('/').collect();
+                let mut shown = true;
                 for depth in 0..parts.len() {
                     let path = parts[..=depth].join("/");
                     if depth > 0 && !is_open(&parts[..depth].join("/")) {
+                        shown = false;
                         break;
                     }
                     if !listed.insert(path.clone()) {
                         continue;
                     }
-                    let under = |s: &str| s == path || s.starts_with(&format!("{path}/"));
-                    let is_suite = suites.iter().any(|s| **s == path);
+                    let below = format!("{path}/");
+                    let under = |s: &str| s == path || s.starts_with(&below);
                     nodes.push(TreeNode {
                         name: parts[depth].to_string(),
                         depth,
-                        suite: is_suite.then(|| path.clone()),
+                        suite: suites.iter().any(|s| **s == path).then(|| path.clone()),
                         opens: true,
                         cells: suite_cells
                             .iter()
@@ -64,14 +71,19 @@ impl Viewer {
                         path,
                     });
                 }
-                if is_open(suite) {
-                    nodes.extend(tests_of(db, suite, parts.len(), &columns, &weighed, seen)?);
+                if shown && is_open(suite) {
+                    if loaded.is_none() {
+                        let keys: Vec<String> = columns.iter().map(|c| c.shown.key.clone()).collect();
+                        loaded = Some(load_runs(db, &keys)?);
+                    }
+                    let runs = loaded.as_deref().unwrap_or_default();
+                    nodes.extend(tests_of(suite, parts.len(), &columns, runs, &weighed, seen));
                 }
             }
             Ok(TreeView {
                 pairs: columns.into_iter().map(|c| c.shown).collect(),
                 nodes,
-                open: open.to_vec(),
+                more_pairs,
                 branch: branch.map(|b| b.name),
                 suites: suites.len(),
                 rules: Rules,
@@ -91,15 +103,13 @@ struct Column {
 /// Suite `suite`'s tests on each of `columns` (their newest runs, read whole), a node each,
 /// with their classes as the run's page has them.
 fn tests_of(
-    db: &Cache,
     suite: &str,
     depth: usize,
     columns: &[Column],
+    loaded: &[Loaded],
     weighed: &Pairs,
     seen: &[Vec<Seen>],
-) -> AppResult<Vec<TreeNode>> {
-    let keys: Vec<String> = columns.iter().map(|c| c.shown.key.clone()).collect();
-    let loaded = load_runs(db, &keys)?;
+) -> Vec<TreeNode> {
     let mut tests: BTreeMap<String, Vec<Option<Cell>>> = BTreeMap::new();
     for (column, run) in loaded.iter().enumerate() {
         let Column { at, earlier, .. } = &columns[column];
@@ -123,7 +133,7 @@ fn tests_of(
             }
         }
     }
-    Ok(tests
+    tests
         .into_iter()
         .map(|(name, cells)| TreeNode {
             path: format!("{suite} › {name}"),
@@ -133,7 +143,7 @@ fn tests_of(
             opens: false,
             cells,
         })
-        .collect())
+        .collect()
 }
 
 /// The counts and classes of some suites' cells, summed; `None` when there are none.
