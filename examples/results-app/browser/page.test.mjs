@@ -162,10 +162,21 @@ test("flaky tests: a cell's class count opens the tests it counts, and the flaky
   await page.waitForSelector("#tests");
   assert.match(page.url(), /suite=cursor&class=flaky$/);
   assert.deepEqual(await page.$$eval("#tests tbody tr", (trs) => trs.map((tr) => tr.textContent.slice(0, 40))), ["cursorwalkflaky linux-x86_64/python-3.11"]);
+  // The team's CODEOWNERS, kept in the bucket: the list names each test's owners.
+  const codeowners = join(work.dir, "CODEOWNERS");
+  writeFileSync(codeowners, "* @org/everyone\ncursor @cursor-team\n");
+  const binary = process.env.OBJSTORE_RESULTS_BIN || join(root, "target/debug/objstore-results");
+  const set = spawnSync(binary, ["codeowners", "set", codeowners], { env: { ...process.env, OBJSTORE_RESULTS: `file://${join(work.dir, "bucket")}` } });
+  assert.equal(set.status, 0, String(set.stderr));
   await page.click('nav a:text-is("Flaky tests")');
   await page.waitForSelector("#flaky-tests");
   const row = '#flaky-tests tr[data-test="cursor › walk"]';
-  assert.match(await page.textContent(row), /^cursor › walk7\.7% \(2 of 26 runs\)linux-x86_64\/python-3\.11 2 of 26\d+ (s|min) ago$/);
+  assert.match(await page.textContent(row), /^cursor › walk7\.7% \(2 of 26 runs\)linux-x86_64\/python-3\.11 2 of 26\d+ (s|min) ago@cursor-team$/);
+  await page.selectOption('select[name="owner"]', "@org/everyone");
+  await page.waitForFunction(() => location.search.includes("owner=%40org%2Feveryone"));
+  await page.waitForSelector(`${row}`, { state: "detached" });
+  await page.selectOption('select[name="owner"]', "@cursor-team");
+  await page.waitForSelector(row);
   // The pair opens the newest run whose page marks it flaky: the newest, where it passed.
   await page.click(`${row} td a`);
   await page.waitForSelector("#tests");

@@ -1,4 +1,4 @@
-import { api, counts, h, link, ms, navigate, pair, shellQuoted, show, testLink, verdict, when } from "./core.js";
+import { api, counts, filterBar, h, link, ms, navigate, pair, shellQuoted, show, testLink, verdict, when } from "./core.js";
 import { classedLink } from "./runs.js";
 
 export async function failuresView() {
@@ -8,7 +8,7 @@ export async function failuresView() {
     data.groups.length === 0 ? h("p", { class: "note" }, "No failures in the newest runs.")
       : h("ol", { id: "failures" }, data.groups.map((g) => h("li", { class: "group", "data-fingerprint": g.fingerprint },
         h("p", {}, h("strong", {}, `${g.pairs.length} pair${g.pairs.length === 1 ? "" : "s"}, ${g.tests.length} test${g.tests.length === 1 ? "" : "s"}`),
-          " · ", g.pairs.join(", ")),
+          " · ", g.pairs.join(", "), g.owners.length ? h("span", { class: "owners" }, ` · owners ${g.owners.join(", ")}`) : null),
         h("pre", { class: "message" }, g.message),
         h("p", { class: "muted" }, "grouped as: ", h("code", {}, g.text)),
         h("ul", {}, g.tests.map((t) => h("li", {}, link({ view: "run", key: t.run, suite: t.suite, status: "failed" }, t.pair),
@@ -26,6 +26,7 @@ export async function testView(state) {
   show(h("h2", {}, `${t.suite} › ${t.name}`),
     h("p", {}, t.pair ? [`On ${t.pair.replace("/", " / ")} (its last ${t.window} runs) · `, testLink(t.suite, t.name, null, "on every pair")]
       : `On every pair that runs it, over each pair's last ${t.window} runs.`),
+    t.owners.length ? h("p", { class: "owners" }, `Owners: ${t.owners.join(", ")}`) : null,
     t.pairs.length === 0 ? h("p", { class: "note" }, "No run looked at ran this test.")
       : h("table", { id: "test-pairs" }, h("thead", {}, h("tr", {}, ["pair", "runs", "failed", "flake rate", "last passed", "first failed"].map((c) => h("th", { scope: "col" }, c)))),
         h("tbody", {}, t.pairs.map((p) => h("tr", { "data-pair": p.pair },
@@ -127,23 +128,27 @@ export function covered(entry, c, passes) {
 
 /** The flaky tests across every pair, the most often flaky first: each with its flake rate,
  * the pairs it flaked on (each opening the newest run whose page marks it flaky) and since when. */
-export async function flakyView() {
+export async function flakyView(state) {
   const data = await api("flaky");
+  const owners = [...new Set(data.tests.flatMap((t) => t.owners))].sort();
+  const tests = state.owner ? data.tests.filter((t) => t.owners.includes(state.owner)) : data.tests;
   const percent = (x) => `${Math.round(x * 1000) / 10}%`;
   show(h("h2", {}, "Flaky tests"),
     h("p", { class: "note" }, `A test flaked in a run where it passed on a retry, or failed at a commit where it also passed ` +
       `(at a version where runs name no commit), by the one rule of every view, over each pair's newest ${data.window} runs (any branch). ` +
       "Its flake rate is those runs over the runs that ran it; each pair opens the newest run whose page marks it flaky."),
-    data.tests.length === 0 ? h("p", { class: "note" }, "No test is flaky in these runs.")
+    owners.length ? filterBar(state, [["owner", "owner", owners]]) : null,
+    tests.length === 0 ? h("p", { class: "note" }, state.owner ? `No flaky test is ${state.owner}'s.` : "No test is flaky in these runs.")
       : h("table", { id: "flaky-tests" },
         h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "test"), h("th", { scope: "col" }, "flake rate"),
-          h("th", { scope: "col" }, "pairs"), h("th", { scope: "col" }, "since"))),
-        h("tbody", {}, data.tests.map((t) => {
+          h("th", { scope: "col" }, "pairs"), h("th", { scope: "col" }, "since"), h("th", { scope: "col" }, "owners"))),
+        h("tbody", {}, tests.map((t) => {
           return h("tr", { "data-test": `${t.suite} › ${t.name}` },
             h("th", { scope: "row" }, testLink(t.suite, t.name)),
             h("td", {}, `${percent(t.rate)} (${t.flaky} of ${t.ran} runs)`),
             h("td", {}, t.pairs.map((p, i) => [i ? ", " : "", link({ view: "run", key: p.run, suite: t.suite, class: "flaky" }, p.pair), ` ${p.flaky} of ${p.ran}`])),
-            h("td", {}, typeof t.since === "number" ? when(t.since) : "—"));
+            h("td", {}, typeof t.since === "number" ? when(t.since) : "—"),
+            h("td", { class: "owners" }, t.owners.join(", ") || "—"));
         }))),
     data.more ? h("p", { class: "note" }, `The ${data.tests.length} most flaky are listed.`) : null);
 }

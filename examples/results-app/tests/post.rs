@@ -499,10 +499,11 @@ fn summary_of_a_run_and_of_a_commit() {
         md.contains("**Failures** (1)\n\n- crud › crud::put \\[new failure, divergent\\] · linux-x86\\_64 / c-gcc-13: expected 2, got 3\n"),
         "{md}"
     );
-    // A fresh cache: one listing, the run's anchor, one GET per pair at most, and the quarantine.
+    // A fresh cache: one listing, the run's anchor, one GET per pair at most, the quarantine and
+    // the CODEOWNERS.
     let cost = md.lines().last().unwrap();
     let gets: u64 = cost.split(" GET").next().unwrap().rsplit(['(', ' ']).next().unwrap().parse().unwrap();
-    assert!(cost.contains("LIST") && gets <= 1 + 2 + 1, "{cost}");
+    assert!(cost.contains("LIST") && gets <= 1 + 2 + 2, "{cost}");
 
     let (ok, text, err) = summary(&["--commit", "2222222", "--base", "1111111"]);
     assert!(ok, "{err}");

@@ -99,8 +99,20 @@ fn flaky_has_one_window_in_every_view() {
         succeeded(app(dir, &post).output().unwrap());
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
+    // The team's CODEOWNERS, kept in the bucket: a bad line is refused by its number.
+    let codeowners = dir.join("CODEOWNERS");
+    std::fs::write(&codeowners, "* @all\n[unclosed\n").unwrap();
+    let refused = app(dir, &["codeowners", "set", codeowners.to_str().unwrap()]).output().unwrap();
+    assert!(!refused.status.success() && String::from_utf8_lossy(&refused.stderr).contains("line 2"), "{refused:?}");
+    std::fs::write(&codeowners, "* @all\nwindow/ @window-team\nwindow @window-team\n").unwrap();
+    succeeded(app(dir, &["codeowners", "set", codeowners.to_str().unwrap()]).output().unwrap());
+    let owners = succeeded(app(dir, &["codeowners", "owners", "window", "src/x.rs"]).output().unwrap());
+    assert_eq!(owners, "window: @window-team\nsrc/x.rs: @all\n");
     let text = succeeded(app(dir, &["summary", "--run", "w3"]).output().unwrap());
-    assert!(text.contains("Flaky (1):\n  window › window::sometimes  on linux / rust\n"), "{text}");
+    assert!(
+        text.contains("Flaky (1):\n  window › window::sometimes  on linux / rust (owners @window-team)\n"),
+        "{text}"
+    );
     let page = Page::start(dir);
     let matrix = page.get("/api/matrix");
     let row = &matrix["rows"][0];
@@ -122,4 +134,7 @@ fn flaky_has_one_window_in_every_view() {
         "{list}"
     );
     assert_eq!(test["pairs"][0]["pair"], "linux/rust", "{list}");
+    assert_eq!(test["owners"], serde_json::json!(["@window-team"]), "{list}");
+    let page_of_test = page.get("/api/test?suite=window&name=window::sometimes");
+    assert_eq!(page_of_test["owners"], serde_json::json!(["@window-team"]), "{page_of_test}");
 }

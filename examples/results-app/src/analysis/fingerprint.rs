@@ -31,6 +31,7 @@ pub fn group<'a>(failures: impl IntoIterator<Item = Failure<'a>>) -> Vec<Failure
                 message,
                 pairs: BTreeSet::new(),
                 tests: Vec::new(),
+                owners: Vec::new(),
             }
         });
         group.pairs.insert(f.pair.clone());
@@ -142,6 +143,8 @@ pub struct FailureGroup {
     pub message: String,
     pub pairs: BTreeSet<String>,
     pub tests: Vec<PairTest>,
+    /// Who owns its tests (the team's CODEOWNERS, by the views).
+    pub owners: Vec<String>,
 }
 
 /// A test of a run of a pair (`platform/browser`).

@@ -1,6 +1,7 @@
 //! The commands, one file each: what each reads from its arguments and the environment, which
 //! rooms it calls, and what it prints. Any room may be called from here.
 
+mod codeowners;
 mod export;
 mod gate;
 mod matrix;
@@ -26,6 +27,7 @@ pub const USAGE: &str = "usage: objstore-results [--listen ADDR] [--cache PATH]
        objstore-results quarantine remove --suite S --name N [--pairs P/R]
        objstore-results quarantine list [--collector URL]
        objstore-results gate [--platform P] [--runtime R] [--suite S] [--collector URL] REPORT...
+       objstore-results codeowners set FILE | show | owners PATH...
        objstore-results --help";
 
 /// The value after `flag`, or an error that says it is missing.
@@ -96,7 +98,8 @@ pub const HELP: &str = "objstore-results: test results in a bucket, read back as
       divergent, broken, flaky, quarantined), flaky passes, newly failing and fixed tests
       against --base,
       and what the summary cost in bucket requests
-      (one listing and a GET per pair at most, beside the run's anchor and the quarantine).
+      (one listing and a GET per pair at most, beside the run's anchor, the quarantine and the
+      CODEOWNERS).
       --run ID           a CI run (default: OBJSTORE_RESULTS_RUN, else this CI run's id)
       --commit C         every pair's newest run at commit C (7 characters or more), compared
                          with its run at --base B when given
@@ -117,6 +120,11 @@ pub const HELP: &str = "objstore-results: test results in a bucket, read back as
       failures of each kind: for C and C++ harnesses, in place of the harness's own exit code
       when that counts only failed tests. The quarantine is read only when a test failed,
       from the bucket or through --collector URL (its /api/quarantine).
+  objstore-results codeowners set FILE | show | owners PATH...
+      The team's CODEOWNERS (GitHub's or GitLab's syntax), kept in the bucket (.codeowners):
+      the flaky list, top failures and a test's page name each test's owners, by its suite's
+      path (else its name's part before ::). set checks the file and replaces the one kept;
+      owners prints who owns each PATH.
 
 Where runs live (every command says which bucket it opened):
   OBJSTORE_RESULTS         file://DIR (default file://./results; objects in DIR/BUCKET/) or an S3
@@ -140,7 +148,8 @@ pub fn wants_help(args: &[String]) -> bool {
     match args {
         [only] => asks(only),
         [command, flag] => {
-            ["post", "serve", "matrix", "export", "summary", "quarantine", "gate"].contains(&command.as_str())
+            ["post", "serve", "matrix", "export", "summary", "quarantine", "gate", "codeowners"]
+                .contains(&command.as_str())
                 && flag != "help"
                 && asks(flag)
         }
@@ -158,6 +167,7 @@ pub fn dispatch(args: &[String]) -> AppResult<()> {
         Some((command, rest)) if command == "summary" => summary::run(rest),
         Some((command, rest)) if command == "quarantine" => quarantine::run(rest),
         Some((command, rest)) if command == "gate" => gate::run(rest),
+        Some((command, rest)) if command == "codeowners" => codeowners::run(rest),
         Some((command, _)) if !command.starts_with("--") => {
             Err(AppError::bad(format!("unknown command {command:?}\n{USAGE}")))
         }

@@ -57,7 +57,7 @@ pub fn run(args: &[String]) -> AppResult<()> {
                 by: by.or_else(who_is_adding),
             };
             entry.check()?;
-            let (q, _) = store::quarantine::edit(&target, |q| {
+            let (q, _) = store::documents::edit(&target, |q: &mut model::quarantine::Quarantine| {
                 q.add(entry.clone());
                 Ok(String::new())
             })?;
@@ -69,12 +69,14 @@ pub fn run(args: &[String]) -> AppResult<()> {
         }
         "remove" => {
             let (suite, name) = (needed("--suite", suite)?, needed("--name", name)?);
-            let (q, removed) = store::quarantine::edit(&target, |q| match q.remove(&suite, &name, pairs.as_deref()) {
-                0 => Err(AppError::bad(format!(
-                    "{suite} › {name} is not in the quarantine{}",
-                    pairs.as_ref().map(|p| format!(" for {p}")).unwrap_or_default()
-                ))),
-                n => Ok(format!("{n}")),
+            let (q, removed) = store::documents::edit(&target, |q: &mut model::quarantine::Quarantine| {
+                match q.remove(&suite, &name, pairs.as_deref()) {
+                    0 => Err(AppError::bad(format!(
+                        "{suite} › {name} is not in the quarantine{}",
+                        pairs.as_ref().map(|p| format!(" for {p}")).unwrap_or_default()
+                    ))),
+                    n => Ok(format!("{n}")),
+                }
             })?;
             eprintln!("objstore-results: {removed} entr{} removed", if removed == "1" { "y" } else { "ies" });
             print!("{}", quarantine_table(&q));

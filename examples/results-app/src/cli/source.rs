@@ -59,7 +59,7 @@ impl Source {
     /// The quarantine's entries (one GET of the bucket's, or of the collector's view).
     pub fn quarantine(&self) -> AppResult<Quarantine> {
         match self {
-            Source::Bucket(target) => Ok(store::quarantine::load(target)?.0),
+            Source::Bucket(target) => Ok(store::documents::load(target)?.0),
             Source::NoBucket(..) => Ok(Quarantine::default()),
             Source::Collector(url) => {
                 let view = get(url, "/api/quarantine", &[])?;

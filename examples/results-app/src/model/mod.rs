@@ -2,6 +2,7 @@
 //! digest in its name, whose a CI run is, reruns folded into their run, a test across runs and the quarantine's body. Every other room speaks
 //! these words; this room imports only the error and the clock.
 
+pub mod codeowners;
 pub mod digest;
 mod names;
 pub mod quarantine;

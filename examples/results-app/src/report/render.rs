@@ -65,6 +65,8 @@ pub struct Listed {
     pub marks: Vec<&'static str>,
     pub pairs: Vec<String>,
     pub line: Option<String>,
+    /// Who owns it (the team's CODEOWNERS), written without notifying anyone.
+    pub owners: Vec<String>,
 }
 
 /// Tests listed once each, with the pairs they were seen on (each once) and every mark they
@@ -246,6 +248,9 @@ fn markdown_section(budget: &mut Budget, section: &Section) {
         if !test.pairs.is_empty() {
             line.push_str(&format!(" · {}", md(&some_of(&test.pairs, 20))));
         }
+        if !test.owners.is_empty() {
+            line.push_str(&format!(" ({})", md(&format!("owners {}", some_of(&test.owners, 5)))));
+        }
         if let Some(first) = &test.line {
             line.push_str(&format!(": {}", md(first)));
         }
@@ -325,6 +330,9 @@ pub fn plain(parts: &Parts, page: Option<&str>) -> String {
             out.push_str(&format!("  {}", test.label()));
             if !test.pairs.is_empty() {
                 out.push_str(&format!("  on {}", some_of(&test.pairs, 20)));
+            }
+            if !test.owners.is_empty() {
+                out.push_str(&format!(" (owners {})", some_of(&test.owners, 5)));
             }
             if let Some(line) = &test.line {
                 out.push_str(&format!(": {line}"));

@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use crate::analysis::classes::Verdict;
 use crate::analysis::fingerprint::PairTest;
+use crate::model::codeowners::CodeOwners;
 use crate::model::quarantine::Quarantine;
 use crate::model::run_title;
 use crate::model::Status;
@@ -32,18 +33,20 @@ pub struct Summary {
 
 /// The summary of `subject`, its failures weighed against today's quarantine.
 pub fn summarize(viewer: &Viewer, subject: &Subject, now_ms: u64, page: Option<&str>, format: Format) -> View<Summary> {
-    let (quarantine, requests) = viewer.quarantine_entries()?;
+    let (quarantine, quarantine_requests) = viewer.quarantine_entries()?;
+    let (owners, owners_requests) = viewer.code_owners()?;
+    let requests = quarantine_requests + owners_requests;
     // The quarantine's GET is counted before the text says what the summary cost.
     let (text, cost) = match subject {
         Subject::Run(run) => {
             let mut view = viewer.ci_run(run)?;
             view.add_requests(requests);
-            (of_run(&view, &quarantine, now_ms, page, format), view.cost)
+            (render(&owned(of_run_parts(&view, &quarantine, now_ms), &owners), page, format), view.cost)
         }
         Subject::Commit { commit, base } => {
             let mut view = viewer.commit(commit, base.as_deref())?;
             view.add_requests(requests);
-            (of_commit(&view, &quarantine, now_ms, page, format), view.cost)
+            (render(&owned(of_commit_parts(&view, &quarantine, now_ms), &owners), page, format), view.cost)
         }
     };
     Ok(Costed { view: Summary { text }, cost })
@@ -61,13 +64,7 @@ const LINE: usize = 160;
 
 /// The summary of a CI run (the answer of `Viewer::ci_run`); a failure `quarantine` holds
 /// for its pair at `now_ms` is listed apart, as quarantined.
-pub fn of_run(
-    view: &Costed<RunsView>,
-    quarantine: &Quarantine,
-    now_ms: u64,
-    page: Option<&str>,
-    format: Format,
-) -> String {
+fn of_run_parts(view: &Costed<RunsView>, quarantine: &Quarantine, now_ms: u64) -> Parts {
     let runs = &view.view.runs;
     // Every failure, its classes beside it (new, divergent, broken, flaky); then the tests
     // that passed but are flaky.
@@ -82,6 +79,7 @@ pub fn of_run(
                 marks: test.classes.iter().map(|c| c.class.name()).collect(),
                 pairs: vec![format!("{platform} / {browser}")],
                 line: test.message.as_deref().map(|m| first_line(m, LINE)),
+                owners: vec![],
             };
             if test.status != Status::Failed {
                 if is_flaky {
@@ -103,7 +101,7 @@ pub fn of_run(
             ci.and_then(|c| c.url.as_deref()),
         );
     }
-    let parts = Parts {
+    Parts {
         title: format!("Test results of {}", run_title(view.view.run.as_deref().unwrap_or_default())),
         source,
         pairs: runs.iter().map(|run| pair_counts(&run.row)).collect(),
@@ -114,8 +112,7 @@ pub fn of_run(
             section("Flaky", flaky, false),
         ],
         cost: cost(&view.cost),
-    };
-    render(&parts, page, format)
+    }
 }
 
 /// A section of tests listed once each, with the pairs they were seen on.
@@ -125,13 +122,7 @@ fn section(title: &'static str, tests: Vec<Listed>, open: bool) -> Section {
 
 /// The summary of a commit, or of a commit against a base (the answer of `Viewer::commit`); a
 /// failure `quarantine` holds for its pair is listed apart, as quarantined.
-pub fn of_commit(
-    view: &Costed<CommitView>,
-    quarantine: &Quarantine,
-    now_ms: u64,
-    page: Option<&str>,
-    format: Format,
-) -> String {
+fn of_commit_parts(view: &Costed<CommitView>, quarantine: &Quarantine, now_ms: u64) -> Parts {
     let commit = &view.view;
     let is_held = |e: &PairTest| {
         let (platform, browser) = e.pair.split_once('/').unwrap_or((&e.pair, ""));
@@ -143,6 +134,7 @@ pub fn of_commit(
         marks: vec![],
         pairs: vec![e.pair.replace('/', " / ")],
         line: e.message.as_deref().map(|m| first_line(m, LINE)),
+        owners: vec![],
     };
     let entries = |tests: &[PairTest]| tests.iter().map(listed).collect::<Vec<_>>();
     // Without a base, every failure at the commit; with one, what the change broke.
@@ -160,6 +152,7 @@ pub fn of_commit(
             marks: vec![],
             pairs: d.failed.clone(),
             line: Some(format!("failed there, passed on {}", d.passed.join(", "))),
+            owners: vec![],
         })
         .collect();
     let short = |c: &str| c.chars().take(12).collect::<String>();
@@ -168,7 +161,7 @@ pub fn of_commit(
         let ci = row.ci.as_ref();
         source.add(None, ci.and_then(|c| c.branch.as_deref()), ci.and_then(|c| c.url.as_deref()));
     }
-    let parts = Parts {
+    Parts {
         title: match &commit.base {
             Some(base) => format!("Test results of commit {} against {}", short(&commit.commit), short(base)),
             None => format!("Test results of commit {}", short(&commit.commit)),
@@ -188,8 +181,15 @@ pub fn of_commit(
             section("Divergent", divergent, true),
         ],
         cost: cost(&view.cost),
-    };
-    render(&parts, page, format)
+    }
+}
+
+/// `parts` with each listed test's owners, by the team's CODEOWNERS.
+fn owned(mut parts: Parts, owners: &CodeOwners) -> Parts {
+    for test in parts.sections.iter_mut().flat_map(|s| s.tests.iter_mut()) {
+        test.owners = owners.of_test(&test.suite, &test.name);
+    }
+    parts
 }
 
 fn render(parts: &Parts, page: Option<&str>, format: Format) -> String {
@@ -259,7 +259,11 @@ mod tests {
     /// page linked, the cost; nothing in a name becomes markup.
     #[test]
     fn a_run_in_markdown() {
-        let out = of_run(&run_view(), &Quarantine::default(), 0, Some("https://results.example/"), Format::Markdown);
+        let out = render(
+            &of_run_parts(&run_view(), &Quarantine::default(), 0),
+            Some("https://results.example/"),
+            Format::Markdown,
+        );
         assert!(out.starts_with("### Test results of GitHub run 7\n"), "{out}");
         assert!(
             out.contains(
@@ -283,7 +287,7 @@ mod tests {
         view.view.runs[1].detail.as_mut().unwrap().tests[0].classes.clear();
         view.view.runs[0].detail.as_mut().unwrap().tests[0].suite = "- 1. x".into();
         view.view.runs[1].detail.as_mut().unwrap().tests[0].suite = "- 1. x".into();
-        let out = of_run(&view, &Quarantine::default(), 0, Some("file:///tmp/page"), Format::Markdown);
+        let out = render(&of_run_parts(&view, &Quarantine::default(), 0), Some("file:///tmp/page"), Format::Markdown);
         assert!(
             out.contains("**Failures** (1)\n\n- \\- 1. x › test 0 \\[new failure\\] · os0 / gcc, os1 / gcc: "),
             "{out}"
@@ -316,7 +320,7 @@ mod tests {
             added: 0,
             by: None,
         });
-        let out = of_run(&run_view(), &quarantine, 0, None, Format::Text);
+        let out = render(&of_run_parts(&run_view(), &quarantine, 0), None, Format::Text);
         assert!(
             out.contains(
                 "  linux / gcc  5 passed, 1 failed, 0 skipped\n  mac / clang  6 passed, 0 failed, 1 skipped\n"
@@ -366,7 +370,7 @@ mod tests {
             added: 0,
             by: None,
         });
-        let out = of_commit(&view, &quarantine, 0, None, Format::Text);
+        let out = render(&of_commit_parts(&view, &quarantine, 0), None, Format::Text);
         assert!(out.starts_with("Test results of commit 0123456789ab against fedcba987654\n"), "{out}");
         assert!(
             out.contains("New failures, quarantined (1):\n  sql › select  on linux / gcc: no such column\n"),
@@ -401,7 +405,7 @@ mod tests {
     /// branch and CI link the runs name; a link a report gave that is not http(s) is no link.
     #[test]
     fn failures_grouped_by_test_under_their_source() {
-        let out = of_run(&failing_everywhere(3, 1), &Quarantine::default(), 0, None, Format::Markdown);
+        let out = render(&of_run_parts(&failing_everywhere(3, 1), &Quarantine::default(), 0), None, Format::Markdown);
         assert!(
             out.contains("Commit 0123456789ab · branch main · [CI run](https://ci.example/runs/7%20%28a%29)\n"),
             "{out}"
@@ -412,7 +416,7 @@ mod tests {
         );
         let mut view = failing_everywhere(1, 1);
         view.view.runs[0].row.ci.as_mut().unwrap().url = Some("javascript:alert(1)".into());
-        let out = of_run(&view, &Quarantine::default(), 0, None, Format::Markdown);
+        let out = render(&of_run_parts(&view, &Quarantine::default(), 0), None, Format::Markdown);
         assert!(out.contains("Commit 0123456789ab · branch main\n") && !out.contains("javascript"), "{out}");
     }
 
@@ -421,7 +425,8 @@ mod tests {
     #[test]
     fn ten_thousand_failures_fit_a_comment() {
         let view = failing_everywhere(20, 10_000);
-        let out = of_run(&view, &Quarantine::default(), 0, Some("https://results.example/"), Format::Markdown);
+        let out =
+            render(&of_run_parts(&view, &Quarantine::default(), 0), Some("https://results.example/"), Format::Markdown);
         assert!(out.chars().count() < 65_536 && out.len() <= render::MARKDOWN_LIMIT, "{} bytes", out.len());
         assert!(out.contains("**Failed**: 200000 tests on 20 of 20 pairs."), "{}", &out[..400]);
         assert!(out.contains("<details><summary>20 pairs, 20 with failures</summary>"), "{}", &out[..600]);

@@ -1,12 +1,12 @@
 //! The bucket, through the library: the only room that imports objstore-db (beside
 //! `conformance.rs`, the library's own suites). Where results live (a target, from the
 //! environment), the stores' schemas, the writer, the viewer's cache with what its requests
-//! cost, the readers of runs and digests, and the quarantine's object. It stores and reads; it
+//! cost, the readers of runs and digests, and the team's documents (the quarantine, CODEOWNERS). It stores and reads; it
 //! decides nothing.
 
 pub mod cache;
+pub mod documents;
 mod group;
-pub mod quarantine;
 pub mod reader;
 pub mod schema;
 mod writer;

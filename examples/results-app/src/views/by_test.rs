@@ -3,11 +3,12 @@
 
 use super::*;
 use crate::analysis::quarantine::{releasable, RELEASE_AFTER};
+use crate::model::codeowners::{CodeOwners, Stored};
 
 impl Viewer {
     /// The quarantine's entries as stored, and the requests its read made.
     pub fn quarantine_entries(&self) -> AppResult<(crate::model::quarantine::Quarantine, u64)> {
-        crate::store::quarantine::load(&self.target)
+        crate::store::documents::load(&self.target)
     }
 
     /// The quarantine (one GET of `.quarantine`, counted in the cost), each entry with the
@@ -15,7 +16,8 @@ impl Viewer {
     /// runs, by their names' digests; an entry whose test passed in all of them on every pair
     /// it covers is marked releasable.
     pub fn quarantine(&self) -> View<QuarantineView> {
-        let (quarantine, requests) = crate::store::quarantine::load(&self.target)?;
+        let (quarantine, requests) =
+            crate::store::documents::load::<crate::model::quarantine::Quarantine>(&self.target)?;
         let mut view = self.view(|db| {
             let pairs = all_pairs(db)?;
             let mut runs_of: HashMap<(String, String), Vec<Digested>> = HashMap::new();
@@ -91,7 +93,7 @@ impl Viewer {
     /// its fingerprint (the failure's text with paths, numbers and addresses taken out), the
     /// groups that hit most pairs first.
     pub fn failures(&self) -> View<FailuresView> {
-        self.view(|db| {
+        let mut view = self.view(|db| {
             let pairs = newest_runs(db, &all_pairs(db)?, BROKEN_RUNS)?;
             let failures = pairs.iter().filter_map(|runs| runs.first()).flat_map(|run| {
                 run.tests().filter(|(_, t)| t.status == Status::Failed).map(move |(_, test)| Failure {
@@ -101,6 +103,32 @@ impl Viewer {
                 })
             });
             Ok(FailuresView { groups: fingerprint::group(failures) })
-        })
+        })?;
+        let (owners, requests) = self.code_owners()?;
+        for group in &mut view.view.groups {
+            group.owners = owners_of(&owners, group.tests.iter().map(|t| (t.suite.as_str(), t.name.as_str())));
+        }
+        view.add_requests(requests);
+        Ok(view)
     }
+
+    /// The team's CODEOWNERS as the bucket keeps it (one GET; none kept, none owned), and the
+    /// requests that took. One the bucket holds that no longer parses owns nothing.
+    pub fn code_owners(&self) -> AppResult<(CodeOwners, u64)> {
+        let (stored, requests) = crate::store::documents::load::<Stored>(&self.target)?;
+        Ok((CodeOwners::parse(&stored.text).unwrap_or_default(), requests))
+    }
+}
+
+/// The owners of some tests, each once, in the order met.
+pub(crate) fn owners_of<'t>(owners: &CodeOwners, tests: impl Iterator<Item = (&'t str, &'t str)>) -> Vec<String> {
+    let mut all: Vec<String> = Vec::new();
+    for (suite, name) in tests {
+        for owner in owners.of_test(suite, name) {
+            if !all.contains(&owner) {
+                all.push(owner);
+            }
+        }
+    }
+    all
 }

@@ -208,6 +208,8 @@ pub struct FlakyListed {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub since: Option<u64>,
     pub pairs: Vec<FlakyOnPair>,
+    /// Who owns it (the team's CODEOWNERS).
+    pub owners: Vec<String>,
 }
 
 /// A flaky test on one pair: runs that ran it, runs where it flaked, and the newest run whose
@@ -438,6 +440,8 @@ pub struct TestPageView {
     /// The runs of each pair looked at.
     pub window: usize,
     pub pairs: Vec<TestOnPair>,
+    /// Who owns it (the team's CODEOWNERS).
+    pub owners: Vec<String>,
     pub rows: Vec<TestRunRow>,
     pub groups: Vec<TestFailureGroup>,
     /// On one pair: its outcomes run after run, since when it fails, its durations.

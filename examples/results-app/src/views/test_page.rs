@@ -25,7 +25,8 @@ impl Viewer {
         if let Some((platform, browser)) = pair {
             pair_prefix(platform, browser)?;
         }
-        self.view(|db| {
+        let (owners, requests) = self.code_owners()?;
+        let mut view = self.view(|db| {
             let pairs = match pair {
                 Some((platform, browser)) => vec![(platform.to_string(), browser.to_string())],
                 None => all_pairs(db)?,
@@ -137,10 +138,13 @@ impl Viewer {
                 pair: pair.map(|(p, b)| format!("{p}/{b}")),
                 window,
                 pairs: on_pairs,
+                owners: owners.of_test(suite, name),
                 rows,
                 groups,
                 history: pair.is_some().then(|| history::history(&in_history)),
             })
-        })
+        })?;
+        view.add_requests(requests);
+        Ok(view)
     }
 }
