@@ -88,6 +88,18 @@ try {
   console.log(`  warm load: median ${figures.warm.ms ?? figures.warm.median_ms} ms of ${warm.length} (target < 200 ms), requests ${figures.warm.requests.join(", ")}`);
   console.log(`  baseline (the page over an empty bucket, warm): median ${figures.empty_bucket_warm_median_ms} ms; warm/baseline ${figures.warm_vs_empty_bucket}×`);
   console.log(`  the page's own files: ${figures.asset_bytes} bytes, no build step`);
+  // Top failures and the flaky list over the same runs, each from a fresh cache: cold, then warm.
+  figures.views = {};
+  for (const [name, query] of [["failures", "?view=failures"], ["flaky", "?view=flaky"]]) {
+    await app.stop();
+    app = await startApp(work.dir, ["--cache", join(work.dir, `${name}-cache.sqlite3`)]);
+    apps.push(app);
+    const [first, ...again] = await loads(browser, app.url + query, WARM_LOADS + 1, "view-shown");
+    figures.views[name] = { cold: { ms: Math.round(first.ms), requests: first.requests, by_kind: first.kinds },
+      warm: { median_ms: Math.round(median(again.map((w) => w.ms))), requests: again.map((w) => w.requests) } };
+    const v = figures.views[name];
+    console.log(`  ${name}: cold ${v.cold.ms} ms, ${v.cold.requests} requests (${v.cold.by_kind}); warm median ${v.warm.median_ms} ms, requests ${v.warm.requests.join(", ")}`);
+  }
   figures.tree = await treeFigures(browser);
   const t = figures.tree;
   for (const [name, f] of [["in areas", t.in_areas], ["flat", t.flat]]) {

@@ -83,17 +83,17 @@ export function launch() {
 
 /**
  * Loads the page at `url` `times` times in one tab: [{ms, requests, kinds, rows, heapMb}] per
- * load, the first one cold. `ms` is the page's own "matrix-rendered" mark from the start of
- * navigation; `heapMb` the page's JS heap after a garbage collection.
+ * load, the first one cold. `ms` is the page's own `mark` ("matrix-rendered" unless told) from
+ * the start of navigation; `heapMb` the page's JS heap after a garbage collection.
  */
-export async function loads(browser, url, times) {
+export async function loads(browser, url, times, mark = "matrix-rendered") {
   const page = await browser.newPage();
   const cdp = await page.context().newCDPSession(page);
   const out = [];
   for (let i = 0; i < times; i++) {
     await (i === 0 ? page.goto(url) : page.reload());
-    await page.waitForFunction(() => performance.getEntriesByName("matrix-rendered").length > 0, null, { timeout: 120_000 });
-    const ms = await page.evaluate(() => performance.getEntriesByName("matrix-rendered")[0].startTime);
+    await page.waitForFunction((m) => performance.getEntriesByName(m).length > 0, mark, { timeout: 120_000 });
+    const ms = await page.evaluate((m) => performance.getEntriesByName(m)[0].startTime, mark);
     const requests = Number(await page.getAttribute("#cost", "data-requests"));
     const kinds = (await page.textContent("#cost")).match(/\(([^)]*)\)/)?.[1] ?? "";
     const rows = await page.$$eval("#matrix tbody tr", (trs) => trs.length).catch(() => 0);

@@ -44,6 +44,8 @@ export function show(...nodes) {
     heading.focus();
   }
   navigated = false;
+  // Benchmarks time any view by it (the matrix and the tree mark themselves as well).
+  performance.mark("view-shown");
 }
 
 // ----- formatting ---------------------------------------------------------------------------

@@ -179,6 +179,19 @@ fn one_bad_file_writes_nothing_and_is_named_with_its_line() {
     std::fs::write(&huge, vec![b' '; 17 * 1024 * 1024]).unwrap();
     let out = post(dir.path(), &["--runtime", "python-3.11", &huge.display().to_string()]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("over the"), "{}", String::from_utf8_lossy(&out.stderr));
+    // A CODEOWNERS given with the runs is checked first: a bad one stores nothing.
+    let owners = dir.path().join("CODEOWNERS");
+    std::fs::write(&owners, "tests/ @qa\n!tests/slow/ @nobody\n").unwrap();
+    let owners = owners.display().to_string();
+    let out = post(dir.path(), &["--runtime", "python-3.11", "--codeowners", &owners, &fixture("pytest-9.xml")]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("CODEOWNERS line 2"), "{stderr}");
+    assert!(stored(dir.path()).is_empty(), "no run stored with a bad CODEOWNERS");
+    std::fs::write(&owners, "tests/ @qa\n").unwrap();
+    let out = post(dir.path(), &["--runtime", "python-3.11", "--codeowners", &owners, &fixture("pytest-9.xml")]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let kept: Value = serde_json::from_slice(&std::fs::read(dir.path().join("results/.codeowners")).unwrap()).unwrap();
+    assert_eq!(kept["text"], "tests/ @qa\n");
 }
 
 #[test]

@@ -18,7 +18,7 @@ use crate::store::Target;
 use crate::views::Viewer;
 
 pub const USAGE: &str = "usage: objstore-results [--listen ADDR] [--cache PATH]
-       objstore-results post [--runtime R] [--platform P] [--version V] [--suite S] [--run ID] [--commit C] [--branch B] [--url U] [--job J] [--label K=V]... [--collector URL] FILE...
+       objstore-results post [--runtime R] [--platform P] [--version V] [--suite S] [--run ID] [--commit C] [--branch B] [--url U] [--job J] [--label K=V]... [--codeowners FILE] [--collector URL] FILE...
        objstore-results serve [--listen ADDR] [--cache PATH] [--origin URL]... [--token T]... [--tokens FILE] [--allow-anonymous-origins] [--max-bytes N] [--per-minute N] [--burst N] [--timeout-secs N]
        objstore-results matrix [--cache PATH]
        objstore-results export --out FILE [--cache PATH]
@@ -124,7 +124,7 @@ pub const HELP: &str = "objstore-results: test results in a bucket, read back as
       The team's CODEOWNERS (GitHub's or GitLab's syntax), kept in the bucket (.codeowners):
       the flaky list, top failures and a test's page name each test's owners, by its suite's
       path (else its name's part before ::). set checks the file and replaces the one kept;
-      owners prints who owns each PATH.
+      owners prints who owns each PATH. post --codeowners FILE sets it with the runs it stores.
 
 Where runs live (every command says which bucket it opened):
   OBJSTORE_RESULTS         file://DIR (default file://./results; objects in DIR/BUCKET/) or an S3

@@ -16,6 +16,7 @@ use super::{unknown, value_of, USAGE};
 pub fn run(args: &[String]) -> AppResult<()> {
     let mut labels = Labels::from_env(&|name| std::env::var(name).ok());
     let mut collector = std::env::var("OBJSTORE_COLLECTOR").ok().filter(|c| !c.is_empty());
+    let mut codeowners: Option<String> = None;
     let mut files = Vec::new();
     let mut args = args.iter();
     while let Some(arg) = args.next() {
@@ -35,6 +36,7 @@ pub fn run(args: &[String]) -> AppResult<()> {
                 continue;
             }
             "--collector" => &mut collector,
+            "--codeowners" => &mut codeowners,
             "--rerun" => {
                 labels.ci.rerun = true;
                 continue;
@@ -72,10 +74,20 @@ pub fn run(args: &[String]) -> AppResult<()> {
             Ok(Read { counts: counts(&run), run: Encoded::of(&run) })
         })
         .collect::<AppResult<Vec<_>>>()?;
+    if codeowners.is_some() && collector.is_some() {
+        return Err(AppError::bad(
+            "--codeowners keeps the repository's CODEOWNERS in the bucket: it needs OBJSTORE_RESULTS, not a collector",
+        ));
+    }
     let writer = match &collector {
         None => {
             let target = store::Target::from_env()?;
             eprintln!("objstore-results: storing runs in {}", target.describe());
+            // Checked and kept before any run is stored: a bad file stores nothing.
+            if let Some(file) = &codeowners {
+                super::codeowners::set(&target, std::path::Path::new(file))?;
+                eprintln!("objstore-results: CODEOWNERS kept from {file}");
+            }
             Some(store::Writer::open(&target)?)
         }
         Some(url) => {
