@@ -63,7 +63,8 @@ impl Viewer {
             return Err(AppError::bad("search for 1 to 200 characters of a test's name or suite"));
         }
         self.view(|db| {
-            let pairs = newest_runs(db, &all_pairs(db)?, BROKEN_RUNS)?;
+            // Each pair's newest run only: the one read whole.
+            let pairs = newest_runs(db, &all_pairs(db)?, 1)?;
             let mut found = Vec::new();
             let mut more = false;
             for run in pairs.iter().filter_map(|runs| runs.first()) {
@@ -94,7 +95,8 @@ impl Viewer {
     /// groups that hit most pairs first.
     pub fn failures(&self) -> View<FailuresView> {
         let mut view = self.view(|db| {
-            let pairs = newest_runs(db, &all_pairs(db)?, BROKEN_RUNS)?;
+            // Each pair's newest run only: the one read whole.
+            let pairs = newest_runs(db, &all_pairs(db)?, 1)?;
             let failures = pairs.iter().filter_map(|runs| runs.first()).flat_map(|run| {
                 run.tests().filter(|(_, t)| t.status == Status::Failed).map(move |(_, test)| Failure {
                     pair: format!("{}/{}", run.platform, run.browser),
