@@ -598,6 +598,10 @@ test("tests down the side: the suite tree opens in place, pairs across, blank wh
   assert.deepEqual(await page.$$eval('#tree tr[data-depth="1"]', (trs) => trs.map((tr) => tr.dataset.path).filter((p) => p.startsWith("unit/"))),
     ["unit/a", "unit/b", "unit/c", "unit/d"]);
   assert.equal(await cellOf("unit/c"), "0 / 1");
+  // A class's mark opens the run at the tests it counts: `cursor: walk`, flaky on pair A.
+  const pairA = await page.$$eval("#tree thead th.pair", (ths) => ths.map((th) => th.textContent).indexOf("linux-x86_64python-3.11"));
+  const mark = await page.$eval('#tree tr[data-path="cursor"]', (tr, i) => tr.cells[i + 1].querySelector("a:has(abbr.mark)").getAttribute("href"), pairA);
+  assert.match(mark, /view=run&key=.*&group=cursor&class=flaky$/);
   // A suite opens into its tests, each linked to its page.
   await page.click('#tree button[data-path="unit/c"]');
   await page.waitForSelector('#tree tr[data-path="unit/c › three"]');

@@ -32,10 +32,11 @@ export async function treeView(state) {
       const total = c.passed + c.failed + c.skipped;
       const column = data.pairs[i];
       const text = node.opens ? `${c.passed} / ${total}` : c.failed ? "failed" : c.passed ? "passed" : "skipped";
-      const marks = Object.entries(c.classes || {}).map(([name, n]) =>
-        h("abbr", { class: "mark", "data-class": name, title: `${n} ${name}: ${data.rules[name]}` }, MARKS[name] || name));
-      // A node's cell counts the suites under it (its own too): the run opens at that group.
+      // A node's cell counts the suites under it (its own too): the run opens at that group; a
+      // mark, at the tests of its class there.
       const where = node.opens ? { group: node.path } : { suite: node.suite };
+      const marks = Object.entries(c.classes || {}).map(([name, n]) => link({ view: "run", key: column.key, ...where, class: name },
+        h("abbr", { class: "mark", "data-class": name, title: `${n} ${name}: ${data.rules[name]}` }, MARKS[name] || name)));
       return h("td", { class: `cell ${verdict(c)}` }, link({ view: "run", key: column.key, ...where }, text), marks);
     });
     return h("tr", { "data-path": node.path, "data-depth": String(node.depth) },
