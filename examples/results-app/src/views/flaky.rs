@@ -80,8 +80,3 @@ impl Viewer {
         Ok(view)
     }
 }
-
-/// When a run started, as its reports say.
-fn started(run: &Digested) -> Option<u64> {
-    run.digests.iter().map(|d| d.start).filter(|s| *s > 0).min()
-}

@@ -52,7 +52,7 @@ use crate::store::reader::{
 };
 use crate::store::Target;
 use crate::views::filter::MatrixFilter;
-use crate::views::rows::{brief, cells, digest_brief, evidence, first_line, flaky, run_labels, seen};
+use crate::views::rows::{brief, cells, digest_brief, evidence, first_line, flaky, run_labels, seen, started};
 use shapes::*;
 
 /// The pairs the matrix shows at a time (the seed's limit, now a page).

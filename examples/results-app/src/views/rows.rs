@@ -78,7 +78,7 @@ pub(crate) fn digest_brief(d: &Digested) -> RunRow {
         row.error = Some(d.error.clone().unwrap_or_else(|| MISSING.into()));
         return row;
     }
-    if let Some(start) = d.digests.iter().map(|x| x.start).filter(|s| *s > 0).min() {
+    if let Some(start) = started(d) {
         row.time = Some(start);
     }
     let mut versions: Vec<&str> = d.digests.iter().map(|x| x.version.as_str()).collect();
@@ -133,6 +133,11 @@ pub(crate) fn cells(digests: &[Digest], this: &Seen, e: &Evidence) -> BTreeMap<S
 /// The evidence for a run: the pair's runs before it, and every pair's newest runs.
 pub(crate) fn evidence<'e, 'a>(earlier: &'a [Seen], pairs: &'e Pairs<'a>) -> Evidence<'e, 'a> {
     Evidence { earlier: earlier.iter().collect(), pairs }
+}
+
+/// When a run started, as its reports say (none say: `None`).
+pub(crate) fn started(run: &Digested) -> Option<u64> {
+    run.digests.iter().map(|d| d.start).filter(|s| *s > 0).min()
 }
 
 /// A failure's first line that says something, clipped to `most` characters. A line that

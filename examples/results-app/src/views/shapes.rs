@@ -458,9 +458,11 @@ pub struct TestOnPair {
     pub failed: usize,
     pub flaky: usize,
     pub rate: f64,
-    /// The newest run it passed in, and the oldest it failed in.
+    /// The newest run it passed in, and the oldest it failed in, with when they ran.
     pub last_passed: Option<String>,
+    pub last_passed_at: Option<u64>,
     pub first_failed: Option<String>,
+    pub first_failed_at: Option<u64>,
 }
 
 /// A test in one run, as its table shows it.

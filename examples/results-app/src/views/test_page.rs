@@ -57,14 +57,17 @@ impl Viewer {
                     ran_counted.iter().copied().filter(move |i| outcomes[*i].is_some_and(|o| o.status == status))
                 };
                 let flaky = flaky_runs(&seen[..counted], outcomes).len();
+                let (last_passed, first_failed) = (with(Status::Passed).next(), with(Status::Failed).next_back());
                 on_pairs.push(TestOnPair {
                     pair: format!("{platform}/{browser}"),
                     ran: ran_counted.len(),
                     failed: with(Status::Failed).count(),
                     flaky,
                     rate: flaky as f64 / ran_counted.len() as f64,
-                    last_passed: with(Status::Passed).next().map(|i| runs[i].key.clone()),
-                    first_failed: with(Status::Failed).next_back().map(|i| runs[i].key.clone()),
+                    last_passed: last_passed.map(|i| runs[i].key.clone()),
+                    last_passed_at: last_passed.and_then(|i| started(&runs[i])),
+                    first_failed: first_failed.map(|i| runs[i].key.clone()),
+                    first_failed_at: first_failed.and_then(|i| started(&runs[i])),
                 });
                 newest_ran.push(runs[ran_counted[0]].key.clone());
                 ran_in.extend(ran.iter().map(|i| &runs[*i]));
