@@ -7,11 +7,11 @@ export function runName(run) {
   return typeof run.time === "number" ? `run of ${new Date(run.time).toISOString().slice(0, 16).replace("T", " ")} UTC` : "run";
 }
 
-export function runRows(runs, withPair, picked) {
+/** A pair's runs as rows, each with a box to choose it for a comparison (`picked`). */
+function runRows(runs, picked) {
   return runs.map((run) => h("tr", { "data-key": run.key },
-    picked ? h("td", {}, h("input", { type: "checkbox", "aria-label": `compare ${pair(run)}, ${runName(run)}`, value: run.key,
-      onchange: (e) => picked(e.target) })) : null,
-    withPair ? h("td", {}, link({ view: "pair", platform: run.platform, browser: run.browser }, pair(run))) : null,
+    h("td", {}, h("input", { type: "checkbox", "aria-label": `compare ${pair(run)}, ${runName(run)}`, value: run.key,
+      onchange: (e) => picked(e.target) })),
     h("td", {}, link({ view: "run", key: run.key }, runName(run))),
     h("td", {}, run.version || "?"), h("td", { class: "source" }, source(run)), h("td", {}, when(run.time)),
     run.error ? h("td", { class: "error" }, `cannot be read: ${run.error}`)
@@ -25,7 +25,8 @@ export function classedLink(params, cls, ...children) {
   return a;
 }
 
-export async function pagedView(title, fetchPage, withPair, extra) {
+/** A pair's runs, a page at a time, as a strip and as rows to compare two of. */
+async function pagedView(title, fetchPage, extra) {
   const strip = h("ol", { class: "strip", "aria-label": "runs, newest first" });
   const chosen = [];
   const compare = h("p", {});
@@ -45,8 +46,8 @@ export async function pagedView(title, fetchPage, withPair, extra) {
   let after = null;
   const load = async () => {
     const page = await fetchPage(after);
-    strip.append(...runStrip(page.runs, withPair));
-    rows.append(...runRows(page.runs, withPair, picked));
+    strip.append(...runStrip(page.runs));
+    rows.append(...runRows(page.runs, picked));
     after = page.next;
     more.hidden = !after;
     return page;
@@ -55,23 +56,21 @@ export async function pagedView(title, fetchPage, withPair, extra) {
   const first = await load();
   showCompare();
   show(h("h2", {}, title), extra ? extra(first) : null, strip,
-    h("table", { id: "runs" }, h("thead", {}, h("tr", {}, h("th", {}, "compare"), withPair ? h("th", {}, "pair") : null,
+    h("table", { id: "runs" }, h("thead", {}, h("tr", {}, h("th", {}, "compare"),
       h("th", {}, "run"), h("th", {}, "version"), h("th", {}, "commit"), h("th", {}, "ran"), h("th", {}, "tests"))), rows),
     more, compare);
 }
 
 /** Runs as a strip of boxes, newest first. */
-export function runStrip(runs, withPair) {
+function runStrip(runs) {
   return runs.map((run) => h("li", {},
     classedLink({ view: "run", key: run.key }, run.error ? "fail" : verdict(run.summary),
-      withPair ? `${pair(run)} · ` : "",
       run.error ? "unreadable" : `${run.summary.passed} passed, ${run.summary.failed} failed`, " · ", age(run.time))));
 }
 
 export function pairView(state) {
   return pagedView(`History of ${state.platform} / ${state.browser}`,
     (after) => api("history", { platform: state.platform, browser: state.browser, ...(after ? { after } : {}) }),
-    false,
     (first) => first.flaky.length === 0 ? h("p", { class: "note" }, "No flaky test among these runs.")
       : h("section", { id: "flaky" }, h("h3", {}, "Flaky (passed on a retry, or passed and failed, at one commit; at one version where runs name no commit)"),
         h("ul", {}, first.flaky.map((t) => h("li", {}, testLink(t.suite, t.name, `${state.platform}/${state.browser}`), ` (${t.basis})`)))));

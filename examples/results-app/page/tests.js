@@ -15,13 +15,17 @@ export async function failuresView() {
           " · ", testLink(t.suite, t.name, t.pair))))))));
 }
 
+/** A rate as people read it: `7.7%`. */
+function percent(x) {
+  return `${Math.round(x * 1000) / 10}%`;
+}
+
 /** A test's own page: on every pair (or one), how often it failed and flaked, when it last
  * passed and first failed; its runs as a table; the failure groups it falls in; on one pair,
  * its outcomes as a strip, since when it fails and its durations. */
 export async function testView(state) {
   const t = await api("test", { ...(state.platform ? { platform: state.platform, browser: state.browser } : {}), suite: state.suite, name: state.name });
   const since = t.failingSince;
-  const percent = (x) => `${Math.round(x * 1000) / 10}%`;
   const outcome = (r) => r.passedOnRetry ? `passed on attempt ${r.attempts}` : r.attempts > 1 ? `${r.status} after ${r.attempts} attempts` : r.status;
   show(h("h2", {}, `${t.suite} › ${t.name}`),
     h("p", {}, t.pair ? [`On ${t.pair.replace("/", " / ")} (its last ${t.window} runs) · `, testLink(t.suite, t.name, null, "on every pair")]
@@ -132,7 +136,6 @@ export async function flakyView(state) {
   const data = await api("flaky");
   const owners = [...new Set(data.tests.flatMap((t) => t.owners))].sort();
   const tests = state.owner ? data.tests.filter((t) => t.owners.includes(state.owner)) : data.tests;
-  const percent = (x) => `${Math.round(x * 1000) / 10}%`;
   show(h("h2", {}, "Flaky tests"),
     h("p", { class: "note" }, `A test flaked in a run where it passed on a retry, or failed at a commit where it also passed ` +
       `(at a version where runs name no commit), by the one rule of every view, over each pair's newest ${data.window} runs (any branch). ` +

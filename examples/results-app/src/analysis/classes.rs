@@ -343,14 +343,7 @@ mod tests {
             Status::Failed => suite.failed_ids = vec![ID],
             _ => suite.skipped_ids = vec![ID],
         }
-        let digest = Digest {
-            version: "1".into(),
-            commit: Some(commit.into()),
-            branch: None,
-            start: 0,
-            labels: Default::default(),
-            suites: vec![suite],
-        };
+        let digest = Digest::at_commit(commit, vec![suite]);
         Seen::of(key, pair, &[digest])
     }
 

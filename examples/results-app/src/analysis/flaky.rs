@@ -85,14 +85,7 @@ mod tests {
             retried_ids: if retried { vec![7] } else { vec![] },
             ..SuiteDigest::default()
         };
-        let digest = Digest {
-            version: "1".into(),
-            commit: Some(commit.into()),
-            branch: None,
-            start: 0,
-            labels: Default::default(),
-            suites: vec![suite],
-        };
+        let digest = Digest::at_commit(commit, vec![suite]);
         Seen::of(key, "linux/c", &[digest])
     }
 

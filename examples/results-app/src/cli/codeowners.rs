@@ -3,7 +3,7 @@
 
 use crate::clock::now_ms;
 use crate::error::{AppError, AppResult};
-use crate::model::codeowners::{CodeOwners, Stored, MAX_BYTES};
+use crate::model::codeowners::{CodeOwners, Stored};
 use crate::store::{self, Target};
 
 use super::USAGE;
@@ -41,9 +41,6 @@ pub fn run(args: &[String]) -> AppResult<()> {
 /// Checks `file` as a CODEOWNERS file and keeps it in the bucket, replacing the one before.
 pub fn set(target: &Target, file: &std::path::Path) -> AppResult<()> {
     let bytes = std::fs::read(file).map_err(|e| AppError::bad(format!("reading {}: {e}", file.display())))?;
-    if bytes.len() > MAX_BYTES {
-        return Err(AppError::bad(format!("{} is over {MAX_BYTES} bytes", file.display())));
-    }
     let text = String::from_utf8(bytes).map_err(|_| AppError::bad(format!("{} is not UTF-8 text", file.display())))?;
     CodeOwners::parse(&text).map_err(|e| e.context(file.display()))?;
     let source = file.display().to_string();

@@ -162,6 +162,19 @@ fn hex_byte(text: &[u8]) -> Option<u8> {
 }
 
 impl Digest {
+    /// A digest of version 1 at `commit` holding `suites` (for tests that weigh runs).
+    #[cfg(test)]
+    pub fn at_commit(commit: &str, suites: Vec<SuiteDigest>) -> Digest {
+        Digest {
+            version: "1".into(),
+            commit: Some(commit.into()),
+            branch: None,
+            start: 0,
+            labels: Default::default(),
+            suites,
+        }
+    }
+
     /// The digest of a report file.
     pub fn of<'r>(run: &'r Run) -> Digest {
         let tests = &run.results.tests;

@@ -51,6 +51,18 @@ impl Source {
     }
 }
 
+impl Source {
+    /// The commits (short) and branches the runs name, as words: `("commit", "0123456789ab")`.
+    fn named(&self) -> Vec<(&'static str, String)> {
+        let commits: Vec<String> = self.commits.iter().map(|c| short(c)).collect();
+        [("commit", commits), ("branch", self.branches.clone())]
+            .into_iter()
+            .filter(|(_, names)| !names.is_empty())
+            .map(|(what, names)| (what, some_of(&names, 3)))
+            .collect()
+    }
+}
+
 /// A titled list of tests; `open` sections show their first tests unfolded.
 pub struct Section {
     pub title: &'static str,
@@ -281,14 +293,14 @@ pub(crate) fn list_item(text: &str) -> String {
 
 /// "Commit 0123456789ab on main · [CI run](…)", from what the runs name.
 fn markdown_source(source: &Source) -> String {
-    let mut parts = Vec::new();
-    if !source.commits.is_empty() {
-        let commits: Vec<String> = source.commits.iter().map(|c| short(c)).collect();
-        parts.push(format!("Commit {}", md(&some_of(&commits, 3))));
-    }
-    if !source.branches.is_empty() {
-        parts.push(format!("branch {}", md(&some_of(&source.branches, 3))));
-    }
+    let mut parts: Vec<String> = source
+        .named()
+        .into_iter()
+        .map(|(what, names)| match what {
+            "commit" => format!("Commit {}", md(&names)),
+            _ => format!("{what} {}", md(&names)),
+        })
+        .collect();
     let links: Vec<String> = source.urls.iter().filter_map(|u| url(u)).take(3).collect();
     let links: Vec<String> = match links.len() {
         1 => vec![format!("[CI run]({})", links[0])],
@@ -304,14 +316,7 @@ pub fn plain(parts: &Parts, page: Option<&str>) -> String {
         out.push_str(&format!("{verdict}\n"));
     }
     let source = &parts.source;
-    let mut said = Vec::new();
-    if !source.commits.is_empty() {
-        let commits: Vec<String> = source.commits.iter().map(|c| short(c)).collect();
-        said.push(format!("commit {}", some_of(&commits, 3)));
-    }
-    if !source.branches.is_empty() {
-        said.push(format!("branch {}", some_of(&source.branches, 3)));
-    }
+    let mut said: Vec<String> = source.named().into_iter().map(|(what, names)| format!("{what} {names}")).collect();
     said.extend(source.urls.iter().take(3).cloned());
     if !said.is_empty() {
         out.push_str(&format!("  {}\n", said.join(" · ")));
@@ -350,7 +355,7 @@ pub fn plain(parts: &Parts, page: Option<&str>) -> String {
     out
 }
 
-fn short(commit: &str) -> String {
+pub fn short(commit: &str) -> String {
     commit.chars().take(12).collect()
 }
 

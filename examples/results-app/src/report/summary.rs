@@ -14,7 +14,7 @@ use crate::model::codeowners::CodeOwners;
 use crate::model::quarantine::Quarantine;
 use crate::model::run_title;
 use crate::model::Status;
-use crate::report::render::{self, grouped, Listed, Parts, Section, Source};
+use crate::report::render::{self, grouped, short, Listed, Parts, Section, Source};
 use crate::views::rows::first_line;
 use crate::views::shapes::{CommitView, Cost, Costed, RunRow, RunsView};
 use crate::views::{View, Viewer};
@@ -155,7 +155,6 @@ fn of_commit_parts(view: &Costed<CommitView>, quarantine: &Quarantine, now_ms: u
             owners: vec![],
         })
         .collect();
-    let short = |c: &str| c.chars().take(12).collect::<String>();
     let mut source = Source::default();
     for row in &commit.runs {
         let ci = row.ci.as_ref();

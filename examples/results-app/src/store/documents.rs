@@ -10,11 +10,12 @@ use objstore_db::json::IntoJson;
 use objstore_db::rsapi::{AsValue, Db, Freshness};
 use objstore_db_core::{Key, MechanismKind, Resolution, SyncStatus};
 
-use super::schema::{quarantine_schema, QUARANTINE_STORE as STORE};
-use super::{call, open_and_wait, Target};
-use crate::error::{AppError, AppResult};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+
+use super::schema::{documents_schema, DOCUMENTS_STORE as STORE};
+use super::{call, open_and_wait, Target};
+use crate::error::{AppError, AppResult};
 
 /// A document the bucket keeps beside the runs: its object's name, and what it is called.
 pub trait Document: Default + Serialize + DeserializeOwned {
@@ -37,7 +38,7 @@ const ATTEMPTS: usize = 8;
 
 /// The documents' database on `target`: mutable objects, written conditionally.
 fn open(target: &Target) -> AppResult<Db> {
-    open_and_wait("documents", &quarantine_schema(target), MechanismKind::Memory)
+    open_and_wait("documents", &documents_schema(target), MechanismKind::Memory)
 }
 
 /// Document `D` as the bucket holds it now (empty when it holds none), and the bucket

@@ -42,6 +42,11 @@ impl Loaded {
             .flat_map(|(i, r)| r.results.tests.iter().map(move |t| (i, t)))
     }
 
+    /// Every test of the run's readable files with its id in digests.
+    pub(crate) fn tests_with_ids(&self) -> impl Iterator<Item = (&Test, u32)> {
+        self.reports().flat_map(|r| r.results.tests.iter().zip(digest::ids(r)))
+    }
+
     /// What flaky is keyed on: the run's commit where a file names one, else its version.
     pub(crate) fn basis(&self) -> Option<String> {
         let mut reports = self.reports();

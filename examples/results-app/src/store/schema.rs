@@ -6,8 +6,9 @@ use serde_json::{json, Value};
 
 use super::Target;
 
-/// The quarantine's store: one object, `.quarantine`.
-pub const QUARANTINE_STORE: &str = "quarantine";
+/// The team's documents' store: one object each, `.quarantine` and `.codeowners` (named for the
+/// first of them).
+pub const DOCUMENTS_STORE: &str = "quarantine";
 
 impl Target {
     /// The `results` store (the app README's "The result format"), immutable and create-only, syncing to this target;
@@ -48,7 +49,7 @@ pub fn viewer_schema(target: &Target) -> Value {
     schema
 }
 
-/// The quarantine's store in `target`'s bucket: one mutable object, written conditionally.
-pub fn quarantine_schema(target: &Target) -> Value {
-    json!({"stores": [{"name": QUARANTINE_STORE, "Sync": {"format": "objstore", "Options": target.options()}}]})
+/// The documents' store in `target`'s bucket: mutable objects, written conditionally.
+pub fn documents_schema(target: &Target) -> Value {
+    json!({"stores": [{"name": DOCUMENTS_STORE, "Sync": {"format": "objstore", "Options": target.options()}}]})
 }

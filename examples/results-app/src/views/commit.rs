@@ -106,13 +106,7 @@ impl Viewer {
                 let commit_here = this.commit.clone();
                 let same_commit = earlier.into_iter().filter(|r| r.commit == commit_here);
                 let at_commit: Vec<Seen> = std::iter::once(this).chain(same_commit).collect();
-                let named = newest.files.iter().filter_map(|f| f.run.as_ref().ok()).flat_map(|run| {
-                    run.results
-                        .tests
-                        .iter()
-                        .zip(digest::ids(run))
-                        .map(|(t, id)| (t.suite.as_str(), t.name.as_str(), id))
-                });
+                let named = newest.tests_with_ids().map(|(t, id)| (t.suite.as_str(), t.name.as_str(), id));
                 let mut listed = std::collections::BTreeSet::new();
                 for (suite, name, id) in named {
                     let outcomes = at_commit.iter().filter_map(|r| r.outcome(suite, id));

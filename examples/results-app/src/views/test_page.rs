@@ -74,7 +74,7 @@ impl Viewer {
             }
             // The table: the newest runs that ran it, across pairs (run names sort newest first
             // within a pair; across pairs, by when they ran).
-            ran_in.sort_by_key(|d| std::cmp::Reverse(d.digests.iter().map(|x| x.start).max().unwrap_or(0)));
+            ran_in.sort_by_key(|d| std::cmp::Reverse(started(d)));
             ran_in.truncate(ROWS);
             // On one pair, every run of its window, for the history's strip ("not run" too).
             let mut keys: Vec<String> = match pair {
@@ -90,9 +90,8 @@ impl Viewer {
                     .is_some_and(|l| l.tests().any(|(_, t)| t.suite == suite && t.name == name))
             };
             // A pair whose newest run of the suite lacks the test does not run it.
-            let kept: Vec<bool> = newest_ran.iter().map(|key| holds(key)).collect();
-            let mut kept_iter = kept.iter();
-            on_pairs.retain(|_| *kept_iter.next().unwrap_or(&true));
+            let on_pairs: Vec<TestOnPair> =
+                on_pairs.into_iter().zip(&newest_ran).filter(|(_, key)| holds(key)).map(|(p, _)| p).collect();
             let mut rows = Vec::new();
             let mut groups: BTreeMap<String, TestFailureGroup> = BTreeMap::new();
             let mut in_history = Vec::new();
@@ -109,8 +108,9 @@ impl Viewer {
                 let Some((status, duration, retried)) = history::outcome_of(&tests) else { continue };
                 let failed = tests.iter().find(|t| t.status == Status::Failed);
                 if let Some(test) = failed {
-                    let group = groups.entry(fingerprint::fingerprint(test)).or_insert_with(|| TestFailureGroup {
-                        fingerprint: fingerprint::fingerprint(test),
+                    let print = fingerprint::fingerprint(test);
+                    let group = groups.entry(print.clone()).or_insert_with(|| TestFailureGroup {
+                        fingerprint: print,
                         text: fingerprint::normalised(test),
                         runs: 0,
                     });

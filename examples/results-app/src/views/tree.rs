@@ -39,6 +39,7 @@ impl Viewer {
             // By their parts, so that `api/users` comes right after `api` (before `api-v2`).
             suites.sort_by(|a, b| a.split('/').cmp(b.split('/')));
             suites.dedup();
+            let is_suite: std::collections::HashSet<&str> = suites.iter().map(|s| s.as_str()).collect();
             let is_open = |path: &str| open.iter().any(|o| o == path);
             let mut nodes = Vec::new();
             let mut listed = std::collections::HashSet::new();
@@ -57,17 +58,12 @@ impl Viewer {
                     if !listed.insert(path.clone()) {
                         continue;
                     }
-                    let below = format!("{path}/");
-                    let under = |s: &str| s == path || s.starts_with(&below);
                     nodes.push(TreeNode {
                         name: parts[depth].to_string(),
                         depth,
-                        suite: suites.iter().any(|s| **s == path).then(|| path.clone()),
+                        suite: is_suite.contains(path.as_str()).then(|| path.clone()),
                         opens: true,
-                        cells: suite_cells
-                            .iter()
-                            .map(|cells| sum_cells(cells.iter().filter(|(s, _)| under(s))))
-                            .collect(),
+                        cells: suite_cells.iter().map(|cells| sum_under(cells, &path)).collect(),
                         path,
                     });
                 }
@@ -114,22 +110,17 @@ fn tests_of(
     for (column, run) in loaded.iter().enumerate() {
         let Column { at, earlier, .. } = &columns[column];
         let e = evidence(earlier, weighed);
-        for report in run.files.iter().filter_map(|f| f.run.as_ref().ok()) {
-            for (t, id) in report.results.tests.iter().zip(digest::ids(report)) {
-                if t.suite != suite {
-                    continue;
-                }
-                let weighed = Weighed { suite: &t.suite, id, outcome: Outcome::of(t) };
-                let row = tests.entry(t.name.clone()).or_insert_with(|| vec![None; columns.len()]);
-                let cell = row[column].get_or_insert_with(Cell::default);
-                match t.status {
-                    Status::Passed => cell.passed += 1,
-                    Status::Failed => cell.failed += 1,
-                    _ => cell.skipped += 1,
-                }
-                for class in classify(&weighed, &seen[*at][0], &e) {
-                    *cell.classes.entry(class.class.name().to_string()).or_default() += 1;
-                }
+        for (t, id) in run.tests_with_ids().filter(|(t, _)| t.suite == suite) {
+            let weighed = Weighed { suite: &t.suite, id, outcome: Outcome::of(t) };
+            let row = tests.entry(t.name.clone()).or_insert_with(|| vec![None; columns.len()]);
+            let cell = row[column].get_or_insert_with(Cell::default);
+            match t.status {
+                Status::Passed => cell.passed += 1,
+                Status::Failed => cell.failed += 1,
+                _ => cell.skipped += 1,
+            }
+            for class in classify(&weighed, &seen[*at][0], &e) {
+                *cell.classes.entry(class.class.name().to_string()).or_default() += 1;
             }
         }
     }
@@ -146,10 +137,14 @@ fn tests_of(
         .collect()
 }
 
-/// The counts and classes of some suites' cells, summed; `None` when there are none.
-fn sum_cells<'c>(cells: impl Iterator<Item = (&'c String, &'c Cell)>) -> Option<Cell> {
+/// The counts and classes of the cells of suite `path` and the suites under it (`path/…`,
+/// one stretch of the map's order), summed; `None` when there are none.
+fn sum_under(cells: &BTreeMap<String, Cell>, path: &str) -> Option<Cell> {
+    let below = format!("{path}/");
+    let own = cells.get(path);
+    let under = cells.range(below.clone()..).take_while(|(s, _)| s.starts_with(&below)).map(|(_, c)| c);
     let mut sum: Option<Cell> = None;
-    for (_, cell) in cells {
+    for cell in own.into_iter().chain(under) {
         let total = sum.get_or_insert_with(Cell::default);
         total.passed += cell.passed;
         total.failed += cell.failed;
