@@ -144,10 +144,10 @@ test("the matrix matches the seeded bucket cell by cell, with a row for the pair
     assert.equal(row.cells.length, 8);
   }
   // Classes, by their rules: pair A's newest run fails `crud: add`, which passed in the run
-  // before at the same version (no commit named): a new failure, and flaky on that version.
+  // before at the same version (no commit named): regressed, and flaky on that version.
   const crud = shown.find((r) => r.pair === "linux-x86_64 / python-3.11").cells.find((c) => c.suite === "crud");
-  assert.deepEqual(crud.classes, ["1 flaky", "1 new failure"]);
-  assert.match(await page.textContent("dl.legend"), /new failure.*failed here and passed in the pair's previous run/s);
+  assert.deepEqual(crud.classes, ["1 flaky", "1 regressed"]);
+  assert.match(await page.textContent("dl.legend"), /regressed.*failed here and passed in the pair's previous run/s);
   assert.deepEqual(errors, []);
   await page.close();
 });
@@ -494,7 +494,7 @@ test("branches: a pull request's newer run does not replace main's; the picker s
     await page.waitForFunction(() => document.querySelector("#view h2")?.textContent.endsWith("on feature/slug-fix"));
     assert.equal(await page.textContent(`${row} td.cell[data-suite="crud"] a`), "0 passed, 1 failed");
     // Weighed against its base: main passed it, so the pull request's failure is new.
-    assert.equal(await page.textContent(`${row} td.cell[data-suite="crud"] .badge`), "1 new failure");
+    assert.equal(await page.textContent(`${row} td.cell[data-suite="crud"] .badge`), "1 regressed");
     assert.equal(await page.textContent(`${row} .source`), "bbbbbbbbbb on feature/slug-fix");
     // The pull request's run is compared with main's run before it, its base.
     await page.click(`${row} td:first-of-type a`);

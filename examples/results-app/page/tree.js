@@ -1,7 +1,7 @@
 import { api, h, link, show, update, verdict } from "./core.js";
 
 /** Each class's mark in a compact cell (the legend names them). */
-const MARKS = { "new failure": "N", flaky: "F", broken: "B", divergent: "D" };
+const MARKS = { regressed: "R", flaky: "F", broken: "B", divergent: "D" };
 
 /** The node last opened or closed: its button takes the focus back after the view is rebuilt. */
 let toggled = null;

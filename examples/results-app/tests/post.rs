@@ -507,16 +507,17 @@ fn summary_of_a_run_and_of_a_commit() {
         "{md}"
     );
     assert!(md.contains("| 1 | 1 | 0 |") && md.contains("| 2 | 0 | 0 |"), "{md}");
-    // put failed on linux, passed there before and on macos at this commit.
+    // put failed on linux, passed there before and on macos at this commit; it never failed
+    // before on the default branch: new.
     assert!(
-        md.contains("**Failures** (1)\n\n- crud › crud::put \\[new failure, divergent\\] · linux-x86\\_64 / c-gcc-13: expected 2, got 3\n"),
+        md.contains("**Failures** (1)\n\n- crud › crud::put \\[regressed, divergent, new\\] · linux-x86\\_64 / c-gcc-13: expected 2, got 3\n"),
         "{md}"
     );
-    // A fresh cache: one listing, the run's anchor, one GET per pair at most, the quarantine and
-    // the CODEOWNERS.
+    // A fresh cache: one listing, the run's anchor, one GET per pair at most, the quarantine, the
+    // CODEOWNERS and the failure rules.
     let cost = md.lines().last().unwrap();
     let gets: u64 = cost.split(" GET").next().unwrap().rsplit(['(', ' ']).next().unwrap().parse().unwrap();
-    assert!(cost.contains("LIST") && gets <= 1 + 2 + 2, "{cost}");
+    assert!(cost.contains("LIST") && gets <= 1 + 2 + 3, "{cost}");
 
     let (ok, text, err) = summary(&["--commit", "2222222", "--base", "1111111"]);
     assert!(ok, "{err}");
@@ -525,7 +526,7 @@ fn summary_of_a_run_and_of_a_commit() {
         "{text}"
     );
     assert!(
-        text.contains("New failures (1):\n  crud › crud::put  on linux-x86_64 / c-gcc-13: expected 2, got 3\n"),
+        text.contains("Regressed (1):\n  crud › crud::put [new]  on linux-x86_64 / c-gcc-13: expected 2, got 3\n"),
         "{text}"
     );
     // A commit where nothing failed says so first.
@@ -535,7 +536,7 @@ fn summary_of_a_run_and_of_a_commit() {
     let (ok, text, err) = summary(&["--commit", "2222222"]);
     assert!(ok, "{err}");
     assert!(
-        text.contains("Failures (1):\n  crud › crud::put  on linux-x86_64 / c-gcc-13: expected 2, got 3\n"),
+        text.contains("Failures (1):\n  crud › crud::put [new]  on linux-x86_64 / c-gcc-13: expected 2, got 3\n"),
         "{text}"
     );
 

@@ -1,4 +1,4 @@
-//! What a test's outcome means beside its other runs: new failure, flaky, broken, divergent.
+//! What a test's outcome means beside its other runs: regressed, flaky, broken, divergent.
 //! Each class has its rule, shown beside it on the page, and names the runs that show it.
 //!
 //! Other runs are weighed by their digests (`digest.rs`), which a listing brings: a test is
@@ -25,8 +25,8 @@ pub const BROKEN_RUNS: usize = 2;
 /// serialized as the page's words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub enum Verdict {
-    #[serde(rename = "new failure")]
-    NewFailure,
+    #[serde(rename = "regressed")]
+    Regressed,
     #[serde(rename = "flaky")]
     Flaky,
     #[serde(rename = "broken")]
@@ -39,7 +39,7 @@ impl Verdict {
     /// The verdict as the page and the summaries say it.
     pub fn name(self) -> &'static str {
         match self {
-            Verdict::NewFailure => "new failure",
+            Verdict::Regressed => "regressed",
             Verdict::Flaky => "flaky",
             Verdict::Broken => "broken",
             Verdict::Divergent => "divergent",
@@ -49,7 +49,7 @@ impl Verdict {
 
 /// The classes and their rules, as the page shows them.
 pub const RULES: [(Verdict, &str); 4] = [
-    (Verdict::NewFailure, "failed here and passed in the pair's previous run"),
+    (Verdict::Regressed, "failed here and passed in the pair's previous run"),
     (
         Verdict::Flaky,
         "passed on a retry, or passed and failed at one commit (one version where runs name no commit) on this pair, \
@@ -241,9 +241,9 @@ pub fn classify(t: &Weighed, this: &Seen, e: &Evidence) -> Vec<Class> {
     let mut classes = Vec::new();
     let here = t.outcome;
     let previous = e.earlier.first();
-    if rules::is_new_failure(previous.and_then(|p| p.status(t.suite, t.id)), here.status) {
+    if rules::is_regressed(previous.and_then(|p| p.status(t.suite, t.id)), here.status) {
         let previous = previous.map(|p| p.key.clone()).into_iter().collect();
-        classes.push(Class { class: Verdict::NewFailure, evidence: previous });
+        classes.push(Class { class: Verdict::Regressed, evidence: previous });
     }
     // Flaky: this run and the pair's earlier ones at its commit (version), by the one rule;
     // the evidence is the runs that differ from this one or passed on a retry.
@@ -365,11 +365,11 @@ mod tests {
         let e_pairs = Pairs::of(vec![vec![&now, &before], vec![&mac, &mac_before]]);
         let e = Evidence { earlier: vec![&before], pairs: &e_pairs };
         let classes = classify(&test(Status::Failed), &now, &e);
-        assert_eq!(names(&classes), ["new failure", "divergent"]);
+        assert_eq!(names(&classes), ["regressed", "divergent"]);
         assert_eq!(json!(classes[0].evidence), json!(["a/0"]));
         assert_eq!(json!(classes[1].evidence), json!(["m/1"]));
         // The matrix counts the same, and the passing side of the divergence on the mac.
-        assert_eq!(counts(&now, &e)["crud"], BTreeMap::from([("divergent".into(), 1), ("new failure".into(), 1)]));
+        assert_eq!(counts(&now, &e)["crud"], BTreeMap::from([("divergent".into(), 1), ("regressed".into(), 1)]));
         let e_mac_pairs = Pairs::of(vec![vec![&now, &before], vec![&mac, &mac_before]]);
         let e_mac = Evidence { earlier: vec![&mac_before], pairs: &e_mac_pairs };
         assert_eq!(counts(&mac, &e_mac)["crud"], BTreeMap::from([("divergent".into(), 1)]));
@@ -388,7 +388,7 @@ mod tests {
         let e_pairs = Pairs::of(vec![]);
         let e = Evidence { earlier: vec![&same_commit], pairs: &e_pairs };
         let classes = classify(&test(Status::Failed), &now, &e);
-        assert_eq!(names(&classes), ["new failure", "flaky"]);
+        assert_eq!(names(&classes), ["regressed", "flaky"]);
         assert_eq!(json!(classes[1].evidence), json!(["a/0"]));
         let retried = Weighed { outcome: Outcome { status: Status::Passed, retried: true }, ..test(Status::Passed) };
         let e_pairs = Pairs::of(vec![]);

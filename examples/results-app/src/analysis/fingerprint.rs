@@ -1,4 +1,5 @@
-//! Failures grouped: a failure's text with what differs between machines and runs taken out
+//! Failures grouped: under the team's failure rules where one matches, else by fingerprint, a
+//! failure's text with what differs between machines and runs taken out
 //! (paths, line numbers, addresses, numbers, temporary names, thread ids), so that the same assert
 //! failing on Windows/MSVC and on Linux/gcc is one group.
 
@@ -6,6 +7,9 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde::Serialize;
 
+use crate::analysis::impact::Impact;
+use crate::analysis::novelty::Novelty;
+use crate::model::failure_rules::{matched_text, FailureRule, FailureRules};
 use crate::model::{short_hash, Test};
 
 /// A failed test where it failed: its pair (`platform/browser`), its run's key, and the test.
@@ -15,23 +19,30 @@ pub struct Failure<'a> {
     pub test: &'a Test,
 }
 
-/// Failures grouped by fingerprint, the groups that hit most pairs first (then most tests),
-/// each with its normalised text and the first one's own message.
-pub fn group<'a>(failures: impl IntoIterator<Item = Failure<'a>>) -> Vec<FailureGroup> {
+/// Failures grouped: under the first failure rule that matches them, else by fingerprint; the
+/// groups that hit most pairs first (then most tests), each with its normalised text and the
+/// first one's own message.
+pub fn group<'a>(failures: impl IntoIterator<Item = Failure<'a>>, rules: &FailureRules) -> Vec<FailureGroup> {
     let mut order: Vec<String> = Vec::new();
     let mut groups: HashMap<String, FailureGroup> = HashMap::new();
     for f in failures {
         let print = fingerprint(f.test);
-        let group = groups.entry(print.clone()).or_insert_with(|| {
-            order.push(print.clone());
+        let rule = rules.matching(&f.test.suite, &f.test.name, matched_text(f.test));
+        let key = group_key(rule, &print);
+        let group = groups.entry(key.clone()).or_insert_with(|| {
+            order.push(key.clone());
             let message = f.test.message.clone().or_else(|| f.test.detail.trace.clone()).unwrap_or_default();
             FailureGroup {
+                key,
                 fingerprint: print,
+                rule: rule.map(RuleRef::of),
                 text: normalised(f.test),
                 message,
                 pairs: BTreeSet::new(),
                 tests: Vec::new(),
                 owners: Vec::new(),
+                impact: Impact::default(),
+                novelty: None,
             }
         });
         group.pairs.insert(f.pair.clone());
@@ -41,12 +52,21 @@ pub fn group<'a>(failures: impl IntoIterator<Item = Failure<'a>>) -> Vec<Failure
             suite: f.test.suite.clone(),
             name: f.test.name.clone(),
             message: None,
+            novelty: None,
         });
     }
-    let mut found: Vec<FailureGroup> = order.into_iter().filter_map(|print| groups.remove(&print)).collect();
+    let mut found: Vec<FailureGroup> = order.into_iter().filter_map(|key| groups.remove(&key)).collect();
     // Stable: groups hitting as many pairs and tests keep the order they were met in.
     found.sort_by_key(|g| std::cmp::Reverse((g.pairs.len(), g.tests.len())));
     found
+}
+
+/// A failure's group: `rule <id>` when a rule matches it, else its fingerprint.
+pub fn group_key(rule: Option<&FailureRule>, fingerprint: &str) -> String {
+    match rule {
+        Some(rule) => format!("rule {}", rule.id),
+        None => fingerprint.to_string(),
+    }
 }
 
 /// How much of a failure's normalised text tells it apart.
@@ -135,16 +155,42 @@ fn word(word: &str) -> String {
     place
 }
 
-/// Failures alike: their fingerprint, normalised text, the first one's message, and where.
+/// Failures alike: the rule that groups them or their fingerprint, the normalised text and
+/// message of the first, where they failed, and what they cost.
 #[derive(Serialize)]
 pub struct FailureGroup {
+    /// `rule <id>`, else the fingerprint.
+    pub key: String,
     pub fingerprint: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<RuleRef>,
     pub text: String,
     pub message: String,
     pub pairs: BTreeSet<String>,
     pub tests: Vec<PairTest>,
     /// Who owns its tests (the team's CODEOWNERS, by the views).
     pub owners: Vec<String>,
+    /// What it cost over the impact window (by the views).
+    pub impact: Impact,
+    /// Known, new or seen before (by the views): new when every failure of it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub novelty: Option<Novelty>,
+}
+
+/// A failure rule as a view names it.
+#[derive(Serialize, Clone, Debug, PartialEq)]
+pub struct RuleRef {
+    pub id: String,
+    pub title: String,
+    pub issue: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub closed: Option<u64>,
+}
+
+impl RuleRef {
+    pub fn of(rule: &FailureRule) -> RuleRef {
+        RuleRef { id: rule.id.clone(), title: rule.title.clone(), issue: rule.issue.clone(), closed: rule.closed }
+    }
 }
 
 /// A test of a run of a pair (`platform/browser`).
@@ -156,6 +202,8 @@ pub struct PairTest {
     pub name: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub novelty: Option<Novelty>,
 }
 
 #[cfg(test)]

@@ -6,5 +6,7 @@ pub mod classes;
 pub mod fingerprint;
 pub mod flaky;
 pub mod history;
+pub mod impact;
+pub mod novelty;
 pub mod quarantine;
 pub mod rules;

@@ -56,8 +56,8 @@ pub fn divergence<P>(by_pair: impl IntoIterator<Item = (P, Status)>) -> Option<(
     (!passed.is_empty() && !failed.is_empty()).then_some((passed, failed))
 }
 
-/// New failure: failed now, and passed in the run it is weighed against.
-pub fn is_new_failure(before: Option<Status>, now: Status) -> bool {
+/// Regressed: failed now, and passed in the run it is weighed against.
+pub fn is_regressed(before: Option<Status>, now: Status) -> bool {
     before == Some(Status::Passed) && now == Status::Failed
 }
 
@@ -98,9 +98,9 @@ mod tests {
 
     #[test]
     fn new_and_fixed_weigh_the_run_before() {
-        assert!(is_new_failure(Some(Status::Passed), Status::Failed));
-        assert!(!is_new_failure(Some(Status::Skipped), Status::Failed));
-        assert!(!is_new_failure(None, Status::Failed));
+        assert!(is_regressed(Some(Status::Passed), Status::Failed));
+        assert!(!is_regressed(Some(Status::Skipped), Status::Failed));
+        assert!(!is_regressed(None, Status::Failed));
         assert!(is_fixed(Some(Status::Failed), Status::Passed));
         assert!(!is_fixed(Some(Status::Passed), Status::Passed));
     }

@@ -7,6 +7,7 @@ mod gate;
 mod matrix;
 mod post;
 mod quarantine;
+mod rules;
 mod serve;
 mod source;
 mod summary;
@@ -28,6 +29,9 @@ pub const USAGE: &str = "usage: objstore-results [--listen ADDR] [--cache PATH]
        objstore-results quarantine list [--collector URL]
        objstore-results gate [--platform P] [--runtime R] [--suite S] [--collector URL] REPORT...
        objstore-results codeowners set FILE | show | owners PATH...
+       objstore-results rules add --title T --issue URL [--test PATTERN] [--text PATTERN] [--by WHO]
+       objstore-results rules edit ID [--title T] [--issue URL] [--test PATTERN] [--text PATTERN]
+       objstore-results rules remove ID | close ID | reopen ID | list
        objstore-results --help";
 
 /// The value after `flag`, or an error that says it is missing.
@@ -125,6 +129,13 @@ pub const HELP: &str = "objstore-results: test results in a bucket, read back as
       the flaky list, top failures and a test's page name each test's owners, by its suite's
       path (else its name's part before ::). set checks the file and replaces the one kept;
       owners prints who owns each PATH. post --codeowners FILE sets it with the runs it stores.
+  objstore-results rules add --title T --issue URL [--test PATTERN] [--text PATTERN] [--by WHO]
+  objstore-results rules edit ID [...] | remove ID | close ID | reopen ID | list
+      Failure rules, kept in the bucket (.rules): a known problem bound to its issue. Every view
+      groups the failures a rule matches under it, marks them known rather than new, and the
+      summaries link the issue. --test matches a test's whole suite::name, --text anywhere in
+      its failure's message (else trace); * stands for any run of characters; both given, both
+      must match. An edit's empty pattern removes it. Edits are written with If-Match.
 
 Where runs live (every command says which bucket it opened):
   OBJSTORE_RESULTS         file://DIR (default file://./results; objects in DIR/BUCKET/) or an S3
@@ -133,7 +144,9 @@ Where runs live (every command says which bucket it opened):
   OBJSTORE_RESULTS_PREFIX  a key prefix inside it (default none)
   OBJSTORE_RESULTS_TIMEOUT_MS  the longest one request to the bucket may take (default 10000)
   OBJSTORE_RESULTS_DEFAULT_BRANCH  the branch the matrix shows unless asked for another
-                           (default main, else master, where some run is on it, else any)
+                           (default main, else master, where some run is on it, else any),
+                           and where a failure is looked for before it is called new
+  OBJSTORE_RESULTS_NEW_DAYS  how many days before a failure it is looked for (default 21)
   OBJSTORE_COLLECTOR       a collector (http(s)://host:port) that post, summary, gate and
                            quarantine list go through instead of the bucket: a CI job then needs
                            no bucket credentials; OBJSTORE_COLLECTOR_TOKEN is its bearer token
@@ -168,6 +181,7 @@ pub fn dispatch(args: &[String]) -> AppResult<()> {
         Some((command, rest)) if command == "quarantine" => quarantine::run(rest),
         Some((command, rest)) if command == "gate" => gate::run(rest),
         Some((command, rest)) if command == "codeowners" => codeowners::run(rest),
+        Some((command, rest)) if command == "rules" => rules::run(rest),
         Some((command, _)) if !command.starts_with("--") => {
             Err(AppError::bad(format!("unknown command {command:?}\n{USAGE}")))
         }
@@ -179,5 +193,13 @@ pub fn dispatch(args: &[String]) -> AppResult<()> {
 /// the matrix's default branch from `OBJSTORE_RESULTS_DEFAULT_BRANCH` (else `main` or `master`).
 fn open_viewer(target: &Target, cache: Option<PathBuf>) -> AppResult<Viewer> {
     let viewer = Viewer::open(target, &cache.unwrap_or_else(|| target.default_cache()))?;
-    Ok(viewer.with_default_branch(std::env::var("OBJSTORE_RESULTS_DEFAULT_BRANCH").ok()))
+    let viewer = viewer.with_default_branch(std::env::var("OBJSTORE_RESULTS_DEFAULT_BRANCH").ok());
+    Ok(match std::env::var("OBJSTORE_RESULTS_NEW_DAYS") {
+        Err(_) => viewer,
+        Ok(days) => {
+            viewer.with_new_days(days.trim().parse().map_err(|_| {
+                AppError::bad(format!("OBJSTORE_RESULTS_NEW_DAYS {days:?} is not a whole number of days"))
+            })?)
+        }
+    })
 }

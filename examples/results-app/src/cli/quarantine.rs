@@ -86,8 +86,8 @@ pub fn run(args: &[String]) -> AppResult<()> {
     }
 }
 
-/// Who runs `quarantine add` when `--by` does not say: the CI's actor, else the shell's user.
-fn who_is_adding() -> Option<String> {
+/// Who runs `quarantine add` (or `rules add`) when `--by` does not say: the CI's actor, else the shell's user.
+pub(super) fn who_is_adding() -> Option<String> {
     ["GITHUB_ACTOR", "GITLAB_USER_LOGIN", "USER", "USERNAME"]
         .iter()
         .filter_map(|var| std::env::var(var).ok())

@@ -1,9 +1,10 @@
 //! The stored result format and its names: what a run is, how its objects are named, a file's
-//! digest in its name, whose a CI run is, reruns folded into their run, a test across runs and the quarantine's body. Every other room speaks
+//! digest in its name, whose a CI run is, reruns folded into their run, a test across runs, the quarantine's body and the failure rules. Every other room speaks
 //! these words; this room imports only the error and the clock.
 
 pub mod codeowners;
 pub mod digest;
+pub mod failure_rules;
 mod names;
 pub mod quarantine;
 mod rerun;

@@ -75,7 +75,7 @@ pub fn pair_matches(pattern: &str, platform: &str, browser: &str) -> bool {
 
 /// Whether `text` is `pattern`, where `*` stands for any run of characters: in time linear in
 /// their lengths whatever the stars (a pattern is written by anyone who may edit the bucket).
-fn glob(pattern: &str, text: &str) -> bool {
+pub fn glob(pattern: &str, text: &str) -> bool {
     let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
     let (mut pi, mut ti) = (0, 0);
     // The last star seen, and where in the text its run began.

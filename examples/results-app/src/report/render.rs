@@ -79,6 +79,8 @@ pub struct Listed {
     pub line: Option<String>,
     /// Who owns it (the team's CODEOWNERS), written without notifying anyone.
     pub owners: Vec<String>,
+    /// The issue of the failure rule that knows it: its title and address.
+    pub issue: Option<(String, String)>,
 }
 
 /// Tests listed once each, with the pairs they were seen on (each once) and every mark they
@@ -263,6 +265,13 @@ fn markdown_section(budget: &mut Budget, section: &Section) {
         if !test.owners.is_empty() {
             line.push_str(&format!(" ({})", md(&format!("owners {}", some_of(&test.owners, 5)))));
         }
+        if let Some((title, issue)) = &test.issue {
+            let title = md(&clip(title, NAME));
+            match url(issue) {
+                Some(issue) => line.push_str(&format!(" · known: [{title}]({issue})")),
+                None => line.push_str(&format!(" · known: {title}")),
+            }
+        }
         if let Some(first) = &test.line {
             line.push_str(&format!(": {}", md(first)));
         }
@@ -338,6 +347,9 @@ pub fn plain(parts: &Parts, page: Option<&str>) -> String {
             }
             if !test.owners.is_empty() {
                 out.push_str(&format!(" (owners {})", some_of(&test.owners, 5)));
+            }
+            if let Some((title, issue)) = &test.issue {
+                out.push_str(&format!(" (known: {} {issue})", clip(title, NAME)));
             }
             if let Some(line) = &test.line {
                 out.push_str(&format!(": {line}"));

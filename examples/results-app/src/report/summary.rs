@@ -1,7 +1,7 @@
 //! `objstore-results summary`: a CI run's or a commit's results where CI already looks, as
 //! Markdown (a job summary, a pull request's comment) or plain text (a terminal): counts per
 //! pair, a run's failures with their first lines and classes (new, divergent, broken, flaky),
-//! its flaky passes, a commit's new failures, fixed, flaky and divergent tests against a base
+//! its flaky passes, a commit's regressed, fixed, flaky and divergent tests against a base
 //! commit, a link to the page, and what the summary cost in bucket requests.
 //! Built from the views' own answers (`Viewer::ci_run`, `Viewer::commit`), by `summary` on a
 //! bucket and by the collector's `/api/summary` for a job that reads through it.
@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use crate::analysis::classes::Verdict;
 use crate::analysis::fingerprint::PairTest;
+use crate::analysis::novelty::Novelty;
 use crate::model::codeowners::CodeOwners;
 use crate::model::quarantine::Quarantine;
 use crate::model::run_title;
@@ -73,13 +74,16 @@ fn of_run_parts(view: &Costed<RunsView>, quarantine: &Quarantine, now_ms: u64) -
         let (platform, browser) = (&run.row.platform, &run.row.browser);
         for test in run.detail.iter().flat_map(|d| &d.tests) {
             let is_flaky = test.classes.iter().any(|c| c.class == Verdict::Flaky);
+            let mut marks: Vec<&'static str> = test.classes.iter().map(|c| c.class.name()).collect();
+            marks.extend(novelty_mark(test.novelty.as_ref()));
             let entry = Listed {
                 suite: test.suite.clone(),
                 name: test.name.clone(),
-                marks: test.classes.iter().map(|c| c.class.name()).collect(),
+                marks,
                 pairs: vec![format!("{platform} / {browser}")],
                 line: test.message.as_deref().map(|m| first_line(m, LINE)),
                 owners: vec![],
+                issue: known_issue(test.novelty.as_ref()),
             };
             if test.status != Status::Failed {
                 if is_flaky {
@@ -131,16 +135,17 @@ fn of_commit_parts(view: &Costed<CommitView>, quarantine: &Quarantine, now_ms: u
     let listed = |e: &PairTest| Listed {
         suite: e.suite.clone(),
         name: e.name.clone(),
-        marks: vec![],
+        marks: novelty_mark(e.novelty.as_ref()).into_iter().collect(),
         pairs: vec![e.pair.replace('/', " / ")],
         line: e.message.as_deref().map(|m| first_line(m, LINE)),
         owners: vec![],
+        issue: known_issue(e.novelty.as_ref()),
     };
     let entries = |tests: &[PairTest]| tests.iter().map(listed).collect::<Vec<_>>();
     // Without a base, every failure at the commit; with one, what the change broke.
     let (title, failing) = match commit.base {
         None => ("Failures", &commit.failures),
-        Some(_) => ("New failures", &commit.newly_failing),
+        Some(_) => ("Regressed", &commit.newly_failing),
     };
     let (held, failed): (Vec<&PairTest>, Vec<&PairTest>) = failing.iter().partition(|e| is_held(e));
     let divergent = commit
@@ -153,6 +158,7 @@ fn of_commit_parts(view: &Costed<CommitView>, quarantine: &Quarantine, now_ms: u
             pairs: d.failed.clone(),
             line: Some(format!("failed there, passed on {}", d.passed.join(", "))),
             owners: vec![],
+            issue: None,
         })
         .collect();
     let mut source = Source::default();
@@ -171,7 +177,7 @@ fn of_commit_parts(view: &Costed<CommitView>, quarantine: &Quarantine, now_ms: u
         sections: vec![
             section(title, failed.into_iter().map(listed).collect(), true),
             section(
-                if commit.base.is_some() { "New failures, quarantined" } else { "Quarantined failures" },
+                if commit.base.is_some() { "Regressed, quarantined" } else { "Quarantined failures" },
                 held.into_iter().map(listed).collect(),
                 false,
             ),
@@ -181,6 +187,17 @@ fn of_commit_parts(view: &Costed<CommitView>, quarantine: &Quarantine, now_ms: u
         ],
         cost: cost(&view.cost),
     }
+}
+
+/// A failure's mark for its novelty: `new` when it has not failed alike on the default branch
+/// lately (a known one says so with its issue's link instead).
+fn novelty_mark(novelty: Option<&Novelty>) -> Option<&'static str> {
+    novelty.filter(|n| n.is_new()).map(|_| "new")
+}
+
+/// The title and address of the issue that tracks a known failure.
+fn known_issue(novelty: Option<&Novelty>) -> Option<(String, String)> {
+    novelty?.known().map(|(title, issue)| (title.to_string(), issue.to_string()))
 }
 
 /// `parts` with each listed test's owners, by the team's CODEOWNERS.
@@ -242,7 +259,8 @@ mod tests {
             message: Some("\n  expected 2\n  got 3".into()),
             detail: Default::default(),
             flaky: false,
-            classes: vec![Class { class: Verdict::NewFailure, evidence: vec![] }],
+            classes: vec![Class { class: Verdict::Regressed, evidence: vec![] }],
+            novelty: None,
         }
     }
 
@@ -254,7 +272,7 @@ mod tests {
         Costed { view: RunsView { run: Some("github-7-1".into()), runs }, cost: cost(3, &[("LIST", 1), ("GET", 2)]) }
     }
 
-    /// Markdown for a job summary: a row per pair, new failures with their first line, the
+    /// Markdown for a job summary: a row per pair, failures with their first line, the
     /// page linked, the cost; nothing in a name becomes markup.
     #[test]
     fn a_run_in_markdown() {
@@ -271,7 +289,9 @@ mod tests {
             "{out}"
         );
         assert!(
-            out.contains("**Failures** (1)\n\n- crud › put \\| &lt;b&gt;x&lt;/b&gt; \\[new failure\\] · linux / gcc: expected 2\n"),
+            out.contains(
+                "**Failures** (1)\n\n- crud › put \\| &lt;b&gt;x&lt;/b&gt; \\[regressed\\] · linux / gcc: expected 2\n"
+            ),
             "{out}"
         );
         assert!(!out.contains("Flaky"), "empty sections are left out: {out}");
@@ -288,7 +308,7 @@ mod tests {
         view.view.runs[1].detail.as_mut().unwrap().tests[0].suite = "- 1. x".into();
         let out = render(&of_run_parts(&view, &Quarantine::default(), 0), Some("file:///tmp/page"), Format::Markdown);
         assert!(
-            out.contains("**Failures** (1)\n\n- \\- 1. x › test 0 \\[new failure\\] · os0 / gcc, os1 / gcc: "),
+            out.contains("**Failures** (1)\n\n- \\- 1. x › test 0 \\[regressed\\] · os0 / gcc, os1 / gcc: "),
             "{out}"
         );
         assert!(!out.contains("results page]"), "{out}");
@@ -328,13 +348,13 @@ mod tests {
         );
         assert!(
             out.contains(
-                "Quarantined failures (1):\n  crud › put | <b>x</b> [new failure]  on linux / gcc: expected 2\n"
+                "Quarantined failures (1):\n  crud › put | <b>x</b> [regressed]  on linux / gcc: expected 2\n"
             ),
             "{out}"
         );
     }
 
-    /// A commit against a base: new failures, fixed and divergent tests, with the pairs.
+    /// A commit against a base: regressed, fixed and divergent tests, with the pairs.
     #[test]
     fn a_commit_against_a_base() {
         let new_failure = PairTest {
@@ -343,6 +363,7 @@ mod tests {
             suite: "sql".into(),
             name: "select".into(),
             message: Some("no such column".into()),
+            novelty: None,
         };
         let divergent = Divergent {
             suite: "sql".into(),
@@ -371,10 +392,7 @@ mod tests {
         });
         let out = render(&of_commit_parts(&view, &quarantine, 0), None, Format::Text);
         assert!(out.starts_with("Test results of commit 0123456789ab against fedcba987654\n"), "{out}");
-        assert!(
-            out.contains("New failures, quarantined (1):\n  sql › select  on linux / gcc: no such column\n"),
-            "{out}"
-        );
+        assert!(out.contains("Regressed, quarantined (1):\n  sql › select  on linux / gcc: no such column\n"), "{out}");
         assert!(
             out.contains("Divergent (1):\n  sql › select  on linux/gcc: failed there, passed on mac/clang\n"),
             "{out}"
@@ -410,7 +428,9 @@ mod tests {
             "{out}"
         );
         assert!(
-            out.contains("**Failures** (1)\n\n- suite › test 0 \\[new failure\\] · os0 / gcc, os1 / gcc, os2 / gcc: expected 2\n"),
+            out.contains(
+                "**Failures** (1)\n\n- suite › test 0 \\[regressed\\] · os0 / gcc, os1 / gcc, os2 / gcc: expected 2\n"
+            ),
             "{out}"
         );
         let mut view = failing_everywhere(1, 1);

@@ -1,5 +1,5 @@
 //! The team's documents in the bucket, each one object beside the runs (`.quarantine`,
-//! `.codeowners`) read and edited through the library. An edit reads it, changes it and writes
+//! `.codeowners`, `.rules`) read and edited through the library. An edit reads it, changes it and writes
 //! it back conditionally (the library sends `If-Match` with the version it read): when another
 //! editor wrote in between, the write is refused, discarded, and the edit made again on what the
 //! other wrote, so no edit is lost.
@@ -26,6 +26,11 @@ pub trait Document: Default + Serialize + DeserializeOwned {
 impl Document for crate::model::quarantine::Quarantine {
     const KEY: &'static str = crate::model::quarantine::KEY;
     const WHAT: &'static str = "quarantine";
+}
+
+impl Document for crate::model::failure_rules::FailureRules {
+    const KEY: &'static str = crate::model::failure_rules::KEY;
+    const WHAT: &'static str = "failure rules";
 }
 
 impl Document for crate::model::codeowners::Stored {

@@ -2,6 +2,8 @@
 //! fingerprint, and the quarantine.
 
 use super::*;
+use crate::analysis::impact::impacts;
+use crate::analysis::novelty::Novelty;
 use crate::analysis::quarantine::{releasable, RELEASE_AFTER};
 use crate::model::codeowners::{CodeOwners, Stored};
 
@@ -90,27 +92,45 @@ impl Viewer {
         })
     }
 
-    /// Failures grouped across pairs: every failed test of each pair's newest run, grouped by
-    /// its fingerprint (the failure's text with paths, numbers and addresses taken out), the
-    /// groups that hit most pairs first.
+    /// Failures grouped across pairs: every failed test of each pair's newest run, under the
+    /// first failure rule that matches it, else by its fingerprint (the failure's text with
+    /// paths, numbers and addresses taken out). Each group with its impact over each pair's
+    /// newest runs ([`Viewer::impact_window`]), whether it is new, and its owners; ranked by
+    /// the CI minutes it cost.
     pub fn failures(&self) -> View<FailuresView> {
+        let (rules, rule_requests) = self.failure_rules()?;
         let mut view = self.view(|db| {
             // Each pair's newest run only: the one read whole.
             let pairs = newest_runs(db, &all_pairs(db)?, 1)?;
-            let failures = pairs.iter().filter_map(|runs| runs.first()).flat_map(|run| {
+            let newest: Vec<&Loaded> = pairs.iter().filter_map(|runs| runs.first()).collect();
+            let failures = newest.iter().flat_map(|run| {
                 run.tests().filter(|(_, t)| t.status == Status::Failed).map(move |(_, test)| Failure {
                     pair: format!("{}/{}", run.platform, run.browser),
                     run: run.key.clone(),
                     test,
                 })
             });
-            Ok(FailuresView { groups: fingerprint::group(failures) })
+            let mut groups = fingerprint::group(failures, &rules);
+            let novelty = self.novelty_by_test(db, &rules, &newest)?;
+            for group in &mut groups {
+                Viewer::mark_novelty(&novelty, group.tests.iter_mut());
+                group.novelty = group_novelty(&group.tests);
+            }
+            let window = self.impact_window(db)?;
+            let mut impacts = impacts(window.iter().map(Arc::as_ref), |f| {
+                fingerprint::group_key(rules.matching(&f.suite, &f.name, &f.text), &f.fingerprint)
+            });
+            for group in &mut groups {
+                group.impact = impacts.remove(&group.key).unwrap_or_default();
+            }
+            groups.sort_by(|a, b| b.impact.minutes.total_cmp(&a.impact.minutes));
+            Ok(FailuresView { groups, triage: TriageRules::new(self.new_days, &*self.newest(db)?) })
         })?;
         let (owners, requests) = self.code_owners()?;
         for group in &mut view.view.groups {
             group.owners = owners_of(&owners, group.tests.iter().map(|t| (t.suite.as_str(), t.name.as_str())));
         }
-        view.add_requests(requests);
+        view.add_requests(requests + rule_requests);
         Ok(view)
     }
 
@@ -133,4 +153,15 @@ pub(crate) fn owners_of<'t>(owners: &CodeOwners, tests: impl Iterator<Item = (&'
         }
     }
     all
+}
+
+/// A group's word from its failures': known when a rule knows them, new when each is, else
+/// the first seen before.
+fn group_novelty(tests: &[PairTest]) -> Option<Novelty> {
+    let each: Vec<&Novelty> = tests.iter().filter_map(|t| t.novelty.as_ref()).collect();
+    let first = each.first()?;
+    if first.known().is_some() || each.iter().all(|n| n.is_new()) {
+        return Some((*first).clone());
+    }
+    each.into_iter().find(|n| matches!(n, Novelty::Seen { .. })).cloned()
 }

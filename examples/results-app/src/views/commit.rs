@@ -16,7 +16,8 @@ impl Viewer {
                 return Err(AppError::bad(format!("{field} {value:?}: give at least 7 characters of it")));
             }
         }
-        self.view(|db| {
+        let (failure_rules, rule_requests) = self.failure_rules()?;
+        let mut view = self.view(|db| {
             // Each pair's last runs by their names' digests; bodies only of the runs shown.
             let pairs = all_pairs(db)?;
             let newest_runs = self.newest(db)?;
@@ -75,6 +76,7 @@ impl Viewer {
                 suite: suite.clone(),
                 name: name.clone(),
                 message: None,
+                novelty: None,
             };
             let (mut rows, mut failing, mut fixed, mut flaky) = (vec![], vec![], vec![], vec![]);
             let mut failures = Vec::new();
@@ -119,7 +121,7 @@ impl Viewer {
                 let before = outcomes(before);
                 for (id, status) in &now {
                     let before = before.get(id).copied();
-                    if rules::is_new_failure(before, *status) {
+                    if rules::is_regressed(before, *status) {
                         failing.push(with_message(id));
                     } else if rules::is_fixed(before, *status) {
                         fixed.push(entry(&pair, &newest.key, id));
@@ -144,7 +146,18 @@ impl Viewer {
                     rules::divergence(by_pair).map(|(passed, failed)| Divergent { suite, name, passed, failed })
                 })
                 .collect();
+            // Whether each failure is new (or known to a rule), weighed in the runs shown.
+            let mut failed_in: Vec<&Loaded> = Vec::new();
+            for run in failures.iter().filter_map(|f| loaded.get(&f.run)) {
+                if !failed_in.iter().any(|l| l.key == run.key) {
+                    failed_in.push(run);
+                }
+            }
+            let novelty = self.novelty_by_test(db, &failure_rules, &failed_in)?;
+            Viewer::mark_novelty(&novelty, failures.iter_mut().chain(failing.iter_mut()));
             Ok(CommitView { commit, base, runs: rows, failures, newly_failing: failing, fixed, divergent, flaky })
-        })
+        })?;
+        view.add_requests(rule_requests);
+        Ok(view)
     }
 }

@@ -1,8 +1,9 @@
-//! The flaky tests across every pair, ranked by how often they flaked: the list a team reads
-//! to pick what to fix (Trunk's and BuildPulse's flaky tests).
+//! The flaky tests across every pair, ranked by the CI minutes they cost, then by how often they
+//! flaked: the list a team reads to pick what to fix (Trunk's, Datadog's and BuildPulse's).
 
 use super::*;
 use crate::analysis::flaky::flaked;
+use crate::analysis::impact::impacts;
 
 /// The most tests the flaky list shows.
 const LISTED: usize = 200;
@@ -16,6 +17,8 @@ impl Viewer {
     pub fn flaky_tests(&self) -> View<FlakyListView> {
         let (owners, requests) = self.code_owners()?;
         let mut view = self.view(|db| {
+            let window = self.impact_window(db)?;
+            let mut impacts = impacts(window.iter().map(Arc::as_ref), |f| (f.suite.clone(), f.id));
             let pairs = all_pairs(db)?;
             let windows = newest_digested(db, &pairs, PAGE + 1)?;
             let mut found: BTreeMap<(String, u32), Vec<FlakyOnPair>> = BTreeMap::new();
@@ -48,13 +51,19 @@ impl Viewer {
                         ran,
                         name: String::new(),
                         owners: Vec::new(),
+                        impact: impacts.remove(&(suite.clone(), id)).unwrap_or_default(),
                         suite,
                         id,
                         pairs,
                     }
                 })
                 .collect();
-            tests.sort_by(|a, b| b.rate.total_cmp(&a.rate).then(b.flaky.cmp(&a.flaky)).then(a.suite.cmp(&b.suite)));
+            tests.sort_by(|a, b| {
+                (b.impact.minutes.total_cmp(&a.impact.minutes))
+                    .then(b.rate.total_cmp(&a.rate))
+                    .then(b.flaky.cmp(&a.flaky))
+                    .then(a.suite.cmp(&b.suite))
+            });
             let more = tests.len() > LISTED;
             tests.truncate(LISTED);
             // Names from the newest run that shows each test flaky.
@@ -70,7 +79,12 @@ impl Viewer {
                 test.name = named.unwrap_or_else(|| format!("(a test of {} whose run cannot be read)", test.suite));
                 test.owners = owners.of_test(&test.suite, &test.name);
             }
-            Ok(FlakyListView { window: PAGE + 1, tests, more })
+            Ok(FlakyListView {
+                window: PAGE + 1,
+                tests,
+                more,
+                triage: TriageRules::new(self.new_days, &*self.newest(db)?),
+            })
         })?;
         view.add_requests(requests);
         Ok(view)

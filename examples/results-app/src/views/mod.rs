@@ -19,6 +19,7 @@ mod by_test;
 mod commit;
 pub mod filter;
 mod flaky;
+mod known;
 mod matrix;
 pub mod rows;
 mod run;
@@ -27,6 +28,7 @@ mod test_page;
 #[cfg(test)]
 pub(crate) mod tests;
 mod tree;
+mod triage;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -84,6 +86,10 @@ pub struct Viewer {
     newest: Mutex<Option<(u64, Arc<Newest>)>>,
     /// The branch the matrix shows unless asked for another (see `branches.rs`).
     default_branch: Option<String>,
+    /// How many days before a failure "new" looks for one alike (`triage.rs`).
+    new_days: u64,
+    /// Runs' failures, read once (`triage.rs`).
+    facts: Mutex<triage::FactsMemo>,
 }
 
 /// Every pair with its newest runs ([`classes::BROKEN_RUNS`]), as digests and as the classes
@@ -99,13 +105,15 @@ struct Newest {
     /// Per pair, the runs its newest is weighed against ([`weighed_before`]), once worked out:
     /// a warm matrix does not read them again.
     before: Mutex<Vec<Option<Arc<Vec<Seen>>>>>,
+    /// The default branch's failed runs "new" is weighed against, once worked out (`triage.rs`).
+    new_window: Mutex<Option<Arc<Vec<Digested>>>>,
 }
 
 impl Newest {
     fn new(pairs: Vec<(String, String)>, runs: Vec<Vec<Digested>>, default_branch: Option<String>) -> Newest {
         let seen = runs.iter().map(|runs| runs.iter().map(seen).collect()).collect();
         let before = Mutex::new(vec![None; pairs.len()]);
-        Newest { pairs, runs, seen, default_branch, on_default: None, before }
+        Newest { pairs, runs, seen, default_branch, on_default: None, before, new_window: Mutex::default() }
     }
 
     /// The runs pair `i`'s newest run is weighed against (see [`weighed_before`]).
@@ -141,7 +149,15 @@ impl Viewer {
             followed: Mutex::default(),
             newest: Mutex::default(),
             default_branch: None,
+            new_days: crate::analysis::novelty::NEW_DAYS,
+            facts: Mutex::default(),
         })
+    }
+
+    /// How many days before a failure "new" looks for one alike (21 unless set; at least 1).
+    pub fn with_new_days(mut self, days: u64) -> Viewer {
+        self.new_days = days.max(1);
+        self
     }
 
     /// The branch the matrix shows unless asked for another; unset, `main` or `master`.
@@ -273,6 +289,7 @@ fn run_view(db: &Cache, this: &Loaded, pairs: &Pairs, default_branch: Option<&st
                 detail: Detail { flaky: false, ..t.detail.clone() },
                 flaky: classes.iter().any(|c| c.class == Verdict::Flaky),
                 classes,
+                novelty: None,
             }
         })
         .collect();

@@ -2,20 +2,43 @@
 //! two runs.
 
 use super::*;
+use crate::model::failure_rules::FailureRules;
 use crate::model::run_title;
 
 impl Viewer {
-    /// One run: its files and tests, each test with its classes (new failure, flaky, broken,
+    /// One run: its files and tests, each test with its classes (regressed, flaky, broken,
     /// divergent: [`classes::RULES`]) weighed against the pair's [`PAGE`] runs before it and
     /// every pair's newest runs; and the pair's previous run, to diff against.
     pub fn run(&self, key: &str) -> View<RunView> {
         pair_of(key)?;
         let key = key.to_string();
-        self.view(move |db| {
+        let (failure_rules, rule_requests) = self.failure_rules()?;
+        let mut view = self.view(move |db| {
             let this = self.find_run(db, &key)?;
             let newest = self.newest(db)?;
-            run_view(db, &this, &Pairs::new(&newest.seen), newest.default_branch.as_deref())
-        })
+            let mut view = run_view(db, &this, &Pairs::new(&newest.seen), newest.default_branch.as_deref())?;
+            self.run_novelty(db, &failure_rules, &this, &mut view)?;
+            Ok(view)
+        })?;
+        view.add_requests(rule_requests);
+        Ok(view)
+    }
+
+    /// Marks each failed test of `view` (of run `this`) new, known or seen before.
+    fn run_novelty(
+        &self,
+        db: &Cache,
+        failure_rules: &FailureRules,
+        this: &Loaded,
+        view: &mut RunView,
+    ) -> AppResult<()> {
+        let Some(detail) = view.detail.as_mut() else { return Ok(()) };
+        let novelties = self.novelties(db, failure_rules, &self.facts_of(this))?;
+        let failed = detail.tests.iter_mut().filter(|t| t.status == Status::Failed);
+        for (test, novelty) in failed.zip(novelties) {
+            test.novelty = Some(novelty);
+        }
+        Ok(())
     }
 
     /// Every pair's part of CI run `id` (the files posted with `--run ID` or from one CI run),
@@ -24,7 +47,8 @@ impl Viewer {
     /// (`<id>@<scope>`); a plain id names it too when it is the only run of that id.
     pub fn ci_run(&self, id: &str) -> View<RunsView> {
         check_run_name("run", id)?;
-        self.view(|db| {
+        let (failure_rules, rule_requests) = self.failure_rules()?;
+        let mut view = self.view(|db| {
             let not_found = || {
                 AppError::not_found(format!("no run {id:?} in the bucket (runs posted with --run or from CI have one)"))
             };
@@ -36,9 +60,16 @@ impl Viewer {
             let newest = self.newest(db)?;
             let weighed = Pairs::new(&newest.seen);
             let default = newest.default_branch.as_deref();
-            let views = runs.iter().map(|run| run_view(db, run, &weighed, default)).collect::<Result<Vec<_>, _>>()?;
+            let mut views = Vec::new();
+            for run in &runs {
+                let mut view = run_view(db, run, &weighed, default)?;
+                self.run_novelty(db, &failure_rules, run, &mut view)?;
+                views.push(view);
+            }
             Ok(RunsView { run: Some(name), runs: views })
-        })
+        })?;
+        view.add_requests(rule_requests);
+        Ok(view)
     }
 
     /// CI run `id` as its page shows it: each pair's run (a job), and its failing and flaky

@@ -8,8 +8,11 @@ use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use crate::analysis::classes::{Class, Rules};
-use crate::analysis::fingerprint::{FailureGroup, PairTest};
+use crate::analysis::fingerprint::{FailureGroup, PairTest, RuleRef};
 use crate::analysis::history::History;
+use crate::analysis::impact::Impact;
+use crate::analysis::novelty::Novelty;
+use crate::model::failure_rules::FailureRule;
 use crate::model::quarantine::{Change, Entry};
 use crate::model::{run_title, Ci, Detail, Status, Tool};
 use crate::store::cache::Spent;
@@ -184,7 +187,7 @@ pub struct FailingTest {
     pub message: Option<String>,
 }
 
-/// The flaky tests across every pair, ranked by flake rate.
+/// The flaky tests across every pair, ranked by the CI minutes they cost, then flake rate.
 #[derive(Serialize)]
 pub struct FlakyListView {
     /// The runs of each pair looked at (its newest and those before it).
@@ -192,6 +195,7 @@ pub struct FlakyListView {
     pub tests: Vec<FlakyListed>,
     /// More were flaky than are listed.
     pub more: bool,
+    pub triage: TriageRules,
 }
 
 /// A flaky test: the runs that ran it and those that show it flaky, over every pair, and the
@@ -210,6 +214,8 @@ pub struct FlakyListed {
     pub pairs: Vec<FlakyOnPair>,
     /// Who owns it (the team's CODEOWNERS).
     pub owners: Vec<String>,
+    /// What it cost over the window.
+    pub impact: Impact,
 }
 
 /// A flaky test on one pair: runs that ran it, runs where it flaked, and the newest run whose
@@ -278,6 +284,9 @@ pub struct RunTest {
     pub detail: Detail,
     pub flaky: bool,
     pub classes: Vec<Class>,
+    /// A failure's word beside what came before it: new, known to a rule, or seen before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub novelty: Option<Novelty>,
 }
 
 /// The matrix: a page of pairs' newest runs, and what the filters offer.
@@ -482,10 +491,13 @@ pub struct TestRunRow {
     pub duration: f64,
 }
 
-/// A failure group (the top failures' fingerprint) a test's failures fall in.
+/// A failure group (the top failures' rule or fingerprint) a test's failures fall in.
 #[derive(Serialize)]
 pub struct TestFailureGroup {
+    pub key: String,
     pub fingerprint: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<RuleRef>,
     pub text: String,
     pub runs: usize,
 }
@@ -510,10 +522,11 @@ pub struct FoundTest {
     pub status: Status,
 }
 
-/// Failures across pairs grouped by fingerprint.
+/// Failures across pairs grouped by rule or fingerprint, with their impact.
 #[derive(Serialize)]
 pub struct FailuresView {
     pub groups: Vec<FailureGroup>,
+    pub triage: TriageRules,
 }
 
 /// Every pair at one commit, or against a base.
@@ -545,4 +558,31 @@ pub struct Divergent {
     pub name: String,
     pub passed: Vec<String>,
     pub failed: Vec<String>,
+}
+
+/// The rules of triage's figures, shown beside them: impact's, and new's.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TriageRules {
+    /// Each impact figure's name and rule.
+    pub impact: Vec<(&'static str, &'static str)>,
+    /// The window impact is counted over.
+    pub window: String,
+    pub new: String,
+}
+
+/// The failure rules, each with its impact and newest failures.
+#[derive(Serialize)]
+pub struct RulesView {
+    pub rules: Vec<RuleListed>,
+    pub triage: TriageRules,
+}
+
+/// A failure rule with what it matched over the impact window.
+#[derive(Serialize)]
+pub struct RuleListed {
+    #[serde(flatten)]
+    pub rule: FailureRule,
+    pub impact: Impact,
+    pub failures: Vec<PairTest>,
 }

@@ -2,8 +2,10 @@
 //! it last passed and first failed, its runs as a table and the failure groups it falls in.
 
 use super::*;
+use crate::analysis::fingerprint::RuleRef;
 use crate::analysis::flaky::flaky_runs;
 use crate::analysis::rules::Outcome;
+use crate::model::failure_rules::matched_text;
 
 /// The runs a test's table shows (each read whole, once, then cached).
 const ROWS: usize = 50;
@@ -26,6 +28,7 @@ impl Viewer {
             pair_prefix(platform, browser)?;
         }
         let (owners, requests) = self.code_owners()?;
+        let (failure_rules, rule_requests) = self.failure_rules()?;
         let mut view = self.view(|db| {
             let pairs = match pair {
                 Some((platform, browser)) => vec![(platform.to_string(), browser.to_string())],
@@ -109,8 +112,12 @@ impl Viewer {
                 let failed = tests.iter().find(|t| t.status == Status::Failed);
                 if let Some(test) = failed {
                     let print = fingerprint::fingerprint(test);
-                    let group = groups.entry(print.clone()).or_insert_with(|| TestFailureGroup {
+                    let rule = failure_rules.matching(&test.suite, &test.name, matched_text(test));
+                    let key = fingerprint::group_key(rule, &print);
+                    let group = groups.entry(key.clone()).or_insert_with(|| TestFailureGroup {
+                        key,
                         fingerprint: print,
+                        rule: rule.map(RuleRef::of),
                         text: fingerprint::normalised(test),
                         runs: 0,
                     });
@@ -147,7 +154,7 @@ impl Viewer {
                 history: pair.is_some().then(|| history::history(&in_history)),
             })
         })?;
-        view.add_requests(requests);
+        view.add_requests(requests + rule_requests);
         Ok(view)
     }
 }

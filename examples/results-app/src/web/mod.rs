@@ -1,6 +1,7 @@
 //! `objstore-results serve`: the page and its views beside the collector, on one address.
 
 pub mod collector;
+mod editing;
 mod error;
 mod limiter;
 pub mod page;

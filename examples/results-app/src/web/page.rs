@@ -54,6 +54,7 @@ const VIEW_BURST: u32 = 200;
 /// The page and its views; `tokens`, the collector's, name the scope of a job's own CI run in
 /// `/api/summary` (a scoped token's runs are its own).
 pub fn router(viewer: Arc<Viewer>, tokens: Arc<[Token]>) -> Router {
+    let editors = tokens.clone();
     let limiter = Arc::new(Limiter::new(VIEWS_PER_MINUTE, VIEW_BURST));
     let api = Router::new()
         .route("/api/matrix", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, matrix, q)))
@@ -69,6 +70,14 @@ pub fn router(viewer: Arc<Viewer>, tokens: Arc<[Token]>) -> Router {
         .route("/api/search", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, search, q)))
         .route("/api/commit", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, commit, q)))
         .route("/api/quarantine", get(|State(v): State<Arc<Viewer>>| answer(v, |v, _| v.quarantine(), Params::new())))
+        .route(
+            "/api/rules",
+            get(|State(v): State<Arc<Viewer>>| answer(v, |v, _| v.rules(), Params::new())).post(
+                move |State(v): State<Arc<Viewer>>, headers: HeaderMap, body: axum::body::Bytes| {
+                    super::editing::edit_rules(v, editors.clone(), headers, body)
+                },
+            ),
+        )
         .route(
             "/api/summary",
             get(move |State(v): State<Arc<Viewer>>, headers: HeaderMap, Query(mut q): Query<Params>| {

@@ -145,6 +145,30 @@ pub(super) fn reader_scope(tokens: &[Token], headers: &HeaderMap) -> Result<Opti
     }
 }
 
+/// Whether the request may edit the team's documents from the page (the failure rules): it
+/// shows a token of every pair. With no token configured, nobody may (anyone who can reach the
+/// page could otherwise rewrite them).
+pub(super) fn editor(tokens: &[Token], headers: &HeaderMap) -> Result<(), Box<Response>> {
+    if tokens.is_empty() {
+        let why = "editing from the page needs the collector's token: serve with --token, then give it on the page";
+        return Err(Box::new(AppError::new(Kind::Forbidden, why).into_response()));
+    }
+    let Some(given) = bearer(headers) else {
+        return Err(Box::new(unauthorized("a bearer token is required (Authorization: Bearer <token>)")));
+    };
+    match matching(tokens, given) {
+        Some(token) if token.pairs.is_none() => Ok(()),
+        Some(_) => Err(Box::new(
+            AppError::new(
+                Kind::Forbidden,
+                "this token may write some pairs only; editing rules needs one of every pair",
+            )
+            .into_response(),
+        )),
+        None => Err(Box::new(not_accepted())),
+    }
+}
+
 /// The token of an `Authorization: Bearer <token>` header.
 fn bearer(headers: &HeaderMap) -> Option<&str> {
     headers

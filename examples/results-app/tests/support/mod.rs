@@ -80,7 +80,13 @@ pub struct Page {
 
 impl Page {
     pub fn start(dir: &Path) -> Page {
-        let mut child = app(dir, &["serve", "--listen", "127.0.0.1:0"]).stdout(Stdio::piped()).spawn().unwrap();
+        Page::start_with(dir, &[])
+    }
+
+    /// `serve` with more options (`--token T`).
+    pub fn start_with(dir: &Path, more: &[&str]) -> Page {
+        let args: Vec<&str> = ["serve", "--listen", "127.0.0.1:0"].iter().chain(more).copied().collect();
+        let mut child = app(dir, &args).stdout(Stdio::piped()).spawn().unwrap();
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
         let url = line.trim().rsplit(' ').next().unwrap().trim_end_matches("/results").to_string();

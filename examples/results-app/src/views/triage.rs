@@ -1,0 +1,170 @@
+//! What triage reads: each run's failures as facts (read from its body once and kept, since
+//! runs never change), the window impact is counted over, and whether a failure is new. Every
+//! figure comes from bodies the cache keeps for good: warm, none of it makes a request.
+
+use super::*;
+use crate::analysis::impact::RunFacts;
+use crate::analysis::novelty::{self, Novelty, LOOKED};
+use crate::model::failure_rules::FailureRules;
+use crate::model::stored_at;
+
+/// The most bytes of facts kept in memory (past it, the memo starts again).
+const FACTS_BYTES: usize = 64 << 20;
+/// How many of each pair's newest runs the default branch's window for "new" looks through.
+pub const NEW_RUNS: usize = 200;
+const DAY_MS: u64 = 86_400_000;
+
+/// Runs' facts kept between views, and their weight.
+#[derive(Default)]
+pub(super) struct FactsMemo {
+    runs: HashMap<String, Arc<RunFacts>>,
+    weight: usize,
+}
+
+/// Whether a run's digests name a test that failed or passed on a retry.
+fn has_failures(d: &Digested) -> bool {
+    d.unreadable > 0 || d.digests.iter().flat_map(|x| &x.suites).any(|s| s.failed > 0 || !s.retried_ids.is_empty())
+}
+
+/// Whether test `id` of `suite` failed in run `d`, by its digests.
+fn failed_in(d: &Digested, suite: &str, id: u32) -> bool {
+    d.digests.iter().flat_map(|x| &x.suites).any(|s| s.name == suite && s.failed_ids.contains(&id))
+}
+
+/// When a run started, by its digests, else when it was stored.
+fn began(d: &Digested) -> u64 {
+    started(d).or_else(|| stored_at(&d.key)).unwrap_or(0)
+}
+
+impl Viewer {
+    /// The facts of a run read whole (kept for the views after).
+    pub(super) fn facts_of(&self, run: &Loaded) -> Arc<RunFacts> {
+        if let Some(kept) = self.facts.lock().unwrap_or_else(|p| p.into_inner()).runs.get(&run.key) {
+            return kept.clone();
+        }
+        let reports: Vec<&crate::model::Run> = run.reports().collect();
+        let pair = format!("{}/{}", run.platform, run.browser);
+        let facts =
+            Arc::new(RunFacts::of(&run.key, &pair, stored_at(&run.key), reports.iter().copied(), run.tests_with_ids()));
+        let mut memo = self.facts.lock().unwrap_or_else(|p| p.into_inner());
+        if memo.weight > FACTS_BYTES {
+            *memo = FactsMemo::default();
+        }
+        memo.weight += facts.weight();
+        memo.runs.insert(run.key.clone(), facts.clone());
+        facts
+    }
+
+    /// The facts of `runs`, those not kept read from their bodies (cached for good).
+    pub(super) fn facts(&self, db: &Cache, runs: &[&Digested]) -> AppResult<Vec<Arc<RunFacts>>> {
+        let missing: Vec<String> = {
+            let memo = self.facts.lock().unwrap_or_else(|p| p.into_inner());
+            runs.iter().filter(|d| !memo.runs.contains_key(&d.key)).map(|d| d.key.clone()).collect()
+        };
+        let mut read: HashMap<String, Arc<RunFacts>> =
+            load_runs(db, &missing)?.iter().map(|l| (l.key.clone(), self.facts_of(l))).collect();
+        let memo = self.facts.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(runs.iter().filter_map(|d| read.remove(&d.key).or_else(|| memo.runs.get(&d.key).cloned())).collect())
+    }
+
+    /// The runs impact is counted over: each pair's newest run and the [`PAGE`] before it (the
+    /// flaky list's window), those whose digests name a failure or a pass on a retry.
+    pub(super) fn impact_window(&self, db: &Cache) -> AppResult<Vec<Arc<RunFacts>>> {
+        let windows = newest_digested(db, &all_pairs(db)?, PAGE + 1)?;
+        let failing: Vec<&Digested> = windows.iter().flatten().filter(|d| has_failures(d)).collect();
+        self.facts(db, &failing)
+    }
+
+    /// The window "new" is weighed in: each pair's newest [`NEW_RUNS`] runs on the default
+    /// branch (any branch where there is none) that failed, newest first. Kept with every
+    /// pair's newest runs.
+    fn new_window(&self, db: &Cache, newest: &Newest) -> AppResult<Arc<Vec<Digested>>> {
+        if let Some(kept) = newest.new_window.lock().unwrap_or_else(|p| p.into_inner()).clone() {
+            return Ok(kept);
+        }
+        let on = newest.default_branch.as_deref().map(digest::branch_key);
+        let mut window: Vec<Digested> = newest_digested(db, &newest.pairs, NEW_RUNS)?
+            .into_iter()
+            .flatten()
+            .filter(|d| on.is_none_or(|on| d.branch().is_none_or(|b| b == on)))
+            .filter(|d| d.digests.iter().flat_map(|x| &x.suites).any(|s| s.failed > 0))
+            .collect();
+        window.sort_by_key(|d| std::cmp::Reverse(began(d)));
+        let window = Arc::new(window);
+        *newest.new_window.lock().unwrap_or_else(|p| p.into_inner()) = Some(window.clone());
+        Ok(window)
+    }
+
+    /// Whether each failure of `run` (those that failed in the end, in order) is new, known to
+    /// a rule, or seen before on the default branch (see `analysis/novelty.rs`).
+    pub(super) fn novelties(&self, db: &Cache, rules: &FailureRules, run: &RunFacts) -> AppResult<Vec<Novelty>> {
+        let newest = self.newest(db)?;
+        let window = self.new_window(db, &newest)?;
+        let branch = newest.default_branch.clone().unwrap_or_else(|| "any branch".into());
+        let before = run.started.unwrap_or(u64::MAX);
+        let since = before.saturating_sub(self.new_days * DAY_MS);
+        let mut found = Vec::new();
+        for failure in run.failures.iter().filter(|f| f.failed) {
+            let earlier: Vec<&Digested> = window
+                .iter()
+                .filter(|d| d.key != run.key && (since..before).contains(&began(d)))
+                .filter(|d| failed_in(d, &failure.suite, failure.id))
+                .collect();
+            let read = if rules.matching(&failure.suite, &failure.name, &failure.text).is_some() {
+                Vec::new()
+            } else {
+                self.facts(db, &earlier[..earlier.len().min(LOOKED)])?
+            };
+            let read: Vec<&RunFacts> = read.iter().map(Arc::as_ref).collect();
+            found.push(novelty::novelty(rules, failure, &read, earlier.len(), &branch, self.new_days));
+        }
+        Ok(found)
+    }
+
+    /// Whether each failure of `runs` is new, by run key, suite and name (a test failing twice in
+    /// a run is weighed by its first failure).
+    pub(super) fn novelty_by_test(
+        &self,
+        db: &Cache,
+        rules: &FailureRules,
+        runs: &[&Loaded],
+    ) -> AppResult<HashMap<(String, String, String), Novelty>> {
+        let mut found = HashMap::new();
+        for run in runs {
+            let facts = self.facts_of(run);
+            let failed = facts.failures.iter().filter(|f| f.failed);
+            for (f, novelty) in failed.zip(self.novelties(db, rules, &facts)?) {
+                found.entry((run.key.clone(), f.suite.clone(), f.name.clone())).or_insert(novelty);
+            }
+        }
+        Ok(found)
+    }
+
+    /// Sets each of `tests`' novelty from `found` ([`Viewer::novelty_by_test`]).
+    pub(super) fn mark_novelty<'t>(
+        found: &HashMap<(String, String, String), Novelty>,
+        tests: impl Iterator<Item = &'t mut PairTest>,
+    ) {
+        for test in tests {
+            let key = (test.run.clone(), test.suite.clone(), test.name.clone());
+            test.novelty = found.get(&key).cloned();
+        }
+    }
+
+    /// The team's failure rules as the bucket keeps them (one GET; none kept, none known).
+    pub fn failure_rules(&self) -> AppResult<(FailureRules, u64)> {
+        crate::store::documents::load(&self.target)
+    }
+}
+
+impl TriageRules {
+    /// The rules as they hold now: "new" over `days` on the default branch of `newest`.
+    pub(super) fn new(days: u64, newest: &Newest) -> TriageRules {
+        let branch = newest.default_branch.clone().unwrap_or_else(|| "any branch".into());
+        TriageRules {
+            impact: crate::analysis::impact::IMPACT_RULES.to_vec(),
+            window: format!("each pair's newest run and the {PAGE} before it"),
+            new: novelty::new_rule(&branch, days),
+        }
+    }
+}

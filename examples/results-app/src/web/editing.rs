@@ -1,0 +1,81 @@
+//! The page's edits of the team's failure rules (`POST /api/rules`): the same edits as
+//! `objstore-results rules`, written with `If-Match`, by a holder of a token of every pair.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::tokens::{editor, Token};
+use crate::clock::now_ms;
+use crate::error::{AppError, AppResult};
+use crate::model::failure_rules::RuleFields;
+use crate::views::Viewer;
+
+/// The largest edit taken (a rule's fields are a few KB at most).
+pub const MAX_EDIT: usize = 16 * 1024;
+
+/// One edit: `add` (a title, an issue and a pattern), `edit`, `remove`, `close` or `reopen`
+/// (of rule `id`).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Edit {
+    action: String,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    title: Option<String>,
+    #[serde(default)]
+    issue: Option<String>,
+    #[serde(default)]
+    test: Option<String>,
+    #[serde(default)]
+    text: Option<String>,
+}
+
+/// `POST /api/rules`: answers the rule's id, or why the edit was refused.
+pub async fn edit_rules(viewer: Arc<Viewer>, tokens: Arc<[Token]>, headers: HeaderMap, body: Bytes) -> Response {
+    if let Err(refused) = editor(&tokens, &headers) {
+        return *refused;
+    }
+    let edit = match parse(&body) {
+        Ok(edit) => edit,
+        Err(e) => return e.into_response(),
+    };
+    let done = tokio::task::spawn_blocking(move || apply(&viewer, edit)).await;
+    match done {
+        Ok(Ok(id)) => (StatusCode::OK, Json(json!({ "id": id }))).into_response(),
+        Ok(Err(e)) => e.into_response(),
+        Err(e) => AppError::internal(format!("the edit failed: {e}")).into_response(),
+    }
+}
+
+fn parse(body: &[u8]) -> AppResult<Edit> {
+    if body.len() > MAX_EDIT {
+        return Err(AppError::bad(format!("an edit of the rules is at most {MAX_EDIT} bytes")));
+    }
+    serde_json::from_slice(body).map_err(|e| AppError::bad(format!("an edit of the rules is JSON: {e}")))
+}
+
+fn apply(viewer: &Viewer, edit: Edit) -> AppResult<String> {
+    let fields = RuleFields {
+        title: edit.title.clone(),
+        issue: edit.issue.clone(),
+        test: edit.test.clone(),
+        text: edit.text.clone(),
+        by: Some("the page".into()),
+    };
+    let id = || edit.id.clone().ok_or_else(|| AppError::bad(format!("{} needs a rule's id", edit.action)));
+    viewer.edit_rules(|rules| match edit.action.as_str() {
+        "add" => rules.add(fields.clone()),
+        "edit" => rules.edit(&id()?, fields.clone()).and_then(|()| id()),
+        "remove" => rules.remove(&id()?).and_then(|()| id()),
+        "close" => rules.set_closed(&id()?, Some(now_ms())).and_then(|()| id()),
+        "reopen" => rules.set_closed(&id()?, None).and_then(|()| id()),
+        other => Err(AppError::bad(format!("unknown action {other:?} (add, edit, remove, close or reopen)"))),
+    })
+}
