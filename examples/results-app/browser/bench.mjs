@@ -70,7 +70,7 @@ try {
   const [cold, ...warm] = measured;
   if (cold.rows !== PAIRS) throw new Error(`the matrix shows ${cold.rows} rows, not ${PAIRS}`);
 
-  const assets = ["", "app.js", "core.js", "matrix.js", "runs.js", "tests.js", "tree.js", "app.css"].map((p) => readFileSync(join(root, "examples/results-app/page", p || "index.html")).length);
+  const assets = ["", "app.js", "core.js", "matrix.js", "runs.js", "tests.js", "tree.js", "triage.js", "app.css"].map((p) => readFileSync(join(root, "examples/results-app/page", p || "index.html")).length);
   const warmMs = median(warm.map((w) => w.ms));
   const baselineMs = median(baseline.slice(1).map((b) => b.ms));
   const figures = {

@@ -1,4 +1,5 @@
 // The results page in headless Chromium against the app serving a seeded file:// bucket.
+// Over 800 lines: every view's test reads the one bucket seeded here (seeding it again per file would cost each file its own app and a minute of CI).
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
 import { once } from "node:events";
@@ -171,7 +172,7 @@ test("flaky tests: a cell's class count opens the tests it counts, and the flaky
   await page.click('nav a:text-is("Flaky tests")');
   await page.waitForSelector("#flaky-tests");
   const row = '#flaky-tests tr[data-test="cursor › walk"]';
-  assert.match(await page.textContent(row), /^cursor › walk7\.7% \(2 of 26 runs\)linux-x86_64\/python-3\.11 2 of 26\d+ (s|min) ago@cursor-team$/);
+  assert.match(await page.textContent(row), /^cursor › walk[\d.]+ CI minutes lost · 2 runs failed · 2 commits blocked · 1 pair · seen .+ to .+7\.7% \(2 of 26 runs\)linux-x86_64\/python-3\.11 2 of 26\d+ (s|min) ago@cursor-team$/);
   await page.selectOption('select[name="owner"]', "@org/everyone");
   await page.waitForFunction(() => location.search.includes("owner=%40org%2Feveryone"));
   await page.waitForSelector(`${row}`, { state: "detached" });
@@ -641,6 +642,42 @@ test("top failures: the same assert on two platforms is one group, linked to eac
   await page.close();
 });
 
+test("failure rules: added from the page with the token, the top failures group under it, known and linked; removed, gone", async () => {
+  const page = await browser.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(e));
+  await page.goto(app.url + "?view=failures");
+  await page.waitForSelector("#failures");
+  // Before any rule: the failures of the newest runs are new or seen, each group with its cost.
+  assert.match(await page.textContent("#failures"), /CI minutes lost · \d+ runs? failed · \d+ commits? blocked/);
+  assert.ok(await page.$("#failures .badge.new"), "a failure never seen before on the default branch is new");
+  await page.click('nav a:text-is("Rules")');
+  await page.waitForSelector("#rule-form");
+  await page.fill('#rule-form input[name="title"]', "crud put counts twice");
+  await page.fill('#rule-form input[name="issue"]', "https://github.com/team/db/issues/12");
+  await page.fill('#rule-form input[name="text"]', "expected 2, got 3");
+  // Without the token: refused, and said so.
+  await page.click('#rule-form button[type="submit"]');
+  await page.waitForSelector('#rule-form .said:not(:empty)');
+  assert.match(await page.textContent("#rule-form .said"), /bearer token/);
+  await page.fill('#rule-form input[name="token"]', TOKEN);
+  await page.click('#rule-form button[type="submit"]');
+  await page.waitForSelector('#rules li[data-rule="r1"]');
+  assert.match(await page.textContent('#rules li[data-rule="r1"]'), /text: expected 2, got 3.*CI minutes lost/s);
+  await page.click('nav a:text-is("Top failures")');
+  await page.waitForSelector('#failures li[data-key="rule r1"]');
+  const known = await page.textContent('#failures li[data-key="rule r1"]');
+  assert.match(known, /^rule r1: crud put counts twice/, known);
+  assert.equal(await page.getAttribute('#failures li[data-key="rule r1"] .rule a', "href"), "https://github.com/team/db/issues/12");
+  await page.click('nav a:text-is("Rules")');
+  await page.waitForSelector('#rules li[data-rule="r1"]');
+  await page.click('#rules li[data-rule="r1"] button[data-action="remove"]');
+  await page.waitForSelector("#rules", { state: "detached" });
+  assert.match(await page.textContent("main"), /No rule yet/);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 test("each view names the document, its heading takes the focus after a navigation, and a dark scheme is honoured", async () => {
   const page = await browser.newPage();
   await page.goto(app.url);
@@ -774,7 +811,7 @@ test("axe-core finds no WCAG 2 A or AA violation in any view, light or dark", as
   const key = seeded.filter((s) => s.body.browser === "python-3.11").at(-1).key;
   const views = ["", "?view=latest", `?view=run&key=${encodeURIComponent(key)}`, "?view=pair&platform=linux-x86_64&browser=python-3.11",
     "?view=failures", "?view=test&platform=linux-x86_64&browser=python-3.11&suite=crud&name=add", "?view=search&q=walk",
-    "?view=commit&commit=c0ffee02&base=c0ffee01", "?view=quarantine", "?view=cirun&run=github-4242-1", "?view=flaky", "?view=tree&open=unit"];
+    "?view=commit&commit=c0ffee02&base=c0ffee01", "?view=quarantine", "?view=cirun&run=github-4242-1", "?view=flaky", "?view=tree&open=unit", "?view=rules"];
   const found = [];
   for (const scheme of ["light", "dark"]) {
     await page.emulateMedia({ colorScheme: scheme });

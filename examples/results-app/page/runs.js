@@ -1,4 +1,5 @@
 import { STATUSES, age, api, ciLink, classBadges, counts, fail, filterBar, h, legend, link, ms, pair, show, source, sourceLink, testLink, verdict, when } from "./core.js";
+import { noveltyBadge } from "./triage.js";
 
 /** A run's name for people: its CI run's title, else when it ran (its key stays in the URL). */
 export function runName(run) {
@@ -188,6 +189,7 @@ export async function runView(state) {
           t.retries && t.status === "passed" && t.flaky ? h("span", { class: "badge" }, "passed on retry") : null,
           t.quarantined ? h("span", { class: "badge", title: "held by the quarantine: it did not fail its job" }, "quarantined") : null,
           classBadges(t.classes, run.rules),
+          noveltyBadge(t.novelty),
           t.message ? h("pre", { class: "message" }, t.message) : null,
           testText(t)),
         h("td", { class: verdict({ passed: t.status === "passed" ? 1 : 0, failed: t.status === "failed" ? 1 : 0 }) }, t.status),

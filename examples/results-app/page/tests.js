@@ -1,18 +1,23 @@
 import { api, counts, filterBar, h, link, ms, navigate, pair, shellQuoted, show, testLink, verdict, when } from "./core.js";
 import { classedLink } from "./runs.js";
+import { impactLine, noveltyBadge, ruleLine } from "./triage.js";
 
 export async function failuresView() {
   const data = await api("failures");
   show(h("h2", {}, "Failures grouped across pairs (each pair's newest run)"),
-    h("p", { class: "note" }, "A group is one failure's text with paths, line numbers, addresses, numbers and temporary names taken out: the same assert on two platforms is one group."),
+    h("p", { class: "note" }, "A group is the failures a failure rule matches (see Rules), else one failure's text with paths, line numbers, " +
+      `addresses, numbers and temporary names taken out. Ranked by the CI minutes they cost over ${data.triage.window}; each figure's rule is its title.`),
     data.groups.length === 0 ? h("p", { class: "note" }, "No failures in the newest runs.")
-      : h("ol", { id: "failures" }, data.groups.map((g) => h("li", { class: "group", "data-fingerprint": g.fingerprint },
+      : h("ol", { id: "failures" }, data.groups.map((g) => h("li", { class: "group", "data-fingerprint": g.fingerprint, "data-key": g.key },
+        g.rule ? ruleLine(g.rule) : null,
         h("p", {}, h("strong", {}, `${g.pairs.length} pair${g.pairs.length === 1 ? "" : "s"}, ${g.tests.length} test${g.tests.length === 1 ? "" : "s"}`),
-          " · ", g.pairs.join(", "), g.owners.length ? h("span", { class: "owners" }, ` · owners ${g.owners.join(", ")}`) : null),
+          " · ", g.pairs.join(", "), g.owners.length ? h("span", { class: "owners" }, ` · owners ${g.owners.join(", ")}`) : null,
+          " ", g.rule ? null : noveltyBadge(g.novelty, data.triage)),
+        h("p", {}, impactLine(g.impact, data.triage)),
         h("pre", { class: "message" }, g.message),
         h("p", { class: "muted" }, "grouped as: ", h("code", {}, g.text)),
         h("ul", {}, g.tests.map((t) => h("li", {}, link({ view: "run", key: t.run, suite: t.suite, status: "failed" }, t.pair),
-          " · ", testLink(t.suite, t.name, t.pair))))))));
+          " · ", testLink(t.suite, t.name, t.pair), " ", g.rule ? null : noveltyBadge(t.novelty, data.triage))))))));
 }
 
 /** A rate as people read it: `7.7%`. */
@@ -130,7 +135,8 @@ export function covered(entry, c, passes) {
     ran === 0 ? ": not run here" : `: passed ${passes(c)} of ${ran}`);
 }
 
-/** The flaky tests across every pair, the most often flaky first: each with its flake rate,
+/** The flaky tests across every pair, those that cost the most CI minutes first, then the most
+ * often flaky: each with its flake rate,
  * the pairs it flaked on (each opening the newest run whose page marks it flaky) and since when. */
 export async function flakyView(state) {
   const data = await api("flaky");
@@ -143,11 +149,12 @@ export async function flakyView(state) {
     owners.length ? filterBar(state, [["owner", "owner", owners]]) : null,
     tests.length === 0 ? h("p", { class: "note" }, state.owner ? `No flaky test is ${state.owner}'s.` : "No test is flaky in these runs.")
       : h("table", { id: "flaky-tests" },
-        h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "test"), h("th", { scope: "col" }, "flake rate"),
+        h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "test"), h("th", { scope: "col" }, "cost"), h("th", { scope: "col" }, "flake rate"),
           h("th", { scope: "col" }, "pairs"), h("th", { scope: "col" }, "since"), h("th", { scope: "col" }, "owners"))),
         h("tbody", {}, tests.map((t) => {
           return h("tr", { "data-test": `${t.suite} › ${t.name}` },
             h("th", { scope: "row" }, testLink(t.suite, t.name)),
+            h("td", {}, impactLine(t.impact, data.triage)),
             h("td", {}, `${percent(t.rate)} (${t.flaky} of ${t.ran} runs)`),
             h("td", {}, t.pairs.map((p, i) => [i ? ", " : "", link({ view: "run", key: p.run, suite: t.suite, class: "flaky" }, p.pair), ` ${p.flaky} of ${p.ran}`])),
             h("td", {}, typeof t.since === "number" ? when(t.since) : "—"),

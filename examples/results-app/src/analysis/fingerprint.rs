@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::analysis::impact::Impact;
 use crate::analysis::novelty::Novelty;
-use crate::model::failure_rules::{matched_text, FailureRule, FailureRules};
+use crate::model::failure_rules::{failure_text, matched_text, FailureRule, FailureRules};
 use crate::model::{short_hash, Test};
 
 /// A failed test where it failed: its pair (`platform/browser`), its run's key, and the test.
@@ -76,17 +76,8 @@ const READ_BYTES: usize = 64 * 1024;
 
 /// The failure's text as it is grouped: its message, else its trace's first lines, normalised.
 pub fn normalised(test: &Test) -> String {
-    let text = match (&test.message, &test.detail.trace) {
-        (Some(m), _) if !m.trim().is_empty() => m.as_str(),
-        (_, Some(t)) => t.as_str(),
-        _ => "",
-    };
     // Normalised first, then cut: a long Linux path and a short Windows one leave the same text.
-    let mut end = text.len().min(READ_BYTES);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    let normal = normalise(&text[..end]);
+    let normal = normalise(failure_text(test, READ_BYTES));
     let mut cut = normal.len().min(TELLING_BYTES);
     while !normal.is_char_boundary(cut) {
         cut -= 1;

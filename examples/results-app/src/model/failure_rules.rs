@@ -86,12 +86,18 @@ pub struct RuleFields {
 /// The text of a failure that text patterns match: its message, else its trace, its first
 /// [`TEXT_MATCHED`] bytes.
 pub fn matched_text(test: &Test) -> &str {
+    failure_text(test, TEXT_MATCHED)
+}
+
+/// A failure's text: its message, else its trace, its first `most` bytes (at a character's
+/// boundary). What rules match and what fingerprints are made of.
+pub fn failure_text(test: &Test, most: usize) -> &str {
     let text = match (&test.message, &test.detail.trace) {
         (Some(m), _) if !m.trim().is_empty() => m.as_str(),
         (_, Some(t)) => t.as_str(),
         _ => "",
     };
-    let mut end = text.len().min(TEXT_MATCHED);
+    let mut end = text.len().min(most);
     while !text.is_char_boundary(end) {
         end -= 1;
     }

@@ -28,7 +28,7 @@ use crate::views::shapes::{
 use crate::views::{View, Viewer};
 
 /// The page's own files, served as they are.
-const ASSETS: [(&str, &str, &str); 9] = [
+const ASSETS: [(&str, &str, &str); 10] = [
     ("/", "text/html; charset=utf-8", include_str!("../../page/index.html")),
     // The script's modules: the router, the helpers every view shares, and the views.
     ("/app.js", "text/javascript; charset=utf-8", include_str!("../../page/app.js")),
@@ -37,6 +37,7 @@ const ASSETS: [(&str, &str, &str); 9] = [
     ("/runs.js", "text/javascript; charset=utf-8", include_str!("../../page/runs.js")),
     ("/tests.js", "text/javascript; charset=utf-8", include_str!("../../page/tests.js")),
     ("/tree.js", "text/javascript; charset=utf-8", include_str!("../../page/tree.js")),
+    ("/triage.js", "text/javascript; charset=utf-8", include_str!("../../page/triage.js")),
     ("/app.css", "text/css; charset=utf-8", include_str!("../../page/app.css")),
     // Named by the page, so that a browser does not ask for /favicon.ico (a 404 on every load).
     ("/favicon.svg", "image/svg+xml", include_str!("../../page/favicon.svg")),

@@ -1,0 +1,90 @@
+// Triage on the page: what a failure group or a flaky test cost (its impact, each figure's rule
+// as its title), whether a failure is new or known, and the failure rules with their editor.
+import { api, h, link, show, testLink, when } from "./core.js";
+
+/** Impact as one line, each figure's rule its title. */
+export function impactLine(impact, triage) {
+  const rule = Object.fromEntries((triage && triage.impact) || []);
+  const n = (count, one) => `${count} ${one}${count === 1 ? "" : "s"}`;
+  return h("span", { class: "impact", title: triage ? `over ${triage.window}` : "" },
+    h("span", { title: rule.minutes, "data-figure": "minutes" }, `${impact.minutes} CI minutes lost`), " · ",
+    h("span", { title: rule.runs }, `${n(impact.runs, "run")} failed`), " · ",
+    h("span", { title: rule.blocked }, `${n(impact.blocked, "commit")} blocked`), " · ",
+    h("span", { title: rule.pairs }, n(impact.pairs, "pair")),
+    impact.firstSeen ? h("span", { title: rule.seen }, " · seen ", when(impact.firstSeen), " to ", when(impact.lastSeen)) : null);
+}
+
+/** A failure's word beside what came before it: `new`, `known` (linking its issue), or none. */
+export function noveltyBadge(novelty, triage) {
+  if (!novelty) return null;
+  if (novelty.kind === "new") {
+    return h("span", { class: "badge new", title: (triage && triage.new) || `not seen alike on ${novelty.branch} in ${novelty.days} days` }, "new");
+  }
+  if (novelty.kind === "known") {
+    return h("span", { class: "known" }, h("span", { class: "badge" }, "known"), " ", h("a", { href: novelty.issue, rel: "noreferrer" }, novelty.title));
+  }
+  return null;
+}
+
+/** The rule a failure group is kept under, its issue linked. */
+export function ruleLine(rule) {
+  return h("p", { class: "rule" }, `rule ${rule.id}${rule.closed ? " (closed)" : ""}: `,
+    h("a", { href: rule.issue, rel: "noreferrer" }, rule.title));
+}
+
+/** The failure rules: each with its patterns, its impact and its newest failures; and a form
+ * that adds one (the collector's token needed, kept for this tab only). */
+export async function rulesView() {
+  const data = await api("rules");
+  const form = h("form", { id: "rule-form" },
+    h("label", {}, "title ", h("input", { name: "title", required: "" })),
+    h("label", {}, "issue ", h("input", { name: "issue", type: "url", required: "", placeholder: "https://…" })),
+    h("label", {}, "test pattern ", h("input", { name: "test", placeholder: "suite::name, * for any run" })),
+    h("label", {}, "text pattern ", h("input", { name: "text", placeholder: "anywhere in the failure's text" })),
+    h("label", {}, "token ", h("input", { name: "token", type: "password", autocomplete: "off" })),
+    h("button", { type: "submit" }, "Add the rule"), h("span", { class: "said", role: "status" }));
+  form.elements.token.value = sessionStorage.getItem("objstore-token") || "";
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    const fields = Object.fromEntries(new FormData(form));
+    const body = { action: "add", title: fields.title, issue: fields.issue };
+    if (fields.test) body.test = fields.test;
+    if (fields.text) body.text = fields.text;
+    edit(fields.token, body, form.querySelector(".said"));
+  });
+  show(h("h2", {}, "Failure rules"),
+    h("p", { class: "note" }, "A rule binds failures to the issue that tracks them: a test pattern (a test's whole suite::name) and/or a text " +
+      "pattern (anywhere in its message), * standing for any run of characters. Every view groups the failures a rule matches under it, " +
+      "marks them known rather than new, and the summaries link the issue. Also: objstore-results rules."),
+    data.rules.length === 0 ? h("p", { class: "note" }, "No rule yet.")
+      : h("ol", { id: "rules" }, data.rules.map((r) => h("li", { "data-rule": r.id },
+        ruleLine(r),
+        r.test ? h("p", {}, "test: ", h("code", {}, r.test)) : null,
+        r.text ? h("p", {}, "text: ", h("code", {}, r.text)) : null,
+        h("p", {}, impactLine(r.impact, data.triage)),
+        h("ul", {}, r.failures.map((f) => h("li", {}, link({ view: "run", key: f.run, suite: f.suite, status: "failed" }, f.pair),
+          " · ", testLink(f.suite, f.name, f.pair), f.message ? h("span", { class: "muted" }, `: ${f.message}`) : null))),
+        h("button", { type: "button", "data-action": r.closed ? "reopen" : "close" }, r.closed ? "Reopen" : "Close"),
+        h("button", { type: "button", "data-action": "remove" }, "Remove")))),
+    h("h3", {}, "Add a rule"), form);
+  for (const button of document.querySelectorAll("#rules button")) {
+    button.addEventListener("click", () => edit(form.elements.token.value,
+      { action: button.dataset.action, id: button.closest("li").dataset.rule }, form.querySelector(".said")));
+  }
+}
+
+/** Sends one edit of the rules, then shows them again (or says why it was refused). */
+async function edit(token, body, said) {
+  sessionStorage.setItem("objstore-token", token || "");
+  const response = await fetch("/api/rules", {
+    method: "POST",
+    headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: JSON.stringify(body),
+  });
+  const answer = await response.json().catch(() => ({ error: `the server answered ${response.status}` }));
+  if (!response.ok) {
+    said.textContent = answer.error || `the server answered ${response.status}`;
+    return;
+  }
+  await rulesView();
+}
