@@ -811,7 +811,7 @@ test("axe-core finds no WCAG 2 A or AA violation in any view, light or dark", as
   const key = seeded.filter((s) => s.body.browser === "python-3.11").at(-1).key;
   const views = ["", "?view=latest", `?view=run&key=${encodeURIComponent(key)}`, "?view=pair&platform=linux-x86_64&browser=python-3.11",
     "?view=failures", "?view=test&platform=linux-x86_64&browser=python-3.11&suite=crud&name=add", "?view=search&q=walk",
-    "?view=commit&commit=c0ffee02&base=c0ffee01", "?view=quarantine", "?view=cirun&run=github-4242-1", "?view=flaky", "?view=tree&open=unit", "?view=rules"];
+    "?view=commit&commit=c0ffee02&base=c0ffee01", "?view=quarantine", "?view=cirun&run=github-4242-1", "?view=flaky", "?view=tree&open=unit", "?view=rules", "?view=proposals"];
   const found = [];
   for (const scheme of ["light", "dark"]) {
     await page.emulateMedia({ colorScheme: scheme });

@@ -3,13 +3,13 @@
 import { costLine, fail, go, navigate, onNavigation, wentBack } from "./core.js";
 import { matrixView } from "./matrix.js";
 import { treeView } from "./tree.js";
-import { rulesView } from "./triage.js";
+import { proposalsView, rulesView } from "./triage.js";
 import { ciRunView, diffView, latestView, pairView, runView } from "./runs.js";
 import { commitView, failuresView, flakyView, quarantineView, searchView, testView } from "./tests.js";
 
 const VIEWS = { matrix: matrixView, pair: pairView, latest: latestView, run: runView, diff: diffView, failures: failuresView,
   test: testView, search: searchView, commit: commitView, quarantine: quarantineView, cirun: ciRunView, flaky: flakyView, tree: treeView,
-  rules: rulesView };
+  rules: rulesView, proposals: proposalsView };
 
 // The header's search goes through the page's own navigation.
 document.getElementById("search").addEventListener("submit", (e) => {

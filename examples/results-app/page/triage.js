@@ -88,3 +88,39 @@ async function edit(token, body, said) {
   }
   await rulesView();
 }
+
+/** The lifecycle's proposals: each with its rule and its measures per window, confirmed with
+ * the collector's token; and the newest events. */
+export async function proposalsView() {
+  const data = await api("proposals");
+  const token = h("input", { name: "token", type: "password", autocomplete: "off", id: "proposal-token" });
+  token.value = sessionStorage.getItem("objstore-token") || "";
+  const said = h("span", { class: "said", role: "status" });
+  show(h("h2", {}, "Proposals"),
+    h("p", { class: "note" }, "The triage lifecycle proposes to quarantine a flaky test, release a quiet one, close a quiet rule's issue or " +
+      "reopen a closed rule whose failures came back. A proposal activates when any window crosses its threshold and stays until every " +
+      "window is under a lower one. Nothing is applied until a person confirms it (unless the team serves with --auto-apply)."),
+    h("label", {}, "token ", token), " ", said,
+    data.active.length === 0 ? h("p", { class: "note" }, "No proposal is active.")
+      : h("ul", { id: "proposals" }, data.active.map((p) => h("li", { "data-proposal": p.id },
+        h("strong", {}, p.id), " · ", Object.entries(p.measures).map(([w, m]) => `${w}: ${m}`).join(", "),
+        " · active since ", when(p.since),
+        h("p", { class: "muted" }, p.why),
+        h("button", { type: "button" }, "Confirm")))),
+    h("h3", {}, "Events"),
+    data.history.length === 0 ? h("p", { class: "note" }, "None yet.")
+      : h("ul", { id: "lifecycle-events" }, data.history.map((e) => h("li", {}, when(e.at), ` ${e.event}: ${e.proposal.id}`))));
+  for (const button of document.querySelectorAll("#proposals button")) {
+    button.addEventListener("click", async () => {
+      sessionStorage.setItem("objstore-token", token.value || "");
+      const response = await fetch("/api/proposals", {
+        method: "POST",
+        headers: { "content-type": "application/json", ...(token.value ? { authorization: `Bearer ${token.value}` } : {}) },
+        body: JSON.stringify({ confirm: button.closest("li").dataset.proposal }),
+      });
+      const answer = await response.json().catch(() => ({ error: `the server answered ${response.status}` }));
+      if (!response.ok) said.textContent = answer.error || `the server answered ${response.status}`;
+      else await proposalsView();
+    });
+  }
+}

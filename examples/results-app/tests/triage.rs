@@ -30,7 +30,7 @@ fn succeeded(output: Output) -> String {
 /// Posts a CTRF report of `tests` (name, suite, message or none) for `platform`/`runtime` at
 /// `commit` on main, started `ago` ms before now and lasting ten minutes; answers its run key.
 fn post(dir: &Path, platform: &str, runtime: &str, commit: &str, ago: u64, tests: &[(&str, &str, Option<&str>)]) {
-    let start = support_now() - ago;
+    let start = support::now_ms() - ago;
     let tests: Vec<Value> = tests
         .iter()
         .map(|(name, suite, message)| match message {
@@ -46,10 +46,6 @@ fn post(dir: &Path, platform: &str, runtime: &str, commit: &str, ago: u64, tests
     let args = ["post", "--platform", platform, "--runtime", runtime, "--commit", commit, "--branch", "main"];
     let args: Vec<&str> = args.into_iter().chain(["--run", &run, file.to_str().unwrap()]).collect();
     succeeded(app(dir, &args).output().unwrap());
-}
-
-fn support_now() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64
 }
 
 /// The groups of `/api/failures` as (key's kind, pairs, tests' names).

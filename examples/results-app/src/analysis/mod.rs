@@ -7,6 +7,7 @@ pub mod fingerprint;
 pub mod flaky;
 pub mod history;
 pub mod impact;
+pub mod lifecycle;
 pub mod novelty;
 pub mod quarantine;
 pub mod rules;

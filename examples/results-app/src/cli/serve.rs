@@ -33,6 +33,10 @@ pub fn run(args: &[String], start: bool) -> AppResult<()> {
             config.anonymous_origins = true;
             continue;
         }
+        if flag == "--auto-apply" {
+            config.auto_apply = true;
+            continue;
+        }
         let value = value_of(flag, &mut args)?;
         let number = |what: &str| {
             value.parse::<u32>().map_err(|_| AppError::bad(format!("{what} {value:?} is not a whole number")))
@@ -56,6 +60,17 @@ pub fn run(args: &[String], start: bool) -> AppResult<()> {
             "--max-bytes" if !start => config.max_bytes = number("--max-bytes")? as usize,
             "--per-minute" if !start => config.per_minute = number("--per-minute")?,
             "--burst" if !start => config.burst = number("--burst")?,
+            "--webhook" => {
+                let lower = value.to_ascii_lowercase();
+                if !(lower.starts_with("http://") || lower.starts_with("https://")) || value.len() > 2048 {
+                    return Err(AppError::bad(format!("--webhook {value:?} is not an http(s) URL")));
+                }
+                config.webhook = Some(value.clone());
+            }
+            "--triage-every" => {
+                let secs = number("--triage-every")?;
+                config.triage_every = (secs > 0).then(|| std::time::Duration::from_secs(secs.into()));
+            }
             "--timeout-secs" if !start => {
                 config.timeout = std::time::Duration::from_secs(number("--timeout-secs")?.into())
             }

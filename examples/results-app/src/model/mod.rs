@@ -5,6 +5,7 @@
 pub mod codeowners;
 pub mod digest;
 pub mod failure_rules;
+pub mod lifecycle;
 mod names;
 pub mod quarantine;
 mod rerun;

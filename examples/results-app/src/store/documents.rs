@@ -1,5 +1,6 @@
 //! The team's documents in the bucket, each one object beside the runs (`.quarantine`,
-//! `.codeowners`, `.rules`) read and edited through the library. An edit reads it, changes it and writes
+//! `.codeowners`, `.rules`,
+//! `.lifecycle`) read and edited through the library. An edit reads it, changes it and writes
 //! it back conditionally (the library sends `If-Match` with the version it read): when another
 //! editor wrote in between, the write is refused, discarded, and the edit made again on what the
 //! other wrote, so no edit is lost.
@@ -31,6 +32,11 @@ impl Document for crate::model::quarantine::Quarantine {
 impl Document for crate::model::failure_rules::FailureRules {
     const KEY: &'static str = crate::model::failure_rules::KEY;
     const WHAT: &'static str = "failure rules";
+}
+
+impl Document for crate::model::lifecycle::Lifecycle {
+    const KEY: &'static str = crate::model::lifecycle::KEY;
+    const WHAT: &'static str = "triage lifecycle";
 }
 
 impl Document for crate::model::codeowners::Stored {

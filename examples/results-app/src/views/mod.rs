@@ -20,6 +20,7 @@ mod commit;
 pub mod filter;
 mod flaky;
 mod known;
+mod lifecycle;
 mod matrix;
 pub mod rows;
 mod run;

@@ -22,7 +22,7 @@ pub(super) struct FactsMemo {
 }
 
 /// Whether a run's digests name a test that failed or passed on a retry.
-fn has_failures(d: &Digested) -> bool {
+pub(super) fn has_failures(d: &Digested) -> bool {
     d.unreadable > 0 || d.digests.iter().flat_map(|x| &x.suites).any(|s| s.failed > 0 || !s.retried_ids.is_empty())
 }
 
@@ -32,7 +32,7 @@ fn failed_in(d: &Digested, suite: &str, id: u32) -> bool {
 }
 
 /// When a run started, by its digests, else when it was stored.
-fn began(d: &Digested) -> u64 {
+pub(super) fn began(d: &Digested) -> u64 {
     started(d).or_else(|| stored_at(&d.key)).unwrap_or(0)
 }
 

@@ -1,5 +1,6 @@
-//! The page's edits of the team's failure rules (`POST /api/rules`): the same edits as
-//! `objstore-results rules`, written with `If-Match`, by a holder of a token of every pair.
+//! The page's edits of the team's failure rules (`POST /api/rules`, the same edits as
+//! `objstore-results rules`) and its confirmations of the lifecycle's proposals
+//! (`POST /api/proposals`), written with `If-Match`, by a holder of a token of every pair.
 
 use std::sync::Arc;
 
@@ -51,6 +52,44 @@ pub async fn edit_rules(viewer: Arc<Viewer>, tokens: Arc<[Token]>, headers: Head
         Ok(Ok(id)) => (StatusCode::OK, Json(json!({ "id": id }))).into_response(),
         Ok(Err(e)) => e.into_response(),
         Err(e) => AppError::internal(format!("the edit failed: {e}")).into_response(),
+    }
+}
+
+/// `POST /api/proposals` (`{"confirm": "<proposal id>"}`): applies an active proposal of the
+/// lifecycle, as a person confirming it; answers the event, sent to the webhook too.
+pub async fn confirm_proposal(
+    viewer: Arc<Viewer>,
+    tokens: Arc<[Token]>,
+    webhook: Option<Arc<str>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if let Err(refused) = editor(&tokens, &headers) {
+        return *refused;
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Confirm {
+        confirm: String,
+    }
+    let asked: Confirm = match serde_json::from_slice(&body[..body.len().min(MAX_EDIT)]) {
+        Ok(asked) if body.len() <= MAX_EDIT => asked,
+        _ => return AppError::bad("confirm a proposal with {\"confirm\": \"<its id>\"}").into_response(),
+    };
+    let done = tokio::task::spawn_blocking(move || {
+        let event = viewer.confirm_proposal(&asked.confirm, "the page")?;
+        if let (Some(url), Some(event)) = (webhook, &event) {
+            for (id, why) in super::webhook::deliver(&url, std::slice::from_ref(event)) {
+                eprintln!("objstore-results: the webhook did not take {id}: {why}");
+            }
+        }
+        Ok::<_, AppError>(event)
+    })
+    .await;
+    match done {
+        Ok(Ok(event)) => (StatusCode::OK, Json(json!({ "applied": event }))).into_response(),
+        Ok(Err(e)) => e.into_response(),
+        Err(e) => AppError::internal(format!("the confirmation failed: {e}")).into_response(),
     }
 }
 

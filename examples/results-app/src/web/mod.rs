@@ -6,6 +6,7 @@ mod error;
 mod limiter;
 pub mod page;
 pub mod tokens;
+pub mod webhook;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -37,6 +38,9 @@ pub async fn serve(
     };
     ready(listener.local_addr()?);
     viewer.follow(writer.stored_count());
+    if let Some(every) = config.triage_every {
+        tokio::spawn(weigh_triage(viewer.clone(), every, config.webhook.clone(), config.auto_apply));
+    }
     let app = router(config, writer, viewer);
     axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
         .with_graceful_shutdown(async {
@@ -45,11 +49,36 @@ pub async fn serve(
         .await
 }
 
+/// Weighs the triage lifecycle every `every` (the first time after one `every`), and posts
+/// its events to `webhook`. A failure is said on stderr and tried again next time.
+async fn weigh_triage(viewer: Arc<Viewer>, every: std::time::Duration, webhook: Option<String>, auto_apply: bool) {
+    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let (viewer, webhook) = (viewer.clone(), webhook.clone());
+        let weighed = tokio::task::spawn_blocking(move || {
+            let events = viewer.evaluate_lifecycle(auto_apply)?;
+            if let Some(url) = webhook {
+                for (id, why) in webhook::deliver(&url, &events) {
+                    eprintln!("objstore-results: the webhook did not take {id}: {why}");
+                }
+            }
+            Ok::<_, AppError>(())
+        })
+        .await;
+        if let Ok(Err(e)) = weighed {
+            eprintln!("objstore-results: weighing the triage lifecycle: {e}");
+        }
+    }
+}
+
 pub fn router(config: Config, writer: Writer, viewer: Arc<Viewer>) -> Router {
     let header = |name, value| SetResponseHeaderLayer::overriding(name, HeaderValue::from_static(value));
     let tokens: Arc<[tokens::Token]> = config.tokens.clone().into();
+    let webhook: Option<Arc<str>> = config.webhook.as_deref().map(Arc::from);
     collector::router(config, writer)
-        .merge(page::router(viewer, tokens))
+        .merge(page::router(viewer, tokens, webhook))
         .fallback(|| async { AppError::not_found("no such address: the page is at /, runs are posted to /results") })
         // A POST to the page (a collector URL without /results) is answered as JSON too.
         .method_not_allowed_fallback(|| async {

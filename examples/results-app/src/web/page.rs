@@ -54,8 +54,8 @@ const VIEW_BURST: u32 = 200;
 
 /// The page and its views; `tokens`, the collector's, name the scope of a job's own CI run in
 /// `/api/summary` (a scoped token's runs are its own).
-pub fn router(viewer: Arc<Viewer>, tokens: Arc<[Token]>) -> Router {
-    let editors = tokens.clone();
+pub fn router(viewer: Arc<Viewer>, tokens: Arc<[Token]>, webhook: Option<Arc<str>>) -> Router {
+    let (editors, confirmers) = (tokens.clone(), tokens.clone());
     let limiter = Arc::new(Limiter::new(VIEWS_PER_MINUTE, VIEW_BURST));
     let api = Router::new()
         .route("/api/matrix", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, matrix, q)))
@@ -71,6 +71,14 @@ pub fn router(viewer: Arc<Viewer>, tokens: Arc<[Token]>) -> Router {
         .route("/api/search", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, search, q)))
         .route("/api/commit", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, commit, q)))
         .route("/api/quarantine", get(|State(v): State<Arc<Viewer>>| answer(v, |v, _| v.quarantine(), Params::new())))
+        .route(
+            "/api/proposals",
+            get(|State(v): State<Arc<Viewer>>| answer(v, |v, _| v.lifecycle(), Params::new())).post(
+                move |State(v): State<Arc<Viewer>>, headers: HeaderMap, body: axum::body::Bytes| {
+                    super::editing::confirm_proposal(v, confirmers.clone(), webhook.clone(), headers, body)
+                },
+            ),
+        )
         .route(
             "/api/rules",
             get(|State(v): State<Arc<Viewer>>| answer(v, |v, _| v.rules(), Params::new())).post(

@@ -32,6 +32,11 @@ pub struct Config {
     /// The longest a post may take, from its first byte to its answer (408 past it), so that
     /// a client sending slowly, or not at all, is cut off rather than waited for.
     pub timeout: Duration,
+    /// The triage lifecycle: how often it is weighed (none: never), where its events are
+    /// posted, and whether a proposal applies itself without a person's confirmation.
+    pub triage_every: Option<Duration>,
+    pub webhook: Option<String>,
+    pub auto_apply: bool,
 }
 
 /// A bearer token and the pairs it may write.
@@ -106,6 +111,9 @@ impl Default for Config {
             per_minute: 600,
             burst: 100,
             timeout: Duration::from_secs(30),
+            triage_every: Some(Duration::from_secs(300)),
+            webhook: None,
+            auto_apply: false,
         }
     }
 }

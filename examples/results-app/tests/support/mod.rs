@@ -106,3 +106,8 @@ impl Drop for Page {
         let _ = self.child.wait();
     }
 }
+
+/// Now, in milliseconds since the epoch.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64
+}

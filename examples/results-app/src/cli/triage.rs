@@ -1,0 +1,50 @@
+//! `objstore-results triage [--apply] [--webhook URL]`: weighs the triage lifecycle once (as
+//! `serve` does every few minutes), moves the bucket's `.lifecycle` on, and prints its
+//! proposals; `--apply` applies those that activated, `--webhook` posts the events.
+
+use crate::error::{AppError, AppResult};
+use crate::model::lifecycle::Proposal;
+use crate::store::Target;
+use crate::web::webhook;
+
+use super::{open_viewer, unknown, value_of};
+
+/// `objstore-results triage ...`.
+pub fn run(args: &[String]) -> AppResult<()> {
+    let (mut apply, mut hook) = (false, None);
+    let mut args = args.iter();
+    while let Some(flag) = args.next() {
+        match flag.as_str() {
+            "--apply" => apply = true,
+            "--webhook" => hook = Some(value_of(flag, &mut args)?.clone()),
+            other => return Err(unknown(other)),
+        }
+    }
+    if hook.as_deref().is_some_and(|h| !(h.starts_with("http://") || h.starts_with("https://"))) {
+        return Err(AppError::bad("--webhook is an http(s) URL"));
+    }
+    let target = Target::from_env()?;
+    eprintln!("objstore-results: the triage lifecycle of {}", target.describe());
+    let viewer = open_viewer(&target, None)?;
+    let events = viewer.evaluate_lifecycle(apply)?;
+    for event in &events {
+        println!("{}: {}", event.event, event.proposal.id);
+    }
+    if let Some(url) = hook {
+        for (id, why) in webhook::deliver(&url, &events) {
+            eprintln!("objstore-results: the webhook did not take {id}: {why}");
+        }
+    }
+    let active = viewer.lifecycle()?.view.active;
+    if active.is_empty() {
+        println!("No proposal is active.");
+    }
+    for p in &active {
+        println!("proposed: {}  ({})  {}", p.id, measures(p), p.why);
+    }
+    Ok(())
+}
+
+fn measures(p: &Proposal) -> String {
+    p.measures.iter().map(|(window, m)| format!("{window} {m}")).collect::<Vec<_>>().join(", ")
+}
