@@ -78,3 +78,16 @@ export async function readQuarantine(collector, env) {
   if (!Array.isArray(body?.entries)) throw new Error(`the collector at ${url} sent no quarantine`);
   return body.entries.filter((/** @type {unknown} */ e) => typeof e === 'object' && e !== null);
 }
+
+/**
+ * Sends the repository's CODEOWNERS to the collector, which keeps it in its bucket when it
+ * changed (a token of every pair needed); whether it changed.
+ * @param {string} collector @param {string} text @param {string} source @param {NodeJS.ProcessEnv} env
+ * @returns {Promise<boolean>}
+ */
+export async function keepCodeowners(collector, text, source, env) {
+  const url = `${rootOf(collector)}/api/codeowners`;
+  const { status, body } = await request(url, { method: 'POST', body: JSON.stringify({ text, source }), headers: { 'content-type': 'application/json' } }, env);
+  if (status !== 200) throw new Error(refusal(url, status, body));
+  return body?.changed === true;
+}

@@ -18,7 +18,10 @@
 // AWS_SECRET_ACCESS_KEY and AWS_REGION. The run is labelled as `objstore-results post` labels
 // it: OBJSTORE_RESULTS_PLATFORM, _RUNTIME and _VERSION, else this machine's platform and node,
 // and the version of the package.json where node runs (else "unversioned"). It prints one
-// line: where the results went, or why not.
+// line: where the results went, or why not. The repository's CODEOWNERS (.github/, the top,
+// docs/ or .gitlab/, looked for from where node runs up to the repository's top) is kept in the
+// bucket beside the runs when it changed, so that the app names tests' owners
+// (OBJSTORE_RESULTS_CODEOWNERS names another file, or `off`).
 import fs from 'node:fs';
 import crypto from 'node:crypto';
 import os from 'node:os';
@@ -344,6 +347,69 @@ async function readQuarantine(env) {
   }
 }
 
+// Where GitHub and GitLab look for a repository's CODEOWNERS, in their order.
+const CODEOWNERS_PLACES = ['.github/CODEOWNERS', 'CODEOWNERS', 'docs/CODEOWNERS', '.gitlab/CODEOWNERS'];
+// The largest CODEOWNERS sent (GitHub reads the first 3 MB; a collector takes 1 MB).
+const CODEOWNERS_BYTES = 1024 * 1024;
+
+/**
+ * The repository's CODEOWNERS ({source: its place in the repository, text}): looked for in `dir`
+ * and each folder above it up to the repository's top (the one holding `.git`).
+ * @param {string} dir
+ * @returns {{source: string, text: string} | undefined}
+ */
+export function findCodeowners(dir) {
+  for (let folder = path.resolve(dir); ; folder = path.dirname(folder)) {
+    for (const place of CODEOWNERS_PLACES) {
+      const file = path.join(folder, place);
+      const stat = fs.statSync(file, { throwIfNoEntry: false });
+      if (stat && stat.isFile() && stat.size <= CODEOWNERS_BYTES) return { source: place, text: fs.readFileSync(file, 'utf8') };
+    }
+    if (fs.existsSync(path.join(folder, '.git')) || path.dirname(folder) === folder) return undefined;
+  }
+}
+
+/**
+ * Keeps `text` as the bucket's `.codeowners` unless it already is (one GET); whether it wrote.
+ * @param {NodeJS.ProcessEnv} env @param {string} text @param {string} source
+ */
+async function keepCodeowners(env, text, source) {
+  const db = new Storage('node-codeowners', { stores: [{ name: 'quarantine', Sync: { format: 'objstore', Options: bucketOptions(env) } }] }, { mechanism: 'memory' });
+  try {
+    const stored = await db.get('quarantine', '.codeowners', { fresh: true });
+    if (stored && stored.text === text && stored.source === source) return false;
+    await db.put('quarantine', { text, source, at: Date.now() }, '.codeowners');
+    const outcome = await db.flush();
+    if (outcome.pending) throw new Error(outcome.offline || outcome.blocked || 'the bucket did not take it');
+    return true;
+  } finally {
+    await db.close();
+  }
+}
+
+/**
+ * The line to print after keeping the repository's CODEOWNERS, if any.
+ * @param {NodeJS.ProcessEnv} env @param {string | undefined} through
+ * @returns {Promise<string | undefined>}
+ */
+async function sendCodeowners(env, through) {
+  const named = env.OBJSTORE_RESULTS_CODEOWNERS;
+  if (named === 'off') return undefined;
+  let found;
+  try {
+    found = named ? { source: named, text: fs.readFileSync(named, 'utf8') } : findCodeowners(process.cwd());
+  } catch (error) {
+    return `objstore-db: the CODEOWNERS was not kept: ${error instanceof Error ? error.message : error}\n`;
+  }
+  if (!found) return undefined;
+  try {
+    const changed = through ? await collector.keepCodeowners(through, found.text, found.source, env) : await keepCodeowners(env, found.text, found.source);
+    return changed ? `objstore-db: CODEOWNERS kept from ${found.source}\n` : undefined;
+  } catch (error) {
+    return `objstore-db: the CODEOWNERS was not kept: ${error instanceof Error ? error.message : error}\n`;
+  }
+}
+
 /**
  * Whether `pattern` (`*` for any run of characters) is `text`, in time linear in their lengths
  * whatever the stars (a pattern is written by anyone who may edit the bucket).
@@ -421,15 +487,17 @@ export default async function* objstoreReporter(source) {
   try {
     if (through) {
       yield `objstore-db: results published to ${through} as ${await collector.postRun(through, report, env)}\n`;
-      return;
-    }
-    const { key, outcome } = await publish(report, env);
-    if (outcome.pending) {
-      const why = outcome.offline || outcome.blocked || [...outcome.rejected, ...outcome.held].map((w) => w.message).join('; ') || 'the bucket did not take them';
-      yield `objstore-db: the results were not published: ${why}\n`;
     } else {
+      const { key, outcome } = await publish(report, env);
+      if (outcome.pending) {
+        const why = outcome.offline || outcome.blocked || [...outcome.rejected, ...outcome.held].map((w) => w.message).join('; ') || 'the bucket did not take them';
+        yield `objstore-db: the results were not published: ${why}\n`;
+        return;
+      }
       yield `objstore-db: results published to ${env.OBJSTORE_RESULTS} as ${key}\n`;
     }
+    const said = await sendCodeowners(env, through);
+    if (said) yield said;
   } catch (error) {
     yield `objstore-db: the results were not published: ${error instanceof Error ? error.message : error}\n`;
   }

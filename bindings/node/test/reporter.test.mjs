@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 import { Storage, version } from 'objstore-db';
-import { platformName, runtimeName } from 'objstore-db/reporter';
+import { findCodeowners, platformName, runtimeName } from 'objstore-db/reporter';
 
 import digests from '../digest.js';
 import { tempDir } from './helpers.mjs';
@@ -249,6 +249,19 @@ async function startCollector(dir) {
   return { url, env, stop: () => server.kill() };
 }
 
+test("the repository's CODEOWNERS is found from where node runs, up to the repository's top", () => {
+  const repo = tempDir();
+  fs.mkdirSync(path.join(repo, '.git'));
+  fs.mkdirSync(path.join(repo, '.github'));
+  fs.writeFileSync(path.join(repo, '.github', 'CODEOWNERS'), '* @team/db\n');
+  fs.mkdirSync(path.join(repo, 'packages', 'cart'), { recursive: true });
+  assert.deepEqual(findCodeowners(path.join(repo, 'packages', 'cart')), { source: '.github/CODEOWNERS', text: '* @team/db\n' });
+  // The repository's top bounds the search: a CODEOWNERS above it is another repository's.
+  const inner = path.join(repo, 'vendor');
+  fs.mkdirSync(path.join(inner, '.git'), { recursive: true });
+  assert.equal(findCodeowners(inner), undefined);
+});
+
 test('through a collector a job needs no bucket settings: the run is posted with its token and the quarantine read through it', async () => {
   const dir = tempDir();
   const collector = await startCollector(dir);
@@ -269,6 +282,15 @@ test('through a collector a job needs no bucket settings: the run is posted with
     } finally {
       await viewer.close();
     }
+    // The repository's CODEOWNERS went through the collector into its bucket, once.
+    const codeowners = path.join(dir, 'CODEOWNERS');
+    fs.writeFileSync(codeowners, 'crud @team/crud\n');
+    const owned = { OBJSTORE_COLLECTOR: collector.url, OBJSTORE_COLLECTOR_TOKEN: COLLECTOR_TOKEN, OBJSTORE_RESULTS_CODEOWNERS: codeowners };
+    const kept = runWithReporter(dir, owned).stdout;
+    assert.ok(kept.includes(`objstore-db: CODEOWNERS kept from ${codeowners}\n`), kept);
+    assert.doesNotMatch(runWithReporter(dir, owned).stdout, /CODEOWNERS/, 'unchanged: not sent again');
+    const shown = spawnSync(RESULTS_APP, ['codeowners', 'owners', 'crud'], { env: collector.env, encoding: 'utf8' });
+    assert.equal(shown.stdout, 'crud: @team/crud\n', shown.stderr);
     const refused = runWithReporter(tempDir(), { OBJSTORE_COLLECTOR: collector.url, OBJSTORE_COLLECTOR_TOKEN: 'not-the-token-at-all' });
     assert.match(refused.stdout, /^objstore-db: the results were not published: the collector at .* answered 401: .*OBJSTORE_COLLECTOR_TOKEN/m);
   } finally {

@@ -348,6 +348,34 @@ async def test_a_quarantined_failure_is_published_marked_and_does_not_fail_the_s
     result.assert_outcomes(passed=1, failed=1)
 
 
+async def test_the_repositorys_codeowners_is_kept_in_the_bucket_when_it_changed(
+    pytester: pytest.Pytester, tmp_path: pathlib.Path
+) -> None:
+    bucket_dir = tmp_path / "bucket"
+    (pytester.path / ".git").mkdir()
+    (pytester.path / ".github").mkdir()
+    (pytester.path / ".github" / "CODEOWNERS").write_text("* @team/db\ntests/ @team/qa\n")
+    pytester.makepyfile(test_crud=SAMPLE)
+    options = {"bucket": "results", "endpoint": f"file://{bucket_dir}"}
+    schema = {"stores": [{"name": "quarantine", "Sync": {"format": "objstore", "Options": options}}]}
+
+    async def kept() -> Any:
+        async with objstore_db.open(str(tmp_path / "reader.sqlite3"), schema, mechanism="memory") as reader:
+            return await reader.get("quarantine", ".codeowners", fresh=True)
+
+    first = pytester.runpytest_subprocess(f"--objstore-results=file://{bucket_dir}")
+    assert "objstore-db: CODEOWNERS kept from .github/CODEOWNERS" in first.outlines, first.outlines
+    stored = await kept()
+    assert (stored["text"], stored["source"]) == ("* @team/db\ntests/ @team/qa\n", ".github/CODEOWNERS")
+    # Unchanged, it is not written again; changed, it is.
+    again = pytester.runpytest_subprocess(f"--objstore-results=file://{bucket_dir}")
+    assert not [line for line in again.outlines if "CODEOWNERS" in line], again.outlines
+    assert (await kept())["at"] == stored["at"]
+    (pytester.path / ".github" / "CODEOWNERS").write_text("* @team/storage\n")
+    pytester.runpytest_subprocess(f"--objstore-results=file://{bucket_dir}")
+    assert (await kept())["text"] == "* @team/storage\n"
+
+
 # The results app that cargo test built (bindings/python/run builds it when it is missing).
 RESULTS_APP = pathlib.Path(__file__).resolve().parents[3] / "target" / "debug" / "objstore-results"
 
@@ -390,6 +418,8 @@ async def test_through_a_collector_a_job_needs_no_bucket_credentials(
     added = subprocess.run(quarantine, env={**os.environ, "OBJSTORE_RESULTS": f"file://{bucket_dir}", "XDG_CACHE_HOME": str(tmp_path)}, capture_output=True, text=True)
     assert added.returncode == 0, added.stderr
     pytester.makepyfile(test_crud=QUARANTINED)
+    (pytester.path / ".git").mkdir()
+    (pytester.path / "CODEOWNERS").write_text("test_crud.py @team/crud\n")
     monkeypatch.setenv("OBJSTORE_COLLECTOR", url)
     monkeypatch.setenv("OBJSTORE_COLLECTOR_TOKEN", COLLECTOR_TOKEN)
     result = pytester.runpytest_subprocess("--objstore-collector")
@@ -401,6 +431,11 @@ async def test_through_a_collector_a_job_needs_no_bucket_credentials(
         report = await viewer.get("results", key)
     bad = [t for t in report["results"]["tests"] if t["name"] == "test_crud.py::test_known_bad"][0]
     assert (bad["status"], bad.get("quarantined")) == ("failed", True)
+    # The repository's CODEOWNERS went through the collector into its bucket.
+    assert "objstore-db: CODEOWNERS kept from CODEOWNERS" in result.outlines, result.outlines
+    owners = [str(RESULTS_APP), "codeowners", "owners", "test_crud.py"]
+    shown = subprocess.run(owners, env={**os.environ, "OBJSTORE_RESULTS": f"file://{bucket_dir}", "XDG_CACHE_HOME": str(tmp_path)}, capture_output=True, text=True)
+    assert shown.stdout == "test_crud.py: @team/crud\n", (shown.stdout, shown.stderr)
 
     monkeypatch.setenv("OBJSTORE_COLLECTOR_TOKEN", "not-the-token-at-all")
     refused = pytester.runpytest_subprocess(f"--objstore-collector={url}")

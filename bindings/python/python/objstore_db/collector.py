@@ -86,3 +86,17 @@ def read_quarantine(collector: str) -> list[dict[str, Any]]:
     if not isinstance(entries, list):
         raise CollectorError(f"the collector at {url} sent no quarantine")
     return [e for e in entries if isinstance(e, dict)]
+
+
+def keep_codeowners(collector: str, text: str, source: str) -> bool:
+    """Sends the repository's CODEOWNERS to the collector, which keeps it in its bucket when it
+    changed (a token of every pair needed); whether it changed."""
+    url = f"{root_of(collector)}/api/codeowners"
+    body = json.dumps({"text": text, "source": source}).encode()
+    try:
+        status, answer = _request("POST", url, body, {"content-type": "application/json"})
+    except OSError as e:
+        raise CollectorError(f"posting to {url}: {e}") from e
+    if status != 200:
+        raise CollectorError(_refusal(url, status, answer))
+    return bool(isinstance(answer, dict) and answer.get("changed"))

@@ -21,6 +21,9 @@ The run is labelled like `post`'s: --objstore-platform, --objstore-runtime and -
 the project's version from its pyproject.toml (else `unversioned`). A rerun of tests the run
 already has (`pytest --lf` after a failed job, say) is published as its later attempts with
 --objstore-rerun (or OBJSTORE_RESULTS_RERUN=1), as `post --rerun`: each test is then counted once.
+The repository's CODEOWNERS (.github/, the top, docs/ or .gitlab/, as GitHub and GitLab look for
+it) is kept in the bucket beside the runs when it changed, so that the app names tests' owners
+(OBJSTORE_RESULTS_CODEOWNERS names another file, or `off`).
 
 S3 credentials and region come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_REGION;
 a collector's token from OBJSTORE_COLLECTOR_TOKEN (see `objstore_db.collector`).
@@ -244,8 +247,19 @@ def cap_text(test: dict[str, Any]) -> dict[str, Any]:
 class Publisher:
     """Collects the run's test reports and publishes them as one object when the session ends."""
 
-    def __init__(self, endpoint: str, bucket: str, prefix: str, labels: Labels, collector: Optional[str] = None) -> None:
+    def __init__(
+        self,
+        endpoint: str,
+        bucket: str,
+        prefix: str,
+        labels: Labels,
+        collector: Optional[str] = None,
+        root: Optional[pathlib.Path] = None,
+    ) -> None:
         self.endpoint, self.bucket, self.prefix, self.labels = endpoint, bucket, prefix, labels
+        # Where the repository's CODEOWNERS is looked for (pytest's rootdir, then up to the
+        # repository's top).
+        self.root = root
         # Through a collector, the run is posted to it and its quarantine read from it.
         self.collector = collector
         self.tests: list[dict[str, Any]] = []
@@ -429,6 +443,32 @@ class Publisher:
             terminalreporter.write_line(f"objstore-db: the results were not published: {why}", red=True)
         else:
             terminalreporter.write_line(f"objstore-db: results published to {self.collector or self.endpoint} as {key}")
+        self.send_codeowners(terminalreporter)
+
+    def send_codeowners(self, terminalreporter: Any) -> None:
+        """Keeps the repository's CODEOWNERS in the bucket beside the runs (written only when it
+        changed), so that the app names each failing or flaky test's owners."""
+        named = os.environ.get("OBJSTORE_RESULTS_CODEOWNERS")
+        if named == "off":
+            return
+        try:
+            found = (named, pathlib.Path(named).read_text(encoding="utf-8")) if named else find_codeowners(self.root) if self.root else None
+        except OSError as e:
+            terminalreporter.write_line(f"objstore-db: the CODEOWNERS was not kept: {e}", yellow=True)
+            return
+        if found is None:
+            return
+        source, text = found
+        try:
+            if self.collector:
+                changed = collector.keep_codeowners(self.collector, text, source)
+            else:
+                changed = asyncio.run(keep_codeowners(self.options(), text, source))
+        except (objstore_db.ObjstoreError, collector.CollectorError, ValueError) as e:
+            terminalreporter.write_line(f"objstore-db: the CODEOWNERS was not kept: {e}", yellow=True)
+            return
+        if changed:
+            terminalreporter.write_line(f"objstore-db: CODEOWNERS kept from {source}")
 
     async def publish(self) -> tuple[str, dict[str, Any]]:
         """Writes the run's object (and its run marker) and flushes; its key and the flush's outcome."""
@@ -487,6 +527,39 @@ async def read_quarantine(options: dict[str, Any]) -> list[dict[str, Any]]:
     return [e for e in entries if isinstance(e, dict)]
 
 
+# Where GitHub and GitLab look for a repository's CODEOWNERS, in their order.
+CODEOWNERS_PLACES = (".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS", ".gitlab/CODEOWNERS")
+# The largest CODEOWNERS sent (GitHub reads the first 3 MB; a collector takes 1 MB).
+CODEOWNERS_BYTES = 1024 * 1024
+
+
+def find_codeowners(root: pathlib.Path) -> Optional[tuple[str, str]]:
+    """The repository's CODEOWNERS (its place relative to the repository, its text): looked for
+    at `root` and each folder above it up to the repository's top (the one holding `.git`)."""
+    for folder in [root, *root.parents]:
+        for place in CODEOWNERS_PLACES:
+            path = folder / place
+            if path.is_file() and path.stat().st_size <= CODEOWNERS_BYTES:
+                return place, path.read_text(encoding="utf-8", errors="replace")
+        if (folder / ".git").exists():
+            break
+    return None
+
+
+async def keep_codeowners(options: dict[str, Any], text: str, source: str) -> bool:
+    """Keeps `text` as the bucket's `.codeowners` unless it already is (one GET); whether it wrote."""
+    schema = {"stores": [{"name": "quarantine", "Sync": {"format": "objstore", "Options": options}}]}
+    async with objstore_db.open("pytest-codeowners", schema, mechanism="memory") as db:
+        stored = await db.get("quarantine", ".codeowners", fresh=True)
+        if isinstance(stored, dict) and stored.get("text") == text and stored.get("source") == source:
+            return False
+        await db.put("quarantine", {"text": text, "source": source, "at": int(time.time() * 1000)}, ".codeowners")
+        outcome: dict[str, Any] = await db.flush()
+    if outcome.get("pending"):
+        raise ValueError(outcome.get("offline") or outcome.get("blocked") or "the bucket did not take it")
+    return True
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Registers the publisher when results are asked for (on pytest-xdist's controller only)."""
     endpoint, through = endpoint_asked(config), asked(config, "collector", "OBJSTORE_COLLECTOR")
@@ -495,5 +568,5 @@ def pytest_configure(config: pytest.Config) -> None:
     # Under pytest-xdist only the controller publishes: the workers' reports reach it.
     if (endpoint or through) and not hasattr(config, "workerinput"):
         bucket, prefix = config.getoption("--objstore-bucket"), config.getoption("--objstore-prefix")
-        publisher = Publisher(endpoint or "", bucket, prefix, Labels(config), through)
+        publisher = Publisher(endpoint or "", bucket, prefix, Labels(config), through, config.rootpath)
         config.pluginmanager.register(publisher, "objstore-db-publisher")

@@ -44,9 +44,6 @@ pub fn set(target: &Target, file: &std::path::Path) -> AppResult<()> {
     let text = String::from_utf8(bytes).map_err(|_| AppError::bad(format!("{} is not UTF-8 text", file.display())))?;
     CodeOwners::parse(&text).map_err(|e| e.context(file.display()))?;
     let source = file.display().to_string();
-    store::documents::edit::<Stored>(target, |stored| {
-        *stored = Stored { text: text.clone(), source: source.clone(), at: now_ms() };
-        Ok(String::new())
-    })?;
+    store::documents::keep(target, Stored { text, source, at: now_ms() }, Stored::same_file)?;
     Ok(())
 }

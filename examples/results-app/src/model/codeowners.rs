@@ -25,6 +25,13 @@ pub struct Stored {
     pub at: u64,
 }
 
+impl Stored {
+    /// Whether two copies hold the same file (from the same place), whenever each was kept.
+    pub fn same_file(a: &Stored, b: &Stored) -> bool {
+        a.text == b.text && a.source == b.source
+    }
+}
+
 /// Parsed rules, by section (the unnamed one first).
 #[derive(Debug, Default)]
 pub struct CodeOwners {

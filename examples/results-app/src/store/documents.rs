@@ -72,6 +72,20 @@ fn read<D: Document>(db: &Db) -> AppResult<D> {
     }
 }
 
+/// Keeps `wanted` as document `D` unless the bucket's already is (`same`): one GET when it is,
+/// else a conditional write. Answers whether it wrote.
+pub fn keep<D: Document + Clone>(target: &Target, wanted: D, same: impl Fn(&D, &D) -> bool) -> AppResult<bool> {
+    let (stored, _) = load::<D>(target)?;
+    if same(&stored, &wanted) {
+        return Ok(false);
+    }
+    edit(target, |document: &mut D| {
+        *document = wanted.clone();
+        Ok(String::new())
+    })?;
+    Ok(true)
+}
+
 /// Changes document `D` with `change` and writes it back, conditionally: when another editor
 /// wrote first, their version is read and `change` made again on it. Answers the document
 /// written and what `change` said.

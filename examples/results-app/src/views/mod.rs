@@ -107,7 +107,7 @@ struct Newest {
     /// a warm matrix does not read them again.
     before: Mutex<Vec<Option<Arc<Vec<Seen>>>>>,
     /// The default branch's failed runs "new" is weighed against, once worked out (`triage.rs`).
-    new_window: Mutex<Option<Arc<Vec<Digested>>>>,
+    new_window: Mutex<Option<Arc<triage::NewWindow>>>,
 }
 
 impl Newest {
@@ -153,6 +153,11 @@ impl Viewer {
             new_days: crate::analysis::novelty::NEW_DAYS,
             facts: Mutex::default(),
         })
+    }
+
+    /// The bucket it reads.
+    pub fn target(&self) -> &Target {
+        &self.target
     }
 
     /// How many days before a failure "new" looks for one alike (21 unless set; at least 1).

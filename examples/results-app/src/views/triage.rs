@@ -1,9 +1,9 @@
-//! What triage reads: each run's failures as facts (read from its body once and kept, since
-//! runs never change), the window impact is counted over, and whether a failure is new. Every
+//! What triage reads: each run's failures as facts (read from its bodies once and kept, since
+//! a file never changes; a run that gains a file is read again), the window impact is counted over, and whether a failure is new. Every
 //! figure comes from bodies the cache keeps for good: warm, none of it makes a request.
 
 use super::*;
-use crate::analysis::impact::RunFacts;
+use crate::analysis::impact::{FailedTest, RunFacts};
 use crate::analysis::novelty::{self, Novelty, LOOKED};
 use crate::model::failure_rules::FailureRules;
 use crate::model::stored_at;
@@ -13,6 +13,12 @@ const FACTS_BYTES: usize = 64 << 20;
 /// How many of each pair's newest runs the default branch's window for "new" looks through.
 pub const NEW_RUNS: usize = 200;
 const DAY_MS: u64 = 86_400_000;
+
+/// A run's place in the memo: its key and how many files it has (a CI run's jobs add files to
+/// it; each file never changes).
+fn memo_key(run: &str, files: usize) -> String {
+    format!("{run}#{files}")
+}
 
 /// Runs' facts kept between views, and their weight.
 #[derive(Default)]
@@ -26,9 +32,11 @@ pub(super) fn has_failures(d: &Digested) -> bool {
     d.unreadable > 0 || d.digests.iter().flat_map(|x| &x.suites).any(|s| s.failed > 0 || !s.retried_ids.is_empty())
 }
 
-/// Whether test `id` of `suite` failed in run `d`, by its digests.
-fn failed_in(d: &Digested, suite: &str, id: u32) -> bool {
-    d.digests.iter().flat_map(|x| &x.suites).any(|s| s.name == suite && s.failed_ids.contains(&id))
+/// The default branch's failed runs "new" looks through, newest first, and by each test that
+/// failed in them (suite and digest id) the places of those runs.
+pub(super) struct NewWindow {
+    runs: Vec<Digested>,
+    failed: HashMap<(String, u32), Vec<usize>>,
 }
 
 /// When a run started, by its digests, else when it was stored.
@@ -37,9 +45,10 @@ pub(super) fn began(d: &Digested) -> u64 {
 }
 
 impl Viewer {
-    /// The facts of a run read whole (kept for the views after).
+    /// The facts of a run read whole (kept for the views after, until it gains a file).
     pub(super) fn facts_of(&self, run: &Loaded) -> Arc<RunFacts> {
-        if let Some(kept) = self.facts.lock().unwrap_or_else(|p| p.into_inner()).runs.get(&run.key) {
+        let kept_as = memo_key(&run.key, run.files.len());
+        if let Some(kept) = self.facts.lock().unwrap_or_else(|p| p.into_inner()).runs.get(&kept_as) {
             return kept.clone();
         }
         let reports: Vec<&crate::model::Run> = run.reports().collect();
@@ -51,20 +60,21 @@ impl Viewer {
             *memo = FactsMemo::default();
         }
         memo.weight += facts.weight();
-        memo.runs.insert(run.key.clone(), facts.clone());
+        memo.runs.insert(kept_as, facts.clone());
         facts
     }
 
     /// The facts of `runs`, those not kept read from their bodies (cached for good).
     pub(super) fn facts(&self, db: &Cache, runs: &[&Digested]) -> AppResult<Vec<Arc<RunFacts>>> {
+        let kept = |memo: &FactsMemo, d: &Digested| memo.runs.get(&memo_key(&d.key, d.files)).cloned();
         let missing: Vec<String> = {
             let memo = self.facts.lock().unwrap_or_else(|p| p.into_inner());
-            runs.iter().filter(|d| !memo.runs.contains_key(&d.key)).map(|d| d.key.clone()).collect()
+            runs.iter().filter(|d| kept(&memo, d).is_none()).map(|d| d.key.clone()).collect()
         };
         let mut read: HashMap<String, Arc<RunFacts>> =
             load_runs(db, &missing)?.iter().map(|l| (l.key.clone(), self.facts_of(l))).collect();
         let memo = self.facts.lock().unwrap_or_else(|p| p.into_inner());
-        Ok(runs.iter().filter_map(|d| read.remove(&d.key).or_else(|| memo.runs.get(&d.key).cloned())).collect())
+        Ok(runs.iter().filter_map(|d| read.remove(&d.key).or_else(|| kept(&memo, d))).collect())
     }
 
     /// The runs impact is counted over: each pair's newest run and the [`PAGE`] before it (the
@@ -76,49 +86,84 @@ impl Viewer {
     }
 
     /// The window "new" is weighed in: each pair's newest [`NEW_RUNS`] runs on the default
-    /// branch (any branch where there is none) that failed, newest first. Kept with every
-    /// pair's newest runs.
-    fn new_window(&self, db: &Cache, newest: &Newest) -> AppResult<Arc<Vec<Digested>>> {
+    /// branch (any branch where there is none) that failed, newest first, indexed by the tests
+    /// that failed in them. Kept with every pair's newest runs.
+    fn new_window(&self, db: &Cache, newest: &Newest) -> AppResult<Arc<NewWindow>> {
         if let Some(kept) = newest.new_window.lock().unwrap_or_else(|p| p.into_inner()).clone() {
             return Ok(kept);
         }
         let on = newest.default_branch.as_deref().map(digest::branch_key);
-        let mut window: Vec<Digested> = newest_digested(db, &newest.pairs, NEW_RUNS)?
+        let mut runs: Vec<Digested> = newest_digested(db, &newest.pairs, NEW_RUNS)?
             .into_iter()
             .flatten()
             .filter(|d| on.is_none_or(|on| d.branch().is_none_or(|b| b == on)))
             .filter(|d| d.digests.iter().flat_map(|x| &x.suites).any(|s| s.failed > 0))
             .collect();
-        window.sort_by_key(|d| std::cmp::Reverse(began(d)));
-        let window = Arc::new(window);
+        runs.sort_by_key(|d| std::cmp::Reverse(began(d)));
+        let mut failed: HashMap<(String, u32), Vec<usize>> = HashMap::new();
+        for (at, run) in runs.iter().enumerate() {
+            for suite in run.digests.iter().flat_map(|x| &x.suites) {
+                for id in &suite.failed_ids {
+                    let places = failed.entry((suite.name.clone(), *id)).or_default();
+                    if places.last() != Some(&at) {
+                        places.push(at);
+                    }
+                }
+            }
+        }
+        let window = Arc::new(NewWindow { runs, failed });
         *newest.new_window.lock().unwrap_or_else(|p| p.into_inner()) = Some(window.clone());
         Ok(window)
     }
 
     /// Whether each failure of `run` (those that failed in the end, in order) is new, known to
-    /// a rule, or seen before on the default branch (see `analysis/novelty.rs`).
+    /// a rule, or seen before on the default branch (see `analysis/novelty.rs`). The earlier
+    /// runs read are read together, once each.
     pub(super) fn novelties(&self, db: &Cache, rules: &FailureRules, run: &RunFacts) -> AppResult<Vec<Novelty>> {
         let newest = self.newest(db)?;
         let window = self.new_window(db, &newest)?;
         let branch = newest.default_branch.clone().unwrap_or_else(|| "any branch".into());
         let before = run.started.unwrap_or(u64::MAX);
         let since = before.saturating_sub(self.new_days * DAY_MS);
-        let mut found = Vec::new();
-        for failure in run.failures.iter().filter(|f| f.failed) {
-            let earlier: Vec<&Digested> = window
-                .iter()
-                .filter(|d| d.key != run.key && (since..before).contains(&began(d)))
-                .filter(|d| failed_in(d, &failure.suite, failure.id))
-                .collect();
-            let read = if rules.matching(&failure.suite, &failure.name, &failure.text).is_some() {
-                Vec::new()
-            } else {
-                self.facts(db, &earlier[..earlier.len().min(LOOKED)])?
-            };
-            let read: Vec<&RunFacts> = read.iter().map(Arc::as_ref).collect();
-            found.push(novelty::novelty(rules, failure, &read, earlier.len(), &branch, self.new_days));
-        }
-        Ok(found)
+        let failures: Vec<&FailedTest> = run.failures.iter().filter(|f| f.failed).collect();
+        // Per failure, the earlier runs where its test failed (newest first), and whether a
+        // rule knows it (then none is read).
+        let earlier: Vec<Vec<usize>> = failures
+            .iter()
+            .map(|f| {
+                let places = window.failed.get(&(f.suite.clone(), f.id)).map(Vec::as_slice).unwrap_or_default();
+                let d = |at: &usize| &window.runs[*at];
+                places
+                    .iter()
+                    .copied()
+                    .filter(|at| d(at).key != run.key && (since..before).contains(&began(d(at))))
+                    .collect()
+            })
+            .collect();
+        let known: Vec<bool> = failures.iter().map(|f| rules.matching(&f.suite, &f.name, &f.text).is_some()).collect();
+        let mut wanted: Vec<usize> = earlier
+            .iter()
+            .zip(&known)
+            .filter(|(_, known)| !**known)
+            .flat_map(|(places, _)| places.iter().take(LOOKED).copied())
+            .collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        let wanted_runs: Vec<&Digested> = wanted.iter().map(|at| &window.runs[*at]).collect();
+        let read: HashMap<String, Arc<RunFacts>> =
+            self.facts(db, &wanted_runs)?.into_iter().map(|f| (f.key.clone(), f)).collect();
+        Ok(failures
+            .iter()
+            .zip(&earlier)
+            .map(|(failure, places)| {
+                let looked: Vec<&RunFacts> = places
+                    .iter()
+                    .take(LOOKED)
+                    .filter_map(|at| read.get(&window.runs[*at].key).map(Arc::as_ref))
+                    .collect();
+                novelty::novelty(rules, failure, &looked, places.len(), &branch, self.new_days)
+            })
+            .collect())
     }
 
     /// Whether each failure of `runs` is new, by run key, suite and name (a test failing twice in

@@ -14,7 +14,9 @@ use serde_json::json;
 use super::tokens::{editor, Token};
 use crate::clock::now_ms;
 use crate::error::{AppError, AppResult};
+use crate::model::codeowners::{CodeOwners, Stored};
 use crate::model::failure_rules::RuleFields;
+use crate::store::documents;
 use crate::views::Viewer;
 
 /// The largest edit taken (a rule's fields are a few KB at most).
@@ -90,6 +92,41 @@ pub async fn confirm_proposal(
         Ok(Ok(event)) => (StatusCode::OK, Json(json!({ "applied": event }))).into_response(),
         Ok(Err(e)) => e.into_response(),
         Err(e) => AppError::internal(format!("the confirmation failed: {e}")).into_response(),
+    }
+}
+
+/// The largest CODEOWNERS a job sends through the collector (a view's body limit is 2 MB).
+const MAX_CODEOWNERS: usize = 1024 * 1024;
+
+/// `POST /api/codeowners` (`{"text": "...", "source": ".github/CODEOWNERS"}`): keeps a job's
+/// CODEOWNERS in the bucket (the pytest plugin and the node reporter send their repository's),
+/// written only when it changed; answers whether it was.
+pub async fn keep_codeowners(viewer: Arc<Viewer>, tokens: Arc<[Token]>, headers: HeaderMap, body: Bytes) -> Response {
+    if let Err(refused) = editor(&tokens, &headers) {
+        return *refused;
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Sent {
+        text: String,
+        source: String,
+    }
+    if body.len() > MAX_CODEOWNERS {
+        return AppError::bad(format!("a CODEOWNERS sent here is at most {MAX_CODEOWNERS} bytes")).into_response();
+    }
+    let sent: Sent = match serde_json::from_slice(&body) {
+        Ok(sent) => sent,
+        Err(e) => return AppError::bad(format!("send {{\"text\": ..., \"source\": ...}}: {e}")).into_response(),
+    };
+    if let Err(e) = CodeOwners::parse(&sent.text) {
+        return e.context(&sent.source).into_response();
+    }
+    let kept = Stored { text: sent.text, source: sent.source.chars().take(300).collect(), at: now_ms() };
+    let done = tokio::task::spawn_blocking(move || documents::keep(viewer.target(), kept, Stored::same_file)).await;
+    match done {
+        Ok(Ok(changed)) => (StatusCode::OK, Json(json!({ "changed": changed }))).into_response(),
+        Ok(Err(e)) => e.into_response(),
+        Err(e) => AppError::internal(format!("keeping the CODEOWNERS failed: {e}")).into_response(),
     }
 }
 

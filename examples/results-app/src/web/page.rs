@@ -11,7 +11,7 @@ use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, ETAG, IF_NONE_MATCH, RETRY
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Serialize;
 
@@ -55,7 +55,7 @@ const VIEW_BURST: u32 = 200;
 /// The page and its views; `tokens`, the collector's, name the scope of a job's own CI run in
 /// `/api/summary` (a scoped token's runs are its own).
 pub fn router(viewer: Arc<Viewer>, tokens: Arc<[Token]>, webhook: Option<Arc<str>>) -> Router {
-    let (editors, confirmers) = (tokens.clone(), tokens.clone());
+    let (editors, confirmers, owners) = (tokens.clone(), tokens.clone(), tokens.clone());
     let limiter = Arc::new(Limiter::new(VIEWS_PER_MINUTE, VIEW_BURST));
     let api = Router::new()
         .route("/api/matrix", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, matrix, q)))
@@ -71,6 +71,12 @@ pub fn router(viewer: Arc<Viewer>, tokens: Arc<[Token]>, webhook: Option<Arc<str
         .route("/api/search", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, search, q)))
         .route("/api/commit", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, commit, q)))
         .route("/api/quarantine", get(|State(v): State<Arc<Viewer>>| answer(v, |v, _| v.quarantine(), Params::new())))
+        .route(
+            "/api/codeowners",
+            post(move |State(v): State<Arc<Viewer>>, headers: HeaderMap, body: axum::body::Bytes| {
+                super::editing::keep_codeowners(v, owners.clone(), headers, body)
+            }),
+        )
         .route(
             "/api/proposals",
             get(|State(v): State<Arc<Viewer>>| answer(v, |v, _| v.lifecycle(), Params::new())).post(
