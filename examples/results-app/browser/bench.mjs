@@ -88,9 +88,10 @@ try {
   console.log(`  warm load: median ${figures.warm.ms ?? figures.warm.median_ms} ms of ${warm.length} (target < 200 ms), requests ${figures.warm.requests.join(", ")}`);
   console.log(`  baseline (the page over an empty bucket, warm): median ${figures.empty_bucket_warm_median_ms} ms; warm/baseline ${figures.warm_vs_empty_bucket}×`);
   console.log(`  the page's own files: ${figures.asset_bytes} bytes, no build step`);
-  // Top failures and the flaky list over the same runs, each from a fresh cache: cold, then warm.
+  // Top failures, the flaky list and the failure rules over the same runs, each from a fresh
+  // cache: cold, then warm.
   figures.views = {};
-  for (const [name, query] of [["failures", "?view=failures"], ["flaky", "?view=flaky"]]) {
+  for (const [name, query] of [["failures", "?view=failures"], ["flaky", "?view=flaky"], ["rules", "?view=rules"]]) {
     await app.stop();
     app = await startApp(work.dir, ["--cache", join(work.dir, `${name}-cache.sqlite3`)]);
     apps.push(app);

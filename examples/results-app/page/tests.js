@@ -2,13 +2,16 @@ import { api, counts, filterBar, h, link, ms, navigate, pair, shellQuoted, show,
 import { classedLink } from "./runs.js";
 import { impactLine, noveltyBadge, ruleLine } from "./triage.js";
 
-export async function failuresView() {
+export async function failuresView(state) {
   const data = await api("failures");
+  const owners = [...new Set(data.groups.flatMap((g) => g.owners))].sort();
+  const groups = state.owner ? data.groups.filter((g) => g.owners.includes(state.owner)) : data.groups;
   show(h("h2", {}, "Failures grouped across pairs (each pair's newest run)"),
     h("p", { class: "note" }, "A group is the failures a failure rule matches (see Rules), else one failure's text with paths, line numbers, " +
       `addresses, numbers and temporary names taken out. Ranked by the CI minutes they cost over ${data.triage.window}; each figure's rule is its title.`),
-    data.groups.length === 0 ? h("p", { class: "note" }, "No failures in the newest runs.")
-      : h("ol", { id: "failures" }, data.groups.map((g) => h("li", { class: "group", "data-fingerprint": g.fingerprint, "data-key": g.key },
+    owners.length ? filterBar(state, [["owner", "owner", owners]]) : null,
+    groups.length === 0 ? h("p", { class: "note" }, state.owner ? `No failure is ${state.owner}'s.` : "No failures in the newest runs.")
+      : h("ol", { id: "failures" }, groups.map((g) => h("li", { class: "group", "data-fingerprint": g.fingerprint, "data-key": g.key },
         g.rule ? ruleLine(g.rule) : null,
         h("p", {}, h("strong", {}, `${g.pairs.length} pair${g.pairs.length === 1 ? "" : "s"}, ${g.tests.length} test${g.tests.length === 1 ? "" : "s"}`),
           " · ", g.pairs.join(", "), g.owners.length ? h("span", { class: "owners" }, ` · owners ${g.owners.join(", ")}`) : null,
