@@ -377,7 +377,7 @@ async function keepCodeowners(env, text, source) {
   const db = new Storage('node-codeowners', { stores: [{ name: 'quarantine', Sync: { format: 'objstore', Options: bucketOptions(env) } }] }, { mechanism: 'memory' });
   try {
     const stored = await db.get('quarantine', '.codeowners', { fresh: true });
-    if (stored && stored.text === text && stored.source === source) return false;
+    if (stored && stored.text === text) return false;
     await db.put('quarantine', { text, source, at: Date.now() }, '.codeowners');
     const outcome = await db.flush();
     if (outcome.pending) throw new Error(outcome.offline || outcome.blocked || 'the bucket did not take it');

@@ -14,6 +14,12 @@ export function impactLine(impact, triage) {
     impact.firstSeen ? h("span", { title: rule.seen }, " · seen ", when(impact.firstSeen), " to ", when(impact.lastSeen)) : null);
 }
 
+/** An issue's title, linked when its address is a web address (the bucket's rules are checked,
+ * but a page never links what could run). */
+function issueLink(issue, title) {
+  return /^https?:\/\//i.test(issue || "") ? h("a", { href: issue, rel: "noreferrer" }, title) : h("span", {}, title);
+}
+
 /** A failure's word beside what came before it: `new`, `known` (linking its issue), or none. */
 export function noveltyBadge(novelty, triage) {
   if (!novelty) return null;
@@ -21,15 +27,14 @@ export function noveltyBadge(novelty, triage) {
     return h("span", { class: "badge new", title: (triage && triage.new) || `not seen alike on ${novelty.branch} in ${novelty.days} days` }, "new");
   }
   if (novelty.kind === "known") {
-    return h("span", { class: "known" }, h("span", { class: "badge" }, "known"), " ", h("a", { href: novelty.issue, rel: "noreferrer" }, novelty.title));
+    return h("span", { class: "known" }, h("span", { class: "badge" }, "known"), " ", issueLink(novelty.issue, novelty.title));
   }
   return null;
 }
 
 /** The rule a failure group is kept under, its issue linked. */
 export function ruleLine(rule) {
-  return h("p", { class: "rule" }, `rule ${rule.id}${rule.closed ? " (closed)" : ""}: `,
-    h("a", { href: rule.issue, rel: "noreferrer" }, rule.title));
+  return h("p", { class: "rule" }, `rule ${rule.id}${rule.closed ? " (closed)" : ""}: `, issueLink(rule.issue, rule.title));
 }
 
 /** The failure rules: each with its patterns, its impact and its newest failures; and a form
@@ -103,7 +108,7 @@ export async function proposalsView() {
     h("label", {}, "token ", token), " ", said,
     data.active.length === 0 ? h("p", { class: "note" }, "No proposal is active.")
       : h("ul", { id: "proposals" }, data.active.map((p) => h("li", { "data-proposal": p.id },
-        h("strong", {}, p.id), " · ", Object.entries(p.measures).map(([w, m]) => `${w}: ${m}`).join(", "),
+        h("strong", {}, p.id), " · at activation ", Object.entries(p.measures).map(([w, m]) => `${w}: ${m}`).join(", "),
         " · active since ", when(p.since),
         h("p", { class: "muted" }, p.why),
         h("button", { type: "button" }, "Confirm")))),

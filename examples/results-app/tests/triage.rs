@@ -96,6 +96,9 @@ fn failures_group_by_fingerprint_and_rule_and_say_what_is_new() {
         hour,
         &[("test_total", "tests/test_cart.py", Some(TRACEBACK)), ("test_add", "tests/test_cart.py", None)],
     );
+    // A minute later, the same commit on macOS fails alike: new there too (a run of the same
+    // commit is no "before").
+    post(dir, "macos", "python-3.11", "c2", hour - 60_000, &[("test_total", "tests/test_cart.py", Some(TRACEBACK))]);
 
     let page = Page::start_with(dir, &["--token", "a-token-of-every-pair"]);
     let found = groups(&page);
@@ -115,17 +118,18 @@ fn failures_group_by_fingerprint_and_rule_and_say_what_is_new() {
         t.unwrap_or_else(|| panic!("{test} on {pair}: {found:#?}"))["novelty"].clone()
     };
     assert_eq!(novelty("test_total", "linux/python-3.11")["kind"], "new");
+    assert_eq!(novelty("test_total", "macos/python-3.11")["kind"], "new");
     assert_eq!(novelty("test_total", "linux/python-3.11")["branch"], "main");
     assert_eq!(novelty("test_delete", "windows/msvc-19")["kind"], "new");
     assert_eq!(novelty("test_delete", "windows/msvc-19")["failed"], 1);
     assert_eq!(novelty("CrudTest.Count", "windows/msvc-19")["kind"], "seen");
     assert!(novelty("CrudTest.Count", "windows/msvc-19")["run"].as_str().unwrap().starts_with("linux/gcc-13/"));
 
-    // Impact: the traceback alone failed Python's run: one commit blocked, its ten minutes
-    // lost; the GoogleTest assert failed two runs and blocked none, a minute each.
+    // Impact: the traceback alone failed both Python runs: one commit blocked, their twenty
+    // minutes lost; the GoogleTest assert failed two runs and blocked none, a minute each.
     let traceback = &group_of(&found, "test_total")["impact"];
-    assert_eq!((traceback["runs"].as_u64(), traceback["blocked"].as_u64()), (Some(1), Some(1)), "{traceback}");
-    assert_eq!(traceback["minutes"], 10.0);
+    assert_eq!((traceback["runs"].as_u64(), traceback["blocked"].as_u64()), (Some(2), Some(1)), "{traceback}");
+    assert_eq!(traceback["minutes"], 20.0);
     let gtest = &group_of(&found, "CrudTest.Count")["impact"];
     assert_eq!(
         (gtest["runs"].as_u64(), gtest["blocked"].as_u64(), gtest["minutes"].as_f64()),
@@ -189,4 +193,16 @@ fn failures_group_by_fingerprint_and_rule_and_say_what_is_new() {
     let (status, _) = edit(Some("a-token-of-every-pair"), json!({"action": "remove", "id": "r1"}));
     assert_eq!(status, 200);
     assert_eq!(page.get("/api/rules")["rules"], json!([]));
+    drop(page);
+
+    // With an editor token, the jobs' token no longer edits rules.
+    let page = Page::start_with(dir, &["--token", "a-token-of-every-pair", "--editor-token", "the-editors-own-token"]);
+    let add = json!({"action": "add", "title": "t", "issue": issue, "text": "x"});
+    let post = |token: &str| {
+        let request = ureq::post(&format!("{}/api/rules", page.url)).config().http_status_as_error(false).build();
+        let request = request.header("authorization", &format!("Bearer {token}"));
+        request.content_type("application/json").send(add.to_string()).unwrap().status().as_u16()
+    };
+    assert_eq!(post("a-token-of-every-pair"), 403);
+    assert_eq!(post("the-editors-own-token"), 200);
 }

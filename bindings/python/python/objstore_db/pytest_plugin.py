@@ -441,8 +441,8 @@ class Publisher:
             failed = [w["message"] for w in outcome.get("rejected", []) + outcome.get("held", [])]
             why = outcome.get("offline") or outcome.get("blocked") or "; ".join(failed)
             terminalreporter.write_line(f"objstore-db: the results were not published: {why}", red=True)
-        else:
-            terminalreporter.write_line(f"objstore-db: results published to {self.collector or self.endpoint} as {key}")
+            return
+        terminalreporter.write_line(f"objstore-db: results published to {self.collector or self.endpoint} as {key}")
         self.send_codeowners(terminalreporter)
 
     def send_codeowners(self, terminalreporter: Any) -> None:
@@ -453,7 +453,7 @@ class Publisher:
             return
         try:
             found = (named, pathlib.Path(named).read_text(encoding="utf-8")) if named else find_codeowners(self.root) if self.root else None
-        except OSError as e:
+        except (OSError, ValueError) as e:
             terminalreporter.write_line(f"objstore-db: the CODEOWNERS was not kept: {e}", yellow=True)
             return
         if found is None:
@@ -551,7 +551,7 @@ async def keep_codeowners(options: dict[str, Any], text: str, source: str) -> bo
     schema = {"stores": [{"name": "quarantine", "Sync": {"format": "objstore", "Options": options}}]}
     async with objstore_db.open("pytest-codeowners", schema, mechanism="memory") as db:
         stored = await db.get("quarantine", ".codeowners", fresh=True)
-        if isinstance(stored, dict) and stored.get("text") == text and stored.get("source") == source:
+        if isinstance(stored, dict) and stored.get("text") == text:
             return False
         await db.put("quarantine", {"text": text, "source": source, "at": int(time.time() * 1000)}, ".codeowners")
         outcome: dict[str, Any] = await db.flush()

@@ -14,7 +14,11 @@ use crate::model::Run;
 
 /// Each impact figure and its rule, as the page shows them.
 pub const IMPACT_RULES: [(&str, &str); 5] = [
-    ("runs", "CI runs it failed: runs of a pair where one of its tests failed (a pass on a retry is no failure)"),
+    (
+        "runs",
+        "CI runs it failed: runs of a pair where one of its tests failed (a pass on a retry, or a failure the \
+         quarantine held, is no failure)",
+    ),
     ("blocked", "commits blocked: commits with a run whose only failures are its own"),
     ("pairs", "pairs hit: the platform/runtime pairs of the runs it failed or flaked in"),
     ("seen", "first and last seen: when the oldest and the newest of those runs started"),
@@ -25,6 +29,10 @@ pub const IMPACT_RULES: [(&str, &str); 5] = [
     ),
 ];
 
+/// The longest a run or a test counts for (a day): a report's times are its own word, and one
+/// report must not claim years of CI time.
+const MAX_DURATION_MS: f64 = 86_400_000.0;
+
 /// A test that failed, or passed on a retry, in a run: what grouping and impact need of it.
 #[derive(Debug, Clone)]
 pub struct FailedTest {
@@ -34,6 +42,8 @@ pub struct FailedTest {
     pub id: u32,
     /// Failed in the end (else it passed on a retry).
     pub failed: bool,
+    /// Failed, but held by the quarantine when it ran: it did not fail its job.
+    pub quarantined: bool,
     pub duration_ms: f64,
     pub fingerprint: String,
     /// The text rules match ([`failure_rules::matched_text`]).
@@ -53,6 +63,13 @@ pub struct RunFacts {
     pub failures: Vec<FailedTest>,
 }
 
+impl FailedTest {
+    /// Whether it failed its job: failed in the end, and no quarantine held it.
+    pub fn fails_job(&self) -> bool {
+        self.failed && !self.quarantined
+    }
+}
+
 impl RunFacts {
     /// The facts of run `key` of `pair` from its reports and its tests with their digest ids.
     pub fn of<'r>(
@@ -68,7 +85,7 @@ impl RunFacts {
         let mut tested = 0.0;
         let mut failures = Vec::new();
         for (test, id) in tests {
-            tested += test.duration.max(0.0);
+            tested += test.duration.clamp(0.0, MAX_DURATION_MS);
             let failed = test.status == crate::model::Status::Failed;
             if failed || test.passed_on_retry() {
                 failures.push(FailedTest {
@@ -76,7 +93,8 @@ impl RunFacts {
                     name: test.name.clone(),
                     id,
                     failed,
-                    duration_ms: test.duration.max(0.0),
+                    quarantined: failed && test.detail.quarantined,
+                    duration_ms: test.duration.clamp(0.0, MAX_DURATION_MS),
                     fingerprint: fingerprint::fingerprint(test),
                     text: failure_rules::matched_text(test).to_string(),
                 });
@@ -85,7 +103,8 @@ impl RunFacts {
         let duration_ms = match start {
             Some(start) if stop > start => (stop - start) as f64,
             _ => tested,
-        };
+        }
+        .min(MAX_DURATION_MS);
         let commit = reports.clone().find_map(|r| r.ci.commit.clone());
         RunFacts { key: key.into(), pair: pair.into(), commit, started: start.or(stored), duration_ms, failures }
     }
@@ -125,31 +144,34 @@ pub fn impacts<'a, K: Hash + Eq + Clone>(
     }
     let mut sums: HashMap<K, Sum> = HashMap::new();
     for run in runs {
-        let groups: Vec<K> = run.failures.iter().map(&group_of).collect();
-        let failing: Vec<&K> = groups.iter().zip(&run.failures).filter(|(_, f)| f.failed).map(|(k, _)| k).collect();
-        let mut met: Vec<&K> = Vec::new();
-        for key in &groups {
-            if !met.contains(&key) {
-                met.push(key);
-            }
+        // This run's failures by group, in the order met; and the groups that failed its job.
+        let mut own: Vec<(K, Vec<&FailedTest>)> = Vec::new();
+        let mut at: HashMap<K, usize> = HashMap::new();
+        for f in &run.failures {
+            let key = group_of(f);
+            let i = *at.entry(key.clone()).or_insert_with(|| {
+                own.push((key, Vec::new()));
+                own.len() - 1
+            });
+            own[i].1.push(f);
         }
-        for key in met {
-            let own = || groups.iter().zip(&run.failures).filter(move |(k, _)| *k == key).map(|(_, f)| f);
-            let sum = sums.entry(key.clone()).or_default();
+        let failing_groups = own.iter().filter(|(_, fs)| fs.iter().any(|f| f.fails_job())).count();
+        for (key, tests) in own {
+            let sum = sums.entry(key).or_default();
             sum.pairs.insert(&run.pair);
             if let Some(at) = run.started {
                 sum.found.first_seen = Some(sum.found.first_seen.map_or(at, |f| f.min(at)));
                 sum.found.last_seen = Some(sum.found.last_seen.map_or(at, |l| l.max(at)));
             }
-            let failed_it = failing.contains(&key);
+            let failed_it = tests.iter().any(|f| f.fails_job());
             if failed_it {
                 sum.found.runs += 1;
             }
-            if failed_it && failing.iter().all(|k| *k == key) {
+            if failed_it && failing_groups == 1 {
                 sum.blocked.insert(run.commit.as_deref().unwrap_or(&run.key));
                 sum.lost_ms += run.duration_ms;
             } else {
-                sum.lost_ms += own().map(|f| f.duration_ms).sum::<f64>();
+                sum.lost_ms += tests.iter().map(|f| f.duration_ms).sum::<f64>();
             }
         }
     }
@@ -176,6 +198,7 @@ mod tests {
             name: name.into(),
             id: 0,
             failed,
+            quarantined: false,
             duration_ms: ms,
             fingerprint: "f".into(),
             text: String::new(),
@@ -211,5 +234,13 @@ mod tests {
         );
         let b = &found["b"];
         assert_eq!((b.runs, b.blocked, b.pairs, b.minutes), (2, 1, 2, 10.0));
+        // A failure the quarantine held failed no job: beside it, the other failure blocked the
+        // run alone; itself, it failed no run and costs its own time.
+        let mut held = failed("q", true, 6_000.0);
+        held.quarantined = true;
+        let runs = [run("r5", "linux/c", "c5", 50, vec![held, failed("a", true, 1.0)])];
+        let found = impacts(&runs, |f| f.name.clone());
+        assert_eq!((found["a"].runs, found["a"].blocked, found["a"].minutes), (1, 1, 10.0));
+        assert_eq!((found["q"].runs, found["q"].blocked, found["q"].minutes), (0, 0, 0.1));
     }
 }

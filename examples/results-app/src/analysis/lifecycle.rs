@@ -68,8 +68,12 @@ pub fn stays_active(was: bool, measures: impl IntoIterator<Item = f64>, t: Thres
 pub fn advance(state: &mut Lifecycle, weighed: Vec<Proposal>, now: u64) -> Vec<Event> {
     let mut events = Vec::new();
     let mut was: BTreeMap<String, Proposal> = state.active.drain(..).map(|p| (p.id.clone(), p)).collect();
-    let mut active = Vec::new();
+    let mut active: Vec<Proposal> = Vec::new();
     for mut proposal in weighed {
+        // One proposal per id: a subject weighed twice is weighed once.
+        if active.iter().any(|p| p.id == proposal.id) || events.iter().any(|e: &Event| e.proposal.id == proposal.id) {
+            continue;
+        }
         let (thresholds, _) = policy(proposal.action);
         let before = was.remove(&proposal.id);
         let on = stays_active(before.is_some(), proposal.measures.values().copied(), thresholds);

@@ -87,6 +87,7 @@ mod tests {
             name: "put".into(),
             id: 1,
             failed: true,
+            quarantined: false,
             duration_ms: 1.0,
             fingerprint: print.into(),
             text: format!("text {print}"),

@@ -21,7 +21,7 @@ use crate::views::Viewer;
 
 pub const USAGE: &str = "usage: objstore-results [--listen ADDR] [--cache PATH]
        objstore-results post [--runtime R] [--platform P] [--version V] [--suite S] [--run ID] [--commit C] [--branch B] [--url U] [--job J] [--label K=V]... [--codeowners FILE] [--collector URL] FILE...
-       objstore-results serve [--listen ADDR] [--cache PATH] [--origin URL]... [--token T]... [--tokens FILE] [--allow-anonymous-origins] [--max-bytes N] [--per-minute N] [--burst N] [--timeout-secs N] [--webhook URL] [--triage-every SECS] [--auto-apply]
+       objstore-results serve [--listen ADDR] [--cache PATH] [--origin URL]... [--token T]... [--tokens FILE] [--allow-anonymous-origins] [--max-bytes N] [--per-minute N] [--burst N] [--timeout-secs N] [--editor-token T]... [--webhook URL] [--triage-every SECS] [--auto-apply]
        objstore-results matrix [--cache PATH]
        objstore-results export --out FILE [--cache PATH]
        objstore-results summary [--run ID | --commit C [--base B]] [--markdown] [--page URL] [--cache PATH] [--collector URL]
@@ -33,7 +33,7 @@ pub const USAGE: &str = "usage: objstore-results [--listen ADDR] [--cache PATH]
        objstore-results rules add --title T --issue URL [--test PATTERN] [--text PATTERN] [--by WHO]
        objstore-results rules edit ID [--title T] [--issue URL] [--test PATTERN] [--text PATTERN]
        objstore-results rules remove ID | close ID | reopen ID | list
-       objstore-results triage [--apply] [--webhook URL]
+       objstore-results triage [--apply] [--confirm ID] [--webhook URL]
        objstore-results --help";
 
 /// The value after `flag`, or an error that says it is missing.
@@ -92,7 +92,9 @@ pub const HELP: &str = "objstore-results: test results in a bucket, read back as
                          rate limit and the request timeout
       --triage-every SECS  how often the triage lifecycle is weighed (default 300; 0: never)
       --webhook URL      each lifecycle event (a proposal activated, deactivated or applied) is
-                         POSTed there as JSON, retried 4 times
+                         POSTed there as JSON, tried 4 times
+      --editor-token T   a token that may edit the failure rules and confirm proposals from the
+                         page (repeatable); without one, a token of every pair may
       --auto-apply       a proposal that activates applies itself (else a person confirms it
                          on the page's Proposals view, with the token)
 
@@ -143,13 +145,14 @@ pub const HELP: &str = "objstore-results: test results in a bucket, read back as
       summaries link the issue. --test matches a test's whole suite::name, --text anywhere in
       its failure's message (else trace); * stands for any run of characters; both given, both
       must match. An edit's empty pattern removes it. Edits are written with If-Match.
-  objstore-results triage [--apply] [--webhook URL]
+  objstore-results triage [--apply] [--confirm ID] [--webhook URL]
       Weighs the triage lifecycle once (serve does every --triage-every): proposals to
       quarantine a test flaky in 10% of its runs over 3 or 7 days, release a quarantined test
       that passed every run, close a rule quiet for 21 days, reopen a closed rule whose
       failures came back. Each activates on any window and deactivates only when every window
       is under a lower threshold. Kept in the bucket (.lifecycle); --apply applies those that
-      activated; nothing is applied otherwise.
+      activated in this weighing, --confirm ID applies an active one (as the page's Confirm);
+      nothing is applied otherwise.
 
 Where runs live (every command says which bucket it opened):
   OBJSTORE_RESULTS         file://DIR (default file://./results; objects in DIR/BUCKET/) or an S3

@@ -56,6 +56,12 @@ pub fn run(args: &[String], start: bool) -> AppResult<()> {
                 config.origins.push(origin.to_string());
             }
             "--token" if !start => config.tokens.push(web::tokens::Token::any_pair(value)),
+            "--editor-token" if !start => {
+                if value.len() < 16 {
+                    return Err(AppError::bad("--editor-token must be 16 characters or more"));
+                }
+                config.editors.push(web::tokens::Token::any_pair(value))
+            }
             "--tokens" if !start => config.tokens.extend(web::tokens::read_tokens(std::path::Path::new(value))?),
             "--max-bytes" if !start => config.max_bytes = number("--max-bytes")? as usize,
             "--per-minute" if !start => config.per_minute = number("--per-minute")?,

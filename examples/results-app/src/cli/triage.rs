@@ -1,6 +1,7 @@
-//! `objstore-results triage [--apply] [--webhook URL]`: weighs the triage lifecycle once (as
-//! `serve` does every few minutes), moves the bucket's `.lifecycle` on, and prints its
-//! proposals; `--apply` applies those that activated, `--webhook` posts the events.
+//! `objstore-results triage [--apply] [--confirm ID] [--webhook URL]`: weighs the triage
+//! lifecycle once (as `serve` does every few minutes), moves the bucket's `.lifecycle` on, and
+//! prints its proposals; `--apply` applies those that activated, `--confirm ID` applies an
+//! active one, `--webhook` posts the events.
 
 use crate::error::{AppError, AppResult};
 use crate::model::lifecycle::Proposal;
@@ -11,22 +12,27 @@ use super::{open_viewer, unknown, value_of};
 
 /// `objstore-results triage ...`.
 pub fn run(args: &[String]) -> AppResult<()> {
-    let (mut apply, mut hook) = (false, None);
+    let (mut apply, mut hook, mut confirm) = (false, None, None);
     let mut args = args.iter();
     while let Some(flag) = args.next() {
         match flag.as_str() {
             "--apply" => apply = true,
             "--webhook" => hook = Some(value_of(flag, &mut args)?.clone()),
+            "--confirm" => confirm = Some(value_of(flag, &mut args)?.clone()),
             other => return Err(unknown(other)),
         }
     }
-    if hook.as_deref().is_some_and(|h| !(h.starts_with("http://") || h.starts_with("https://"))) {
+    let lower = hook.as_deref().map(str::to_ascii_lowercase);
+    if lower.is_some_and(|h| !(h.starts_with("http://") || h.starts_with("https://"))) {
         return Err(AppError::bad("--webhook is an http(s) URL"));
     }
     let target = Target::from_env()?;
     eprintln!("objstore-results: the triage lifecycle of {}", target.describe());
     let viewer = open_viewer(&target, None)?;
-    let events = viewer.evaluate_lifecycle(apply)?;
+    let events = match &confirm {
+        Some(id) => vec![viewer.confirm_proposal(id, &super::quarantine::who_is_adding().unwrap_or("the CLI".into()))?],
+        None => viewer.evaluate_lifecycle(apply)?,
+    };
     for event in &events {
         println!("{}: {}", event.event, event.proposal.id);
     }

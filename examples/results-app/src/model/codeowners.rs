@@ -26,9 +26,10 @@ pub struct Stored {
 }
 
 impl Stored {
-    /// Whether two copies hold the same file (from the same place), whenever each was kept.
+    /// Whether two copies hold the same rules, wherever and whenever each was kept (a runner's
+    /// checkout path differs from machine to machine: it must not rewrite the copy every run).
     pub fn same_file(a: &Stored, b: &Stored) -> bool {
-        a.text == b.text && a.source == b.source
+        a.text == b.text
     }
 }
 

@@ -5,8 +5,9 @@
 //! applied when a view is built, never stored with a run.
 //!
 //! Patterns: `*` stands for any run of characters, every other character for itself (case
-//! counts). A test pattern matches a test's whole `suite::name` (pytest's node id reads the same:
-//! `tests/test_cart.py::test_total`); a text pattern matches anywhere in the failure's message,
+//! counts). A test pattern matches a test's whole name or its whole `suite::name` (the pytest
+//! plugin names a test by its node id, `tests/test_cart.py::test_total`, in the suite `cart`;
+//! `crud::put` names node's `put` in the suite `crud`); a text pattern matches anywhere in the failure's message,
 //! else its trace (their first 2,048 bytes). A rule with both matches failures that both match. The first rule that
 //! matches a failure (in the order they were added) is its group.
 
@@ -107,7 +108,7 @@ pub fn failure_text(test: &Test, most: usize) -> &str {
 impl FailureRule {
     /// Whether the rule matches a failure of test `suite`/`name` whose text is `text`.
     pub fn matches(&self, suite: &str, name: &str, text: &str) -> bool {
-        let test = self.test.as_deref().is_none_or(|p| glob(p, &format!("{suite}::{name}")));
+        let test = self.test.as_deref().is_none_or(|p| glob(p, name) || glob(p, &format!("{suite}::{name}")));
         test && self.text.as_deref().is_none_or(|p| glob(&format!("*{p}*"), text))
     }
 
@@ -140,6 +141,15 @@ impl FailureRule {
 }
 
 impl FailureRules {
+    /// The rules as the bucket holds them, made safe to apply: at most [`MAX_RULES`], each one
+    /// that passes [`FailureRule::check`] (a hand-edited object may hold anything: an issue
+    /// address the page would link, a pattern of any length).
+    pub fn checked(mut self) -> FailureRules {
+        self.rules.retain(|r| r.check().is_ok());
+        self.rules.truncate(MAX_RULES);
+        self
+    }
+
     /// The first rule matching a failure of `suite`/`name` with text `text`.
     pub fn matching(&self, suite: &str, name: &str, text: &str) -> Option<&FailureRule> {
         self.rules.iter().find(|r| r.matches(suite, name, text))
@@ -153,7 +163,9 @@ impl FailureRules {
         let needed = |field: &str, value: Option<String>| {
             value.ok_or_else(|| AppError::bad(format!("a rule needs {field}")).at(field.trim_start_matches('-')))
         };
-        self.next = self.next.max(1);
+        // Never an id given before, even where a hand-written file has no `next`.
+        let highest = self.rules.iter().filter_map(|r| r.id.strip_prefix('r')?.parse::<u64>().ok()).max();
+        self.next = self.next.max(1).max(highest.map_or(1, |h| h.saturating_add(1)));
         let rule = FailureRule {
             id: format!("r{}", self.next),
             title: needed("--title", fields.title)?,
@@ -245,6 +257,7 @@ mod tests {
         assert_eq!((by_test.as_str(), by_text.as_str(), both.as_str()), ("r1", "r2", "r3"));
         let id = |suite: &str, name: &str, text: &str| rules.matching(suite, name, text).map(|r| r.id.clone());
         assert_eq!(id("tests/test_cart.py", "test_total", "boom").as_deref(), Some("r1"));
+        assert_eq!(id("cart", "tests/test_cart.py::test_total", "boom").as_deref(), Some("r1"), "a node id");
         assert_eq!(id("tests/test_cart.py", "total", "boom"), None, "the whole name");
         assert_eq!(id("crud", "put", "crud.c:12: expected 2, got 3 (x)").as_deref(), Some("r2"));
         assert_eq!(id("crud", "put", "==1==ERROR: AddressSanitizer: heap-use-after-free").as_deref(), Some("r3"));
@@ -272,5 +285,12 @@ mod tests {
         assert!(refused(fields(Some(&"*".repeat(MAX_PATTERN + 1)), None)).contains("1 to 1024"));
         rules.add(fields(Some("a"), None)).unwrap();
         assert!(rules.rules.len() == 1 && rules.next == 2);
+        // A hand-written file: no `next`, and a rule whose issue the page must not link.
+        let mut bad = rules.rules[0].clone();
+        bad.issue = "javascript:alert(1)".into();
+        let mut written = FailureRules { rules: vec![rules.rules[0].clone(), bad], next: 0, history: vec![] };
+        assert_eq!(written.add(fields(Some("b"), None)).unwrap(), "r2", "after the highest id");
+        let checked = written.checked();
+        assert!(checked.rules.iter().all(|r| r.issue.starts_with("https://")) && checked.rules.len() == 2);
     }
 }

@@ -45,7 +45,7 @@ pub struct Proposal {
     pub rule: Option<String>,
     /// The rule it follows, in words.
     pub why: String,
-    /// Each window (`3d`, `7d`, ...) and its measure when last weighed.
+    /// Each window (`3d`, `7d`, ...) and its measure when it activated.
     pub measures: BTreeMap<String, f64>,
     pub since: u64,
 }

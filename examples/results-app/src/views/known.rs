@@ -16,31 +16,36 @@ impl Viewer {
         let (rules, requests) = self.failure_rules()?;
         let mut view = self.view(|db| {
             let window = self.impact_window(db)?;
+            // Each failure's group worked out once (every rule tried against it).
             let key_of = |f: &crate::analysis::impact::FailedTest| {
                 fingerprint::group_key(rules.matching(&f.suite, &f.name, &f.text), &f.fingerprint)
             };
             let mut impacts = impacts(window.iter().map(Arc::as_ref), key_of);
             let mut newest: Vec<&crate::analysis::impact::RunFacts> = window.iter().map(Arc::as_ref).collect();
             newest.sort_by_key(|r| std::cmp::Reverse(r.started));
-            let listed = rules
-                .rules
-                .iter()
-                .map(|rule| {
-                    let key = fingerprint::group_key(Some(rule), "");
-                    let failures = newest
-                        .iter()
-                        .flat_map(|run| run.failures.iter().filter(|f| f.failed).map(move |f| (run, f)))
-                        .filter(|(_, f)| key_of(f) == key)
-                        .take(LISTED)
-                        .map(|(run, f)| PairTest {
+            let mut by_rule: HashMap<String, Vec<PairTest>> = HashMap::new();
+            for run in newest {
+                for f in run.failures.iter().filter(|f| f.failed) {
+                    let Some(rule) = rules.matching(&f.suite, &f.name, &f.text) else { continue };
+                    let listed = by_rule.entry(rule.id.clone()).or_default();
+                    if listed.len() < LISTED {
+                        listed.push(PairTest {
                             pair: run.pair.clone(),
                             run: run.key.clone(),
                             suite: f.suite.clone(),
                             name: f.name.clone(),
                             message: Some(first_line(&f.text, 200)),
                             novelty: None,
-                        })
-                        .collect();
+                        });
+                    }
+                }
+            }
+            let listed = rules
+                .rules
+                .iter()
+                .map(|rule| {
+                    let key = fingerprint::group_key(Some(rule), "");
+                    let failures = by_rule.remove(&rule.id).unwrap_or_default();
                     RuleListed { rule: rule.clone(), impact: impacts.remove(&key).unwrap_or_default(), failures }
                 })
                 .collect();

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 
-use super::triage::{began, has_failures};
+use super::triage::{began, has_failures, DAY_MS};
 use super::*;
 use crate::analysis::flaky::flaked;
 use crate::analysis::lifecycle::{advance, policy, MIN_RUNS, QUIET_DAYS, RATE_DAYS};
@@ -18,7 +18,6 @@ use crate::store::documents;
 
 /// How many of each pair's newest runs the lifecycle weighs (its windows are days long).
 const WEIGHED_RUNS: usize = 200;
-const DAY_MS: u64 = 86_400_000;
 
 /// A test's runs and flaky (or passed) runs in a window.
 #[derive(Default, Clone, Copy)]
@@ -59,39 +58,59 @@ impl Viewer {
         let built = self.view(|db| {
             let runs = newest_digested(db, &all_pairs(db)?, WEIGHED_RUNS)?;
             let mut weighed = self.weigh_flaky(db, &runs, &quarantine, now)?;
-            weighed.extend(self.weigh_quarantined(db, &runs, &quarantine, now)?);
+            weighed.extend(self.weigh_quarantined(&runs, &quarantine, now)?);
             weighed.extend(self.weigh_rules(db, &runs, &rules, now)?);
             Ok(weighed)
         })?;
         Ok(built.view)
     }
 
-    /// Tests flaky over 3 or 7 days that no quarantine entry holds: their flake rates.
+    /// Tests flaky over 3 or 7 days that no quarantine entry holds: their flake rates (the
+    /// runs where they flaked over the runs, on every pair, that ran them).
     fn weigh_flaky(&self, db: &Cache, runs: &[Vec<Digested>], q: &Quarantine, now: u64) -> AppResult<Vec<Proposal>> {
-        let mut tallies: BTreeMap<(String, u32), BTreeMap<u64, Tally>> = BTreeMap::new();
+        // Each window's runs, per pair, as the classes weigh them.
+        let windows: Vec<(u64, Vec<Vec<Seen>>)> = RATE_DAYS
+            .iter()
+            .map(|days| {
+                let since = now.saturating_sub(days * DAY_MS);
+                (*days, runs.iter().map(|pair| pair.iter().filter(|d| began(d) >= since).map(seen).collect()).collect())
+            })
+            .collect();
+        let mut flaked_in: BTreeMap<(String, u32), BTreeMap<u64, usize>> = BTreeMap::new();
         let mut marked: HashMap<(String, u32), String> = HashMap::new();
-        for days in RATE_DAYS {
-            let since = now.saturating_sub(days * DAY_MS);
-            for pair in runs {
-                let window: Vec<&Digested> = pair.iter().filter(|d| began(d) >= since).collect();
-                let seen_runs: Vec<Seen> = window.iter().map(|d| seen(d)).collect();
-                for f in flaked(&seen_runs) {
+        for (days, pairs) in &windows {
+            for window in pairs {
+                for f in flaked(window) {
                     let key = (f.suite.clone(), f.id);
                     marked.entry(key.clone()).or_insert_with(|| window[f.marked].key.clone());
-                    let tally = tallies.entry(key).or_default().entry(days).or_default();
-                    tally.of += f.runs.len();
-                    tally.ran += f.ran;
+                    *flaked_in.entry(key).or_default().entry(*days).or_default() += f.runs.len();
                 }
             }
         }
-        let (_, off) = (policy(Action::Quarantine).0.on, policy(Action::Quarantine).0.off);
-        let candidates: Vec<((String, u32), BTreeMap<u64, Tally>)> =
-            tallies.into_iter().filter(|(_, by_days)| by_days.values().any(|t| t.rate() >= off)).collect();
-        let wanted: Vec<String> =
-            candidates.iter().map(|(key, _)| marked[key].clone()).collect::<BTreeSet<_>>().into_iter().collect();
+        let off = policy(Action::Quarantine).0.off;
+        let mut candidates = Vec::new();
+        for ((suite, id), by_days) in flaked_in {
+            let mut measures = BTreeMap::new();
+            for (days, pairs) in &windows {
+                let ran =
+                    pairs.iter().flatten().filter(|r| r.outcome(&suite, id).is_some_and(|o| o.is_outcome())).count();
+                let of = by_days.get(days).copied().unwrap_or(0);
+                measures.insert(format!("{days}d"), round(Tally { of, ran }.rate()));
+            }
+            if measures.values().any(|m| *m >= off) {
+                candidates.push((suite, id, measures));
+            }
+        }
+        let wanted: Vec<String> = candidates
+            .iter()
+            .map(|(suite, id, _)| marked[&(suite.clone(), *id)].clone())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
         let loaded: HashMap<String, Loaded> = load_runs(db, &wanted)?.into_iter().map(|l| (l.key.clone(), l)).collect();
-        let mut found = Vec::new();
-        for ((suite, id), by_days) in candidates {
+        // One proposal per test name (a name twice in a file is one test to quarantine).
+        let mut found: BTreeMap<String, Proposal> = BTreeMap::new();
+        for (suite, id, measures) in candidates {
             let name = loaded.get(&marked[&(suite.clone(), id)]).and_then(|run| {
                 run.tests_with_ids().find(|(t, i)| t.suite == suite && *i == id).map(|(t, _)| t.name.clone())
             });
@@ -99,22 +118,15 @@ impl Viewer {
             if q.entries.iter().any(|e| e.suite == suite && e.name == name) {
                 continue;
             }
-            let measures = by_days.iter().map(|(days, t)| (format!("{days}d"), round(t.rate()))).collect();
             let mut p = proposal(Action::Quarantine, &format!("{suite}::{name}"), measures);
             (p.suite, p.name) = (Some(suite), Some(name));
-            found.push(p);
+            found.entry(p.id.clone()).or_insert(p);
         }
-        Ok(found)
+        Ok(found.into_values().collect())
     }
 
     /// Quarantined tests: their pass rates over 3 and 7 days on the pairs their entries cover.
-    fn weigh_quarantined(
-        &self,
-        _db: &Cache,
-        runs: &[Vec<Digested>],
-        q: &Quarantine,
-        now: u64,
-    ) -> AppResult<Vec<Proposal>> {
+    fn weigh_quarantined(&self, runs: &[Vec<Digested>], q: &Quarantine, now: u64) -> AppResult<Vec<Proposal>> {
         let mut found = Vec::new();
         let mut tests: Vec<(&str, &str)> = q.entries.iter().map(|e| (e.suite.as_str(), e.name.as_str())).collect();
         tests.sort_unstable();
@@ -160,10 +172,11 @@ impl Viewer {
         let since = now.saturating_sub(QUIET_DAYS * DAY_MS);
         let failing: Vec<&Digested> = runs.iter().flatten().filter(|d| began(d) >= since && has_failures(d)).collect();
         let facts = self.facts(db, &failing)?;
-        // When each rule last matched, and the start of each run it matched in.
+        // The start of each run each rule matched a failure in (a pass on a retry counts: the
+        // intermittent is still there).
         let mut matched: HashMap<String, Vec<u64>> = HashMap::new();
         for run in &facts {
-            for f in run.failures.iter().filter(|f| f.failed) {
+            for f in &run.failures {
                 if let Some(rule) = rules.matching(&f.suite, &f.name, &f.text) {
                     matched.entry(rule.id.clone()).or_default().push(run.started.unwrap_or(0));
                 }
@@ -213,7 +226,11 @@ impl Viewer {
             let activated: Vec<String> =
                 events.iter().filter(|e| e.event == "activated").map(|e| e.proposal.id.clone()).collect();
             for id in activated {
-                events.extend(self.confirm_proposal(&id, "the lifecycle")?);
+                // One that cannot be applied now stays active for a person; the others go on.
+                match self.confirm_proposal(&id, "the lifecycle") {
+                    Ok(applied) => events.push(applied),
+                    Err(e) => eprintln!("objstore-results: applying {id}: {e}"),
+                }
             }
         }
         Ok(events)
@@ -221,19 +238,21 @@ impl Viewer {
 
     /// Applies active proposal `id` (a person confirmed it, named `by`): the quarantine or the
     /// rule changed, the proposal closed as `applied`. Answers that event.
-    pub fn confirm_proposal(&self, id: &str, by: &str) -> AppResult<Option<Event>> {
+    pub fn confirm_proposal(&self, id: &str, by: &str) -> AppResult<Event> {
         let (state, _) = documents::load::<Lifecycle>(&self.target)?;
         let proposal = state.active.iter().find(|p| p.id == id).cloned().ok_or_else(|| {
             AppError::not_found(format!("no active proposal {:?} (it may have been applied or deactivated)", id))
         })?;
         self.apply(&proposal, by)?;
         let (_, said) = documents::edit(&self.target, |state: &mut Lifecycle| {
-            let Some(at) = state.active.iter().position(|p| p.id == proposal.id) else { return Ok(String::new()) };
+            let Some(at) = state.active.iter().position(|p| p.id == proposal.id) else {
+                return Err(AppError::not_found(format!("proposal {id:?} was applied by someone else meanwhile")));
+            };
             let applied = state.active.remove(at);
             let event = state.note("applied", now_ms(), applied);
             serde_json::to_string(&event).map_err(|e| AppError::internal(e.to_string()))
         })?;
-        Ok(serde_json::from_str(&said).ok())
+        serde_json::from_str(&said).map_err(|e| AppError::internal(e.to_string()))
     }
 
     /// What a proposal does: quarantine or release its test, close or reopen its rule.

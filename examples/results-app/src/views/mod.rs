@@ -160,9 +160,9 @@ impl Viewer {
         &self.target
     }
 
-    /// How many days before a failure "new" looks for one alike (21 unless set; at least 1).
+    /// How many days before a failure "new" looks for one alike (21 unless set; 1 to 3,650).
     pub fn with_new_days(mut self, days: u64) -> Viewer {
-        self.new_days = days.max(1);
+        self.new_days = days.clamp(1, 3650);
         self
     }
 

@@ -12,7 +12,7 @@ use crate::model::stored_at;
 const FACTS_BYTES: usize = 64 << 20;
 /// How many of each pair's newest runs the default branch's window for "new" looks through.
 pub const NEW_RUNS: usize = 200;
-const DAY_MS: u64 = 86_400_000;
+pub(super) const DAY_MS: u64 = 86_400_000;
 
 /// A run's place in the memo: its key and how many files it has (a CI run's jobs add files to
 /// it; each file never changes).
@@ -55,8 +55,13 @@ impl Viewer {
         let pair = format!("{}/{}", run.platform, run.browser);
         let facts =
             Arc::new(RunFacts::of(&run.key, &pair, stored_at(&run.key), reports.iter().copied(), run.tests_with_ids()));
+        // Not kept: a run a file of which could not be read (a bucket error may pass), or one
+        // so large it would crowd out the rest.
+        if run.files.iter().any(|f| f.run.is_err()) || facts.weight() > FACTS_BYTES / 4 {
+            return facts;
+        }
         let mut memo = self.facts.lock().unwrap_or_else(|p| p.into_inner());
-        if memo.weight > FACTS_BYTES {
+        if memo.weight + facts.weight() > FACTS_BYTES {
             *memo = FactsMemo::default();
         }
         memo.weight += facts.weight();
@@ -124,7 +129,13 @@ impl Viewer {
         let window = self.new_window(db, &newest)?;
         let branch = newest.default_branch.clone().unwrap_or_else(|| "any branch".into());
         let before = run.started.unwrap_or(u64::MAX);
-        let since = before.saturating_sub(self.new_days * DAY_MS);
+        let since = before.saturating_sub(self.new_days.saturating_mul(DAY_MS));
+        // A run of the same commit (another pair's, a rerun) is no "before": a regression fails
+        // on every pair at once, and is new on each.
+        let same_commit = |d: &Digested| {
+            let commit = d.digests.iter().find_map(|x| x.commit.as_deref());
+            commit.zip(run.commit.as_deref()).is_some_and(|(c, own)| own.starts_with(c))
+        };
         let failures: Vec<&FailedTest> = run.failures.iter().filter(|f| f.failed).collect();
         // Per failure, the earlier runs where its test failed (newest first), and whether a
         // rule knows it (then none is read).
@@ -136,7 +147,7 @@ impl Viewer {
                 places
                     .iter()
                     .copied()
-                    .filter(|at| d(at).key != run.key && (since..before).contains(&began(d(at))))
+                    .filter(|at| d(at).key != run.key && !same_commit(d(at)) && (since..before).contains(&began(d(at))))
                     .collect()
             })
             .collect();
@@ -198,7 +209,8 @@ impl Viewer {
 
     /// The team's failure rules as the bucket keeps them (one GET; none kept, none known).
     pub fn failure_rules(&self) -> AppResult<(FailureRules, u64)> {
-        crate::store::documents::load(&self.target)
+        let (rules, requests) = crate::store::documents::load::<FailureRules>(&self.target)?;
+        Ok((rules.checked(), requests))
     }
 }
 

@@ -19,6 +19,9 @@ use crate::model::failure_rules::RuleFields;
 use crate::store::documents;
 use crate::views::Viewer;
 
+/// The collector's tokens, and its editor tokens.
+pub type Tokens = (Arc<[Token]>, Arc<[Token]>);
+
 /// The largest edit taken (a rule's fields are a few KB at most).
 pub const MAX_EDIT: usize = 16 * 1024;
 
@@ -41,8 +44,8 @@ struct Edit {
 }
 
 /// `POST /api/rules`: answers the rule's id, or why the edit was refused.
-pub async fn edit_rules(viewer: Arc<Viewer>, tokens: Arc<[Token]>, headers: HeaderMap, body: Bytes) -> Response {
-    if let Err(refused) = editor(&tokens, &headers) {
+pub async fn edit_rules(viewer: Arc<Viewer>, tokens: Tokens, headers: HeaderMap, body: Bytes) -> Response {
+    if let Err(refused) = editor(&tokens.0, &tokens.1, &headers, false) {
         return *refused;
     }
     let edit = match parse(&body) {
@@ -61,12 +64,12 @@ pub async fn edit_rules(viewer: Arc<Viewer>, tokens: Arc<[Token]>, headers: Head
 /// lifecycle, as a person confirming it; answers the event, sent to the webhook too.
 pub async fn confirm_proposal(
     viewer: Arc<Viewer>,
-    tokens: Arc<[Token]>,
+    tokens: Tokens,
     webhook: Option<Arc<str>>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    if let Err(refused) = editor(&tokens, &headers) {
+    if let Err(refused) = editor(&tokens.0, &tokens.1, &headers, false) {
         return *refused;
     }
     #[derive(Deserialize)]
@@ -80,10 +83,14 @@ pub async fn confirm_proposal(
     };
     let done = tokio::task::spawn_blocking(move || {
         let event = viewer.confirm_proposal(&asked.confirm, "the page")?;
-        if let (Some(url), Some(event)) = (webhook, &event) {
-            for (id, why) in super::webhook::deliver(&url, std::slice::from_ref(event)) {
-                eprintln!("objstore-results: the webhook did not take {id}: {why}");
-            }
+        if let Some(url) = webhook {
+            // Sent beside the answer: a receiver that is down must not hold up the person.
+            let sent = event.clone();
+            std::thread::spawn(move || {
+                for (id, why) in super::webhook::deliver(&url, &[sent]) {
+                    eprintln!("objstore-results: the webhook did not take {id}: {why}");
+                }
+            });
         }
         Ok::<_, AppError>(event)
     })
@@ -101,8 +108,8 @@ const MAX_CODEOWNERS: usize = 1024 * 1024;
 /// `POST /api/codeowners` (`{"text": "...", "source": ".github/CODEOWNERS"}`): keeps a job's
 /// CODEOWNERS in the bucket (the pytest plugin and the node reporter send their repository's),
 /// written only when it changed; answers whether it was.
-pub async fn keep_codeowners(viewer: Arc<Viewer>, tokens: Arc<[Token]>, headers: HeaderMap, body: Bytes) -> Response {
-    if let Err(refused) = editor(&tokens, &headers) {
+pub async fn keep_codeowners(viewer: Arc<Viewer>, tokens: Tokens, headers: HeaderMap, body: Bytes) -> Response {
+    if let Err(refused) = editor(&tokens.0, &tokens.1, &headers, true) {
         return *refused;
     }
     #[derive(Deserialize)]

@@ -67,8 +67,10 @@ async fn weigh_triage(viewer: Arc<Viewer>, every: std::time::Duration, webhook: 
             Ok::<_, AppError>(())
         })
         .await;
-        if let Ok(Err(e)) = weighed {
-            eprintln!("objstore-results: weighing the triage lifecycle: {e}");
+        match weighed {
+            Ok(Err(e)) => eprintln!("objstore-results: weighing the triage lifecycle: {e}"),
+            Err(e) => eprintln!("objstore-results: weighing the triage lifecycle failed: {e}"),
+            Ok(Ok(())) => {}
         }
     }
 }
@@ -77,8 +79,9 @@ pub fn router(config: Config, writer: Writer, viewer: Arc<Viewer>) -> Router {
     let header = |name, value| SetResponseHeaderLayer::overriding(name, HeaderValue::from_static(value));
     let tokens: Arc<[tokens::Token]> = config.tokens.clone().into();
     let webhook: Option<Arc<str>> = config.webhook.as_deref().map(Arc::from);
+    let editors: Arc<[tokens::Token]> = config.editors.clone().into();
     collector::router(config, writer)
-        .merge(page::router(viewer, tokens, webhook))
+        .merge(page::router(viewer, tokens, editors, webhook))
         .fallback(|| async { AppError::not_found("no such address: the page is at /, runs are posted to /results") })
         // A POST to the page (a collector URL without /results) is answered as JSON too.
         .method_not_allowed_fallback(|| async {

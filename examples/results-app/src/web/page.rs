@@ -54,8 +54,14 @@ const VIEW_BURST: u32 = 200;
 
 /// The page and its views; `tokens`, the collector's, name the scope of a job's own CI run in
 /// `/api/summary` (a scoped token's runs are its own).
-pub fn router(viewer: Arc<Viewer>, tokens: Arc<[Token]>, webhook: Option<Arc<str>>) -> Router {
-    let (editors, confirmers, owners) = (tokens.clone(), tokens.clone(), tokens.clone());
+pub fn router(
+    viewer: Arc<Viewer>,
+    tokens: Arc<[Token]>,
+    editor_tokens: Arc<[Token]>,
+    webhook: Option<Arc<str>>,
+) -> Router {
+    let both = (tokens.clone(), editor_tokens);
+    let (editors, confirmers, owners) = (both.clone(), both.clone(), both);
     let limiter = Arc::new(Limiter::new(VIEWS_PER_MINUTE, VIEW_BURST));
     let api = Router::new()
         .route("/api/matrix", get(|State(v): State<Arc<Viewer>>, Query(q): Query<Params>| answer(v, matrix, q)))

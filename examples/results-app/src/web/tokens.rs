@@ -37,6 +37,9 @@ pub struct Config {
     pub triage_every: Option<Duration>,
     pub webhook: Option<String>,
     pub auto_apply: bool,
+    /// Tokens that may edit the failure rules and confirm proposals (`--editor-token`); none
+    /// configured, a token of every pair may.
+    pub editors: Vec<Token>,
 }
 
 /// A bearer token and the pairs it may write.
@@ -114,6 +117,7 @@ impl Default for Config {
             triage_every: Some(Duration::from_secs(300)),
             webhook: None,
             auto_apply: false,
+            editors: Vec::new(),
         }
     }
 }
@@ -153,25 +157,39 @@ pub(super) fn reader_scope(tokens: &[Token], headers: &HeaderMap) -> Result<Opti
     }
 }
 
-/// Whether the request may edit the team's documents from the page (the failure rules): it
-/// shows a token of every pair. With no token configured, nobody may (anyone who can reach the
-/// page could otherwise rewrite them).
-pub(super) fn editor(tokens: &[Token], headers: &HeaderMap) -> Result<(), Box<Response>> {
-    if tokens.is_empty() {
-        let why = "editing from the page needs the collector's token: serve with --token, then give it on the page";
+/// Who may change the team's documents through the page's API: the failure rules and the
+/// lifecycle's confirmations (`writers_too` false), or a job's CODEOWNERS (`writers_too`).
+/// With editor tokens configured (`--editor-token`), those; a job's CODEOWNERS also takes a
+/// token that may write every pair. With none, a token that may write every pair (`--token`,
+/// or `*/*` in a tokens file). With no token at all, nobody: anyone who can reach the page
+/// could otherwise rewrite them.
+pub(super) fn editor(
+    tokens: &[Token],
+    editors: &[Token],
+    headers: &HeaderMap,
+    writers_too: bool,
+) -> Result<(), Box<Response>> {
+    if tokens.is_empty() && editors.is_empty() {
+        let why =
+            "editing from the page needs a token: serve with --editor-token (or --token), then give it on the page";
         return Err(Box::new(AppError::new(Kind::Forbidden, why).into_response()));
     }
     let Some(given) = bearer(headers) else {
         return Err(Box::new(unauthorized("a bearer token is required (Authorization: Bearer <token>)")));
     };
+    if matching(editors, given).is_some() {
+        return Ok(());
+    }
+    let every_pair = |t: &Token| t.pairs.as_ref().is_none_or(|pairs| pairs.iter().any(|p| p == "*/*"));
     match matching(tokens, given) {
-        Some(token) if token.pairs.is_none() => Ok(()),
+        Some(token) if every_pair(token) && (editors.is_empty() || writers_too) => Ok(()),
+        Some(token) if every_pair(token) => Err(Box::new(
+            AppError::new(Kind::Forbidden, "this collector takes edits with its editor token (--editor-token) only")
+                .into_response(),
+        )),
         Some(_) => Err(Box::new(
-            AppError::new(
-                Kind::Forbidden,
-                "this token may write some pairs only; editing rules needs one of every pair",
-            )
-            .into_response(),
+            AppError::new(Kind::Forbidden, "this token may write some pairs only; editing needs one of every pair")
+                .into_response(),
         )),
         None => Err(Box::new(not_accepted())),
     }
