@@ -155,8 +155,12 @@ export function showCost(cost) {
 // ----- data ---------------------------------------------------------------------------------
 
 export async function api(path, params) {
+  const asked = navigations;
   const response = await fetch(`/api/${path}?` + new URLSearchParams(params || {}).toString(),
     { headers: { accept: "application/json" } });
+  // A navigation since it was asked for: the view that asked is not the one to show (going back
+  // twice quickly must not end on the first page's slower answer).
+  if (asked !== navigations) throw Object.assign(new Error("superseded by a later navigation"), { superseded: true });
   const body = await response.json().catch(() => ({ error: `the server answered ${response.status}` }));
   if (!response.ok) throw new Error(body.error || `the server answered ${response.status}`);
   showCost(body.cost);
@@ -201,6 +205,8 @@ export const STATUSES = ["failed", "passed", "skipped"];
 
 /** What builds the view the address names (the router's, set once at start). */
 let renderView = () => Promise.resolve();
+/** Navigations so far: an answer asked for before the latest is dropped (see `api`). */
+let navigations = 0;
 
 export function onNavigation(render) {
   renderView = render;
@@ -210,6 +216,7 @@ export function onNavigation(render) {
 export function go(href) {
   history.pushState(null, "", href);
   navigated = true;
+  navigations++;
   return renderView();
 }
 
@@ -221,16 +228,19 @@ export function navigate(state) {
  * (a tree's node opened), not on the heading. */
 export function update(state) {
   history.pushState(null, "", "/?" + new URLSearchParams(state).toString());
+  navigations++;
   return renderView();
 }
 
 /** The browser went back or forward: the view of the address it went to. */
 export function wentBack() {
   navigated = true;
+  navigations++;
   return renderView();
 }
 
 export function fail(error) {
+  if (error && error.superseded) return;
   show(h("p", { class: "error", role: "alert" }, `This view could not be built: ${error.message}`));
 }
 
