@@ -954,7 +954,8 @@ enum objstore_status objstore_db_set_offline(const struct objstore_db *db,
 
 /*
  Reports the requests made to buckets so far: `{"requests": {kind: {status: n}}, "total",
- "bytesSent", "bytesReceived", "costUsd" (S3 Standard), "costsUsd": {"s3Standard", "r2",
+ "bytesSent", "bytesReceived", "busyMs" (milliseconds with a request in flight), "costUsd"
+ (S3 Standard), "costsUsd": {"s3Standard", "r2",
  "s3ExpressOneZone"}, "conditionalWrites": {bucket: bool}}`. `reset` true starts the count
  again after this report. Synchronous: no callback.
  On OBJSTORE_STATUS_OK `*result_out` gets the report as NUL-terminated JSON, to free with

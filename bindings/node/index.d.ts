@@ -396,6 +396,8 @@ export interface SyncStats {
   bytesSent: number;
   /** Bytes of response bodies received. */
   bytesReceived: number;
+  /** Milliseconds with at least one request in flight: the time spent waiting on buckets. */
+  busyMs: number;
   /** At S3 Standard's request prices. */
   costUsd: number;
   /** The same requests at S3 Standard's, Cloudflare R2's and S3 Express One Zone's prices. */

@@ -302,7 +302,7 @@ impl IntoJson for FlushReport {
     }
 }
 
-/// `{"requests": {kind: {status: n}}, "total", "bytesSent", "bytesReceived", "costUsd",
+/// `{"requests": {kind: {status: n}}, "total", "bytesSent", "bytesReceived", "busyMs", "costUsd",
 /// "costsUsd": {list: usd}, "conditionalWrites": {bucket: bool}}` (see [`Stats::to_json`]).
 impl IntoJson for Stats {
     fn into_json(self) -> Value {

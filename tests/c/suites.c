@@ -826,6 +826,7 @@ static void a_put_reaches_moto_and_another_client_reads_it(void) {
     CHECK_CONTAINS(stats, "\"GET\":{\"200\":1,\"404\":1}");
     /* The keys as the header documents them, as every binding spells them. */
     CHECK_CONTAINS(stats, "\"bytesReceived\":");
+    CHECK_CONTAINS(stats, "\"busyMs\":");
     CHECK_CONTAINS(stats, "\"costUsd\":");
     CHECK_CONTAINS(stats, "\"conditionalWrites\":");
     objstore_string_free(stats);

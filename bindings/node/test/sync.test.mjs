@@ -28,6 +28,8 @@ for (const name of /** @type {const} */ (['moto', 'garage'])) {
       assert.equal(await reader.get('results', 'linux/node/none'), undefined);
       const stats = reader.syncStats(true);
       assert.deepEqual(stats.requests.GET, { 200: 1, 404: 1 }, JSON.stringify(stats));
+      // The time waited on the bucket is counted beside the requests.
+      assert.ok(Number.isInteger(stats.busyMs) && stats.busyMs >= 0, JSON.stringify(stats));
       // A cached record answers from the cache; {fresh: true} asks the bucket first.
       await writer.put('results', { ok: false }, 'linux/node/1');
       assert.equal((await writer.flush()).pending, 0);

@@ -54,6 +54,8 @@ async def test_a_write_reaches_another_client_through_the_bucket(name: str, buck
             assert await reader.get("results", "linux/python/none") is None
             stats = reader.sync_stats(reset=True)
             assert stats["requests"]["GET"] == {"200": 1, "404": 1}, stats
+            # The time waited on the bucket is counted beside the requests.
+            assert isinstance(stats["busyMs"], int) and stats["busyMs"] >= 0, stats
             await reader.prefetch("results")
             assert await reader.count("results") == 1
             assert await reader.sync_status("results", "linux/python/1") == "synced"

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
@@ -32,6 +33,10 @@ pub struct Stats {
     pub requests: BTreeMap<String, BTreeMap<u16, u64>>,
     pub bytes_sent: u64,
     pub bytes_received: u64,
+    /// Milliseconds with at least one request in flight: how long the database waited on its
+    /// buckets (requests side by side count once), beside which the rest of a caller's time
+    /// is its own work.
+    pub busy_ms: u64,
     /// Whether each bucket (by address) honours conditional writes, where that is known: one
     /// that does not has writes checked by reading first (see `sync::agent`).
     pub conditional_writes: BTreeMap<String, bool>,
@@ -81,6 +86,7 @@ impl Stats {
             "total": self.total(),
             "bytesSent": self.bytes_sent,
             "bytesReceived": self.bytes_received,
+            "busyMs": self.busy_ms,
             "costUsd": rounded(self.cost_usd()),
             "costsUsd": self
                 .costs_usd()
@@ -104,9 +110,51 @@ pub struct Accounting {
     stats: Mutex<Stats>,
     /// What is known of each bucket's conditional writes: kept across `take`.
     conditional_writes: Mutex<BTreeMap<String, bool>>,
+    flight: Mutex<Flight>,
+}
+
+/// Requests in flight now, since when some have been, and the time with some in flight before.
+#[derive(Debug, Default)]
+struct Flight {
+    in_flight: usize,
+    since: Option<Instant>,
+    busy: Duration,
+}
+
+impl Flight {
+    /// The busy time so far, the stretch in flight now included.
+    fn busy_now(&self) -> Duration {
+        self.busy + self.since.map_or(Duration::ZERO, |since| since.elapsed())
+    }
+}
+
+/// A request in flight: it ends when this is dropped (on every way out of the request).
+pub struct InFlight<'a>(&'a Accounting);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        let mut flight = self.0.flight.lock().unwrap_or_else(|p| p.into_inner());
+        flight.in_flight = flight.in_flight.saturating_sub(1);
+        if flight.in_flight == 0 {
+            if let Some(since) = flight.since.take() {
+                flight.busy += since.elapsed();
+            }
+        }
+    }
 }
 
 impl Accounting {
+    /// Marks a request begun, until the answer is dropped: the time with any in flight is the
+    /// waiting `Stats::busy_ms` reports.
+    pub fn begin(&self) -> InFlight<'_> {
+        let mut flight = self.flight.lock().unwrap_or_else(|p| p.into_inner());
+        if flight.in_flight == 0 {
+            flight.since = Some(Instant::now());
+        }
+        flight.in_flight += 1;
+        InFlight(self)
+    }
+
     pub fn record(&self, kind: &str, status: u16, sent: u64, received: u64) {
         let mut stats = self.stats.lock().unwrap_or_else(|p| p.into_inner());
         *stats.requests.entry(kind.to_string()).or_default().entry(status).or_default() += 1;
@@ -123,13 +171,21 @@ impl Accounting {
     }
 
     pub fn snapshot(&self) -> Stats {
-        let stats = self.stats.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let mut stats = self.stats.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        stats.busy_ms = self.flight.lock().unwrap_or_else(|p| p.into_inner()).busy_now().as_millis() as u64;
         self.with_capabilities(stats)
     }
 
     /// Returns the counts so far and starts again from zero.
     pub fn take(&self) -> Stats {
-        let stats = std::mem::take(&mut *self.stats.lock().unwrap_or_else(|p| p.into_inner()));
+        let mut stats = std::mem::take(&mut *self.stats.lock().unwrap_or_else(|p| p.into_inner()));
+        let mut flight = self.flight.lock().unwrap_or_else(|p| p.into_inner());
+        stats.busy_ms = flight.busy_now().as_millis() as u64;
+        flight.busy = Duration::ZERO;
+        if flight.since.is_some() {
+            flight.since = Some(Instant::now());
+        }
+        drop(flight);
         self.with_capabilities(stats)
     }
 
@@ -142,6 +198,21 @@ impl Accounting {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Requests side by side count once; the time between them not at all.
+    #[test]
+    fn busy_time_is_the_time_with_a_request_in_flight() {
+        let accounting = Accounting::default();
+        {
+            let _one = accounting.begin();
+            let _two = accounting.begin();
+            std::thread::sleep(Duration::from_millis(30));
+        }
+        std::thread::sleep(Duration::from_millis(60));
+        let busy = accounting.take().busy_ms;
+        assert!((30..60).contains(&busy), "{busy} ms");
+        assert_eq!(accounting.snapshot().busy_ms, 0, "taken");
+    }
 
     #[test]
     fn prices_requests_at_s3_standard_rates() {
@@ -157,6 +228,7 @@ mod tests {
         assert_eq!(stats.bytes_received, 11_000);
         assert_eq!(accounting.snapshot().total(), 0);
         assert_eq!(stats.to_json()["requests"]["GET"]["200"], 1000);
+        assert_eq!(stats.to_json()["busyMs"], 0, "no request was in flight");
         // R2 and S3 Express One Zone price the same requests by their own lists.
         assert_eq!(
             stats.to_json()["costsUsd"],

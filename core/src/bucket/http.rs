@@ -139,6 +139,7 @@ impl HttpBucket {
         body: &[u8],
         what: &str,
     ) -> std::result::Result<Answer, (Error, bool)> {
+        let _waiting = self.accounting.begin();
         let mut builder = Request::builder().method(method).uri(url);
         for (k, v) in headers {
             builder = builder.header(k.as_str(), v.as_str());

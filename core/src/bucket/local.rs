@@ -342,6 +342,7 @@ impl Bucket for LocalBucket {
     }
 
     fn get(&self, key: &str, validators: &Validators, _token: &Token) -> Result<Fetched> {
+        let _waiting = self.accounting.begin();
         let path = self.path_of(key)?;
         let Some(sidecar) = self.sidecar(key, &path)? else {
             self.accounting.record("GET", 404, 0, 0);
@@ -383,6 +384,7 @@ impl Bucket for LocalBucket {
     }
 
     fn head(&self, key: &str, _token: &Token) -> Result<Option<(ObjectInfo, Metadata)>> {
+        let _waiting = self.accounting.begin();
         let path = self.path_of(key)?;
         let found = self.sidecar(key, &path)?;
         self.accounting.record("HEAD", if found.is_some() { 200 } else { 404 }, 0, 0);
@@ -394,6 +396,7 @@ impl Bucket for LocalBucket {
     }
 
     fn put(&self, key: &str, body: &[u8], options: &PutOptions, _token: &Token) -> Result<Option<String>> {
+        let _waiting = self.accounting.begin();
         let metadata = &options.metadata;
         let path = self.path_of(key)?;
         // The body and its record reach the disk before the lock is taken, so that writers of
@@ -425,6 +428,7 @@ impl Bucket for LocalBucket {
     }
 
     fn delete(&self, key: &str, _token: &Token) -> Result<()> {
+        let _waiting = self.accounting.begin();
         let path = self.path_of(key)?;
         let _lock = self.lock()?;
         // The sidecar first: a crash in between leaves a file that describes itself.
@@ -466,6 +470,7 @@ impl Bucket for LocalBucket {
     }
 
     fn list_page(&self, request: &ListRequest, _token: &Token) -> Result<ListPage> {
+        let _waiting = self.accounting.begin();
         let after = request.continuation.as_ref().or(request.start_after.as_ref());
         let max_keys = request.max_keys.map_or(DEFAULT_MAX_KEYS, |n| (n as usize).min(DEFAULT_MAX_KEYS));
         let delimiter = request.delimiter.as_deref().filter(|d| !d.is_empty());

@@ -77,7 +77,10 @@ try {
     runs: RUNS, pairs: PAIRS, seeded_in_ms: seededIn,
     // The target: listings only, ⌈N/1000⌉ + platforms + 1, and no GET (the names' digests).
     cold: { ms: Math.round(cold.ms), requests: cold.requests, gets: Number(cold.kinds.match(/(\d+) GET/)?.[1] ?? 0),
-      by_kind: cold.kinds, request_target: Math.ceil(RUNS / 1000) + PLATFORMS + 1 },
+      by_kind: cold.kinds, request_target: Math.ceil(RUNS / 1000) + PLATFORMS + 1,
+      // Where the time goes: the server's build of the matrix, waiting on the bucket and the
+      // rest (local work); the page's own is `ms` less the build.
+      server_ms: cold.buildMs, bucket_ms: cold.bucketMs, local_ms: Math.round(cold.buildMs - cold.bucketMs) },
     warm: { median_ms: Math.round(warmMs), requests: warm.map((w) => w.requests), target_ms: 200 },
     empty_bucket_warm_median_ms: Math.round(baselineMs),
     warm_vs_empty_bucket: Number((warmMs / baselineMs).toFixed(2)),
@@ -85,6 +88,7 @@ try {
   };
   console.log(`page: ${RUNS} runs over ${PAIRS} pairs (seeded through the collector in ${(seededIn / 1000).toFixed(1)} s)`);
   console.log(`  cold load: ${figures.cold.ms} ms to a rendered matrix, ${cold.requests} bucket requests: ${cold.kinds} (target ≤ ${figures.cold.request_target}, 0 GET)`);
+  console.log(`    of it the server's build ${cold.buildMs} ms: ${cold.bucketMs} ms waiting on the bucket, ${figures.cold.local_ms} ms local work`);
   console.log(`  warm load: median ${figures.warm.ms ?? figures.warm.median_ms} ms of ${warm.length} (target < 200 ms), requests ${figures.warm.requests.join(", ")}`);
   console.log(`  baseline (the page over an empty bucket, warm): median ${figures.empty_bucket_warm_median_ms} ms; warm/baseline ${figures.warm_vs_empty_bucket}×`);
   console.log(`  the page's own files: ${figures.asset_bytes} bytes, no build step`);
@@ -96,7 +100,8 @@ try {
     app = await startApp(work.dir, ["--cache", join(work.dir, `${name}-cache.sqlite3`)]);
     apps.push(app);
     const [first, ...again] = await loads(browser, app.url + query, WARM_LOADS + 1, "view-shown");
-    figures.views[name] = { cold: { ms: Math.round(first.ms), requests: first.requests, by_kind: first.kinds },
+    figures.views[name] = { cold: { ms: Math.round(first.ms), requests: first.requests, by_kind: first.kinds,
+      server_ms: first.buildMs, bucket_ms: first.bucketMs },
       warm: { median_ms: Math.round(median(again.map((w) => w.ms))), requests: again.map((w) => w.requests) } };
     const v = figures.views[name];
     console.log(`  ${name}: cold ${v.cold.ms} ms, ${v.cold.requests} requests (${v.cold.by_kind}); warm median ${v.warm.median_ms} ms, requests ${v.warm.requests.join(", ")}`);

@@ -84,7 +84,8 @@ export function launch() {
 /**
  * Loads the page at `url` `times` times in one tab: [{ms, requests, kinds, rows, heapMb}] per
  * load, the first one cold. `ms` is the page's own `mark` ("matrix-rendered" unless told) from
- * the start of navigation; `heapMb` the page's JS heap after a garbage collection.
+ * the start of navigation; `buildMs` and `bucketMs` the server's time for the view and the part of
+ * it spent waiting on the bucket; `heapMb` the page's JS heap after a garbage collection.
  */
 export async function loads(browser, url, times, mark = "matrix-rendered") {
   const page = await browser.newPage();
@@ -95,11 +96,14 @@ export async function loads(browser, url, times, mark = "matrix-rendered") {
     await page.waitForFunction((m) => performance.getEntriesByName(m).length > 0, mark, { timeout: 120_000 });
     const ms = await page.evaluate((m) => performance.getEntriesByName(m)[0].startTime, mark);
     const requests = Number(await page.getAttribute("#cost", "data-requests"));
+    // The server's own time for the view, and the part of it spent waiting on the bucket.
+    const buildMs = Number(await page.getAttribute("#cost", "data-build-ms"));
+    const bucketMs = Number(await page.getAttribute("#cost", "data-bucket-ms"));
     const kinds = (await page.textContent("#cost")).match(/\(([^)]*)\)/)?.[1] ?? "";
     const rows = await page.$$eval("#matrix tbody tr", (trs) => trs.length).catch(() => 0);
     await cdp.send("HeapProfiler.collectGarbage");
     const { usedSize } = await cdp.send("Runtime.getHeapUsage");
-    out.push({ ms, requests, kinds, rows, heapMb: Number((usedSize / 2 ** 20).toFixed(1)) });
+    out.push({ ms, requests, kinds, rows, buildMs, bucketMs, heapMb: Number((usedSize / 2 ** 20).toFixed(1)) });
   }
   await page.close();
   return out;

@@ -148,8 +148,11 @@ export function showCost(cost) {
   const kinds = Object.entries(cost.byKind || {}).map(([k, n]) => `${n} ${k}`).join(", ");
   costLine.textContent = `This view cost ${cost.requests} bucket request${cost.requests === 1 ? "" : "s"}` +
     (kinds ? ` (${kinds})` : "") + `, ${cost.bytesIn} bytes in, about ` + prices(cost) + "." +
+    ` The server built it in ${cost.ms} ms, ${cost.bucketMs} of them waiting on the bucket.` +
     (cost.shared ? " Another view was built at the same time: these counts may include some of its requests." : "");
   costLine.dataset.requests = String(cost.requests);
+  costLine.dataset.buildMs = String(cost.ms);
+  costLine.dataset.bucketMs = String(cost.bucketMs);
 }
 
 // ----- data ---------------------------------------------------------------------------------

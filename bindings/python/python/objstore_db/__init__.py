@@ -665,8 +665,8 @@ class Database(_Store):
 
     def sync_stats(self, reset: bool = False) -> dict[str, Any]:
         """The requests made to buckets since the last reset (`reset`: start counting again):
-        `{"requests": {kind: {status: n}}, "total", "bytesSent", "bytesReceived", "costUsd",
-        "costsUsd", "conditionalWrites"}`."""
+        `{"requests": {kind: {status: n}}, "total", "bytesSent", "bytesReceived", "busyMs"
+        (milliseconds with a request in flight), "costUsd", "costsUsd", "conditionalWrites"}`."""
         stats: dict[str, Any] = json.loads(self._native.sync_stats(reset))
         return stats
 

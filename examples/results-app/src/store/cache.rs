@@ -26,6 +26,8 @@ pub struct Spent {
     pub bytes_in: u64,
     /// Dollars by price list, in the library's order (S3 Standard's first).
     pub usd_by: Vec<(&'static str, f64)>,
+    /// Milliseconds with a request in flight: the time waited on the bucket.
+    pub busy_ms: u64,
 }
 
 impl Spent {
@@ -35,6 +37,7 @@ impl Spent {
             by_kind: stats.requests.keys().map(|kind| (kind.clone(), stats.count(kind))).collect(),
             bytes_in: stats.bytes_received,
             usd_by: stats.costs_usd(),
+            busy_ms: stats.busy_ms,
         }
     }
 }
@@ -74,6 +77,7 @@ impl Cache {
         let mut spent = Stats {
             bytes_sent: now.bytes_sent.saturating_sub(before.bytes_sent),
             bytes_received: now.bytes_received.saturating_sub(before.bytes_received),
+            busy_ms: now.busy_ms.saturating_sub(before.busy_ms),
             ..Stats::default()
         };
         for (kind, by_status) in &now.requests {
@@ -103,13 +107,14 @@ mod tests {
     /// A view's cost is the library's own count, in the same numbers and order.
     #[test]
     fn a_views_cost_is_what_the_library_reports() {
-        let mut stats = Stats { bytes_received: 37, ..Default::default() };
+        let mut stats = Stats { bytes_received: 37, busy_ms: 12, ..Default::default() };
         stats.requests.insert("LIST".into(), [(200, 3)].into());
         stats.requests.insert("GET".into(), [(200, 1), (404, 1)].into());
         let reported = stats.to_json();
         let cost = serde_json::to_value(Cost::of(Spent::of(&stats))).unwrap();
         let expected = json!({"requests": reported["total"], "byKind": {"GET": 2, "LIST": 3},
-            "bytesIn": reported["bytesReceived"], "usd": reported["costUsd"], "usdBy": reported["costsUsd"]});
+            "bytesIn": reported["bytesReceived"], "usd": reported["costUsd"], "usdBy": reported["costsUsd"],
+            "ms": 0.0, "bucketMs": reported["busyMs"]});
         assert_eq!(cost.to_string(), expected.to_string(), "the same numbers, in the same order");
     }
 }

@@ -231,13 +231,15 @@ impl Viewer {
     /// write beside this viewer, every pair's newest runs).
     fn view<T>(&self, build: impl FnOnce(&Cache) -> AppResult<T>) -> View<T> {
         let before = self.db.accounts();
+        let started = Instant::now();
         let this = self.begun.fetch_add(1, Ordering::SeqCst);
         let others = self.building.fetch_add(1, Ordering::SeqCst) > 0;
         let built = self.catch_up(&self.db).and_then(|()| build(&self.db));
         self.building.fetch_sub(1, Ordering::SeqCst);
         let shared = others || self.begun.load(Ordering::SeqCst) != this + 1;
         let spent = self.db.spent_since(&before);
-        Ok(Costed { view: built?, cost: Cost { shared, ..Cost::of(spent) } })
+        let ms = (started.elapsed().as_secs_f64() * 10_000.0).round() / 10.0;
+        Ok(Costed { view: built?, cost: Cost { shared, ms, ..Cost::of(spent) } })
     }
 
     /// Every pair with its newest runs (listed first when the refractory period is over). The

@@ -49,6 +49,10 @@ pub struct Cost {
     /// Another view was built at the same time: the count may hold some of its requests.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub shared: bool,
+    /// How long the view took to build (ms), and how much of it was spent waiting on the
+    /// bucket (a request in flight): the rest is local work.
+    pub ms: f64,
+    pub bucket_ms: u64,
 }
 
 impl Cost {
@@ -62,6 +66,8 @@ impl Cost {
             usd: spent.usd_by.first().map_or(0.0, |(_, usd)| *usd),
             usd_by: spent.usd_by,
             shared: false,
+            ms: 0.0,
+            bucket_ms: spent.busy_ms,
         }
     }
 }

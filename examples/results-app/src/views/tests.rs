@@ -94,6 +94,10 @@ fn the_matrix_from_names_is_the_matrix_from_bodies() {
     let (from_names, from_bodies) = (matrix(&named), matrix(&stripped));
     assert_eq!(from_names["cost"]["byKind"].get("GET"), None, "{}", from_names["cost"]);
     assert_eq!(from_bodies["cost"]["byKind"]["GET"], 5, "{}", from_bodies["cost"]);
+    // The view's time, of which the part spent waiting on the bucket.
+    let time = |cost: &Value, field: &str| cost[field].as_f64().unwrap_or(-1.0);
+    assert!(time(&from_bodies["cost"], "ms") >= time(&from_bodies["cost"], "bucketMs"), "{}", from_bodies["cost"]);
+    assert!(time(&from_bodies["cost"], "bucketMs") >= 0.0, "{}", from_bodies["cost"]);
     assert_eq!(from_names["rows"], from_bodies["rows"]);
     // At c2, a failed on linux (passed before: new) and win, passed on mac; b passed on
     // linux, failed on mac (as before: not new) and did not run on win.
