@@ -353,6 +353,16 @@ const CODEOWNERS_PLACES = ['.github/CODEOWNERS', 'CODEOWNERS', 'docs/CODEOWNERS'
 const CODEOWNERS_BYTES = 1024 * 1024;
 
 /**
+ * A CODEOWNERS file's text: UTF-8, at most CODEOWNERS_BYTES (else an error saying so).
+ * @param {string} file
+ */
+function readCodeowners(file) {
+  const bytes = fs.readFileSync(file);
+  if (bytes.length > CODEOWNERS_BYTES) throw new Error(`${file} is over ${CODEOWNERS_BYTES} bytes`);
+  return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+}
+
+/**
  * The repository's CODEOWNERS ({source: its place in the repository, text}): looked for in `dir`
  * and each folder above it up to the repository's top (the one holding `.git`).
  * @param {string} dir
@@ -363,7 +373,7 @@ export function findCodeowners(dir) {
     for (const place of CODEOWNERS_PLACES) {
       const file = path.join(folder, place);
       const stat = fs.statSync(file, { throwIfNoEntry: false });
-      if (stat && stat.isFile() && stat.size <= CODEOWNERS_BYTES) return { source: place, text: fs.readFileSync(file, 'utf8') };
+      if (stat && stat.isFile() && stat.size <= CODEOWNERS_BYTES) return { source: place, text: readCodeowners(file) };
     }
     if (fs.existsSync(path.join(folder, '.git')) || path.dirname(folder) === folder) return undefined;
   }
@@ -397,7 +407,7 @@ async function sendCodeowners(env, through) {
   if (named === 'off') return undefined;
   let found;
   try {
-    found = named ? { source: named, text: fs.readFileSync(named, 'utf8') } : findCodeowners(process.cwd());
+    found = named ? { source: named, text: readCodeowners(named) } : findCodeowners(process.cwd());
   } catch (error) {
     return `objstore-db: the CODEOWNERS was not kept: ${error instanceof Error ? error.message : error}\n`;
   }

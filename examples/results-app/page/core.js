@@ -161,10 +161,10 @@ export async function api(path, params) {
   const asked = navigations;
   const response = await fetch(`/api/${path}?` + new URLSearchParams(params || {}).toString(),
     { headers: { accept: "application/json" } });
-  // A navigation since it was asked for: the view that asked is not the one to show (going back
-  // twice quickly must not end on the first page's slower answer).
-  if (asked !== navigations) throw Object.assign(new Error("superseded by a later navigation"), { superseded: true });
   const body = await response.json().catch(() => ({ error: `the server answered ${response.status}` }));
+  // A navigation since it was asked for (the body read too): the view that asked is not the one
+  // to show (going back twice quickly must not end on the first page's slower answer).
+  if (asked !== navigations) throw Object.assign(new Error("superseded by a later navigation"), { superseded: true });
   if (!response.ok) throw new Error(body.error || `the server answered ${response.status}`);
   showCost(body.cost);
   return body;
@@ -210,6 +210,12 @@ export const STATUSES = ["failed", "passed", "skipped"];
 let renderView = () => Promise.resolve();
 /** Navigations so far: an answer asked for before the latest is dropped (see `api`). */
 let navigations = 0;
+
+/** How many navigations there have been: a view that redraws itself after its own request
+ * checks this did not change meanwhile. */
+export function navigationCount() {
+  return navigations;
+}
 
 export function onNavigation(render) {
   renderView = render;

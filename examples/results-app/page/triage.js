@@ -1,6 +1,6 @@
 // Triage on the page: what a failure group or a flaky test cost (its impact, each figure's rule
 // as its title), whether a failure is new or known, and the failure rules with their editor.
-import { api, h, link, show, testLink, when } from "./core.js";
+import { api, fail, h, link, navigationCount, show, testLink, when } from "./core.js";
 
 /** Impact as one line, each figure's rule its title. */
 export function impactLine(impact, triage) {
@@ -55,7 +55,7 @@ export async function rulesView() {
     const body = { action: "add", title: fields.title, issue: fields.issue };
     if (fields.test) body.test = fields.test;
     if (fields.text) body.text = fields.text;
-    edit(fields.token, body, form.querySelector(".said"));
+    edit(fields.token, body, form.querySelector(".said")).catch(fail);
   });
   show(h("h2", {}, "Failure rules"),
     h("p", { class: "note" }, "A rule binds failures to the issue that tracks them: a test pattern (a test's whole suite::name) and/or a text " +
@@ -74,12 +74,13 @@ export async function rulesView() {
     h("h3", {}, "Add a rule"), form);
   for (const button of document.querySelectorAll("#rules button")) {
     button.addEventListener("click", () => edit(form.elements.token.value,
-      { action: button.dataset.action, id: button.closest("li").dataset.rule }, form.querySelector(".said")));
+      { action: button.dataset.action, id: button.closest("li").dataset.rule }, form.querySelector(".said")).catch(fail));
   }
 }
 
 /** Sends one edit of the rules, then shows them again (or says why it was refused). */
 async function edit(token, body, said) {
+  const on = navigationCount();
   sessionStorage.setItem("objstore-token", token || "");
   const response = await fetch("/api/rules", {
     method: "POST",
@@ -87,11 +88,12 @@ async function edit(token, body, said) {
     body: JSON.stringify(body),
   });
   const answer = await response.json().catch(() => ({ error: `the server answered ${response.status}` }));
+  if (navigationCount() !== on) return; // the reader went elsewhere meanwhile
   if (!response.ok) {
     said.textContent = answer.error || `the server answered ${response.status}`;
     return;
   }
-  await rulesView();
+  await rulesView().catch(fail);
 }
 
 /** The lifecycle's proposals: each with its rule and its measures per window, confirmed with
@@ -117,6 +119,7 @@ export async function proposalsView() {
       : h("ul", { id: "lifecycle-events" }, data.history.map((e) => h("li", {}, when(e.at), ` ${e.event}: ${e.proposal.id}`))));
   for (const button of document.querySelectorAll("#proposals button")) {
     button.addEventListener("click", async () => {
+      const on = navigationCount();
       sessionStorage.setItem("objstore-token", token.value || "");
       const response = await fetch("/api/proposals", {
         method: "POST",
@@ -124,8 +127,9 @@ export async function proposalsView() {
         body: JSON.stringify({ confirm: button.closest("li").dataset.proposal }),
       });
       const answer = await response.json().catch(() => ({ error: `the server answered ${response.status}` }));
+      if (navigationCount() !== on) return; // the reader went elsewhere meanwhile
       if (!response.ok) said.textContent = answer.error || `the server answered ${response.status}`;
-      else await proposalsView();
+      else await proposalsView().catch(fail);
     });
   }
 }

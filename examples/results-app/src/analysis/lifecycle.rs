@@ -79,8 +79,8 @@ pub fn advance(state: &mut Lifecycle, weighed: Vec<Proposal>, now: u64) -> Vec<E
         let on = stays_active(before.is_some(), proposal.measures.values().copied(), thresholds);
         match (before, on) {
             (Some(before), true) => {
-                proposal.since = before.since;
-                active.push(proposal);
+                // As it activated: its measures then are its evidence.
+                active.push(before);
             }
             (None, true) => {
                 proposal.since = now;
@@ -129,6 +129,7 @@ mod tests {
         // A quiet weekend: 3 days at 0%, 7 days still 3%: stays.
         assert_eq!(events(&mut state, flaky(0.0, 0.03), 3), Vec::<String>::new());
         assert_eq!(state.active[0].since, 2);
+        assert_eq!(state.active[0].measures["3d"], 0.12, "its measures as it activated");
         assert_eq!(events(&mut state, flaky(0.0, 0.01), 4), ["deactivated"]);
         assert!(state.active.is_empty());
         // Weighed no more (quarantined by hand): an active proposal deactivates.

@@ -94,7 +94,8 @@ pub const HELP: &str = "objstore-results: test results in a bucket, read back as
       --webhook URL      each lifecycle event (a proposal activated, deactivated or applied) is
                          POSTed there as JSON, tried 4 times
       --editor-token T   a token that may edit the failure rules and confirm proposals from the
-                         page (repeatable); without one, a token of every pair may
+                         page (repeatable; also OBJSTORE_EDITOR_TOKENS, comma-separated); without
+                         one, a token of every pair may (--token, or a tokens file's */* line)
       --auto-apply       a proposal that activates applies itself (else a person confirms it
                          on the page's Proposals view, with the token)
 

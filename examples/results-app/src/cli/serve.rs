@@ -22,6 +22,11 @@ use super::{open_viewer, unknown, value_of};
 pub fn run(args: &[String], start: bool) -> AppResult<()> {
     let mut config = web::tokens::Config::default();
     let mut cache = None;
+    if let Ok(tokens) = std::env::var("OBJSTORE_EDITOR_TOKENS") {
+        for token in tokens.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+            config.editors.push(editor_token(token)?);
+        }
+    }
     if let Ok(tokens) = std::env::var("OBJSTORE_COLLECTOR_TOKENS") {
         config
             .tokens
@@ -56,12 +61,7 @@ pub fn run(args: &[String], start: bool) -> AppResult<()> {
                 config.origins.push(origin.to_string());
             }
             "--token" if !start => config.tokens.push(web::tokens::Token::any_pair(value)),
-            "--editor-token" if !start => {
-                if value.len() < 16 {
-                    return Err(AppError::bad("--editor-token must be 16 characters or more"));
-                }
-                config.editors.push(web::tokens::Token::any_pair(value))
-            }
+            "--editor-token" if !start => config.editors.push(editor_token(value)?),
             "--tokens" if !start => config.tokens.extend(web::tokens::read_tokens(std::path::Path::new(value))?),
             "--max-bytes" if !start => config.max_bytes = number("--max-bytes")? as usize,
             "--per-minute" if !start => config.per_minute = number("--per-minute")?,
@@ -84,11 +84,11 @@ pub fn run(args: &[String], start: bool) -> AppResult<()> {
         }
     }
     // One secret twice (say any-pair and scoped) would make which scope holds depend on order.
-    let mut secrets: Vec<&str> = config.tokens.iter().map(|t| t.secret.as_str()).collect();
+    let mut secrets: Vec<&str> = config.tokens.iter().chain(&config.editors).map(|t| t.secret.as_str()).collect();
     secrets.sort_unstable();
     if secrets.windows(2).any(|w| w[0] == w[1]) {
         return Err(AppError::bad(
-            "a token is given twice (--token, OBJSTORE_COLLECTOR_TOKENS and --tokens must not share one)",
+            "a token is given twice (--token, OBJSTORE_COLLECTOR_TOKENS, --tokens and --editor-token must not share one)",
         ));
     }
     if config.anonymous_origins {
@@ -121,6 +121,15 @@ pub fn run(args: &[String], start: bool) -> AppResult<()> {
             println!("objstore-results: the page is at http://{addr}/ and runs are posted to http://{addr}/results")
         }))
         .map_err(|e| AppError::internal(format!("serving: {e}")))
+}
+
+/// An editor token (`--editor-token`, `OBJSTORE_EDITOR_TOKENS`): 16 or more printable
+/// characters, as a tokens file's.
+fn editor_token(secret: &str) -> AppResult<web::tokens::Token> {
+    if secret.len() < 16 || !secret.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(AppError::bad("an editor token is 16 or more printable characters, no space"));
+    }
+    Ok(web::tokens::Token::any_pair(secret))
 }
 
 /// An empty bucket gets one real run: the conformance suites, run here on both mechanisms.

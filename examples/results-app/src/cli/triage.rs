@@ -22,6 +22,9 @@ pub fn run(args: &[String]) -> AppResult<()> {
             other => return Err(unknown(other)),
         }
     }
+    if apply && confirm.is_some() {
+        return Err(AppError::bad("--apply applies what activates now, --confirm one active proposal: give one"));
+    }
     let lower = hook.as_deref().map(str::to_ascii_lowercase);
     if lower.is_some_and(|h| !(h.starts_with("http://") || h.starts_with("https://"))) {
         return Err(AppError::bad("--webhook is an http(s) URL"));

@@ -163,8 +163,10 @@ impl FailureRules {
         let needed = |field: &str, value: Option<String>| {
             value.ok_or_else(|| AppError::bad(format!("a rule needs {field}")).at(field.trim_start_matches('-')))
         };
-        // Never an id given before, even where a hand-written file has no `next`.
-        let highest = self.rules.iter().filter_map(|r| r.id.strip_prefix('r')?.parse::<u64>().ok()).max();
+        // Never an id given before (nor a removed one's), even where a hand-written file has no
+        // `next`.
+        let ids = self.rules.iter().chain(self.history.iter().map(|c| &c.rule));
+        let highest = ids.filter_map(|r| r.id.strip_prefix('r')?.parse::<u64>().ok()).max();
         self.next = self.next.max(1).max(highest.map_or(1, |h| h.saturating_add(1)));
         let rule = FailureRule {
             id: format!("r{}", self.next),

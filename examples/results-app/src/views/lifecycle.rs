@@ -236,23 +236,34 @@ impl Viewer {
         Ok(events)
     }
 
-    /// Applies active proposal `id` (a person confirmed it, named `by`): the quarantine or the
-    /// rule changed, the proposal closed as `applied`. Answers that event.
+    /// Applies active proposal `id` (a person confirmed it, named `by`): claimed first (taken
+    /// out of the active ones, `applied`, with `If-Match`: of two confirmations one claims it),
+    /// then the quarantine or the rule changed; a change that fails puts it back. Answers the
+    /// event.
     pub fn confirm_proposal(&self, id: &str, by: &str) -> AppResult<Event> {
-        let (state, _) = documents::load::<Lifecycle>(&self.target)?;
-        let proposal = state.active.iter().find(|p| p.id == id).cloned().ok_or_else(|| {
-            AppError::not_found(format!("no active proposal {:?} (it may have been applied or deactivated)", id))
-        })?;
-        self.apply(&proposal, by)?;
         let (_, said) = documents::edit(&self.target, |state: &mut Lifecycle| {
-            let Some(at) = state.active.iter().position(|p| p.id == proposal.id) else {
-                return Err(AppError::not_found(format!("proposal {id:?} was applied by someone else meanwhile")));
+            let Some(at) = state.active.iter().position(|p| p.id == id) else {
+                return Err(AppError::not_found(format!(
+                    "no active proposal {id:?} (it may have been applied or deactivated)"
+                )));
             };
             let applied = state.active.remove(at);
             let event = state.note("applied", now_ms(), applied);
             serde_json::to_string(&event).map_err(|e| AppError::internal(e.to_string()))
         })?;
-        serde_json::from_str(&said).map_err(|e| AppError::internal(e.to_string()))
+        let event: Event = serde_json::from_str(&said).map_err(|e| AppError::internal(e.to_string()))?;
+        if let Err(e) = self.apply(&event.proposal, by) {
+            let proposal = event.proposal.clone();
+            documents::edit(&self.target, |state: &mut Lifecycle| {
+                if !state.active.iter().any(|p| p.id == proposal.id) {
+                    state.active.push(proposal.clone());
+                }
+                state.note("not applied", now_ms(), proposal.clone());
+                Ok(String::new())
+            })?;
+            return Err(e);
+        }
+        Ok(event)
     }
 
     /// What a proposal does: quarantine or release its test, close or reopen its rule.

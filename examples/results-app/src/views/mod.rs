@@ -239,7 +239,10 @@ impl Viewer {
         let shared = others || self.begun.load(Ordering::SeqCst) != this + 1;
         let spent = self.db.spent_since(&before);
         let ms = (started.elapsed().as_secs_f64() * 10_000.0).round() / 10.0;
-        Ok(Costed { view: built?, cost: Cost { shared, ms, ..Cost::of(spent) } })
+        let mut cost = Cost { shared, ms, ..Cost::of(spent) };
+        // Whole milliseconds on both ends of the wait may round it past the view's own time.
+        cost.bucket_ms = cost.bucket_ms.min(ms.ceil() as u64);
+        Ok(Costed { view: built?, cost })
     }
 
     /// Every pair with its newest runs (listed first when the refractory period is over). The

@@ -134,7 +134,7 @@ impl Viewer {
         // on every pair at once, and is new on each.
         let same_commit = |d: &Digested| {
             let commit = d.digests.iter().find_map(|x| x.commit.as_deref());
-            commit.zip(run.commit.as_deref()).is_some_and(|(c, own)| own.starts_with(c))
+            commit.zip(run.commit.as_deref()).is_some_and(|(c, own)| commit_matches(c, own))
         };
         let failures: Vec<&FailedTest> = run.failures.iter().filter(|f| f.failed).collect();
         // Per failure, the earlier runs where its test failed (newest first), and whether a
