@@ -9,7 +9,7 @@ use std::hash::Hash;
 use serde::Serialize;
 
 use crate::analysis::fingerprint;
-use crate::model::failure_rules;
+use crate::model::failure_rules::{self, FailureRules};
 use crate::model::Run;
 
 /// Each impact figure and its rule, as the page shows them.
@@ -64,6 +64,11 @@ pub struct RunFacts {
 }
 
 impl FailedTest {
+    /// Its group: `rule <id>` of the first rule that matches it, else its fingerprint.
+    pub fn group(&self, rules: &FailureRules) -> String {
+        fingerprint::group_key(rules.matching(&self.suite, &self.name, &self.text), &self.fingerprint)
+    }
+
     /// Whether it failed its job: failed in the end, and no quarantine held it.
     pub fn fails_job(&self) -> bool {
         self.failed && !self.quarantined

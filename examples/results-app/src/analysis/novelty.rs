@@ -7,7 +7,7 @@
 use serde::Serialize;
 
 use crate::analysis::impact::{FailedTest, RunFacts};
-use crate::model::failure_rules::FailureRules;
+use crate::model::failure_rules::FailureRule;
 
 /// The window a failure is looked for in, by default.
 pub const NEW_DAYS: u64 = 21;
@@ -52,17 +52,18 @@ pub fn new_rule(branch: &str, days: u64) -> String {
     )
 }
 
-/// Whether `failure` is new, given the runs on the default branch `branch` in the window before
-/// it where its test failed (newest first; `failed` of them in all, the first [`LOOKED`] read).
+/// Whether `failure` is new, given the rule that matches it (if one does) and the runs on the
+/// default branch `branch` in the window before it where its test failed (newest first;
+/// `failed` of them in all, the first [`LOOKED`] read).
 pub fn novelty(
-    rules: &FailureRules,
+    rule: Option<&FailureRule>,
     failure: &FailedTest,
     earlier: &[&RunFacts],
     failed: usize,
     branch: &str,
     days: u64,
 ) -> Novelty {
-    if let Some(rule) = rules.matching(&failure.suite, &failure.name, &failure.text) {
+    if let Some(rule) = rule {
         return Novelty::Known { rule: rule.id.clone(), title: rule.title.clone(), issue: rule.issue.clone() };
     }
     let alike = earlier.iter().take(LOOKED).find(|run| {
@@ -79,7 +80,7 @@ pub fn novelty(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::failure_rules::RuleFields;
+    use crate::model::failure_rules::{FailureRules, RuleFields};
 
     fn failure(print: &str) -> FailedTest {
         FailedTest {
@@ -103,9 +104,9 @@ mod tests {
     fn new_seen_and_known() {
         let mut rules = FailureRules::default();
         let (alike, other) = (run("old", vec![failure("f1")]), run("older", vec![failure("f2")]));
-        let seen = novelty(&rules, &failure("f1"), &[&other, &alike], 2, "main", NEW_DAYS);
+        let seen = novelty(None, &failure("f1"), &[&other, &alike], 2, "main", NEW_DAYS);
         assert_eq!(seen, Novelty::Seen { run: "old".into(), at: Some(5) });
-        let new = novelty(&rules, &failure("f3"), &[&other, &alike], 2, "main", NEW_DAYS);
+        let new = novelty(None, &failure("f3"), &[&other, &alike], 2, "main", NEW_DAYS);
         assert_eq!(new, Novelty::New { branch: "main".into(), days: 21, failed: 2 });
         assert!(new.is_new() && !seen.is_new());
         rules
@@ -116,7 +117,8 @@ mod tests {
                 ..RuleFields::default()
             })
             .unwrap();
-        let known = novelty(&rules, &failure("f3"), &[], 0, "main", NEW_DAYS);
+        let f3 = failure("f3");
+        let known = novelty(rules.matching(&f3.suite, &f3.name, &f3.text), &f3, &[], 0, "main", NEW_DAYS);
         assert_eq!(known.known(), Some(("t", "https://x/1")));
     }
 }

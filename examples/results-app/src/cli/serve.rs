@@ -67,8 +67,7 @@ pub fn run(args: &[String], start: bool) -> AppResult<()> {
             "--per-minute" if !start => config.per_minute = number("--per-minute")?,
             "--burst" if !start => config.burst = number("--burst")?,
             "--webhook" => {
-                let lower = value.to_ascii_lowercase();
-                if !(lower.starts_with("http://") || lower.starts_with("https://")) || value.len() > 2048 {
+                if !crate::model::is_web_address(value) || value.len() > 2048 {
                     return Err(AppError::bad(format!("--webhook {value:?} is not an http(s) URL")));
                 }
                 config.webhook = Some(value.clone());

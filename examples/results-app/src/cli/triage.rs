@@ -25,8 +25,7 @@ pub fn run(args: &[String]) -> AppResult<()> {
     if apply && confirm.is_some() {
         return Err(AppError::bad("--apply applies what activates now, --confirm one active proposal: give one"));
     }
-    let lower = hook.as_deref().map(str::to_ascii_lowercase);
-    if lower.is_some_and(|h| !(h.starts_with("http://") || h.starts_with("https://"))) {
+    if hook.as_deref().is_some_and(|h| !crate::model::is_web_address(h)) {
         return Err(AppError::bad("--webhook is an http(s) URL"));
     }
     let target = Target::from_env()?;

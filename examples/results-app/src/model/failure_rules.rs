@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::now_ms;
 use crate::error::{AppError, AppResult};
-use crate::model::{clip, glob, Test, MAX_LABEL};
+use crate::model::{clip, glob, is_web_address, Test, MAX_LABEL};
 
 /// The rules' name in the bucket (beside `.quarantine`).
 pub const KEY: &str = ".rules";
@@ -127,8 +127,7 @@ impl FailureRule {
         if self.test.is_none() && self.text.is_none() {
             return Err(AppError::bad("a rule needs a test pattern (--test) or a text pattern (--text), or both"));
         }
-        let (scheme, rest) = self.issue.split_once("://").unwrap_or_default();
-        if !matches!(scheme, "http" | "https") || rest.is_empty() || self.issue.contains(char::is_whitespace) {
+        if !is_web_address(&self.issue) {
             return Err(AppError::bad(format!("--issue {:?} is not an http(s) address", clip(&self.issue))).at("issue"));
         }
         if let Some(by) = &self.by {

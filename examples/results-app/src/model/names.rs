@@ -99,6 +99,15 @@ pub fn glob(pattern: &str, text: &str) -> bool {
     p[pi..].iter().all(|c| *c == '*')
 }
 
+/// Whether `text` is a web address a page may link and a server may call: `http://` or
+/// `https://` (in any case) and something after it, with no white space.
+pub fn is_web_address(text: &str) -> bool {
+    let (scheme, rest) = text.split_once("://").unwrap_or_default();
+    matches!(scheme.to_ascii_lowercase().as_str(), "http" | "https")
+        && !rest.is_empty()
+        && !text.contains(char::is_whitespace)
+}
+
 /// Checks a pair pattern: two segments of label characters and `*`.
 pub fn check_pair_pattern(pattern: &str) -> AppResult<()> {
     let segments: Vec<&str> = pattern.split('/').collect();

@@ -89,8 +89,7 @@ impl Ci {
         }
         if let Some(url) = &self.url {
             check_text("ci.url", url, MAX_URL)?;
-            let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
-            if !matches!(scheme.as_deref(), Some("http" | "https")) || url.contains(char::is_whitespace) {
+            if !super::is_web_address(url) {
                 return Err(AppError::bad(format!(
                     "ci.url {:?} must be an http or https URL without spaces",
                     clip(url)

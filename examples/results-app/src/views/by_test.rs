@@ -117,9 +117,7 @@ impl Viewer {
                 group.novelty = group_novelty(&group.tests);
             }
             let window = self.impact_window(db)?;
-            let mut impacts = impacts(window.iter().map(Arc::as_ref), |f| {
-                fingerprint::group_key(rules.matching(&f.suite, &f.name, &f.text), &f.fingerprint)
-            });
+            let mut impacts = impacts(window.iter().map(Arc::as_ref), |f| f.group(&rules));
             for group in &mut groups {
                 group.impact = impacts.remove(&group.key).unwrap_or_default();
             }

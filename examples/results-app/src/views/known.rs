@@ -16,11 +16,7 @@ impl Viewer {
         let (rules, requests) = self.failure_rules()?;
         let mut view = self.view(|db| {
             let window = self.impact_window(db)?;
-            // Each failure's group worked out once (every rule tried against it).
-            let key_of = |f: &crate::analysis::impact::FailedTest| {
-                fingerprint::group_key(rules.matching(&f.suite, &f.name, &f.text), &f.fingerprint)
-            };
-            let mut impacts = impacts(window.iter().map(Arc::as_ref), key_of);
+            let mut impacts = impacts(window.iter().map(Arc::as_ref), |f| f.group(&rules));
             let mut newest: Vec<&crate::analysis::impact::RunFacts> = window.iter().map(Arc::as_ref).collect();
             newest.sort_by_key(|r| std::cmp::Reverse(r.started));
             let mut by_rule: HashMap<String, Vec<PairTest>> = HashMap::new();

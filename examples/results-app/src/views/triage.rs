@@ -151,11 +151,12 @@ impl Viewer {
                     .collect()
             })
             .collect();
-        let known: Vec<bool> = failures.iter().map(|f| rules.matching(&f.suite, &f.name, &f.text).is_some()).collect();
+        // The rule each failure matches, tried once: a known one reads no earlier run.
+        let known: Vec<_> = failures.iter().map(|f| rules.matching(&f.suite, &f.name, &f.text)).collect();
         let mut wanted: Vec<usize> = earlier
             .iter()
             .zip(&known)
-            .filter(|(_, known)| !**known)
+            .filter(|(_, known)| known.is_none())
             .flat_map(|(places, _)| places.iter().take(LOOKED).copied())
             .collect();
         wanted.sort_unstable();
@@ -166,13 +167,14 @@ impl Viewer {
         Ok(failures
             .iter()
             .zip(&earlier)
-            .map(|(failure, places)| {
+            .zip(known)
+            .map(|((failure, places), rule)| {
                 let looked: Vec<&RunFacts> = places
                     .iter()
                     .take(LOOKED)
                     .filter_map(|at| read.get(&window.runs[*at].key).map(Arc::as_ref))
                     .collect();
-                novelty::novelty(rules, failure, &looked, places.len(), &branch, self.new_days)
+                novelty::novelty(rule, failure, &looked, places.len(), &branch, self.new_days)
             })
             .collect())
     }

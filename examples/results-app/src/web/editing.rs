@@ -52,12 +52,7 @@ pub async fn edit_rules(viewer: Arc<Viewer>, tokens: Tokens, headers: HeaderMap,
         Ok(edit) => edit,
         Err(e) => return e.into_response(),
     };
-    let done = tokio::task::spawn_blocking(move || apply(&viewer, edit)).await;
-    match done {
-        Ok(Ok(id)) => (StatusCode::OK, Json(json!({ "id": id }))).into_response(),
-        Ok(Err(e)) => e.into_response(),
-        Err(e) => AppError::internal(format!("the edit failed: {e}")).into_response(),
-    }
+    off_thread("the edit", move || apply(&viewer, edit).map(|id| json!({ "id": id }))).await
 }
 
 /// `POST /api/proposals` (`{"confirm": "<proposal id>"}`): applies an active proposal of the
@@ -81,7 +76,7 @@ pub async fn confirm_proposal(
         Ok(asked) if body.len() <= MAX_EDIT => asked,
         _ => return AppError::bad("confirm a proposal with {\"confirm\": \"<its id>\"}").into_response(),
     };
-    let done = tokio::task::spawn_blocking(move || {
+    off_thread("the confirmation", move || {
         let event = viewer.confirm_proposal(&asked.confirm, "the page")?;
         if let Some(url) = webhook {
             // Sent beside the answer: a receiver that is down must not hold up the person.
@@ -92,14 +87,9 @@ pub async fn confirm_proposal(
                 }
             });
         }
-        Ok::<_, AppError>(event)
+        Ok(json!({ "applied": event }))
     })
-    .await;
-    match done {
-        Ok(Ok(event)) => (StatusCode::OK, Json(json!({ "applied": event }))).into_response(),
-        Ok(Err(e)) => e.into_response(),
-        Err(e) => AppError::internal(format!("the confirmation failed: {e}")).into_response(),
-    }
+    .await
 }
 
 /// The largest CODEOWNERS a job sends through the collector (a view's body limit is 2 MB).
@@ -129,11 +119,18 @@ pub async fn keep_codeowners(viewer: Arc<Viewer>, tokens: Tokens, headers: Heade
         return e.context(&sent.source).into_response();
     }
     let kept = Stored { text: sent.text, source: sent.source.chars().take(300).collect(), at: now_ms() };
-    let done = tokio::task::spawn_blocking(move || documents::keep(viewer.target(), kept, Stored::same_file)).await;
-    match done {
-        Ok(Ok(changed)) => (StatusCode::OK, Json(json!({ "changed": changed }))).into_response(),
+    let keep =
+        move || documents::keep(viewer.target(), kept, Stored::same_file).map(|changed| json!({ "changed": changed }));
+    off_thread("keeping the CODEOWNERS", keep).await
+}
+
+/// Does `work` off the async threads (the library's calls wait for their answers): its answer
+/// as JSON, else its error.
+async fn off_thread(what: &str, work: impl FnOnce() -> AppResult<serde_json::Value> + Send + 'static) -> Response {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(Ok(answer)) => (StatusCode::OK, Json(answer)).into_response(),
         Ok(Err(e)) => e.into_response(),
-        Err(e) => AppError::internal(format!("keeping the CODEOWNERS failed: {e}")).into_response(),
+        Err(e) => AppError::internal(format!("{what} failed: {e}")).into_response(),
     }
 }
 
