@@ -939,6 +939,32 @@ enum objstore_status objstore_db_prefetch(const struct objstore_db *db,
                                           char **error_out);
 
 /*
+ Writes a checkpoint of the synced store `store`, which must keep them
+ (`Options.checkpoints: true`): its every name as of now, so that a cold reader starts there
+ (a handful of requests) instead of listing every name. The result is `{"manifest",
+ "positionMs", "objects", "shards", "bytes"}`: the manifest's name, the bucket's clock when
+ the listing began, the names held, the shards written and their bytes.
+ Returns OBJSTORE_STATUS_INVALID_ARGUMENT for a database without synced stores.
+ Arguments are read during the call and not kept; the callback's `result` is owned by the
+ library and valid only during the callback.
+ `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+ on a library thread (the database's worker or its sync agent's), never inside this call.
+ A NULL `db`, `store` or `done` is OBJSTORE_STATUS_INVALID_ARGUMENT. `request_out` (gets the
+ id for objstore_db_cancel, 0 on failure) and `error_out` (gets NULL, or on failure a
+ message to free with objstore_string_free) may be NULL.
+ `store` is NUL-terminated UTF-8.
+
+ # Safety
+ The pointers are NULL or valid as described above.
+ */
+enum objstore_status objstore_db_checkpoint(const struct objstore_db *db,
+                                            const char *store,
+                                            objstore_callback done,
+                                            void *user_data,
+                                            uint64_t *request_out,
+                                            char **error_out);
+
+/*
  Sets the database offline (`offline` true) or back online. Offline, the library makes no
  requests to buckets: reads serve the cache and writes wait; back online, the waiting writes
  are sent. Takes effect at once; no callback. A database without synced stores ignores it.

@@ -425,6 +425,21 @@ export interface FlushedWrite {
 
 /** The background sender sends writes too: `sent`, `rejected` and `held` are what this flush
  * did; `pending` and `refused` count every write, whoever sent it. */
+/** What `checkpoint()` wrote. */
+export interface CheckpointReport {
+  /** The manifest's name in the bucket. */
+  manifest: string;
+  /** The bucket's clock when the listing began (ms since the epoch): readers read the change
+   * log from there. */
+  positionMs: number;
+  /** The names it holds. */
+  objects: number;
+  /** The shards written (heads and ranges). */
+  shards: number;
+  /** Bytes written, the manifest's with the shards'. */
+  bytes: number;
+}
+
 export interface FlushReport {
   /** Writes this flush brought to the bucket. */
   sent: number;
@@ -521,6 +536,9 @@ export class Storage extends Operations {
   /** Lists the store's bucket now and brings the local copy in line, whatever the refractory
    * period. */
   prefetch(store: string): Request<void>;
+  /** Writes a checkpoint of a synced store that keeps them (`Options.checkpoints`): its every
+   * name as of now, so that a cold reader starts there instead of listing them all. */
+  checkpoint(store: string): Request<CheckpointReport>;
   /** Offline (default true): no request reaches a bucket; writes wait, reads answer from the cache. */
   setOffline(offline?: boolean): void;
   /** The requests made to buckets since the last reset (`reset`: start counting again). */

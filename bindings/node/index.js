@@ -706,6 +706,12 @@ class Storage extends Operations {
     return request(() => this._db.prefetch(waker, store));
   }
 
+  /** Writes a checkpoint of a synced store that keeps them (`Options.checkpoints`); resolves
+   * with `{manifest, positionMs, objects, shards, bytes}`. */
+  checkpoint(store) {
+    return request(() => this._db.checkpoint(waker, store));
+  }
+
   /** Offline, no request goes to a bucket: reads serve the cache and writes wait. */
   setOffline(offline = true) {
     this._db.setOffline(!!offline);

@@ -42,7 +42,7 @@ pub use record::{Record, RecordText};
 pub use replica::{Change, RefusedWrite, Resolution, SyncStatus};
 pub use scan::ScanOptions;
 pub use schema::{IndexSchema, Schema, StoreSchema};
-pub use sync::{FlushReport, Freshness, ReadScope, Stats, SyncedDatabase};
+pub use sync::{CheckpointReport, FlushReport, Freshness, ReadScope, Stats, SyncedDatabase};
 pub use token::Token;
 
 /// The library version, as in Cargo.toml.

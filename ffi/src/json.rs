@@ -9,8 +9,8 @@ use std::time::Duration;
 use crate::rsapi::{OpenOptions, Opened};
 
 use objstore_db_core::{
-    clip_json, Durability, Error, Event, EventFilter, EventKind, FlushReport, Key, KeyRange, MechanismKind, Plan,
-    Record, RefusedWrite, Result, ScanOptions, Schema, Stats, SyncStatus,
+    clip_json, CheckpointReport, Durability, Error, Event, EventFilter, EventKind, FlushReport, Key, KeyRange,
+    MechanismKind, Plan, Record, RefusedWrite, Result, ScanOptions, Schema, Stats, SyncStatus,
 };
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
@@ -276,6 +276,14 @@ impl IntoJson for Opened {
             opened["warnings"] = json!(self.warnings);
         }
         opened
+    }
+}
+
+/// `{"manifest", "positionMs", "objects", "shards", "bytes"}`.
+impl IntoJson for CheckpointReport {
+    fn into_json(self) -> Value {
+        json!({"manifest": self.manifest, "positionMs": self.position_ms, "objects": self.objects,
+            "shards": self.shards, "bytes": self.bytes})
     }
 }
 

@@ -565,6 +565,11 @@ impl Database {
     }
 
     #[napi]
+    pub fn checkpoint(&self, env: Env, waker: &Waker, store: String) -> napi::Result<sys::napi_value> {
+        waker.request(&env, |done| self.db.checkpoint(&store, done))
+    }
+
+    #[napi]
     pub fn set_offline(&self, offline: bool) -> napi::Result<(), Code> {
         self.db.set_offline(offline).map_err(|e| js_err(&e))
     }

@@ -532,6 +532,10 @@ impl Database {
         request(py, waker, future, |done| self.db.prefetch(store, done))
     }
 
+    fn checkpoint(&self, py: Python<'_>, waker: &Waker, future: Py<PyAny>, store: &str) -> PyResult<RequestId> {
+        request(py, waker, future, |done| self.db.checkpoint(store, done))
+    }
+
     fn set_offline(&self, offline: bool) -> PyResult<()> {
         to_py(self.db.set_offline(offline))
     }

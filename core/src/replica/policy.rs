@@ -61,6 +61,20 @@ pub struct ChangeLogConfig {
     /// How far back each read of the log starts: the clock skew between clients and the time
     /// a write takes to land, that the log tolerates.
     pub window: Duration,
+    /// Where the store's checkpoints are, when it reads and writes them (see
+    /// `sync::checkpoint`).
+    pub checkpoints: Option<CheckpointConfig>,
+}
+
+/// A store's checkpoints.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckpointConfig {
+    /// `{prefix}.objstore-checkpoints/`.
+    pub prefix: String,
+    /// Each pair's first names its heads hold.
+    pub heads_per_pair: usize,
+    /// Names a range shard holds, about.
+    pub range_objects: usize,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -124,10 +124,15 @@ struct WaveBody {
 
 /// `{ms:013}-{writer:016x}-{n:08x}`: the writer's clock, its number, its counter.
 fn stamp(now_ms: u64) -> String {
-    static COUNTER: AtomicU32 = AtomicU32::new(0);
-    let writer = writer_of(std::process::id());
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let (writer, n) = writer_and_count();
     format!("{now_ms:013}-{writer:016x}-{n:08x}")
+}
+
+/// This process's writer number and its next count: what tells a writer's markers (and
+/// checkpoints) apart, in the order it wrote them.
+pub fn writer_and_count() -> (u64, u32) {
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    (writer_of(std::process::id()), COUNTER.fetch_add(1, Ordering::Relaxed))
 }
 
 /// The writer number of process `pid`: random, so that two writers in one millisecond never

@@ -19,7 +19,7 @@ use crate::hook::{Mirroring, WriteHook};
 use crate::keypath::KeyPath;
 use crate::mechanism::Durability;
 use crate::replica::hook::Replica;
-use crate::replica::policy::{parse_layout, ChangeLogConfig, Format, Prefetch, StorePolicy};
+use crate::replica::policy::{parse_layout, ChangeLogConfig, CheckpointConfig, Format, Prefetch, StorePolicy};
 use crate::schema::{Schema, Secrets};
 
 #[derive(Debug, Clone, Deserialize)]
@@ -70,6 +70,10 @@ struct OptionsBlock {
     change_log: bool,
     relist_every_ms: Option<u64>,
     change_log_window_ms: Option<u64>,
+    #[serde(default)]
+    checkpoints: bool,
+    checkpoint_heads: Option<usize>,
+    checkpoint_range_objects: Option<usize>,
 }
 
 /// A store's sync settings, checked and with defaults filled in: what the store keeps, and
@@ -79,6 +83,8 @@ pub struct SyncConfig {
     pub policy: StorePolicy,
     pub connection: Connection,
 }
+
+use crate::sync::checkpoint;
 
 const DEFAULT_REFRACTORY_MS: u64 = 5000;
 const DEFAULT_MAX_OBJECT_BYTES: u64 = 16 * 1024 * 1024;
@@ -167,6 +173,27 @@ impl SyncConfig {
                 "Options.relistEveryMs and Options.changeLogWindowMs apply only with Options.changeLog: true".into(),
             ));
         }
+        let tuned = o.checkpoint_heads.is_some() || o.checkpoint_range_objects.is_some();
+        if (o.checkpoints || tuned) && !o.change_log {
+            return Err(bad(
+                "Options.checkpoints, checkpointHeads and checkpointRangeObjects apply only with Options.changeLog: \
+                 true (a reader goes on from a checkpoint through the change log)"
+                    .into(),
+            ));
+        }
+        if tuned && !o.checkpoints {
+            return Err(bad(
+                "Options.checkpointHeads and checkpointRangeObjects apply only with checkpoints: true".into()
+            ));
+        }
+        let heads_per_pair = o.checkpoint_heads.unwrap_or(checkpoint::DEFAULT_HEADS_PER_PAIR);
+        if !(1..=10_000).contains(&heads_per_pair) {
+            return Err(bad(format!("Options.checkpointHeads is {heads_per_pair}; use 1 to 10000")));
+        }
+        let range_objects = o.checkpoint_range_objects.unwrap_or(checkpoint::DEFAULT_RANGE_OBJECTS);
+        if !(1..=100_000).contains(&range_objects) {
+            return Err(bad(format!("Options.checkpointRangeObjects is {range_objects}; use 1 to 100000")));
+        }
         if o.change_log && block.format == Format::Rest {
             return Err(bad("the rest format has no listing, so it cannot keep a change log".into()));
         }
@@ -174,6 +201,11 @@ impl SyncConfig {
             prefix: format!("{}{}", o.prefix, crate::sync::changelog::DIR),
             relist_every: Duration::from_millis(o.relist_every_ms.unwrap_or(DEFAULT_RELIST_EVERY_MS)),
             window: Duration::from_millis(o.change_log_window_ms.unwrap_or(DEFAULT_CHANGE_LOG_WINDOW_MS)),
+            checkpoints: o.checkpoints.then(|| CheckpointConfig {
+                prefix: format!("{}{}", o.prefix, checkpoint::DIR),
+                heads_per_pair,
+                range_objects,
+            }),
         });
         let objects_at = format!("{:?} {endpoint} {:?} {}", block.format, o.bucket, o.prefix);
         let policy = StorePolicy {

@@ -7,6 +7,7 @@
 
 pub mod agent;
 pub mod changelog;
+pub mod checkpoint;
 pub mod config;
 mod pool;
 pub mod reads;
@@ -16,7 +17,7 @@ mod synced;
 pub use crate::bucket::{Accounting, Stats};
 pub use crate::replica::policy::{ChangeLogConfig, Format, Prefetch, StorePolicy};
 pub use crate::token::Token;
-pub use agent::{Agent, FlushReport, Freshness, Port};
+pub use agent::{Agent, CheckpointReport, FlushReport, Freshness, Port};
 pub use config::SyncConfig;
 pub use reads::ReadScope;
 pub use runner::Runner;

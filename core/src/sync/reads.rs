@@ -59,16 +59,30 @@ pub enum Need {
         keys: Vec<Key>,
         freshness: Freshness,
     },
-    /// `first_per_pair`: the read takes only the first name of each pair (see
-    /// `Agent::reads_first_per_pair`), so a cold store lists only those.
+    /// `extent`: what of the store the read needs the local copy to hold.
     /// `asked`: when the read found it needed a listing (one that completes after that serves
     /// it too).
     Prefetch {
         store: String,
         cached: bool,
-        first_per_pair: bool,
+        extent: Extent,
         asked: Instant,
     },
+}
+
+/// What of a store a read needs the local copy to hold before it answers.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Extent {
+    /// Every object.
+    Everything,
+    /// The first name of each pair (see `Agent::reads_first_per_pair`): a cold store lists only
+    /// those, or takes a checkpoint's heads.
+    FirstPerPair,
+    /// What it holds already, brought up to date (a fresh read the local copy covers).
+    AsHeld,
+    /// The names a scan inside one pair reads, which the checkpoint taken has in its range
+    /// shards (see `Agent::checkpoint_covers`).
+    InPair(ScanOptions),
 }
 
 impl Need {
@@ -83,8 +97,8 @@ impl Need {
     pub fn run(&self, agent: &Agent, port: &mut impl Port, token: &Token) -> Result<()> {
         match self {
             Need::Fetch { store, keys, freshness } => agent.fetch(port, store, keys, *freshness, token),
-            Need::Prefetch { store, cached, first_per_pair, asked } => {
-                match agent.prefetch_for_read(port, store, *first_per_pair, *asked, token) {
+            Need::Prefetch { store, cached, extent, asked } => {
+                match agent.prefetch_for_read(port, store, extent, *asked, token) {
                     // A store read before keeps serving its copy while the bucket is away.
                     Err(e) if *cached && e.is_offline() => Ok(()),
                     other => other,
@@ -120,11 +134,23 @@ pub fn need(agent: &Agent, db: &mut Database, read: &ReadScope) -> Result<Option
     // other read wants it listed in full.
     let fresh = fresh_read && !agent.refractory_fresh(store);
     let first_per_pair = read.scan.as_ref().is_some_and(|scan| agent.reads_first_per_pair(store, scan));
-    if agent.prefetches(store) && (fresh || !agent.listed_for(store, first_per_pair)) {
-        let cached = !fresh && db.was_prefetched(store)?;
-        return Ok(Some(Need::Prefetch { store: store.clone(), cached, first_per_pair, asked: Instant::now() }));
+    let in_pair = read.scan.as_ref().filter(|scan| agent.pair_range(store, scan).is_some());
+    if !agent.prefetches(store) {
+        return Ok(None);
     }
-    Ok(None)
+    let count = |range| db.count(store, &ScanOptions::new().range(range)).unwrap_or(0);
+    let covered = agent.listed_for(store, first_per_pair)
+        || in_pair.is_some_and(|scan| agent.checkpoint_covers(store, scan, count));
+    let extent = match (covered, in_pair) {
+        (true, _) if !fresh => return Ok(None),
+        (true, _) if first_per_pair => Extent::FirstPerPair,
+        (true, Some(_)) => Extent::AsHeld,
+        (false, Some(scan)) => Extent::InPair(scan.clone()),
+        (_, None) if first_per_pair => Extent::FirstPerPair,
+        _ => Extent::Everything,
+    };
+    let cached = !fresh && db.was_prefetched(store)?;
+    Ok(Some(Need::Prefetch { store: store.clone(), cached, extent, asked: Instant::now() }))
 }
 
 /// After a read served the cache: what to revalidate in the background, if anything.

@@ -255,6 +255,17 @@ impl SyncedDatabase {
         self.agent_job(token, move |agent, port, token| agent.prefetch(port, &store, token), done)
     }
 
+    /// Writes a checkpoint of `store` (see [`Agent::checkpoint`]).
+    pub fn checkpoint(
+        &self,
+        store: &str,
+        token: Token,
+        done: impl FnOnce(Result<super::CheckpointReport>) + Send + 'static,
+    ) -> Result<()> {
+        let store = store.to_string();
+        self.agent_job(token, move |agent, port, token| agent.checkpoint(port, &store, token), done)
+    }
+
     /// Offline, the agent makes no requests: reads serve the cache, writes wait in the outbox.
     /// Back online, the outbox is sent.
     pub fn set_offline(&self, offline: bool) {

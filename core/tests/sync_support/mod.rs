@@ -170,6 +170,10 @@ impl Client {
         self.agent.prefetch(&mut self.db, store, &Token::default())
     }
 
+    pub fn checkpoint(&mut self, store: &str) -> Result<objstore_db_core::CheckpointReport> {
+        self.agent.checkpoint(&mut self.db, store, &Token::default())
+    }
+
     pub fn set_offline(&mut self, offline: bool) {
         self.agent.set_offline(offline);
     }

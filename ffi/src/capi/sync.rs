@@ -65,6 +65,38 @@ pub unsafe extern "C" fn objstore_db_prefetch(
     })
 }
 
+/// Writes a checkpoint of the synced store `store`, which must keep them
+/// (`Options.checkpoints: true`): its every name as of now, so that a cold reader starts there
+/// (a handful of requests) instead of listing every name. The result is `{"manifest",
+/// "positionMs", "objects", "shards", "bytes"}`: the manifest's name, the bucket's clock when
+/// the listing began, the names held, the shards written and their bytes.
+/// Returns OBJSTORE_STATUS_INVALID_ARGUMENT for a database without synced stores.
+/// Arguments are read during the call and not kept; the callback's `result` is owned by the
+/// library and valid only during the callback.
+/// `done` is called exactly once if this returns OBJSTORE_STATUS_OK, never otherwise; it runs
+/// on a library thread (the database's worker or its sync agent's), never inside this call.
+/// A NULL `db`, `store` or `done` is OBJSTORE_STATUS_INVALID_ARGUMENT. `request_out` (gets the
+/// id for objstore_db_cancel, 0 on failure) and `error_out` (gets NULL, or on failure a
+/// message to free with objstore_string_free) may be NULL.
+/// `store` is NUL-terminated UTF-8.
+///
+/// # Safety
+/// The pointers are NULL or valid as described above.
+#[no_mangle]
+pub unsafe extern "C" fn objstore_db_checkpoint(
+    db: *const ObjstoreDb,
+    store: *const c_char,
+    done: ObjstoreCallback,
+    user_data: *mut c_void,
+    request_out: *mut u64,
+    error_out: *mut *mut c_char,
+) -> ObjstoreStatus {
+    request(error_out, request_out, || {
+        let (db, store, done) = (db_ref(db)?, text(store, "store")?, completion(done, user_data)?);
+        db.checkpoint(store, move |r| done.deliver(r))
+    })
+}
+
 /// Sets the database offline (`offline` true) or back online. Offline, the library makes no
 /// requests to buckets: reads serve the cache and writes wait; back online, the waiting writes
 /// are sent. Takes effect at once; no callback. A database without synced stores ignores it.

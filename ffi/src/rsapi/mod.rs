@@ -41,7 +41,7 @@ use serde_json::Value;
 
 pub use cursor::{Cursor, QueryHandle};
 pub use encoding::{AsText, AsValue, Encoding};
-pub use objstore_db_core::{Freshness, Record};
+pub use objstore_db_core::{CheckpointReport, Freshness, Record};
 pub use options::OpenOptions;
 pub use txops::{ReadKind, TxOps};
 
@@ -564,6 +564,18 @@ impl Db {
     /// fetched, vanished ones removed, whatever its `prefetch` setting or refractory period.
     pub fn prefetch(&self, store: &str, done: impl FnOnce(Result<()>) + Send + 'static) -> Result<RequestId> {
         self.agent_job(done, |db, token, done| db.prefetch(store, token, done))
+    }
+
+    /// Writes a checkpoint of a synced store that keeps them (`Options.checkpoints`): its
+    /// every name as of now, so that a cold reader starts there instead of listing them all.
+    /// The result is core's [`CheckpointReport`]: the manifest's name, the position (the
+    /// bucket's clock when the listing began), the names, the shards and their bytes.
+    pub fn checkpoint(
+        &self,
+        store: &str,
+        done: impl FnOnce(Result<CheckpointReport>) + Send + 'static,
+    ) -> Result<RequestId> {
+        self.agent_job(done, |db, token, done| db.checkpoint(store, token, done))
     }
 
     /// Offline, the agent makes no requests: reads serve the cache, writes wait in the outbox.

@@ -659,6 +659,13 @@ class Database(_Store):
         """Lists a synced store and brings its local copy in line."""
         await _call(self._native.prefetch, store, cancel=self._cancel)
 
+    async def checkpoint(self, store: str) -> dict[str, Any]:
+        """Writes a checkpoint of a synced store that keeps them (`Options.checkpoints`): its
+        every name as of now, so that a cold reader starts there instead of listing them all.
+        Returns `{"manifest", "positionMs", "objects", "shards", "bytes"}`."""
+        result: dict[str, Any] = await _call(self._native.checkpoint, store, cancel=self._cancel)
+        return result
+
     def set_offline(self, offline: bool = True) -> None:
         """Offline: no request reaches a bucket; writes wait, reads answer from the cache."""
         self._native.set_offline(offline)

@@ -3,6 +3,7 @@
 //! arrive), and what vanished goes, in batches of at most [`MAX_BATCH`] changes.
 
 use super::*;
+use crate::sync::reads::Extent;
 
 impl Agent {
     /// Prefetches `store` as its setting says, unless within the refractory period.
@@ -15,25 +16,72 @@ impl Agent {
         }
     }
 
-    /// Prefetches `store` as its setting says, now (a read found it cold, or asked for fresh).
-    /// A read of the first name of each pair (see [`Agent::reads_first_per_pair`]) of a store
-    /// not listed yet lists only those.
+    /// Prefetches `store` as its setting says, now (a read found it cold, or asked for fresh),
+    /// as far as `extent` needs: a read of the first name of each pair (see
+    /// [`Agent::reads_first_per_pair`]) of a store not listed yet lists only those (or takes a
+    /// checkpoint's heads); a read inside one pair reads the range shards over it.
     /// `asked`: when the read found it needed the listing; one that completed since serves it
     /// (reads that find a store cold together share one listing).
     pub fn prefetch_for_read(
         &self,
         port: &mut impl Port,
         store: &str,
-        first_per_pair: bool,
+        extent: &Extent,
         asked: Instant,
         token: &Token,
     ) -> Result<()> {
         let mode = self.stores.get(store).and_then(|s| s.config.policy.prefetch).unwrap_or(Prefetch::Meta);
-        let listing = if first_per_pair { Listing::FirstPerPair } else { Listing::Everything };
+        let listing = match extent {
+            Extent::FirstPerPair => Listing::FirstPerPair,
+            Extent::Everything => Listing::Everything,
+            Extent::AsHeld => Listing::AsHeld,
+            Extent::InPair(scan) => return self.prefetch_pair_range(port, store, mode, scan, asked, token),
+        };
         if self.listed_after(store, asked, listing == Listing::Everything) {
             return Ok(());
         }
         self.prefetch_as(port, store, mode, listing, asked, token)
+    }
+
+    /// Brings in the checkpoint's range shards over `scan` (inside one pair), unless a read
+    /// that went before did, then the change log since.
+    fn prefetch_pair_range(
+        &self,
+        port: &mut impl Port,
+        store: &str,
+        mode: Prefetch,
+        scan: &crate::ScanOptions,
+        asked: Instant,
+        token: &Token,
+    ) -> Result<()> {
+        let s = self.store(store)?;
+        self.may_contact(s, &format!("prefetching store {store:?}"))?;
+        let _one_listing = self.listing.lock().unwrap_or_else(|p| p.into_inner());
+        let covered = |agent: &Agent, port: &mut _| {
+            agent.checkpoint_covers(store, scan, |range| {
+                let (name, scan) = (store.to_string(), crate::ScanOptions::new().range(range));
+                Port::exec(port, move |db: &mut crate::database::Database| db.count(&name, &scan)).unwrap_or(0)
+            })
+        };
+        if !self.took_checkpoint(store) {
+            // Cold: every pair's heads first, which may be all the read needs.
+            self.bring_up_to_date(port, store, mode, Listing::FirstPerPair, Source::Bucket, token)?;
+            if !self.took_checkpoint(store) {
+                return self.bring_up_to_date(port, store, mode, Listing::Everything, Source::Bucket, token);
+            }
+            if covered(self, port) {
+                return Ok(());
+            }
+        } else if covered(self, port) {
+            return match self.listed_after(store, asked, false) {
+                true => Ok(()),
+                false => self.bring_up_to_date(port, store, mode, Listing::AsHeld, Source::Bucket, token),
+            };
+        }
+        let Some((lower, upper)) = self.pair_range(store, scan) else {
+            return self.bring_up_to_date(port, store, mode, Listing::Everything, Source::Bucket, token);
+        };
+        self.bring_up_to_date(port, store, mode, Listing::AsHeld, Source::Ranges { lower, upper: Some(upper) }, token)
     }
 
     /// Whether a listing of `store` (of every object, when `complete`) completed after `asked`.
@@ -77,6 +125,38 @@ impl Agent {
         if listing != Listing::Full && self.listed_after(store, asked, listing == Listing::Everything) {
             return Ok(());
         }
+        self.bring_up_to_date(port, store, mode, listing, Source::Bucket, token)
+    }
+
+    /// One prefetch from `source`, and when it took a checkpoint's word, the change log since
+    /// the checkpoint's position after it.
+    pub(super) fn bring_up_to_date(
+        &self,
+        port: &mut impl Port,
+        store: &str,
+        mode: Prefetch,
+        listing: Listing,
+        source: Source,
+        token: &Token,
+    ) -> Result<()> {
+        if self.prefetch_once(port, store, mode, listing, source, token)? {
+            self.prefetch_once(port, store, mode, Listing::AsHeld, Source::LogOrListing, token)?;
+        }
+        Ok(())
+    }
+
+    /// Brings the local copy in line with what `source` says; whether that was a checkpoint.
+    fn prefetch_once(
+        &self,
+        port: &mut impl Port,
+        store: &str,
+        mode: Prefetch,
+        listing: Listing,
+        source: Source,
+        token: &Token,
+    ) -> Result<bool> {
+        let s = &self.stores[store];
+        let what = format!("prefetching store {store:?}");
         let name = store.to_string();
         let summary = port.exec(move |db| db.store_state_of(&name, Some(&[])))?;
         let began = Instant::now();
@@ -93,9 +173,10 @@ impl Agent {
         };
         let pairs_only =
             listing == Listing::FirstPerPair || (listing == Listing::AsHeld && pairs_at.is_some() && !last_was_full);
+        let ranges = matches!(source, Source::Ranges { .. });
         let from_log = match (&s.config.policy.change_log, summary.changes_since_ms, log_from) {
             (Some(log), Some(since), Some(listed_at))
-                if u128::from(started_ms.saturating_sub(listed_at)) < log.relist_every.as_millis() =>
+                if !ranges && u128::from(started_ms.saturating_sub(listed_at)) < log.relist_every.as_millis() =>
             {
                 self.read_change_log(port, store, log, since, started_ms, summary, token).and_then(|read| {
                     let Some((learnt, local)) = read else { return Ok(None) };
@@ -112,15 +193,35 @@ impl Agent {
             _ => Ok(None),
         };
         // No log to read, or one that cannot say (a wave marker over the store's size cap): a
-        // listing does.
-        let learnt = match from_log {
-            Ok(Some(learnt)) => Ok(learnt),
-            Ok(None) => {
-                let name = store.to_string();
-                let local = port.exec(move |db| db.store_state(&name))?;
-                self.list_describing(port, store, local, pairs_only, started_ms, token)
+        // checkpoint, where the store keeps them and the read allows, else a listing.
+        let mut from_checkpoint = false;
+        let learnt = match (from_log, &source) {
+            (_, Source::Ranges { lower, upper }) => {
+                match self.learn_from_ranges(port, store, lower, upper.as_deref(), token) {
+                    Ok(Some(taken)) => {
+                        from_checkpoint = true;
+                        Ok(taken)
+                    }
+                    // The checkpoint taken is too old now, or one of its shards unreadable.
+                    Ok(None) => {
+                        return self.prefetch_once(port, store, mode, Listing::Everything, Source::Bucket, token)
+                    }
+                    Err(e) => Err(e),
+                }
             }
-            Err(e) => Err(e),
+            (Ok(None), Source::Bucket) if listing != Listing::Full => {
+                match self.learn_from_checkpoint(port, store, pairs_only, started_ms, token) {
+                    Ok(Some(taken)) => {
+                        from_checkpoint = true;
+                        Ok(taken)
+                    }
+                    Ok(None) => self.list_from_bucket(port, store, pairs_only, started_ms, token),
+                    Err(e) => Err(e),
+                }
+            }
+            (Ok(None), _) => self.list_from_bucket(port, store, pairs_only, started_ms, token),
+            (Ok(Some(learnt)), _) => Ok(learnt),
+            (Err(e), _) => Err(e),
         };
         let (mut learnt, local, written) = learnt.inspect_err(|e| self.report_offline(port, store, e))?;
         // Begun before the bucket had told its clock: when that was on the bucket's clock.
@@ -161,14 +262,17 @@ impl Agent {
             }
         }
         token.check(&what)?;
+        // A checkpoint's names were listed at its position.
         if learnt.complete {
-            changes.push(Change::Prefetched { store: store.to_string(), at_ms: self.bucket_now_ms(s) });
+            let at_ms = learnt.listed_at_ms.unwrap_or_else(|| self.bucket_now_ms(s));
+            changes.push(Change::Prefetched { store: store.to_string(), at_ms });
         }
         if let Some(since_ms) = learnt.changes_since_ms {
             changes.push(Change::ChangesRead { store: store.to_string(), since_ms });
         }
         if learnt.first_per_pair && !learnt.complete {
-            changes.push(Change::PairsListed { store: store.to_string(), at_ms: started_ms });
+            let at_ms = learnt.listed_at_ms.unwrap_or(started_ms);
+            changes.push(Change::PairsListed { store: store.to_string(), at_ms });
         }
         self.apply(port, changes)?;
         let mut seen = self.seen();
@@ -182,7 +286,21 @@ impl Agent {
             entry.listed.remove(id);
         }
         entry.listed.extend(learnt.described.into_iter().map(|(id, o)| (id, o.etag)));
-        Ok(())
+        Ok(from_checkpoint)
+    }
+
+    /// Lists `store` as [`Agent::list_describing`] does, against its whole local state.
+    fn list_from_bucket(
+        &self,
+        port: &mut impl Port,
+        store: &str,
+        pairs_only: bool,
+        started_ms: u64,
+        token: &Token,
+    ) -> Result<(Learnt, StoreState, HashSet<String>)> {
+        let name = store.to_string();
+        let local = port.exec(move |db| db.store_state(&name))?;
+        self.list_describing(port, store, local, pairs_only, started_ms, token)
     }
 
     /// Lists `store` (only the first name of each pair when `pairs_only`). For an objstore-meta
@@ -255,6 +373,18 @@ impl Agent {
         listed: &mut dyn FnMut(&[ObjectInfo]) -> Result<()>,
     ) -> Result<Learnt> {
         let s = &self.stores[store];
+        let objects = self.list_every_object(s, token, listed)?;
+        Ok(learnt_in_full(s, store, local, objects, started_ms, false))
+    }
+
+    /// Every object under `s`'s prefix but the library's own, as [`Agent::list_everything`]
+    /// lists them.
+    pub(super) fn list_every_object(
+        &self,
+        s: &SyncedStore,
+        token: &Token,
+        listed: &mut dyn FnMut(&[ObjectInfo]) -> Result<()>,
+    ) -> Result<Vec<ObjectInfo>> {
         let prefix = &s.config.connection.location.prefix;
         let request =
             ListRequest { prefix: prefix.clone(), version: s.config.connection.list_version, ..Default::default() };
@@ -283,27 +413,29 @@ impl Agent {
         } else {
             self.recorded(s, self.list_around_the_log(s, &request, token))?
         };
-        Ok(learnt_in_full(s, store, local, objects, started_ms, false))
+        Ok(objects)
     }
 
-    /// Every object of a listing but the change log's markers, which would otherwise fill a
-    /// page per thousand writes: names sorting before the log (a character below `.` first,
-    /// so rarely any) are read until the log begins, the rest from just after it.
+    /// Every object of a listing but the library's own folders (the change log's markers, the
+    /// checkpoints), which would otherwise fill a page per thousand writes: names sorting
+    /// before them (a character below `.` first, so rarely any) are read until they begin, the
+    /// rest from just after them.
     pub(super) fn list_around_the_log(
         &self,
         s: &SyncedStore,
         request: &ListRequest,
         token: &Token,
     ) -> Result<Vec<ObjectInfo>> {
-        let Some(log) = &s.config.policy.change_log else {
+        if s.config.policy.change_log.is_none() {
             return Ok(list_all(&*s.bucket, request, token)?.objects);
-        };
+        }
+        let reserved = format!("{}{}", s.config.connection.location.prefix, checkpoint::RESERVED);
         let mut objects = Vec::new();
         let mut before = ListRequest { max_keys: Some(1), ..request.clone() };
         loop {
             let page = s.bucket.list_page(&before, token)?;
-            let reached_the_log = page.objects.iter().any(|o| o.key >= log.prefix);
-            objects.extend(page.objects.into_iter().take_while(|o| o.key < log.prefix));
+            let reached_the_log = page.objects.iter().any(|o| o.key >= reserved);
+            objects.extend(page.objects.into_iter().take_while(|o| o.key < reserved));
             match page.next {
                 Some(next) if !reached_the_log && before.continuation.as_ref() != Some(&next) => {
                     before = ListRequest { max_keys: None, continuation: Some(next), ..before };
@@ -311,9 +443,9 @@ impl Agent {
                 _ => break,
             }
         }
-        // Markers start with a digit: `~` sorts after every one of them, and before any name
-        // outside the log's folder that sorts after it.
-        let after_the_log = format!("{}~", log.prefix);
+        // The library's folders are named in letters and dashes: `~` sorts after every one of
+        // them, and before any name outside them that sorts after them.
+        let after_the_log = format!("{reserved}~");
         let after = ListRequest { start_after: Some(after_the_log), ..request.clone() };
         objects.extend(list_all(&*s.bucket, &after, token)?.objects);
         Ok(objects)

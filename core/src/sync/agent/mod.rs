@@ -22,8 +22,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value};
 
-use super::changelog;
 use super::config::SyncConfig;
+use super::{changelog, checkpoint};
 use super::{parallel, parallel_each};
 use crate::bucket::{
     etag_of, list_all, open_bucket, Accounting, Bucket, Fetched, ListRequest, Metadata, Object, ObjectInfo, PutMode,
@@ -43,6 +43,8 @@ use crate::time;
 use crate::token::Token;
 
 mod breaker;
+mod checkpoints;
+pub use checkpoints::CheckpointReport;
 mod conditions;
 mod fetch;
 mod flush;
@@ -128,6 +130,8 @@ struct Seen {
     /// The local copy holds every object the bucket held (a full listing, and what the change
     /// log said since), not only the first of each pair.
     complete: bool,
+    /// The checkpoint the local copy was taken from, and how much of it.
+    checkpoint: Option<checkpoints::Taken>,
 }
 
 /// How a prefetch learns what changed in the bucket.
@@ -162,6 +166,19 @@ struct Learnt {
     first_per_pair: bool,
     /// Read from the change log on top of a full listing: the store holds every object.
     complete_before: bool,
+    /// When the names were listed, when not now (a checkpoint's position).
+    listed_at_ms: Option<u64>,
+}
+
+/// Where a prefetch learns what the bucket holds.
+#[derive(Debug, Clone, PartialEq)]
+enum Source {
+    /// The change log, else the newest checkpoint (where the store keeps them), else a listing.
+    Bucket,
+    /// The change log, else a listing.
+    LogOrListing,
+    /// The range shards of the checkpoint taken over names `lower` to `upper` (inclusive).
+    Ranges { lower: String, upper: Option<String> },
 }
 
 /// The sync agent of one database: its buckets, what listings said, and the breaker.
@@ -395,14 +412,16 @@ fn is_new_or_changed(local: &StoreState, immutable: bool, id: &str, etag: &str) 
 
 /// The records among listed objects: their names under the prefix. Empty names, "folder"
 /// markers (`prefix/`, made by consoles), names no record can be written back under (see
-/// [`object_id`]) and the change log are not records.
+/// [`object_id`]) and the library's own folders (the change log, the checkpoints) are not
+/// records.
 fn records(s: &SyncedStore, store: &str, objects: Vec<ObjectInfo>) -> Vec<(String, ObjectInfo)> {
     let prefix = &s.config.connection.location.prefix;
     objects
         .into_iter()
         .filter_map(|o| Some((o.key.strip_prefix(prefix.as_str())?.to_string(), o)))
         .filter(|(id, _)| {
-            !id.starts_with(changelog::DIR) && object_id(&s.config.policy, store, &Key::String(id.clone())).is_ok()
+            !id.starts_with(checkpoint::RESERVED)
+                && object_id(&s.config.policy, store, &Key::String(id.clone())).is_ok()
         })
         .collect()
 }
@@ -447,5 +466,6 @@ fn learnt_in_full(
         changes_since_ms: s.config.policy.change_log.as_ref().map(|_| started_ms),
         first_per_pair,
         complete_before: false,
+        listed_at_ms: None,
     }
 }

@@ -121,6 +121,7 @@ impl Agent {
             changes_since_ms: s.config.policy.change_log.as_ref().map(|_| started_ms),
             first_per_pair: true,
             complete_before: false,
+            listed_at_ms: None,
         };
         Ok(learnt)
     }
@@ -152,8 +153,9 @@ impl Agent {
     ) -> Result<(Vec<ObjectInfo>, Vec<String>)> {
         let top = ListRequest { delimiter: Some("/".into()), ..request.clone() };
         let top = self.recorded(s, list_all(&*s.bucket, &top, token))?;
-        let log = format!("{}{}", s.config.connection.location.prefix, changelog::DIR);
-        Ok((top.objects, top.common_prefixes.into_iter().filter(|p| *p != log).collect()))
+        // The change log's and the checkpoints' folders are the library's own.
+        let reserved = format!("{}{}", s.config.connection.location.prefix, checkpoint::RESERVED);
+        Ok((top.objects, top.common_prefixes.into_iter().filter(|p| !p.starts_with(&reserved)).collect()))
     }
 
     /// For a store held first per pair: the new first name of each pair whose first name the

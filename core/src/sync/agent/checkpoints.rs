@@ -1,0 +1,358 @@
+//! Checkpoints (see `sync::checkpoint`): a writer writes one from a full listing; a cold
+//! reader starts from the newest one instead of listing every name (its heads, for a view of
+//! every pair's newest names; every range, for the whole store), and a view of one pair then
+//! reads the range shards over it. Whatever a reader takes of a checkpoint, the change log
+//! since its position is read right after, and its word wins.
+
+use std::collections::BTreeMap;
+
+use super::*;
+use crate::range::KeyRange;
+use crate::replica::policy::CheckpointConfig;
+use crate::scan::ScanOptions;
+use crate::sync::checkpoint::{self, Manifest, Shard, ShardRef};
+
+/// Checkpoints a reader tries, newest first, before it lists instead.
+const TRIED: usize = 3;
+
+/// The checkpoint a reader took: its manifest, and what of it the local copy holds.
+pub(super) struct Taken {
+    stamp: String,
+    manifest: Arc<Manifest>,
+    /// The range shards applied.
+    ranges: Vec<bool>,
+    /// Each pair's last head, when the heads were applied: from the pair's first name to it,
+    /// every name is held.
+    heads: Option<BTreeMap<String, String>>,
+}
+
+/// What [`Agent::checkpoint`] wrote.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckpointReport {
+    /// The manifest's name in the bucket.
+    pub manifest: String,
+    /// The bucket's clock when the listing began: readers read the change log from there.
+    pub position_ms: u64,
+    pub objects: u64,
+    /// Shards written (heads and ranges), and their bytes with the manifest's.
+    pub shards: usize,
+    pub bytes: u64,
+}
+
+impl Agent {
+    /// Writes a checkpoint of `store`: lists it in full, then puts its shards and, last, its
+    /// manifest, each create-only. A writer that fails part-way leaves no manifest, so readers
+    /// never see a checkpoint half written.
+    pub fn checkpoint(&self, port: &mut impl Port, store: &str, token: &Token) -> Result<CheckpointReport> {
+        let s = self.store(store)?;
+        let config = checkpoints_of(s).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "store {store:?} keeps no checkpoints: set Options.checkpoints: true (with Options.changeLog: true)"
+            ))
+        })?;
+        let what = format!("writing a checkpoint of store {store:?}");
+        self.may_contact(s, &what)?;
+        let (clock_known, began) = (s.bucket.clock_offset_ms().is_some(), Instant::now());
+        let mut position_ms = self.bucket_now_ms(s);
+        let listed = self.list_every_object(s, token, &mut |_| Ok(()));
+        let listed = listed.inspect_err(|e| self.report_offline(port, store, e))?;
+        if !clock_known {
+            position_ms = self.bucket_now_ms(s).saturating_sub(began.elapsed().as_millis() as u64);
+        }
+        let prefix = &s.config.connection.location.prefix;
+        let mut objects: Vec<(String, ObjectInfo)> = listed
+            .into_iter()
+            .filter_map(|o| Some((o.key.strip_prefix(prefix.as_str())?.to_string(), o)))
+            .filter(|(id, _)| !id.is_empty() && !id.ends_with('/') && !id.starts_with(checkpoint::RESERVED))
+            .collect();
+        objects.sort_by(|a, b| a.0.cmp(&b.0));
+        let (writer, n) = changelog::writer_and_count();
+        let stamp = checkpoint::stamp(position_ms, writer, n);
+        let built = checkpoint::build(stamp, position_ms, &objects, config.heads_per_pair, config.range_objects);
+        let create = PutOptions { mode: PutMode::Create, ..Default::default() };
+        let puts = parallel(&built.shards, s.config.connection.concurrency, |(shard, body)| {
+            token.check(&what)?;
+            s.bucket.put(&checkpoint::shard_name(&config.prefix, &built.stamp, *shard), body, &create, token)
+        });
+        for put in puts {
+            self.recorded(s, put)?;
+        }
+        let manifest_body = serde_json::to_vec(&built.manifest).expect("a manifest serialises");
+        let manifest = checkpoint::manifest_name(&config.prefix, &built.stamp);
+        token.check(&what)?;
+        self.recorded(s, s.bucket.put(&manifest, &manifest_body, &create, token))?;
+        let bytes = built.shards.iter().map(|(_, body)| body.len() as u64).sum::<u64>() + manifest_body.len() as u64;
+        Ok(CheckpointReport { manifest, position_ms, objects: objects.len() as u64, shards: built.shards.len(), bytes })
+    }
+
+    /// The store's names as the newest usable checkpoint has them: its heads (`heads`), else
+    /// every range. `None` when the store keeps none, none is recent enough to go on from
+    /// through the change log (`relistEveryMs`), or the newest ones cannot be read.
+    pub(super) fn learn_from_checkpoint(
+        &self,
+        port: &mut impl Port,
+        store: &str,
+        heads: bool,
+        now_ms: u64,
+        token: &Token,
+    ) -> Result<Option<(Learnt, StoreState, HashSet<String>)>> {
+        let s = &self.stores[store];
+        let (Some(config), Some(log)) = (checkpoints_of(s), &s.config.policy.change_log) else { return Ok(None) };
+        // Older ones would have the change log read from where it may be pruned; one later than
+        // the clocks' skew allows would have it read from the future.
+        let oldest_ms = now_ms.saturating_sub(log.relist_every.as_millis() as u64);
+        let latest_ms = now_ms + log.window.as_millis() as u64;
+        let mut after = None;
+        for _ in 0..TRIED {
+            let found = self.next_manifest(s, config, after.as_deref(), (oldest_ms, latest_ms), token)?;
+            let Some((stamp, manifest)) = found else {
+                return Ok(None);
+            };
+            let wanted: Vec<(Shard, &ShardRef)> = match heads {
+                true => manifest.heads.iter().enumerate().map(|(i, r)| (Shard::Heads(i), r)).collect(),
+                false => manifest.ranges.iter().enumerate().map(|(i, r)| (Shard::Range(i), r)).collect(),
+            };
+            let Some(objects) = self.read_shards(s, config, &stamp, &wanted, token)? else {
+                after = Some(checkpoint::after_stamp(&config.prefix, &stamp));
+                continue;
+            };
+            let name = store.to_string();
+            let local = port.exec(move |db| db.store_state(&name))?;
+            let described = records(s, store, objects);
+            let (vanished, last_heads) = match heads {
+                true => {
+                    let last_heads = last_of_each_pair(&described);
+                    (vanished_beside_heads(&local, &described, &last_heads), Some(last_heads))
+                }
+                false => (vanished(&local, &described), None),
+            };
+            let learnt = Learnt {
+                vanished,
+                described,
+                complete: !heads,
+                changes_since_ms: Some(manifest.position_ms),
+                first_per_pair: heads,
+                complete_before: false,
+                listed_at_ms: Some(manifest.position_ms),
+            };
+            let ranges = vec![!heads; manifest.ranges.len()];
+            let taken = Taken { stamp, manifest: Arc::new(manifest), ranges, heads: last_heads };
+            self.seen().entry(store.to_string()).or_default().checkpoint = Some(taken);
+            return Ok(Some((learnt, local, HashSet::new())));
+        }
+        Ok(None)
+    }
+
+    /// The names from `lower` to `upper` as the range shards of the checkpoint taken have them
+    /// (those not applied yet). `None` when none was taken, it is too old now, or a shard cannot
+    /// be read: the caller lists instead.
+    pub(super) fn learn_from_ranges(
+        &self,
+        port: &mut impl Port,
+        store: &str,
+        lower: &str,
+        upper: Option<&str>,
+        token: &Token,
+    ) -> Result<Option<(Learnt, StoreState, HashSet<String>)>> {
+        let s = &self.stores[store];
+        let (Some(config), Some(log)) = (checkpoints_of(s), &s.config.policy.change_log) else { return Ok(None) };
+        let Some((stamp, manifest, loaded)) = self
+            .seen()
+            .get(store)
+            .and_then(|seen| seen.checkpoint.as_ref())
+            .map(|taken| (taken.stamp.clone(), taken.manifest.clone(), taken.ranges.clone()))
+        else {
+            return Ok(None);
+        };
+        let too_old = u128::from(self.bucket_now_ms(s).saturating_sub(manifest.position_ms));
+        if too_old >= log.relist_every.as_millis() {
+            return Ok(None);
+        }
+        let over: Vec<usize> =
+            checkpoint::ranges_over(&manifest, lower, upper).into_iter().filter(|&i| !loaded[i]).collect();
+        let wanted: Vec<(Shard, &ShardRef)> = over.iter().map(|&i| (Shard::Range(i), &manifest.ranges[i])).collect();
+        let Some(objects) = self.read_shards(s, config, &stamp, &wanted, token)? else { return Ok(None) };
+        let name = store.to_string();
+        let local = port.exec(move |db| db.store_state(&name))?;
+        let described = records(s, store, objects);
+        let listed: HashSet<&str> = described.iter().map(|(id, _)| id.as_str()).collect();
+        let vanished = local
+            .known
+            .keys()
+            .filter(|id| !listed.contains(id.as_str()) && over.iter().any(|&i| in_range_shard(&manifest, i, id)))
+            .cloned()
+            .collect();
+        if let Some(taken) = self.seen().get_mut(store).and_then(|seen| seen.checkpoint.as_mut()) {
+            over.iter().for_each(|&i| taken.ranges[i] = true);
+        }
+        // The change log since the checkpoint's position is read again after: it names what
+        // changed in these ranges since.
+        let learnt = Learnt {
+            vanished,
+            described,
+            changes_since_ms: Some(manifest.position_ms),
+            listed_at_ms: Some(manifest.position_ms),
+            ..Learnt::default()
+        };
+        Ok(Some((learnt, local, HashSet::new())))
+    }
+
+    /// Whether the local copy, as taken from a checkpoint, holds every name `scan` can find:
+    /// a forward scan of names inside one pair (the results layout's `{platform}/{browser}/`)
+    /// whose range shards were applied, that ends within the pair's heads, or that finds its
+    /// `limit` names before the heads end (`count` counts the names held in a range).
+    pub fn checkpoint_covers(&self, store: &str, scan: &ScanOptions, count: impl FnOnce(KeyRange) -> u64) -> bool {
+        let Some((lower, lower_open, upper)) = in_one_pair(scan) else { return false };
+        let last_head = {
+            let seen = self.seen();
+            let Some(taken) = seen.get(store).and_then(|s| s.checkpoint.as_ref()) else { return false };
+            if checkpoint::ranges_over(&taken.manifest, lower, Some(upper)).iter().all(|&i| taken.ranges[i]) {
+                return true;
+            }
+            let Some(heads) = &taken.heads else { return false };
+            match checkpoint::pair_of(lower).and_then(|pair| heads.get(pair)) {
+                Some(last) => last.clone(),
+                // A pair the checkpoint did not have: the change log named each of its names.
+                None => return true,
+            }
+        };
+        if upper <= last_head.as_str() {
+            return true;
+        }
+        let wanted = scan.limit.map(|limit| limit + scan.offset);
+        let range = || KeyRange::bound(lower.to_string(), last_head.clone(), lower_open, false);
+        !scan.reverse && lower <= last_head.as_str() && wanted.is_some_and(|n| count(range()) >= n as u64)
+    }
+
+    /// The range a scan inside one pair (see [`Agent::checkpoint_covers`]) reads, when `store`
+    /// keeps checkpoints: what a prefetch reads of their range shards.
+    pub fn pair_range(&self, store: &str, scan: &ScanOptions) -> Option<(String, String)> {
+        self.stores.get(store).and_then(checkpoints_of)?;
+        in_one_pair(scan).map(|(lower, _, upper)| (lower.to_string(), upper.to_string()))
+    }
+
+    /// Whether a checkpoint of `store` was taken.
+    pub(super) fn took_checkpoint(&self, store: &str) -> bool {
+        self.seen().get(store).is_some_and(|s| s.checkpoint.is_some())
+    }
+
+    /// The next manifest after `after` (from the newest), read and checked, unless its name says
+    /// it is older than `within.0` (then so are the rest): one that is not a manifest, cannot be
+    /// read, or is later than `within.1` is stepped over.
+    fn next_manifest(
+        &self,
+        s: &SyncedStore,
+        config: &CheckpointConfig,
+        after: Option<&str>,
+        (oldest_ms, latest_ms): (u64, u64),
+        token: &Token,
+    ) -> Result<Option<(String, Manifest)>> {
+        let mut after = after.map(str::to_string);
+        for _ in 0..TRIED {
+            let request = ListRequest {
+                prefix: config.prefix.clone(),
+                max_keys: Some(1),
+                start_after: after.clone(),
+                version: s.config.connection.list_version,
+                ..Default::default()
+            };
+            let page = self.recorded(s, s.bucket.list_page(&request, token))?;
+            let Some(first) = page.objects.into_iter().next() else { return Ok(None) };
+            let Some((stamp, is_manifest)) = checkpoint::stamp_of(&config.prefix, &first.key) else {
+                after = Some(first.key);
+                continue;
+            };
+            let position_ms = checkpoint::position_of(stamp).unwrap_or(0);
+            if position_ms < oldest_ms {
+                return Ok(None);
+            }
+            let stamp = stamp.to_string();
+            if is_manifest && position_ms <= latest_ms {
+                let body = self.recorded(s, s.bucket.get(&first.key, &Validators::default(), token))?;
+                if let Fetched::Found(object) = body {
+                    if let Ok(manifest) = checkpoint::parse_manifest(&object.body, &stamp) {
+                        return Ok(Some((stamp, manifest)));
+                    }
+                }
+            }
+            after = Some(checkpoint::after_stamp(&config.prefix, &stamp));
+        }
+        Ok(None)
+    }
+
+    /// The names in shards `wanted` of checkpoint `stamp`, read side by side; `None` when one is
+    /// missing, too large or not a shard.
+    fn read_shards(
+        &self,
+        s: &SyncedStore,
+        config: &CheckpointConfig,
+        stamp: &str,
+        wanted: &[(Shard, &ShardRef)],
+        token: &Token,
+    ) -> Result<Option<Vec<ObjectInfo>>> {
+        let prefix = &s.config.connection.location.prefix;
+        let bodies = parallel(wanted, s.config.connection.concurrency, |(shard, _)| {
+            s.bucket.get(&checkpoint::shard_name(&config.prefix, stamp, *shard), &Validators::default(), token)
+        });
+        let mut objects = Vec::new();
+        for ((_, shard), body) in wanted.iter().zip(bodies) {
+            let Fetched::Found(body) = self.recorded(s, body)? else { return Ok(None) };
+            match checkpoint::parse_shard(&body.body, shard, prefix) {
+                Ok(names) => objects.extend(names),
+                Err(_) => return Ok(None),
+            }
+        }
+        Ok(Some(objects))
+    }
+}
+
+fn checkpoints_of(s: &SyncedStore) -> Option<&CheckpointConfig> {
+    s.config.policy.change_log.as_ref()?.checkpoints.as_ref()
+}
+
+/// A forward or backward scan of the primary key over names inside one pair: its lower bound,
+/// whether that is open, and its upper bound.
+fn in_one_pair(scan: &ScanOptions) -> Option<(&str, bool, &str)> {
+    let Some(KeyRange::Bound { lower: Key::String(lower), upper: Key::String(upper), lower_open, .. }) = &scan.range
+    else {
+        return None;
+    };
+    let pair = checkpoint::pair_of(lower)?;
+    // Names of the pair sort before its prefix with the last `/` made a `0`.
+    let end = format!("{}0", &pair[..pair.len() - 1]);
+    (scan.index.is_none() && upper.as_str() <= end.as_str()).then_some((lower.as_str(), *lower_open, upper.as_str()))
+}
+
+/// Each pair's last name among heads (in key order).
+fn last_of_each_pair(heads: &[(String, ObjectInfo)]) -> BTreeMap<String, String> {
+    let mut last = BTreeMap::new();
+    for (id, _) in heads {
+        if let Some(pair) = checkpoint::pair_of(id) {
+            last.insert(pair.to_string(), id.clone());
+        }
+    }
+    last
+}
+
+/// What the local copy holds that a checkpoint's heads say is gone: names in no pair, or in a
+/// pair it does not have, or before the pair's last head, that the heads do not name.
+fn vanished_beside_heads(
+    local: &StoreState,
+    heads: &[(String, ObjectInfo)],
+    last_heads: &BTreeMap<String, String>,
+) -> Vec<String> {
+    let named: HashSet<&str> = heads.iter().map(|(id, _)| id.as_str()).collect();
+    let known_gone = |id: &str| match checkpoint::pair_of(id) {
+        None => true,
+        Some(pair) => last_heads.get(pair).is_none_or(|last| id <= last.as_str()),
+    };
+    local.known.keys().filter(|id| !named.contains(id.as_str()) && known_gone(id)).cloned().collect()
+}
+
+/// Whether name `id` is in range shard `i`'s part of the key space: after the shard before it,
+/// up to its own last name (the last shard: to the end).
+fn in_range_shard(manifest: &Manifest, i: usize, id: &str) -> bool {
+    let after_previous = i == 0 || id > manifest.ranges[i - 1].last.as_str();
+    let up_to_last = i + 1 == manifest.ranges.len() || id <= manifest.ranges[i].last.as_str();
+    after_previous && up_to_last
+}

@@ -1,0 +1,231 @@
+//! Checkpoints (`Options.checkpoints`): a cold reader starts from the newest checkpoint and the
+//! change log after it, in a handful of requests whatever the store's history, and ends with
+//! the records a full listing gives, with writes, overwrites and removes racing the checkpoint;
+//! a checkpoint that cannot be read is stepped over. Each scenario runs on the `file://`
+//! bucket, moto and Garage.
+
+mod sync_support;
+
+use std::path::Path;
+
+use objstore_db_core::bucket::{list_all, open_bucket, ListRequest};
+use objstore_db_core::sync::{SyncConfig, Token};
+use objstore_db_core::{Key, KeyRange, ScanOptions};
+use serde_json::{json, Value};
+use sync_support::*;
+use tempfile::TempDir;
+
+const PAIRS: usize = 5;
+const PER_PAIR: usize = 12;
+
+fn places(test: &str, dir: &Path) -> Vec<(&'static str, Value)> {
+    let local = json!({"bucket": "b", "endpoint": format!("file://{}", dir.join("bucket").display())});
+    vec![
+        ("file", local),
+        ("moto", signed_options(&server("moto"), "moto", "MOTO_SIGNED_BUCKET", &unique_prefix(test))),
+        ("garage", signed_options(&server("garage"), "garage", "GARAGE_BUCKET", &unique_prefix(test))),
+    ]
+}
+
+fn with(options: &Value, extra: Value) -> Value {
+    let mut options = options.clone();
+    for (k, v) in extra.as_object().unwrap() {
+        options[k] = v.clone();
+    }
+    options
+}
+
+/// A writer's mutable store, each record under `{platform}/{runtime}/{run}`.
+fn writer(path: &Path, options: &Value) -> Client {
+    let o = with(
+        options,
+        json!({"changeLog": true, "checkpoints": true, "checkpointHeads": 3,
+        "checkpointRangeObjects": 20}),
+    );
+    open(path, schema_with(&[("docs", json!({"format": "objstore", "Options": o}))]))
+}
+
+/// A reader's descriptions of the same objects, with the pair index a view of every pair's
+/// newest names scans; `checkpoints`: whether it starts from them.
+fn reader(path: &Path, options: &Value, checkpoints: bool) -> Client {
+    let mut o = with(options, json!({"changeLog": true, "keyLayout": "{platform}/{runtime}/{run}"}));
+    if checkpoints {
+        o["checkpoints"] = json!(true);
+    }
+    let block = json!({"name": "meta", "keyPath": "name",
+        "indexes": [{"name": "pair", "keyPath": ["metadata.platform", "metadata.runtime"]}],
+        "Sync": {"format": "objstore-meta", "prefetch": "meta", "prefetchRefractoryPeriod": 0, "Options": o}});
+    let schema = objstore_db_core::Schema::from_json(&json!({"version": 1, "stores": [block]}).to_string()).unwrap();
+    open(path, schema)
+}
+
+fn name(pair: usize, run: usize) -> String {
+    format!("p{}/rt{pair}/{run:04}", pair % 2)
+}
+
+/// Each record as (name, etag, size): what a listing says of it.
+fn described(client: &mut Client, scan: &ScanOptions) -> Vec<(String, String, u64)> {
+    let values = client.values("meta", scan).unwrap();
+    values
+        .iter()
+        .map(|v| (v["name"].as_str().unwrap().into(), v["etag"].as_str().unwrap().into(), v["size"].as_u64().unwrap()))
+        .collect()
+}
+
+fn pair_scan(pair: &str, after: Option<&str>, limit: usize) -> ScanOptions {
+    let lower = after.map_or_else(|| format!("{pair}/"), |a| format!("{a}0"));
+    ScanOptions::new().range(KeyRange::bound(lower, format!("{pair}0"), false, true)).limit(limit)
+}
+
+#[test]
+fn a_cold_reader_through_a_checkpoint_ends_with_the_records_a_full_listing_gives() {
+    let dir = TempDir::new().unwrap();
+    for (place, options) in places("checkpoint-cold", dir.path()) {
+        let mut w = writer(&dir.path().join(format!("{place}-w.sqlite3")), &options);
+        for pair in 0..PAIRS {
+            for run in 0..PER_PAIR {
+                w.db.put("docs", json!({"run": run}), Some(Key::String(name(pair, run)))).unwrap();
+            }
+        }
+        w.flush().unwrap();
+
+        // Writes racing the checkpoint: a second writer's, between the listing and the
+        // manifest, can land either side of its position; the change log has them all.
+        let racing = {
+            let (path, options) = (dir.path().join(format!("{place}-w2.sqlite3")), options.clone());
+            std::thread::spawn(move || {
+                let mut w2 = writer(&path, &options);
+                for i in 0..10 {
+                    w2.put("docs", json!({"racing": i}), Some(Key::String(name(i % PAIRS, 100 + i)))).unwrap();
+                }
+                w2.remove("docs", &KeyRange::only(name(0, 100))).unwrap();
+            })
+        };
+        let report = w.checkpoint("docs").unwrap();
+        racing.join().unwrap();
+        assert!(report.objects >= (PAIRS * PER_PAIR) as u64, "{place}: {report:?}");
+        assert!(report.shards >= 3, "{place}: several range shards and the heads: {report:?}");
+
+        // After the checkpoint: an overwrite, removes in and beyond a pair's heads, a new
+        // newest name, a new pair.
+        w.put("docs", json!({"run": "again"}), Some(Key::String(name(0, 0)))).unwrap();
+        w.remove("docs", &KeyRange::only(name(2, 1))).unwrap();
+        w.remove("docs", &KeyRange::only(name(3, 9))).unwrap();
+        w.put("docs", json!({"new": true}), Some(Key::String(name(4, 0).replace("0000", "0000a")))).unwrap();
+        w.put("docs", json!({"new": "pair"}), Some(Key::String(name(PAIRS, 0)))).unwrap();
+
+        let mut listed = reader(&dir.path().join(format!("{place}-listed.sqlite3")), &options, false);
+        let everything = described(&mut listed, &ScanOptions::new());
+        assert_eq!(everything.len(), PAIRS * PER_PAIR + 10 - 1 - 2 + 2, "{place}");
+
+        // Every pair's newest names: the manifest and the heads, then the log (and the one-key
+        // page of the pair a head was removed from: its first name may be past the heads).
+        let mut cold = reader(&dir.path().join(format!("{place}-cold.sqlite3")), &options, true);
+        let firsts = ScanOptions::new().index("pair").unique();
+        let newest = cold.keys("meta", &firsts).unwrap();
+        assert_eq!(newest, listed.keys("meta", &firsts).unwrap(), "{place}");
+        let stats = cold.take_sync_stats();
+        let waves = waves(&options);
+        assert_eq!((stats.count("LIST"), stats.count("GET")), (3, 2 + waves), "{place}: {stats:?}");
+        // A pair's newest names within its heads cost nothing more; further back, its range
+        // shard and the log again (then the refresh after the scan).
+        for pair in 0..=PAIRS {
+            let pair = name(pair, 0);
+            let pair = &pair[..pair.rfind('/').unwrap()];
+            assert_eq!(
+                described(&mut cold, &pair_scan(pair, None, 2)),
+                described(&mut listed, &pair_scan(pair, None, 2))
+            );
+            // The refresh a scan of a prefetching store makes after it answered: one LIST.
+            let stats = cold.take_sync_stats();
+            assert_eq!((stats.count("GET"), stats.total()), (0, 1), "{place}: {pair} is in the heads: {stats:?}");
+        }
+        let deep = pair_scan("p1/rt3", Some(&name(3, 2)), 20);
+        assert_eq!(described(&mut cold, &deep), described(&mut listed, &deep), "{place}");
+        let stats = cold.take_sync_stats();
+        assert_eq!((stats.count("GET"), stats.count("LIST")), (1, 2), "{place}: {stats:?}");
+        // The whole store: every range shard, then the log.
+        assert_eq!(described(&mut cold, &ScanOptions::new()), everything, "{place}");
+
+        // A cold reader of the whole store at once.
+        let mut whole = reader(&dir.path().join(format!("{place}-whole.sqlite3")), &options, true);
+        assert_eq!(described(&mut whole, &ScanOptions::new()), everything, "{place}");
+        let stats = whole.take_sync_stats();
+        assert_eq!(stats.count("LIST"), 2, "{place}: the checkpoints' one key and the log: {stats:?}");
+        // The manifest and the range shards (not the heads), and the log's waves.
+        assert_eq!(stats.count("GET"), 1 + report.shards as u64 - 1 + waves, "{place}: {stats:?}");
+    }
+}
+
+/// The wave markers in the store's change log (a flush of several writes leaves one; a cold
+/// reader reads each once).
+fn waves(options: &Value) -> u64 {
+    let config = SyncConfig::from_json("x", &json!({"format": "objstore", "Options": options}), &|_| None).unwrap();
+    let bucket = open_bucket(&config.connection, Default::default()).unwrap();
+    let log = format!("{}.objstore-changes/", options["prefix"].as_str().unwrap_or(""));
+    let listing = list_all(&*bucket, &ListRequest { prefix: log, ..Default::default() }, &Token::default()).unwrap();
+    listing.objects.iter().filter(|o| o.key.rsplit('/').next().is_some_and(|n| n.starts_with('w'))).count() as u64
+}
+
+/// The object `name` under the store's prefix, written or replaced as is (a crashed writer's
+/// leftovers, a corrupted shard).
+fn put_raw(options: &Value, name: &str, body: &[u8]) {
+    let config = SyncConfig::from_json("x", &json!({"format": "objstore", "Options": options}), &|_| None).unwrap();
+    let bucket = open_bucket(&config.connection, Default::default()).unwrap();
+    let key = format!("{}{name}", options["prefix"].as_str().unwrap_or(""));
+    bucket.put(&key, body, &Default::default(), &Token::default()).unwrap();
+}
+
+#[test]
+fn a_checkpoint_that_cannot_be_read_is_stepped_over_and_an_old_one_is_not_taken() {
+    let dir = TempDir::new().unwrap();
+    for (place, options) in places("checkpoint-unreadable", dir.path()).into_iter().take(2) {
+        let mut w = writer(&dir.path().join(format!("{place}-w.sqlite3")), &options);
+        for run in 0..30 {
+            w.db.put("docs", json!({"run": run}), Some(Key::String(name(run % 3, run)))).unwrap();
+        }
+        w.flush().unwrap();
+        let older = w.checkpoint("docs").unwrap();
+        // A bucket's clock is read from its `Date`, in whole seconds.
+        std::thread::sleep(std::time::Duration::from_millis(1_500));
+        w.put("docs", json!({"late": true}), Some(Key::String(name(0, 99)))).unwrap();
+        let newer = w.checkpoint("docs").unwrap();
+        assert!(newer.manifest < older.manifest, "{place}: the newest sorts first");
+        // The newer one's first range shard is not a shard; a crashed writer left a shard of a
+        // still newer one, and no manifest.
+        let stamp = newer.manifest.rsplit('/').next().unwrap().trim_end_matches(".json");
+        put_raw(&options, &format!(".objstore-checkpoints/{stamp}/r00000.json"), b"not a shard");
+        let crashed = format!("{}-{}", "0".repeat(13), &stamp[14..]);
+        put_raw(&options, &format!(".objstore-checkpoints/{crashed}/r00000.json"), b"{}");
+        // A manifest from a clock far ahead would have the log read from the future.
+        let ahead = format!("{}-{}", "0".repeat(12) + "1", &stamp[14..]);
+        put_raw(&options, &format!(".objstore-checkpoints/{ahead}.json"), b"{}");
+
+        let mut listed = reader(&dir.path().join(format!("{place}-listed.sqlite3")), &options, false);
+        let everything = described(&mut listed, &ScanOptions::new());
+        assert_eq!(everything.len(), 31, "{place}");
+        let mut cold = reader(&dir.path().join(format!("{place}-cold.sqlite3")), &options, true);
+        assert_eq!(described(&mut cold, &ScanOptions::new()), everything, "{place}: from the older one and the log");
+        let stats = cold.take_sync_stats();
+        // The crashed one's key, the one from ahead, the newer manifest's, the older's; the log.
+        assert_eq!(stats.count("LIST"), 5, "{place}: {stats:?}");
+
+        // A reader that lists in full every millisecond takes no checkpoint (the log may be
+        // pruned past it): a listing, not a GET. (Its reading of the bucket's clock may be up to
+        // a second behind the writer's.)
+        std::thread::sleep(std::time::Duration::from_millis(2_000));
+        let mut o = with(
+            &options,
+            json!({"changeLog": true, "keyLayout": "{platform}/{runtime}/{run}",
+            "checkpoints": true, "relistEveryMs": 1}),
+        );
+        o["prefix"] = options.get("prefix").cloned().unwrap_or(json!(""));
+        let block = json!({"name": "meta", "keyPath": "name",
+            "Sync": {"format": "objstore-meta", "prefetch": "meta", "Options": o}});
+        let schema =
+            objstore_db_core::Schema::from_json(&json!({"version": 1, "stores": [block]}).to_string()).unwrap();
+        let mut strict = open(&dir.path().join(format!("{place}-strict.sqlite3")), schema);
+        assert_eq!(described(&mut strict, &ScanOptions::new()), everything, "{place}");
+        assert_eq!(strict.take_sync_stats().count("GET"), 0, "{place}");
+    }
+}
