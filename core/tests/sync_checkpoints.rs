@@ -229,3 +229,28 @@ fn a_checkpoint_that_cannot_be_read_is_stepped_over_and_an_old_one_is_not_taken(
         assert_eq!(strict.take_sync_stats().count("GET"), 0, "{place}");
     }
 }
+
+#[test]
+fn a_directory_keeps_the_two_newest_checkpoints() {
+    let dir = TempDir::new().unwrap();
+    let (_, options) = places("checkpoint-prune", dir.path()).remove(0);
+    let mut w = writer(&dir.path().join("w.sqlite3"), &options);
+    let mut written = Vec::new();
+    for round in 0..4 {
+        w.put("docs", json!({"round": round}), Some(Key::String(name(0, round)))).unwrap();
+        written.push(w.checkpoint("docs").unwrap().manifest);
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    // A crashed writer's shards, older than what is kept.
+    let stamp = written[0].rsplit('/').next().unwrap().trim_end_matches(".json");
+    put_raw(&options, &format!(".objstore-checkpoints/{}9/r00000.json", &stamp[..stamp.len() - 1]), b"{}");
+    w.checkpoint("docs").unwrap();
+    let config = SyncConfig::from_json("x", &json!({"format": "objstore", "Options": options}), &|_| None).unwrap();
+    let bucket = open_bucket(&config.connection, Default::default()).unwrap();
+    let request = ListRequest { prefix: ".objstore-checkpoints/".into(), ..Default::default() };
+    let left = list_all(&*bucket, &request, &Token::default()).unwrap().objects;
+    let manifests: Vec<&str> = left.iter().map(|o| o.key.as_str()).filter(|k| k.matches('/').count() == 1).collect();
+    assert_eq!(manifests.len(), 2, "{left:?}");
+    assert_eq!(manifests[1], written[3], "the newest two: the fifth and the fourth");
+    assert_eq!(left.len(), 2 * 3, "each with its heads and range shard: {left:?}");
+}

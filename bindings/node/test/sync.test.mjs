@@ -114,3 +114,34 @@ test('a withdrawn write leaves the outbox', async () => {
     await db.close();
   }
 });
+
+for (const name of /** @type {const} */ (['moto', 'garage'])) {
+  test(`a cold reader starts from a checkpoint on ${name}`, async () => {
+    const dir = tempDir();
+    const Options = { ...syncOptions(name, 'cp'), changeLog: true, checkpoints: true };
+    /** @type {Record<string, import('objstore-db').SyncOptions>} */
+    const sync = { results: { format: 'objstore', prefetch: 'full', Options } };
+    const schema = { stores: [{ name: 'results' }] };
+    const writer = new Storage(path.join(dir, 'w.sqlite3'), schema, { sync });
+    try {
+      for (let i = 0; i < 5; i++) await writer.put('results', { i }, `linux/node/${i}`);
+      assert.equal((await writer.flush()).pending, 0);
+      const report = await writer.checkpoint('results');
+      assert.equal(report.objects, 5, JSON.stringify(report));
+      assert.equal(report.shards, 2, JSON.stringify(report));
+      assert.ok(report.manifest.startsWith(`${Options.prefix}.objstore-checkpoints/`), report.manifest);
+      await writer.put('results', { i: 'late' }, 'linux/node/late');
+      assert.equal((await writer.flush()).pending, 0);
+    } finally {
+      await writer.close();
+    }
+    const reader = new Storage(path.join(dir, 'r.sqlite3'), schema, { sync });
+    try {
+      assert.equal(await reader.count('results'), 6);
+      // The checkpoints' newest key and the change log after it.
+      assert.deepEqual(reader.syncStats().requests.LIST, { 200: 2 });
+    } finally {
+      await reader.close();
+    }
+  });
+}

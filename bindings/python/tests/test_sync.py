@@ -84,3 +84,31 @@ async def test_a_withdrawn_write_leaves_the_outbox(tmp_path: pathlib.Path) -> No
         assert (await db.flush())["pending"] == 1
         with pytest.raises(objstore_db.InvalidArgumentError, match="not synced|no Sync"):
             await db.withdraw_pending("nope", "x")
+
+
+@pytest.mark.parametrize("name,bucket", SERVERS)
+async def test_a_cold_reader_starts_from_a_checkpoint(name: str, bucket: str, tmp_path: pathlib.Path) -> None:
+    """checkpoint() writes the store's names; a cold reader takes them (and the change log
+    after them) in a handful of requests instead of listing every name."""
+    o = {**options(name, bucket, "cp"), "changeLog": True, "checkpoints": True}
+    sync = {"results": {"format": "objstore", "prefetch": "full", "Options": o}}
+    schema = {"stores": [{"name": "results"}]}
+    async with objstore_db.open(str(tmp_path / "w.sqlite3"), schema, sync=sync) as writer:
+        for i in range(5):
+            await writer.put("results", {"i": i}, f"linux/python/{i}")
+        assert (await writer.flush())["pending"] == 0
+        report = await writer.checkpoint("results")
+        assert report["objects"] == 5 and report["shards"] == 2, report
+        assert report["manifest"].startswith(o["prefix"] + ".objstore-checkpoints/"), report
+        await writer.put("results", {"i": "late"}, "linux/python/late")
+        assert (await writer.flush())["pending"] == 0
+    async with objstore_db.open(str(tmp_path / "r.sqlite3"), schema, sync=sync) as reader:
+        assert await reader.count("results") == 6
+        stats = reader.sync_stats()
+        # The checkpoints' newest key and the change log after it; the manifest, the range
+        # shard and the six bodies.
+        assert stats["requests"]["LIST"] == {"200": 2}, stats
+    with pytest.raises(objstore_db.InvalidArgumentError, match="keeps no checkpoints"):
+        plain = {"results": {"format": "objstore", "Options": options(name, bucket, "cp")}}
+        async with objstore_db.open(str(tmp_path / "p.sqlite3"), schema, sync=plain) as db:
+            await db.checkpoint("results")

@@ -1,6 +1,6 @@
 // What the browser tests and the page benchmark share: the app as a real process on loopback,
 // runs in the stored format, and Debian's Chromium driven by playwright-core.
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { once } from "node:events";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createInterface } from "node:readline";
@@ -40,6 +40,17 @@ export async function startApp(dir, args = [], env = {}) {
       await exited;
     },
   };
+}
+
+/** `objstore-results checkpoint` over the file:// bucket in `dir` (or the bucket `env` names):
+ * what it wrote, as the command prints it, and how long it took in ms. */
+export function checkpoint(dir, env = {}) {
+  const started = performance.now();
+  const out = execFileSync(binary, ["checkpoint", "--cache", join(dir, `checkpoint-${Date.now()}.sqlite3`)], {
+    env: { ...process.env, OBJSTORE_RESULTS: `file://${join(dir, "bucket")}`, OBJSTORE_RESULTS_PREFIX: "", ...env },
+    stdio: ["ignore", "pipe", "inherit"],
+  }).toString().trim();
+  return { printed: out, ms: Math.round(performance.now() - started) };
 }
 
 /** A run as the app stores it; `tests` are [suite, name, status, message?]. */
@@ -99,11 +110,12 @@ export async function loads(browser, url, times, mark = "matrix-rendered") {
     // The server's own time for the view, and the part of it spent waiting on the bucket.
     const buildMs = Number(await page.getAttribute("#cost", "data-build-ms"));
     const bucketMs = Number(await page.getAttribute("#cost", "data-bucket-ms"));
+    const bytesIn = Number(await page.getAttribute("#cost", "data-bytes-in"));
     const kinds = (await page.textContent("#cost")).match(/\(([^)]*)\)/)?.[1] ?? "";
     const rows = await page.$$eval("#matrix tbody tr", (trs) => trs.length).catch(() => 0);
     await cdp.send("HeapProfiler.collectGarbage");
     const { usedSize } = await cdp.send("Runtime.getHeapUsage");
-    out.push({ ms, requests, kinds, rows, buildMs, bucketMs, heapMb: Number((usedSize / 2 ** 20).toFixed(1)) });
+    out.push({ ms, requests, kinds, rows, buildMs, bucketMs, bytesIn, heapMb: Number((usedSize / 2 ** 20).toFixed(1)) });
   }
   await page.close();
   return out;

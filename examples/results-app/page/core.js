@@ -153,6 +153,7 @@ export function showCost(cost) {
   costLine.dataset.requests = String(cost.requests);
   costLine.dataset.buildMs = String(cost.ms);
   costLine.dataset.bucketMs = String(cost.bucketMs);
+  costLine.dataset.bytesIn = String(cost.bytesIn);
 }
 
 // ----- data ---------------------------------------------------------------------------------

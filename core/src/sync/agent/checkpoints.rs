@@ -22,8 +22,9 @@ pub(super) struct Taken {
     /// The range shards applied.
     ranges: Vec<bool>,
     /// Each pair's last head, when the heads were applied: from the pair's first name to it,
-    /// every name is held.
-    heads: Option<BTreeMap<String, String>>,
+    /// every name is held (to the pair's end, for a pair of fewer names than the heads hold:
+    /// `None`).
+    heads: Option<BTreeMap<String, Option<String>>>,
 }
 
 /// What [`Agent::checkpoint`] wrote.
@@ -82,6 +83,10 @@ impl Agent {
         token.check(&what)?;
         self.recorded(s, s.bucket.put(&manifest, &manifest_body, &create, token))?;
         let bytes = built.shards.iter().map(|(_, body)| body.len() as u64).sum::<u64>() + manifest_body.len() as u64;
+        if s.config.policy.in_directory {
+            // A failure only leaves more behind, for the next checkpoint to remove.
+            let _ = self.prune_checkpoints(s, config, token);
+        }
         Ok(CheckpointReport { manifest, position_ms, objects: objects.len() as u64, shards: built.shards.len(), bytes })
     }
 
@@ -121,7 +126,7 @@ impl Agent {
             let described = records(s, store, objects);
             let (vanished, last_heads) = match heads {
                 true => {
-                    let last_heads = last_of_each_pair(&described);
+                    let last_heads = last_of_each_pair(&described, manifest.heads_per_pair);
                     (vanished_beside_heads(&local, &described, &last_heads), Some(last_heads))
                 }
                 false => (vanished(&local, &described), None),
@@ -211,9 +216,10 @@ impl Agent {
             }
             let Some(heads) = &taken.heads else { return false };
             match checkpoint::pair_of(lower).and_then(|pair| heads.get(pair)) {
-                Some(last) => last.clone(),
-                // A pair the checkpoint did not have: the change log named each of its names.
-                None => return true,
+                Some(Some(last)) => last.clone(),
+                // A pair the heads hold whole, or one the checkpoint did not have: the change
+                // log named each of its names since.
+                Some(None) | None => return true,
             }
         };
         if upper <= last_head.as_str() {
@@ -234,6 +240,26 @@ impl Agent {
     /// Whether a checkpoint of `store` was taken.
     pub(super) fn took_checkpoint(&self, store: &str) -> bool {
         self.seen().get(store).is_some_and(|s| s.checkpoint.is_some())
+    }
+
+    /// Removes the checkpoints older than the one before the newest, and what writers that died
+    /// part-way left as old: where nothing else expires them (a directory; on S3, a lifecycle
+    /// rule does). Checkpoints newer than those kept (another writer's, being written) stay.
+    fn prune_checkpoints(&self, s: &SyncedStore, config: &CheckpointConfig, token: &Token) -> Result<()> {
+        let request = ListRequest { prefix: config.prefix.clone(), ..Default::default() };
+        let listed = list_all(&*s.bucket, &request, token)?.objects;
+        // Names sort newest first: the second manifest met is the last kept.
+        let second = listed
+            .iter()
+            .filter_map(|o| checkpoint::stamp_of(&config.prefix, &o.key).filter(|(_, manifest)| *manifest))
+            .nth(1);
+        let Some((kept, _)) = second else { return Ok(()) };
+        for object in &listed {
+            if checkpoint::stamp_of(&config.prefix, &object.key).is_some_and(|(stamp, _)| stamp > kept) {
+                s.bucket.delete(&object.key, token)?;
+            }
+        }
+        Ok(())
     }
 
     /// The next manifest after `after` (from the newest), read and checked, unless its name says
@@ -323,15 +349,17 @@ fn in_one_pair(scan: &ScanOptions) -> Option<(&str, bool, &str)> {
     (scan.index.is_none() && upper.as_str() <= end.as_str()).then_some((lower.as_str(), *lower_open, upper.as_str()))
 }
 
-/// Each pair's last name among heads (in key order).
-fn last_of_each_pair(heads: &[(String, ObjectInfo)]) -> BTreeMap<String, String> {
-    let mut last = BTreeMap::new();
+/// Each pair's last name among heads (in key order), or `None` for a pair of fewer names than
+/// `per_pair`: the heads hold all of it.
+fn last_of_each_pair(heads: &[(String, ObjectInfo)], per_pair: u64) -> BTreeMap<String, Option<String>> {
+    let mut last: BTreeMap<String, (String, u64)> = BTreeMap::new();
     for (id, _) in heads {
         if let Some(pair) = checkpoint::pair_of(id) {
-            last.insert(pair.to_string(), id.clone());
+            let entry = last.entry(pair.to_string()).or_insert_with(|| (id.clone(), 0));
+            *entry = (id.clone(), entry.1 + 1);
         }
     }
-    last
+    last.into_iter().map(|(pair, (id, held))| (pair, (held >= per_pair).then_some(id))).collect()
 }
 
 /// What the local copy holds that a checkpoint's heads say is gone: names in no pair, or in a
@@ -339,12 +367,12 @@ fn last_of_each_pair(heads: &[(String, ObjectInfo)]) -> BTreeMap<String, String>
 fn vanished_beside_heads(
     local: &StoreState,
     heads: &[(String, ObjectInfo)],
-    last_heads: &BTreeMap<String, String>,
+    last_heads: &BTreeMap<String, Option<String>>,
 ) -> Vec<String> {
     let named: HashSet<&str> = heads.iter().map(|(id, _)| id.as_str()).collect();
-    let known_gone = |id: &str| match checkpoint::pair_of(id) {
-        None => true,
-        Some(pair) => last_heads.get(pair).is_none_or(|last| id <= last.as_str()),
+    let known_gone = |id: &str| match checkpoint::pair_of(id).map(|pair| last_heads.get(pair)) {
+        None | Some(None) | Some(Some(None)) => true,
+        Some(Some(Some(last))) => id <= last.as_str(),
     };
     local.known.keys().filter(|id| !named.contains(id.as_str()) && known_gone(id)).cloned().collect()
 }

@@ -1,6 +1,7 @@
 //! The commands, one file each: what each reads from its arguments and the environment, which
 //! rooms it calls, and what it prints. Any room may be called from here.
 
+mod checkpoint;
 mod codeowners;
 mod export;
 mod gate;
@@ -21,7 +22,7 @@ use crate::views::Viewer;
 
 pub const USAGE: &str = "usage: objstore-results [--listen ADDR] [--cache PATH]
        objstore-results post [--runtime R] [--platform P] [--version V] [--suite S] [--run ID] [--commit C] [--branch B] [--url U] [--job J] [--label K=V]... [--codeowners FILE] [--collector URL] FILE...
-       objstore-results serve [--listen ADDR] [--cache PATH] [--origin URL]... [--token T]... [--tokens FILE] [--allow-anonymous-origins] [--max-bytes N] [--per-minute N] [--burst N] [--timeout-secs N] [--editor-token T]... [--webhook URL] [--triage-every SECS] [--auto-apply]
+       objstore-results serve [--listen ADDR] [--cache PATH] [--origin URL]... [--token T]... [--tokens FILE] [--allow-anonymous-origins] [--max-bytes N] [--per-minute N] [--burst N] [--timeout-secs N] [--editor-token T]... [--webhook URL] [--triage-every SECS] [--checkpoint-every SECS] [--auto-apply]
        objstore-results matrix [--cache PATH]
        objstore-results export --out FILE [--cache PATH]
        objstore-results summary [--run ID | --commit C [--base B]] [--markdown] [--page URL] [--cache PATH] [--collector URL]
@@ -34,6 +35,7 @@ pub const USAGE: &str = "usage: objstore-results [--listen ADDR] [--cache PATH]
        objstore-results rules edit ID [--title T] [--issue URL] [--test PATTERN] [--text PATTERN]
        objstore-results rules remove ID | close ID | reopen ID | list
        objstore-results triage [--apply] [--confirm ID] [--webhook URL]
+       objstore-results checkpoint [--cache PATH]
        objstore-results --help";
 
 /// The value after `flag`, or an error that says it is missing.
@@ -98,6 +100,8 @@ pub const HELP: &str = "objstore-results: test results in a bucket, read back as
                          one, a token of every pair may (--token, or a tokens file's */* line)
       --auto-apply       a proposal that activates applies itself (else a person confirms it
                          on the page's Proposals view, with the token)
+      --checkpoint-every SECS  how often a checkpoint of the runs is written (default 600; 0:
+                         never), so that a cold view starts from it (see checkpoint)
 
   objstore-results matrix [--cache PATH]
       Prints the matrix: one row per platform / runtime, one column per suite.
@@ -154,6 +158,11 @@ pub const HELP: &str = "objstore-results: test results in a bucket, read back as
       is under a lower threshold. Kept in the bucket (.lifecycle); --apply applies those that
       activated in this weighing, --confirm ID applies an active one (as the page's Confirm);
       nothing is applied otherwise.
+  objstore-results checkpoint [--cache PATH]
+      Writes a checkpoint of the bucket's runs (serve does every --checkpoint-every): every
+      run's name as of now, in shards under .objstore-checkpoints/. A cold view (an empty
+      cache) then reads the newest checkpoint's small parts and the change log after it, a
+      handful of requests, instead of listing every run the bucket ever held.
 
 Where runs live (every command says which bucket it opened):
   OBJSTORE_RESULTS         file://DIR (default file://./results; objects in DIR/BUCKET/) or an S3
@@ -201,6 +210,7 @@ pub fn dispatch(args: &[String]) -> AppResult<()> {
         Some((command, rest)) if command == "codeowners" => codeowners::run(rest),
         Some((command, rest)) if command == "rules" => rules::run(rest),
         Some((command, rest)) if command == "triage" => triage::run(rest),
+        Some((command, rest)) if command == "checkpoint" => checkpoint::run(rest),
         Some((command, _)) if !command.starts_with("--") => {
             Err(AppError::bad(format!("unknown command {command:?}\n{USAGE}")))
         }

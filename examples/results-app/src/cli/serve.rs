@@ -72,6 +72,10 @@ pub fn run(args: &[String], start: bool) -> AppResult<()> {
                 }
                 config.webhook = Some(value.clone());
             }
+            "--checkpoint-every" => {
+                let secs = number("--checkpoint-every")?;
+                config.checkpoint_every = (secs > 0).then(|| std::time::Duration::from_secs(secs.into()));
+            }
             "--triage-every" => {
                 let secs = number("--triage-every")?;
                 config.triage_every = (secs > 0).then(|| std::time::Duration::from_secs(secs.into()));

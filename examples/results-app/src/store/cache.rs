@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use objstore_db::rsapi::Db;
-use objstore_db_core::{MechanismKind, Stats};
+use objstore_db_core::{CheckpointReport, MechanismKind, Stats};
 
 use crate::error::{AppError, AppResult};
 use crate::store::schema::viewer_schema;
@@ -59,6 +59,12 @@ impl Cache {
     /// Lists the bucket now, whatever the refractory period.
     pub fn relist(&self) -> AppResult<()> {
         call(|done| self.db.prefetch("results-meta", done))
+    }
+
+    /// Writes a checkpoint of the runs' names (the library's `checkpoint`): a cold view then
+    /// starts from it, in a handful of requests however many runs the bucket holds.
+    pub fn checkpoint(&self) -> AppResult<CheckpointReport> {
+        call(|done| self.db.checkpoint("results-meta", done))
     }
 
     /// The library's count of requests so far (it only grows).

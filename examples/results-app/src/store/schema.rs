@@ -12,11 +12,13 @@ pub const DOCUMENTS_STORE: &str = "quarantine";
 
 impl Target {
     /// The `results` store (the app README's "The result format"), immutable and create-only, syncing to this target;
-    /// each run stored leaves a change-log marker, so a viewer's warm refresh is one LIST.
+    /// each run stored leaves a change-log marker, so a viewer's warm refresh is one LIST, and
+    /// a cold one starts from the newest checkpoint (see `Cache::checkpoint`).
     pub fn schema(&self) -> Value {
         let mut options = self.options();
         options["metadata"] = json!(["platform", "browser", "version"]);
         options["changeLog"] = json!(true);
+        options["checkpoints"] = json!(true);
         json!({"stores": [{"name": "results", "Sync": {"format": "objstore", "immutable": true, "Options": options}}]})
     }
 

@@ -226,6 +226,11 @@ impl Viewer {
         self.db.relist()
     }
 
+    /// Writes a checkpoint of the runs' names (see [`Cache::checkpoint`]).
+    pub fn checkpoint(&self) -> AppResult<objstore_db_core::CheckpointReport> {
+        self.db.checkpoint()
+    }
+
     /// Builds a view with `build`, with its cost: the bucket requests made while it was built.
     /// Views do not wait for each other; what they share waits once (the listing after a
     /// write beside this viewer, every pair's newest runs).

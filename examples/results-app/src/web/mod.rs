@@ -41,6 +41,9 @@ pub async fn serve(
     if let Some(every) = config.triage_every {
         tokio::spawn(weigh_triage(viewer.clone(), every, config.webhook.clone(), config.auto_apply));
     }
+    if let Some(every) = config.checkpoint_every {
+        tokio::spawn(write_checkpoints(viewer.clone(), every));
+    }
     let app = router(config, writer, viewer);
     axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
         .with_graceful_shutdown(async {
@@ -71,6 +74,22 @@ async fn weigh_triage(viewer: Arc<Viewer>, every: std::time::Duration, webhook: 
             Ok(Err(e)) => eprintln!("objstore-results: weighing the triage lifecycle: {e}"),
             Err(e) => eprintln!("objstore-results: weighing the triage lifecycle failed: {e}"),
             Ok(Ok(())) => {}
+        }
+    }
+}
+
+/// Writes a checkpoint of the runs every `every` (the first time after one `every`). A failure
+/// is said on stderr and tried again next time.
+async fn write_checkpoints(viewer: Arc<Viewer>, every: std::time::Duration) {
+    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let viewer = viewer.clone();
+        match tokio::task::spawn_blocking(move || viewer.checkpoint()).await {
+            Ok(Err(e)) => eprintln!("objstore-results: writing a checkpoint: {e}"),
+            Err(e) => eprintln!("objstore-results: writing a checkpoint failed: {e}"),
+            Ok(Ok(_)) => {}
         }
     }
 }

@@ -35,6 +35,8 @@ pub struct Config {
     /// The triage lifecycle: how often it is weighed (none: never), where its events are
     /// posted, and whether a proposal applies itself without a person's confirmation.
     pub triage_every: Option<Duration>,
+    /// How often a checkpoint of the runs is written (none: never).
+    pub checkpoint_every: Option<Duration>,
     pub webhook: Option<String>,
     pub auto_apply: bool,
     /// Tokens that may edit the failure rules and confirm proposals (`--editor-token`); none
@@ -115,6 +117,7 @@ impl Default for Config {
             burst: 100,
             timeout: Duration::from_secs(30),
             triage_every: Some(Duration::from_secs(300)),
+            checkpoint_every: Some(Duration::from_secs(600)),
             webhook: None,
             auto_apply: false,
             editors: Vec::new(),
