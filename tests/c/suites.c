@@ -830,6 +830,10 @@ static void a_put_reaches_moto_and_another_client_reads_it(void) {
     CHECK_CONTAINS(stats, "\"costUsd\":");
     CHECK_CONTAINS(stats, "\"conditionalWrites\":");
     objstore_string_free(stats);
+    /* A store that keeps no checkpoints says so, through the callback. */
+    CHECK(objstore_db_checkpoint(writer, "results", on_done, &w, NULL, NULL) == OK);
+    CHECK(wait_for(&w) == OBJSTORE_STATUS_INVALID_ARGUMENT);
+    CHECK_CONTAINS(w.result, "keeps no checkpoints");
     /* Cached and immutable: read again with no request. */
     CHECK(objstore_db_get(reader, 0, "results", J("\"linux/c/1\""), 0, on_done, &w, NULL, NULL) == OK);
     CHECK(wait_for(&w) == OK);

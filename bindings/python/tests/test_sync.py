@@ -90,7 +90,8 @@ async def test_a_withdrawn_write_leaves_the_outbox(tmp_path: pathlib.Path) -> No
 async def test_a_cold_reader_starts_from_a_checkpoint(name: str, bucket: str, tmp_path: pathlib.Path) -> None:
     """checkpoint() writes the store's names; a cold reader takes them (and the change log
     after them) in a handful of requests instead of listing every name."""
-    o = {**options(name, bucket, "cp"), "changeLog": True, "checkpoints": True}
+    plain = options(name, bucket, "cp")
+    o: dict[str, object] = {**plain, "changeLog": True, "checkpoints": True}
     sync = {"results": {"format": "objstore", "prefetch": "full", "Options": o}}
     schema = {"stores": [{"name": "results"}]}
     async with objstore_db.open(str(tmp_path / "w.sqlite3"), schema, sync=sync) as writer:
@@ -99,7 +100,7 @@ async def test_a_cold_reader_starts_from_a_checkpoint(name: str, bucket: str, tm
         assert (await writer.flush())["pending"] == 0
         report = await writer.checkpoint("results")
         assert report["objects"] == 5 and report["shards"] == 2, report
-        assert report["manifest"].startswith(o["prefix"] + ".objstore-checkpoints/"), report
+        assert report["manifest"].startswith(plain["prefix"] + ".objstore-checkpoints/"), report
         await writer.put("results", {"i": "late"}, "linux/python/late")
         assert (await writer.flush())["pending"] == 0
     async with objstore_db.open(str(tmp_path / "r.sqlite3"), schema, sync=sync) as reader:
@@ -109,6 +110,6 @@ async def test_a_cold_reader_starts_from_a_checkpoint(name: str, bucket: str, tm
         # shard and the six bodies.
         assert stats["requests"]["LIST"] == {"200": 2}, stats
     with pytest.raises(objstore_db.InvalidArgumentError, match="keeps no checkpoints"):
-        plain = {"results": {"format": "objstore", "Options": options(name, bucket, "cp")}}
-        async with objstore_db.open(str(tmp_path / "p.sqlite3"), schema, sync=plain) as db:
+        without = {"results": {"format": "objstore", "Options": plain}}
+        async with objstore_db.open(str(tmp_path / "p.sqlite3"), schema, sync=without) as db:
             await db.checkpoint("results")

@@ -27,6 +27,27 @@ pub(super) struct Taken {
     heads: Option<BTreeMap<String, Option<String>>>,
 }
 
+/// What a prefetch took of a checkpoint, for the local copy's record once it is applied.
+pub(super) enum Step {
+    /// Its heads or every range, from the newest checkpoint.
+    Took(Taken),
+    /// These range shards of the checkpoint taken.
+    Ranges(Vec<usize>),
+}
+
+impl Seen {
+    /// Notes what a prefetch applied: a checkpoint's part, or a listing (after which what was
+    /// taken of a checkpoint says nothing any more).
+    pub(super) fn note_checkpoint(&mut self, step: Option<Step>, listed: bool) {
+        match (step, &mut self.checkpoint) {
+            (Some(Step::Took(taken)), _) => self.checkpoint = Some(taken),
+            (Some(Step::Ranges(over)), Some(taken)) => over.into_iter().for_each(|i| taken.ranges[i] = true),
+            (None, _) if listed => self.checkpoint = None,
+            _ => {}
+        }
+    }
+}
+
 /// What [`Agent::checkpoint`] wrote.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CheckpointReport {
@@ -139,10 +160,11 @@ impl Agent {
                 first_per_pair: heads,
                 complete_before: false,
                 listed_at_ms: Some(manifest.position_ms),
+                checkpoint: None,
             };
             let ranges = vec![!heads; manifest.ranges.len()];
             let taken = Taken { stamp, manifest: Arc::new(manifest), ranges, heads: last_heads };
-            self.seen().entry(store.to_string()).or_default().checkpoint = Some(taken);
+            let learnt = Learnt { checkpoint: Some(Step::Took(taken)), ..learnt };
             return Ok(Some((learnt, local, HashSet::new())));
         }
         Ok(None)
@@ -187,9 +209,6 @@ impl Agent {
             .filter(|id| !listed.contains(id.as_str()) && over.iter().any(|&i| in_range_shard(&manifest, i, id)))
             .cloned()
             .collect();
-        if let Some(taken) = self.seen().get_mut(store).and_then(|seen| seen.checkpoint.as_mut()) {
-            over.iter().for_each(|&i| taken.ranges[i] = true);
-        }
         // The change log since the checkpoint's position is read again after: it names what
         // changed in these ranges since.
         let learnt = Learnt {
@@ -197,6 +216,7 @@ impl Agent {
             described,
             changes_since_ms: Some(manifest.position_ms),
             listed_at_ms: Some(manifest.position_ms),
+            checkpoint: Some(Step::Ranges(over)),
             ..Learnt::default()
         };
         Ok(Some((learnt, local, HashSet::new())))

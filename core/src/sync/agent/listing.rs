@@ -194,7 +194,7 @@ impl Agent {
         };
         // No log to read, or one that cannot say (a wave marker over the store's size cap): a
         // checkpoint, where the store keeps them and the read allows, else a listing.
-        let mut from_checkpoint = false;
+        let (mut from_checkpoint, mut listed) = (false, false);
         let learnt = match (from_log, &source) {
             (_, Source::Ranges { lower, upper }) => {
                 match self.learn_from_ranges(port, store, lower, upper.as_deref(), token) {
@@ -215,11 +215,17 @@ impl Agent {
                         from_checkpoint = true;
                         Ok(taken)
                     }
-                    Ok(None) => self.list_from_bucket(port, store, pairs_only, started_ms, token),
+                    Ok(None) => {
+                        listed = true;
+                        self.list_from_bucket(port, store, pairs_only, started_ms, token)
+                    }
                     Err(e) => Err(e),
                 }
             }
-            (Ok(None), _) => self.list_from_bucket(port, store, pairs_only, started_ms, token),
+            (Ok(None), _) => {
+                listed = true;
+                self.list_from_bucket(port, store, pairs_only, started_ms, token)
+            }
             (Ok(Some(learnt)), _) => Ok(learnt),
             (Err(e), _) => Err(e),
         };
@@ -279,6 +285,7 @@ impl Agent {
         let entry = seen.entry(store.to_string()).or_default();
         entry.at = Some(Instant::now());
         entry.complete = learnt.complete || learnt.complete_before;
+        entry.note_checkpoint(learnt.checkpoint.take(), listed);
         if learnt.complete {
             entry.listed.clear();
         }

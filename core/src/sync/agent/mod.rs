@@ -168,6 +168,8 @@ struct Learnt {
     complete_before: bool,
     /// When the names were listed, when not now (a checkpoint's position).
     listed_at_ms: Option<u64>,
+    /// What of a checkpoint they came from.
+    checkpoint: Option<checkpoints::Step>,
 }
 
 /// Where a prefetch learns what the bucket holds.
@@ -467,5 +469,6 @@ fn learnt_in_full(
         first_per_pair,
         complete_before: false,
         listed_at_ms: None,
+        checkpoint: None,
     }
 }

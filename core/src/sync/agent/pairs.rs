@@ -122,6 +122,7 @@ impl Agent {
             first_per_pair: true,
             complete_before: false,
             listed_at_ms: None,
+            checkpoint: None,
         };
         Ok(learnt)
     }
