@@ -125,8 +125,10 @@ fn a_cold_reader_through_a_checkpoint_ends_with_the_records_a_full_listing_gives
         let newest = cold.keys("meta", &firsts).unwrap();
         assert_eq!(newest, listed.keys("meta", &firsts).unwrap(), "{place}");
         let stats = cold.take_sync_stats();
-        let waves = waves(&options);
-        assert_eq!((stats.count("LIST"), stats.count("GET")), (3, 2 + waves), "{place}: {stats:?}");
+        // The wave markers of the log's window before the checkpoint came with it, in a shard of
+        // their own: one GET for all of them.
+        assert!(waves(&options) >= 1, "{place}: the first writes went in a wave");
+        assert_eq!((stats.count("LIST"), stats.count("GET")), (3, 3), "{place}: {stats:?}");
         // A pair's newest names within its heads cost nothing more; further back, its range
         // shard and the log again (then the refresh after the scan).
         for pair in 0..=PAIRS {
@@ -152,8 +154,8 @@ fn a_cold_reader_through_a_checkpoint_ends_with_the_records_a_full_listing_gives
         assert_eq!(described(&mut whole, &ScanOptions::new()), everything, "{place}");
         let stats = whole.take_sync_stats();
         assert_eq!(stats.count("LIST"), 2, "{place}: the checkpoints' one key and the log: {stats:?}");
-        // The manifest and the range shards (not the heads), and the log's waves.
-        assert_eq!(stats.count("GET"), 1 + report.shards as u64 - 1 + waves, "{place}: {stats:?}");
+        // The manifest, the range shards and the waves' (not the heads).
+        assert_eq!(stats.count("GET"), 1 + report.shards as u64 - 1, "{place}: {stats:?}");
     }
 }
 

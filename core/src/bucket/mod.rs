@@ -42,7 +42,7 @@ pub fn open_bucket(connection: &Connection, accounting: Arc<Accounting>) -> Resu
 pub type Metadata = BTreeMap<String, String>;
 
 /// An object as a listing (or a HEAD) describes it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ObjectInfo {
     pub key: String,
     pub etag: String,

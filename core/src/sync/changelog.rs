@@ -179,6 +179,11 @@ pub fn parse_wave(log: &str, info: &ObjectInfo) -> Option<Wave> {
 /// The markers a wave marker's body stands for; `None` for a body that is not one.
 pub fn wave_markers(wave: &Wave, body: &[u8]) -> Option<Vec<Marker>> {
     let body: WaveBody = serde_json::from_slice(body).ok()?;
+    markers_of_wave(wave, body.writes)
+}
+
+/// The writes of a wave marker's body as markers; `None` when one is not a write.
+pub fn markers_of_wave(wave: &Wave, writes: Vec<WaveWrite>) -> Option<Vec<Marker>> {
     let marker = |w: WaveWrite| {
         let op = match (w.removed, w.size) {
             (true, _) => Op::Remove,
@@ -194,7 +199,12 @@ pub fn wave_markers(wave: &Wave, body: &[u8]) -> Option<Vec<Marker>> {
             metadata: w.metadata,
         })
     };
-    body.writes.into_iter().map(marker).collect()
+    writes.into_iter().map(marker).collect()
+}
+
+/// A wave marker's writes, read from its body; `None` for a body that is not one.
+pub fn wave_writes(body: &[u8]) -> Option<Vec<WaveWrite>> {
+    serde_json::from_slice::<WaveBody>(body).ok().map(|b| b.writes)
 }
 
 /// The name of a new marker for `op` on object `id`, under the log at `log`.

@@ -8,6 +8,7 @@
 //! {prefix}.objstore-checkpoints/{stamp}.json         the manifest, written last
 //! {prefix}.objstore-checkpoints/{stamp}/h{i:05}.json  heads: each pair's first names
 //! {prefix}.objstore-checkpoints/{stamp}/r{i:05}.json  ranges: every name, in key order
+//! {prefix}.objstore-checkpoints/{stamp}/w{i:05}.json  the change log's wave markers before it
 //! ```
 //!
 //! where `stamp` is `{9999999999999 - position_ms:013}-{writer:016x}-{n:08x}`: names sort
@@ -26,9 +27,15 @@
 //!
 //! ```text
 //! {"format": "objstore-checkpoint", "version": 1, "positionMs": P, "objects": N,
-//!  "headsPerPair": H, "heads": [SHARD...], "ranges": [SHARD...]}
+//!  "headsPerPair": H, "heads": [SHARD...], "ranges": [SHARD...], "waves": [SHARD...]}
 //! SHARD: {"first": id, "last": id, "objects": n}
 //! ```
+//!
+//! A reader reads the change log from a window before the position, and a wave marker there
+//! costs it a GET: the writer, which read them after its listing, keeps their bodies in wave
+//! shards, `{"waves": [{"name", "modified", "writes": [...]}]}` (a marker's full name, when the
+//! bucket took it, and its body's writes), so that a cold reader reads them in one GET or a
+//! few (a marker that landed after the writer read the log is read as ever).
 //!
 //! Range shards tile the names in key order, about `checkpointRangeObjects` (1,000) each, cut where a pair
 //! (the names' first two segments, the key layout's first two fields) ends, so that a view of
@@ -49,6 +56,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::bucket::{Metadata, ObjectInfo};
+use crate::sync::changelog::WaveWrite;
 
 /// The checkpoints' folder under a store's prefix.
 pub const DIR: &str = ".objstore-checkpoints/";
@@ -86,6 +94,24 @@ pub struct Manifest {
     pub heads_per_pair: u64,
     pub heads: Vec<ShardRef>,
     pub ranges: Vec<ShardRef>,
+    /// The wave markers' shards, by marker name.
+    #[serde(default)]
+    pub waves: Vec<ShardRef>,
+}
+
+/// A wave marker of the change log's window, as the checkpoint's writer read it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoggedWave {
+    /// The marker's full name.
+    pub name: String,
+    /// When the bucket took it.
+    pub modified: String,
+    pub writes: Vec<WaveWrite>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct WavesBody {
+    waves: Vec<LoggedWave>,
 }
 
 /// Which shard of a checkpoint.
@@ -93,6 +119,7 @@ pub struct Manifest {
 pub enum Shard {
     Heads(usize),
     Range(usize),
+    Waves(usize),
 }
 
 /// A checkpoint as a writer builds it: its manifest and each shard's body.
@@ -117,6 +144,7 @@ pub fn shard_name(dir: &str, stamp: &str, shard: Shard) -> String {
     match shard {
         Shard::Heads(i) => format!("{dir}{stamp}/h{i:05}.json"),
         Shard::Range(i) => format!("{dir}{stamp}/r{i:05}.json"),
+        Shard::Waves(i) => format!("{dir}{stamp}/w{i:05}.json"),
     }
 }
 
@@ -159,11 +187,13 @@ pub fn pair_of(id: &str) -> Option<&str> {
     Some(&id[..=second])
 }
 
-/// The checkpoint of `objects` (a store's every record, by id, in key order) at `position_ms`.
+/// The checkpoint of `objects` (a store's every record, by id, in key order) at `position_ms`,
+/// with the change log's wave markers read after listing them (`waves`, in name order).
 pub fn build(
     stamp: String,
     position_ms: u64,
     objects: &[(String, ObjectInfo)],
+    waves: &[LoggedWave],
     heads_per_pair: usize,
     range_objects: usize,
 ) -> Built {
@@ -186,6 +216,13 @@ pub fn build(
     let ranges = refs(Shard::Range, range_groups(objects, range_objects));
     let heads = heads_of(objects, heads_per_pair);
     let heads = refs(Shard::Heads, heads_groups(&heads));
+    let mut wave_refs = Vec::new();
+    for (i, group) in waves_groups(waves).into_iter().enumerate() {
+        let body = serde_json::to_vec(&WavesBody { waves: group.to_vec() }).expect("a wave shard serialises");
+        shards.push((Shard::Waves(i), body));
+        let (first, last) = (group[0].name.clone(), group[group.len() - 1].name.clone());
+        wave_refs.push(ShardRef { first, last, objects: group.len() as u64 });
+    }
     let manifest = Manifest {
         format: FORMAT.into(),
         version: 1,
@@ -194,6 +231,7 @@ pub fn build(
         heads_per_pair: heads_per_pair as u64,
         heads,
         ranges,
+        waves: wave_refs,
     };
     Built { stamp, manifest, shards }
 }
@@ -248,6 +286,24 @@ fn heads_groups(heads: &[(String, ObjectInfo)]) -> Vec<&[(String, ObjectInfo)]> 
     groups
 }
 
+/// Wave shards of at most about [`HEADS_BYTES`] of writes.
+fn waves_groups(waves: &[LoggedWave]) -> Vec<&[LoggedWave]> {
+    let mut groups = Vec::new();
+    let (mut start, mut bytes) = (0, 0);
+    for (i, wave) in waves.iter().enumerate() {
+        let size = wave.name.len() + wave.writes.iter().map(|w| w.id.len() + 96).sum::<usize>();
+        if bytes + size > HEADS_BYTES && i > start {
+            groups.push(&waves[start..i]);
+            (start, bytes) = (i, 0);
+        }
+        bytes += size;
+    }
+    if start < waves.len() {
+        groups.push(&waves[start..]);
+    }
+    groups
+}
+
 type Row = (usize, String, u64, String, String, Option<Metadata>);
 
 #[derive(Serialize, Deserialize)]
@@ -288,7 +344,7 @@ pub fn parse_manifest(body: &[u8], stamp: &str) -> Result<Manifest, String> {
     if position_of(stamp) != Some(manifest.position_ms) {
         return Err(format!("its position {} is not its name's", manifest.position_ms));
     }
-    for (what, shards) in [("heads", &manifest.heads), ("ranges", &manifest.ranges)] {
+    for (what, shards) in [("heads", &manifest.heads), ("ranges", &manifest.ranges), ("waves", &manifest.waves)] {
         let ordered = shards.windows(2).all(|w| w[0].last < w[1].first);
         if !ordered || shards.iter().any(|s| s.first > s.last || s.objects == 0) {
             return Err(format!("its {what} shards are not in key order"));
@@ -335,6 +391,21 @@ pub fn parse_shard(body: &[u8], shard: &ShardRef, prefix: &str) -> Result<Vec<Ob
     Ok(objects)
 }
 
+/// Reads a wave shard described by `shard`: its markers must be in the change log at `log`, in
+/// order inside the shard's bounds, and as many as it says.
+pub fn parse_waves(body: &[u8], shard: &ShardRef, log: &str) -> Result<Vec<LoggedWave>, String> {
+    let body: WavesBody = serde_json::from_slice(body).map_err(|e| format!("not a wave shard: {e}"))?;
+    if body.waves.len() as u64 != shard.objects {
+        return Err(format!("it holds {} waves, not {}", body.waves.len(), shard.objects));
+    }
+    let ordered = body.waves.windows(2).all(|w| w[0].name < w[1].name);
+    let inside = body.waves.iter().all(|w| w.name.starts_with(log) && w.name >= shard.first && w.name <= shard.last);
+    match ordered && inside {
+        true => Ok(body.waves),
+        false => Err("its markers are out of order or outside the change log".into()),
+    }
+}
+
 /// The range shards holding names from `lower` to `upper` (inclusive; `None`: no end): shards
 /// tile the key space, each from just after the one before it to its last name.
 pub fn ranges_over(manifest: &Manifest, lower: &str, upper: Option<&str>) -> Vec<usize> {
@@ -379,7 +450,7 @@ mod tests {
     #[test]
     fn every_name_comes_back_from_its_range_shard_and_shards_end_where_pairs_end() {
         let all = objects(7, 400);
-        let built = build(stamp(1_000, 1, 0), 1_000, &all, 5, DEFAULT_RANGE_OBJECTS);
+        let built = build(stamp(1_000, 1, 0), 1_000, &all, &[], 5, DEFAULT_RANGE_OBJECTS);
         let m = parse_manifest(&serde_json::to_vec(&built.manifest).unwrap(), &built.stamp).unwrap();
         assert_eq!(m.objects, 2_800);
         let mut back = Vec::new();
@@ -401,7 +472,7 @@ mod tests {
     #[test]
     fn heads_hold_each_pairs_first_names() {
         let all = objects(4, 20);
-        let built = build(stamp(5, 9, 1), 5, &all, 3, 10);
+        let built = build(stamp(5, 9, 1), 5, &all, &[], 3, 10);
         let heads = read(&built, Shard::Heads(0), &built.manifest.heads, 0);
         assert_eq!(heads.len(), 12);
         assert_eq!(heads.iter().filter(|(id, _)| id.starts_with("plat-1/rt-1/")).count(), 3);
@@ -424,7 +495,7 @@ mod tests {
     #[test]
     fn a_shard_that_lies_is_refused() {
         let all = objects(1, 3);
-        let built = build(stamp(1, 1, 1), 1, &all, 2, 10);
+        let built = build(stamp(1, 1, 1), 1, &all, &[], 2, 10);
         let r = ShardRef { first: ".objstore-a".into(), last: "a/b/9".into(), objects: 2 };
         let check = |rows: &str| {
             let body = format!("{{\"objects\": [{rows}]}}");
@@ -447,5 +518,18 @@ mod tests {
         let mut moved = built.manifest.clone();
         moved.position_ms += 1;
         assert!(manifest(&moved).unwrap_err().contains("position"));
+    }
+
+    #[test]
+    fn the_logs_waves_come_back_from_their_shard_and_a_stray_one_is_refused() {
+        let wave = |name: &str| LoggedWave { name: name.into(), modified: "t".into(), writes: Vec::new() };
+        let waves = [wave("p/.objstore-changes/1-a-0/w0"), wave("p/.objstore-changes/2-a-1/w0")];
+        let built = build(stamp(1, 1, 1), 1, &objects(1, 1), &waves, 2, 10);
+        let r = &built.manifest.waves[0];
+        let body = &built.shards.iter().find(|(s, _)| *s == Shard::Waves(0)).unwrap().1;
+        assert_eq!(parse_waves(body, r, "p/.objstore-changes/").unwrap(), waves);
+        assert!(parse_waves(body, r, "q/.objstore-changes/").unwrap_err().contains("outside"));
+        let none = build(stamp(1, 1, 1), 1, &objects(1, 1), &[], 2, 10);
+        assert!(none.manifest.waves.is_empty() && none.shards.len() == 2);
     }
 }

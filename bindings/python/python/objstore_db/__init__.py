@@ -23,22 +23,9 @@ from typing import Any, AsyncGenerator, AsyncIterator, Awaitable, Callable, Gene
 
 from . import _native
 from ._native import (
-    ClosedError,
-    ConflictError,
-    ConstraintError,
-    InternalError,
-    InvalidArgumentError,
-    InvalidKeyError,
-    NetworkError,
-    NotFoundError,
-    ObjstoreError,
-    ReadOnlyError,
-    RemoteDataError,
-    RemoteError,
-    RequestCancelledError,
-    SchemaError,
-    StorageError,
-    TransactionInactiveError,
+    ClosedError, ConflictError, ConstraintError, InternalError, InvalidArgumentError, InvalidKeyError, NetworkError,
+    NotFoundError, ObjstoreError, ReadOnlyError, RemoteDataError, RemoteError, RequestCancelledError, SchemaError,
+    StorageError, TransactionInactiveError,
 )
 
 __version__: str = _native.__version__

@@ -88,9 +88,11 @@ impl Agent {
             .filter(|(id, _)| !id.is_empty() && !id.ends_with('/') && !id.starts_with(checkpoint::RESERVED))
             .collect();
         objects.sort_by(|a, b| a.0.cmp(&b.0));
+        let waves = self.waves_in_window(s, position_ms, token)?;
         let (writer, n) = changelog::writer_and_count();
         let stamp = checkpoint::stamp(position_ms, writer, n);
-        let built = checkpoint::build(stamp, position_ms, &objects, config.heads_per_pair, config.range_objects);
+        let built =
+            checkpoint::build(stamp, position_ms, &objects, &waves, config.heads_per_pair, config.range_objects);
         let create = PutOptions { mode: PutMode::Create, ..Default::default() };
         let puts = parallel(&built.shards, s.config.connection.concurrency, |(shard, body)| {
             token.check(&what)?;
@@ -109,6 +111,37 @@ impl Agent {
             let _ = self.prune_checkpoints(s, config, token);
         }
         Ok(CheckpointReport { manifest, position_ms, objects: objects.len() as u64, shards: built.shards.len(), bytes })
+    }
+
+    /// The wave markers a reader of the change log from `position_ms` reads (its window before
+    /// that), with their writes: those that cannot be read are left to the reader.
+    fn waves_in_window(&self, s: &SyncedStore, position_ms: u64, token: &Token) -> Result<Vec<checkpoint::LoggedWave>> {
+        let Some(log) = &s.config.policy.change_log else { return Ok(Vec::new()) };
+        let request = ListRequest {
+            prefix: log.prefix.clone(),
+            start_after: Some(changelog::start_after(&log.prefix, position_ms, log.window.as_millis() as u64)),
+            version: s.config.connection.list_version,
+            ..Default::default()
+        };
+        let listed = self.recorded(s, list_all(&*s.bucket, &request, token))?.objects;
+        let waves: Vec<&ObjectInfo> =
+            listed.iter().filter(|o| changelog::parse_wave(&log.prefix, o).is_some()).collect();
+        let bodies = parallel(&waves, s.config.connection.concurrency, |wave| {
+            s.bucket.get(&wave.key, &Validators::default(), token)
+        });
+        let mut logged = Vec::new();
+        for (wave, body) in waves.into_iter().zip(bodies) {
+            if let Fetched::Found(object) = self.recorded(s, body)? {
+                if let Some(writes) = changelog::wave_writes(&object.body) {
+                    logged.push(checkpoint::LoggedWave {
+                        name: wave.key.clone(),
+                        modified: wave.last_modified.clone(),
+                        writes,
+                    });
+                }
+            }
+        }
+        Ok(logged)
     }
 
     /// The store's names as the newest usable checkpoint has them: its heads (`heads`), else
@@ -134,14 +167,16 @@ impl Agent {
             let Some((stamp, manifest)) = found else {
                 return Ok(None);
             };
-            let wanted: Vec<(Shard, &ShardRef)> = match heads {
+            let mut wanted: Vec<(Shard, &ShardRef)> = match heads {
                 true => manifest.heads.iter().enumerate().map(|(i, r)| (Shard::Heads(i), r)).collect(),
                 false => manifest.ranges.iter().enumerate().map(|(i, r)| (Shard::Range(i), r)).collect(),
             };
-            let Some(objects) = self.read_shards(s, config, &stamp, &wanted, token)? else {
+            wanted.extend(manifest.waves.iter().enumerate().map(|(i, r)| (Shard::Waves(i), r)));
+            let Some((objects, waves)) = self.read_shards(s, config, &stamp, &wanted, token)? else {
                 after = Some(checkpoint::after_stamp(&config.prefix, &stamp));
                 continue;
             };
+            self.take_waves(s, &log.prefix, waves);
             let name = store.to_string();
             let local = port.exec(move |db| db.store_state(&name))?;
             let described = records(s, store, objects);
@@ -198,7 +233,7 @@ impl Agent {
         let over: Vec<usize> =
             checkpoint::ranges_over(&manifest, lower, upper).into_iter().filter(|&i| !loaded[i]).collect();
         let wanted: Vec<(Shard, &ShardRef)> = over.iter().map(|&i| (Shard::Range(i), &manifest.ranges[i])).collect();
-        let Some(objects) = self.read_shards(s, config, &stamp, &wanted, token)? else { return Ok(None) };
+        let Some((objects, _)) = self.read_shards(s, config, &stamp, &wanted, token)? else { return Ok(None) };
         let name = store.to_string();
         let local = port.exec(move |db| db.store_state(&name))?;
         let described = records(s, store, objects);
@@ -326,8 +361,8 @@ impl Agent {
         Ok(None)
     }
 
-    /// The names in shards `wanted` of checkpoint `stamp`, read side by side; `None` when one is
-    /// missing, too large or not a shard.
+    /// The names and wave markers in shards `wanted` of checkpoint `stamp`, read side by side;
+    /// `None` when one is missing, too large or not a shard.
     fn read_shards(
         &self,
         s: &SyncedStore,
@@ -335,20 +370,37 @@ impl Agent {
         stamp: &str,
         wanted: &[(Shard, &ShardRef)],
         token: &Token,
-    ) -> Result<Option<Vec<ObjectInfo>>> {
+    ) -> Result<Option<(Vec<ObjectInfo>, Vec<checkpoint::LoggedWave>)>> {
         let prefix = &s.config.connection.location.prefix;
+        let log = s.config.policy.change_log.as_ref().map_or("", |log| log.prefix.as_str());
         let bodies = parallel(wanted, s.config.connection.concurrency, |(shard, _)| {
             s.bucket.get(&checkpoint::shard_name(&config.prefix, stamp, *shard), &Validators::default(), token)
         });
-        let mut objects = Vec::new();
-        for ((_, shard), body) in wanted.iter().zip(bodies) {
+        let (mut objects, mut waves) = (Vec::new(), Vec::new());
+        for ((kind, shard), body) in wanted.iter().zip(bodies) {
             let Fetched::Found(body) = self.recorded(s, body)? else { return Ok(None) };
-            match checkpoint::parse_shard(&body.body, shard, prefix) {
-                Ok(names) => objects.extend(names),
-                Err(_) => return Ok(None),
+            let read = match kind {
+                Shard::Waves(_) => checkpoint::parse_waves(&body.body, shard, log).map(|w| waves.extend(w)),
+                _ => checkpoint::parse_shard(&body.body, shard, prefix).map(|names| objects.extend(names)),
+            };
+            if read.is_err() {
+                return Ok(None);
             }
         }
-        Ok(Some(objects))
+        Ok(Some((objects, waves)))
+    }
+
+    /// Keeps the wave markers a checkpoint's writer read as if this reader had read them: the
+    /// change log's read after the checkpoint then costs no GET for them.
+    fn take_waves(&self, s: &SyncedStore, log: &str, waves: Vec<checkpoint::LoggedWave>) {
+        let mut read = self.waves_read.lock().unwrap_or_else(|p| p.into_inner());
+        for wave in waves {
+            let listed = ObjectInfo { key: wave.name, last_modified: wave.modified, ..ObjectInfo::default() };
+            let Some(parsed) = changelog::parse_wave(log, &listed) else { continue };
+            if let Some(markers) = changelog::markers_of_wave(&parsed, wave.writes) {
+                read.insert(format!("{}\n{}", s.address, listed.key), markers);
+            }
+        }
     }
 }
 

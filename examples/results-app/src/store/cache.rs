@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use objstore_db::rsapi::Db;
-use objstore_db_core::{CheckpointReport, MechanismKind, Stats};
+pub use objstore_db_core::CheckpointReport;
+use objstore_db_core::{MechanismKind, Stats};
 
 use crate::error::{AppError, AppResult};
 use crate::store::schema::viewer_schema;

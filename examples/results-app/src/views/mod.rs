@@ -227,7 +227,7 @@ impl Viewer {
     }
 
     /// Writes a checkpoint of the runs' names (see [`Cache::checkpoint`]).
-    pub fn checkpoint(&self) -> AppResult<objstore_db_core::CheckpointReport> {
+    pub fn checkpoint(&self) -> AppResult<crate::store::cache::CheckpointReport> {
         self.db.checkpoint()
     }
 
