@@ -25,7 +25,14 @@ pub(super) struct Taken {
     /// every name is held (to the pair's end, for a pair of fewer names than the heads hold:
     /// `None`).
     heads: Option<BTreeMap<String, Option<String>>>,
+    /// The objects the change log named since the checkpoint's position: the local copy holds
+    /// its word on them, which a range shard read later must not undo. `None` past
+    /// [`TOUCHED_HELD`] of them (range shards are then not read: a listing is).
+    touched: Option<HashSet<String>>,
 }
+
+/// The most objects named by the change log a taken checkpoint keeps track of.
+const TOUCHED_HELD: usize = 200_000;
 
 /// What a prefetch took of a checkpoint, for the local copy's record once it is applied.
 pub(super) enum Step {
@@ -37,13 +44,21 @@ pub(super) enum Step {
 
 impl Seen {
     /// Notes what a prefetch applied: a checkpoint's part, or a listing (after which what was
-    /// taken of a checkpoint says nothing any more).
-    pub(super) fn note_checkpoint(&mut self, step: Option<Step>, listed: bool) {
+    /// taken of a checkpoint says nothing any more), and the objects the change log named.
+    pub(super) fn note_checkpoint(&mut self, step: Option<Step>, listed: bool, named_by_log: &[String]) {
         match (step, &mut self.checkpoint) {
             (Some(Step::Took(taken)), _) => self.checkpoint = Some(taken),
             (Some(Step::Ranges(over)), Some(taken)) => over.into_iter().for_each(|i| taken.ranges[i] = true),
             (None, _) if listed => self.checkpoint = None,
             _ => {}
+        }
+        if let Some(taken) = &mut self.checkpoint {
+            if let Some(touched) = &mut taken.touched {
+                touched.extend(named_by_log.iter().cloned());
+                if touched.len() > TOUCHED_HELD {
+                    taken.touched = None;
+                }
+            }
         }
     }
 }
@@ -196,9 +211,11 @@ impl Agent {
                 complete_before: false,
                 listed_at_ms: Some(manifest.position_ms),
                 checkpoint: None,
+                named_by_log: Vec::new(),
             };
             let ranges = vec![!heads; manifest.ranges.len()];
-            let taken = Taken { stamp, manifest: Arc::new(manifest), ranges, heads: last_heads };
+            let touched = Some(HashSet::new());
+            let taken = Taken { stamp, manifest: Arc::new(manifest), ranges, heads: last_heads, touched };
             let learnt = Learnt { checkpoint: Some(Step::Took(taken)), ..learnt };
             return Ok(Some((learnt, local, HashSet::new())));
         }
@@ -218,14 +235,11 @@ impl Agent {
     ) -> Result<Option<(Learnt, StoreState, HashSet<String>)>> {
         let s = &self.stores[store];
         let (Some(config), Some(log)) = (checkpoints_of(s), &s.config.policy.change_log) else { return Ok(None) };
-        let Some((stamp, manifest, loaded)) = self
-            .seen()
-            .get(store)
-            .and_then(|seen| seen.checkpoint.as_ref())
-            .map(|taken| (taken.stamp.clone(), taken.manifest.clone(), taken.ranges.clone()))
-        else {
-            return Ok(None);
-        };
+        let taken = self.seen().get(store).and_then(|seen| seen.checkpoint.as_ref()).and_then(|taken| {
+            let touched = taken.touched.clone()?;
+            Some((taken.stamp.clone(), taken.manifest.clone(), taken.ranges.clone(), touched))
+        });
+        let Some((stamp, manifest, loaded, touched)) = taken else { return Ok(None) };
         let too_old = u128::from(self.bucket_now_ms(s).saturating_sub(manifest.position_ms));
         if too_old >= log.relist_every.as_millis() {
             return Ok(None);
@@ -236,24 +250,18 @@ impl Agent {
         let Some((objects, _)) = self.read_shards(s, config, &stamp, &wanted, token)? else { return Ok(None) };
         let name = store.to_string();
         let local = port.exec(move |db| db.store_state(&name))?;
-        let described = records(s, store, objects);
+        // What the change log named since the checkpoint, the local copy holds as the log said.
+        let described: Vec<(String, ObjectInfo)> =
+            records(s, store, objects).into_iter().filter(|(id, _)| !touched.contains(id)).collect();
         let listed: HashSet<&str> = described.iter().map(|(id, _)| id.as_str()).collect();
         let vanished = local
             .known
             .keys()
-            .filter(|id| !listed.contains(id.as_str()) && over.iter().any(|&i| in_range_shard(&manifest, i, id)))
+            .filter(|id| !listed.contains(id.as_str()) && !touched.contains(*id))
+            .filter(|id| over.iter().any(|&i| in_range_shard(&manifest, i, id)))
             .cloned()
             .collect();
-        // The change log since the checkpoint's position is read again after: it names what
-        // changed in these ranges since.
-        let learnt = Learnt {
-            vanished,
-            described,
-            changes_since_ms: Some(manifest.position_ms),
-            listed_at_ms: Some(manifest.position_ms),
-            checkpoint: Some(Step::Ranges(over)),
-            ..Learnt::default()
-        };
+        let learnt = Learnt { vanished, described, checkpoint: Some(Step::Ranges(over)), ..Learnt::default() };
         Ok(Some((learnt, local, HashSet::new())))
     }
 

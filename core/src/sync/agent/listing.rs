@@ -44,7 +44,8 @@ impl Agent {
     }
 
     /// Brings in the checkpoint's range shards over `scan` (inside one pair), unless a read
-    /// that went before did, then the change log since.
+    /// that went before did, and reads the change log when not read within the refractory
+    /// period.
     fn prefetch_pair_range(
         &self,
         port: &mut impl Port,
@@ -81,7 +82,11 @@ impl Agent {
         let Some((lower, upper)) = self.pair_range(store, scan) else {
             return self.bring_up_to_date(port, store, mode, Listing::Everything, Source::Bucket, token);
         };
-        self.bring_up_to_date(port, store, mode, Listing::AsHeld, Source::Ranges { lower, upper: Some(upper) }, token)
+        self.bring_up_to_date(port, store, mode, Listing::AsHeld, Source::Ranges { lower, upper: Some(upper) }, token)?;
+        match self.refractory_fresh(store) {
+            true => Ok(()),
+            false => self.bring_up_to_date(port, store, mode, Listing::AsHeld, Source::Bucket, token),
+        }
     }
 
     /// Whether a listing of `store` (of every object, when `complete`) completed after `asked`.
@@ -198,10 +203,7 @@ impl Agent {
         let learnt = match (from_log, &source) {
             (_, Source::Ranges { lower, upper }) => {
                 match self.learn_from_ranges(port, store, lower, upper.as_deref(), token) {
-                    Ok(Some(taken)) => {
-                        from_checkpoint = true;
-                        Ok(taken)
-                    }
+                    Ok(Some(taken)) => Ok(taken),
                     // The checkpoint taken is too old now, or one of its shards unreadable.
                     Ok(None) => {
                         return self.prefetch_once(port, store, mode, Listing::Everything, Source::Bucket, token)
@@ -283,9 +285,12 @@ impl Agent {
         self.apply(port, changes)?;
         let mut seen = self.seen();
         let entry = seen.entry(store.to_string()).or_default();
-        entry.at = Some(Instant::now());
+        // Range shards say nothing of what changed since the last listing or log read.
+        if !ranges {
+            entry.at = Some(Instant::now());
+        }
         entry.complete = learnt.complete || learnt.complete_before;
-        entry.note_checkpoint(learnt.checkpoint.take(), listed);
+        entry.note_checkpoint(learnt.checkpoint.take(), listed, &learnt.named_by_log);
         if learnt.complete {
             entry.listed.clear();
         }
@@ -504,7 +509,8 @@ impl Agent {
         let latest = changelog::latest_per_object(named);
         let mut unsure = Vec::new();
         // The next read starts a window before this one: markers land within it.
-        let mut learnt = Learnt { changes_since_ms: Some(started_ms), ..Learnt::default() };
+        let named_by_log = latest.keys().map(|id| id.to_string()).collect();
+        let mut learnt = Learnt { changes_since_ms: Some(started_ms), named_by_log, ..Learnt::default() };
         for (id, (marker, several_writers)) in latest {
             let held = local.known.get(id).and_then(|k| k.etag.as_ref());
             match &marker.op {

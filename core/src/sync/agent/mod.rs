@@ -170,6 +170,8 @@ struct Learnt {
     listed_at_ms: Option<u64>,
     /// What of a checkpoint they came from.
     checkpoint: Option<checkpoints::Step>,
+    /// The objects the change log named (a read of the log), whatever it said of them.
+    named_by_log: Vec<String>,
 }
 
 /// Where a prefetch learns what the bucket holds.
@@ -470,5 +472,6 @@ fn learnt_in_full(
         complete_before: false,
         listed_at_ms: None,
         checkpoint: None,
+        named_by_log: Vec::new(),
     }
 }

@@ -123,6 +123,7 @@ impl Agent {
             complete_before: false,
             listed_at_ms: None,
             checkpoint: None,
+            named_by_log: Vec::new(),
         };
         Ok(learnt)
     }
