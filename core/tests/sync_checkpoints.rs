@@ -257,3 +257,33 @@ fn a_directory_keeps_the_two_newest_checkpoints() {
     assert_eq!(manifests[1], written[3], "the newest two: the fifth and the fourth");
     assert_eq!(left.len(), 2 * 3, "each with its heads and range shard: {left:?}");
 }
+
+#[test]
+fn a_range_shard_read_after_leaves_this_processs_own_writes_alone() {
+    let dir = TempDir::new().unwrap();
+    for (place, options) in places("checkpoint-own-writes", dir.path()).into_iter().take(2) {
+        let mut w = writer(&dir.path().join(format!("{place}-w.sqlite3")), &options);
+        for run in 0..PER_PAIR {
+            w.db.put("docs", json!({"run": run}), Some(Key::String(name(1, run)))).unwrap();
+        }
+        w.flush().unwrap();
+        w.checkpoint("docs").unwrap();
+        // A reader that writes too, its refresh at most every five seconds: the writes it sends
+        // reach its descriptions before any log read says so.
+        let o = with(&options, json!({"changeLog": true, "checkpoints": true}));
+        let meta = with(&o, json!({"keyLayout": "{platform}/{runtime}/{run}"}));
+        let schema = json!({"version": 1, "stores": [
+            {"name": "docs", "Sync": {"format": "objstore", "Options": o}},
+            {"name": "meta", "keyPath": "name", "Sync": {"format": "objstore-meta", "prefetch": "meta",
+                "prefetchRefractoryPeriod": 5000, "Options": meta}}]});
+        let schema = objstore_db_core::Schema::from_json(&schema.to_string()).unwrap();
+        let mut both = open(&dir.path().join(format!("{place}-both.sqlite3")), schema);
+        assert_eq!(both.keys("meta", &pair_scan("p1/rt1", None, 2)).unwrap().len(), 2, "{place}: from the heads");
+        both.put("docs", json!({"mine": true}), Some(Key::String(name(1, 50)))).unwrap();
+        let mut listed = reader(&dir.path().join(format!("{place}-listed.sqlite3")), &options, false);
+        let deep = pair_scan("p1/rt1", Some(&name(1, 2)), 20);
+        let expected = described(&mut listed, &deep);
+        assert!(expected.iter().any(|(id, _, _)| *id == name(1, 50)), "{place}");
+        assert_eq!(described(&mut both, &deep), expected, "{place}: the range shard did not undo the write");
+    }
+}

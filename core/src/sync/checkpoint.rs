@@ -40,7 +40,7 @@
 //! Range shards tile the names in key order, about `checkpointRangeObjects` (1,000) each, cut where a pair
 //! (the names' first two segments, the key layout's first two fields) ends, so that a view of
 //! one pair reads its shard. Heads shards hold each pair's first `H` names (`checkpointHeads`, 64) (the newest runs, in
-//! the results layout), at most [`HEADS_BYTES`] each: a cold view of every pair's newest runs
+//! the results layout), at most about [`SHARD_BYTES`] each: a cold view of every pair's newest runs
 //! reads them alone. A shard's body is `{"objects": [[shared, suffix, size, etag, modified,
 //! metadata], ...]}`, each name written as the length of the prefix it shares with the name
 //! before it and the rest (names in a shard share most of their prefix), the etag without its
@@ -68,8 +68,9 @@ pub const RESERVED: &str = ".objstore-";
 /// Names a range shard holds, about, unless the store says otherwise: cut at the first pair's
 /// end past it, and inside a pair at four times as many.
 pub const DEFAULT_RANGE_OBJECTS: usize = 1_000;
-/// The largest heads shard, in bytes of names (about; its body is a little larger).
-pub const HEADS_BYTES: usize = 4 << 20;
+/// The largest shard, in bytes (about, by what its names carry), unless the store's
+/// `maxObjectBytes` is less than twice it.
+pub const SHARD_BYTES: usize = 4 << 20;
 /// Each pair's first names a checkpoint's heads hold, unless the store says otherwise.
 pub const DEFAULT_HEADS_PER_PAIR: usize = 64;
 
@@ -196,6 +197,7 @@ pub fn build(
     waves: &[LoggedWave],
     heads_per_pair: usize,
     range_objects: usize,
+    shard_bytes: usize,
 ) -> Built {
     let mut shards = Vec::new();
     let mut refs = |kind: fn(usize) -> Shard, groups: Vec<&[(String, ObjectInfo)]>| -> Vec<ShardRef> {
@@ -213,11 +215,11 @@ pub fn build(
             })
             .collect()
     };
-    let ranges = refs(Shard::Range, range_groups(objects, range_objects));
+    let ranges = refs(Shard::Range, range_groups(objects, range_objects, shard_bytes));
     let heads = heads_of(objects, heads_per_pair);
-    let heads = refs(Shard::Heads, heads_groups(&heads));
+    let heads = refs(Shard::Heads, heads_groups(&heads, shard_bytes));
     let mut wave_refs = Vec::new();
-    for (i, group) in waves_groups(waves).into_iter().enumerate() {
+    for (i, group) in waves_groups(waves, shard_bytes).into_iter().enumerate() {
         let body = serde_json::to_vec(&WavesBody { waves: group.to_vec() }).expect("a wave shard serialises");
         shards.push((Shard::Waves(i), body));
         let (first, last) = (group[0].name.clone(), group[group.len() - 1].name.clone());
@@ -236,21 +238,30 @@ pub fn build(
     Built { stamp, manifest, shards }
 }
 
-/// Range shards: runs of about `per_shard` names, ending where a pair ends.
-fn range_groups(objects: &[(String, ObjectInfo)], per_shard: usize) -> Vec<&[(String, ObjectInfo)]> {
+/// Range shards: runs of about `per_shard` names, ending where a pair ends (and within one
+/// at four times as many, or at `max_bytes`).
+fn range_groups(objects: &[(String, ObjectInfo)], per_shard: usize, max_bytes: usize) -> Vec<&[(String, ObjectInfo)]> {
     let mut groups = Vec::new();
-    let mut start = 0;
+    let (mut start, mut bytes) = (0, 0);
     for i in 1..=objects.len() {
         let held = i - start;
+        bytes += entry_bytes(&objects[i - 1]);
         let ends = i == objects.len()
             || held >= 4 * per_shard
+            || bytes + entry_bytes(&objects[i]) > max_bytes
             || (held >= per_shard && pair_of(&objects[i].0) != pair_of(&objects[i - 1].0));
         if ends {
             groups.push(&objects[start..i]);
-            start = i;
+            (start, bytes) = (i, 0);
         }
     }
     groups
+}
+
+/// About what a name takes in a shard's body.
+fn entry_bytes((id, o): &(String, ObjectInfo)) -> usize {
+    let metadata = o.metadata.iter().flatten().map(|(k, v)| k.len() + v.len() + 8).sum::<usize>();
+    id.len() + o.etag.len() + o.last_modified.len() + metadata + 32
 }
 
 /// Each pair's first `per_pair` names (and every name in no pair), in key order.
@@ -270,13 +281,13 @@ fn heads_of(objects: &[(String, ObjectInfo)], per_pair: usize) -> Vec<(String, O
     heads
 }
 
-/// Heads shards of at most about [`HEADS_BYTES`] of names.
-fn heads_groups(heads: &[(String, ObjectInfo)]) -> Vec<&[(String, ObjectInfo)]> {
+/// Heads shards of at most about `max_bytes`.
+fn heads_groups(heads: &[(String, ObjectInfo)], max_bytes: usize) -> Vec<&[(String, ObjectInfo)]> {
     let mut groups = Vec::new();
     let (mut start, mut bytes) = (0, 0);
-    for (i, (id, o)) in heads.iter().enumerate() {
-        let size = id.len() + o.etag.len() + o.last_modified.len() + 32;
-        if bytes + size > HEADS_BYTES && i > start {
+    for (i, entry) in heads.iter().enumerate() {
+        let size = entry_bytes(entry);
+        if bytes + size > max_bytes && i > start {
             groups.push(&heads[start..i]);
             (start, bytes) = (i, 0);
         }
@@ -286,13 +297,13 @@ fn heads_groups(heads: &[(String, ObjectInfo)]) -> Vec<&[(String, ObjectInfo)]> 
     groups
 }
 
-/// Wave shards of at most about [`HEADS_BYTES`] of writes.
-fn waves_groups(waves: &[LoggedWave]) -> Vec<&[LoggedWave]> {
+/// Wave shards of at most about `max_bytes` of writes.
+fn waves_groups(waves: &[LoggedWave], max_bytes: usize) -> Vec<&[LoggedWave]> {
     let mut groups = Vec::new();
     let (mut start, mut bytes) = (0, 0);
     for (i, wave) in waves.iter().enumerate() {
         let size = wave.name.len() + wave.writes.iter().map(|w| w.id.len() + 96).sum::<usize>();
-        if bytes + size > HEADS_BYTES && i > start {
+        if bytes + size > max_bytes && i > start {
             groups.push(&waves[start..i]);
             (start, bytes) = (i, 0);
         }
@@ -350,9 +361,9 @@ pub fn parse_manifest(body: &[u8], stamp: &str) -> Result<Manifest, String> {
             return Err(format!("its {what} shards are not in key order"));
         }
     }
-    let counted: u64 = manifest.ranges.iter().map(|s| s.objects).sum();
-    if counted != manifest.objects {
-        return Err(format!("its ranges hold {counted} names, not {}", manifest.objects));
+    let counted = manifest.ranges.iter().try_fold(0u64, |sum, s| sum.checked_add(s.objects));
+    if counted != Some(manifest.objects) {
+        return Err(format!("its ranges do not hold {} names", manifest.objects));
     }
     Ok(manifest)
 }
@@ -450,7 +461,7 @@ mod tests {
     #[test]
     fn every_name_comes_back_from_its_range_shard_and_shards_end_where_pairs_end() {
         let all = objects(7, 400);
-        let built = build(stamp(1_000, 1, 0), 1_000, &all, &[], 5, DEFAULT_RANGE_OBJECTS);
+        let built = build(stamp(1_000, 1, 0), 1_000, &all, &[], 5, DEFAULT_RANGE_OBJECTS, SHARD_BYTES);
         let m = parse_manifest(&serde_json::to_vec(&built.manifest).unwrap(), &built.stamp).unwrap();
         assert_eq!(m.objects, 2_800);
         let mut back = Vec::new();
@@ -472,7 +483,7 @@ mod tests {
     #[test]
     fn heads_hold_each_pairs_first_names() {
         let all = objects(4, 20);
-        let built = build(stamp(5, 9, 1), 5, &all, &[], 3, 10);
+        let built = build(stamp(5, 9, 1), 5, &all, &[], 3, 10, SHARD_BYTES);
         let heads = read(&built, Shard::Heads(0), &built.manifest.heads, 0);
         assert_eq!(heads.len(), 12);
         assert_eq!(heads.iter().filter(|(id, _)| id.starts_with("plat-1/rt-1/")).count(), 3);
@@ -495,7 +506,7 @@ mod tests {
     #[test]
     fn a_shard_that_lies_is_refused() {
         let all = objects(1, 3);
-        let built = build(stamp(1, 1, 1), 1, &all, &[], 2, 10);
+        let built = build(stamp(1, 1, 1), 1, &all, &[], 2, 10, SHARD_BYTES);
         let r = ShardRef { first: ".objstore-a".into(), last: "a/b/9".into(), objects: 2 };
         let check = |rows: &str| {
             let body = format!("{{\"objects\": [{rows}]}}");
@@ -515,6 +526,8 @@ mod tests {
         let mut wrong = built.manifest.clone();
         wrong.objects += 1;
         assert!(manifest(&wrong).unwrap_err().contains("hold"));
+        wrong.ranges[0].objects = u64::MAX;
+        assert!(manifest(&wrong).unwrap_err().contains("hold"), "a sum that overflows");
         let mut moved = built.manifest.clone();
         moved.position_ms += 1;
         assert!(manifest(&moved).unwrap_err().contains("position"));
@@ -524,12 +537,12 @@ mod tests {
     fn the_logs_waves_come_back_from_their_shard_and_a_stray_one_is_refused() {
         let wave = |name: &str| LoggedWave { name: name.into(), modified: "t".into(), writes: Vec::new() };
         let waves = [wave("p/.objstore-changes/1-a-0/w0"), wave("p/.objstore-changes/2-a-1/w0")];
-        let built = build(stamp(1, 1, 1), 1, &objects(1, 1), &waves, 2, 10);
+        let built = build(stamp(1, 1, 1), 1, &objects(1, 1), &waves, 2, 10, SHARD_BYTES);
         let r = &built.manifest.waves[0];
         let body = &built.shards.iter().find(|(s, _)| *s == Shard::Waves(0)).unwrap().1;
         assert_eq!(parse_waves(body, r, "p/.objstore-changes/").unwrap(), waves);
         assert!(parse_waves(body, r, "q/.objstore-changes/").unwrap_err().contains("outside"));
-        let none = build(stamp(1, 1, 1), 1, &objects(1, 1), &[], 2, 10);
+        let none = build(stamp(1, 1, 1), 1, &objects(1, 1), &[], 2, 10, SHARD_BYTES);
         assert!(none.manifest.waves.is_empty() && none.shards.len() == 2);
     }
 }

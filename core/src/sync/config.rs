@@ -21,6 +21,7 @@ use crate::mechanism::Durability;
 use crate::replica::hook::Replica;
 use crate::replica::policy::{parse_layout, ChangeLogConfig, CheckpointConfig, Format, Prefetch, StorePolicy};
 use crate::schema::{Schema, Secrets};
+use crate::sync::checkpoint;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -83,8 +84,6 @@ pub struct SyncConfig {
     pub policy: StorePolicy,
     pub connection: Connection,
 }
-
-use crate::sync::checkpoint;
 
 const DEFAULT_REFRACTORY_MS: u64 = 5000;
 const DEFAULT_MAX_OBJECT_BYTES: u64 = 16 * 1024 * 1024;

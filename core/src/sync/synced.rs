@@ -7,6 +7,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use super::agent::Freshness;
 use super::agent::{Agent, FlushReport};
 use super::reads::{need, Need, ReadScope, Revalidation};
 use super::runner::{Remote, Runner};
@@ -63,6 +64,9 @@ fn call<T>(done: &Once<T>, result: Result<T>) {
 }
 
 /// A read's first step: the answer, or the read to run again after the agent's step.
+/// How many times a read takes its agent's step again when the step left it short.
+const AGAIN: usize = 2;
+
 enum Outcome<T, W> {
     Done(T),
     Later(W, Need),
@@ -150,7 +154,7 @@ impl SyncedDatabase {
         T: Send + 'static,
         W: FnOnce(&mut Tx) -> Result<T> + Send + 'static,
     {
-        let shared = self.shared.clone();
+        let (shared, scope) = (self.shared.clone(), read.clone());
         let first = move |db: &mut Database| -> Result<Outcome<T, W>> {
             if let Some(agent) = shared.agent.get() {
                 if let Some(need) = need(agent, db, &read)? {
@@ -167,7 +171,7 @@ impl SyncedDatabase {
         let deliver = move |outcome: Result<Outcome<T, W>>| match outcome {
             Ok(Outcome::Done(value)) => done(Ok(value)),
             Err(e) => done(Err(e)),
-            Ok(Outcome::Later(work, need)) => shared.after_agent(later, work, need, once(done)),
+            Ok(Outcome::Later(work, need)) => shared.after_agent(later, work, need, once(done), scope, AGAIN),
         };
         self.shared.exec.submit_as(None, token, first, deliver)
     }
@@ -339,8 +343,18 @@ impl Shared {
 
     /// Runs the agent's step for a read on its threads, then the read itself on the worker.
     /// Whatever stops it on the way (the database closing) completes `done` with that error.
-    fn after_agent<T, W>(&self, token: Token, work: W, need: Need, done: Once<T>)
-    where
+    /// A scan whose step left the local copy short of it after all (the change log, read by
+    /// another step meanwhile, removed names a checkpoint's heads were counted on for it) takes
+    /// its step again, `again` more times at most.
+    fn after_agent<T, W>(
+        self: &Arc<Self>,
+        token: Token,
+        work: W,
+        need: Need,
+        done: Once<T>,
+        read: ReadScope,
+        again: usize,
+    ) where
         T: Send + 'static,
         W: FnOnce(&mut Tx) -> Result<T> + Send + 'static,
     {
@@ -350,19 +364,29 @@ impl Shared {
         let exec = self.exec.clone();
         let name = self.exec.name().to_string();
         let refused = done.clone();
+        let shared = self.clone();
         let queued = runner.run(Box::new(move |agent, _| {
             if let Err(e) = need.run(agent, &mut Remote::new(&exec, token.clone()), &token) {
                 return call(&done, Err(e));
             }
             let store = need.store().to_string();
             let answered = done.clone();
-            let submitted = exec.submit_as(
-                None,
-                token,
-                move |db| db.run(&[store.as_str()], Mode::ReadOnly, work),
-                move |r| call(&answered, r),
-            );
-            if let Err(e) = submitted {
+            let (checking, scope) = (shared.clone(), read.clone());
+            let first = move |db: &mut Database| -> Result<Outcome<T, W>> {
+                let agent = checking.agent.get().filter(|_| again > 0 && scope.keys.is_none());
+                let short = ReadScope { freshness: Freshness::Cached, ..scope };
+                if let Some(need) = agent.map(|agent| super::reads::need(agent, db, &short)).transpose()?.flatten() {
+                    return Ok(Outcome::Later(work, need));
+                }
+                db.run(&[store.as_str()], Mode::ReadOnly, work).map(Outcome::Done)
+            };
+            let later = token.clone();
+            let deliver = move |outcome: Result<Outcome<T, W>>| match outcome {
+                Ok(Outcome::Done(value)) => call(&answered, Ok(value)),
+                Err(e) => call(&answered, Err(e)),
+                Ok(Outcome::Later(work, need)) => shared.after_agent(later, work, need, answered, read, again - 1),
+            };
+            if let Err(e) = exec.submit_as(None, token, first, deliver) {
                 call(&done, Err(closed_first(e, &name)));
             }
         }));

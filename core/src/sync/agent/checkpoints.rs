@@ -12,11 +12,12 @@ use crate::replica::policy::CheckpointConfig;
 use crate::scan::ScanOptions;
 use crate::sync::checkpoint::{self, Manifest, Shard, ShardRef};
 
-/// Checkpoints a reader tries, newest first, before it lists instead.
+/// Checkpoints a reader tries, newest first, before it lists instead (and names under the
+/// checkpoints' folder it steps over looking for each manifest).
 const TRIED: usize = 3;
 
 /// The checkpoint a reader took: its manifest, and what of it the local copy holds.
-pub(super) struct Taken {
+pub(crate) struct Taken {
     stamp: String,
     manifest: Arc<Manifest>,
     /// The range shards applied.
@@ -53,11 +54,18 @@ impl Seen {
             _ => {}
         }
         if let Some(taken) = &mut self.checkpoint {
-            if let Some(touched) = &mut taken.touched {
-                touched.extend(named_by_log.iter().cloned());
-                if touched.len() > TOUCHED_HELD {
-                    taken.touched = None;
-                }
+            taken.note_named(named_by_log.iter().cloned());
+        }
+    }
+}
+
+impl Taken {
+    /// Notes objects the change log (or this process's own writes) named since the position.
+    fn note_named(&mut self, ids: impl Iterator<Item = String>) {
+        if let Some(touched) = &mut self.touched {
+            touched.extend(ids);
+            if touched.len() > TOUCHED_HELD {
+                self.touched = None;
             }
         }
     }
@@ -71,7 +79,7 @@ pub struct CheckpointReport {
     /// The bucket's clock when the listing began: readers read the change log from there.
     pub position_ms: u64,
     pub objects: u64,
-    /// Shards written (heads and ranges), and their bytes with the manifest's.
+    /// Shards written (heads, ranges and waves), and their bytes with the manifest's.
     pub shards: usize,
     pub bytes: u64,
 }
@@ -106,8 +114,10 @@ impl Agent {
         let waves = self.waves_in_window(s, position_ms, token)?;
         let (writer, n) = changelog::writer_and_count();
         let stamp = checkpoint::stamp(position_ms, writer, n);
-        let built =
-            checkpoint::build(stamp, position_ms, &objects, &waves, config.heads_per_pair, config.range_objects);
+        // A reader of the same settings can read every shard.
+        let shard_bytes = checkpoint::SHARD_BYTES.min(s.config.connection.max_object_bytes as usize / 2);
+        let (heads, ranges) = (config.heads_per_pair, config.range_objects);
+        let built = checkpoint::build(stamp, position_ms, &objects, &waves, heads, ranges, shard_bytes);
         let create = PutOptions { mode: PutMode::Create, ..Default::default() };
         let puts = parallel(&built.shards, s.config.connection.concurrency, |(shard, body)| {
             token.check(&what)?;
@@ -126,6 +136,33 @@ impl Agent {
             let _ = self.prune_checkpoints(s, config, token);
         }
         Ok(CheckpointReport { manifest, position_ms, objects: objects.len() as u64, shards: built.shards.len(), bytes })
+    }
+
+    /// Notes the writes among `changes` that reached the bucket as the change log's word on
+    /// their objects: a range shard read after must not undo this process's own writes (their
+    /// markers are read only at the next refresh).
+    pub(super) fn note_written(&self, changes: &[Change]) {
+        let written: Vec<(&str, &str)> = changes
+            .iter()
+            .filter_map(|change| match change {
+                Change::Sent { store, id, .. } | Change::Landed { store, id, .. } => {
+                    Some((store.as_str(), id.as_str()))
+                }
+                _ => None,
+            })
+            .collect();
+        if written.is_empty() {
+            return;
+        }
+        let mut seen = self.seen();
+        for (store, id) in written {
+            let siblings = self.stores.get(store).map_or(&[][..], |s| &s.meta_siblings[..]);
+            for name in std::iter::once(store).chain(siblings.iter().map(String::as_str)) {
+                if let Some(taken) = seen.get_mut(name).and_then(|s| s.checkpoint.as_mut()) {
+                    taken.note_named(std::iter::once(id.to_string()));
+                }
+            }
+        }
     }
 
     /// The wave markers a reader of the change log from `position_ms` reads (its window before
@@ -178,7 +215,12 @@ impl Agent {
         let latest_ms = now_ms + log.window.as_millis() as u64;
         let mut after = None;
         for _ in 0..TRIED {
-            let found = self.next_manifest(s, config, after.as_deref(), (oldest_ms, latest_ms), token)?;
+            // A checkpoint that cannot be read is stepped over; a bucket out of reach is the
+            // read's error, as for a listing.
+            let found = match self.next_manifest(s, config, after.as_deref(), (oldest_ms, latest_ms), token) {
+                Err(e) if e.is_offline() => return Err(e),
+                found => found.unwrap_or(None),
+            };
             let Some((stamp, manifest)) = found else {
                 return Ok(None);
             };
@@ -187,20 +229,27 @@ impl Agent {
                 false => manifest.ranges.iter().enumerate().map(|(i, r)| (Shard::Range(i), r)).collect(),
             };
             wanted.extend(manifest.waves.iter().enumerate().map(|(i, r)| (Shard::Waves(i), r)));
-            let Some((objects, waves)) = self.read_shards(s, config, &stamp, &wanted, token)? else {
-                after = Some(checkpoint::after_stamp(&config.prefix, &stamp));
-                continue;
+            let (objects, waves) = match self.read_shards(s, config, &stamp, &wanted, token) {
+                Err(e) if e.is_offline() => return Err(e),
+                Ok(Some(read)) => read,
+                _ => {
+                    after = Some(checkpoint::after_stamp(&config.prefix, &stamp));
+                    continue;
+                }
             };
             self.take_waves(s, &log.prefix, waves);
             let name = store.to_string();
             let local = port.exec(move |db| db.store_state(&name))?;
+            // Each pair's heads as written, before names this store cannot hold are left out: a
+            // pair is held whole only when the writer had fewer names for it.
+            let last_heads = heads
+                .then(|| last_of_each_pair(&objects, &s.config.connection.location.prefix, manifest.heads_per_pair));
+            // Whatever the local copy held is replaced by the checkpoint's word, then the log's
+            // from its position (what this process read of the log before may not reach it).
             let described = records(s, store, objects);
-            let (vanished, last_heads) = match heads {
-                true => {
-                    let last_heads = last_of_each_pair(&described, manifest.heads_per_pair);
-                    (vanished_beside_heads(&local, &described, &last_heads), Some(last_heads))
-                }
-                false => (vanished(&local, &described), None),
+            let vanished = match &last_heads {
+                Some(last_heads) => vanished_beside_heads(&local, &described, last_heads),
+                None => vanished(&local, &described),
             };
             let learnt = Learnt {
                 vanished,
@@ -230,7 +279,7 @@ impl Agent {
         port: &mut impl Port,
         store: &str,
         lower: &str,
-        upper: Option<&str>,
+        upper: &str,
         token: &Token,
     ) -> Result<Option<(Learnt, StoreState, HashSet<String>)>> {
         let s = &self.stores[store];
@@ -245,9 +294,13 @@ impl Agent {
             return Ok(None);
         }
         let over: Vec<usize> =
-            checkpoint::ranges_over(&manifest, lower, upper).into_iter().filter(|&i| !loaded[i]).collect();
+            checkpoint::ranges_over(&manifest, lower, Some(upper)).into_iter().filter(|&i| !loaded[i]).collect();
         let wanted: Vec<(Shard, &ShardRef)> = over.iter().map(|&i| (Shard::Range(i), &manifest.ranges[i])).collect();
-        let Some((objects, _)) = self.read_shards(s, config, &stamp, &wanted, token)? else { return Ok(None) };
+        let objects = match self.read_shards(s, config, &stamp, &wanted, token) {
+            Err(e) if e.is_offline() => return Err(e),
+            Ok(Some((objects, _))) => objects,
+            _ => return Ok(None),
+        };
         let name = store.to_string();
         let local = port.exec(move |db| db.store_state(&name))?;
         // What the change log named since the checkpoint, the local copy holds as the log said.
@@ -309,7 +362,8 @@ impl Agent {
     /// part-way left as old: where nothing else expires them (a directory; on S3, a lifecycle
     /// rule does). Checkpoints newer than those kept (another writer's, being written) stay.
     fn prune_checkpoints(&self, s: &SyncedStore, config: &CheckpointConfig, token: &Token) -> Result<()> {
-        let request = ListRequest { prefix: config.prefix.clone(), ..Default::default() };
+        let version = s.config.connection.list_version;
+        let request = ListRequest { prefix: config.prefix.clone(), version, ..Default::default() };
         let listed = list_all(&*s.bucket, &request, token)?.objects;
         // Names sort newest first: the second manifest met is the last kept.
         let second = listed
@@ -429,14 +483,14 @@ fn in_one_pair(scan: &ScanOptions) -> Option<(&str, bool, &str)> {
     (scan.index.is_none() && upper.as_str() <= end.as_str()).then_some((lower.as_str(), *lower_open, upper.as_str()))
 }
 
-/// Each pair's last name among heads (in key order), or `None` for a pair of fewer names than
-/// `per_pair`: the heads hold all of it.
-fn last_of_each_pair(heads: &[(String, ObjectInfo)], per_pair: u64) -> BTreeMap<String, Option<String>> {
+/// Each pair's last name among heads (in key order, full keys under `prefix`), or `None` for a
+/// pair of fewer names than `per_pair`: the heads hold all of it.
+fn last_of_each_pair(heads: &[ObjectInfo], prefix: &str, per_pair: u64) -> BTreeMap<String, Option<String>> {
     let mut last: BTreeMap<String, (String, u64)> = BTreeMap::new();
-    for (id, _) in heads {
+    for id in heads.iter().filter_map(|o| o.key.strip_prefix(prefix)) {
         if let Some(pair) = checkpoint::pair_of(id) {
-            let entry = last.entry(pair.to_string()).or_insert_with(|| (id.clone(), 0));
-            *entry = (id.clone(), entry.1 + 1);
+            let entry = last.entry(pair.to_string()).or_insert_with(|| (id.to_string(), 0));
+            *entry = (id.to_string(), entry.1 + 1);
         }
     }
     last.into_iter().map(|(pair, (id, held))| (pair, (held >= per_pair).then_some(id))).collect()

@@ -68,7 +68,10 @@ impl Agent {
             // Cold: every pair's heads first, which may be all the read needs.
             self.bring_up_to_date(port, store, mode, Listing::FirstPerPair, Source::Bucket, token)?;
             if !self.took_checkpoint(store) {
-                return self.bring_up_to_date(port, store, mode, Listing::Everything, Source::Bucket, token);
+                return match self.listed_for(store, false) {
+                    true => Ok(()),
+                    false => self.bring_up_to_date(port, store, mode, Listing::Everything, Source::Bucket, token),
+                };
             }
             if covered(self, port) {
                 return Ok(());
@@ -82,7 +85,7 @@ impl Agent {
         let Some((lower, upper)) = self.pair_range(store, scan) else {
             return self.bring_up_to_date(port, store, mode, Listing::Everything, Source::Bucket, token);
         };
-        self.bring_up_to_date(port, store, mode, Listing::AsHeld, Source::Ranges { lower, upper: Some(upper) }, token)?;
+        self.bring_up_to_date(port, store, mode, Listing::AsHeld, Source::Ranges { lower, upper }, token)?;
         match self.refractory_fresh(store) {
             true => Ok(()),
             false => self.bring_up_to_date(port, store, mode, Listing::AsHeld, Source::Bucket, token),
@@ -133,8 +136,9 @@ impl Agent {
         self.bring_up_to_date(port, store, mode, listing, Source::Bucket, token)
     }
 
-    /// One prefetch from `source`, and when it took a checkpoint's word, the change log since
-    /// the checkpoint's position after it.
+    /// One prefetch from `source`, and when it took a checkpoint, the change log since the
+    /// checkpoint's position after it: readers learn of the checkpoint taken only with the log's
+    /// word (a read in between would be answered by the checkpoint alone, up to an hour old).
     pub(super) fn bring_up_to_date(
         &self,
         port: &mut impl Port,
@@ -144,13 +148,15 @@ impl Agent {
         source: Source,
         token: &Token,
     ) -> Result<()> {
-        if self.prefetch_once(port, store, mode, listing, source, token)? {
-            self.prefetch_once(port, store, mode, Listing::AsHeld, Source::LogOrListing, token)?;
+        if let Some(taken) = self.prefetch_once(port, store, mode, listing, source, None, token)? {
+            self.prefetch_once(port, store, mode, Listing::AsHeld, Source::LogOrListing, Some(taken), token)?;
         }
         Ok(())
     }
 
-    /// Brings the local copy in line with what `source` says; whether that was a checkpoint.
+    /// Brings the local copy in line with what `source` says; the checkpoint it took, if it
+    /// did, for the next step to make known (`took`: the one the step before took).
+    #[allow(clippy::too_many_arguments)]
     fn prefetch_once(
         &self,
         port: &mut impl Port,
@@ -158,8 +164,9 @@ impl Agent {
         mode: Prefetch,
         listing: Listing,
         source: Source,
+        took: Option<checkpoints::Taken>,
         token: &Token,
-    ) -> Result<bool> {
+    ) -> Result<Option<checkpoints::Taken>> {
         let s = &self.stores[store];
         let what = format!("prefetching store {store:?}");
         let name = store.to_string();
@@ -199,24 +206,21 @@ impl Agent {
         };
         // No log to read, or one that cannot say (a wave marker over the store's size cap): a
         // checkpoint, where the store keeps them and the read allows, else a listing.
-        let (mut from_checkpoint, mut listed) = (false, false);
+        let mut listed = false;
         let learnt = match (from_log, &source) {
             (_, Source::Ranges { lower, upper }) => {
-                match self.learn_from_ranges(port, store, lower, upper.as_deref(), token) {
+                match self.learn_from_ranges(port, store, lower, upper, token) {
                     Ok(Some(taken)) => Ok(taken),
                     // The checkpoint taken is too old now, or one of its shards unreadable.
                     Ok(None) => {
-                        return self.prefetch_once(port, store, mode, Listing::Everything, Source::Bucket, token)
+                        return self.prefetch_once(port, store, mode, Listing::Everything, Source::Bucket, None, token)
                     }
                     Err(e) => Err(e),
                 }
             }
             (Ok(None), Source::Bucket) if listing != Listing::Full => {
                 match self.learn_from_checkpoint(port, store, pairs_only, started_ms, token) {
-                    Ok(Some(taken)) => {
-                        from_checkpoint = true;
-                        Ok(taken)
-                    }
+                    Ok(Some(taken)) => Ok(taken),
                     Ok(None) => {
                         listed = true;
                         self.list_from_bucket(port, store, pairs_only, started_ms, token)
@@ -282,14 +286,25 @@ impl Agent {
             let at_ms = learnt.listed_at_ms.unwrap_or(started_ms);
             changes.push(Change::PairsListed { store: store.to_string(), at_ms });
         }
+        // A checkpoint taken whole is as recent as its heads, whatever first-per-pair listing
+        // came before it (else the log after it would take the store for one held per pair).
+        if let (true, Some(at_ms)) = (learnt.complete, learnt.listed_at_ms) {
+            changes.push(Change::PairsListed { store: store.to_string(), at_ms });
+        }
         self.apply(port, changes)?;
+        if let Some(checkpoints::Step::Took(taken)) = learnt.checkpoint.take() {
+            return Ok(Some(taken));
+        }
         let mut seen = self.seen();
         let entry = seen.entry(store.to_string()).or_default();
         // Range shards say nothing of what changed since the last listing or log read.
         if !ranges {
             entry.at = Some(Instant::now());
+            entry.complete = learnt.complete || learnt.complete_before;
         }
-        entry.complete = learnt.complete || learnt.complete_before;
+        if let Some(taken) = took {
+            entry.checkpoint = Some(taken);
+        }
         entry.note_checkpoint(learnt.checkpoint.take(), listed, &learnt.named_by_log);
         if learnt.complete {
             entry.listed.clear();
@@ -298,7 +313,7 @@ impl Agent {
             entry.listed.remove(id);
         }
         entry.listed.extend(learnt.described.into_iter().map(|(id, o)| (id, o.etag)));
-        Ok(from_checkpoint)
+        Ok(None)
     }
 
     /// Lists `store` as [`Agent::list_describing`] does, against its whole local state.
@@ -423,7 +438,7 @@ impl Agent {
             failed?;
             objects
         } else {
-            self.recorded(s, self.list_around_the_log(s, &request, token))?
+            self.recorded(s, self.list_around_reserved(s, &request, token))?
         };
         Ok(objects)
     }
@@ -432,7 +447,7 @@ impl Agent {
     /// checkpoints), which would otherwise fill a page per thousand writes: names sorting
     /// before them (a character below `.` first, so rarely any) are read until they begin, the
     /// rest from just after them.
-    pub(super) fn list_around_the_log(
+    pub(super) fn list_around_reserved(
         &self,
         s: &SyncedStore,
         request: &ListRequest,
@@ -446,10 +461,10 @@ impl Agent {
         let mut before = ListRequest { max_keys: Some(1), ..request.clone() };
         loop {
             let page = s.bucket.list_page(&before, token)?;
-            let reached_the_log = page.objects.iter().any(|o| o.key >= reserved);
+            let reached_them = page.objects.iter().any(|o| o.key >= reserved);
             objects.extend(page.objects.into_iter().take_while(|o| o.key < reserved));
             match page.next {
-                Some(next) if !reached_the_log && before.continuation.as_ref() != Some(&next) => {
+                Some(next) if !reached_them && before.continuation.as_ref() != Some(&next) => {
                     before = ListRequest { max_keys: None, continuation: Some(next), ..before };
                 }
                 _ => break,
@@ -457,8 +472,8 @@ impl Agent {
         }
         // The library's folders are named in letters and dashes: `~` sorts after every one of
         // them, and before any name outside them that sorts after them.
-        let after_the_log = format!("{reserved}~");
-        let after = ListRequest { start_after: Some(after_the_log), ..request.clone() };
+        let after_them = format!("{reserved}~");
+        let after = ListRequest { start_after: Some(after_them), ..request.clone() };
         objects.extend(list_all(&*s.bucket, &after, token)?.objects);
         Ok(objects)
     }

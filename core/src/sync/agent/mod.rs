@@ -182,7 +182,7 @@ enum Source {
     /// The change log, else a listing.
     LogOrListing,
     /// The range shards of the checkpoint taken over names `lower` to `upper` (inclusive).
-    Ranges { lower: String, upper: Option<String> },
+    Ranges { lower: String, upper: String },
 }
 
 /// The sync agent of one database: its buckets, what listings said, and the breaker.
@@ -385,6 +385,7 @@ impl Agent {
 
     /// Applies changes in transactions of at most [`MAX_BATCH`].
     fn apply(&self, port: &mut impl Port, mut changes: Vec<Change>) -> Result<()> {
+        self.note_written(&changes);
         while !changes.is_empty() {
             let rest = changes.split_off(changes.len().min(MAX_BATCH));
             port.exec(move |db| db.apply_sync(changes))?;
