@@ -147,6 +147,9 @@ fn a_cold_reader_through_a_checkpoint_ends_with_the_records_a_full_listing_gives
         assert_eq!(described(&mut cold, &deep), described(&mut listed, &deep), "{place}");
         let stats = cold.take_sync_stats();
         assert_eq!((stats.count("GET"), stats.count("LIST")), (1, 1), "{place}: {stats:?}");
+        // Read once: the same scan again reads no shard.
+        assert_eq!(described(&mut cold, &deep), described(&mut listed, &deep), "{place}");
+        assert_eq!(cold.take_sync_stats().count("GET"), 0, "{place}: the range shard is held");
         // The whole store: every range shard, then the log.
         assert_eq!(described(&mut cold, &ScanOptions::new()), everything, "{place}");
 

@@ -292,9 +292,10 @@ impl Agent {
             changes.push(Change::PairsListed { store: store.to_string(), at_ms });
         }
         self.apply(port, changes)?;
-        if let Some(checkpoints::Step::Took(taken)) = learnt.checkpoint.take() {
-            return Ok(Some(taken));
-        }
+        let step = match learnt.checkpoint.take() {
+            Some(checkpoints::Step::Took(taken)) => return Ok(Some(taken)),
+            step => step,
+        };
         let mut seen = self.seen();
         let entry = seen.entry(store.to_string()).or_default();
         // Range shards say nothing of what changed since the last listing or log read.
@@ -305,7 +306,7 @@ impl Agent {
         if let Some(taken) = took {
             entry.checkpoint = Some(taken);
         }
-        entry.note_checkpoint(learnt.checkpoint.take(), listed, &learnt.named_by_log);
+        entry.note_checkpoint(step, listed, &learnt.named_by_log);
         if learnt.complete {
             entry.listed.clear();
         }
