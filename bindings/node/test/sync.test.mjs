@@ -128,7 +128,9 @@ for (const name of /** @type {const} */ (['moto', 'garage'])) {
       assert.equal((await writer.flush()).pending, 0);
       const report = await writer.checkpoint('results');
       assert.equal(report.objects, 5, JSON.stringify(report));
-      assert.equal(report.shards, 2, JSON.stringify(report));
+      // The heads and the range shard, and the change log's waves (the background sender may
+      // have sent the writes one by one, leaving none).
+      assert.ok([2, 3].includes(report.shards), JSON.stringify(report));
       assert.ok(report.manifest.startsWith(`${Options.prefix}.objstore-checkpoints/`), report.manifest);
       await writer.put('results', { i: 'late' }, 'linux/node/late');
       assert.equal((await writer.flush()).pending, 0);

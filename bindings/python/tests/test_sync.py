@@ -99,7 +99,9 @@ async def test_a_cold_reader_starts_from_a_checkpoint(name: str, bucket: str, tm
             await writer.put("results", {"i": i}, f"linux/python/{i}")
         assert (await writer.flush())["pending"] == 0
         report = await writer.checkpoint("results")
-        assert report["objects"] == 5 and report["shards"] == 2, report
+        # The heads and the range shard, and the change log's waves (the background sender
+        # may have sent the writes one by one, leaving none).
+        assert report["objects"] == 5 and report["shards"] in (2, 3), report
         assert report["manifest"].startswith(plain["prefix"] + ".objstore-checkpoints/"), report
         await writer.put("results", {"i": "late"}, "linux/python/late")
         assert (await writer.flush())["pending"] == 0
