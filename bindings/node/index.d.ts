@@ -423,8 +423,6 @@ export interface FlushedWrite {
   message: string;
 }
 
-/** The background sender sends writes too: `sent`, `rejected` and `held` are what this flush
- * did; `pending` and `refused` count every write, whoever sent it. */
 /** What `checkpoint()` wrote. */
 export interface CheckpointReport {
   /** The manifest's name in the bucket. */
@@ -434,12 +432,14 @@ export interface CheckpointReport {
   positionMs: number;
   /** The names it holds. */
   objects: number;
-  /** The shards written (heads and ranges). */
+  /** The shards written (heads, ranges and the change log's waves). */
   shards: number;
   /** Bytes written, the manifest's with the shards'. */
   bytes: number;
 }
 
+/** The background sender sends writes too: `sent`, `rejected` and `held` are what this flush
+ * did; `pending` and `refused` count every write, whoever sent it. */
 export interface FlushReport {
   /** Writes this flush brought to the bucket. */
   sent: number;
