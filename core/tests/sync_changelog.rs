@@ -20,24 +20,6 @@ fn key(s: &str) -> Key {
     Key::String(s.to_string())
 }
 
-/// The Sync options of each bucket kind, under a prefix of the test's own.
-fn places(test: &str, dir: &Path) -> Vec<(&'static str, Value)> {
-    let local = json!({"bucket": "b", "endpoint": format!("file://{}", dir.join("bucket").display())});
-    vec![
-        ("file", local),
-        ("moto", signed_options(&server("moto"), "moto", "MOTO_SIGNED_BUCKET", &unique_prefix(test))),
-        ("garage", signed_options(&server("garage"), "garage", "GARAGE_BUCKET", &unique_prefix(test))),
-    ]
-}
-
-fn with(options: &Value, extra: Value) -> Value {
-    let mut options = options.clone();
-    for (k, v) in extra.as_object().unwrap() {
-        options[k] = v.clone();
-    }
-    options
-}
-
 /// A store syncing with `options` plus `extra`, under `sync` (format, prefetch, …).
 fn store(name: &str, options: &Value, extra: Value, sync: Value) -> (String, Value) {
     let mut block = sync;

@@ -18,23 +18,6 @@ use tempfile::TempDir;
 const PAIRS: usize = 5;
 const PER_PAIR: usize = 12;
 
-fn places(test: &str, dir: &Path) -> Vec<(&'static str, Value)> {
-    let local = json!({"bucket": "b", "endpoint": format!("file://{}", dir.join("bucket").display())});
-    vec![
-        ("file", local),
-        ("moto", signed_options(&server("moto"), "moto", "MOTO_SIGNED_BUCKET", &unique_prefix(test))),
-        ("garage", signed_options(&server("garage"), "garage", "GARAGE_BUCKET", &unique_prefix(test))),
-    ]
-}
-
-fn with(options: &Value, extra: Value) -> Value {
-    let mut options = options.clone();
-    for (k, v) in extra.as_object().unwrap() {
-        options[k] = v.clone();
-    }
-    options
-}
-
 /// A writer's mutable store, each record under `{platform}/{runtime}/{run}`.
 fn writer(path: &Path, options: &Value) -> Client {
     let o = with(

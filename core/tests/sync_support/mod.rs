@@ -22,6 +22,25 @@ use objstore_db_core::{
 };
 use serde_json::{json, Value};
 
+/// The Sync options of each bucket kind, under a prefix of the test's own.
+pub fn places(test: &str, dir: &Path) -> Vec<(&'static str, Value)> {
+    let local = json!({"bucket": "b", "endpoint": format!("file://{}", dir.join("bucket").display())});
+    vec![
+        ("file", local),
+        ("moto", signed_options(&server("moto"), "moto", "MOTO_SIGNED_BUCKET", &unique_prefix(test))),
+        ("garage", signed_options(&server("garage"), "garage", "GARAGE_BUCKET", &unique_prefix(test))),
+    ]
+}
+
+/// `options` with the fields of `extra` set.
+pub fn with(options: &Value, extra: Value) -> Value {
+    let mut options = options.clone();
+    for (k, v) in extra.as_object().unwrap() {
+        options[k] = v.clone();
+    }
+    options
+}
+
 /// A prefix no other test (or earlier run against the same server) uses.
 pub fn unique_prefix(test: &str) -> String {
     static COUNTER: AtomicUsize = AtomicUsize::new(0);
