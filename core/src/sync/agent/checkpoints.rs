@@ -285,10 +285,9 @@ impl Agent {
         let s = &self.stores[store];
         let (Some(config), Some(log)) = (checkpoints_of(s), &s.config.policy.change_log) else { return Ok(None) };
         let taken = self.seen().get(store).and_then(|seen| seen.checkpoint.as_ref()).and_then(|taken| {
-            let touched = taken.touched.clone()?;
-            Some((taken.stamp.clone(), taken.manifest.clone(), taken.ranges.clone(), touched))
+            taken.touched.is_some().then(|| (taken.stamp.clone(), taken.manifest.clone(), taken.ranges.clone()))
         });
-        let Some((stamp, manifest, loaded, touched)) = taken else { return Ok(None) };
+        let Some((stamp, manifest, loaded)) = taken else { return Ok(None) };
         let too_old = u128::from(self.bucket_now_ms(s).saturating_sub(manifest.position_ms));
         if too_old >= log.relist_every.as_millis() {
             return Ok(None);
@@ -303,9 +302,13 @@ impl Agent {
         };
         let name = store.to_string();
         let local = port.exec(move |db| db.store_state(&name))?;
-        // What the change log named since the checkpoint, the local copy holds as the log said.
-        let described: Vec<(String, ObjectInfo)> =
-            records(s, store, objects).into_iter().filter(|(id, _)| !touched.contains(id)).collect();
+        let read = records(s, store, objects);
+        // What the change log named since the checkpoint, the local copy holds as the log said
+        // (looked up where it is kept: it may hold 200,000 names).
+        let seen = self.seen();
+        let touched = seen.get(store).and_then(|seen| seen.checkpoint.as_ref()?.touched.as_ref());
+        let Some(touched) = touched else { return Ok(None) };
+        let described: Vec<(String, ObjectInfo)> = read.into_iter().filter(|(id, _)| !touched.contains(id)).collect();
         let listed: HashSet<&str> = described.iter().map(|(id, _)| id.as_str()).collect();
         let vanished = local
             .known
@@ -314,6 +317,8 @@ impl Agent {
             .filter(|id| over.iter().any(|&i| in_range_shard(&manifest, i, id)))
             .cloned()
             .collect();
+        drop(listed);
+        drop(seen);
         let learnt = Learnt { vanished, described, checkpoint: Some(Step::Ranges(over)), ..Learnt::default() };
         Ok(Some((learnt, local, HashSet::new())))
     }
@@ -348,9 +353,9 @@ impl Agent {
 
     /// The range a scan inside one pair (see [`Agent::checkpoint_covers`]) reads, when `store`
     /// keeps checkpoints: what a prefetch reads of their range shards.
-    pub fn pair_range(&self, store: &str, scan: &ScanOptions) -> Option<(String, String)> {
+    pub fn pair_range<'s>(&self, store: &str, scan: &'s ScanOptions) -> Option<(&'s str, &'s str)> {
         self.stores.get(store).and_then(checkpoints_of)?;
-        in_one_pair(scan).map(|(lower, _, upper)| (lower.to_string(), upper.to_string()))
+        in_one_pair(scan).map(|(lower, _, upper)| (lower, upper))
     }
 
     /// Whether a checkpoint of `store` was taken.

@@ -85,6 +85,7 @@ impl Agent {
         let Some((lower, upper)) = self.pair_range(store, scan) else {
             return self.bring_up_to_date(port, store, mode, Listing::Everything, Source::Bucket, token);
         };
+        let (lower, upper) = (lower.to_string(), upper.to_string());
         self.bring_up_to_date(port, store, mode, Listing::AsHeld, Source::Ranges { lower, upper }, token)?;
         match self.refractory_fresh(store) {
             true => Ok(()),
