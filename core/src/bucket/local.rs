@@ -1,7 +1,6 @@
 //! A directory that behaves as a bucket (`file://<dir>`), for the embedded default: objects are
-//! files under `<dir>/<bucket>/` at their key's path, and `.objstore/meta/<key>` beside them
-//! holds the etag (MD5 of the body, quoted, as S3 gives for a single-part upload), the time of
-//! the write and the custom metadata. Listings are in UTF-8 byte order with S3's prefix,
+//! files under `<dir>/<bucket>/` at their key's path, each with its record (the etag, the time of
+//! the write and the custom metadata: `record.rs`) in an attribute of its file. Listings are in UTF-8 byte order with S3's prefix,
 //! delimiter, max-keys and start-after/marker rules; conditional reads and writes answer as S3
 //! does (304, 412). Keys that would leave the directory are refused.
 
@@ -13,10 +12,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use serde::{Deserialize, Serialize};
-
 use super::accounting::Accounting;
 use super::dirwalk::{Step, Walker};
+use super::record::{Keeping, Record};
 use super::{
     etag_of, Bucket, Fetched, ListPage, ListRequest, Metadata, Object, ObjectInfo, PutMode, PutOptions, Validators,
 };
@@ -27,6 +25,8 @@ use crate::token::Token;
 /// The folder inside the bucket directory that holds what is not an object.
 const RESERVED: &str = ".objstore";
 const DEFAULT_MAX_KEYS: usize = 1000;
+/// S3's cap on an object's custom metadata (names and values), which it answers with 400.
+const MAX_METADATA_BYTES: usize = 2048;
 
 pub struct LocalBucket {
     root: PathBuf,
@@ -37,27 +37,22 @@ pub struct LocalBucket {
     /// processes.
     writers: Mutex<Option<(u32, File)>>,
     walker: Walker,
+    /// Where new records go: the body file's attribute, or a sidecar file where the file system
+    /// refuses attributes.
+    keeping: Keeping,
+    /// Whether `.objstore/meta` holds sidecars (this bucket's, or those of a bucket written
+    /// before attributes), to be read where a file has no attribute and removed with it.
+    sidecars: bool,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Sidecar {
+/// An object as the bucket describes it: its record, or one recomputed from the body.
+#[derive(Debug, Clone)]
+struct Described {
     etag: String,
-    /// Milliseconds since the Unix epoch.
     modified_ms: u64,
-    /// The body file's length, inode and modification time when this was written: a body that
-    /// no longer matches them (changed behind our back, or a crash between the two renames)
-    /// has its etag recomputed.
-    #[serde(default)]
     size: u64,
-    #[serde(default)]
-    inode: u64,
-    #[serde(default)]
-    mtime_ns: u64,
-    #[serde(default)]
     metadata: Metadata,
-    /// Recomputed from the body: the recorded sidecar did not describe it.
-    #[serde(skip)]
+    /// Recomputed from the body: no record described it.
     stale: bool,
 }
 
@@ -73,12 +68,19 @@ impl LocalBucket {
             return Err(Error::InvalidArgument(format!("{bucket:?} is not a usable local bucket name")));
         }
         let root = directory.join(bucket);
-        for dir in [root.join(RESERVED).join("meta"), root.join(RESERVED).join("tmp")] {
-            fs::create_dir_all(&dir)
-                .map_err(|e| io_error(&format!("creating the local bucket {}", root.display()), e))?;
+        let creating = |dir: &Path| {
+            fs::create_dir_all(dir).map_err(|e| io_error(&format!("creating the local bucket {}", root.display()), e))
+        };
+        let scratch = root.join(RESERVED).join("tmp");
+        creating(&scratch)?;
+        let keeping = Keeping::probe(&scratch);
+        if keeping == Keeping::Sidecar {
+            creating(&root.join(RESERVED).join("meta"))?;
         }
+        let sidecars = root.join(RESERVED).join("meta").is_dir();
         let writers = Mutex::new(None);
-        let bucket = LocalBucket { root, max_object_bytes, accounting, writers, walker: Walker::default() };
+        let bucket =
+            LocalBucket { root, max_object_bytes, accounting, writers, walker: Walker::default(), keeping, sidecars };
         bucket.remove_orphaned_temporaries();
         Ok(bucket)
     }
@@ -120,13 +122,14 @@ impl LocalBucket {
     }
 
     /// The first symbolic link among the folders and file `key` names, in the objects' tree or
-    /// in the records' (`.objstore/meta`).
+    /// in the sidecars' (`.objstore/meta`).
     fn link_on_the_way(&self, key: &str) -> Option<PathBuf> {
         let meta = self.root.join(RESERVED).join("meta");
         let mut within = PathBuf::new();
         for segment in key.split('/') {
             within.push(segment);
-            for path in [self.root.join(&within), meta.join(&within)] {
+            let trees = [Some(self.root.join(&within)), Some(meta.join(&within)).filter(|_| self.sidecars)];
+            for path in trees.into_iter().flatten() {
                 if fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
                     return Some(path);
                 }
@@ -140,23 +143,29 @@ impl LocalBucket {
     }
 
     /// The object's description, or `None` when there is no object. The file is the truth: a
-    /// sidecar without its file describes nothing, and one whose size disagrees with the file
-    /// (edited by hand, or a crash between the two renames) is recomputed from it.
-    fn sidecar(&self, key: &str, path: &Path) -> Result<Option<Sidecar>> {
+    /// record without its file describes nothing, and one the file no longer matches (edited by
+    /// hand, or a crash before its record was set) is recomputed from it.
+    fn described(&self, key: &str, path: &Path) -> Result<Option<Described>> {
         let file = match fs::metadata(path) {
             Ok(m) if m.is_file() => m,
             Ok(_) => return Ok(None),
             Err(e) if absent(&e) => return Ok(None),
             Err(e) => return Err(io_error(&format!("reading {}", path.display()), e)),
         };
-        let recorded: Option<Sidecar> = match fs::read(self.sidecar_path(key)) {
-            Ok(bytes) => serde_json::from_slice(&bytes).ok(),
-            Err(e) if absent(&e) => None,
+        let recorded = match self.record(key, path) {
+            Ok(recorded) => recorded,
+            Err(e) if absent(&e) => return Ok(None),
             Err(e) => return Err(io_error(&format!("reading the local bucket's record of {key:?}"), e)),
         };
-        let (inode, mtime_ns) = identity(&file);
+        let size = file.len();
         match recorded {
-            Some(s) if (s.size, s.inode, s.mtime_ns) == (file.len(), inode, mtime_ns) => Ok(Some(s)),
+            Some(r) if r.describes(&file) => Ok(Some(Described {
+                etag: r.etag,
+                modified_ms: r.modified_ms,
+                size,
+                metadata: r.metadata,
+                stale: false,
+            })),
             stale => {
                 let body = match fs::read(path) {
                     Ok(body) => body,
@@ -164,16 +173,30 @@ impl LocalBucket {
                     Err(e) => return Err(io_error(&format!("reading {}", path.display()), e)),
                 };
                 let modified = file.modified().unwrap_or(SystemTime::now());
-                Ok(Some(Sidecar {
+                Ok(Some(Described {
                     etag: etag_of(&body),
                     modified_ms: millis(modified),
                     size: body.len() as u64,
-                    inode,
-                    mtime_ns,
-                    metadata: stale.map(|s| s.metadata).unwrap_or_default(),
+                    metadata: stale.map(|r| r.metadata).unwrap_or_default(),
                     stale: true,
                 }))
             }
+        }
+    }
+
+    /// The record set for the object: its file's attribute, else its sidecar.
+    fn record(&self, key: &str, path: &Path) -> std::io::Result<Option<Record>> {
+        let set = match self.keeping {
+            Keeping::Attribute => Record::read_attribute(path, key)?,
+            Keeping::Sidecar => None,
+        };
+        if set.is_some() || !self.sidecars {
+            return Ok(set);
+        }
+        match fs::read(self.sidecar_path(key)) {
+            Ok(bytes) => Ok(Record::from_sidecar(&bytes)),
+            Err(e) if absent(&e) => Ok(None),
+            Err(e) => Err(e),
         }
     }
 
@@ -181,16 +204,16 @@ impl LocalBucket {
     /// and a crash of the machine leaves the old file or the new one: the data reaches the disk
     /// before the rename, and the rename before this returns.
     fn write_atomically(&self, path: &Path, bytes: &[u8]) -> Result<()> {
-        let tmp = self.staged(path, bytes, "file")?;
+        let tmp = self.staged(path, bytes, "file", |_| Ok(()))?;
         self.move_into_place(&tmp, path)?;
         self.sync_folder_of(path)
     }
 
-    /// Writes `bytes` to a new temporary file and syncs it to the disk; no lock is needed for
-    /// that part. Its name is this process's id (for `remove_orphaned_temporaries`) and a random
+    /// Writes `bytes` to a new temporary file, has `finish` set what else it holds (its record),
+    /// and syncs it to the disk; no lock is needed for that part. Its name is this process's id (for `remove_orphaned_temporaries`) and a random
     /// number, and it is created new and never through a link: a link planted at a name
     /// guessed ahead cannot carry the write outside the bucket.
-    fn staged(&self, path: &Path, bytes: &[u8], what: &str) -> Result<PathBuf> {
+    fn staged(&self, path: &Path, bytes: &[u8], what: &str, finish: impl Fn(&File) -> Result<()>) -> Result<PathBuf> {
         let context = format!("writing {}", path.display());
         let mut attempts = 0;
         loop {
@@ -202,7 +225,14 @@ impl LocalBucket {
             let created = fs::OpenOptions::new().write(true).create_new(true).custom_flags(libc::O_NOFOLLOW).open(&tmp);
             match created {
                 Ok(mut file) => {
-                    file.write_all(bytes).and_then(|()| file.sync_all()).map_err(|e| io_error(&context, e))?;
+                    let written = file.write_all(bytes).map_err(|e| io_error(&context, e));
+                    let synced = written
+                        .and_then(|()| finish(&file))
+                        .and_then(|()| file.sync_all().map_err(|e| io_error(&context, e)));
+                    if let Err(e) = synced {
+                        let _ = fs::remove_file(&tmp);
+                        return Err(e);
+                    }
                     return Ok(tmp);
                 }
                 Err(e) if e.kind() == ErrorKind::AlreadyExists && attempts < 3 => attempts += 1,
@@ -251,14 +281,15 @@ impl LocalBucket {
     }
 
     /// Under the lock: checks that the key fits and the condition holds, then moves the staged
-    /// body and its record into place. Returns the etag now held.
+    /// body (with its record) into place, and its sidecar where records are kept so. Returns
+    /// the etag now held.
     #[allow(clippy::too_many_arguments)]
     fn put_staged(
         &self,
         key: &str,
         path: &Path,
         body_tmp: &Path,
-        sidecar_tmp: &Path,
+        sidecar_tmp: Option<&Path>,
         etag: &str,
         metadata: &Metadata,
         mode: &PutMode,
@@ -286,11 +317,11 @@ impl LocalBucket {
                 self.root.display()
             )));
         }
-        let current = self.sidecar(key, path)?;
-        if let Some(now) = current.as_ref().filter(|c| c.stale && c.etag == etag) {
-            // This very body is in place but its record is not: a write killed between the two
-            // renames. Its record is finished now, with this write's metadata.
-            return self.write_sidecar(key, path, now.etag.clone(), metadata);
+        let current = self.described(key, path)?;
+        if current.as_ref().is_some_and(|c| c.stale && c.etag == etag) {
+            // This very body is in place but its record is not: a write killed before it was
+            // set (or between a sidecar's two renames). It is set now, with this write's metadata.
+            return self.record_in_place(key, path, etag, metadata);
         }
         let refused = match (mode, &current) {
             (PutMode::Create, Some(_)) => Some("the object exists (If-None-Match: *)".to_string()),
@@ -306,15 +337,24 @@ impl LocalBucket {
             return Err(Error::Remote { what: format!("PUT {}/{key}", self.describe()), status: 412, detail });
         }
         self.move_into_place(body_tmp, path)?;
-        self.move_into_place(sidecar_tmp, &self.sidecar_path(key))?;
+        match sidecar_tmp {
+            Some(tmp) => self.move_into_place(tmp, &self.sidecar_path(key))?,
+            // A sidecar from before attributes would be read where the body lost its attribute.
+            None if self.sidecars => remove_sidecar(&self.sidecar_path(key), &self.root)?,
+            None => {}
+        }
         Ok(etag.to_string())
     }
 
-    /// Records the body now at `path` (whose etag is `etag`): its identity and the metadata.
-    fn write_sidecar(&self, key: &str, path: &Path, etag: String, metadata: &Metadata) -> Result<String> {
-        let sidecar = Sidecar::describing(path, etag, metadata)?;
-        self.write_atomically(&self.sidecar_path(key), &serde_json::to_vec(&sidecar).expect("a sidecar serialises"))?;
-        Ok(sidecar.etag)
+    /// Records the body now at `path` (whose etag is `etag`) with `metadata`.
+    fn record_in_place(&self, key: &str, path: &Path, etag: &str, metadata: &Metadata) -> Result<String> {
+        match self.keeping {
+            Keeping::Attribute => Record::set_attribute_in_place(path, key, etag, metadata)?,
+            Keeping::Sidecar => {
+                self.write_atomically(&self.sidecar_path(key), &Record::sidecar_for(path, etag, metadata)?)?
+            }
+        }
+        Ok(etag.to_string())
     }
 
     fn lock(&self) -> Result<WriteLock<'_>> {
@@ -344,7 +384,7 @@ impl Bucket for LocalBucket {
     fn get(&self, key: &str, validators: &Validators, _token: &Token) -> Result<Fetched> {
         let _waiting = self.accounting.begin();
         let path = self.path_of(key)?;
-        let Some(sidecar) = self.sidecar(key, &path)? else {
+        let Some(sidecar) = self.described(key, &path)? else {
             self.accounting.record("GET", 404, 0, 0);
             return Ok(Fetched::Missing);
         };
@@ -386,7 +426,7 @@ impl Bucket for LocalBucket {
     fn head(&self, key: &str, _token: &Token) -> Result<Option<(ObjectInfo, Metadata)>> {
         let _waiting = self.accounting.begin();
         let path = self.path_of(key)?;
-        let found = self.sidecar(key, &path)?;
+        let found = self.described(key, &path)?;
         self.accounting.record("HEAD", if found.is_some() { 200 } else { 404 }, 0, 0);
         Ok(found.map(|s| {
             let last_modified = time::iso(s.modified());
@@ -399,30 +439,48 @@ impl Bucket for LocalBucket {
         let _waiting = self.accounting.begin();
         let metadata = &options.metadata;
         let path = self.path_of(key)?;
+        let metadata_bytes: usize = metadata.iter().map(|(name, value)| name.len() + value.len()).sum();
+        if metadata_bytes > MAX_METADATA_BYTES {
+            return Err(Error::InvalidArgument(format!(
+                "the metadata of {key:?} is {metadata_bytes} bytes; S3 (and this local bucket) takes at most {MAX_METADATA_BYTES}"
+            )));
+        }
         // The body and its record reach the disk before the lock is taken, so that writers of
         // different objects wait for each other's renames only, not for each other's fsyncs.
         let etag = etag_of(body);
-        let body_tmp = self.staged(&path, body, "body")?;
-        let sidecar = Sidecar::describing(&body_tmp, etag.clone(), metadata)?; // a rename keeps its identity
-        let sidecar_path = self.sidecar_path(key);
-        let record = serde_json::to_vec(&sidecar).expect("a sidecar serialises");
-        let sidecar_tmp = self.staged(&sidecar_path, &record, "record")?;
+        let (body_tmp, sidecar) = match self.keeping {
+            Keeping::Attribute => {
+                (self.staged(&path, body, "body", |file| Record::set_attribute(file, key, &etag, metadata))?, None)
+            }
+            Keeping::Sidecar => {
+                let body_tmp = self.staged(&path, body, "body", |_| Ok(()))?;
+                let sidecar_path = self.sidecar_path(key);
+                // A rename keeps the identity the sidecar records.
+                let record = Record::sidecar_for(&body_tmp, &etag, metadata)?;
+                let sidecar_tmp = self.staged(&sidecar_path, &record, "record", |_| Ok(()));
+                let sidecar_tmp = sidecar_tmp.inspect_err(|_| drop(fs::remove_file(&body_tmp)))?;
+                (body_tmp, Some((sidecar_path, sidecar_tmp)))
+            }
+        };
         // Folders are made before the lock is taken (writers wait for each other's renames
         // only); one that cannot be made is explained under the lock.
-        let _ = make_folders(&path).and_then(|()| make_folders(&sidecar_path));
-        let outcome = self.put_staged(key, &path, &body_tmp, &sidecar_tmp, &etag, metadata, &options.mode);
-        for tmp in [&body_tmp, &sidecar_tmp] {
+        let _ = make_folders(&path).and_then(|()| sidecar.as_ref().map_or(Ok(()), |(path, _)| make_folders(path)));
+        let sidecar_tmp = sidecar.as_ref().map(|(_, tmp)| tmp.as_path());
+        let outcome = self.put_staged(key, &path, &body_tmp, sidecar_tmp, &etag, metadata, &options.mode);
+        for tmp in std::iter::once(body_tmp.as_path()).chain(sidecar_tmp) {
             let _ = fs::remove_file(tmp); // moved into place, or not wanted
         }
+        let files = std::iter::once(path.as_path()).chain(sidecar.as_ref().map(|(path, _)| path.as_path()));
         if let (Err(_), Ok(_lock)) = (&outcome, self.lock()) {
             // The folders made for a write that did not happen go again.
-            for file in [&path, &sidecar_path] {
+            for file in files.clone() {
                 prune_empty_parents(file, &self.root);
             }
         }
         let etag = outcome?;
-        self.sync_folder_of(&path)?;
-        self.sync_folder_of(&sidecar_path)?;
+        for file in files {
+            self.sync_folder_of(file)?;
+        }
         self.accounting.record("PUT", 200, body.len() as u64, 0);
         Ok(Some(etag))
     }
@@ -431,13 +489,14 @@ impl Bucket for LocalBucket {
         let _waiting = self.accounting.begin();
         let path = self.path_of(key)?;
         let _lock = self.lock()?;
-        // The sidecar first: a crash in between leaves a file that describes itself.
-        for file in [&self.sidecar_path(key), &path] {
-            match fs::remove_file(file) {
-                Ok(()) => prune_empty_parents(file, &self.root),
-                Err(e) if e.kind() == ErrorKind::NotFound => {}
-                Err(e) => return Err(io_error(&format!("removing {}", file.display()), e)),
-            }
+        // A sidecar first: a crash in between leaves a file that describes itself.
+        if self.sidecars {
+            remove_sidecar(&self.sidecar_path(key), &self.root)?;
+        }
+        match fs::remove_file(&path) {
+            Ok(()) => prune_empty_parents(&path, &self.root),
+            Err(e) if e.kind() == ErrorKind::NotFound => {}
+            Err(e) => return Err(io_error(&format!("removing {}", path.display()), e)),
         }
         self.accounting.record("DELETE", 204, 0, 0);
         Ok(())
@@ -497,7 +556,7 @@ impl Bucket for LocalBucket {
                 return Step::SkipPrefix(group);
             }
             let path = self.root.join(&key);
-            let sidecar = match self.sidecar(&key, &path) {
+            let sidecar = match self.described(&key, &path) {
                 Ok(Some(sidecar)) => sidecar,
                 Ok(None) => {
                     taken -= 1; // gone since the directory was read
@@ -532,31 +591,22 @@ fn skipped_group(key: &str, after: &str, delimiter: Option<&str>) -> bool {
     delimiter.is_some_and(|d| after.ends_with(d) && key.starts_with(after))
 }
 
-impl Sidecar {
-    /// The record of the body in `file` (whose etag is `etag`), written now.
-    fn describing(file: &Path, etag: String, metadata: &Metadata) -> Result<Sidecar> {
-        let found = fs::metadata(file).map_err(|e| io_error(&format!("writing {}", file.display()), e))?;
-        let (inode, mtime_ns) = identity(&found);
-        Ok(Sidecar {
-            etag,
-            modified_ms: millis(SystemTime::now()),
-            size: found.len(),
-            inode,
-            mtime_ns,
-            metadata: metadata.clone(),
-            stale: false,
-        })
-    }
-
+impl Described {
     fn modified(&self) -> SystemTime {
         UNIX_EPOCH + Duration::from_millis(self.modified_ms)
     }
 }
 
-/// A file's inode and modification time in nanoseconds: a body renamed into place has new ones.
-fn identity(file: &fs::Metadata) -> (u64, u64) {
-    use std::os::unix::fs::MetadataExt;
-    (file.ino(), (file.mtime() as u64).wrapping_mul(1_000_000_000).wrapping_add(file.mtime_nsec() as u64))
+/// Removes the sidecar at `file`, if there is one, and the folders it leaves empty.
+fn remove_sidecar(file: &Path, root: &Path) -> Result<()> {
+    match fs::remove_file(file) {
+        Ok(()) => {
+            prune_empty_parents(file, root);
+            Ok(())
+        }
+        Err(e) if absent(&e) => Ok(()),
+        Err(e) => Err(io_error(&format!("removing {}", file.display()), e)),
+    }
 }
 
 fn millis(time: SystemTime) -> u64 {
@@ -604,3 +654,6 @@ fn io_error(context: &str, e: std::io::Error) -> Error {
         _ => Error::Unreachable { what: context.to_string(), reason: e.to_string() },
     }
 }
+
+#[cfg(test)]
+mod tests;

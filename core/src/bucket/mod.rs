@@ -11,6 +11,7 @@ mod listing;
 mod local;
 mod mime_words;
 pub(crate) mod profile;
+mod record;
 mod sign;
 
 use std::collections::{BTreeMap, HashSet};

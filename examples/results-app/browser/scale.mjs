@@ -55,11 +55,13 @@ function sample(i, prefix) {
   return { key: run + digests.fileSegment(i.toString(16).padStart(16, "0"), body, Buffer.byteLength(prefix + run)), body };
 }
 
-/** Writes the N runs through the library, 1,000 to a flush, then a checkpoint of them (what
- * the collector writes every ten minutes): its report, and how long it took. */
+/** Writes the N runs through the library as the app does (its metadata headers included),
+ * 1,000 to a flush, then a checkpoint of them (what the collector writes every ten minutes):
+ * its report, and how long it took. */
 async function seed(options) {
   const db = new Storage("scale-seed", { stores: [{ name: "results", Sync: { format: "objstore", immutable: true,
-    Options: { ...options, concurrency: 32, changeLog: true, checkpoints: true } } }] }, { mechanism: "memory" });
+    Options: { ...options, concurrency: 32, changeLog: true, checkpoints: true, metadata: ["platform", "browser", "version"] } } }] },
+  { mechanism: "memory" });
   try {
     for (let i = 0; i < RUNS; i += 1000) {
       const batch = Array.from({ length: Math.min(1000, RUNS - i) }, (_, j) => sample(i + j, options.prefix));
@@ -107,7 +109,7 @@ function bucketBytes(dir) {
   const checkpoints = blocks(join(dir, ".objstore-checkpoints"));
   const library = blocks(join(dir, ".objstore"));
   return { on_disk: whole, change_log: log, checkpoints, library_files: library,
-    bodies_on_disk: whole - log - checkpoints - library, bodies_apparent: du(dir) - du(join(dir, ".objstore-changes")) - du(join(dir, ".objstore-checkpoints")) - du(join(dir, ".objstore")) };
+    bodies_on_disk: whole - log - checkpoints - library, vs_bodies: Number((whole / (whole - log - checkpoints - library)).toFixed(2)), bodies_apparent: du(dir) - du(join(dir, ".objstore-changes")) - du(join(dir, ".objstore-checkpoints")) - du(join(dir, ".objstore")) };
 }
 
 /** A TCP relay to `target` (host:port) that holds every chunk a client sends `ms` before passing it on. */
