@@ -83,6 +83,9 @@ pub enum Extent {
     /// The names a scan inside one pair reads, which the checkpoint taken has in its range
     /// shards (see `Agent::checkpoint_covers`).
     InPair(ScanOptions),
+    /// The heads of these pairs that the checkpoint taken held back (keyed reads of an
+    /// objstore-meta store, which are answered from what is held).
+    HeldPairs(Vec<String>),
 }
 
 impl Need {
@@ -119,7 +122,17 @@ pub fn need(agent: &Agent, db: &mut Database, read: &ReadScope) -> Result<Option
     }
     if let Some(keys) = &read.keys {
         if db.sync_policy(store).is_some_and(|policy| policy.format == Format::ObjstoreMeta) {
-            return Ok(None);
+            let ids = keys.iter().filter_map(|key| match key {
+                Key::String(id) => Some(id.as_str()),
+                _ => None,
+            });
+            let pairs = agent.held_pairs(store, ids);
+            return Ok((!pairs.is_empty()).then(|| Need::Prefetch {
+                store: store.clone(),
+                cached: true,
+                extent: Extent::HeldPairs(pairs),
+                asked: Instant::now(),
+            }));
         }
         let missing = db.local_copies(store, keys)?.iter().any(|c| !c.present && !c.held);
         return Ok((fresh_read || missing).then(|| Need::Fetch {

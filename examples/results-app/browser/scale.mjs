@@ -32,7 +32,8 @@ const WARM_LOADS = 5;
 const SUITES = ["crud", "cursor", "event", "transaction", "query", "sql"];
 const FAR_FUTURE_MS = 9_999_999_999_999;
 
-/** Run `i`: its pair, key and body (36 tests, one failing now and then), a minute after run i - 1. */
+/** Run `i`: its pair, key and body (36 tests, one failing now and then), a minute after run i - 1,
+ * on `main` as a CI run's post says. */
 function sample(i, prefix) {
   const pair = i % PAIRS;
   const platform = `platform-${String(pair % PLATFORMS).padStart(2, "0")}`;
@@ -47,7 +48,7 @@ function sample(i, prefix) {
   const count = (s) => tests.filter((t) => t.status === s).length;
   const body = {
     platform, browser: runtime, version: "0.1.0",
-    ci: { commit: (0x1000000 + Math.floor(i / PAIRS)).toString(16).padStart(12, "0") },
+    ci: { commit: (0x1000000 + Math.floor(i / PAIRS)).toString(16).padStart(12, "0"), branch: "main" },
     results: { tool: { name: "scale" }, summary: { tests: tests.length, passed: count("passed"), failed: count("failed"),
       skipped: 0, pending: 0, other: 0, start: at, stop: at + 1000 }, tests },
   };

@@ -16,16 +16,28 @@ use crate::sync::checkpoint::{self, Manifest, Shard, ShardRef};
 /// checkpoints' folder it steps over looking for each manifest).
 const TRIED: usize = 3;
 
+/// The share of a pair's heads applied when a checkpoint's heads are taken (an eighth, at least
+/// one): a view of every pair's newest names reads these; the rest are held back until a scan
+/// reads past them (a cold view of 500 pairs applies 4,000 names, not 32,000).
+const APPLIED_HEADS_PART: u64 = 8;
+
+/// Pairs whose heads held back are applied together, from the one a read needs on in name
+/// order: a view of a page of pairs (the next ones by name) takes one local transaction, not
+/// one per pair.
+const HELD_PAIRS_TOGETHER: usize = 64;
+
 /// The checkpoint a reader took: its manifest, and what of it the local copy holds.
 pub(crate) struct Taken {
     stamp: String,
     manifest: Arc<Manifest>,
     /// The range shards applied.
     ranges: Vec<bool>,
-    /// Each pair's last head, when the heads were applied: from the pair's first name to it,
+    /// Each pair's last head, when the heads were taken: from the pair's first name to it,
     /// every name is held (to the pair's end, for a pair of fewer names than the heads hold:
-    /// `None`).
+    /// `None`), once the pair's heads held back are applied.
     heads: Option<BTreeMap<String, Option<String>>>,
+    /// The pairs whose heads past the share applied (see [`APPLIED_HEADS_PART`]) are not applied yet.
+    held: BTreeMap<String, HeldHeads>,
     /// The objects the change log named since the checkpoint's position: the local copy holds
     /// its word on them, which a range shard read later must not undo. `None` past
     /// [`TOUCHED_HELD`] of them (range shards are then not read: a listing is).
@@ -35,12 +47,21 @@ pub(crate) struct Taken {
 /// The most objects named by the change log a taken checkpoint keeps track of.
 const TOUCHED_HELD: usize = 200_000;
 
+/// One pair's heads not applied yet.
+struct HeldHeads {
+    /// The last name applied: the local copy holds the pair up to it.
+    last_applied: String,
+    rest: Vec<(String, ObjectInfo)>,
+}
+
 /// What a prefetch took of a checkpoint, for the local copy's record once it is applied.
 pub(super) enum Step {
     /// Its heads or every range, from the newest checkpoint.
     Took(Taken),
     /// These range shards of the checkpoint taken.
     Ranges(Vec<usize>),
+    /// The heads of these pairs held back.
+    Held(Vec<String>),
 }
 
 impl Seen {
@@ -50,6 +71,7 @@ impl Seen {
         match (step, &mut self.checkpoint) {
             (Some(Step::Took(taken)), _) => self.checkpoint = Some(taken),
             (Some(Step::Ranges(over)), Some(taken)) => over.into_iter().for_each(|i| taken.ranges[i] = true),
+            (Some(Step::Held(pairs)), Some(taken)) => pairs.iter().for_each(|pair| drop(taken.held.remove(pair))),
             (None, _) if listed => self.checkpoint = None,
             _ => {}
         }
@@ -251,6 +273,10 @@ impl Agent {
                 Some(last_heads) => vanished_beside_heads(&local, &described, last_heads),
                 None => vanished(&local, &described),
             };
+            let (described, held) = match heads {
+                true => hold_back(described, (manifest.heads_per_pair / APPLIED_HEADS_PART).max(1) as usize),
+                false => (described, BTreeMap::new()),
+            };
             let learnt = Learnt {
                 vanished,
                 described,
@@ -264,7 +290,7 @@ impl Agent {
             };
             let ranges = vec![!heads; manifest.ranges.len()];
             let touched = Some(HashSet::new());
-            let taken = Taken { stamp, manifest: Arc::new(manifest), ranges, heads: last_heads, touched };
+            let taken = Taken { stamp, manifest: Arc::new(manifest), ranges, heads: last_heads, held, touched };
             let learnt = Learnt { checkpoint: Some(Step::Took(taken)), ..learnt };
             return Ok(Some((learnt, local, HashSet::new())));
         }
@@ -323,6 +349,48 @@ impl Agent {
         Ok(Some((learnt, local, HashSet::new())))
     }
 
+    /// The heads the checkpoint taken held back of `pair` and the pairs after it (see
+    /// [`HELD_PAIRS_TOGETHER`]), but for those the change log named since (its word is applied
+    /// already). `None` when none are held back, or the log named too many objects to tell: the
+    /// range shards are read instead.
+    pub(super) fn learn_from_held(
+        &self,
+        port: &mut impl Port,
+        store: &str,
+        pair: &str,
+    ) -> Result<Option<(Learnt, StoreState, HashSet<String>)>> {
+        let (pairs, described): (Vec<String>, Vec<(String, ObjectInfo)>) = {
+            let seen = self.seen();
+            let Some(taken) = seen.get(store).and_then(|seen| seen.checkpoint.as_ref()) else { return Ok(None) };
+            let (true, Some(touched)) = (taken.held.contains_key(pair), &taken.touched) else { return Ok(None) };
+            let together: Vec<(&String, &HeldHeads)> =
+                taken.held.range(pair.to_string()..).take(HELD_PAIRS_TOGETHER).collect();
+            let described = together.iter().flat_map(|(_, held)| &held.rest);
+            let described = described.filter(|(id, _)| !touched.contains(id)).cloned().collect();
+            (together.into_iter().map(|(pair, _)| pair.clone()).collect(), described)
+        };
+        // The local state of these names only, not of the store's every one.
+        let (name, ids): (String, Vec<String>) =
+            (store.to_string(), described.iter().map(|(id, _)| id.clone()).collect());
+        let local = port.exec(move |db| db.store_state_of(&name, Some(&ids)))?;
+        let learnt = Learnt { described, checkpoint: Some(Step::Held(pairs)), ..Learnt::default() };
+        Ok(Some((learnt, local, HashSet::new())))
+    }
+
+    /// The pairs of `ids` whose heads the checkpoint taken of `store` holds back.
+    pub fn held_pairs<'i>(&self, store: &str, ids: impl Iterator<Item = &'i str>) -> Vec<String> {
+        let seen = self.seen();
+        let Some(taken) = seen.get(store).and_then(|seen| seen.checkpoint.as_ref()) else { return Vec::new() };
+        let mut pairs: Vec<String> = ids
+            .filter_map(checkpoint::pair_of)
+            .filter(|pair| taken.held.contains_key(*pair))
+            .map(str::to_string)
+            .collect();
+        pairs.sort();
+        pairs.dedup();
+        pairs
+    }
+
     /// Whether the local copy, as taken from a checkpoint, holds every name `scan` can find:
     /// a forward scan of names inside one pair (the results layout's `{platform}/{browser}/`)
     /// whose range shards were applied, that ends within the pair's heads, or that finds its
@@ -336,11 +404,16 @@ impl Agent {
                 return true;
             }
             let Some(heads) = &taken.heads else { return false };
-            match checkpoint::pair_of(lower).and_then(|pair| heads.get(pair)) {
-                Some(Some(last)) => last.clone(),
-                // A pair the heads hold whole, or one the checkpoint did not have: the change
-                // log named each of its names since.
-                Some(None) | None => return true,
+            let pair = checkpoint::pair_of(lower);
+            if let Some(held) = pair.and_then(|pair| taken.held.get(pair)) {
+                held.last_applied.clone()
+            } else {
+                match pair.and_then(|pair| heads.get(pair)) {
+                    Some(Some(last)) => last.clone(),
+                    // A pair the heads hold whole, or one the checkpoint did not have: the
+                    // change log named each of its names since.
+                    Some(None) | None => return true,
+                }
             }
         };
         if upper <= last_head.as_str() {
@@ -486,6 +559,37 @@ fn in_one_pair(scan: &ScanOptions) -> Option<(&str, bool, &str)> {
     // Names of the pair sort before its prefix with the last `/` made a `0`.
     let end = format!("{}0", &pair[..pair.len() - 1]);
     (scan.index.is_none() && upper.as_str() <= end.as_str()).then_some((lower.as_str(), *lower_open, upper.as_str()))
+}
+
+/// Heads (in key order) split into those applied now, the first `applied` of each pair, and the
+/// rest of each pair's.
+fn hold_back(
+    heads: Vec<(String, ObjectInfo)>,
+    applied_per_pair: usize,
+) -> (Vec<(String, ObjectInfo)>, BTreeMap<String, HeldHeads>) {
+    let mut applied: Vec<(String, ObjectInfo)> = Vec::new();
+    let mut held: BTreeMap<String, HeldHeads> = BTreeMap::new();
+    let mut run: (Option<String>, usize) = (None, 0);
+    for (id, o) in heads {
+        let Some(pair) = checkpoint::pair_of(&id).map(str::to_string) else {
+            applied.push((id, o));
+            continue;
+        };
+        if run.0.as_ref() != Some(&pair) {
+            run = (Some(pair.clone()), 0);
+        }
+        run.1 += 1;
+        if run.1 <= applied_per_pair {
+            applied.push((id, o));
+            continue;
+        }
+        let last_applied = || applied.last().map(|(id, _)| id.clone()).unwrap_or_default();
+        held.entry(pair)
+            .or_insert_with(|| HeldHeads { last_applied: last_applied(), rest: Vec::new() })
+            .rest
+            .push((id, o));
+    }
+    (applied, held)
 }
 
 /// Each pair's last name among heads (in key order, full keys under `prefix`), or `None` for a

@@ -36,6 +36,23 @@ impl Agent {
             Extent::Everything => Listing::Everything,
             Extent::AsHeld => Listing::AsHeld,
             Extent::InPair(scan) => return self.prefetch_pair_range(port, store, mode, scan, asked, token),
+            Extent::HeldPairs(pairs) => {
+                // Under the listing's lock, as every step that applies what the bucket holds:
+                // a log read in between must not see its word undone.
+                let _one_listing = self.listing.lock().unwrap_or_else(|p| p.into_inner());
+                for pair in pairs {
+                    self.prefetch_once(
+                        port,
+                        store,
+                        mode,
+                        Listing::AsHeld,
+                        Source::Held { pair: pair.clone() },
+                        None,
+                        token,
+                    )?;
+                }
+                return Ok(());
+            }
         };
         if self.listed_after(store, asked, listing == Listing::Everything) {
             return Ok(());
@@ -77,7 +94,9 @@ impl Agent {
                 return Ok(());
             }
         } else if covered(self, port) {
-            return match self.listed_after(store, asked, false) {
+            // Covered since the read asked (a read before it applied what it needs): refreshed
+            // as a read the local copy covered then would be, after the refractory period.
+            return match self.listed_after(store, asked, false) || self.refractory_fresh(store) {
                 true => Ok(()),
                 false => self.bring_up_to_date(port, store, mode, Listing::AsHeld, Source::Bucket, token),
             };
@@ -85,8 +104,16 @@ impl Agent {
         let Some((lower, upper)) = self.pair_range(store, scan) else {
             return self.bring_up_to_date(port, store, mode, Listing::Everything, Source::Bucket, token);
         };
-        let (lower, upper) = (lower.to_string(), upper.to_string());
-        self.bring_up_to_date(port, store, mode, Listing::AsHeld, Source::Ranges { lower, upper }, token)?;
+        // The pair's heads held back, which may be all the read needs; else its range shards.
+        let held = self.held_pairs(store, std::iter::once(lower)).pop();
+        let read_held = held.is_some();
+        if let Some(pair) = held {
+            self.prefetch_once(port, store, mode, Listing::AsHeld, Source::Held { pair }, None, token)?;
+        }
+        if !read_held || !covered(self, port) {
+            let (lower, upper) = (lower.to_string(), upper.to_string());
+            self.bring_up_to_date(port, store, mode, Listing::AsHeld, Source::Ranges { lower, upper }, token)?;
+        }
         match self.refractory_fresh(store) {
             true => Ok(()),
             false => self.bring_up_to_date(port, store, mode, Listing::AsHeld, Source::Bucket, token),
@@ -186,7 +213,8 @@ impl Agent {
         };
         let pairs_only =
             listing == Listing::FirstPerPair || (listing == Listing::AsHeld && pairs_at.is_some() && !last_was_full);
-        let ranges = matches!(source, Source::Ranges { .. });
+        // Part of a checkpoint taken already: no log is read, and nothing is learnt of the rest.
+        let ranges = matches!(source, Source::Ranges { .. } | Source::Held { .. });
         let from_log = match (&s.config.policy.change_log, summary.changes_since_ms, log_from) {
             (Some(log), Some(since), Some(listed_at))
                 if !ranges && u128::from(started_ms.saturating_sub(listed_at)) < log.relist_every.as_millis() =>
@@ -209,6 +237,11 @@ impl Agent {
         // checkpoint, where the store keeps them and the read allows, else a listing.
         let mut listed = false;
         let learnt = match (from_log, &source) {
+            (_, Source::Held { pair }) => match self.learn_from_held(port, store, pair) {
+                Ok(Some(taken)) => Ok(taken),
+                Ok(None) => return Ok(None),
+                Err(e) => Err(e),
+            },
             (_, Source::Ranges { lower, upper }) => {
                 match self.learn_from_ranges(port, store, lower, upper, token) {
                     Ok(Some(taken)) => Ok(taken),

@@ -183,6 +183,8 @@ enum Source {
     LogOrListing,
     /// The range shards of the checkpoint taken over names `lower` to `upper` (inclusive).
     Ranges { lower: String, upper: String },
+    /// The heads of one pair the checkpoint taken held back (no request).
+    Held { pair: String },
 }
 
 /// The sync agent of one database: its buckets, what listings said, and the breaker.
