@@ -175,8 +175,14 @@ fn a_pairs_heads_held_back_are_applied_when_a_read_goes_past_the_newest() {
         let held = cold.get_cached("meta", &Key::String(name(1, 3))).unwrap();
         assert_eq!(held.map(|v| v["name"].clone()), Some(json!(name(1, 3))), "{place}");
         assert_eq!(cold.db.count("meta", &ScanOptions::new()).unwrap(), 4, "{place}");
-        // A scan past pair 0's first head: its heads, but for the one the log removed since,
-        // which leaves them short of three names: its range shard too.
+        // Offline, a scan past pair 0's first head: its heads held back, which need no request,
+        // but for the one the log removed since.
+        cold.set_offline(true);
+        let scan = pair_scan("p0/rt0", None, 2);
+        assert_eq!(described(&mut cold, &scan), described(&mut listed, &scan), "{place}: offline");
+        cold.set_offline(false);
+        assert_eq!(cold.take_sync_stats().total(), 0, "{place}");
+        // Three names: the heads left are short of them, so its range shard too.
         let scan = pair_scan("p0/rt0", None, 3);
         let expected = described(&mut listed, &scan);
         assert_eq!(expected.iter().map(|d| d.0.clone()).collect::<Vec<_>>(), [name(0, 0), name(0, 2), name(0, 6)]);

@@ -1,8 +1,9 @@
 //! A directory that behaves as a bucket (`file://<dir>`), for the embedded default: objects are
 //! files under `<dir>/<bucket>/` at their key's path, each with its record (the etag, the time of
-//! the write and the custom metadata: `record.rs`) in an attribute of its file. Listings are in UTF-8 byte order with S3's prefix,
-//! delimiter, max-keys and start-after/marker rules; conditional reads and writes answer as S3
-//! does (304, 412). Keys that would leave the directory are refused.
+//! the write and the custom metadata: `record.rs`) in an attribute of its file. Listings are in
+//! UTF-8 byte order with S3's prefix, delimiter, max-keys and start-after/marker rules;
+//! conditional reads and writes answer as S3 does (304, 412). Keys that would leave the
+//! directory are refused.
 
 use std::fs::{self, File};
 use std::io::{ErrorKind, Read, Write};
@@ -75,7 +76,8 @@ impl LocalBucket {
         creating(&scratch)?;
         let keeping = Keeping::probe(&scratch);
         if keeping == Keeping::Sidecar {
-            creating(&root.join(RESERVED).join("meta"))?;
+            // Not made in a read-only folder: what is there is still read.
+            let _ = fs::create_dir_all(root.join(RESERVED).join("meta"));
         }
         let sidecars = root.join(RESERVED).join("meta").is_dir();
         let writers = Mutex::new(None);
@@ -186,10 +188,7 @@ impl LocalBucket {
 
     /// The record set for the object: its file's attribute, else its sidecar.
     fn record(&self, key: &str, path: &Path) -> std::io::Result<Option<Record>> {
-        let set = match self.keeping {
-            Keeping::Attribute => Record::read_attribute(path, key)?,
-            Keeping::Sidecar => None,
-        };
+        let set = Record::read_attribute(path, key)?;
         if set.is_some() || !self.sidecars {
             return Ok(set);
         }
@@ -210,9 +209,10 @@ impl LocalBucket {
     }
 
     /// Writes `bytes` to a new temporary file, has `finish` set what else it holds (its record),
-    /// and syncs it to the disk; no lock is needed for that part. Its name is this process's id (for `remove_orphaned_temporaries`) and a random
-    /// number, and it is created new and never through a link: a link planted at a name
-    /// guessed ahead cannot carry the write outside the bucket.
+    /// and syncs it to the disk; no lock is needed for that part. Its name is this process's id
+    /// (for `remove_orphaned_temporaries`) and a random number, and it is created new and never
+    /// through a link: a link planted at a name guessed ahead cannot carry the write outside
+    /// the bucket.
     fn staged(&self, path: &Path, bytes: &[u8], what: &str, finish: impl Fn(&File) -> Result<()>) -> Result<PathBuf> {
         let context = format!("writing {}", path.display());
         let mut attempts = 0;

@@ -5,7 +5,9 @@
 //! prefetches and was never listed in this process is listed first (only the first name of
 //! each pair, when that is all the read takes); anything else is revalidated in the background
 //! (stale-while-revalidate). A fresh read asks the bucket before answering. With a cached copy,
-//! a bucket that is down never fails a plain read.
+//! a bucket that is down never fails a plain read. Heads a checkpoint taken held back (see
+//! `Agent::learn_from_held`) are applied before a read that needs them, offline too: they cost
+//! no request; a keyed read of an objstore-meta store otherwise answers from what is held.
 
 use std::time::Instant;
 
@@ -117,22 +119,27 @@ pub fn need(agent: &Agent, db: &mut Database, read: &ReadScope) -> Result<Option
     let Some(store) = read.synced_store(agent) else {
         return Ok(None);
     };
+    let count = |db: &mut Database, range| db.count(store, &ScanOptions::new().range(range)).unwrap_or(0);
+    // The heads a checkpoint held back cost no request: a keyed read of descriptions, or any
+    // read offline, has them applied first (a scan inside one pair online: with its range).
+    let meta = db.sync_policy(store).is_some_and(|policy| policy.format == Format::ObjstoreMeta);
+    let held = match (&read.keys, &read.scan) {
+        (Some(keys), _) if meta => agent.held_pairs(store, keys.iter().filter_map(string_key)),
+        (None, Some(scan)) if agent.is_offline() && !agent.checkpoint_covers(store, scan, |r| count(db, r)) => agent
+            .pair_range(store, scan)
+            .map_or_else(Vec::new, |(lower, _)| agent.held_pairs(store, [lower].into_iter())),
+        _ => Vec::new(),
+    };
+    if !held.is_empty() {
+        let extent = Extent::HeldPairs(held);
+        return Ok(Some(Need::Prefetch { store: store.clone(), cached: true, extent, asked: Instant::now() }));
+    }
     if agent.is_offline() {
         return Ok(None);
     }
     if let Some(keys) = &read.keys {
-        if db.sync_policy(store).is_some_and(|policy| policy.format == Format::ObjstoreMeta) {
-            let ids = keys.iter().filter_map(|key| match key {
-                Key::String(id) => Some(id.as_str()),
-                _ => None,
-            });
-            let pairs = agent.held_pairs(store, ids);
-            return Ok((!pairs.is_empty()).then(|| Need::Prefetch {
-                store: store.clone(),
-                cached: true,
-                extent: Extent::HeldPairs(pairs),
-                asked: Instant::now(),
-            }));
+        if meta {
+            return Ok(None);
         }
         let missing = db.local_copies(store, keys)?.iter().any(|c| !c.present && !c.held);
         return Ok((fresh_read || missing).then(|| Need::Fetch {
@@ -151,9 +158,8 @@ pub fn need(agent: &Agent, db: &mut Database, read: &ReadScope) -> Result<Option
     if !agent.prefetches(store) {
         return Ok(None);
     }
-    let count = |range| db.count(store, &ScanOptions::new().range(range)).unwrap_or(0);
     let covered = agent.listed_for(store, first_per_pair)
-        || in_pair.is_some_and(|scan| agent.checkpoint_covers(store, scan, count));
+        || in_pair.is_some_and(|scan| agent.checkpoint_covers(store, scan, |r| count(db, r)));
     let extent = match (covered, in_pair) {
         (true, _) if !fresh => return Ok(None),
         (true, _) if first_per_pair => Extent::FirstPerPair,
@@ -164,6 +170,13 @@ pub fn need(agent: &Agent, db: &mut Database, read: &ReadScope) -> Result<Option
     };
     let cached = !fresh && db.was_prefetched(store)?;
     Ok(Some(Need::Prefetch { store: store.clone(), cached, extent, asked: Instant::now() }))
+}
+
+fn string_key(key: &Key) -> Option<&str> {
+    match key {
+        Key::String(id) => Some(id),
+        _ => None,
+    }
 }
 
 /// After a read served the cache: what to revalidate in the background, if anything.

@@ -59,9 +59,9 @@ fn a_record_is_an_attribute_of_its_body_that_fits_the_inode() {
     let listed = list_all(&bucket, &ListRequest::default(), &Token::default()).unwrap().objects;
     assert_eq!((listed.len(), listed[0].etag.as_str(), listed[0].size), (1, etag.as_str(), 7));
     assert!(!dir.path().join("b/.objstore/meta").exists(), "no sidecar tree");
-    // 24 bytes of etag and time, 33 of labels (two of them segments of the key): within the
-    // 64 bytes an ext4 inode of 256 bytes keeps for an attribute of this name.
-    assert_eq!(attribute_bytes(&dir.path().join("b").join(KEY)), 57);
+    // 24 bytes of etag and time, 1 of size, 33 of labels (two of them segments of the key):
+    // within the 64 bytes an ext4 inode of 256 bytes keeps for an attribute of this name.
+    assert_eq!(attribute_bytes(&dir.path().join("b").join(KEY)), 58);
     let refused = bucket.put(
         "k",
         b"1",
@@ -119,4 +119,17 @@ fn a_body_put_in_place_without_its_record_is_recomputed_and_a_resent_write_recor
         let reopened = open(dir.path(), keeping);
         assert!(!reopened.described("k", &dir.path().join("b/k")).unwrap().unwrap().stale, "{keeping:?}: recorded");
     }
+}
+
+#[test]
+fn a_body_rewritten_in_place_is_recomputed_even_with_its_mtime_put_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let bucket = open(dir.path(), Keeping::Attribute);
+    put(&bucket, "k", br#"{"v":1}"#, labels());
+    let path = dir.path().join("b/k");
+    let recorded = fs::metadata(&path).unwrap().modified().unwrap();
+    // Edited in place by a tool that keeps the time (the record stays on the inode).
+    fs::write(&path, br#"{"v":22}"#).unwrap();
+    File::options().write(true).open(&path).unwrap().set_modified(recorded).unwrap();
+    assert_eq!(described(&bucket, "k").0, etag_of(br#"{"v":22}"#), "not the recorded etag");
 }

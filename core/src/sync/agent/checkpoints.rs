@@ -273,7 +273,9 @@ impl Agent {
                 Some(last_heads) => vanished_beside_heads(&local, &described, last_heads),
                 None => vanished(&local, &described),
             };
-            let (described, held) = match heads {
+            // Held back for stores of descriptions only: a store of bodies must learn at once
+            // which of its cached copies changed.
+            let (described, held) = match heads && s.config.policy.format == Format::ObjstoreMeta {
                 true => hold_back(described, (manifest.heads_per_pair / APPLIED_HEADS_PART).max(1) as usize),
                 false => (described, BTreeMap::new()),
             };
@@ -351,17 +353,23 @@ impl Agent {
 
     /// The heads the checkpoint taken held back of `pair` and the pairs after it (see
     /// [`HELD_PAIRS_TOGETHER`]), but for those the change log named since (its word is applied
-    /// already). `None` when none are held back, or the log named too many objects to tell: the
-    /// range shards are read instead.
+    /// already). `None` when none are held back, the checkpoint is older than `relistEveryMs`
+    /// now, or the log named too many objects to tell: the caller lists instead.
     pub(super) fn learn_from_held(
         &self,
         port: &mut impl Port,
         store: &str,
         pair: &str,
     ) -> Result<Option<(Learnt, StoreState, HashSet<String>)>> {
+        let s = &self.stores[store];
+        let Some(log) = &s.config.policy.change_log else { return Ok(None) };
+        let now_ms = self.bucket_now_ms(s);
         let (pairs, described): (Vec<String>, Vec<(String, ObjectInfo)>) = {
             let seen = self.seen();
             let Some(taken) = seen.get(store).and_then(|seen| seen.checkpoint.as_ref()) else { return Ok(None) };
+            if u128::from(now_ms.saturating_sub(taken.manifest.position_ms)) >= log.relist_every.as_millis() {
+                return Ok(None);
+            }
             let (true, Some(touched)) = (taken.held.contains_key(pair), &taken.touched) else { return Ok(None) };
             let together: Vec<(&String, &HeldHeads)> =
                 taken.held.range(pair.to_string()..).take(HELD_PAIRS_TOGETHER).collect();
@@ -393,8 +401,8 @@ impl Agent {
 
     /// Whether the local copy, as taken from a checkpoint, holds every name `scan` can find:
     /// a forward scan of names inside one pair (the results layout's `{platform}/{browser}/`)
-    /// whose range shards were applied, that ends within the pair's heads, or that finds its
-    /// `limit` names before the heads end (`count` counts the names held in a range).
+    /// whose range shards were applied, that ends within the pair's heads applied, or that
+    /// finds its `limit` names before they end (`count` counts the names held in a range).
     pub fn checkpoint_covers(&self, store: &str, scan: &ScanOptions, count: impl FnOnce(KeyRange) -> u64) -> bool {
         let Some((lower, lower_open, upper)) = in_one_pair(scan) else { return false };
         let last_head = {

@@ -36,23 +36,7 @@ impl Agent {
             Extent::Everything => Listing::Everything,
             Extent::AsHeld => Listing::AsHeld,
             Extent::InPair(scan) => return self.prefetch_pair_range(port, store, mode, scan, asked, token),
-            Extent::HeldPairs(pairs) => {
-                // Under the listing's lock, as every step that applies what the bucket holds:
-                // a log read in between must not see its word undone.
-                let _one_listing = self.listing.lock().unwrap_or_else(|p| p.into_inner());
-                for pair in pairs {
-                    self.prefetch_once(
-                        port,
-                        store,
-                        mode,
-                        Listing::AsHeld,
-                        Source::Held { pair: pair.clone() },
-                        None,
-                        token,
-                    )?;
-                }
-                return Ok(());
-            }
+            Extent::HeldPairs(pairs) => return self.apply_held(port, store, mode, pairs, token),
         };
         if self.listed_after(store, asked, listing == Listing::Everything) {
             return Ok(());
@@ -60,9 +44,37 @@ impl Agent {
         self.prefetch_as(port, store, mode, listing, asked, token)
     }
 
+    /// Applies the heads the checkpoint taken held back of `pairs` (and the pairs after each):
+    /// no request, so offline too. Heads it can no longer apply (the checkpoint is older than
+    /// `relistEveryMs` now, or the log named too many objects to tell what it changed) give way
+    /// to a listing.
+    fn apply_held(
+        &self,
+        port: &mut impl Port,
+        store: &str,
+        mode: Prefetch,
+        pairs: &[String],
+        token: &Token,
+    ) -> Result<()> {
+        {
+            // Under the listing's lock, as every step that applies what the bucket holds: a log
+            // read in between must not see its word undone.
+            let _one_listing = self.listing.lock().unwrap_or_else(|p| p.into_inner());
+            for pair in pairs {
+                let source = Source::Held { pair: pair.clone() };
+                self.prefetch_once(port, store, mode, Listing::AsHeld, source, None, token)?;
+            }
+            if self.held_pairs(store, pairs.iter().map(String::as_str)).is_empty() {
+                return Ok(());
+            }
+        }
+        self.may_contact(self.store(store)?, &format!("prefetching store {store:?}"))?;
+        self.prefetch_as(port, store, mode, Listing::Everything, Instant::now(), token)
+    }
+
     /// Brings in the checkpoint's range shards over `scan` (inside one pair), unless a read
     /// that went before did, and reads the change log when not read within the refractory
-    /// period.
+    /// period. The pair's heads held back come first, which may be all the read needs.
     fn prefetch_pair_range(
         &self,
         port: &mut impl Port,
@@ -73,14 +85,18 @@ impl Agent {
         token: &Token,
     ) -> Result<()> {
         let s = self.store(store)?;
-        self.may_contact(s, &format!("prefetching store {store:?}"))?;
-        let _one_listing = self.listing.lock().unwrap_or_else(|p| p.into_inner());
         let covered = |agent: &Agent, port: &mut _| {
             agent.checkpoint_covers(store, scan, |range| {
                 let (name, scan) = (store.to_string(), crate::ScanOptions::new().range(range));
                 Port::exec(port, move |db: &mut crate::database::Database| db.count(&name, &scan)).unwrap_or(0)
             })
         };
+        let held = self.pair_range(store, scan).map(|(lower, _)| self.held_pairs(store, std::iter::once(lower)));
+        if let Some(held) = held.filter(|held| !held.is_empty() && !covered(self, port)) {
+            self.apply_held(port, store, mode, &held, token)?;
+        }
+        self.may_contact(s, &format!("prefetching store {store:?}"))?;
+        let _one_listing = self.listing.lock().unwrap_or_else(|p| p.into_inner());
         if !self.took_checkpoint(store) {
             // Cold: every pair's heads first, which may be all the read needs.
             self.bring_up_to_date(port, store, mode, Listing::FirstPerPair, Source::Bucket, token)?;
@@ -104,16 +120,8 @@ impl Agent {
         let Some((lower, upper)) = self.pair_range(store, scan) else {
             return self.bring_up_to_date(port, store, mode, Listing::Everything, Source::Bucket, token);
         };
-        // The pair's heads held back, which may be all the read needs; else its range shards.
-        let held = self.held_pairs(store, std::iter::once(lower)).pop();
-        let read_held = held.is_some();
-        if let Some(pair) = held {
-            self.prefetch_once(port, store, mode, Listing::AsHeld, Source::Held { pair }, None, token)?;
-        }
-        if !read_held || !covered(self, port) {
-            let (lower, upper) = (lower.to_string(), upper.to_string());
-            self.bring_up_to_date(port, store, mode, Listing::AsHeld, Source::Ranges { lower, upper }, token)?;
-        }
+        let (lower, upper) = (lower.to_string(), upper.to_string());
+        self.bring_up_to_date(port, store, mode, Listing::AsHeld, Source::Ranges { lower, upper }, token)?;
         match self.refractory_fresh(store) {
             true => Ok(()),
             false => self.bring_up_to_date(port, store, mode, Listing::AsHeld, Source::Bucket, token),
