@@ -205,14 +205,15 @@ try {
   if (!reuseDir) checkpoints.file = await seed({ bucket: "results", endpoint: `file://${join(work.dir, "bucket")}`, prefix: "" });
   const seededFileMs = Date.now() - t;
   console.log(`scale: seeded ${RUNS} runs over ${PAIRS} pairs into a file:// bucket in ${(seededFileMs / 1000).toFixed(1)} s`);
+  // Measured before Garage is seeded: a Garage busy settling 100,000 writes takes this
+  // machine's two cores from the page's server.
+  const file = await measure(browser, bucketDir, {});
+  file.cold.listing_only = await listingOnly({ bucket: "results", endpoint: `file://${join(bucketDir, "bucket")}`, prefix: "" });
+  file.bucket_bytes = bucketBytes(join(bucketDir, "bucket", "results"));
   t = Date.now();
   if (!reusePrefix && g) checkpoints.garage = await seed(garageOptions(g, prefix));
   const seededGarageMs = Date.now() - t;
   if (g) console.log(`scale: seeded them into Garage in ${(seededGarageMs / 1000).toFixed(1)} s`);
-
-  const file = await measure(browser, bucketDir, {});
-  file.cold.listing_only = await listingOnly({ bucket: "results", endpoint: `file://${join(bucketDir, "bucket")}`, prefix: "" });
-  file.bucket_bytes = bucketBytes(join(bucketDir, "bucket", "results"));
   let far = null;
   if (g) {
     const relayed = await relay(g.GARAGE_ENDPOINT.replace(/^http:\/\//, ""), LATENCY_MS);
