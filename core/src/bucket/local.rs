@@ -609,7 +609,7 @@ fn remove_sidecar(file: &Path, root: &Path) -> Result<()> {
     }
 }
 
-fn millis(time: SystemTime) -> u64 {
+pub(super) fn millis(time: SystemTime) -> u64 {
     time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 

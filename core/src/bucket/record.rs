@@ -20,7 +20,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::io::AsRawFd;
 use std::path::Path;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
@@ -148,7 +148,7 @@ impl Record {
             .map_err(|e| Error::Unreachable { what: format!("writing {}", path.display()), reason: e.to_string() })?;
         let sidecar = Sidecar {
             etag: etag.to_string(),
-            modified_ms: SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64),
+            modified_ms: super::local::millis(SystemTime::now()),
             size: found.len(),
             inode: found.ino(),
             mtime_ns: mtime_ns(&found),

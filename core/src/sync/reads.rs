@@ -86,7 +86,7 @@ pub enum Extent {
     /// shards (see `Agent::checkpoint_covers`).
     InPair(ScanOptions),
     /// The heads of these pairs that the checkpoint taken held back (keyed reads of an
-    /// objstore-meta store, which are answered from what is held).
+    /// objstore-meta store, which are answered from what is held, and reads offline).
     HeldPairs(Vec<String>),
 }
 
@@ -122,7 +122,7 @@ pub fn need(agent: &Agent, db: &mut Database, read: &ReadScope) -> Result<Option
     let count = |db: &mut Database, range| db.count(store, &ScanOptions::new().range(range)).unwrap_or(0);
     // The heads a checkpoint held back cost no request: a keyed read of descriptions, or any
     // read offline, has them applied first (a scan inside one pair online: with its range).
-    let meta = db.sync_policy(store).is_some_and(|policy| policy.format == Format::ObjstoreMeta);
+    let meta = read.keys.is_some() && db.sync_policy(store).is_some_and(|policy| policy.format == Format::ObjstoreMeta);
     let held = match (&read.keys, &read.scan) {
         (Some(keys), _) if meta => agent.held_pairs(store, keys.iter().filter_map(string_key)),
         (None, Some(scan)) if agent.is_offline() && !agent.checkpoint_covers(store, scan, |r| count(db, r)) => agent

@@ -316,8 +316,7 @@ impl Agent {
             taken.touched.is_some().then(|| (taken.stamp.clone(), taken.manifest.clone(), taken.ranges.clone()))
         });
         let Some((stamp, manifest, loaded)) = taken else { return Ok(None) };
-        let too_old = u128::from(self.bucket_now_ms(s).saturating_sub(manifest.position_ms));
-        if too_old >= log.relist_every.as_millis() {
+        if self.too_old(s, log, &manifest) {
             return Ok(None);
         }
         let over: Vec<usize> =
@@ -363,11 +362,10 @@ impl Agent {
     ) -> Result<Option<(Learnt, StoreState, HashSet<String>)>> {
         let s = &self.stores[store];
         let Some(log) = &s.config.policy.change_log else { return Ok(None) };
-        let now_ms = self.bucket_now_ms(s);
         let (pairs, described): (Vec<String>, Vec<(String, ObjectInfo)>) = {
             let seen = self.seen();
             let Some(taken) = seen.get(store).and_then(|seen| seen.checkpoint.as_ref()) else { return Ok(None) };
-            if u128::from(now_ms.saturating_sub(taken.manifest.position_ms)) >= log.relist_every.as_millis() {
+            if self.too_old(s, log, &taken.manifest) {
                 return Ok(None);
             }
             let (true, Some(touched)) = (taken.held.contains_key(pair), &taken.touched) else { return Ok(None) };
@@ -383,6 +381,12 @@ impl Agent {
         let local = port.exec(move |db| db.store_state_of(&name, Some(&ids)))?;
         let learnt = Learnt { described, checkpoint: Some(Step::Held(pairs)), ..Learnt::default() };
         Ok(Some((learnt, local, HashSet::new())))
+    }
+
+    /// Whether the checkpoint of `manifest` is older than `relistEveryMs` now: the change log
+    /// may be pruned past it, so what is left of it is not taken.
+    fn too_old(&self, s: &SyncedStore, log: &ChangeLogConfig, manifest: &Manifest) -> bool {
+        u128::from(self.bucket_now_ms(s).saturating_sub(manifest.position_ms)) >= log.relist_every.as_millis()
     }
 
     /// The pairs of `ids` whose heads the checkpoint taken of `store` holds back.
@@ -577,25 +581,28 @@ fn hold_back(
 ) -> (Vec<(String, ObjectInfo)>, BTreeMap<String, HeldHeads>) {
     let mut applied: Vec<(String, ObjectInfo)> = Vec::new();
     let mut held: BTreeMap<String, HeldHeads> = BTreeMap::new();
-    let mut run: (Option<String>, usize) = (None, 0);
+    // The pair of the names seen last, and how many of it: a string made per pair, not per name.
+    let mut run: (String, usize) = (String::new(), 0);
     for (id, o) in heads {
-        let Some(pair) = checkpoint::pair_of(&id).map(str::to_string) else {
+        let Some(pair) = checkpoint::pair_of(&id) else {
             applied.push((id, o));
             continue;
         };
-        if run.0.as_ref() != Some(&pair) {
-            run = (Some(pair.clone()), 0);
+        if run.0 != pair {
+            run = (pair.to_string(), 0);
         }
         run.1 += 1;
         if run.1 <= applied_per_pair {
             applied.push((id, o));
             continue;
         }
-        let last_applied = || applied.last().map(|(id, _)| id.clone()).unwrap_or_default();
-        held.entry(pair)
-            .or_insert_with(|| HeldHeads { last_applied: last_applied(), rest: Vec::new() })
-            .rest
-            .push((id, o));
+        match held.get_mut(run.0.as_str()) {
+            Some(pair) => pair.rest.push((id, o)),
+            None => {
+                let last_applied = applied.last().map(|(id, _)| id.clone()).unwrap_or_default();
+                held.insert(run.0.clone(), HeldHeads { last_applied, rest: vec![(id, o)] });
+            }
+        }
     }
     (applied, held)
 }

@@ -183,7 +183,7 @@ enum Source {
     LogOrListing,
     /// The range shards of the checkpoint taken over names `lower` to `upper` (inclusive).
     Ranges { lower: String, upper: String },
-    /// The heads of one pair the checkpoint taken held back (no request).
+    /// The heads the checkpoint taken held back of one pair and the pairs after it (no request).
     Held { pair: String },
 }
 
