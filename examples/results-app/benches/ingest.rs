@@ -129,6 +129,9 @@ fn post(dir: &Path, file: &Path) -> (f64, f64) {
     {
         command.env_remove(marker);
     }
+    // The disk settles first: an earlier post's writes still in the page cache would otherwise
+    // be flushed by this one's fsync, and timed as its own.
+    unsafe { libc::sync() };
     let started = Instant::now();
     // Reaped by wait4 below, which also gives its peak memory.
     #[allow(clippy::zombie_processes)]
@@ -165,7 +168,7 @@ fn main() {
         let ext = if shape == "tap_comments" { "tap" } else { "xml" };
         dir.join(format!("{shape}.{ext}"))
     };
-    let rounds = if measuring() { 3 } else { 1 };
+    let rounds = if measuring() { 5 } else { 1 };
     // The fastest of a few rounds: the machine's noise only ever slows a round down.
     let measure = |shape: &str| {
         let file = file_of(shape);

@@ -11,7 +11,7 @@ use crate::bucket::{list_all, ListRequest};
 const KEY: &str = "linux-x86_64/python-3.11/8209473486622-0000000000000443/0000000000000443.json";
 
 fn open(dir: &Path, keeping: Keeping) -> LocalBucket {
-    let mut bucket = LocalBucket::open(dir, "b", 1 << 20, Arc::default()).unwrap();
+    let mut bucket = LocalBucket::open(dir, "b", 4 << 20, Arc::default()).unwrap();
     if keeping == Keeping::Sidecar {
         // As on a file system that refuses user attributes.
         fs::create_dir_all(dir.join("b/.objstore/meta")).unwrap();
@@ -69,6 +69,27 @@ fn a_record_is_an_attribute_of_its_body_that_fits_the_inode() {
         &Token::default(),
     );
     assert!(refused.unwrap_err().to_string().contains("takes at most 2048"));
+}
+
+/// A large body's etag is worked out beside its write: it is the body's MD5 all the same, in
+/// its record and in what a read answers, kept either way.
+#[test]
+fn a_large_bodys_etag_worked_out_beside_its_write_is_its_md5() {
+    let body: Vec<u8> = (0..ETAG_BESIDE_WRITE + 7).map(|i| (i % 251) as u8).collect();
+    for keeping in [Keeping::Attribute, Keeping::Sidecar] {
+        let dir = tempfile::tempdir().unwrap();
+        let bucket = open(dir.path(), keeping);
+        let etag = put(&bucket, KEY, &body, labels());
+        assert_eq!(etag, etag_of(&body), "{keeping:?}");
+        let reopened = open(dir.path(), keeping);
+        assert_eq!(described(&reopened, KEY), (etag.clone(), body.len() as u64, labels()), "{keeping:?}");
+        match reopened.get(KEY, &Validators::default(), &Token::default()).unwrap() {
+            Fetched::Found(object) => {
+                assert_eq!((object.etag.as_deref(), object.body.len()), (Some(etag.as_str()), body.len()))
+            }
+            other => panic!("{keeping:?}: {other:?}"),
+        }
+    }
 }
 
 #[test]

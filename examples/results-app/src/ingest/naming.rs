@@ -182,7 +182,7 @@ pub const JUNIT_ENGINES: [&str; 3] = ["JUnit Jupiter", "JUnit Vintage", "JUnit P
 /// The longest suite name (a matrix column) kept as written: every test holds its own.
 pub const MAX_SUITE: usize = 128;
 
-/// `suite`, or when over [`MAX_SUITE`] bytes its start and a hash of all of it.
+/// `suite`, or when over [`MAX_SUITE`] bytes its [`CAPPED`](crate::model::CAPPED) form.
 pub fn cap_suite(suite: String) -> String {
     crate::model::cap_at(suite, MAX_SUITE)
 }

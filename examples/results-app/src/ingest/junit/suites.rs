@@ -45,7 +45,7 @@ impl Around {
     pub(super) fn column(&self, classname: &str, make: impl FnOnce() -> String) -> String {
         let mut last = self.column.borrow_mut();
         match &*last {
-            Some((class, column)) if class == classname => column.clone(),
+            Some((class, column)) if same_text(class, classname) => column.clone(),
             _ => {
                 let column = make();
                 *last = Some((classname.to_string(), column.clone()));
@@ -53,6 +53,14 @@ impl Around {
             }
         }
     }
+}
+
+/// `a == b`, without calling `memcmp` for two empty texts: an empty `String` points at no
+/// memory, and glibc's AVX-512 `memcmp` still reads there under an empty mask, which the CPU
+/// answers with a fault assist of ~100 ns. Every case of a report without classes compares two
+/// empty classes: 200,000 of them spent a quarter of their parse here.
+fn same_text(a: &str, b: &str) -> bool {
+    a.len() == b.len() && (a.is_empty() || a == b)
 }
 
 impl Suite {

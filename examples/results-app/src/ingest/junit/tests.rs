@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::ingest::naming::MAX_SUITE;
+use crate::model::CAPPED;
 
 fn counts(r: &Results) -> (u64, u64, u64, u64, u64) {
     let s = &r.summary;
@@ -168,6 +169,23 @@ fn a_ctest_tests_class_names_no_suite() {
     );
 }
 
+/// What a case takes from the suites around it is capped once per suite, to the same short
+/// form whatever the depth: 60 suites of 1 KB add 64 bytes to each case's name, not 256 or 60 KB.
+#[test]
+fn a_deep_suites_start_of_its_cases_names_is_capped() {
+    let open: String = (0..60).map(|d| format!("<testsuite name=\"d{d}{}\">", "n".repeat(1000))).collect();
+    let xml = format!(
+        "<testsuites>{open}<testcase name=\"t1\" classname=\"c\"/><testcase name=\"t2\" classname=\"c\"/>{}</testsuites>",
+        "</testsuite>".repeat(60)
+    );
+    let results = parse(xml.as_bytes()).unwrap();
+    let [one, two] = &results.tests[..] else { panic!("two tests: {:?}", results.tests) };
+    assert!(one.suite.starts_with("d0n") && one.suite.len() <= MAX_SUITE, "{}", one.suite);
+    assert!(one.name.starts_with("c::d1n") && one.name.ends_with(" > t1"), "{}", one.name);
+    assert!(one.name.len() == "c::".len() + CAPPED + " > t1".len(), "{} bytes: {}", one.name.len(), one.name);
+    assert_eq!(one.name.strip_suffix("t1"), two.name.strip_suffix("t2"), "one start for the suite's cases");
+}
+
 /// Names and texts are capped as they are read: a long suite name is held once (not per
 /// case), long names keep their start and a hash (two that start alike stay two), and
 /// output past the cap is counted, not kept.
@@ -185,9 +203,9 @@ fn long_names_and_texts_are_capped_while_read() {
     xml.push_str("</testsuite>");
     let results = parse(xml.as_bytes()).unwrap();
     let [a, b, loud] = &results.tests[..] else { panic!("three tests: {:?}", results.tests.len()) };
-    assert!(a.name.len() <= crate::model::MAX_NAME + 32 && a.name.starts_with("c::sss"), "{}", a.name.len());
+    assert!(a.name.len() <= "c::".len() + CAPPED && a.name.starts_with("c::sss"), "{}", a.name.len());
     assert_ne!(a.name, b.name, "names that start alike stay apart");
-    assert!(a.suite.len() <= MAX_SUITE && a.suite.starts_with("sss"), "{}", a.suite);
+    assert!(a.suite.len() <= CAPPED && a.suite.starts_with("sss"), "{}", a.suite);
     let out = &loud.detail.stdout[0];
     assert!(out.len() <= crate::model::TEXT_PER_TEST + 64, "{}", out.len());
     let cut = 100_000 - crate::model::TEXT_PER_TEST;
