@@ -7,6 +7,7 @@
 //! ```text
 //! {prefix}.objstore-checkpoints/{stamp}.json         the manifest, written last
 //! {prefix}.objstore-checkpoints/{stamp}/h{i:05}.json  heads: each pair's first names
+//! {prefix}.objstore-checkpoints/{stamp}/t{i:05}.json  tails: each pair's next names
 //! {prefix}.objstore-checkpoints/{stamp}/r{i:05}.json  ranges: every name, in key order
 //! {prefix}.objstore-checkpoints/{stamp}/w{i:05}.json  the change log's wave markers before it
 //! ```
@@ -27,7 +28,8 @@
 //!
 //! ```text
 //! {"format": "objstore-checkpoint", "version": 1, "positionMs": P, "objects": N,
-//!  "headsPerPair": H, "heads": [SHARD...], "ranges": [SHARD...], "waves": [SHARD...]}
+//!  "headsPerPair": H, "heads": [SHARD...], "tailsPerPair": T, "tails": [SHARD...],
+//!  "ranges": [SHARD...], "waves": [SHARD...]}
 //! SHARD: {"first": id, "last": id, "objects": n}
 //! ```
 //!
@@ -37,14 +39,19 @@
 //! bucket took it, and its body's writes), so that a cold reader reads them in one GET or a
 //! few (a marker that landed after the writer read the log is read as ever).
 //!
-//! Range shards tile the names in key order, about `checkpointRangeObjects` (1,000) each, cut where a pair
-//! (the names' first two segments, the key layout's first two fields) ends, so that a view of
-//! one pair reads its shard. Heads shards hold each pair's first `H` names (`checkpointHeads`, 64) (the newest runs, in
-//! the results layout), at most about [`SHARD_BYTES`] each: a cold view of every pair's newest runs
-//! reads them alone. A shard's body is `{"objects": [[shared, suffix, size, etag, modified,
-//! metadata], ...]}`, each name written as the length of the prefix it shares with the name
-//! before it and the rest (names in a shard share most of their prefix), the etag without its
-//! quotes, the metadata an object or `null`.
+//! Range shards tile the names in key order, about `checkpointRangeObjects` (1,000) each, cut
+//! where a pair (the names' first two segments, the key layout's first two fields) ends, so
+//! that a view of one pair reads its shard. Of each pair's first `checkpointHeads` (64) names
+//! (the newest runs, in the results layout), an eighth (`H`, 8) are in heads shards and the
+//! rest, to the `T`th, in tail shards of at most [`TAIL_PAIRS`] whole pairs, each shard at most
+//! about [`SHARD_BYTES`]: a cold view of every pair's newest runs reads the heads alone (1 MB
+//! at 500 pairs, where all 64 were 10 MB), and a view that goes further in a pair reads that
+//! pair's tail shard. A pair with no tail shard over it has no more names than its heads. A
+//! manifest without tails (`tailsPerPair` 0) has every head in its heads shards. A shard's
+//! body is `{"objects": [[shared, suffix, size, etag, modified, metadata], ...]}`, each name
+//! written as the length of the prefix it shares with the name before it and the rest (names
+//! in a shard share most of their prefix), the etag without its quotes, the metadata an object
+//! or `null`.
 //!
 //! A checkpoint is read as untrusted input, like a listing: sizes are capped (the store's
 //! `maxObjectBytes`), names must be in order inside their shard's bounds and outside the
@@ -71,8 +78,13 @@ pub const DEFAULT_RANGE_OBJECTS: usize = 1_000;
 /// The largest shard, in bytes (about, by what its names carry), unless the store's
 /// `maxObjectBytes` is less than twice it.
 pub const SHARD_BYTES: usize = 4 << 20;
-/// Each pair's first names a checkpoint's heads hold, unless the store says otherwise.
+/// Each pair's first names a checkpoint's heads and tails hold, unless the store says otherwise.
 pub const DEFAULT_HEADS_PER_PAIR: usize = 64;
+/// The share of those in the heads shards (an eighth, at least one): a view of every pair's
+/// newest runs reads these (the matrix reads 2 to 8 a pair); the rest are in tail shards.
+pub const HEADS_PART: usize = 8;
+/// The most pairs a tail shard holds: a view of a page of pairs (50) reads one or two.
+pub const TAIL_PAIRS: usize = 64;
 
 const FORMAT: &str = "objstore-checkpoint";
 const LATEST_MS: u64 = 9_999_999_999_999;
@@ -94,6 +106,12 @@ pub struct Manifest {
     pub objects: u64,
     pub heads_per_pair: u64,
     pub heads: Vec<ShardRef>,
+    /// How far each pair's heads and tails reach together (0: the heads hold every one).
+    #[serde(default)]
+    pub tails_per_pair: u64,
+    /// Each pair's names past its heads, to the `tails_per_pair`th.
+    #[serde(default)]
+    pub tails: Vec<ShardRef>,
     pub ranges: Vec<ShardRef>,
     /// The wave markers' shards, by marker name.
     #[serde(default)]
@@ -119,6 +137,7 @@ struct WavesBody {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Shard {
     Heads(usize),
+    Tail(usize),
     Range(usize),
     Waves(usize),
 }
@@ -144,6 +163,7 @@ pub fn manifest_name(dir: &str, stamp: &str) -> String {
 pub fn shard_name(dir: &str, stamp: &str, shard: Shard) -> String {
     match shard {
         Shard::Heads(i) => format!("{dir}{stamp}/h{i:05}.json"),
+        Shard::Tail(i) => format!("{dir}{stamp}/t{i:05}.json"),
         Shard::Range(i) => format!("{dir}{stamp}/r{i:05}.json"),
         Shard::Waves(i) => format!("{dir}{stamp}/w{i:05}.json"),
     }
@@ -216,8 +236,9 @@ pub fn build(
             .collect()
     };
     let ranges = refs(Shard::Range, range_groups(objects, range_objects, shard_bytes));
-    let heads = heads_of(objects, heads_per_pair);
-    let heads = refs(Shard::Heads, heads_groups(&heads, shard_bytes));
+    let in_heads = (heads_per_pair / HEADS_PART).max(1);
+    let heads = refs(Shard::Heads, heads_groups(&nth_of_each_pair(objects, 0, in_heads), shard_bytes));
+    let tails = refs(Shard::Tail, tail_groups(&nth_of_each_pair(objects, in_heads, heads_per_pair), shard_bytes));
     let mut wave_refs = Vec::new();
     for (i, group) in waves_groups(waves, shard_bytes).into_iter().enumerate() {
         let body = serde_json::to_vec(&WavesBody { waves: group.to_vec() }).expect("a wave shard serialises");
@@ -230,8 +251,10 @@ pub fn build(
         version: 1,
         position_ms,
         objects: objects.len() as u64,
-        heads_per_pair: heads_per_pair as u64,
+        heads_per_pair: in_heads as u64,
         heads,
+        tails_per_pair: if tails.is_empty() { 0 } else { heads_per_pair as u64 },
+        tails,
         ranges,
         waves: wave_refs,
     };
@@ -264,9 +287,10 @@ fn entry_bytes((id, o): &(String, ObjectInfo)) -> usize {
     id.len() + o.etag.len() + o.last_modified.len() + metadata + 32
 }
 
-/// Each pair's first `per_pair` names (and every name in no pair), in key order.
-fn heads_of(objects: &[(String, ObjectInfo)], per_pair: usize) -> Vec<(String, ObjectInfo)> {
-    let mut heads = Vec::new();
+/// Each pair's names after its `skip`th up to its `until`th (and, from the first, every name
+/// in no pair), in key order.
+fn nth_of_each_pair(objects: &[(String, ObjectInfo)], skip: usize, until: usize) -> Vec<(String, ObjectInfo)> {
+    let mut picked = Vec::new();
     let mut in_pair = 0;
     for (i, (id, o)) in objects.iter().enumerate() {
         let pair = pair_of(id);
@@ -274,11 +298,41 @@ fn heads_of(objects: &[(String, ObjectInfo)], per_pair: usize) -> Vec<(String, O
             true => in_pair + 1,
             false => 1,
         };
-        if pair.is_none() || in_pair <= per_pair {
-            heads.push((id.clone(), o.clone()));
+        let wanted = match pair {
+            None => skip == 0,
+            Some(_) => in_pair > skip && in_pair <= until,
+        };
+        if wanted {
+            picked.push((id.clone(), o.clone()));
         }
     }
-    heads
+    picked
+}
+
+/// Tail shards: whole pairs, at most [`TAIL_PAIRS`] of them and about `max_bytes`.
+fn tail_groups(tails: &[(String, ObjectInfo)], max_bytes: usize) -> Vec<&[(String, ObjectInfo)]> {
+    let mut groups = Vec::new();
+    let (mut start, mut bytes, mut pairs) = (0, 0, 0);
+    for (i, entry) in tails.iter().enumerate() {
+        let new_pair = i == 0 || pair_of(&entry.0) != pair_of(&tails[i - 1].0);
+        if new_pair && i > start && (pairs == TAIL_PAIRS || bytes + entry_bytes(entry) > max_bytes) {
+            groups.push(&tails[start..i]);
+            (start, bytes, pairs) = (i, 0, 0);
+        }
+        pairs += usize::from(new_pair);
+        bytes += entry_bytes(entry);
+    }
+    if start < tails.len() {
+        groups.push(&tails[start..]);
+    }
+    groups
+}
+
+/// The tail shard over `pair`: the one whose first and last names' pairs enclose it.
+pub fn tail_over(manifest: &Manifest, pair: &str) -> Option<usize> {
+    let tails = &manifest.tails;
+    let i = tails.partition_point(|t| pair_of(&t.last).is_some_and(|last| last < pair));
+    (i < tails.len() && pair_of(&tails[i].first).is_some_and(|first| first <= pair)).then_some(i)
 }
 
 /// Heads shards of at most about `max_bytes`.
@@ -355,11 +409,15 @@ pub fn parse_manifest(body: &[u8], stamp: &str) -> Result<Manifest, String> {
     if position_of(stamp) != Some(manifest.position_ms) {
         return Err(format!("its position {} is not its name's", manifest.position_ms));
     }
-    for (what, shards) in [("heads", &manifest.heads), ("ranges", &manifest.ranges), ("waves", &manifest.waves)] {
+    let all = [("heads", &manifest.heads), ("tails", &manifest.tails), ("ranges", &manifest.ranges), ("waves", &manifest.waves)];
+    for (what, shards) in all {
         let ordered = shards.windows(2).all(|w| w[0].last < w[1].first);
         if !ordered || shards.iter().any(|s| s.first > s.last || s.objects == 0) {
             return Err(format!("its {what} shards are not in key order"));
         }
+    }
+    if !manifest.tails.is_empty() && manifest.tails_per_pair <= manifest.heads_per_pair {
+        return Err(format!("its tails reach {} names a pair, its heads {}", manifest.tails_per_pair, manifest.heads_per_pair));
     }
     let counted = manifest.ranges.iter().try_fold(0u64, |sum, s| sum.checked_add(s.objects));
     if counted != Some(manifest.objects) {
@@ -481,13 +539,29 @@ mod tests {
     }
 
     #[test]
-    fn heads_hold_each_pairs_first_names() {
-        let all = objects(4, 20);
-        let built = build(stamp(5, 9, 1), 5, &all, &[], 3, 10, SHARD_BYTES);
-        let heads = read(&built, Shard::Heads(0), &built.manifest.heads, 0);
-        assert_eq!(heads.len(), 12);
-        assert_eq!(heads.iter().filter(|(id, _)| id.starts_with("plat-1/rt-1/")).count(), 3);
+    fn heads_hold_each_pairs_first_names_and_tails_the_next_ones_by_whole_pairs() {
+        let all = objects(150, 20);
+        let built = build(stamp(5, 9, 1), 5, &all, &[], 16, 10, SHARD_BYTES);
+        let m = parse_manifest(&serde_json::to_vec(&built.manifest).unwrap(), &built.stamp).unwrap();
+        assert_eq!((m.heads_per_pair, m.tails_per_pair), (2, 16));
+        let heads = read(&built, Shard::Heads(0), &m.heads, 0);
+        assert_eq!(heads.len(), 300);
         assert_eq!(heads[0], all[0]);
+        let pair = "plat-1/rt-1/";
+        let of_pair: Vec<&(String, ObjectInfo)> = all.iter().filter(|(id, _)| id.starts_with(pair)).collect();
+        assert_eq!(heads.iter().filter(|(id, _)| id.starts_with(pair)).count(), 2);
+        // 150 pairs: three tail shards of at most 64 whole pairs.
+        assert_eq!(m.tails.len(), 3);
+        let i = tail_over(&m, pair).unwrap();
+        let tail: Vec<_> = read(&built, Shard::Tail(i), &m.tails, i).into_iter().filter(|(id, _)| id.starts_with(pair)).collect();
+        assert_eq!(tail.iter().collect::<Vec<_>>(), of_pair[2..16].to_vec());
+        for w in m.tails.windows(2) {
+            assert_ne!(pair_of(&w[0].last), pair_of(&w[1].first), "cut where a pair ends");
+        }
+        assert_eq!(tail_over(&m, "plat-9/rt-0/"), None, "a pair the checkpoint does not have");
+        // Fewer names than the heads hold: no tails.
+        let few = build(stamp(5, 9, 1), 5, &objects(3, 2), &[], 16, 10, SHARD_BYTES);
+        assert_eq!((few.manifest.tails_per_pair, few.manifest.tails.len()), (0, 0));
     }
 
     #[test]

@@ -5,9 +5,9 @@
 //! prefetches and was never listed in this process is listed first (only the first name of
 //! each pair, when that is all the read takes); anything else is revalidated in the background
 //! (stale-while-revalidate). A fresh read asks the bucket before answering. With a cached copy,
-//! a bucket that is down never fails a plain read. Heads a checkpoint taken held back (see
-//! `Agent::learn_from_held`) are applied before a read that needs them, offline too: they cost
-//! no request; a keyed read of an objstore-meta store otherwise answers from what is held.
+//! a bucket that is down never fails a plain read. A keyed read of an objstore-meta store
+//! answers from what is held, once the checkpoint's tail over its names is read (see
+//! `Agent::learn_from_held`).
 
 use std::time::Instant;
 
@@ -85,8 +85,8 @@ pub enum Extent {
     /// The names a scan inside one pair reads, which the checkpoint taken has in its range
     /// shards (see `Agent::checkpoint_covers`).
     InPair(ScanOptions),
-    /// The heads of these pairs that the checkpoint taken held back (keyed reads of an
-    /// objstore-meta store, which are answered from what is held, and reads offline).
+    /// The tails of these pairs, which the checkpoint taken has in tail shards not read yet
+    /// (keyed reads of an objstore-meta store, which are answered from what is held).
     HeldPairs(Vec<String>),
 }
 
@@ -120,22 +120,18 @@ pub fn need(agent: &Agent, db: &mut Database, read: &ReadScope) -> Result<Option
         return Ok(None);
     };
     let count = |db: &mut Database, range| db.count(store, &ScanOptions::new().range(range)).unwrap_or(0);
-    // The heads a checkpoint held back cost no request: a keyed read of descriptions, or any
-    // read offline, has them applied first (a scan inside one pair online: with its range).
-    let meta = read.keys.is_some() && db.sync_policy(store).is_some_and(|policy| policy.format == Format::ObjstoreMeta);
-    let held = match (&read.keys, &read.scan) {
-        (Some(keys), _) if meta => agent.held_pairs(store, keys.iter().filter_map(string_key)),
-        (None, Some(scan)) if agent.is_offline() && !agent.checkpoint_covers(store, scan, |r| count(db, r)) => agent
-            .pair_range(store, scan)
-            .map_or_else(Vec::new, |(lower, _)| agent.held_pairs(store, [lower].into_iter())),
-        _ => Vec::new(),
-    };
-    if !held.is_empty() {
-        let extent = Extent::HeldPairs(held);
-        return Ok(Some(Need::Prefetch { store: store.clone(), cached: true, extent, asked: Instant::now() }));
-    }
     if agent.is_offline() {
         return Ok(None);
+    }
+    // A keyed read of descriptions has the tails over its names read first (a scan inside one
+    // pair: with its range).
+    let meta = read.keys.is_some() && db.sync_policy(store).is_some_and(|policy| policy.format == Format::ObjstoreMeta);
+    if let (Some(keys), true) = (&read.keys, meta) {
+        let held = agent.held_pairs(store, keys.iter().filter_map(string_key));
+        if !held.is_empty() {
+            let extent = Extent::HeldPairs(held);
+            return Ok(Some(Need::Prefetch { store: store.clone(), cached: true, extent, asked: Instant::now() }));
+        }
     }
     if let Some(keys) = &read.keys {
         if meta {

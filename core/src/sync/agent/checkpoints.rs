@@ -16,16 +16,6 @@ use crate::sync::checkpoint::{self, Manifest, Shard, ShardRef};
 /// checkpoints' folder it steps over looking for each manifest).
 const TRIED: usize = 3;
 
-/// The share of a pair's heads applied when a checkpoint's heads are taken (an eighth, at least
-/// one): a view of every pair's newest names reads these; the rest are held back until a scan
-/// reads past them (a cold view of 500 pairs applies 4,000 names, not 32,000).
-const APPLIED_HEADS_PART: u64 = 8;
-
-/// Pairs whose heads held back are applied together, from the one a read needs on in name
-/// order: a view of a page of pairs (the next ones by name) takes one local transaction, not
-/// one per pair.
-const HELD_PAIRS_TOGETHER: usize = 64;
-
 /// The checkpoint a reader took: its manifest, and what of it the local copy holds.
 pub(crate) struct Taken {
     stamp: String,
@@ -36,7 +26,7 @@ pub(crate) struct Taken {
     /// every name is held (to the pair's end, for a pair of fewer names than the heads hold:
     /// `None`), once the pair's heads held back are applied.
     heads: Option<BTreeMap<String, Option<String>>>,
-    /// The pairs whose heads past the share applied (see [`APPLIED_HEADS_PART`]) are not applied yet.
+    /// The pairs whose names past their heads are in a tail shard not read yet.
     held: BTreeMap<String, HeldHeads>,
     /// The objects the change log named since the checkpoint's position: the local copy holds
     /// its word on them, which a range shard read later must not undo. `None` past
@@ -47,11 +37,12 @@ pub(crate) struct Taken {
 /// The most objects named by the change log a taken checkpoint keeps track of.
 const TOUCHED_HELD: usize = 200_000;
 
-/// One pair's heads not applied yet.
+/// A pair whose tail is not read yet.
 struct HeldHeads {
-    /// The last name applied: the local copy holds the pair up to it.
+    /// The pair's last head: the local copy holds the pair up to it.
     last_applied: String,
-    rest: Vec<(String, ObjectInfo)>,
+    /// The tail shard with the pair's next names.
+    tail: usize,
 }
 
 /// What a prefetch took of a checkpoint, for the local copy's record once it is applied.
@@ -60,8 +51,8 @@ pub(super) enum Step {
     Took(Taken),
     /// These range shards of the checkpoint taken.
     Ranges(Vec<usize>),
-    /// The heads of these pairs held back.
-    Held(Vec<String>),
+    /// The tail shard of these pairs, and where each is held to now (`None`: whole).
+    Held(Vec<(String, Option<String>)>),
 }
 
 impl Seen {
@@ -71,7 +62,12 @@ impl Seen {
         match (step, &mut self.checkpoint) {
             (Some(Step::Took(taken)), _) => self.checkpoint = Some(taken),
             (Some(Step::Ranges(over)), Some(taken)) => over.into_iter().for_each(|i| taken.ranges[i] = true),
-            (Some(Step::Held(pairs)), Some(taken)) => pairs.iter().for_each(|pair| drop(taken.held.remove(pair))),
+            (Some(Step::Held(pairs)), Some(taken)) => {
+                for (pair, last) in pairs {
+                    taken.held.remove(&pair);
+                    taken.heads.get_or_insert_with(BTreeMap::new).insert(pair, last);
+                }
+            }
             (None, _) if listed => self.checkpoint = None,
             _ => {}
         }
@@ -246,10 +242,17 @@ impl Agent {
             let Some((stamp, manifest)) = found else {
                 return Ok(None);
             };
+            // A store of bodies reads the tails with the heads: it must learn at once which of
+            // its cached copies changed. One of descriptions reads a pair's tail when a read
+            // goes past its heads.
+            let tails_now = heads && s.config.policy.format != Format::ObjstoreMeta;
             let mut wanted: Vec<(Shard, &ShardRef)> = match heads {
                 true => manifest.heads.iter().enumerate().map(|(i, r)| (Shard::Heads(i), r)).collect(),
                 false => manifest.ranges.iter().enumerate().map(|(i, r)| (Shard::Range(i), r)).collect(),
             };
+            if tails_now {
+                wanted.extend(manifest.tails.iter().enumerate().map(|(i, r)| (Shard::Tail(i), r)));
+            }
             wanted.extend(manifest.waves.iter().enumerate().map(|(i, r)| (Shard::Waves(i), r)));
             let (objects, waves) = match self.read_shards(s, config, &stamp, &wanted, token) {
                 Err(e) if e.is_offline() => return Err(e),
@@ -264,20 +267,28 @@ impl Agent {
             let local = port.exec(move |db| db.store_state(&name))?;
             // Each pair's heads as written, before names this store cannot hold are left out: a
             // pair is held whole only when the writer had fewer names for it.
-            let last_heads = heads
-                .then(|| last_of_each_pair(&objects, &s.config.connection.location.prefix, manifest.heads_per_pair));
+            let per_pair = match tails_now {
+                true => manifest.tails_per_pair.max(manifest.heads_per_pair),
+                false => manifest.heads_per_pair,
+            };
+            let mut last_heads =
+                heads.then(|| last_of_each_pair(&objects, &s.config.connection.location.prefix, per_pair));
+            // A pair whose heads are full has more names in the tail shard over it, if any.
+            let mut held = BTreeMap::new();
+            for (pair, last) in last_heads.iter_mut().flatten().filter(|_| !tails_now) {
+                let Some(last_applied) = last.clone() else { continue };
+                match checkpoint::tail_over(&manifest, pair) {
+                    Some(tail) => drop(held.insert(pair.clone(), HeldHeads { last_applied, tail })),
+                    None if manifest.tails_per_pair > 0 => *last = None,
+                    None => {}
+                }
+            }
             // Whatever the local copy held is replaced by the checkpoint's word, then the log's
             // from its position (what this process read of the log before may not reach it).
             let described = records(s, store, objects);
             let vanished = match &last_heads {
                 Some(last_heads) => vanished_beside_heads(&local, &described, last_heads),
                 None => vanished(&local, &described),
-            };
-            // Held back for stores of descriptions only: a store of bodies must learn at once
-            // which of its cached copies changed.
-            let (described, held) = match heads && s.config.policy.format == Format::ObjstoreMeta {
-                true => hold_back(described, (manifest.heads_per_pair / APPLIED_HEADS_PART).max(1) as usize),
-                false => (described, BTreeMap::new()),
             };
             let learnt = Learnt {
                 vanished,
@@ -350,36 +361,88 @@ impl Agent {
         Ok(Some((learnt, local, HashSet::new())))
     }
 
-    /// The heads the checkpoint taken held back of `pair` and the pairs after it (see
-    /// [`HELD_PAIRS_TOGETHER`]), but for those the change log named since (its word is applied
-    /// already). `None` when none are held back, the checkpoint is older than `relistEveryMs`
-    /// now, or the log named too many objects to tell: the caller lists instead.
+    /// The names of `pair`'s tail shard (the pairs beside it too: one GET for a page of pairs),
+    /// but for those the change log named since (its word is applied already), and what the
+    /// local copy holds of those pairs past their heads that the tails do not name. `None` when
+    /// no tail is left to read of `pair`, the checkpoint is older than `relistEveryMs` now, the
+    /// log named too many objects to tell, or the shard cannot be read: the caller lists.
     pub(super) fn learn_from_held(
         &self,
         port: &mut impl Port,
         store: &str,
         pair: &str,
+        token: &Token,
     ) -> Result<Option<(Learnt, StoreState, HashSet<String>)>> {
         let s = &self.stores[store];
-        let Some(log) = &s.config.policy.change_log else { return Ok(None) };
-        let (pairs, described): (Vec<String>, Vec<(String, ObjectInfo)>) = {
+        let (Some(config), Some(log)) = (checkpoints_of(s), &s.config.policy.change_log) else { return Ok(None) };
+        let (stamp, manifest, tail, pairs) = {
             let seen = self.seen();
             let Some(taken) = seen.get(store).and_then(|seen| seen.checkpoint.as_ref()) else { return Ok(None) };
-            if self.too_old(s, log, &taken.manifest) {
+            if self.too_old(s, log, &taken.manifest) || taken.touched.is_none() {
                 return Ok(None);
             }
-            let (true, Some(touched)) = (taken.held.contains_key(pair), &taken.touched) else { return Ok(None) };
-            let together: Vec<(&String, &HeldHeads)> =
-                taken.held.range(pair.to_string()..).take(HELD_PAIRS_TOGETHER).collect();
-            let described = together.iter().flat_map(|(_, held)| &held.rest);
-            let described = described.filter(|(id, _)| !touched.contains(id)).cloned().collect();
-            (together.into_iter().map(|(pair, _)| pair.clone()).collect(), described)
+            let Some(tail) = taken.held.get(pair).map(|held| held.tail) else { return Ok(None) };
+            let pairs: Vec<(String, String)> = taken
+                .held
+                .iter()
+                .filter(|(_, held)| held.tail == tail)
+                .map(|(pair, held)| (pair.clone(), held.last_applied.clone()))
+                .collect();
+            (taken.stamp.clone(), taken.manifest.clone(), tail, pairs)
         };
-        // The local state of these names only, not of the store's every one.
-        let (name, ids): (String, Vec<String>) =
-            (store.to_string(), described.iter().map(|(id, _)| id.clone()).collect());
-        let local = port.exec(move |db| db.store_state_of(&name, Some(&ids)))?;
-        let learnt = Learnt { described, checkpoint: Some(Step::Held(pairs)), ..Learnt::default() };
+        let wanted = [(Shard::Tail(tail), &manifest.tails[tail])];
+        let objects = match self.read_shards(s, config, &stamp, &wanted, token) {
+            Err(e) if e.is_offline() => return Err(e),
+            Ok(Some((objects, _))) => objects,
+            _ => return Ok(None),
+        };
+        let read = records(s, store, objects);
+        // Each pair is held to its last tail now, or whole when the writer had fewer names.
+        let reach = manifest.tails_per_pair.saturating_sub(manifest.heads_per_pair);
+        let held_to: Vec<(String, Option<String>)> = pairs
+            .iter()
+            .map(|(pair, _)| {
+                let mut in_pair = read.iter().filter(|(id, _)| id.starts_with(pair.as_str()));
+                let count = in_pair.clone().count() as u64;
+                (pair.clone(), in_pair.next_back().filter(|_| count >= reach).map(|(id, _)| id.clone()))
+            })
+            .collect();
+        // Past each pair's heads, up to where it is held now: what the local copy holds there.
+        let spans: Vec<KeyRange> = pairs
+            .iter()
+            .zip(&held_to)
+            .map(|((pair, last_head), (_, to))| match to {
+                Some(to) => KeyRange::bound(last_head.clone(), to.clone(), true, false),
+                None => KeyRange::bound(last_head.clone(), format!("{}0", &pair[..pair.len() - 1]), true, true),
+            })
+            .collect();
+        let (name, tails): (String, Vec<String>) = (store.to_string(), read.iter().map(|(id, _)| id.clone()).collect());
+        let local = port.exec(move |db| {
+            let mut ids = tails;
+            for span in spans {
+                let keys = db.keys(&name, &ScanOptions::new().range(span))?;
+                ids.extend(keys.into_iter().filter_map(|key| match key {
+                    Key::String(id) => Some(id),
+                    _ => None,
+                }));
+            }
+            db.store_state_of(&name, Some(&ids))
+        })?;
+        let seen = self.seen();
+        let touched = seen.get(store).and_then(|seen| seen.checkpoint.as_ref()?.touched.as_ref());
+        let Some(touched) = touched else { return Ok(None) };
+        let named: HashSet<&str> = read.iter().map(|(id, _)| id.as_str()).collect();
+        let vanished = local
+            .known
+            .keys()
+            .filter(|id| !named.contains(id.as_str()) && !touched.contains(*id))
+            .filter(|id| pairs.iter().any(|(pair, last_head)| id.starts_with(pair.as_str()) && id.as_str() > last_head.as_str()))
+            .cloned()
+            .collect();
+        drop(named);
+        let described = read.into_iter().filter(|(id, _)| !touched.contains(id)).collect();
+        drop(seen);
+        let learnt = Learnt { described, vanished, checkpoint: Some(Step::Held(held_to)), ..Learnt::default() };
         Ok(Some((learnt, local, HashSet::new())))
     }
 
@@ -571,40 +634,6 @@ fn in_one_pair(scan: &ScanOptions) -> Option<(&str, bool, &str)> {
     // Names of the pair sort before its prefix with the last `/` made a `0`.
     let end = format!("{}0", &pair[..pair.len() - 1]);
     (scan.index.is_none() && upper.as_str() <= end.as_str()).then_some((lower.as_str(), *lower_open, upper.as_str()))
-}
-
-/// Heads (in key order) split into those applied now, the first `applied` of each pair, and the
-/// rest of each pair's.
-fn hold_back(
-    heads: Vec<(String, ObjectInfo)>,
-    applied_per_pair: usize,
-) -> (Vec<(String, ObjectInfo)>, BTreeMap<String, HeldHeads>) {
-    let mut applied: Vec<(String, ObjectInfo)> = Vec::new();
-    let mut held: BTreeMap<String, HeldHeads> = BTreeMap::new();
-    // The pair of the names seen last, and how many of it: a string made per pair, not per name.
-    let mut run: (String, usize) = (String::new(), 0);
-    for (id, o) in heads {
-        let Some(pair) = checkpoint::pair_of(&id) else {
-            applied.push((id, o));
-            continue;
-        };
-        if run.0 != pair {
-            run = (pair.to_string(), 0);
-        }
-        run.1 += 1;
-        if run.1 <= applied_per_pair {
-            applied.push((id, o));
-            continue;
-        }
-        match held.get_mut(run.0.as_str()) {
-            Some(pair) => pair.rest.push((id, o)),
-            None => {
-                let last_applied = applied.last().map(|(id, _)| id.clone()).unwrap_or_default();
-                held.insert(run.0.clone(), HeldHeads { last_applied, rest: vec![(id, o)] });
-            }
-        }
-    }
-    (applied, held)
 }
 
 /// Each pair's last name among heads (in key order, full keys under `prefix`), or `None` for a

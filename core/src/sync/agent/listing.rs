@@ -44,10 +44,10 @@ impl Agent {
         self.prefetch_as(port, store, mode, listing, asked, token)
     }
 
-    /// Applies the heads the checkpoint taken held back of `pairs` (and the pairs after each):
-    /// no request, so offline too. Heads it can no longer apply (the checkpoint is older than
-    /// `relistEveryMs` now, or the log named too many objects to tell what it changed) give way
-    /// to a listing.
+    /// Reads the tail shards of the checkpoint taken over `pairs` (each the tails of a page of
+    /// pairs: one GET). Tails it can no longer apply (the checkpoint is older than
+    /// `relistEveryMs` now, the log named too many objects to tell what it changed, or a shard
+    /// cannot be read) give way to a listing.
     fn apply_held(
         &self,
         port: &mut impl Port,
@@ -56,6 +56,7 @@ impl Agent {
         pairs: &[String],
         token: &Token,
     ) -> Result<()> {
+        self.may_contact(self.store(store)?, &format!("prefetching store {store:?}"))?;
         {
             // Under the listing's lock, as every step that applies what the bucket holds: a log
             // read in between must not see its word undone.
@@ -68,13 +69,12 @@ impl Agent {
                 return Ok(());
             }
         }
-        self.may_contact(self.store(store)?, &format!("prefetching store {store:?}"))?;
         self.prefetch_as(port, store, mode, Listing::Everything, Instant::now(), token)
     }
 
     /// Brings in the checkpoint's range shards over `scan` (inside one pair), unless a read
     /// that went before did, and reads the change log when not read within the refractory
-    /// period. The pair's heads held back come first, which may be all the read needs.
+    /// period. The pair's tail comes first, which may be all the read needs.
     fn prefetch_pair_range(
         &self,
         port: &mut impl Port,
@@ -245,7 +245,7 @@ impl Agent {
         // checkpoint, where the store keeps them and the read allows, else a listing.
         let mut listed = false;
         let learnt = match (from_log, &source) {
-            (_, Source::Held { pair }) => match self.learn_from_held(port, store, pair) {
+            (_, Source::Held { pair }) => match self.learn_from_held(port, store, pair, token) {
                 Ok(Some(taken)) => Ok(taken),
                 Ok(None) => return Ok(None),
                 Err(e) => Err(e),

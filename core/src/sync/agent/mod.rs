@@ -183,7 +183,7 @@ enum Source {
     LogOrListing,
     /// The range shards of the checkpoint taken over names `lower` to `upper` (inclusive).
     Ranges { lower: String, upper: String },
-    /// The heads the checkpoint taken held back of one pair and the pairs after it (no request).
+    /// The tail shard of the checkpoint taken over one pair (the pairs beside it too).
     Held { pair: String },
 }
 
