@@ -70,6 +70,18 @@ impl Tx<'_> {
         write(self.db, store, record.into(), key, false)
     }
 
+    /// [`Tx::put`] over `previous`, the record under its key as this transaction just read it
+    /// (`None`: there is none): the write does not read it again.
+    pub(crate) fn put_over(
+        &mut self,
+        store: &str,
+        record: impl Into<Record>,
+        key: Option<Key>,
+        previous: Option<Value>,
+    ) -> Result<Key> {
+        write_over(self.db, store, record.into(), key, false, Some(previous))
+    }
+
     /// Writes a new record; an existing key or a unique-index clash is a constraint error.
     pub fn add(&mut self, store: &str, record: impl Into<Record>, key: Option<Key>) -> Result<Key> {
         write(self.db, store, record.into(), key, true)
@@ -262,9 +274,22 @@ impl Tx<'_> {
 pub(crate) fn write(
     db: &mut Database,
     store: &str,
+    record: Record,
+    key: Option<Key>,
+    no_overwrite: bool,
+) -> Result<Key> {
+    write_over(db, store, record, key, no_overwrite, None)
+}
+
+/// [`write`], over `known`: the record under the key as the caller read it in this transaction,
+/// when it did (`Some(None)`: none), so that it is not read twice.
+fn write_over(
+    db: &mut Database,
+    store: &str,
     mut record: Record,
     key: Option<Key>,
     no_overwrite: bool,
+    known: Option<Option<Value>>,
 ) -> Result<Key> {
     let info = db.store_for(store, true)?;
     let schema = &info.schema;
@@ -302,8 +327,14 @@ pub(crate) fn write(
     };
     let pk = key.encode().map_err(|e| e.in_store(store, None))?;
 
-    let old = db.mech.get(info.data, &pk)?;
-    if no_overwrite && old.is_some() {
+    let (replaced, old_record) = match known {
+        Some(previous) => (previous.is_some(), previous.filter(|_| !info.indexes.is_empty())),
+        None => match db.mech.get(info.data, &pk)? {
+            Some(bytes) if !info.indexes.is_empty() => (true, Some(decode_record(store, &bytes)?)),
+            old => (old.is_some(), None),
+        },
+    };
+    if no_overwrite && replaced {
         return Err(Error::Constraint {
             store: store.into(),
             detail: format!("a record with key {key} already exists"),
@@ -324,12 +355,8 @@ pub(crate) fn write(
     // Last of the checks: a write refused above must not reach the bucket.
     let kind = if no_overwrite { WriteKind::Add } else { WriteKind::Put };
     let text = record.text();
-    db.mirror(&Write { store, key: &key, kind, value: Some(text), replaced: old.is_some() })?;
+    db.mirror(&Write { store, key: &key, kind, value: Some(text), replaced })?;
 
-    let old_record = match &old {
-        Some(bytes) if !info.indexes.is_empty() => Some(decode_record(store, bytes)?),
-        _ => None,
-    };
     for (index, entries) in info.indexes.iter().zip(&new_entries) {
         let old_entries = old_record.as_ref().map(|r| index_entries(index, r)).unwrap_or_default();
         for ik in old_entries.iter().filter(|ik| !entries.contains(ik)) {
@@ -344,7 +371,7 @@ pub(crate) fn write(
         advance_generator(db, &info, &key)?;
     }
 
-    let kind = if old.is_some() { EventKind::Updated } else { EventKind::Created };
+    let kind = if replaced { EventKind::Updated } else { EventKind::Created };
     if db.wants_event(kind, &info) {
         db.emit(Event::change(kind, store, Some(key.clone()), Some(record.into_tree()?)));
     }

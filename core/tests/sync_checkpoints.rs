@@ -165,7 +165,7 @@ fn a_pairs_tail_is_read_when_a_read_goes_past_its_heads() {
         // Past the log's window (a bucket's clock has whole seconds): the checkpoint alone
         // names these. Three heads a pair: one in the heads shard, two in the tail shard.
         std::thread::sleep(std::time::Duration::from_millis(2_500));
-        w.checkpoint("docs").unwrap();
+        let report = w.checkpoint("docs").unwrap();
         w.remove("docs", &KeyRange::only(name(0, 4))).unwrap();
 
         let mut listed = reader(&dir.path().join(format!("{place}-listed.sqlite3")), &options, false);
@@ -198,6 +198,14 @@ fn a_pairs_tail_is_read_when_a_read_goes_past_its_heads() {
         let scan = pair_scan("p1/rt1", None, 3);
         assert_eq!(described(&mut cold, &scan), described(&mut listed, &scan), "{place}");
         assert_eq!(cold.take_sync_stats().count("GET"), 0, "{place}: from the heads and tail");
+
+        // A tail shard that cannot be read gives way to a listing, with the same answer.
+        let stamp = report.manifest.rsplit('/').next().unwrap().trim_end_matches(".json");
+        put_raw(&options, &format!(".objstore-checkpoints/{stamp}/t00000.json"), b"not a shard");
+        let mut broken = reader(&dir.path().join(format!("{place}-broken.sqlite3")), &options, true);
+        assert_eq!(broken.keys("meta", &firsts).unwrap(), listed.keys("meta", &firsts).unwrap(), "{place}");
+        let scan = pair_scan("p1/rt1", None, 3);
+        assert_eq!(described(&mut broken, &scan), described(&mut listed, &scan), "{place}: listed instead");
     }
 }
 
@@ -214,6 +222,11 @@ fn waves(options: &Value) -> u64 {
 /// The object `name` under the store's prefix, written or replaced as is (a crashed writer's
 /// leftovers, a corrupted shard).
 fn put_raw(options: &Value, name: &str, body: &[u8]) {
+    // The bucket's settings only: the change log's belong to a store that keeps one.
+    let mut options = options.clone();
+    for log_setting in ["changeLogWindowMs", "relistEveryMs"] {
+        options.as_object_mut().unwrap().remove(log_setting);
+    }
     let config = SyncConfig::from_json("x", &json!({"format": "objstore", "Options": options}), &|_| None).unwrap();
     let bucket = open_bucket(&config.connection, Default::default()).unwrap();
     let key = format!("{}{name}", options["prefix"].as_str().unwrap_or(""));

@@ -518,7 +518,7 @@ fn apply_one(tx: &mut Tx<'_>, change: Change) -> Result<()> {
                 let key = if tx.db.store_has_key_path(&store)? { None } else { Some(key) };
                 // Metadata is a convenience: a store that refuses it (a unique index, say) must
                 // not keep the object out.
-                if tx.put(&store, record, key).is_err() {
+                if tx.put_over(&store, record, key, previous).is_err() {
                     return Ok(());
                 }
             }

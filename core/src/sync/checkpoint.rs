@@ -409,7 +409,12 @@ pub fn parse_manifest(body: &[u8], stamp: &str) -> Result<Manifest, String> {
     if position_of(stamp) != Some(manifest.position_ms) {
         return Err(format!("its position {} is not its name's", manifest.position_ms));
     }
-    let all = [("heads", &manifest.heads), ("tails", &manifest.tails), ("ranges", &manifest.ranges), ("waves", &manifest.waves)];
+    let all = [
+        ("heads", &manifest.heads),
+        ("tails", &manifest.tails),
+        ("ranges", &manifest.ranges),
+        ("waves", &manifest.waves),
+    ];
     for (what, shards) in all {
         let ordered = shards.windows(2).all(|w| w[0].last < w[1].first);
         if !ordered || shards.iter().any(|s| s.first > s.last || s.objects == 0) {
@@ -417,7 +422,10 @@ pub fn parse_manifest(body: &[u8], stamp: &str) -> Result<Manifest, String> {
         }
     }
     if !manifest.tails.is_empty() && manifest.tails_per_pair <= manifest.heads_per_pair {
-        return Err(format!("its tails reach {} names a pair, its heads {}", manifest.tails_per_pair, manifest.heads_per_pair));
+        return Err(format!(
+            "its tails reach {} names a pair, its heads {}",
+            manifest.tails_per_pair, manifest.heads_per_pair
+        ));
     }
     let counted = manifest.ranges.iter().try_fold(0u64, |sum, s| sum.checked_add(s.objects));
     if counted != Some(manifest.objects) {
@@ -553,7 +561,8 @@ mod tests {
         // 150 pairs: three tail shards of at most 64 whole pairs.
         assert_eq!(m.tails.len(), 3);
         let i = tail_over(&m, pair).unwrap();
-        let tail: Vec<_> = read(&built, Shard::Tail(i), &m.tails, i).into_iter().filter(|(id, _)| id.starts_with(pair)).collect();
+        let tail: Vec<_> =
+            read(&built, Shard::Tail(i), &m.tails, i).into_iter().filter(|(id, _)| id.starts_with(pair)).collect();
         assert_eq!(tail.iter().collect::<Vec<_>>(), of_pair[2..16].to_vec());
         for w in m.tails.windows(2) {
             assert_ne!(pair_of(&w[0].last), pair_of(&w[1].first), "cut where a pair ends");

@@ -436,7 +436,9 @@ impl Agent {
             .known
             .keys()
             .filter(|id| !named.contains(id.as_str()) && !touched.contains(*id))
-            .filter(|id| pairs.iter().any(|(pair, last_head)| id.starts_with(pair.as_str()) && id.as_str() > last_head.as_str()))
+            .filter(|id| {
+                pairs.iter().any(|(pair, last_head)| id.starts_with(pair.as_str()) && id.as_str() > last_head.as_str())
+            })
             .cloned()
             .collect();
         drop(named);
