@@ -204,6 +204,9 @@ try {
   const checkpoints = {};
   if (!reuseDir) checkpoints.file = await seed({ bucket: "results", endpoint: `file://${join(work.dir, "bucket")}`, prefix: "" });
   const seededFileMs = Date.now() - t;
+  // The disk settles first: 900 MB of runs still being written back would slow the cold
+  // reader's own writes (its local copy's commits), timed as its work.
+  execFileSync("sync");
   console.log(`scale: seeded ${RUNS} runs over ${PAIRS} pairs into a file:// bucket in ${(seededFileMs / 1000).toFixed(1)} s`);
   // Measured before Garage is seeded: a Garage busy settling 100,000 writes takes this
   // machine's two cores from the page's server.
@@ -212,6 +215,7 @@ try {
   file.bucket_bytes = bucketBytes(join(bucketDir, "bucket", "results"));
   t = Date.now();
   if (!reusePrefix && g) checkpoints.garage = await seed(garageOptions(g, prefix));
+  execFileSync("sync");
   const seededGarageMs = Date.now() - t;
   if (g) console.log(`scale: seeded them into Garage in ${(seededGarageMs / 1000).toFixed(1)} s`);
   let far = null;
