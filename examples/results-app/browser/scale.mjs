@@ -193,7 +193,6 @@ try {
 
   // --file-only: the file:// bucket alone (a million runs: Garage is not seeded).
   const fileOnly = process.argv.includes("--file-only");
-  const g = fileOnly ? null : garage();
   // --reuse DIR PREFIX: the runs a --seed-only run (or an earlier run) left in DIR and under
   // PREFIX in Garage are read again, unseeded (for measuring a change quickly).
   const reuse = process.argv.indexOf("--reuse");
@@ -208,11 +207,13 @@ try {
   // reader's own writes (its local copy's commits), timed as its work.
   execFileSync("sync");
   console.log(`scale: seeded ${RUNS} runs over ${PAIRS} pairs into a file:// bucket in ${(seededFileMs / 1000).toFixed(1)} s`);
-  // Measured before Garage is seeded: a Garage busy settling 100,000 writes takes this
-  // machine's two cores from the page's server.
+  // Measured before Garage is started or seeded: a Garage settling writes (this run's, or an
+  // earlier run's that it still works through) takes this machine's two cores from the page's
+  // server (it doubled the cold matrix here).
   const file = await measure(browser, bucketDir, {});
   file.cold.listing_only = await listingOnly({ bucket: "results", endpoint: `file://${join(bucketDir, "bucket")}`, prefix: "" });
   file.bucket_bytes = bucketBytes(join(bucketDir, "bucket", "results"));
+  const g = fileOnly ? null : garage();
   t = Date.now();
   if (!reusePrefix && g) checkpoints.garage = await seed(garageOptions(g, prefix));
   execFileSync("sync");

@@ -24,7 +24,7 @@ pub(crate) struct Taken {
     ranges: Vec<bool>,
     /// Each pair's last head, when the heads were taken: from the pair's first name to it,
     /// every name is held (to the pair's end, for a pair of fewer names than the heads hold:
-    /// `None`), once the pair's heads held back are applied.
+    /// `None`), once the pair's tail is read.
     heads: Option<BTreeMap<String, Option<String>>>,
     /// The pairs whose names past their heads are in a tail shard not read yet.
     held: BTreeMap<String, HeldHeads>,
@@ -399,14 +399,21 @@ impl Agent {
         let read = records(s, store, objects);
         // Each pair is held to its last tail now, or whole when the writer had fewer names.
         let reach = manifest.tails_per_pair.saturating_sub(manifest.heads_per_pair);
+        let mut tails_of: HashMap<&str, (u64, &str)> = HashMap::new();
+        for id in read.iter().map(|(id, _)| id.as_str()) {
+            if let Some(pair) = checkpoint::pair_of(id) {
+                let (count, _) = tails_of.get(pair).copied().unwrap_or((0, id));
+                tails_of.insert(pair, (count + 1, id));
+            }
+        }
         let held_to: Vec<(String, Option<String>)> = pairs
             .iter()
             .map(|(pair, _)| {
-                let mut in_pair = read.iter().filter(|(id, _)| id.starts_with(pair.as_str()));
-                let count = in_pair.clone().count() as u64;
-                (pair.clone(), in_pair.next_back().filter(|_| count >= reach).map(|(id, _)| id.clone()))
+                let last = tails_of.get(pair.as_str()).filter(|(count, _)| *count >= reach);
+                (pair.clone(), last.map(|(_, id)| id.to_string()))
             })
             .collect();
+        drop(tails_of);
         // Past each pair's heads, up to where it is held now: what the local copy holds there.
         let spans: Vec<KeyRange> = pairs
             .iter()
@@ -432,13 +439,14 @@ impl Agent {
         let touched = seen.get(store).and_then(|seen| seen.checkpoint.as_ref()?.touched.as_ref());
         let Some(touched) = touched else { return Ok(None) };
         let named: HashSet<&str> = read.iter().map(|(id, _)| id.as_str()).collect();
+        let last_heads: HashMap<&str, &str> = pairs.iter().map(|(pair, last)| (pair.as_str(), last.as_str())).collect();
+        let past_heads = |id: &str| {
+            checkpoint::pair_of(id).and_then(|pair| last_heads.get(pair)).is_some_and(|last| id > *last)
+        };
         let vanished = local
             .known
             .keys()
-            .filter(|id| !named.contains(id.as_str()) && !touched.contains(*id))
-            .filter(|id| {
-                pairs.iter().any(|(pair, last_head)| id.starts_with(pair.as_str()) && id.as_str() > last_head.as_str())
-            })
+            .filter(|id| !named.contains(id.as_str()) && !touched.contains(*id) && past_heads(id))
             .cloned()
             .collect();
         drop(named);
