@@ -440,9 +440,8 @@ impl Agent {
         let Some(touched) = touched else { return Ok(None) };
         let named: HashSet<&str> = read.iter().map(|(id, _)| id.as_str()).collect();
         let last_heads: HashMap<&str, &str> = pairs.iter().map(|(pair, last)| (pair.as_str(), last.as_str())).collect();
-        let past_heads = |id: &str| {
-            checkpoint::pair_of(id).and_then(|pair| last_heads.get(pair)).is_some_and(|last| id > *last)
-        };
+        let past_heads =
+            |id: &str| checkpoint::pair_of(id).and_then(|pair| last_heads.get(pair)).is_some_and(|last| id > *last);
         let vanished = local
             .known
             .keys()

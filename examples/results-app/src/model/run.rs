@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::names::{check_label, clip, short_hash, sort_suites};
+use super::names::{check_label, clip, sort_suites};
 use crate::error::{AppError, AppResult};
 
 /// The longest platform, browser or version label.
@@ -228,43 +228,6 @@ fn is_zero(n: &u64) -> bool {
 
 /// The most text kept of one test (message, trace, output and attempts together), by default.
 pub const TEXT_PER_TEST: usize = 8 * 1024;
-
-/// The longest name of a test or a suite kept as written. A longer one (no runner writes one;
-/// a hostile report does, once per test) becomes its [`CAPPED`] form, so that names stay apart
-/// and a report's memory stays in proportion to its size.
-pub const MAX_NAME: usize = 1024;
-
-/// The longest start a test's name takes from the suites around it (`nested > deep > `): past
-/// it, its [`CAPPED`] form. Every case of a suite 60 deep repeats it, so it is what bounds a
-/// case's name by its own size rather than its suites' (no runner nests titles past it; a
-/// hostile report's 60 suites of 1 KB made each case's name 60 KB, then 1 KB).
-pub const MAX_INHERITED: usize = 256;
-
-/// The size of a name past its cap: its first bytes, `…#` and a hash of all of it. It is
-/// fixed, not the cap: what a name past its cap keeps is only there to recognise it by (the
-/// hash keeps it apart), and every test of a hostile report repeats it, so the cap's size per
-/// test made the stored run ten times the report (a suite 60 deep over 10,000 cases: 4.4 MB
-/// stored of 0.4 MB posted, 2 MB now).
-pub const CAPPED: usize = 64;
-
-/// `name`, or when over [`MAX_NAME`] bytes its [`CAPPED`] form.
-pub fn cap_name(name: String) -> String {
-    cap_at(name, MAX_NAME)
-}
-
-/// `name`, or when over `max` bytes its [`CAPPED`] form: its start, `…#` and a hash of all of
-/// it.
-pub fn cap_at(name: String, max: usize) -> String {
-    if name.len() <= max {
-        return name;
-    }
-    let hash = format!("…#{:016x}", short_hash(name.as_bytes()));
-    let mut end = CAPPED.min(max) - hash.len();
-    while !name.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}{hash}", &name[..end])
-}
 
 /// A text read in parts (an XML element's, a TAP test's comment lines) that keeps at most `cap`
 /// bytes as it goes and counts the rest: what a report holds past the cap never reaches memory.
