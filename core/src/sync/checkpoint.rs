@@ -309,7 +309,8 @@ fn nth_of_each_pair(objects: &[(String, ObjectInfo)], skip: usize, until: usize)
     picked
 }
 
-/// Tail shards: whole pairs, at most [`TAIL_PAIRS`] of them and about `max_bytes`.
+/// Tail shards: whole pairs, at most [`TAIL_PAIRS`] of them and about `max_bytes` (past it by
+/// at most one pair's tail: a pair is never split, so a reader finds each pair's in one shard).
 fn tail_groups(tails: &[(String, ObjectInfo)], max_bytes: usize) -> Vec<&[(String, ObjectInfo)]> {
     let mut groups = Vec::new();
     let (mut start, mut bytes, mut pairs) = (0, 0, 0);
@@ -426,6 +427,11 @@ pub fn parse_manifest(body: &[u8], stamp: &str) -> Result<Manifest, String> {
             "its tails reach {} names a pair, its heads {}",
             manifest.tails_per_pair, manifest.heads_per_pair
         ));
+    }
+    // A pair's tail is in one shard: a reader takes a shard's pairs as whole past their heads.
+    let in_pairs = manifest.tails.iter().all(|t| pair_of(&t.first).is_some() && pair_of(&t.last).is_some());
+    if !in_pairs || manifest.tails.windows(2).any(|w| pair_of(&w[0].last) == pair_of(&w[1].first)) {
+        return Err("its tails split a pair or hold names in no pair".into());
     }
     let counted = manifest.ranges.iter().try_fold(0u64, |sum, s| sum.checked_add(s.objects));
     if counted != Some(manifest.objects) {
@@ -568,6 +574,10 @@ mod tests {
             assert_ne!(pair_of(&w[0].last), pair_of(&w[1].first), "cut where a pair ends");
         }
         assert_eq!(tail_over(&m, "plat-9/rt-0/"), None, "a pair the checkpoint does not have");
+        let mut split = m.clone();
+        split.tails[1].first = format!("{}zz", pair_of(&split.tails[0].last).unwrap());
+        let refused = parse_manifest(&serde_json::to_vec(&split).unwrap(), &built.stamp).unwrap_err();
+        assert!(refused.contains("split a pair"), "{refused}");
         // Fewer names than the heads hold: no tails.
         let few = build(stamp(5, 9, 1), 5, &objects(3, 2), &[], 16, 10, SHARD_BYTES);
         assert_eq!((few.manifest.tails_per_pair, few.manifest.tails.len()), (0, 0));

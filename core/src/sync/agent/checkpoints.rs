@@ -97,7 +97,7 @@ pub struct CheckpointReport {
     /// The bucket's clock when the listing began: readers read the change log from there.
     pub position_ms: u64,
     pub objects: u64,
-    /// Shards written (heads, ranges and waves), and their bytes with the manifest's.
+    /// Shards written (heads, tails, ranges and waves), and their bytes with the manifest's.
     pub shards: usize,
     pub bytes: u64,
 }
@@ -214,8 +214,8 @@ impl Agent {
         Ok(logged)
     }
 
-    /// The store's names as the newest usable checkpoint has them: its heads (`heads`), else
-    /// every range. `None` when the store keeps none, none is recent enough to go on from
+    /// The store's names as the newest usable checkpoint has them: its heads (`heads`; with
+    /// its tails, for a store of bodies), else every range. `None` when the store keeps none, none is recent enough to go on from
     /// through the change log (`relistEveryMs`), or the newest ones cannot be read.
     pub(super) fn learn_from_checkpoint(
         &self,
@@ -396,11 +396,12 @@ impl Agent {
             Ok(Some((objects, _))) => objects,
             _ => return Ok(None),
         };
-        let read = records(s, store, objects);
-        // Each pair is held to its last tail now, or whole when the writer had fewer names.
+        // Each pair is held to its last tail now, or whole when the writer had fewer names:
+        // counted as written, before names this store cannot hold are left out (as the heads).
         let reach = manifest.tails_per_pair.saturating_sub(manifest.heads_per_pair);
+        let prefix = &s.config.connection.location.prefix;
         let mut tails_of: HashMap<&str, (u64, &str)> = HashMap::new();
-        for id in read.iter().map(|(id, _)| id.as_str()) {
+        for id in objects.iter().filter_map(|o| o.key.strip_prefix(prefix.as_str())) {
             if let Some(pair) = checkpoint::pair_of(id) {
                 let (count, _) = tails_of.get(pair).copied().unwrap_or((0, id));
                 tails_of.insert(pair, (count + 1, id));
@@ -414,6 +415,7 @@ impl Agent {
             })
             .collect();
         drop(tails_of);
+        let read = records(s, store, objects);
         // Past each pair's heads, up to where it is held now: what the local copy holds there.
         let spans: Vec<KeyRange> = pairs
             .iter()
