@@ -7,7 +7,7 @@
 // the page over an empty bucket, warm; the cold matrix's is the bare listing of every name, with
 // nothing cached (what the bucket itself costs). Writes the figures under "page.scale" in
 // target/bench/app.json.
-//   node scale.mjs [--runs N] [--pairs P] [--seed-only DIR [GARAGE_PREFIX] | --reuse DIR GARAGE_PREFIX]
+//   node scale.mjs [--runs N] [--pairs P] [--branchless] [--seed-only DIR [GARAGE_PREFIX] | --reuse DIR GARAGE_PREFIX]
 //   (Garage: tests/servers/garage starts it)
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -31,6 +31,9 @@ const LATENCY_MS = 20;
 const WARM_LOADS = 5;
 const SUITES = ["crud", "cursor", "event", "transaction", "query", "sql"];
 const FAR_FUTURE_MS = 9_999_999_999_999;
+// --branchless: runs that name no branch (a CI post without one), which make the matrix look
+// further back in every pair for a default branch.
+const BRANCH = process.argv.includes("--branchless") ? {} : { branch: "main" };
 
 /** Run `i`: its pair, key and body (36 tests, one failing now and then), a minute after run i - 1,
  * on `main` as a CI run's post says. */
@@ -48,7 +51,7 @@ function sample(i, prefix) {
   const count = (s) => tests.filter((t) => t.status === s).length;
   const body = {
     platform, browser: runtime, version: "0.1.0",
-    ci: { commit: (0x1000000 + Math.floor(i / PAIRS)).toString(16).padStart(12, "0"), branch: "main" },
+    ci: { commit: (0x1000000 + Math.floor(i / PAIRS)).toString(16).padStart(12, "0"), ...BRANCH },
     results: { tool: { name: "scale" }, summary: { tests: tests.length, passed: count("passed"), failed: count("failed"),
       skipped: 0, pending: 0, other: 0, start: at, stop: at + 1000 }, tests },
   };
@@ -252,7 +255,8 @@ try {
   const out = join(root, "target/bench/app.json");
   mkdirSync(join(root, "target/bench"), { recursive: true });
   const all = existsSync(out) ? JSON.parse(readFileSync(out, "utf8")) : {};
-  all.page = { ...(all.page || {}), [RUNS === 100_000 ? "scale" : `scale_${RUNS}`]: figures };
+  const key = (RUNS === 100_000 ? "scale" : `scale_${RUNS}`) + (BRANCH.branch ? "" : "_branchless");
+  all.page = { ...(all.page || {}), [key]: figures };
   writeFileSync(out, JSON.stringify(all, null, 2) + "\n");
   console.log(`  written to ${out}`);
 } finally {
