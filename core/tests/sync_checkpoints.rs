@@ -209,6 +209,36 @@ fn a_pairs_tail_is_read_when_a_read_goes_past_its_heads() {
     }
 }
 
+/// A name no record can be written under (a `.` segment: S3 takes it, the library does not)
+/// still counts in its pair's tail, as the writer wrote it: the pair is held to its tail's last
+/// name, not taken for whole, so a scan past it reads the range shard. (A file system takes no
+/// such name: moto only.)
+#[test]
+fn a_tail_name_no_record_can_hold_still_counts_in_its_pair() {
+    let dir = TempDir::new().unwrap();
+    let (place, options) = places("checkpoint-unholdable", dir.path()).remove(1);
+    let options = with(&options, json!({"changeLogWindowMs": 1000}));
+    let mut w = writer(&dir.path().join(format!("{place}-w.sqlite3")), &options);
+    for run in [1, 3, 5] {
+        w.db.put("docs", json!({"run": run}), Some(Key::String(name(1, run)))).unwrap();
+    }
+    w.flush().unwrap();
+    // One head a pair, two tails: 0003 and this one; 0005 is in the range shard only.
+    put_raw(&options, &format!("{}/./x", name(1, 3)), b"{}");
+    // Past the log's window: the checkpoint alone names these.
+    std::thread::sleep(std::time::Duration::from_millis(2_500));
+    w.checkpoint("docs").unwrap();
+
+    let mut listed = reader(&dir.path().join(format!("{place}-listed.sqlite3")), &options, false);
+    let mut cold = reader(&dir.path().join(format!("{place}-cold.sqlite3")), &options, true);
+    let firsts = ScanOptions::new().index("pair").unique();
+    assert_eq!(cold.keys("meta", &firsts).unwrap(), listed.keys("meta", &firsts).unwrap(), "{place}");
+    let scan = pair_scan("p1/rt1", None, 3);
+    let expected = described(&mut listed, &scan);
+    assert_eq!(expected.iter().map(|d| d.0.clone()).collect::<Vec<_>>(), [name(1, 1), name(1, 3), name(1, 5)]);
+    assert_eq!(described(&mut cold, &scan), expected, "{place}");
+}
+
 /// The wave markers in the store's change log (a flush of several writes leaves one; a cold
 /// reader reads each once).
 fn waves(options: &Value) -> u64 {
