@@ -119,23 +119,24 @@ pub fn need(agent: &Agent, db: &mut Database, read: &ReadScope) -> Result<Option
     let Some(store) = read.synced_store(agent) else {
         return Ok(None);
     };
-    let count = |db: &mut Database, range| db.count(store, &ScanOptions::new().range(range)).unwrap_or(0);
     if agent.is_offline() {
         return Ok(None);
     }
-    // A keyed read of descriptions has the tails over its names read first (a scan inside one
-    // pair: with its range).
-    let meta = read.keys.is_some() && db.sync_policy(store).is_some_and(|policy| policy.format == Format::ObjstoreMeta);
-    if let (Some(keys), true) = (&read.keys, meta) {
-        let held = agent.held_pairs(store, keys.iter().filter_map(string_key));
-        if !held.is_empty() {
-            let extent = Extent::HeldPairs(held);
-            return Ok(Some(Need::Prefetch { store: store.clone(), cached: true, extent, asked: Instant::now() }));
-        }
-    }
     if let Some(keys) = &read.keys {
-        if meta {
-            return Ok(None);
+        // A keyed read of descriptions has the tails over its names read first (a scan inside
+        // one pair: with its range).
+        if db.sync_policy(store).is_some_and(|policy| policy.format == Format::ObjstoreMeta) {
+            let ids = keys.iter().filter_map(|key| match key {
+                Key::String(id) => Some(id.as_str()),
+                _ => None,
+            });
+            let pairs = agent.held_pairs(store, ids);
+            return Ok((!pairs.is_empty()).then(|| Need::Prefetch {
+                store: store.clone(),
+                cached: true,
+                extent: Extent::HeldPairs(pairs),
+                asked: Instant::now(),
+            }));
         }
         let missing = db.local_copies(store, keys)?.iter().any(|c| !c.present && !c.held);
         return Ok((fresh_read || missing).then(|| Need::Fetch {
@@ -154,8 +155,9 @@ pub fn need(agent: &Agent, db: &mut Database, read: &ReadScope) -> Result<Option
     if !agent.prefetches(store) {
         return Ok(None);
     }
+    let count = |range| db.count(store, &ScanOptions::new().range(range)).unwrap_or(0);
     let covered = agent.listed_for(store, first_per_pair)
-        || in_pair.is_some_and(|scan| agent.checkpoint_covers(store, scan, |r| count(db, r)));
+        || in_pair.is_some_and(|scan| agent.checkpoint_covers(store, scan, count));
     let extent = match (covered, in_pair) {
         (true, _) if !fresh => return Ok(None),
         (true, _) if first_per_pair => Extent::FirstPerPair,
@@ -166,13 +168,6 @@ pub fn need(agent: &Agent, db: &mut Database, read: &ReadScope) -> Result<Option
     };
     let cached = !fresh && db.was_prefetched(store)?;
     Ok(Some(Need::Prefetch { store: store.clone(), cached, extent, asked: Instant::now() }))
-}
-
-fn string_key(key: &Key) -> Option<&str> {
-    match key {
-        Key::String(id) => Some(id),
-        _ => None,
-    }
 }
 
 /// After a read served the cache: what to revalidate in the background, if anything.

@@ -26,8 +26,9 @@ pub(crate) struct Taken {
     /// every name is held (to the pair's end, for a pair of fewer names than the heads hold:
     /// `None`), once the pair's tail is read.
     heads: Option<BTreeMap<String, Option<String>>>,
-    /// The pairs whose names past their heads are in a tail shard not read yet.
-    held: BTreeMap<String, HeldHeads>,
+    /// The tail shard over each pair whose names past its heads are not read yet (`heads`
+    /// says where the pair is held to meanwhile).
+    held: BTreeMap<String, usize>,
     /// The objects the change log named since the checkpoint's position: the local copy holds
     /// its word on them, which a range shard read later must not undo. `None` past
     /// [`TOUCHED_HELD`] of them (range shards are then not read: a listing is).
@@ -36,14 +37,6 @@ pub(crate) struct Taken {
 
 /// The most objects named by the change log a taken checkpoint keeps track of.
 const TOUCHED_HELD: usize = 200_000;
-
-/// A pair whose tail is not read yet.
-struct HeldHeads {
-    /// The pair's last head: the local copy holds the pair up to it.
-    last_applied: String,
-    /// The tail shard with the pair's next names.
-    tail: usize,
-}
 
 /// What a prefetch took of a checkpoint, for the local copy's record once it is applied.
 pub(super) enum Step {
@@ -215,8 +208,9 @@ impl Agent {
     }
 
     /// The store's names as the newest usable checkpoint has them: its heads (`heads`; with
-    /// its tails, for a store of bodies), else every range. `None` when the store keeps none, none is recent enough to go on from
-    /// through the change log (`relistEveryMs`), or the newest ones cannot be read.
+    /// its tails, for a store of bodies), else every range. `None` when the store keeps none,
+    /// none is recent enough to go on from through the change log (`relistEveryMs`), or the
+    /// newest ones cannot be read.
     pub(super) fn learn_from_checkpoint(
         &self,
         port: &mut impl Port,
@@ -275,12 +269,13 @@ impl Agent {
                 heads.then(|| last_of_each_pair(&objects, &s.config.connection.location.prefix, per_pair));
             // A pair whose heads are full has more names in the tail shard over it, if any.
             let mut held = BTreeMap::new();
-            for (pair, last) in last_heads.iter_mut().flatten().filter(|_| !tails_now) {
-                let Some(last_applied) = last.clone() else { continue };
-                match checkpoint::tail_over(&manifest, pair) {
-                    Some(tail) => drop(held.insert(pair.clone(), HeldHeads { last_applied, tail })),
-                    None if manifest.tails_per_pair > 0 => *last = None,
-                    None => {}
+            if !tails_now {
+                for (pair, last) in last_heads.iter_mut().flatten().filter(|(_, last)| last.is_some()) {
+                    match checkpoint::tail_over(&manifest, pair) {
+                        Some(tail) => drop(held.insert(pair.clone(), tail)),
+                        None if manifest.tails_per_pair > 0 => *last = None,
+                        None => {}
+                    }
                 }
             }
             // Whatever the local copy held is replaced by the checkpoint's word, then the log's
@@ -381,12 +376,13 @@ impl Agent {
             if self.too_old(s, log, &taken.manifest) || taken.touched.is_none() {
                 return Ok(None);
             }
-            let Some(tail) = taken.held.get(pair).map(|held| held.tail) else { return Ok(None) };
+            let (Some(&tail), Some(heads)) = (taken.held.get(pair), &taken.heads) else { return Ok(None) };
+            // Each pair of the shard, with its last head: the local copy holds it up to there.
             let pairs: Vec<(String, String)> = taken
                 .held
                 .iter()
-                .filter(|(_, held)| held.tail == tail)
-                .map(|(pair, held)| (pair.clone(), held.last_applied.clone()))
+                .filter(|(_, &over)| over == tail)
+                .filter_map(|(pair, _)| Some((pair.clone(), heads.get(pair)?.clone()?)))
                 .collect();
             (taken.stamp.clone(), taken.manifest.clone(), tail, pairs)
         };
@@ -491,15 +487,11 @@ impl Agent {
             }
             let Some(heads) = &taken.heads else { return false };
             let pair = checkpoint::pair_of(lower);
-            if let Some(held) = pair.and_then(|pair| taken.held.get(pair)) {
-                held.last_applied.clone()
-            } else {
-                match pair.and_then(|pair| heads.get(pair)) {
-                    Some(Some(last)) => last.clone(),
-                    // A pair the heads hold whole, or one the checkpoint did not have: the
-                    // change log named each of its names since.
-                    Some(None) | None => return true,
-                }
+            match pair.and_then(|pair| heads.get(pair)) {
+                Some(Some(last)) => last.clone(),
+                // A pair the heads hold whole, or one the checkpoint did not have: the
+                // change log named each of its names since.
+                Some(None) | None => return true,
             }
         };
         if upper <= last_head.as_str() {
