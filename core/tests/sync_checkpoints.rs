@@ -148,8 +148,8 @@ fn a_cold_reader_through_a_checkpoint_ends_with_the_records_a_full_listing_gives
     }
 }
 
-/// A cold view of every pair's newest names reads the heads, an eighth of each pair's first names
-/// (at least one); a scan past them, or a keyed read of a name further back, reads the tail
+/// A cold view of every pair's newest names reads the heads, a quarter of each pair's first
+/// names (at least one); a scan past them, or a keyed read of a name further back, reads the tail
 /// shard over its pair (a GET for a page of pairs), and the change log's word since the
 /// checkpoint is kept over it.
 #[test]

@@ -71,7 +71,7 @@ pub struct ChangeLogConfig {
 pub struct CheckpointConfig {
     /// `{prefix}.objstore-checkpoints/`.
     pub prefix: String,
-    /// Each pair's first names its heads and tails hold (the heads an eighth of them).
+    /// Each pair's first names its heads and tails hold (the heads a quarter of them, at most 8).
     pub heads_per_pair: usize,
     /// Names a range shard holds, about.
     pub range_objects: usize,

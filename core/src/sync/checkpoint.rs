@@ -41,12 +41,13 @@
 //!
 //! Range shards tile the names in key order, about `checkpointRangeObjects` (1,000) each, cut
 //! where a pair (the names' first two segments, the key layout's first two fields) ends, so
-//! that a view of one pair reads its shard. Of each pair's first `checkpointHeads` (64) names
-//! (the newest runs, in the results layout), an eighth (`H`, 8) are in heads shards and the
-//! rest, to the `T`th, in tail shards of at most [`TAIL_PAIRS`] whole pairs, each shard at most
-//! about [`SHARD_BYTES`]: a cold view of every pair's newest runs reads the heads alone (1 MB
-//! at 500 pairs, where all 64 were 10 MB), and a view that goes further in a pair reads that
-//! pair's tail shard. A pair with no tail shard over it has no more names than its heads. A
+//! that a view of one pair reads its shard. Of each pair's first `checkpointHeads` (32) names
+//! (the newest runs, in the results layout), a quarter, at most [`IN_HEADS`] (`H`, 8), are in
+//! heads shards and the rest, to the `T`th, in tail shards of at most [`TAIL_PAIRS`] whole
+//! pairs, each shard at most about [`SHARD_BYTES`]: a cold view of every pair's newest runs
+//! reads the heads alone (1 MB at 500 pairs, where all 64 were 10 MB), and a view that goes
+//! further in a pair reads that pair's tail shard (a page of 25 runs before the newest, the
+//! matrix's, is within 32); past the tails, the range shard over the pair. A pair with no tail shard over it has no more names than its heads. A
 //! manifest without tails (`tailsPerPair` 0) has every head in its heads shards. A shard's
 //! body is `{"objects": [[shared, suffix, size, etag, modified, metadata], ...]}`, each name
 //! written as the length of the prefix it shares with the name before it and the rest (names
@@ -78,11 +79,14 @@ pub const DEFAULT_RANGE_OBJECTS: usize = 1_000;
 /// The largest shard, in bytes (about, by what its names carry), unless the store's
 /// `maxObjectBytes` is less than twice it.
 pub const SHARD_BYTES: usize = 4 << 20;
-/// Each pair's first names a checkpoint's heads and tails hold, unless the store says otherwise.
-pub const DEFAULT_HEADS_PER_PAIR: usize = 64;
-/// The share of those in the heads shards (an eighth, at least one): a view of every pair's
-/// newest runs reads these (the matrix reads 2 to 8 a pair); the rest are in tail shards.
-pub const HEADS_PART: usize = 8;
+/// Each pair's first names a checkpoint's heads and tails hold, unless the store says otherwise:
+/// the newest run and a page of 25 before it, what the results matrix reads of a pair it shows.
+/// A read further back takes the range shard over the pair, which holds only it and its
+/// neighbours; deeper tails would be applied for every pair of a tail shard, needed or not.
+pub const DEFAULT_HEADS_PER_PAIR: usize = 32;
+/// The most of those in the heads shards (a quarter of them, at least one): a view of every
+/// pair's newest runs reads these (the matrix reads 2 to 8 a pair); the rest are in tail shards.
+pub const IN_HEADS: usize = 8;
 /// The most pairs a tail shard holds: a view of a page of pairs (50) reads one or two.
 pub const TAIL_PAIRS: usize = 64;
 
@@ -236,7 +240,7 @@ pub fn build(
             .collect()
     };
     let ranges = refs(Shard::Range, range_groups(objects, range_objects, shard_bytes));
-    let in_heads = (heads_per_pair / HEADS_PART).max(1);
+    let in_heads = heads_per_pair.div_ceil(4).min(IN_HEADS);
     let heads = refs(Shard::Heads, heads_groups(&nth_of_each_pair(objects, 0, in_heads), shard_bytes));
     let tails = refs(Shard::Tail, tail_groups(&nth_of_each_pair(objects, in_heads, heads_per_pair), shard_bytes));
     let mut wave_refs = Vec::new();
@@ -557,19 +561,19 @@ mod tests {
         let all = objects(150, 20);
         let built = build(stamp(5, 9, 1), 5, &all, &[], 16, 10, SHARD_BYTES);
         let m = parse_manifest(&serde_json::to_vec(&built.manifest).unwrap(), &built.stamp).unwrap();
-        assert_eq!((m.heads_per_pair, m.tails_per_pair), (2, 16));
+        assert_eq!((m.heads_per_pair, m.tails_per_pair), (4, 16));
         let heads = read(&built, Shard::Heads(0), &m.heads, 0);
-        assert_eq!(heads.len(), 300);
+        assert_eq!(heads.len(), 600);
         assert_eq!(heads[0], all[0]);
         let pair = "plat-1/rt-1/";
         let of_pair: Vec<&(String, ObjectInfo)> = all.iter().filter(|(id, _)| id.starts_with(pair)).collect();
-        assert_eq!(heads.iter().filter(|(id, _)| id.starts_with(pair)).count(), 2);
+        assert_eq!(heads.iter().filter(|(id, _)| id.starts_with(pair)).count(), 4);
         // 150 pairs: three tail shards of at most 64 whole pairs.
         assert_eq!(m.tails.len(), 3);
         let i = tail_over(&m, pair).unwrap();
         let tail: Vec<_> =
             read(&built, Shard::Tail(i), &m.tails, i).into_iter().filter(|(id, _)| id.starts_with(pair)).collect();
-        assert_eq!(tail.iter().collect::<Vec<_>>(), of_pair[2..16].to_vec());
+        assert_eq!(tail.iter().collect::<Vec<_>>(), of_pair[4..16].to_vec());
         for w in m.tails.windows(2) {
             assert_ne!(pair_of(&w[0].last), pair_of(&w[1].first), "cut where a pair ends");
         }

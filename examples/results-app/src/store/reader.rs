@@ -228,8 +228,7 @@ impl Digested {
 pub(crate) type RunFileKeys = (String, Vec<String>);
 
 /// A pair's runs after run `after` (or from the newest), at most `runs`, each with its files:
-/// one scan of the names in the usual case (a few files a run), a longer one where runs hold
-/// more files.
+/// one scan of the names in the usual case (a file a run), a longer one where runs hold more.
 pub(crate) fn pair_files(
     db: &Cache,
     platform: &str,
@@ -264,9 +263,12 @@ pub(crate) fn each_pair_files(db: &Cache, pairs: &[(String, String)], runs: usiz
         .collect()
 }
 
-/// How many names a first scan for `runs` runs reads: enough for two files a run.
+/// How many names a first scan for `runs` runs reads: enough for one file a run, as most runs
+/// hold (runs of more files take a second scan, four times as long). A cold view reads no more
+/// of a pair than it asks for here from the checkpoint: 26 names for the matrix's page of 25
+/// runs before a pair's newest, within a checkpoint's 32 first names a pair (its heads and tails).
 fn first_limit(runs: usize) -> usize {
-    runs * 2 + 2
+    runs + 1
 }
 
 /// A pair's names after run `after` (or all of them). A run's files are "<run>/<file id>": those
