@@ -361,7 +361,19 @@ class Operations {
   /** The record under `key`, or undefined. A synced store answers from its cache (fetching
    * what it does not hold); `{fresh: true}` asks the bucket first, as Python's and C's do. */
   get(store, key, options) {
-    return request(() => this._db.get(waker, store, keyText(key), !!(options && options.fresh), this._tx));
+    const fresh = !!(options && options.fresh);
+    if (this._tx === null) {
+      // Outside a transaction an idle database answers inside the call: the promise is made
+      // here, settled already (no Node-API promise, no thread hop).
+      let text;
+      try {
+        text = this._db.getNow(store, keyText(key), fresh);
+      } catch (error) {
+        return decorate(Promise.reject(error));
+      }
+      if (text !== null) return decorate(Promise.resolve(text === 'null' ? undefined : JSON.parse(text)));
+    }
+    return request(() => this._db.get(waker, store, keyText(key), fresh, this._tx));
   }
 
   /** remove(store, key), remove(store, keyRange) or remove(store, index, keyRange) (the

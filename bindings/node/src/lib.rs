@@ -408,8 +408,17 @@ impl Database {
         tx: Option<f64>,
     ) -> napi::Result<sys::napi_value> {
         let key = checked!(waker, env, parse("key", &key).and_then(|k| json::key(&k)));
-        let now = || self.db.get_now(&store, &key, read(fresh), AsText);
-        waker.read_text(&env, tx, now, |done| self.db.get(tx_id(tx), &store, key.clone(), read(fresh), AsText, done))
+        waker.request_text(&env, |done| self.db.get(tx_id(tx), &store, key, read(fresh), AsText, done))
+    }
+
+    /// `get` answered inside the call, as `read_text` answers, for the JS half to settle its
+    /// own promise with: the record's JSON text (`"null"` when there is none), or `null` when
+    /// it must be requested (the database is busy, or the store synced). An awaited get
+    /// settles without a Node-API promise or a call into `JSON.parse` from here.
+    #[napi]
+    pub fn get_now(&self, store: String, key: String, fresh: Option<bool>) -> napi::Result<Option<String>, Code> {
+        let key = parse("key", &key).and_then(|k| json::key(&k)).map_err(|e| js_err(&e))?;
+        self.db.get_now(&store, &key, read(fresh), AsText).transpose().map_err(|e| js_err(&e))
     }
 
     #[napi]

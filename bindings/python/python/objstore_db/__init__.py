@@ -112,7 +112,13 @@ def _dumps(what: str, value: Any) -> str:
         raise InvalidArgumentError(f"{what} cannot be stored as JSON: {e}") from None
 
 
+# What json.dumps does with a str (in C), without its dispatch: a str key is the common case.
+_quoted: Callable[[str], str] = json.encoder.encode_basestring_ascii
+
+
 def _key_text(key: Any) -> str:
+    if type(key) is str:
+        return _quoted(key)
     return json.dumps(_key_json(key))
 
 
@@ -234,19 +240,26 @@ def _request(method: Callable[..., int], *args: Any, cancel: Optional[Callable[[
             f"objstore_db: {method.__name__}() makes its request at once and returns a future of the "
             "running event loop; call it inside a coroutine (asyncio.run(main()), not asyncio.run(db.get(...)))"
         ) from None
-    future = loop.create_future()
     if now is not None and kw.get("tx") is None:
         answer = now(*args, fresh=kw.get("fresh", False))
         if answer is not None:
-            kind, payload = answer
-            if kind == 0:
-                future.set_result(json.loads(payload))
-            else:
-                future.set_exception(payload)
-            return future
+            return _settled(loop, answer)
+    future = loop.create_future()
     request = method(_waker(loop), future, *args, **kw)
     if cancel is not None:
         future.add_done_callback(lambda f: f.cancelled() and cancel(request))
+    return future
+
+
+def _settled(loop: asyncio.AbstractEventLoop, answer: tuple[int, Any]) -> "asyncio.Future[Any]":
+    """A future of `loop` settled with a read's answer given inside the call: `(0, JSON text)`
+    or `(1, exception)`."""
+    future = loop.create_future()
+    kind, payload = answer
+    if kind == 0:
+        future.set_result(json.loads(payload))
+    else:
+        future.set_exception(payload)
     return future
 
 
@@ -432,9 +445,17 @@ class _Store:
     def get(self, store: str, key: Key, *, fresh: bool = False) -> "asyncio.Future[Any]":
         """The record under `key`, or None."""
         key_text = _key_text(key)
-        return _request(
-            self._native.get, store, key_text, fresh=fresh, tx=self._tx, cancel=self._cancel, now=self._native.get_now
-        )
+        if self._tx is None:
+            # `_request`'s first step, without its generic arguments: the common case.
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                pass  # `_request` says what is wrong
+            else:
+                answer = self._native.get_now(store, key_text, fresh)
+                if answer is not None:
+                    return _settled(loop, answer)
+        return _request(self._native.get, store, key_text, fresh=fresh, tx=self._tx, cancel=self._cancel)
 
     async def remove(self, store: str, key_or_range: Union[Key, KeyRange]) -> int:
         """Removes the record under a key or the records in a range; returns how many."""
