@@ -86,8 +86,12 @@ impl<T, W, C: FnOnce(Result<T>)> Task<T, W, C> {
 impl<T, W, C: FnOnce(Result<T>)> Drop for Task<T, W, C> {
     /// The guard behind "exactly once": a request dropped unrun still completes, as cancelled.
     fn drop(&mut self) {
-        let reason = format!("database {:?} closed before it ran", self.database);
-        self.complete(Err(Error::Cancelled(reason)));
+        // Only a request that never completed says why (formatting it for every request cost
+        // each of them an allocation on the worker).
+        if self.done.is_some() {
+            let reason = format!("database {:?} closed before it ran", self.database);
+            self.complete(Err(Error::Cancelled(reason)));
+        }
     }
 }
 
