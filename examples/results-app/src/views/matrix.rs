@@ -13,16 +13,24 @@ impl Viewer {
         self.view(|db| {
             let (every, branch, newest) = self.shown_newest(db, filter.branch.as_deref())?;
             let Newest { pairs, runs, seen, .. } = &*newest;
-            let weighed = Pairs::new(seen);
+            let weighed = std::cell::OnceCell::new();
             // A row's cells weigh its tests against the pair's runs before it and every pair's,
             // as a run's page does: worked out for the rows shown only, unless the filter reads
-            // them.
+            // them, and kept with the newest runs.
             let with_cells = |i: usize, row: &mut RunRow| -> AppResult<()> {
                 let newest_run = &runs[i][0];
-                if !newest_run.digests.is_empty() {
-                    let earlier = newest.before(db, i)?;
-                    row.cells = Some(cells(&newest_run.digests, &seen[i][0], &evidence(&earlier, &weighed)));
+                if newest_run.digests.is_empty() {
+                    return Ok(());
                 }
+                if let Some(kept) = newest.cells.lock().unwrap_or_else(|p| p.into_inner())[i].clone() {
+                    row.cells = Some(kept);
+                    return Ok(());
+                }
+                let earlier = newest.before(db, i)?;
+                let weighed = weighed.get_or_init(|| Pairs::new(seen));
+                let worked_out = cells(&newest_run.digests, &seen[i][0], &evidence(&earlier, weighed));
+                newest.cells.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(worked_out.clone());
+                row.cells = Some(worked_out);
                 Ok(())
             };
             let mut matching = Vec::new();

@@ -108,13 +108,16 @@ struct Newest {
     before: Mutex<Vec<Option<Arc<Vec<Seen>>>>>,
     /// The default branch's failed runs "new" is weighed against, once worked out (`triage.rs`).
     new_window: Mutex<Option<Arc<triage::NewWindow>>>,
+    /// Per pair, its newest run's matrix cells, once worked out: a warm matrix does not weigh
+    /// its tests again.
+    cells: Mutex<Vec<Option<BTreeMap<String, shapes::Cell>>>>,
 }
 
 impl Newest {
     fn new(pairs: Vec<(String, String)>, runs: Vec<Vec<Digested>>, default_branch: Option<String>) -> Newest {
         let seen = runs.iter().map(|runs| runs.iter().map(seen).collect()).collect();
-        let before = Mutex::new(vec![None; pairs.len()]);
-        Newest { pairs, runs, seen, default_branch, on_default: None, before, new_window: Mutex::default() }
+        let (before, cells) = (Mutex::new(vec![None; pairs.len()]), Mutex::new(vec![None; pairs.len()]));
+        Newest { pairs, runs, seen, default_branch, on_default: None, before, new_window: Mutex::default(), cells }
     }
 
     /// The runs pair `i`'s newest run is weighed against (see [`weighed_before`]).
