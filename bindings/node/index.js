@@ -365,13 +365,12 @@ class Operations {
     if (this._tx === null) {
       // Outside a transaction an idle database answers inside the call: the promise is made
       // here, settled already (no Node-API promise, no thread hop).
-      let text;
       try {
-        text = this._db.getNow(store, keyText(key), fresh);
+        const text = this._db.getNow(store, keyText(key), fresh);
+        if (text !== null) return decorate(Promise.resolve(text === 'null' ? undefined : JSON.parse(text)));
       } catch (error) {
         return decorate(Promise.reject(error));
       }
-      if (text !== null) return decorate(Promise.resolve(text === 'null' ? undefined : JSON.parse(text)));
     }
     return request(() => this._db.get(waker, store, keyText(key), fresh, this._tx));
   }

@@ -93,8 +93,6 @@ async fn post_results(
     }
 }
 
-/// An admitted post (`token`, the one it showed) stored, once its key is good and its run was
-/// read in time and is inside the token's pairs: its key, and its tests and failures.
 /// One line of the access log on stderr, in one write: `eprintln!` writes each piece of its
 /// format on its own (stderr is unbuffered), a dozen system calls a post under load.
 fn access_log(line: std::fmt::Arguments) {
@@ -102,6 +100,8 @@ fn access_log(line: std::fmt::Arguments) {
     let _ = std::io::stderr().write_all(format!("objstore-results: {line}\n").as_bytes());
 }
 
+/// An admitted post (`token`, the one it showed) stored, once its key is good and its run was
+/// read in time and is inside the token's pairs: its key, and its tests and failures.
 async fn store_post(app: &App, token: Option<Token>, request: Request) -> AppResult<(String, u64, u64)> {
     let once = idempotency_key(request.headers())?;
     // Reading the post has a deadline (a client sending slowly or not at all is cut off); the
