@@ -362,17 +362,16 @@ class Operations {
    * what it does not hold); `{fresh: true}` asks the bucket first, as Python's and C's do. */
   get(store, key, options) {
     const fresh = !!(options && options.fresh);
-    if (this._tx === null) {
-      // Outside a transaction an idle database answers inside the call: the promise is made
-      // here, settled already (no Node-API promise, no thread hop).
-      try {
-        const text = this._db.getNow(store, keyText(key), fresh);
-        if (text !== null) return decorate(Promise.resolve(text === 'null' ? undefined : JSON.parse(text)));
-      } catch (error) {
-        return decorate(Promise.reject(error));
+    return request(() => {
+      const keyJsonText = keyText(key);
+      if (this._tx === null) {
+        // Outside a transaction an idle database answers inside the call: the promise is made
+        // here, settled already (no Node-API promise, no thread hop).
+        const text = this._db.getNow(store, keyJsonText, fresh);
+        if (text !== null) return Promise.resolve(text === 'null' ? undefined : JSON.parse(text));
       }
-    }
-    return request(() => this._db.get(waker, store, keyText(key), fresh, this._tx));
+      return this._db.get(waker, store, keyJsonText, fresh, this._tx);
+    });
   }
 
   /** remove(store, key), remove(store, keyRange) or remove(store, index, keyRange) (the

@@ -47,8 +47,9 @@
 //! pairs, each shard at most about [`SHARD_BYTES`]: a cold view of every pair's newest runs
 //! reads the heads alone (1 MB at 500 pairs, where all 64 were 10 MB), and a view that goes
 //! further in a pair reads that pair's tail shard (a page of 25 runs before the newest, the
-//! matrix's, is within 32); past the tails, the range shard over the pair. A pair with no tail shard over it has no more names than its heads. A
-//! manifest without tails (`tailsPerPair` 0) has every head in its heads shards. A shard's
+//! matrix's, is within 32); past the tails, the range shard over the pair. A pair with no
+//! tail shard over it has no more names than its heads. A manifest without tails
+//! (`tailsPerPair` 0) has every head in its heads shards. A shard's
 //! body is `{"objects": [[shared, suffix, size, etag, modified, metadata], ...]}`, each name
 //! written as the length of the prefix it shares with the name before it and the rest (names
 //! in a shard share most of their prefix), the etag without its quotes, the metadata an object
